@@ -1,0 +1,19 @@
+//! Autonomy by signed policy (reference 7): the policy document format, auto-merge's seven
+//! checks, and the pre-approved gate classes with their never-list.
+//!
+//! The documents name the checks and classes; the code enforces them. A policy that names
+//! fewer than the code enforces is refused at load.
+
+pub mod auto_merge;
+pub mod gates;
+pub mod policy;
+
+pub use auto_merge::{CheckId, MergeVerdict, PrFacts, evaluate_pr};
+pub use gates::{
+    ClassifiedCommand, GateClass, GateRefusal, PreApproval, classify_command,
+    classify_migration_sql,
+};
+pub use policy::{
+    AutoMergePolicy, GatePolicy, PolicyError, PolicyKind, parse_auto_merge_policy,
+    parse_gate_policy,
+};

@@ -1,0 +1,186 @@
+//! Policy document tests: the load refusals of reference 7.1, in their order.
+
+use super::*;
+
+const MERGE: &str = "# Auto-merge policy\n\n- version: 2026-09-10\n- enabled: true\n- namespaces: capsid, foxing\n\n\
+    Checks, in order:\n\n\
+    - `body_names_job` the body names a job\n- `author_is_driver`\n- `base_is_default_branch`\n- `ci_green`\n\
+    - `paths_unprotected`\n- `paths_not_money`\n- `no_migration_workflow_lockfile`\n";
+
+const GATES: &str = "- version: g1\n- enabled: TRUE\n\n- `additive_migration`: CREATE TABLE IF NOT EXISTS ...\n\
+    - `push_branch`\n- `open_pr`\n";
+
+#[test]
+fn a_complete_merge_policy_loads() {
+    let policy = parse_auto_merge_policy(MERGE).expect("loads");
+    assert_eq!(
+        policy,
+        AutoMergePolicy {
+            version: "2026-09-10".into(),
+            enabled: true,
+            namespaces: vec!["capsid".into(), "foxing".into()],
+        }
+    );
+    assert_eq!(
+        parse_auto_merge_policy(&MERGE.replace("\n", "\r\n")),
+        Ok(policy),
+        "CRLF documents load too"
+    );
+}
+
+#[test]
+fn merge_policy_refusals() {
+    let table: Vec<(String, PolicyError)> = vec![
+        (
+            MERGE.replace("- version: 2026-09-10\n", ""),
+            PolicyError::MissingVersion {
+                kind: PolicyKind::AutoMerge,
+            },
+        ),
+        (
+            MERGE.replace("- version: 2026-09-10", "- version:   "),
+            PolicyError::MissingVersion {
+                kind: PolicyKind::AutoMerge,
+            },
+        ),
+        (
+            MERGE.replace("- enabled: true\n", ""),
+            PolicyError::MissingEnabled {
+                kind: PolicyKind::AutoMerge,
+            },
+        ),
+        (
+            MERGE.replace("- namespaces: capsid, foxing\n", ""),
+            PolicyError::NoNamespaces,
+        ),
+        (
+            MERGE.replace("capsid, foxing", " , "),
+            PolicyError::NoNamespaces,
+        ),
+        (
+            MERGE.replace("capsid, foxing", "capsid, recova, Foxing"),
+            PolicyError::OffRoster {
+                namespaces: vec!["recova".into(), "Foxing".into()],
+            },
+        ),
+        (
+            MERGE.replace("- `ci_green`\n", ""),
+            PolicyError::DescribesLess {
+                kind: PolicyKind::AutoMerge,
+                missing: vec!["ci_green"],
+            },
+        ),
+        (
+            MERGE
+                .replace("- `ci_green`\n", "- ci_green\n")
+                .replace("- `paths_not_money`", "* `paths_not_money`"),
+            PolicyError::DescribesLess {
+                kind: PolicyKind::AutoMerge,
+                missing: vec!["ci_green", "paths_not_money"],
+            },
+        ),
+    ];
+    for (body, want) in table {
+        assert_eq!(parse_auto_merge_policy(&body), Err(want.clone()), "{body}");
+    }
+}
+
+#[test]
+fn refusal_wording_names_what_is_missing() {
+    let missing = parse_auto_merge_policy(&MERGE.replace("- `ci_green`\n", ""))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        missing.contains("ci_green") && missing.contains("describes less than the code"),
+        "{missing}"
+    );
+    let roster = parse_auto_merge_policy(&MERGE.replace("capsid, foxing", "recova"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        roster.contains("recova") && roster.contains("not on the improve roster"),
+        "{roster}"
+    );
+    let version = parse_gate_policy("- enabled: true")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        version.contains("gate policy") && version.contains("version"),
+        "{version}"
+    );
+}
+
+#[test]
+fn enabled_is_true_only_when_it_says_true() {
+    for (value, enabled) in [
+        ("true", true),
+        ("TRUE", true),
+        ("True ", true),
+        ("yes", false),
+        ("", false),
+        ("false", false),
+    ] {
+        let body = GATES.replace("- enabled: TRUE", &format!("- enabled: {value}"));
+        assert_eq!(
+            parse_gate_policy(&body).map(|p| p.enabled),
+            Ok(enabled),
+            "{value:?}"
+        );
+    }
+    let upper = GATES
+        .replace("- enabled: TRUE", "- ENABLED: true")
+        .replace("- version:", "- Version:");
+    assert_eq!(
+        parse_gate_policy(&upper),
+        Ok(GatePolicy {
+            version: "g1".into(),
+            enabled: true
+        }),
+        "field names fold case"
+    );
+}
+
+#[test]
+fn gate_policy_must_name_all_three_classes_and_extra_ids_are_ignored() {
+    assert_eq!(
+        parse_gate_policy(GATES),
+        Ok(GatePolicy {
+            version: "g1".into(),
+            enabled: true
+        })
+    );
+    assert_eq!(
+        parse_gate_policy(&GATES.replace("- `open_pr`\n", "")),
+        Err(PolicyError::DescribesLess {
+            kind: PolicyKind::Gates,
+            missing: vec!["open_pr"]
+        })
+    );
+    let extra = format!("{GATES}- `deploy_worker` not enforced by this code\n");
+    assert_eq!(
+        parse_gate_policy(&extra),
+        Ok(GatePolicy {
+            version: "g1".into(),
+            enabled: true
+        })
+    );
+    let extra_merge = format!("{MERGE}- `merge_on_friday`\n");
+    assert!(parse_auto_merge_policy(&extra_merge).is_ok());
+}
+
+#[test]
+fn version_is_the_first_version_line_after_its_first_colon() {
+    let body = GATES.replace("- version: g1", "  - version: 2026-09-10 12:00: second cut");
+    assert_eq!(
+        parse_gate_policy(&body).map(|p| p.version),
+        Ok("2026-09-10 12:00: second cut".to_owned())
+    );
+}
+
+#[test]
+fn ids_are_read_only_from_list_item_heads() {
+    assert_eq!(
+        named_ids("- `a_b` x\n  - `c`\ntext `d`\n- `E`\n-`f`\n- `g_h`: y"),
+        vec!["a_b".to_owned(), "c".to_owned(), "g_h".to_owned()]
+    );
+}

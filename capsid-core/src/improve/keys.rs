@@ -1,0 +1,52 @@
+//! The settings keys the improve loop and its neighbours read and write (reference 8.1).
+//!
+//! Every key is spelled once, here, and per-namespace keys are built by a function so no
+//! caller can typo a prefix into a keyspace nothing reads.
+
+/// The loop's mode switch (`off` | `subscription` | `api`).
+pub const IMPROVE_MODE_KEY: &str = "improve_mode";
+/// Monthly caps, JSON `{actions_minutes_month, model_usd_month}`.
+pub const BUDGET_KEY: &str = "improve:budget";
+/// The auto-merge tick's declined pull requests, rewritten whole every tick.
+pub const AWAITING_SEAT_KEY: &str = "improve:awaiting-seat";
+/// The weekly meta-loop's cadence marker.
+pub const META_LAST_KEY: &str = "improve:meta:last";
+/// When the last backup succeeded.
+pub const BACKUP_LAST_OK_KEY: &str = "backup:last-ok";
+/// Days between skill evaluation cycles.
+pub const SKILLS_CADENCE_KEY: &str = "skills:evaluate:cadence-days";
+/// Minutes between watcher passes.
+pub const WATCHER_CADENCE_KEY: &str = "watcher:cadence-minutes";
+
+/// `improve:best:<ns>`: the best known commit and the scores that made it best.
+pub fn best_key(namespace: &str) -> String {
+    format!("improve:best:{namespace}")
+}
+
+/// `improve:paused:<ns>`: the pause reason. Written with no expiry.
+pub fn paused_key(namespace: &str) -> String {
+    format!("improve:paused:{namespace}")
+}
+
+/// `improve:anchor:<ns>`: the human-pinned sha256 of the Anchors block.
+pub fn anchor_key(namespace: &str) -> String {
+    format!("improve:anchor:{namespace}")
+}
+
+/// `improve:driver:<ns>`: the subscription-mode driver lease.
+pub fn driver_key(namespace: &str) -> String {
+    format!("improve:driver:{namespace}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_namespace_keys_carry_the_namespace_after_their_prefix() {
+        assert_eq!(best_key("foxing"), "improve:best:foxing");
+        assert_eq!(paused_key("capsid"), "improve:paused:capsid");
+        assert_eq!(anchor_key("germomics"), "improve:anchor:germomics");
+        assert_eq!(driver_key("foxhound"), "improve:driver:foxhound");
+    }
+}

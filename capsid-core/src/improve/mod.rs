@@ -1,0 +1,17 @@
+//! The self-improvement loop (reference 8): the roster and its switches, the settings keys,
+//! the `scores.md` document and its pin, keep/revert scoring, and the monthly budget.
+//!
+//! Everything here is a pure function of documents, settings values and reported metrics;
+//! the service reads and writes them.
+
+pub mod anchors;
+pub mod budget;
+pub mod keys;
+pub mod roster;
+pub mod scores;
+pub mod verdict;
+
+pub use budget::{BudgetCaps, BudgetError, MonthSpend, over_cap};
+pub use roster::{DRIVER_LEASE_MS, ImproveMode, ROSTER, RosterError, RunCondition, on_roster};
+pub use scores::{ScoresDoc, ScoresProblem, ScoresRefusal, parse_scores, verify_anchor_pin};
+pub use verdict::{Judgement, MetricMap, Verdict, judge};

@@ -1,0 +1,139 @@
+//! The job row: the one type the service, the stores and the wire share.
+//!
+//! It serializes with the Worker's column names. The Worker returns the D1 row as-is, so
+//! `gate_required` and `review_required` go out as the integers 0/1 (an MCP client written
+//! against the Worker reads numbers there); reading accepts 0/1 or booleans.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::state::JobStatus;
+
+/// One row of `jobs`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// `job_` + 12 hex.
+    pub id: String,
+    /// The namespace the job belongs to.
+    pub namespace: String,
+    /// The trimmed title; unique among open jobs of the namespace.
+    pub title: String,
+    /// The signed body: the envelope of `signature`, byte for byte.
+    pub body: String,
+    /// Higher first.
+    pub priority: i64,
+    /// Where the job stands.
+    pub status: JobStatus,
+    /// The actor that posted it.
+    pub posted_by: String,
+    /// The actor holding it (kept while blocked, cleared by the lease sweep).
+    pub claimed_by: Option<String>,
+    /// When the current working stretch began.
+    pub claimed_at: Option<String>,
+    /// When the lease runs out (RFC 3339), while claimed.
+    pub lease_expires: Option<String>,
+    /// A document path or an `https://` URL naming the result.
+    pub result_ref: Option<String>,
+    /// The holder's summary, a failure reason, or a block's reason and command.
+    pub result_summary: Option<String>,
+    /// Whether a human gate is expected on the way.
+    #[serde(serialize_with = "as_int", deserialize_with = "from_int_or_bool")]
+    pub gate_required: bool,
+    /// Whether a reviewer must speak before the work completes.
+    #[serde(serialize_with = "as_int", deserialize_with = "from_int_or_bool")]
+    pub review_required: bool,
+    /// Gates hit.
+    pub blocked_count: i64,
+    /// Times sent back in by `resume`.
+    pub resumed_count: i64,
+    /// Times sent back for correction (the retry cap's budget).
+    pub corrections_count: i64,
+    /// Stored `{"flags":[...]}`, NULL for none.
+    pub required_scopes: Option<String>,
+    /// Stored `{"prs_merged":n}`, NULL for none.
+    pub min_record: Option<String>,
+    /// When posted.
+    pub created_at: String,
+    /// When last changed.
+    pub updated_at: String,
+}
+
+/// Where a job's mirror document lives within its namespace: `jobs/<id>.md`.
+pub fn job_doc_path(id: &str) -> String {
+    format!("jobs/{id}.md")
+}
+
+fn as_int<S: Serializer>(value: &bool, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_i64(i64::from(*value))
+}
+
+fn from_int_or_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum IntOrBool {
+        Bool(bool),
+        Int(i64),
+    }
+    match IntOrBool::deserialize(deserializer)? {
+        IntOrBool::Bool(b) => Ok(b),
+        IntOrBool::Int(n) => Ok(n != 0),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A claimed job as the service would hold it, for tests across the module.
+    pub(crate) fn sample_job() -> Job {
+        Job {
+            id: "job_0123456789ab".into(),
+            namespace: "capsid".into(),
+            title: "Fix the flaky test".into(),
+            body: "---\ncapsid-task-signature: abc\n---\nRun it.\n".into(),
+            priority: 2,
+            status: JobStatus::Claimed,
+            posted_by: "github:DrDustinEdwards".into(),
+            claimed_by: Some("agent:capsid-driver".into()),
+            claimed_at: Some("2026-09-12T00:00:00.000Z".into()),
+            lease_expires: Some("2026-09-12T04:00:00.000Z".into()),
+            result_ref: None,
+            result_summary: None,
+            gate_required: true,
+            review_required: false,
+            blocked_count: 0,
+            resumed_count: 0,
+            corrections_count: 0,
+            required_scopes: None,
+            min_record: None,
+            created_at: "2026-09-11T22:00:00.000Z".into(),
+            updated_at: "2026-09-12T00:00:00.000Z".into(),
+        }
+    }
+
+    #[test]
+    fn serializes_with_the_workers_columns() {
+        let value = serde_json::to_value(sample_job()).unwrap();
+        assert_eq!(value["status"], json!("claimed"));
+        assert_eq!(value["gate_required"], json!(1));
+        assert_eq!(value["review_required"], json!(0));
+        assert_eq!(value["result_ref"], json!(null));
+        assert_eq!(value.as_object().unwrap().len(), 21);
+    }
+
+    #[test]
+    fn reads_back_ints_or_booleans() {
+        let job = sample_job();
+        let mut value = serde_json::to_value(&job).unwrap();
+        assert_eq!(serde_json::from_value::<Job>(value.clone()).unwrap(), job);
+        value["gate_required"] = json!(false);
+        value["review_required"] = json!(true);
+        let read: Job = serde_json::from_value(value).unwrap();
+        assert!(!read.gate_required && read.review_required);
+    }
+
+    #[test]
+    fn mirror_path() {
+        assert_eq!(job_doc_path("job_0123456789ab"), "jobs/job_0123456789ab.md");
+    }
+}

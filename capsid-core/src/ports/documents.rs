@@ -1,0 +1,325 @@
+//! Document and namespace ports: reads the tools need, and the atomic units of work that
+//! change documents (write, delete, move, archive), each one transaction with its audit rows.
+
+use async_trait::async_trait;
+
+use super::{AuditEntry, StoreResult};
+use crate::docs::document::{Document, DocumentSummary};
+use crate::docs::links::Link;
+use crate::time::Timestamp;
+
+/// Filters for `list`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DocFilter {
+    /// Only this namespace.
+    pub namespace: Option<String>,
+    /// Only this type.
+    pub doc_type: Option<String>,
+    /// Only this status.
+    pub status: Option<String>,
+}
+
+/// A search hit: the row's summary and a snippet with `[`/`]` around matched terms.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SearchHit {
+    /// Namespace.
+    pub namespace: String,
+    /// Path.
+    pub path: String,
+    /// Title.
+    pub title: Option<String>,
+    /// Type.
+    #[serde(rename = "type")]
+    pub doc_type: String,
+    /// Status.
+    pub status: String,
+    /// Last write.
+    pub updated_at: String,
+    /// Matched text with `[`/`]` marks and ` ... ` elisions.
+    pub snippet: String,
+}
+
+/// One version snapshot, without its body.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct VersionSummary {
+    /// Version id.
+    pub id: i64,
+    /// When the snapshot was taken.
+    pub snapshot_at: String,
+    /// Title at that time.
+    pub title: Option<String>,
+    /// Body length in bytes (UTF-8).
+    pub bytes: u64,
+}
+
+/// One version snapshot with its content and metadata.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct VersionRow {
+    /// Version id.
+    pub id: i64,
+    /// The document's row id at the time.
+    pub document_id: i64,
+    /// Namespace.
+    pub namespace: String,
+    /// Path at the time.
+    pub path: String,
+    /// Title.
+    pub title: Option<String>,
+    /// Body.
+    pub body: Option<String>,
+    /// Type at the time.
+    #[serde(rename = "type")]
+    pub doc_type: Option<String>,
+    /// Status at the time.
+    pub status: Option<String>,
+    /// Tags at the time.
+    pub tags: Option<String>,
+    /// When the snapshot was taken.
+    pub snapshot_at: String,
+}
+
+/// Typed edges out of and into one document, sorted by type, namespace, path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Backlinks {
+    /// `(type, to_ns, to_path)`.
+    pub outgoing: Vec<(String, String, String)>,
+    /// `(type, from_ns, from_path)`.
+    pub incoming: Vec<(String, String, String)>,
+}
+
+/// A document together with the actor of its newest audit row (the brief's input row).
+pub type DocWithActor = crate::docs::brief::BriefSource;
+
+/// Everything `brief` reads, in one read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BriefRows {
+    /// `capsid/conventions.md`.
+    pub conventions: Option<DocWithActor>,
+    /// `capsid/repo-structure.md`.
+    pub repo_structure: Option<DocWithActor>,
+    /// `<ns>/core.md`.
+    pub core: Option<DocWithActor>,
+    /// Open tasks: type `task`, status not `closed`, not under `archive/`, newest update first.
+    pub open_tasks: Vec<DocWithActor>,
+    /// The 3 newest episodics not under `archive/`.
+    pub recent_episodics: Vec<DocWithActor>,
+    /// Edges out of and into `core.md`.
+    pub core_links: Backlinks,
+}
+
+/// Everything `lint gather` and `lint report` read, in one read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LintRows {
+    /// `<ns>/core.md`.
+    pub core: Option<Document>,
+    /// Types `concept` and `decision`, not under `archive/`.
+    pub wiki: Vec<Document>,
+    /// Types `episodic` and `source`, not under `archive/`, oldest first (status ignored).
+    pub unconsolidated: Vec<Document>,
+    /// `capsid/schema.md` and `capsid/conventions.md`, when present.
+    pub rules: Vec<Document>,
+    /// Every other document of the namespace not under `archive/` (for the truth report).
+    pub others: Vec<Document>,
+    /// Edges with either endpoint in the namespace whose other endpoint is missing:
+    /// `(type, from_ns, from_path, to_ns, to_path)`.
+    pub dangling_edges: Vec<(String, String, String, String, String)>,
+}
+
+/// A namespace row with its unconsolidated count.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NamespaceRow {
+    /// Name.
+    pub namespace: String,
+    /// JSON text `[{repo, label}]`.
+    pub repos: Option<String>,
+    /// When registered.
+    pub created_at: String,
+    /// `episodic`/`source` documents not under `archive/` (status ignored).
+    pub unconsolidated: u64,
+}
+
+/// A document change: the fields to set. `None` keeps the stored value (or takes the default
+/// on insert: type `note`, status `published`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocumentWrite {
+    /// Namespace.
+    pub namespace: String,
+    /// Path.
+    pub path: String,
+    /// New title.
+    pub title: Option<String>,
+    /// New body.
+    pub body: Option<String>,
+    /// New type.
+    pub doc_type: Option<String>,
+    /// New status.
+    pub status: Option<String>,
+    /// New tags.
+    pub tags: Option<String>,
+    /// `Some` replaces every outgoing edge of the document (`Some(vec![])` clears them);
+    /// `None` leaves edges alone.
+    pub links: Option<Vec<Link>>,
+    /// The write time (`updated_at`, and `created_at` on insert).
+    pub at: Timestamp,
+}
+
+/// The commit-time guard of a document write. A guard that fails aborts the whole unit of
+/// work with [`super::StoreError::Conflict`] (or `NotFound` for a vanished row); nothing is
+/// written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteGuard {
+    /// The row must not exist ("create collision" otherwise).
+    Create,
+    /// The row must exist ("deleted in flight" otherwise); with `expected_body`, its body must
+    /// still equal it byte for byte (an `if_match`, or a human's confirmation going stale).
+    Update {
+        /// The body the caller's decision was based on.
+        expected_body: Option<String>,
+    },
+    /// Insert or update, whichever applies (mirror documents the server owns).
+    Upsert,
+}
+
+/// What a document write did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteReceipt {
+    /// Whether the row was inserted.
+    pub created: bool,
+    /// Whether the prior row was snapshotted into `document_versions`.
+    pub snapshotted: bool,
+    /// The row as committed.
+    pub document: Document,
+}
+
+/// Documents: reads and atomic changes.
+#[async_trait]
+pub trait DocumentStore: Send + Sync {
+    /// One document.
+    async fn document(&self, namespace: &str, path: &str) -> StoreResult<Option<Document>>;
+    /// The actor of the newest audit row for `(namespace, path)`.
+    async fn last_actor(&self, namespace: &str, path: &str) -> StoreResult<Option<String>>;
+    /// Documents matching `filter`, ordered by namespace, path; at most `limit` rows.
+    async fn list_documents(
+        &self,
+        filter: &DocFilter,
+        limit: usize,
+    ) -> StoreResult<Vec<DocumentSummary>>;
+    /// Documents whose path matches `glob` with SQLite `GLOB` semantics (case-sensitive `*`,
+    /// `?`, `[...]`), ordered by namespace, path; at most `limit` rows.
+    async fn find_documents(
+        &self,
+        namespace: Option<&str>,
+        glob: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<DocumentSummary>>;
+    /// Full-text search, best first (bm25-like), at most `limit` hits. Any user text is safe:
+    /// the adapter quotes or escapes it (retrying as one phrase where its engine can refuse a
+    /// query), so a caller never sees a query-syntax error.
+    async fn search_documents(
+        &self,
+        query: &str,
+        namespace: Option<&str>,
+        doc_type: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>>;
+    /// Version snapshots of `(namespace, path)`, newest first, at most `limit`.
+    async fn versions(
+        &self,
+        namespace: &str,
+        path: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<VersionSummary>>;
+    /// One version, looked up by id *and* namespace *and* path.
+    async fn version(
+        &self,
+        id: i64,
+        namespace: &str,
+        path: &str,
+    ) -> StoreResult<Option<VersionRow>>;
+    /// Edges out of and into one document.
+    async fn backlinks(&self, namespace: &str, path: &str) -> StoreResult<Backlinks>;
+    /// Which of `(namespace, path)` pairs exist, in order.
+    async fn documents_exist(&self, refs: &[(String, String)]) -> StoreResult<Vec<bool>>;
+    /// What `brief` needs for `namespace`.
+    async fn brief_rows(&self, namespace: &str) -> StoreResult<BriefRows>;
+    /// What `lint` needs for `namespace`.
+    async fn lint_rows(&self, namespace: &str) -> StoreResult<LintRows>;
+    /// Documents of the given type in readable namespaces, keyset-paginated by
+    /// `(namespace, path)` after `after`, at most `limit` (resources and prompts).
+    async fn page_documents(
+        &self,
+        namespaces: Option<&[String]>,
+        doc_type: Option<&str>,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> StoreResult<Vec<DocumentSummary>>;
+
+    /// One unit of work: check `guard`; snapshot the live row (title, body and metadata, read
+    /// inside the transaction); upsert; replace outgoing edges when `write.links` is `Some`;
+    /// append `audit` rows.
+    async fn write_document(
+        &self,
+        write: DocumentWrite,
+        guard: WriteGuard,
+        audit: Vec<AuditEntry>,
+    ) -> StoreResult<WriteReceipt>;
+    /// One unit of work: the row must exist (and, with `expected_body`, still hold it);
+    /// snapshot it; delete every edge touching it at either end; delete it; audit. Returns the
+    /// removed edges as `(type, from_ns, from_path, to_ns, to_path)`.
+    async fn delete_document(
+        &self,
+        namespace: &str,
+        path: &str,
+        expected_body: Option<&str>,
+        audit: AuditEntry,
+    ) -> StoreResult<Vec<(String, String, String, String, String)>>;
+    /// One unit of work: the source must exist (and, with `expected_body`, still hold it) and
+    /// the target must not; snapshot; rename; repoint edges at both ends; audit. Returns the
+    /// number of edges repointed. A target that exists is a `Conflict` with nothing changed.
+    async fn move_document(
+        &self,
+        namespace: &str,
+        from: &str,
+        to: &str,
+        expected_body: Option<&str>,
+        at: Timestamp,
+        audit: AuditEntry,
+    ) -> StoreResult<u64>;
+    /// One unit of work for `lint finalize`: each `(from, to)` moves as [`move_document`]
+    /// does (snapshot, rename, edges repointed); one audit row for the batch. Any failure
+    /// leaves every path where it was.
+    ///
+    /// [`move_document`]: DocumentStore::move_document
+    async fn archive_documents(
+        &self,
+        namespace: &str,
+        moves: &[(String, String)],
+        at: Timestamp,
+        audit: AuditEntry,
+    ) -> StoreResult<u64>;
+}
+
+/// Namespaces and their repository mapping.
+#[async_trait]
+pub trait NamespaceStore: Send + Sync {
+    /// Every namespace with its unconsolidated count, by name.
+    async fn namespaces(&self) -> StoreResult<Vec<NamespaceRow>>;
+    /// One namespace.
+    async fn namespace(&self, name: &str) -> StoreResult<Option<NamespaceRow>>;
+    /// Creates a namespace; `Conflict` if it exists. Audited in the same transaction.
+    async fn register_namespace(
+        &self,
+        name: &str,
+        repos_json: &str,
+        at: Timestamp,
+        audit: AuditEntry,
+    ) -> StoreResult<()>;
+    /// Replaces the repos of an existing namespace and returns the previous JSON (keyed
+    /// update); `NotFound` if it does not exist. Audited in the same transaction.
+    async fn update_namespace(
+        &self,
+        name: &str,
+        repos_json: &str,
+        audit: AuditEntry,
+    ) -> StoreResult<Option<String>>;
+}

@@ -1,0 +1,241 @@
+//! The work-queue port. Every transition is one transaction: a keyed conditional update
+//! (`WHERE id = ? AND status = ? [AND claimed_by = ?] RETURNING`), its audit row, the mirror
+//! document rewrite, and (on `done`/`failed`) the write-once outcome row.
+
+use async_trait::async_trait;
+
+use super::{AuditEntry, DocumentWrite, StoreResult};
+use crate::jobs::Job;
+use crate::jobs::outcome::OutcomeRow;
+use crate::jobs::state::JobStatus;
+use crate::time::Timestamp;
+
+/// Renders the mirror document of a job row (see [`crate::jobs::mirror`]).
+pub type MirrorFn = Box<dyn Fn(&Job) -> DocumentWrite + Send + Sync>;
+
+/// A job to post (the body already sealed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewJob {
+    /// `job_` + 12 hex.
+    pub id: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Trimmed title (unique among the namespace's open jobs).
+    pub title: String,
+    /// The signed body.
+    pub body: String,
+    /// Higher first.
+    pub priority: i64,
+    /// Posting actor.
+    pub posted_by: String,
+    /// Whether a human gate is expected.
+    pub gate_required: bool,
+    /// Whether the review gate applies.
+    pub review_required: bool,
+    /// Stored `{"flags":[...]}` or `None`.
+    pub required_scopes: Option<String>,
+    /// Stored `{"prs_merged":n}` or `None`.
+    pub min_record: Option<String>,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// Filter for `jobs list`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    /// Only this namespace.
+    pub namespace: Option<String>,
+    /// Only this status.
+    pub status: Option<JobStatus>,
+}
+
+/// Queue counts of one namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct JobCounts {
+    /// Queued jobs.
+    pub queued: u64,
+    /// Claimed jobs.
+    pub claimed: u64,
+    /// Blocked jobs.
+    pub blocked: u64,
+    /// Jobs done since the given instant.
+    pub done_today: u64,
+}
+
+/// Jobs per holder and status (agent records).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusCount {
+    /// `claimed_by`.
+    pub claimed_by: String,
+    /// Status.
+    pub status: JobStatus,
+    /// How many.
+    pub count: u64,
+}
+
+/// Which job a claim targets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimTarget {
+    /// This job, which must be queued.
+    Id(String),
+    /// The namespace's best queued job: highest priority, then oldest.
+    Best {
+        /// Namespace.
+        namespace: String,
+    },
+}
+
+/// The core's decision about a candidate, taken inside the claim's transaction.
+// One verdict exists per claim call, so the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClaimVerdict {
+    /// Claim it, with this audit row.
+    Claim(AuditEntry),
+    /// Refuse; the job stays as it is.
+    Refuse(String),
+    /// Mark it failed (a tampered or corrupt job): summary, audit row, outcome row.
+    Fail {
+        /// The failure reason stored as the result summary.
+        summary: String,
+        /// Audit row.
+        audit: AuditEntry,
+        /// Outcome row.
+        outcome: Option<OutcomeRecord>,
+    },
+}
+
+/// Decides about a claim candidate (flags, track record, signature), synchronously and
+/// without IO, so the store can call it inside its transaction.
+pub trait ClaimDecider: Send + Sync {
+    /// The verdict for `job`.
+    fn decide(&self, job: &Job) -> ClaimVerdict;
+}
+
+/// A claim.
+pub struct ClaimRequest<'a> {
+    /// Which job.
+    pub target: ClaimTarget,
+    /// The claimer's actor string.
+    pub actor: String,
+    /// Now.
+    pub now: Timestamp,
+    /// The new lease's expiry.
+    pub lease_expires: Timestamp,
+    /// The core's decision about the candidate.
+    pub decider: &'a dyn ClaimDecider,
+    /// Mirror renderer.
+    pub mirror: MirrorFn,
+}
+
+/// What a claim did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClaimOutcome {
+    /// Claimed: the updated row.
+    Claimed(Job),
+    /// The caller already holds this claimed job (one claim per caller, all namespaces).
+    AlreadyHolding(Job),
+    /// No such job.
+    NotFound,
+    /// The targeted job is not queued.
+    NotQueued(Job),
+    /// The namespace has no queued job.
+    NothingQueued,
+    /// The decider refused; nothing changed.
+    Refused(Job, String),
+    /// The decider failed the job: the updated row and the reason.
+    Failed(Job, String),
+    /// Another claimer took the candidate first.
+    LostRace,
+}
+
+/// The write-once outcome row of a finished job, with the PR URLs it names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutcomeRecord {
+    /// The row.
+    pub row: OutcomeRow,
+    /// One `job_outcome_prs` row each.
+    pub pr_urls: Vec<String>,
+}
+
+/// Field changes of a transition. `Some(None)` clears a column; `None` leaves it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobPatch {
+    /// New status.
+    pub status: Option<JobStatus>,
+    /// New holder.
+    pub claimed_by: Option<Option<String>>,
+    /// New claim time.
+    pub claimed_at: Option<Option<String>>,
+    /// New lease expiry.
+    pub lease_expires: Option<Option<String>>,
+    /// New result reference.
+    pub result_ref: Option<Option<String>>,
+    /// New result summary.
+    pub result_summary: Option<Option<String>>,
+    /// `blocked_count += 1`.
+    pub add_blocked: bool,
+    /// `resumed_count += 1`.
+    pub add_resumed: bool,
+    /// `corrections_count += 1`.
+    pub add_correction: bool,
+}
+
+/// A keyed conditional transition.
+pub struct JobTransition {
+    /// The job.
+    pub id: String,
+    /// It must be in this status.
+    pub from: JobStatus,
+    /// And, when set, held by this actor.
+    pub holder: Option<String>,
+    /// And, when set, have spent exactly this many corrections (no double spending).
+    pub corrections: Option<i64>,
+    /// The changes.
+    pub patch: JobPatch,
+    /// When (`updated_at`).
+    pub at: Timestamp,
+    /// Audit row.
+    pub audit: AuditEntry,
+    /// Outcome row to record (write-once: a second record for the job is ignored).
+    pub outcome: Option<OutcomeRecord>,
+    /// Mirror renderer.
+    pub mirror: MirrorFn,
+}
+
+/// The work queue.
+#[async_trait]
+pub trait JobStore: Send + Sync {
+    /// Inserts a queued job with its audit row and mirror; `Conflict` when the namespace
+    /// already has an open (queued or claimed) job with this title.
+    async fn post_job(&self, job: NewJob, audit: AuditEntry, mirror: MirrorFn) -> StoreResult<Job>;
+    /// One job.
+    async fn job(&self, id: &str) -> StoreResult<Option<Job>>;
+    /// The job `actor` holds, if any.
+    async fn held_job(&self, actor: &str) -> StoreResult<Option<Job>>;
+    /// Jobs matching `filter`, newest first, at most `limit`.
+    async fn jobs(&self, filter: &JobFilter, limit: usize) -> StoreResult<Vec<Job>>;
+    /// Queue counts for `namespace`, with jobs done since `day_start`.
+    async fn job_counts(&self, namespace: &str, day_start: Timestamp) -> StoreResult<JobCounts>;
+    /// Jobs per holder and status.
+    async fn job_status_counts(&self) -> StoreResult<Vec<StatusCount>>;
+    /// One transaction: the held-claim check, candidate selection (by id, or best queued
+    /// with `FOR UPDATE SKIP LOCKED` where the engine has it), the decider's verdict, and its
+    /// application with audit and mirror. No claimer ever holds two jobs.
+    async fn claim_job(&self, request: ClaimRequest<'_>) -> StoreResult<ClaimOutcome>;
+    /// A keyed conditional transition; `None` when the job is not in the expected state
+    /// (lost race, not the holder). A `Conflict` means the change would give its holder a
+    /// second claimed job.
+    async fn transition_job(&self, transition: JobTransition) -> StoreResult<Option<Job>>;
+    /// Returns every claimed job whose lease expired before `now` to `queued` (clearing its
+    /// holder, claim time and lease), each with the audit row `audit` builds and its mirror,
+    /// in one transaction. Returns the swept rows.
+    async fn sweep_expired_leases(
+        &self,
+        now: Timestamp,
+        audit: &(dyn Fn(&Job) -> AuditEntry + Send + Sync),
+        mirror: MirrorFn,
+    ) -> StoreResult<Vec<Job>>;
+    /// Every outcome row of `agent` (or of every agent when `None`).
+    async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>>;
+}

@@ -1,0 +1,154 @@
+//! Ports: the traits the outside world implements for the core.
+//!
+//! Store ports are small role traits ([`DocumentStore`], [`NamespaceStore`], [`AuditLog`],
+//! [`AgentStore`], [`JobStore`], [`SettingsStore`], [`LeaderLease`], [`ImproveStore`],
+//! [`SkillStore`], [`StoreHealth`]) with a composite [`Store`] for callers that need them all.
+//! Every method that changes more than one row is one atomic unit of work: the adapter runs
+//! it in one transaction, so the core never holds a transaction. Every conditional change is a
+//! keyed `UPDATE ... RETURNING` (or an equivalent guard) whose loss is reported as
+//! [`StoreError::Conflict`] or as an explicit "lost" outcome, never as a silent overwrite.
+//!
+//! Outside the store: [`RepoHost`] (GitHub), [`BlobStore`], [`Notifier`], plus the
+//! [`crate::time::Clock`] and [`crate::ids::Entropy`] ports.
+
+mod agents;
+mod blobs;
+mod documents;
+mod improve;
+mod jobs;
+mod notifier;
+mod repo_host;
+mod settings;
+
+pub use agents::{AgentRow, AgentStore, NewAgent};
+pub use blobs::{BlobError, BlobStore};
+pub use documents::{
+    Backlinks, BriefRows, DocFilter, DocWithActor, DocumentStore, DocumentWrite, LintRows,
+    NamespaceRow, NamespaceStore, SearchHit, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
+};
+pub use improve::{ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore};
+pub use jobs::{
+    ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, JobCounts, JobFilter,
+    JobPatch, JobStore, JobTransition, MirrorFn, NewJob, OutcomeRecord, StatusCount,
+};
+pub use notifier::{Notification, Notifier};
+pub use repo_host::{
+    CheckRun, IssueComment, PullRequestFacts, RepoHost, RepoHostError, RepoRef, WorkflowRun,
+};
+pub use settings::{LeaderLease, SettingsStore};
+
+use serde_json::Value;
+
+use crate::time::Timestamp;
+
+/// Why a store call failed. Adapters translate driver errors into these; the core never sees
+/// a driver type.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The row the call is keyed on does not exist (or vanished in flight).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A uniqueness rule or a commit-time guard refused the change; nothing was written.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The store failed; the message is for logs, not for callers.
+    #[error("storage error: {0}")]
+    Backend(String),
+}
+
+/// Shorthand for store results.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// One audit row. Written in the same transaction as the change it records.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditEntry {
+    /// `agent:<name>`, `opkey:<12 hex>`, `github:<login>` or `improve-loop`.
+    pub actor: String,
+    /// The action name (reference appendix A).
+    pub action: String,
+    /// Namespace touched, if any.
+    pub namespace: Option<String>,
+    /// Path touched, if any.
+    pub path: Option<String>,
+    /// Parameters, as JSON (never secrets).
+    pub params: Value,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// A stored audit row.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct AuditRow {
+    /// Row id (newest is largest).
+    pub id: i64,
+    /// Actor string.
+    pub actor: Option<String>,
+    /// Action name.
+    pub action: Option<String>,
+    /// Namespace.
+    pub namespace: Option<String>,
+    /// Path.
+    pub path: Option<String>,
+    /// Parameters as stored JSON text.
+    pub params: Option<String>,
+    /// When, as stored.
+    pub at: String,
+}
+
+/// Filter for recent audit rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Only this namespace.
+    pub namespace: Option<String>,
+    /// Only this actor.
+    pub actor: Option<String>,
+}
+
+/// The append-only audit log.
+#[async_trait::async_trait]
+pub trait AuditLog: Send + Sync {
+    /// Appends one row on its own (repo mutations, console clicks, settings changes).
+    async fn append_audit(&self, entry: AuditEntry) -> StoreResult<()>;
+    /// The newest rows matching `filter`, newest first, at most `limit`.
+    async fn recent_audit(&self, filter: &AuditFilter, limit: usize) -> StoreResult<Vec<AuditRow>>;
+}
+
+/// Liveness probes for `/health` and `capsid doctor`.
+#[async_trait::async_trait]
+pub trait StoreHealth: Send + Sync {
+    /// A trivial query (`SELECT 1`).
+    async fn ping(&self) -> StoreResult<()>;
+    /// A full-text probe: the number of documents matching the word `term`.
+    async fn fts_probe(&self, term: &str) -> StoreResult<u64>;
+    /// The newest applied migration, e.g. `0001_init`.
+    async fn schema_version(&self) -> StoreResult<Option<String>>;
+}
+
+/// Every store port at once, for the application service.
+pub trait Store:
+    DocumentStore
+    + NamespaceStore
+    + AuditLog
+    + AgentStore
+    + JobStore
+    + SettingsStore
+    + LeaderLease
+    + ImproveStore
+    + SkillStore
+    + StoreHealth
+{
+}
+
+impl<T> Store for T where
+    T: DocumentStore
+        + NamespaceStore
+        + AuditLog
+        + AgentStore
+        + JobStore
+        + SettingsStore
+        + LeaderLease
+        + ImproveStore
+        + SkillStore
+        + StoreHealth
+{
+}

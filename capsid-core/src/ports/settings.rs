@@ -1,0 +1,52 @@
+//! Settings (the Worker's KV, with real compare-and-set and expiry) and the leader lease that
+//! elects one replica to run each periodic task.
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+use crate::time::Timestamp;
+
+/// Key/value settings with optional expiry. An expired value reads as absent.
+#[async_trait]
+pub trait SettingsStore: Send + Sync {
+    /// The live value of `key` at `now`.
+    async fn setting(&self, key: &str, now: Timestamp) -> StoreResult<Option<String>>;
+    /// Sets `key` unconditionally (with an optional expiry).
+    async fn put_setting(
+        &self,
+        key: &str,
+        value: &str,
+        expires_at: Option<Timestamp>,
+    ) -> StoreResult<()>;
+    /// Removes `key`.
+    async fn delete_setting(&self, key: &str) -> StoreResult<()>;
+    /// Compare-and-set at `now`: succeeds only if the live value equals `expected` (`None` =
+    /// absent or expired); then stores `new` (`None` deletes). Returns whether it applied.
+    async fn compare_and_set_setting(
+        &self,
+        key: &str,
+        expected: Option<&str>,
+        new: Option<&str>,
+        expires_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Claims `(scope, jti)` in the replay cache: `true` the first time, `false` on a replay
+    /// (`INSERT ... ON CONFLICT DO NOTHING RETURNING`).
+    async fn claim_nonce(&self, scope: &str, jti: &str, at: Timestamp) -> StoreResult<bool>;
+}
+
+/// One leader per periodic task across replicas.
+#[async_trait]
+pub trait LeaderLease: Send + Sync {
+    /// Takes or renews the lease `name` for `holder` until `until`: succeeds if it is free,
+    /// expired at `now`, or already held by `holder`.
+    async fn acquire_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Gives the lease back if `holder` holds it.
+    async fn release_lease(&self, name: &str, holder: &str) -> StoreResult<()>;
+}

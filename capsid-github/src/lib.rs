@@ -1,0 +1,1 @@
+//! GitHub App adapter of the `RepoHost` port. Not built yet: see issue "GitHub App access".

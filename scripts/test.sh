@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The one test command: formatting, lints, the architecture boundary, and every test of the
+# workspace against SQLite and a throwaway PostgreSQL cluster. CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "boundary: capsid-core does no IO"
+scripts/check-boundary.sh
+
+step "postgres"
+# shellcheck source=scripts/postgres.sh
+source scripts/postgres.sh
+trap capsid_pg_stop EXIT
+if [ -n "${CAPSID_TEST_POSTGRES_URL:-}" ]; then
+  echo "postgres: using CAPSID_TEST_POSTGRES_URL from the environment"
+elif ! capsid_pg_start; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "postgres: could not start a cluster, and CI requires the Postgres cases to run" >&2
+    exit 1
+  fi
+  echo "postgres: NOT AVAILABLE - the Postgres cases will report that they did not run" >&2
+fi
+
+step "cargo test"
+cargo test --workspace --locked
+
+echo
+echo "all checks passed"
