@@ -32,5 +32,16 @@ fi
 step "cargo test"
 cargo test --workspace --locked
 
+step "MCP conformance suite (fixture on capsid's transport configuration)"
+# Exit 3 means Node 22 or the suite could not be installed (no npm or no npm registry).
+conformance_status=0
+scripts/mcp-conformance.sh || conformance_status=$?
+if [ "$conformance_status" -eq 3 ] && [ "${CI:-}" != "true" ]; then
+  echo "!!! mcp-conformance: NOT RUN - could not install Node 22 or the suite from the npm registry" >&2
+  echo "!!! the MCP transport is UNTESTED by the official conformance suite in this run" >&2
+elif [ "$conformance_status" -ne 0 ]; then
+  exit "$conformance_status"
+fi
+
 echo
 echo "all checks passed"

@@ -1,10 +1,87 @@
-//! The `capsid` binary. The server and its commands arrive with the issue "The capsid server";
-//! until then it says so instead of pretending.
+//! `capsid`: the server and its admin commands. The composition root: the only place that
+//! reads configuration, picks a store and wires adapters into the core.
 
-fn main() {
-    eprintln!(
-        "capsid {}: the server is not built yet; see README.md",
-        env!("CARGO_PKG_VERSION")
-    );
-    std::process::exit(2);
+mod admin;
+mod config;
+mod doctor;
+mod serve;
+mod system;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Version line with build provenance.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CAPSID_GIT_SHA"),
+    ", dirty ",
+    env!("CAPSID_GIT_DIRTY"),
+    ", built ",
+    env!("CAPSID_BUILT_AT"),
+    ")"
+);
+
+/// Capsid: a control plane for AI agents working across a portfolio of repositories.
+#[derive(Debug, Parser)]
+#[command(name = "capsid", version = LONG_VERSION, about, long_about = None)]
+struct Cli {
+    #[command(flatten)]
+    global: config::GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Migrate the store, then serve MCP over HTTP until SIGINT or SIGTERM.
+    Serve(serve::ServeArgs),
+    /// Apply the store's migrations and print the schema version.
+    Migrate(config::JsonFlag),
+    /// Mint, list, revoke and re-scope agent credentials (the CLI holds the database: it is the admin).
+    #[command(subcommand)]
+    Agents(admin::AgentsCommand),
+    /// Register, list and update namespaces and their repositories.
+    #[command(subcommand)]
+    Namespaces(admin::NamespacesCommand),
+    /// Sign a stored autonomy policy document.
+    #[command(subcommand)]
+    Policy(admin::PolicyCommand),
+    /// Check configuration, the store and what is missing.
+    Doctor(config::JsonFlag),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    config::init_logging(&cli.global);
+    // Every outbound HTTPS client in the process uses ring for TLS (no C toolchain needed).
+    capsid_http::install_tls_provider();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("capsid: could not start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::run(&cli.global, args).await,
+            Command::Migrate(json) => admin::migrate(&cli.global, json.json).await,
+            Command::Agents(cmd) => admin::agents(&cli.global, cmd).await,
+            Command::Namespaces(cmd) => admin::namespaces(&cli.global, cmd).await,
+            Command::Policy(cmd) => admin::policy(&cli.global, cmd).await,
+            Command::Doctor(json) => doctor::run(&cli.global, json.json).await,
+        }
+    });
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("capsid: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -80,6 +80,11 @@ pub enum Principal {
     },
     /// The server's own periodic work (lease sweep, loop ticks).
     ImproveLoop,
+    /// The `capsid` command line, run by whoever holds the database: an admin.
+    Cli {
+        /// The operating-system user who ran it.
+        user: String,
+    },
 }
 
 /// An authenticated caller: who, and what they may do.
@@ -132,6 +137,14 @@ impl Caller {
         }
     }
 
+    /// The command line: it holds the database, so it is the admin.
+    pub fn cli(user: impl Into<String>) -> Caller {
+        Caller {
+            principal: Principal::Cli { user: user.into() },
+            scopes: Scopes::unrestricted(),
+        }
+    }
+
     /// The server's own periodic work.
     pub fn improve_loop() -> Caller {
         Caller {
@@ -147,6 +160,7 @@ impl Caller {
             Principal::OperatorKey { fingerprint, .. } => format!("opkey:{fingerprint}"),
             Principal::Admin { login } => format!("github:{login}"),
             Principal::ImproveLoop => "improve-loop".to_owned(),
+            Principal::Cli { user } => format!("cli:{user}"),
         }
     }
 
@@ -156,6 +170,7 @@ impl Caller {
         matches!(
             self.principal,
             Principal::Admin { .. }
+                | Principal::Cli { .. }
                 | Principal::OperatorKey {
                     grant: Grant::Write,
                     ..
@@ -287,6 +302,8 @@ mod tests {
         assert_eq!(Caller::admin("octo").actor(), "github:octo");
         assert!(Caller::admin("octo").is_admin());
         assert_eq!(Caller::improve_loop().actor(), "improve-loop");
+        assert!(Caller::cli("ops").is_admin(), "the CLI holds the database");
+        assert_eq!(Caller::cli("ops").actor(), "cli:ops");
     }
 
     #[test]

@@ -1,1 +1,155 @@
-//! HTTP surface (MCP over rmcp, OAuth, console, health). Not built yet: see issue "The capsid server".
+//! `capsid-http`: the axum router that carries Capsid over HTTP.
+//!
+//! It maps wire types to core calls and core errors to responses, and decides nothing:
+//! every tool call goes to [`capsid_core::service::Service::call_tool`], the one enforcement
+//! point. Routes: `POST /ops/mcp` (bearer keys: minted agents, then operator keys),
+//! `/mcp` (the owner's OAuth route), `GET /health`.
+
+mod auth;
+mod health;
+mod mcp;
+mod middleware;
+mod webhook;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::get;
+use capsid_core::service::Service;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+pub use health::{BuildInfo, health_report};
+pub use mcp::CapsidMcp;
+pub use webhook::{WebhookNotifier, install_tls_provider};
+
+/// How the HTTP surface is configured.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// The public base URL, e.g. `https://capsid.example.com` or `http://127.0.0.1:8787`.
+    pub public_url: String,
+    /// Serve MCP with `Mcp-Session-Id` sessions (needed for elicitation on 2025-11-25
+    /// clients); off by default: stateless JSON responses.
+    pub mcp_sessions: bool,
+    /// Build provenance for `/health`.
+    pub build: BuildInfo,
+    /// What `/mcp` (the owner's OAuth route) still needs, when it is not configured.
+    pub oauth_missing: Vec<String>,
+}
+
+/// Shared state of every route.
+#[derive(Clone)]
+pub struct AppState {
+    /// The core.
+    pub service: Service,
+    /// The configuration.
+    pub config: Arc<HttpConfig>,
+    /// Which caller owns each MCP session.
+    pub sessions: auth::SessionOwners,
+    /// When each agent's `last_seen` was last stamped.
+    pub last_seen: auth::LastSeen,
+}
+
+impl AppState {
+    /// State for `service` under `config`.
+    pub fn new(service: Service, config: HttpConfig) -> AppState {
+        AppState {
+            service,
+            config: Arc::new(config),
+            sessions: auth::SessionOwners::default(),
+            last_seen: auth::LastSeen::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `Host` (authority) and `Origin` a public URL allows.
+pub fn host_and_origin(public_url: &str) -> (Vec<String>, Vec<String>) {
+    let url = public_url.trim_end_matches('/');
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    let authority = rest.split('/').next().unwrap_or(rest).to_owned();
+    let host_only = authority
+        .rsplit_once(':')
+        .map_or(authority.clone(), |(h, _)| h.to_owned());
+    let mut hosts = vec![authority.clone()];
+    let default_port = if scheme == "https" { ":443" } else { ":80" };
+    if !authority.contains(':') {
+        hosts.push(format!("{authority}{default_port}"));
+    }
+    // A loopback listener is also reachable under its other loopback names.
+    if matches!(host_only.as_str(), "127.0.0.1" | "localhost" | "[::1]") {
+        let port = authority.rsplit_once(':').map(|(_, p)| p.to_owned());
+        for alias in ["127.0.0.1", "localhost", "[::1]"] {
+            hosts.push(match &port {
+                Some(p) => format!("{alias}:{p}"),
+                None => alias.to_owned(),
+            });
+        }
+    }
+    let origins = hosts.iter().map(|h| format!("{scheme}://{h}")).collect();
+    (hosts, origins)
+}
+
+/// The rmcp transport configuration every MCP route uses: stateless JSON responses by
+/// default (sessions when asked for), Host and Origin allowlists from the public URL, and a
+/// bounded request body.
+pub fn transport_config(public_url: &str, sessions: bool) -> StreamableHttpServerConfig {
+    let (hosts, origins) = host_and_origin(public_url);
+    StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(sessions)
+        .with_json_response(!sessions)
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .with_max_request_body_bytes(2 * 1024 * 1024)
+}
+
+/// The whole router.
+pub fn router(state: AppState) -> Router {
+    let config = transport_config(&state.config.public_url, state.config.mcp_sessions);
+    let service = state.service.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(CapsidMcp::new(service.clone())),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let ops =
+        Router::new()
+            .nest_service("/ops/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                auth::bearer_caller,
+            ));
+    Router::new()
+        .route("/health", get(health::health))
+        .route("/mcp", axum::routing::any(auth::oauth_route_unconfigured))
+        .merge(ops)
+        .fallback(middleware::not_found)
+        .layer(axum::middleware::from_fn(middleware::security_headers))
+        .layer(axum::middleware::from_fn(middleware::request_log))
+        .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowlists_follow_the_public_url() {
+        let (hosts, origins) = host_and_origin("https://capsid.example.com/");
+        assert_eq!(hosts, vec!["capsid.example.com", "capsid.example.com:443"]);
+        assert_eq!(origins[0], "https://capsid.example.com");
+        let (hosts, _) = host_and_origin("http://127.0.0.1:8787");
+        assert!(
+            hosts.contains(&"localhost:8787".to_owned())
+                && hosts.contains(&"127.0.0.1:8787".to_owned())
+        );
+        assert!(!hosts.iter().any(|h| h.contains("evil")));
+    }
+}

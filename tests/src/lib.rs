@@ -1,1 +1,10 @@
-//! Capsid test support: the store conformance suite and end-to-end tests (issue "Storage").
+//! Capsid test support: the store conformance suite, the fresh-store harness, load drivers
+//! shared with the benchmark, and a deterministic text generator.
+
+pub mod conformance;
+pub mod e2e;
+pub mod fake_repo;
+pub mod harness;
+pub mod load;
+pub mod server;
+pub mod textgen;

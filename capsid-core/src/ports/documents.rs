@@ -22,6 +22,8 @@ pub struct DocFilter {
 /// A search hit: the row's summary and a snippet with `[`/`]` around matched terms.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SearchHit {
+    /// Row id.
+    pub id: i64,
     /// Namespace.
     pub namespace: String,
     /// Path.
@@ -120,6 +122,11 @@ pub struct LintRows {
     pub rules: Vec<Document>,
     /// Every other document of the namespace not under `archive/` (for the truth report).
     pub others: Vec<Document>,
+    /// Every document of the namespace under `archive/` (for the truth report's counts).
+    pub archived: Vec<Document>,
+    /// Every edge with either endpoint in the namespace:
+    /// `(type, from_ns, from_path, to_ns, to_path)`, sorted.
+    pub edges: Vec<(String, String, String, String, String)>,
     /// Edges with either endpoint in the namespace whose other endpoint is missing:
     /// `(type, from_ns, from_path, to_ns, to_path)`.
     pub dangling_edges: Vec<(String, String, String, String, String)>,

@@ -10,6 +10,10 @@ use crate::jobs::outcome::OutcomeRow;
 use crate::jobs::state::JobStatus;
 use crate::time::Timestamp;
 
+/// Builds the audit row of one job the lease sweep returned to the queue. (A type alias keeps
+/// the closure higher-ranked through `async_trait`.)
+pub type SweepAuditFn = dyn Fn(&Job) -> AuditEntry + Send + Sync;
+
 /// Renders the mirror document of a job row (see [`crate::jobs::mirror`]).
 pub type MirrorFn = Box<dyn Fn(&Job) -> DocumentWrite + Send + Sync>;
 
@@ -233,7 +237,7 @@ pub trait JobStore: Send + Sync {
     async fn sweep_expired_leases(
         &self,
         now: Timestamp,
-        audit: &(dyn Fn(&Job) -> AuditEntry + Send + Sync),
+        audit: &SweepAuditFn,
         mirror: MirrorFn,
     ) -> StoreResult<Vec<Job>>;
     /// Every outcome row of `agent` (or of every agent when `None`).

@@ -1,0 +1,386 @@
+//! The admin commands: `migrate`, `agents`, `namespaces`, `policy`. They call the same core
+//! functions as the MCP tools, as the CLI caller (`cli:<user>`), which is an admin because it
+//! holds the database. Exit codes: 0 done, 2 refused (the answer says why), 1 failed.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use capsid_core::caller::Caller;
+use capsid_core::service::{NoConfirmer, Service};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use crate::config::{self, GlobalArgs};
+
+/// `capsid agents`.
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Mint a credential. Its key is printed once and stored nowhere.
+    Mint(MintArgs),
+    /// Every agent, revoked included.
+    List(config::JsonFlag),
+    /// Revoke an agent by name; its key stops working at once.
+    Revoke(NameArgs),
+    /// Change the named axes of a live agent (others are left as they are).
+    UpdateScopes(ScopeArgs),
+}
+
+/// Scope axes given on the command line.
+#[derive(Debug, Clone, Args)]
+pub struct AxesArgs {
+    /// Namespaces it may name, comma-separated; '*' for all.
+    #[arg(long, value_delimiter = ',')]
+    pub namespaces: Option<Vec<String>>,
+    /// Repo selectors it may pass, comma-separated; '*' for all (default on mint).
+    #[arg(long, value_delimiter = ',')]
+    pub repos: Option<Vec<String>>,
+    /// Tools it may call, comma-separated (tool or tool.action); '*' for all (default on mint).
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Grants: read, write or read,write (default on mint: read).
+    #[arg(long, value_delimiter = ',')]
+    pub grants: Option<Vec<String>>,
+    /// A blast-radius flag to set, e.g. --flag can_merge or --flag can_merge=false. Repeatable.
+    #[arg(long = "flag")]
+    pub flags: Vec<String>,
+}
+
+/// `capsid agents mint`.
+#[derive(Debug, Clone, Args)]
+pub struct MintArgs {
+    /// Unique name (never reused, even after revocation).
+    #[arg(long)]
+    pub name: String,
+    /// session, driver, seat or cron.
+    #[arg(long, default_value = "session")]
+    pub kind: String,
+    #[command(flatten)]
+    pub axes: AxesArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// An agent by name.
+#[derive(Debug, Clone, Args)]
+pub struct NameArgs {
+    /// The agent's name.
+    #[arg(long)]
+    pub name: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `capsid agents update-scopes`.
+#[derive(Debug, Clone, Args)]
+pub struct ScopeArgs {
+    /// The agent's name.
+    #[arg(long)]
+    pub name: String,
+    #[command(flatten)]
+    pub axes: AxesArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `capsid namespaces`.
+#[derive(Debug, Subcommand)]
+pub enum NamespacesCommand {
+    /// Register a namespace with its repository (create-only).
+    Register {
+        /// The namespace.
+        namespace: String,
+        /// Its repository, owner/name.
+        #[arg(long)]
+        repo: Option<String>,
+        /// The repository's label (default primary).
+        #[arg(long)]
+        label: Option<String>,
+        /// Several repositories as JSON: [{"repo":"owner/name","label":"primary"}, ...].
+        #[arg(long)]
+        repos: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every namespace with its repositories.
+    List(config::JsonFlag),
+    /// Replace a namespace's repositories (exactly one labelled primary).
+    Update {
+        /// The namespace.
+        namespace: String,
+        /// JSON: [{"repo":"owner/name","label":"primary"}, ...].
+        #[arg(long)]
+        repos: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `capsid policy`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Sign the stored body of a policy document in namespace capsid (e.g. policy/gates.md).
+    Sign {
+        /// The document's path under policy/.
+        path: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn cli_caller() -> Caller {
+    Caller::cli(std::env::var("USER").unwrap_or_else(|_| "operator".into()))
+}
+
+fn flags_object(flags: &[String]) -> Result<Value> {
+    let mut map = serde_json::Map::new();
+    for f in flags {
+        let (name, on) = match f.split_once('=') {
+            Some((n, v)) => (n, matches!(v, "true" | "1" | "yes")),
+            None => (f.as_str(), true),
+        };
+        map.insert(name.to_owned(), Value::Bool(on));
+    }
+    Ok(Value::Object(map))
+}
+
+fn axes_json(axes: &AxesArgs) -> Result<Value> {
+    let mut v = json!({});
+    for (key, value) in [
+        ("namespaces", &axes.namespaces),
+        ("repos", &axes.repos),
+        ("tools", &axes.tools),
+        ("grants", &axes.grants),
+    ] {
+        if let Some(list) = value {
+            v[key] = json!(list.iter().map(|s| s.trim()).collect::<Vec<_>>());
+        }
+    }
+    if !axes.flags.is_empty() {
+        v["flags"] = flags_object(&axes.flags)?;
+    }
+    Ok(v)
+}
+
+async fn service(global: &GlobalArgs) -> Result<Service> {
+    let (store, _) = config::open_store(global, true).await?;
+    Ok(config::service(
+        store,
+        config::signing_secret(global).ok(),
+        None,
+    ))
+}
+
+/// Prints an answer and turns it into an exit code: refusals (`ok: false`) exit 2.
+fn finish(answer: Value, json_out: bool, text: impl FnOnce(&Value) -> String) -> ExitCode {
+    let refused = answer.get("ok") == Some(&Value::Bool(false));
+    if json_out {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&answer).unwrap_or_default()
+        );
+    } else if refused {
+        eprintln!(
+            "refused: {}",
+            answer["refusal"].as_str().unwrap_or("(no reason given)")
+        );
+    } else {
+        println!("{}", text(&answer));
+    }
+    if refused {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+async fn call(
+    service: &Service,
+    tool: &str,
+    args: Value,
+) -> Result<std::result::Result<Value, String>> {
+    match service
+        .call_tool(&cli_caller(), tool, args, &NoConfirmer)
+        .await
+    {
+        Ok(v) => Ok(Ok(v)),
+        Err(capsid_core::error::Error::Internal(m)) => anyhow::bail!("{tool} failed: {m}"),
+        Err(e) => Ok(Err(e.to_string())),
+    }
+}
+
+fn tool_refusal(message: String) -> ExitCode {
+    eprintln!("refused: {message}");
+    ExitCode::from(2)
+}
+
+/// `capsid migrate`.
+pub async fn migrate(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
+    let (_, version) = config::open_store(global, true).await?;
+    if json_out {
+        println!(
+            "{}",
+            json!({"database": global.database_display(), "schema_version": version})
+        );
+    } else {
+        println!(
+            "{}: schema {}",
+            global.database_display(),
+            version.unwrap_or_else(|| "(none)".into())
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn agent_line(a: &Value) -> String {
+    format!(
+        "{:<24} {:<8} {} scopes {}{}",
+        a["name"].as_str().unwrap_or(""),
+        a["kind"].as_str().unwrap_or(""),
+        a["fingerprint"].as_str().unwrap_or(""),
+        a["scopes"],
+        a["revoked_at"]
+            .as_str()
+            .map(|r| format!(" (revoked {r})"))
+            .unwrap_or_default()
+    )
+}
+
+/// `capsid agents ...`.
+pub async fn agents(global: &GlobalArgs, cmd: AgentsCommand) -> Result<ExitCode> {
+    let service = service(global).await?;
+    let (args, json_out) = match &cmd {
+        AgentsCommand::Mint(m) => {
+            let mut a = axes_json(&m.axes)?;
+            a["action"] = json!("mint");
+            a["name"] = json!(m.name);
+            a["kind"] = json!(m.kind);
+            (a, m.json)
+        }
+        AgentsCommand::List(j) => (json!({"action": "list"}), j.json),
+        AgentsCommand::Revoke(n) => (json!({"action": "revoke", "name": n.name}), n.json),
+        AgentsCommand::UpdateScopes(s) => {
+            let mut a = axes_json(&s.axes)?;
+            a["action"] = json!("update_scopes");
+            a["name"] = json!(s.name);
+            (a, s.json)
+        }
+    };
+    let answer = match call(&service, "agents", args).await? {
+        Ok(v) => v,
+        Err(m) => return Ok(tool_refusal(m)),
+    };
+    Ok(finish(answer, json_out, |v| match &cmd {
+        AgentsCommand::Mint(_) => format!(
+            "minted {}\n\n  key: {}\n\nThe key is shown once and stored nowhere (only its sha256, fingerprint {}).\nGive it to the agent as `Authorization: Bearer <key>` on /ops/mcp.",
+            agent_line(&v["agent"]),
+            v["key"].as_str().unwrap_or(""),
+            v["agent"]["fingerprint"].as_str().unwrap_or("")
+        ),
+        AgentsCommand::List(_) => {
+            let list = v["agents"].as_array().cloned().unwrap_or_default();
+            if list.is_empty() {
+                "no agents".into()
+            } else {
+                list.iter().map(agent_line).collect::<Vec<_>>().join("\n")
+            }
+        }
+        AgentsCommand::Revoke(_) => format!("revoked {}", agent_line(&v["agent"])),
+        AgentsCommand::UpdateScopes(_) => format!("updated {}", agent_line(&v["agent"])),
+    }))
+}
+
+/// `capsid namespaces ...`.
+pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<ExitCode> {
+    let service = service(global).await?;
+    let (tool, args, json_out) = match &cmd {
+        NamespacesCommand::Register {
+            namespace,
+            repo,
+            label,
+            repos,
+            json,
+        } => (
+            "register_namespace",
+            json!({"namespace": namespace, "repo": repo, "label": label, "repos": repos}),
+            *json,
+        ),
+        NamespacesCommand::List(j) => ("namespaces", json!({}), j.json),
+        NamespacesCommand::Update {
+            namespace,
+            repos,
+            json,
+        } => (
+            "update_namespace",
+            json!({"namespace": namespace, "repos": repos}),
+            *json,
+        ),
+    };
+    let args = strip_nulls(args);
+    let answer = match call(&service, tool, args).await? {
+        Ok(v) => v,
+        Err(m) => return Ok(tool_refusal(m)),
+    };
+    Ok(finish(answer, json_out, |v| match &cmd {
+        NamespacesCommand::List(_) => {
+            let list = v.as_array().cloned().unwrap_or_default();
+            if list.is_empty() {
+                "no namespaces".into()
+            } else {
+                list.iter()
+                    .map(|n| {
+                        format!(
+                            "{:<24} repos {}  unconsolidated {}",
+                            n["namespace"].as_str().unwrap_or(""),
+                            n["repos"].as_str().unwrap_or("[]"),
+                            n["unconsolidated"]
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+        }
+        _ => format!(
+            "{} {}: {}",
+            v["action"].as_str().unwrap_or("done"),
+            v["namespace"].as_str().unwrap_or(""),
+            v["repos"]
+        ),
+    }))
+}
+
+fn strip_nulls(v: Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
+        }
+        other => other,
+    }
+}
+
+/// `capsid policy sign`.
+pub async fn policy(global: &GlobalArgs, cmd: PolicyCommand) -> Result<ExitCode> {
+    let service = service(global).await?;
+    let PolicyCommand::Sign { path, json } = cmd;
+    let answer = match service
+        .sign_policy(&cli_caller(), Some("capsid"), Some(&path))
+        .await
+    {
+        Ok(v) => v,
+        Err(capsid_core::error::Error::Internal(m)) => anyhow::bail!("signing failed: {m}"),
+        Err(e) => return Ok(tool_refusal(e.to_string())),
+    };
+    Ok(finish(answer, json, |v| {
+        format!(
+            "signed capsid/{} ({} bytes, signature {})",
+            path,
+            v["bytes"],
+            v["signature"].as_str().unwrap_or("")
+        )
+    }))
+}

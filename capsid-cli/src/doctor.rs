@@ -1,0 +1,78 @@
+//! `capsid doctor`: what is configured, whether the store answers, and what is missing.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::config::{self, GlobalArgs};
+
+/// Runs the checks. Exit 0 when the store is healthy, 1 otherwise.
+pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
+    let mut checks = Vec::new();
+    let mut healthy = true;
+    checks.push(json!({"check": "database", "value": global.database_display()}));
+    match config::open_store(global, false).await {
+        Ok((store, _)) => {
+            let ping = store
+                .ping()
+                .await
+                .map(|_| "ok".to_owned())
+                .unwrap_or_else(|e| format!("error: {e}"));
+            let fts = store
+                .fts_probe("conventions")
+                .await
+                .map(|_| "ok".to_owned())
+                .unwrap_or_else(|e| format!("error: {e}"));
+            let schema = store.schema_version().await.ok().flatten();
+            healthy &= ping == "ok" && fts == "ok" && schema.is_some();
+            checks.push(json!({"check": "store", "ping": ping, "fts": fts, "schema_version": schema,
+                               "hint": if schema.is_none() { Some("run capsid migrate") } else { None }}));
+        }
+        Err(e) => {
+            healthy = false;
+            checks.push(json!({"check": "store", "error": format!("{e:#}")}));
+        }
+    }
+    let signing = match &global.signing_secret {
+        Some(v) => config::resolve_credential(v)
+            .map(|_| "configured".to_owned())
+            .unwrap_or_else(|e| format!("error: {e:#}")),
+        None if global.data_dir.join("signing.key").exists() => "generated (data folder)".into(),
+        None => "not yet generated (capsid serve generates it)".into(),
+    };
+    checks.push(json!({"check": "signing secret", "value": signing}));
+    let present = |k: &str| std::env::var_os(k).is_some();
+    let app = [
+        "CAPSID_GITHUB_APP_CLIENT_ID",
+        "CAPSID_GITHUB_APP_PRIVATE_KEY",
+    ];
+    checks.push(json!({"check": "GitHub App (repo access)",
+                       "missing": app.iter().filter(|k| !present(k)).collect::<Vec<_>>(),
+                       "note": "repo tools answer 'GitHub App not configured' until it is set up"}));
+    let oauth = [
+        "CAPSID_GITHUB_CLIENT_ID",
+        "CAPSID_GITHUB_CLIENT_SECRET",
+        "CAPSID_ADMIN_GITHUB_LOGIN",
+        "CAPSID_COOKIE_KEY",
+    ];
+    checks.push(json!({"check": "owner login (OAuth on /mcp, console)",
+                       "missing": oauth.iter().filter(|k| !present(k)).collect::<Vec<_>>()}));
+    checks.push(json!({"check": "operator keys", "value": if present("CAPSID_OPERATOR_KEY_HASH") { "configured" } else { "none (mint agents instead)" }}));
+    if json_out {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"healthy": healthy, "checks": checks}))?
+        );
+    } else {
+        for c in &checks {
+            println!("{c}");
+        }
+        println!("{}", if healthy { "healthy" } else { "NOT healthy" });
+    }
+    Ok(if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,182 @@
+//! `capsid serve`: migrate, then serve HTTP until SIGINT/SIGTERM, with the periodic tasks
+//! (one leader across replicas) running beside it.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use axum::serve::ListenerExt;
+use capsid_core::service::Scheduler;
+use capsid_http::{AppState, BuildInfo, HttpConfig};
+use clap::Args;
+
+use crate::config::{self, GlobalArgs};
+
+/// `capsid serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "CAPSID_LISTEN", default_value = "127.0.0.1:8787")]
+    pub listen: SocketAddr,
+    /// Public base URL (OAuth metadata, the allowed Host and Origin). Default: http://<listen>.
+    #[arg(long, env = "CAPSID_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Legacy operator keys: comma list of sha256 hex; an `ro:` prefix makes a key read-only.
+    #[arg(long, env = "CAPSID_OPERATOR_KEY_HASH", hide_env_values = true)]
+    pub operator_key_hash: Option<String>,
+    /// Serve MCP with sessions (Mcp-Session-Id), so 2025-11-25 clients can be asked to confirm
+    /// destructive writes. Default: stateless JSON responses.
+    #[arg(long, env = "CAPSID_MCP_SESSIONS")]
+    pub mcp_sessions: bool,
+    /// Do not migrate the store on start.
+    #[arg(long)]
+    pub no_migrate: bool,
+    /// POST a JSON notification here when a job blocks or fails.
+    #[arg(long, env = "CAPSID_WEBHOOK_URL")]
+    pub webhook_url: Option<String>,
+}
+
+/// The build's provenance.
+pub fn build_info() -> BuildInfo {
+    BuildInfo {
+        sha: env!("CAPSID_GIT_SHA").to_owned(),
+        dirty: env!("CAPSID_GIT_DIRTY") == "true",
+        built_at: env!("CAPSID_BUILT_AT").to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    }
+}
+
+/// How the running binary is invoked, for the commands the banner prints.
+fn invocation(global: &GlobalArgs) -> String {
+    let exe = std::env::args().next().unwrap_or_else(|| "capsid".into());
+    let mut cmd = if exe.contains("/target/") {
+        "cargo run --release -p capsid-cli --".to_owned()
+    } else {
+        "capsid".to_owned()
+    };
+    if std::env::var_os("CAPSID_DATA_DIR").is_none()
+        && global.data_dir != std::path::Path::new("./capsid-data")
+    {
+        cmd.push_str(&format!(" --data-dir {}", global.data_dir.display()));
+    }
+    if std::env::var_os("CAPSID_DATABASE_URL").is_none()
+        && let Some(url) = &global.database_url
+    {
+        cmd.push_str(&format!(" --database-url '{}'", config::redact_url(url)));
+    }
+    cmd
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}
+
+/// Runs the server.
+pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
+    let (store, version) = config::open_store(global, !args.no_migrate).await?;
+    let secret = config::signing_secret(global)?;
+    let mut service = config::service(
+        store.clone(),
+        Some(secret),
+        args.operator_key_hash.as_deref(),
+    );
+    if let Some(url) = &args.webhook_url {
+        let notifier = capsid_http::WebhookNotifier::new(url).map_err(anyhow::Error::msg)?;
+        service = service.with_notifier(std::sync::Arc::new(notifier));
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    // The address actually bound (a `:0` listen picks a free port).
+    let bound = listener.local_addr().context("reading the bound address")?;
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{bound}"))
+        .trim_end_matches('/')
+        .to_owned();
+    let http = HttpConfig {
+        public_url: public_url.clone(),
+        mcp_sessions: args.mcp_sessions,
+        build: build_info(),
+        oauth_missing: [
+            "CAPSID_GITHUB_CLIENT_ID",
+            "CAPSID_GITHUB_CLIENT_SECRET",
+            "CAPSID_ADMIN_GITHUB_LOGIN",
+            "CAPSID_COOKIE_KEY",
+        ]
+        .iter()
+        .filter(|k| std::env::var_os(k).is_none())
+        .map(|k| (*k).to_owned())
+        .collect(),
+    };
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
+    tracing::info!(
+        url = %public_url,
+        database = %global.database_display(),
+        schema = version.as_deref().unwrap_or("(not migrated by this start)"),
+        sessions = args.mcp_sessions,
+        "capsid listening"
+    );
+    if store.agents().await.map(|a| a.is_empty()).unwrap_or(false)
+        && args.operator_key_hash.is_none()
+    {
+        let inv = invocation(global);
+        eprintln!(
+            "\ncapsid is serving MCP at {public_url}/ops/mcp\n  database: {}\n\nNo agents yet. Mint a first one (its key is printed once):\n\n  {inv} agents mint --name me --kind session --namespaces '*' --grants read,write\n\nthen register a namespace:\n\n  {inv} namespaces register my-project --repo owner/name\n",
+            global.database_display()
+        );
+    }
+    let scheduler = Scheduler::new(
+        service.clone(),
+        format!("{}:{}", hostname(), std::process::id()),
+    );
+    let ticker = tokio::spawn(async move {
+        let mut every = tokio::time::interval(Duration::from_secs(30));
+        loop {
+            every.tick().await;
+            match scheduler.tick().await {
+                Ok(report) if report.swept > 0 => tracing::info!(
+                    swept = report.swept,
+                    "lease sweep returned expired jobs to the queue"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "scheduled tick failed"),
+            }
+        }
+    });
+    let app = capsid_http::router(AppState::new(service, http));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("serving HTTP")?;
+    ticker.abort();
+    tracing::info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "capsid".into())
+}

@@ -1,0 +1,31 @@
+//! The system's clock and entropy, behind the core's ports.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use capsid_core::ids::Entropy;
+use capsid_core::time::{Clock, Timestamp};
+
+/// The wall clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        Timestamp::from_millis(i64::try_from(ms).unwrap_or(i64::MAX))
+    }
+}
+
+/// The operating system's random generator (through `rand`'s thread-local CSPRNG, seeded
+/// from the OS).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsEntropy;
+
+impl Entropy for OsEntropy {
+    fn fill(&self, buf: &mut [u8]) {
+        rand::fill(buf);
+    }
+}

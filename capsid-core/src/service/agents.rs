@@ -1,0 +1,339 @@
+//! `agents`: minting, listing, revoking and re-scoping credentials. Admin only for every
+//! action: an agent able to mint could widen itself. Refusals answer `{ok:false, action,
+//! refusal}` as successful JSON, as the Worker does.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::args::Bounded;
+use super::{Confirmer, Service};
+use crate::caller::{AgentKind, Caller};
+use crate::crypto::sha256_hex;
+use crate::error::Result;
+use crate::ids::{new_agent_id, new_agent_key};
+use crate::ports::{AgentRow, NewAgent, StoreError};
+use crate::scope::{Axis, ScopePatch, Scopes};
+use crate::scope_args;
+
+/// What `agents` can do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentsAction {
+    /// Create a credential; its key is shown once.
+    Mint,
+    /// Every agent, revoked included.
+    List,
+    /// Revoke by name.
+    Revoke,
+    /// Change the named axes of a live agent.
+    UpdateScopes,
+}
+
+impl AgentsAction {
+    fn name(self) -> &'static str {
+        match self {
+            AgentsAction::Mint => "mint",
+            AgentsAction::List => "list",
+            AgentsAction::Revoke => "revoke",
+            AgentsAction::UpdateScopes => "update_scopes",
+        }
+    }
+}
+
+/// The seven flags, each optional.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+pub struct FlagsArg {
+    /// Merge pull requests.
+    pub can_merge: Option<bool>,
+    /// Commit straight to the default branch.
+    pub can_direct_write: Option<bool>,
+    /// Dispatch or re-run CI.
+    pub can_dispatch: Option<bool>,
+    /// Write workflow files.
+    pub can_write_workflows: Option<bool>,
+    /// Touch protected paths.
+    pub can_touch_protected: Option<bool>,
+    /// Touch money paths.
+    pub money_paths: Option<bool>,
+    /// Comment on pull requests.
+    pub can_comment_pr: Option<bool>,
+}
+
+impl FlagsArg {
+    fn named(&self) -> BTreeMap<String, bool> {
+        [
+            ("can_merge", self.can_merge),
+            ("can_direct_write", self.can_direct_write),
+            ("can_dispatch", self.can_dispatch),
+            ("can_write_workflows", self.can_write_workflows),
+            ("can_touch_protected", self.can_touch_protected),
+            ("money_paths", self.money_paths),
+            ("can_comment_pr", self.can_comment_pr),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))
+        .collect()
+    }
+}
+
+/// `agents`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AgentsArgs {
+    /// mint, list, revoke or update_scopes.
+    pub action: AgentsAction,
+    /// The agent's unique name (never reused).
+    pub name: Option<Bounded<64>>,
+    /// session, driver, seat or cron (mint).
+    pub kind: Option<Bounded<16>>,
+    /// Namespaces it may name; ["*"] means all (required by mint).
+    pub namespaces: Option<Vec<Bounded<64>>>,
+    /// Repo selectors it may pass; ["*"] means all.
+    pub repos: Option<Vec<Bounded<256>>>,
+    /// Tools it may call (entries may be tool.action); ["*"] means all.
+    pub tools: Option<Vec<Bounded<64>>>,
+    /// read and/or write.
+    pub grants: Option<Vec<Bounded<8>>>,
+    /// Blast-radius flags to set (unnamed flags are left as they are).
+    pub flags: Option<FlagsArg>,
+}
+scope_args!(AgentsArgs);
+
+fn strings<const N: usize>(v: Option<Vec<Bounded<N>>>) -> Option<Vec<String>> {
+    v.map(|l| l.into_iter().map(|b| b.0).collect())
+}
+
+/// The public view of an agent: never the key or its full hash.
+pub fn agent_view(row: &AgentRow) -> Value {
+    json!({
+        "id": row.id,
+        "name": row.name,
+        "kind": row.kind,
+        "fingerprint": row.key_hash.chars().take(12).collect::<String>(),
+        "scopes": Scopes::parse(Some(&row.scopes)).to_json(),
+        "created_by": row.created_by,
+        "created_at": row.created_at,
+        "revoked_at": row.revoked_at,
+        "last_seen": row.last_seen,
+    })
+}
+
+fn refusal(action: AgentsAction, why: impl Into<String>) -> Value {
+    json!({ "ok": false, "action": action.name(), "refusal": why.into() })
+}
+
+impl Service {
+    pub(super) async fn agents(
+        &self,
+        caller: &Caller,
+        a: AgentsArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let action = a.action;
+        if !caller.is_admin() {
+            return Ok(refusal(
+                action,
+                "agents is admin only: only the owner (OAuth) or a write operator key may mint, list, revoke or re-scope \
+                 credentials, because an agent able to mint could widen itself",
+            ));
+        }
+        let patch = match ScopePatch::from_input(
+            strings(a.namespaces.clone()),
+            strings(a.repos.clone()),
+            strings(a.tools.clone()),
+            strings(a.grants.clone()),
+            a.flags.as_ref().map(FlagsArg::named),
+        ) {
+            Ok(p) => p,
+            Err(why) => return Ok(refusal(action, why)),
+        };
+        match action {
+            AgentsAction::List => {
+                let rows = self.store.agents().await?;
+                Ok(
+                    json!({ "ok": true, "action": "list", "agents": rows.iter().map(agent_view).collect::<Vec<_>>() }),
+                )
+            }
+            AgentsAction::Mint => self.mint_agent(caller, &a, patch).await,
+            AgentsAction::Revoke => self.revoke_agent(caller, &a).await,
+            AgentsAction::UpdateScopes => self.rescope_agent(caller, &a, patch).await,
+        }
+    }
+
+    async fn mint_agent(
+        &self,
+        caller: &Caller,
+        a: &AgentsArgs,
+        patch: ScopePatch,
+    ) -> Result<Value> {
+        let action = AgentsAction::Mint;
+        let name = a
+            .name
+            .as_ref()
+            .map(|n| n.as_str().trim().to_owned())
+            .unwrap_or_default();
+        if name.is_empty() {
+            return Ok(refusal(action, "mint needs a name"));
+        }
+        let Some(kind) = a.kind.as_ref().and_then(|k| AgentKind::parse(k.as_str())) else {
+            return Ok(refusal(
+                action,
+                "mint needs kind: session, driver, seat or cron",
+            ));
+        };
+        let namespaces = match &patch.namespaces {
+            Some(Axis::All) => Axis::All,
+            Some(Axis::Only(list)) if !list.is_empty() => Axis::Only(list.clone()),
+            _ => {
+                return Ok(refusal(
+                    action,
+                    "mint needs namespaces: a non-empty list, or [\"*\"] for all",
+                ));
+            }
+        };
+        if self.store.agent_by_name(&name).await?.is_some() {
+            return Ok(refusal(
+                action,
+                format!("an agent named {name} exists or existed; names are never reused"),
+            ));
+        }
+        let scopes = Scopes::mint_defaults(namespaces).apply(&patch);
+        let key = new_agent_key(&*self.entropy);
+        let hash = sha256_hex(&key);
+        let id = new_agent_id(&*self.entropy);
+        let audit = self.audit(
+            caller,
+            "agent-minted",
+            Some("agents"),
+            Some(&name),
+            json!({ "id": id, "kind": kind.name(), "key_fingerprint": &hash[..12], "scopes": scopes.to_json() }),
+        );
+        let new = NewAgent {
+            id,
+            name: name.clone(),
+            kind: kind.name().to_owned(),
+            key_hash: hash,
+            scopes: scopes.to_json().to_string(),
+            created_by: caller.actor(),
+            at: self.now(),
+        };
+        let row = match self.store.mint_agent(new, audit).await {
+            Ok(row) => row,
+            Err(StoreError::Conflict(why)) => {
+                return Ok(refusal(action, format!("mint refused: {why}")));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(json!({
+            "ok": true,
+            "action": "mint",
+            "agent": agent_view(&row),
+            "key": key,
+            "scopes": scopes.to_json(),
+            "note": "This key is shown once and stored nowhere (only its sha256). Give it to the agent as a bearer token for /ops/mcp.",
+        }))
+    }
+
+    async fn live_agent(
+        &self,
+        action: AgentsAction,
+        a: &AgentsArgs,
+    ) -> Result<std::result::Result<AgentRow, Value>> {
+        let name = a
+            .name
+            .as_ref()
+            .map(|n| n.as_str().trim().to_owned())
+            .unwrap_or_default();
+        if name.is_empty() {
+            return Ok(Err(refusal(
+                action,
+                format!("{} needs a name", action.name()),
+            )));
+        }
+        match self.store.agent_by_name(&name).await? {
+            Some(row) if row.revoked_at.is_none() => Ok(Ok(row)),
+            Some(_) => Ok(Err(refusal(
+                action,
+                format!("agent {name} is already revoked"),
+            ))),
+            None => Ok(Err(refusal(action, format!("no live agent named {name}")))),
+        }
+    }
+
+    async fn revoke_agent(&self, caller: &Caller, a: &AgentsArgs) -> Result<Value> {
+        let action = AgentsAction::Revoke;
+        let row = match self.live_agent(action, a).await? {
+            Ok(row) => row,
+            Err(refused) => return Ok(refused),
+        };
+        let scopes = Scopes::parse(Some(&row.scopes)).to_json();
+        let audit = self.audit(
+            caller,
+            "agent-revoked",
+            Some("agents"),
+            Some(&row.name),
+            json!({ "id": row.id, "scopes": scopes }),
+        );
+        match self.store.revoke_agent(&row.id, self.now(), audit).await? {
+            Some(revoked) => {
+                Ok(json!({ "ok": true, "action": "revoke", "agent": agent_view(&revoked) }))
+            }
+            None => Ok(refusal(
+                action,
+                format!("agent {} was revoked by somebody else meanwhile", row.name),
+            )),
+        }
+    }
+
+    async fn rescope_agent(
+        &self,
+        caller: &Caller,
+        a: &AgentsArgs,
+        patch: ScopePatch,
+    ) -> Result<Value> {
+        let action = AgentsAction::UpdateScopes;
+        let row = match self.live_agent(action, a).await? {
+            Ok(row) => row,
+            Err(refused) => return Ok(refused),
+        };
+        if patch == ScopePatch::default() {
+            return Ok(refusal(
+                action,
+                "update_scopes needs at least one axis: namespaces, repos, tools, grants or flags",
+            ));
+        }
+        if let Some(Axis::Only(list)) = &patch.namespaces
+            && list.is_empty()
+        {
+            return Ok(refusal(
+                action,
+                "namespaces must not be empty; revoke the agent instead",
+            ));
+        }
+        let before = Scopes::parse(Some(&row.scopes));
+        let after = before.apply(&patch);
+        let audit = self.audit(
+            caller,
+            "agent-rescoped",
+            Some("agents"),
+            Some(&row.name),
+            json!({ "id": row.id, "before": before.to_json(), "after": after.to_json() }),
+        );
+        match self
+            .store
+            .rescope_agent(&row.id, &row.scopes, &after.to_json().to_string(), audit)
+            .await?
+        {
+            Some(updated) => Ok(json!({
+                "ok": true, "action": "update_scopes", "agent": agent_view(&updated),
+                "before": before.to_json(), "after": after.to_json(),
+            })),
+            None => Ok(refusal(
+                action,
+                format!("agent {} changed meanwhile; list it and retry", row.name),
+            )),
+        }
+    }
+}

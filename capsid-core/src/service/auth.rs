@@ -1,0 +1,67 @@
+//! Caller resolution for bearer keys (reference 3.1, order load-bearing): a minted agent by
+//! the SHA-256 of its key, a revoked agent's key never falling through, then the legacy
+//! operator keys, else nobody.
+
+use super::Service;
+use crate::caller::{AgentKind, Caller, bearer_token, match_operator_key};
+use crate::crypto::{ct_eq, sha256_hex};
+use crate::error::Result;
+use crate::scope::Scopes;
+
+/// Who a bearer key belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// A minted agent; `last_seen` should be touched after the answer.
+    Agent(Caller),
+    /// A legacy operator key.
+    OperatorKey(Caller),
+    /// Nobody (missing, malformed, unknown or revoked key).
+    Unauthenticated,
+}
+
+impl Resolved {
+    /// The caller, if any.
+    pub fn caller(&self) -> Option<&Caller> {
+        match self {
+            Resolved::Agent(c) | Resolved::OperatorKey(c) => Some(c),
+            Resolved::Unauthenticated => None,
+        }
+    }
+}
+
+impl Service {
+    /// Resolves an `Authorization` header value.
+    pub async fn resolve_bearer(&self, authorization: Option<&str>) -> Result<Resolved> {
+        let Some(token) = authorization.and_then(bearer_token) else {
+            return Ok(Resolved::Unauthenticated);
+        };
+        let hash = sha256_hex(token);
+        if let Some(row) = self.store.agent_by_key_hash(&hash).await? {
+            if row.revoked_at.is_some() || !ct_eq(&row.key_hash, &hash) {
+                return Ok(Resolved::Unauthenticated);
+            }
+            let kind = AgentKind::parse(&row.kind).unwrap_or(AgentKind::Session);
+            return Ok(Resolved::Agent(Caller::agent(
+                row.id,
+                row.name,
+                kind,
+                Scopes::parse(Some(&row.scopes)),
+            )));
+        }
+        Ok(
+            match match_operator_key(&self.config.operator_keys, &hash) {
+                Some(grant) => Resolved::OperatorKey(Caller::operator_key(grant, &hash)),
+                None => Resolved::Unauthenticated,
+            },
+        )
+    }
+
+    /// The `last_seen` stamp for a minted agent, after its call was answered. Best effort:
+    /// the caller logs a failure and carries on.
+    pub async fn touch_last_seen(&self, caller: &Caller) -> Result<()> {
+        if let crate::caller::Principal::Agent { id, .. } = &caller.principal {
+            self.store.touch_agent(id, self.now()).await?;
+        }
+        Ok(())
+    }
+}

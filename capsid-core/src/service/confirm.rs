@@ -1,0 +1,67 @@
+//! Confirmation of destructive writes (reference 2.0): `confirm: true`, or a human asked
+//! through the client (an MCP elicitation) when the client supports it. A confirmation given
+//! by a human arms a stale-consent guard: the commit aborts if the body changed meanwhile.
+
+use async_trait::async_trait;
+
+use super::Service;
+use crate::docs::write::ConfirmationText;
+use crate::error::{Error, Result};
+
+/// A human's answer to a confirmation request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Consent {
+    /// The human accepted with `confirm: true`.
+    Accepted,
+    /// The human declined or cancelled.
+    Declined,
+    /// The client cannot ask (no elicitation capability, or asking failed).
+    Unsupported,
+}
+
+/// Asks the human behind the client to confirm.
+#[async_trait]
+pub trait Confirmer: Send + Sync {
+    /// Asks `message`; an error while asking counts as [`Consent::Unsupported`].
+    async fn confirm(&self, message: &str) -> Consent;
+}
+
+/// A confirmer for callers that cannot be asked (stateless HTTP, the CLI, tests).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoConfirmer;
+
+#[async_trait]
+impl Confirmer for NoConfirmer {
+    async fn confirm(&self, _message: &str) -> Consent {
+        Consent::Unsupported
+    }
+}
+
+/// How a destructive call was confirmed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Confirmed {
+    /// `confirm: true` was passed.
+    ByFlag,
+    /// A human accepted an elicitation: the commit must check the body did not change.
+    ByHuman,
+}
+
+impl Service {
+    /// Proceeds on `confirm: true`; otherwise asks through `confirmer`. Declined and
+    /// unsupported become errors that say what to do.
+    pub(crate) async fn require_confirmation(
+        &self,
+        confirm: Option<bool>,
+        confirmer: &dyn Confirmer,
+        text: ConfirmationText,
+    ) -> Result<Confirmed> {
+        if confirm == Some(true) {
+            return Ok(Confirmed::ByFlag);
+        }
+        match confirmer.confirm(&text.prompt).await {
+            Consent::Accepted => Ok(Confirmed::ByHuman),
+            Consent::Declined => Err(Error::Declined(text.declined)),
+            Consent::Unsupported => Err(Error::ConfirmationRequired(text.unsupported)),
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The read-side document tools: `list`, `read`, `brief`, `backlinks`, `find`, `search`,
+//! `namespaces` and `history`, with the Worker's bounds and result shapes.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::args::{Bounded, DocPathArg, NamespaceArg};
+use super::{Confirmer, Service, to_json};
+use crate::caller::Caller;
+use crate::docs::brief::{BriefInput, assemble_brief};
+use crate::docs::document::{LIST_ADVICE, LIST_ADVICE_IN_NAMESPACE};
+use crate::docs::links::{IncomingLink, OutgoingLink};
+use crate::docs::versions::{HISTORY_DELETED_NOTE, version_not_found};
+use crate::docs::{HISTORY_ROWS, MAX_ROWS, ReadView, SEARCH_ROWS, bound_rows};
+use crate::docs::{bounds, mutations};
+use crate::error::{Error, Result};
+use crate::ports::DocFilter;
+use crate::scope_args;
+
+/// No arguments.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct NoArgs {}
+scope_args!(NoArgs);
+
+/// `list`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListArgs {
+    /// Only this namespace.
+    pub namespace: Option<NamespaceArg>,
+    /// Only this document type.
+    #[serde(rename = "type")]
+    pub doc_type: Option<Bounded<{ bounds::DOC_TYPE }>>,
+    /// Only this status.
+    pub status: Option<Bounded<{ bounds::DOC_STATUS }>>,
+}
+scope_args!(ListArgs, optional namespace);
+
+/// `read`, `backlinks`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadArgs {
+    /// Namespace.
+    pub namespace: NamespaceArg,
+    /// Document path.
+    pub path: DocPathArg,
+}
+scope_args!(ReadArgs, namespace);
+
+/// `brief`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BriefArgs {
+    /// Namespace to brief.
+    pub namespace: NamespaceArg,
+}
+scope_args!(BriefArgs, namespace);
+
+/// `find`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FindArgs {
+    /// Only this namespace.
+    pub namespace: Option<NamespaceArg>,
+    /// SQLite GLOB over the path, e.g. `notes/*.md` (case-sensitive; `*`, `?`, `[...]`).
+    pub glob: Bounded<{ bounds::GLOB }>,
+}
+scope_args!(FindArgs, optional namespace);
+
+/// `search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    /// Words to find (FTS5 syntax is allowed; anything else is searched as a phrase).
+    pub query: Bounded<{ bounds::QUERY }>,
+    /// Only this namespace.
+    pub namespace: Option<NamespaceArg>,
+    /// Only this document type.
+    #[serde(rename = "type")]
+    pub doc_type: Option<Bounded<{ bounds::DOC_TYPE }>>,
+}
+scope_args!(SearchArgs, optional namespace);
+
+/// `history`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct HistoryArgs {
+    /// Namespace.
+    pub namespace: NamespaceArg,
+    /// Document path.
+    pub path: DocPathArg,
+    /// One version's id (a positive integer) to fetch its body.
+    pub version_id: Option<i64>,
+}
+scope_args!(HistoryArgs, namespace);
+
+fn bounded_documents<T: serde::Serialize>(rows: Vec<T>, limit: usize, advice: &str) -> Value {
+    let (bounds, rows) = bound_rows(rows, limit, advice);
+    let mut out = serde_json::to_value(bounds).unwrap_or_else(|_| json!({}));
+    out["documents"] = serde_json::to_value(rows).unwrap_or(Value::Array(Vec::new()));
+    out
+}
+
+impl Service {
+    pub(super) async fn list(&self, _: &Caller, a: ListArgs, _: &dyn Confirmer) -> Result<Value> {
+        let filter = DocFilter {
+            namespace: a.namespace.as_ref().map(|n| n.as_str().to_owned()),
+            doc_type: a.doc_type.map(|t| t.0),
+            status: a.status.map(|s| s.0),
+        };
+        let rows = self.store.list_documents(&filter, MAX_ROWS + 1).await?;
+        let advice = if filter.namespace.is_some() {
+            LIST_ADVICE_IN_NAMESPACE
+        } else {
+            LIST_ADVICE
+        };
+        Ok(bounded_documents(rows, MAX_ROWS, advice))
+    }
+
+    pub(super) async fn read(&self, _: &Caller, a: ReadArgs, _: &dyn Confirmer) -> Result<Value> {
+        let (ns, path) = (a.namespace.as_str(), a.path.as_str());
+        let doc = self
+            .store
+            .document(ns, path)
+            .await?
+            .ok_or_else(|| Error::NotFound(mutations::not_found(ns, path)))?;
+        let last_actor = self.store.last_actor(ns, path).await?;
+        to_json(ReadView {
+            document: &doc,
+            last_actor: last_actor.as_deref(),
+        })
+    }
+
+    pub(super) async fn brief(&self, _: &Caller, a: BriefArgs, _: &dyn Confirmer) -> Result<Value> {
+        let ns = a.namespace.as_str();
+        let rows = self.store.brief_rows(ns).await?;
+        let outgoing = rows
+            .core_links
+            .outgoing
+            .iter()
+            .map(|(t, to_ns, to_path)| OutgoingLink {
+                link_type: t.clone(),
+                to_ns: to_ns.clone(),
+                to_path: to_path.clone(),
+            });
+        let incoming = rows
+            .core_links
+            .incoming
+            .iter()
+            .map(|(t, from_ns, from_path)| IncomingLink {
+                link_type: t.clone(),
+                from_ns: from_ns.clone(),
+                from_path: from_path.clone(),
+            });
+        let brief = assemble_brief(BriefInput {
+            namespace: ns.to_owned(),
+            conventions: rows.conventions,
+            repo_structure: rows.repo_structure,
+            core: rows.core,
+            tasks: rows.open_tasks,
+            episodics: rows.recent_episodics,
+            core_outgoing: outgoing.collect(),
+            core_incoming: incoming.collect(),
+        });
+        to_json(brief)
+    }
+
+    pub(super) async fn backlinks(
+        &self,
+        _: &Caller,
+        a: ReadArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let (ns, path) = (a.namespace.as_str(), a.path.as_str());
+        let links = self.store.backlinks(ns, path).await?;
+        let outgoing: Vec<_> = links
+            .outgoing
+            .iter()
+            .map(|(t, n, p)| json!({"type": t, "to_ns": n, "to_path": p}))
+            .collect();
+        let incoming: Vec<_> = links
+            .incoming
+            .iter()
+            .map(|(t, n, p)| json!({"type": t, "from_ns": n, "from_path": p}))
+            .collect();
+        Ok(json!({ "namespace": ns, "path": path, "outgoing": outgoing, "incoming": incoming }))
+    }
+
+    pub(super) async fn find(&self, _: &Caller, a: FindArgs, _: &dyn Confirmer) -> Result<Value> {
+        let ns = a.namespace.as_ref().map(|n| n.as_str());
+        let rows = self
+            .store
+            .find_documents(ns, a.glob.as_str(), MAX_ROWS + 1)
+            .await?;
+        let rows: Vec<_> = rows
+            .into_iter()
+            .map(|d| {
+                json!({"namespace": d.namespace, "path": d.path, "title": d.title, "type": d.doc_type,
+                       "status": d.status, "updated_at": d.updated_at})
+            })
+            .collect();
+        Ok(bounded_documents(
+            rows,
+            MAX_ROWS,
+            "Tighten the glob, or add a namespace filter.",
+        ))
+    }
+
+    pub(super) async fn search(
+        &self,
+        _: &Caller,
+        a: SearchArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let ns = a.namespace.as_ref().map(|n| n.as_str());
+        let doc_type = a.doc_type.as_ref().map(|t| t.as_str());
+        let hits = self
+            .store
+            .search_documents(a.query.as_str(), ns, doc_type, SEARCH_ROWS + 1)
+            .await?;
+        Ok(bounded_documents(
+            hits,
+            SEARCH_ROWS,
+            "Add a namespace or type filter, or make the query more specific.",
+        ))
+    }
+
+    pub(super) async fn namespaces(
+        &self,
+        _: &Caller,
+        _: NoArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let rows = self.store.namespaces().await?;
+        to_json(rows)
+    }
+
+    pub(super) async fn history(
+        &self,
+        _: &Caller,
+        a: HistoryArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let (ns, path) = (a.namespace.as_str(), a.path.as_str());
+        if let Some(id) = a.version_id {
+            if id <= 0 {
+                return Err(Error::Invalid(
+                    "history: version_id must be a positive integer".into(),
+                ));
+            }
+            let row = self
+                .store
+                .version(id, ns, path)
+                .await?
+                .ok_or_else(|| Error::NotFound(version_not_found(id, ns, path)))?;
+            let bytes = row.body.as_deref().map_or(0, str::len);
+            let mut out = to_json(row)?;
+            out["bytes"] = json!(bytes);
+            return Ok(out);
+        }
+        let mut versions = self.store.versions(ns, path, HISTORY_ROWS + 1).await?;
+        let truncated = versions.len() > HISTORY_ROWS;
+        versions.truncate(HISTORY_ROWS);
+        let live = self.store.document(ns, path).await?.map(|d| {
+            json!({"title": d.title, "updated_at": d.updated_at, "bytes": d.body.as_deref().map_or(0, str::len)})
+        });
+        let mut out = json!({ "namespace": ns, "path": path, "live": live, "versions": versions });
+        if out["live"].is_null() {
+            out["note"] = json!(HISTORY_DELETED_NOTE);
+        } else if truncated {
+            out["note"] = json!(format!(
+                "Returned the newest {HISTORY_ROWS} versions; older ones exist. Fetch one by version_id."
+            ));
+        }
+        Ok(out)
+    }
+}

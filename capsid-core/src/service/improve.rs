@@ -1,0 +1,534 @@
+//! `improve_status` and `improve_run`. The status reports the queue per namespace and every
+//! agent with its measured record; the loop itself is not part of this build, so its parts
+//! say "off" and the run action refuses. The control actions that need no loop (pause,
+//! unpause, budget, the driver lease, a read-only operator key, policy signing) are real.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::args::{Bounded, DocPathArg, NamespaceArg};
+use super::{Confirmer, Service, to_json};
+use crate::autonomy::policy::POLICY_NAMESPACE;
+use crate::caller::{AgentKind, Caller};
+use crate::crypto::sha256_hex;
+use crate::docs::truth_report::integrity_of;
+use crate::error::{Error, Result};
+use crate::guards::{PROTECTED_PATH_PATTERNS, PROTECTED_PATTERN_FLAGS};
+use crate::ids::new_token;
+use crate::improve::budget::{BudgetCaps, MonthSpend};
+use crate::improve::keys::{
+    AWAITING_SEAT_KEY, BUDGET_KEY, IMPROVE_MODE_KEY, anchor_key, driver_key, paused_key,
+};
+use crate::improve::roster::{DRIVER_LEASE_MS, ImproveMode};
+use crate::jobs::JobStatus;
+use crate::jobs::block::command_from_summary;
+use crate::jobs::record::{ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums};
+use crate::jobs::signature::{seal_task, split_signed};
+use crate::ports::{DocumentWrite, JobFilter, StoreError, WriteGuard};
+use crate::scope::Scopes;
+use crate::scope_args;
+use crate::time::Timestamp;
+
+/// `improve_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct StatusArgs {
+    /// Only this namespace.
+    pub namespace: Option<NamespaceArg>,
+    /// A nightly task document to verify (loop documents; the loop is off in this build).
+    pub task_path: Option<DocPathArg>,
+}
+scope_args!(StatusArgs, optional namespace);
+
+/// What `improve_run` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunAction {
+    /// Start a run (the loop is not part of this build).
+    Run,
+    /// Set the loop mode.
+    Mode,
+    /// Pause a namespace (or all).
+    Pause,
+    /// Unpause a namespace (or all).
+    Unpause,
+    /// Set the monthly caps.
+    Budget,
+    /// Mint a read-only operator key (shown once).
+    MintOperatorKey,
+    /// Take (or release) the subscription driver lease of a namespace.
+    Claim,
+    /// Sign a stored policy document (admin only).
+    SignPolicy,
+}
+
+/// `improve_run`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RunArgs {
+    /// run (default), mode, pause, unpause, budget, mint_operator_key, claim or sign_policy.
+    pub action: Option<RunAction>,
+    /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid).
+    pub namespace: Option<NamespaceArg>,
+    /// mode: off, subscription or api.
+    pub value: Option<Bounded<16>>,
+    /// pause: why.
+    pub reason: Option<Bounded<64>>,
+    /// budget: CI minutes a month.
+    pub actions_minutes_month: Option<f64>,
+    /// budget: model spend a month, USD.
+    pub model_usd_month: Option<f64>,
+    /// Plan only; write nothing.
+    pub dry_run: Option<bool>,
+    /// claim: give the lease back.
+    pub release: Option<bool>,
+    /// run: full, no-memory or no-transfer.
+    pub condition: Option<Bounded<16>>,
+    /// sign_policy: the policy document's path (policy/...).
+    pub path: Option<DocPathArg>,
+}
+scope_args!(RunArgs, optional namespace);
+
+fn refuse(action: &str, why: impl Into<String>) -> Value {
+    json!({ "ok": false, "action": action, "refusal": why.into() })
+}
+
+fn month_start(now: Timestamp) -> Timestamp {
+    Timestamp::parse(&format!("{}-01T00:00:00Z", now.month())).unwrap_or(now)
+}
+
+fn day_start(now: Timestamp) -> Timestamp {
+    Timestamp::parse(&format!("{}T00:00:00Z", now.date())).unwrap_or(now)
+}
+
+impl Service {
+    pub(super) async fn improve_status(
+        &self,
+        caller: &Caller,
+        a: StatusArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let now = self.now();
+        let mode =
+            ImproveMode::from_setting(self.store.setting(IMPROVE_MODE_KEY, now).await?.as_deref());
+        let caps = BudgetCaps::from_setting(self.store.setting(BUDGET_KEY, now).await?.as_deref());
+        let totals = self.store.run_totals(Some(month_start(now))).await?;
+        let spend = MonthSpend {
+            ci_minutes: totals.iter().map(|t| t.ci_minutes).sum(),
+            cost_usd: totals.iter().map(|t| t.cost_usd).sum(),
+        };
+        let mut namespaces = Vec::new();
+        for row in self.store.namespaces().await? {
+            let ns = row.namespace;
+            if a.namespace.as_ref().is_some_and(|n| n.as_str() != ns)
+                || !caller.scopes.namespaces.allows(&ns)
+            {
+                continue;
+            }
+            namespaces.push(self.namespace_status(&ns, now).await?);
+        }
+        let awaiting: Value = self
+            .store
+            .setting(AWAITING_SEAT_KEY, now)
+            .await?
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_else(|| json!([]));
+        let protected: Vec<Value> = PROTECTED_PATH_PATTERNS
+            .iter()
+            .map(|p| json!({"source": p.source, "flags": PROTECTED_PATTERN_FLAGS, "reason": p.reason}))
+            .collect();
+        let mut out = json!({
+            "mode": mode.name(),
+            "loop": "off: the self-improvement loop is not part of this build",
+            "budget": { "caps": { "actions_minutes_month": caps.actions_minutes_cap(), "model_usd_month": caps.model_usd_cap() },
+                        "month_to_date": { "ci_minutes": spend.ci_minutes, "cost_usd": spend.cost_usd } },
+            "protected_paths": protected,
+            "agents": self.agent_inventory().await?,
+            "awaiting_seat": awaiting,
+            "namespaces": namespaces,
+        });
+        if let Some(path) = &a.task_path {
+            out["task_verification"] = json!({ "ok": false, "actor": null, "reason": format!(
+                "{} is a nightly task document of the improve loop, which is off in this build", path.as_str()) });
+        }
+        Ok(out)
+    }
+
+    async fn namespace_status(&self, ns: &str, now: Timestamp) -> Result<Value> {
+        let counts = self.store.job_counts(ns, day_start(now)).await?;
+        let blocked = self
+            .store
+            .jobs(
+                &JobFilter {
+                    namespace: Some(ns.to_owned()),
+                    status: Some(JobStatus::Blocked),
+                },
+                20,
+            )
+            .await?;
+        let blocked_jobs: Vec<Value> = blocked
+            .iter()
+            .map(|j| {
+                json!({
+                    "id": j.id, "title": j.title,
+                    "waiting_on": j.result_summary.as_deref().and_then(command_from_summary),
+                    "blocked_times": j.blocked_count, "resumed": j.resumed_count,
+                })
+            })
+            .collect();
+        let latest_report = self
+            .store
+            .find_documents(Some(ns), "reports/lint-*.md", 500)
+            .await?
+            .into_iter()
+            .max_by(|a, b| a.path.cmp(&b.path));
+        let integrity = match latest_report {
+            Some(r) => integrity_of(
+                self.store
+                    .document(ns, &r.path)
+                    .await?
+                    .and_then(|d| d.body)
+                    .as_deref(),
+            ),
+            None => None,
+        };
+        Ok(json!({
+            "namespace": ns,
+            "paused": self.store.setting(&paused_key(ns), now).await?,
+            "anchor_pinned": self.store.setting(&anchor_key(ns), now).await?.is_some(),
+            "loop": "off",
+            "jobs": { "queued": counts.queued, "claimed": counts.claimed, "blocked": counts.blocked,
+                      "done_today": counts.done_today, "blocked_jobs": blocked_jobs },
+            "integrity": integrity,
+        }))
+    }
+
+    /// Every agent with its measured record (reference 6.8).
+    pub(crate) async fn agent_inventory(&self) -> Result<Vec<Value>> {
+        let agents = self.store.agents().await?;
+        let outcomes = self.store.outcomes(None).await?;
+        let counts: Vec<ClaimedJobCount> = self
+            .store
+            .job_status_counts()
+            .await?
+            .into_iter()
+            .map(|c| ClaimedJobCount {
+                claimed_by: c.claimed_by,
+                status: c.status,
+                n: i64::try_from(c.count).unwrap_or(i64::MAX),
+            })
+            .collect();
+        let runs: Vec<NamespaceRuns> = self
+            .store
+            .run_totals(None)
+            .await?
+            .into_iter()
+            .map(|t| NamespaceRuns {
+                namespace: t.namespace,
+                kept: t.kept as i64,
+                reverts: t.reverts as i64,
+            })
+            .collect();
+        let mut out = Vec::with_capacity(agents.len());
+        for row in agents {
+            let scopes = Scopes::parse(Some(&row.scopes));
+            let actor = format!("agent:{}", row.name);
+            let attempts = (AgentKind::parse(&row.kind) == Some(AgentKind::Driver))
+                .then(|| attempt_sums(&runs, &scopes.namespaces));
+            let record = agent_record(&actor, &outcomes, &counts, attempts);
+            out.push(json!({
+                "name": row.name, "kind": row.kind, "namespaces": scopes.to_json()["namespaces"],
+                "revoked_at": row.revoked_at, "last_seen": row.last_seen, "record": to_json(&record)?,
+            }));
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn improve_run(
+        &self,
+        caller: &Caller,
+        a: RunArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let action = a.action.unwrap_or(RunAction::Run);
+        let now = self.now();
+        let ns = a.namespace.as_ref().map(|n| n.as_str().to_owned());
+        let name = serde_json::to_value(action)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let dry = a.dry_run == Some(true);
+        match action {
+            RunAction::Run => {
+                if let Some(c) = &a.condition {
+                    crate::improve::roster::RunCondition::parse(c.as_str())
+                        .map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
+                }
+                Ok(refuse(
+                    &name,
+                    "the self-improvement loop is not part of this build: improve_mode is off, and no run can start",
+                ))
+            }
+            RunAction::Mode => {
+                let value = a.value.as_ref().map(|v| v.as_str()).unwrap_or("");
+                match ImproveMode::parse(value) {
+                    Some(ImproveMode::Off) => {}
+                    Some(m) => {
+                        return Ok(refuse(
+                            &name,
+                            format!(
+                                "mode {} needs the improve loop, which is not part of this build; only off is accepted",
+                                m.name()
+                            ),
+                        ));
+                    }
+                    None => {
+                        return Err(Error::Invalid(format!(
+                            "improve_run: value must be off, subscription or api (got {value:?})"
+                        )));
+                    }
+                }
+                if !dry {
+                    self.store
+                        .put_setting(IMPROVE_MODE_KEY, "off", None)
+                        .await?;
+                    self.store
+                        .append_audit(self.audit(
+                            caller,
+                            "improve-mode",
+                            None,
+                            None,
+                            json!({"value": "off"}),
+                        ))
+                        .await?;
+                }
+                let stored = self.store.setting(IMPROVE_MODE_KEY, now).await?;
+                Ok(
+                    json!({"ok": true, "action": name, "mode": ImproveMode::from_setting(stored.as_deref()).name(), "dry_run": dry}),
+                )
+            }
+            RunAction::Pause | RunAction::Unpause => {
+                let Some(target) = ns else {
+                    return Ok(refuse(&name, format!("{name} needs a namespace, or all")));
+                };
+                let targets: Vec<String> = if target == "all" {
+                    self.store
+                        .namespaces()
+                        .await?
+                        .into_iter()
+                        .map(|n| n.namespace)
+                        .collect()
+                } else {
+                    vec![target.clone()]
+                };
+                if !dry {
+                    for t in &targets {
+                        if action == RunAction::Pause {
+                            let reason = a
+                                .reason
+                                .as_ref()
+                                .map_or("paused by an operator", |r| r.as_str());
+                            self.store.put_setting(&paused_key(t), reason, None).await?;
+                        } else {
+                            self.store.delete_setting(&paused_key(t)).await?;
+                        }
+                    }
+                    let params = json!({"namespaces": targets, "reason": a.reason.as_ref().map(|r| r.as_str())});
+                    self.store
+                        .append_audit(self.audit(
+                            caller,
+                            &format!("improve-{name}"),
+                            Some(&target),
+                            None,
+                            params,
+                        ))
+                        .await?;
+                }
+                Ok(json!({"ok": true, "action": name, "namespaces": targets, "dry_run": dry}))
+            }
+            RunAction::Budget => {
+                let caps =
+                    BudgetCaps::from_setting(self.store.setting(BUDGET_KEY, now).await?.as_deref());
+                let updated = caps
+                    .updated(a.actions_minutes_month, a.model_usd_month)
+                    .map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
+                if !dry {
+                    self.store
+                        .put_setting(BUDGET_KEY, &updated.to_setting(), None)
+                        .await?;
+                    self.store
+                        .append_audit(self.audit(
+                            caller,
+                            "improve-budget",
+                            None,
+                            None,
+                            json!({"caps": updated.to_setting()}),
+                        ))
+                        .await?;
+                }
+                Ok(
+                    json!({"ok": true, "action": name, "caps": {"actions_minutes_month": updated.actions_minutes_cap(), "model_usd_month": updated.model_usd_cap()}, "dry_run": dry}),
+                )
+            }
+            RunAction::MintOperatorKey => {
+                if !caller.is_admin() {
+                    return Ok(refuse(&name, "minting an operator key is admin only"));
+                }
+                let key = format!("capsid_ro_{}", new_token(&*self.entropy));
+                let hash = sha256_hex(&key);
+                self.store
+                    .append_audit(self.audit(
+                        caller,
+                        "improve-mint-operator-key",
+                        None,
+                        None,
+                        json!({"fingerprint": &hash[..12]}),
+                    ))
+                    .await?;
+                Ok(json!({
+                    "ok": true, "action": name, "key": key, "hash": hash,
+                    "command": format!("add ro:{hash} to CAPSID_OPERATOR_KEY_HASH (comma-separated) and restart capsid serve"),
+                    "note": "The key is shown once; only its sha256 belongs in the configuration. It is read-only (ro:).",
+                }))
+            }
+            RunAction::Claim => {
+                let Some(target) = ns else {
+                    return Ok(refuse(&name, "claim needs a namespace"));
+                };
+                let key = driver_key(&target);
+                let holder = caller.actor();
+                let current = self.store.setting(&key, now).await?;
+                if a.release == Some(true) {
+                    if current.as_deref() != Some(holder.as_str()) {
+                        return Ok(refuse(
+                            &name,
+                            format!("{holder} does not hold the driver lease of {target}"),
+                        ));
+                    }
+                    self.store
+                        .compare_and_set_setting(&key, Some(&holder), None, None, now)
+                        .await?;
+                    return Ok(
+                        json!({"ok": true, "action": name, "namespace": target, "released": true}),
+                    );
+                }
+                let until = now.plus_millis(DRIVER_LEASE_MS);
+                let won = self
+                    .store
+                    .compare_and_set_setting(
+                        &key,
+                        current.as_deref().filter(|c| *c == holder),
+                        Some(&holder),
+                        Some(until),
+                        now,
+                    )
+                    .await?;
+                if !won {
+                    return Ok(refuse(
+                        &name,
+                        format!(
+                            "the driver lease of {target} is held by {}",
+                            current.unwrap_or_else(|| "someone else".into())
+                        ),
+                    ));
+                }
+                Ok(
+                    json!({"ok": true, "action": name, "namespace": target, "holder": holder, "expires": until.to_string()}),
+                )
+            }
+            RunAction::SignPolicy => {
+                self.sign_policy(caller, ns.as_deref(), a.path.as_ref().map(|p| p.as_str()))
+                    .await
+            }
+        }
+    }
+
+    /// Signs the stored body of a policy document (reference 7.2): admin only, namespace
+    /// `capsid`, path under `policy/`, the body must exist; snapshot, upsert, audit.
+    pub async fn sign_policy(
+        &self,
+        caller: &Caller,
+        ns: Option<&str>,
+        path: Option<&str>,
+    ) -> Result<Value> {
+        let name = "sign_policy";
+        if !caller.is_admin() {
+            return Ok(refuse(
+                name,
+                "signing a policy is admin only: a minted agent that could sign could authorize itself",
+            ));
+        }
+        if ns != Some(POLICY_NAMESPACE) {
+            return Ok(refuse(
+                name,
+                format!("policies live in namespace {POLICY_NAMESPACE}"),
+            ));
+        }
+        let Some(path) = path.filter(|p| p.starts_with("policy/") && !p.contains("..")) else {
+            return Ok(refuse(name, "sign_policy needs a path under policy/"));
+        };
+        let Some(secret) = self.signing_secret() else {
+            return Ok(refuse(
+                name,
+                "signing is not configured (CAPSID_SIGNING_SECRET)",
+            ));
+        };
+        let Some(doc) = self.store.document(POLICY_NAMESPACE, path).await? else {
+            return Ok(refuse(
+                name,
+                format!("no document {POLICY_NAMESPACE}/{path}: write it first, then sign it"),
+            ));
+        };
+        let stored = doc.body_text();
+        let (unsigned, resigned) = match split_signed(stored) {
+            Ok(parts) => (parts.body.to_owned(), true),
+            Err(_) => (stored.to_owned(), false),
+        };
+        if unsigned.trim().is_empty() {
+            return Ok(refuse(name, "the policy body is empty"));
+        }
+        let sealed = seal_task(secret, &unsigned);
+        let signature = split_signed(&sealed)
+            .map(|p| p.signature.to_owned())
+            .unwrap_or_default();
+        let sha = sha256_hex(&sealed);
+        let audit = self.audit(
+            caller,
+            "policy-signed",
+            Some(POLICY_NAMESPACE),
+            Some(path),
+            json!({"signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),
+        );
+        let write = DocumentWrite {
+            namespace: POLICY_NAMESPACE.into(),
+            path: path.into(),
+            title: doc.title.clone(),
+            body: Some(sealed.clone()),
+            doc_type: None,
+            status: None,
+            tags: None,
+            links: None,
+            at: self.now(),
+        };
+        match self
+            .store
+            .write_document(
+                write,
+                WriteGuard::Update {
+                    expected_body: Some(stored.to_owned()),
+                },
+                vec![audit],
+            )
+            .await
+        {
+            Ok(_) => Ok(
+                json!({"ok": true, "action": name, "namespace": POLICY_NAMESPACE, "path": path,
+                               "signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),
+            ),
+            Err(StoreError::Conflict(_)) | Err(StoreError::NotFound(_)) => Ok(refuse(
+                name,
+                "the policy changed while it was being signed; read it again and re-sign",
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,595 @@
+//! The `jobs` tool (reference 6): post, claim, heartbeat, list here; complete, fail and
+//! block in `jobs_finish`; resume in `jobs_resume`. Domain refusals answer
+//! `{ok:false, action, refusal}`; bad arguments are tool errors.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::args::{Bounded, NamespaceArg};
+use super::{Confirmer, Service, to_json};
+use crate::caller::Caller;
+use crate::docs::bounds;
+use crate::error::{Error, Result};
+use crate::ids::new_job_id;
+use crate::jobs::lease::{actor_may_hold_jobs, lease_expiry};
+use crate::jobs::post::{check_post_text, refuse_swallowed_tag};
+use crate::jobs::record::{
+    AgentRecord, ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums, min_record_refusal,
+};
+use crate::jobs::requirements::{JobRequirements, missing_for_job};
+use crate::jobs::signature::{seal_task, verify_task};
+use crate::jobs::{JOBS_ROWS_MAX, Job, JobStatus, job_doc_path};
+use crate::ports::{
+    AuditEntry, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, DocumentWrite,
+    JobFilter, JobPatch, JobTransition, MirrorFn, NewJob, StoreError,
+};
+use crate::scope::{Need, Scopes};
+use crate::scope_args;
+use crate::time::Timestamp;
+use crate::tools::action_grant;
+
+/// The eight actions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobsAction {
+    /// Queue a signed job.
+    Post,
+    /// Take the best queued job (or one by id) under a lease.
+    Claim,
+    /// Renew the lease.
+    Heartbeat,
+    /// Finish with a summary and evidence.
+    Complete,
+    /// Give up with a reason.
+    Fail,
+    /// Stop at a human gate with the exact command to run.
+    Block,
+    /// Send a blocked job back in after a human acted.
+    Resume,
+    /// List jobs.
+    List,
+}
+
+impl JobsAction {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            JobsAction::Post => "post",
+            JobsAction::Claim => "claim",
+            JobsAction::Heartbeat => "heartbeat",
+            JobsAction::Complete => "complete",
+            JobsAction::Fail => "fail",
+            JobsAction::Block => "block",
+            JobsAction::Resume => "resume",
+            JobsAction::List => "list",
+        }
+    }
+}
+
+/// `jobs`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct JobsArgs {
+    /// post, claim, heartbeat, complete, fail, block, resume or list.
+    pub action: JobsAction,
+    /// Namespace (post; claim without id; list filter).
+    pub namespace: Option<NamespaceArg>,
+    /// post: the title (unique among the namespace's open jobs).
+    pub title: Option<Bounded<{ bounds::TITLE }>>,
+    /// post: the prompt the driver executes (signed by the server).
+    pub body: Option<Bounded<{ bounds::BODY }>>,
+    /// post: higher first (default 0).
+    pub priority: Option<i64>,
+    /// post: a human gate is expected on the way.
+    pub gate_required: Option<bool>,
+    /// post: a reviewer must approve on the PR before it completes.
+    pub review_required: Option<bool>,
+    /// post: flags the claimer must hold.
+    pub required_flags: Option<Value>,
+    /// post: `{prs_merged: n}`, the claimer's verified track record bar.
+    pub min_record: Option<Value>,
+    /// list: only this status.
+    pub status: Option<JobStatus>,
+    /// The job (claim by id, heartbeat, complete, fail, block, resume).
+    pub id: Option<Bounded<64>>,
+    /// complete: what was done.
+    pub result_summary: Option<Bounded<1024>>,
+    /// complete: a document path or an https URL (a PR) naming the result.
+    pub result_ref: Option<Bounded<{ bounds::PATH }>>,
+    /// fail, block, resume: why (for resume: what the human approved).
+    pub reason: Option<Bounded<1024>>,
+    /// block: the exact command a human must run.
+    pub command: Option<Bounded<1024>>,
+    /// resume: the gate policy version that pre-approves the recorded command.
+    pub approved_by_policy: Option<Bounded<32>>,
+    /// complete/fail: `{prs: [url], commits, files_changed, tests_added}` or the same as JSON text.
+    pub evidence: Option<Value>,
+}
+scope_args!(JobsArgs, optional namespace);
+
+pub(super) fn refuse(action: JobsAction, refusal: impl Into<String>) -> Value {
+    json!({ "ok": false, "action": action.name(), "refusal": refusal.into() })
+}
+
+pub(super) fn done(action: JobsAction, job: &Job) -> Result<Value> {
+    Ok(json!({ "ok": true, "action": action.name(), "job": to_json(job)? }))
+}
+
+/// The mirror document of a job, as a document write at `at`.
+pub(super) fn mirror_fn(at: Timestamp) -> MirrorFn {
+    Box::new(move |job: &Job| {
+        let m = crate::jobs::mirror::mirror_doc(job);
+        DocumentWrite {
+            namespace: m.namespace,
+            path: m.path,
+            title: Some(m.title),
+            body: Some(m.body),
+            doc_type: Some(m.doc_type.to_owned()),
+            status: Some(m.status.to_owned()),
+            tags: Some(m.tags.to_owned()),
+            links: None,
+            at,
+        }
+    })
+}
+
+/// Decides about a claim candidate inside the store's transaction: required flags, the
+/// track-record bar, then the signature; the order of the reference.
+struct Decider<'a> {
+    actor: String,
+    scopes: &'a Scopes,
+    record: Option<&'a AgentRecord>,
+    secret: Option<&'a str>,
+    now: Timestamp,
+    lease: Timestamp,
+}
+
+/// Marks a refusal that only means "compute the claimer's record and ask again".
+const NEEDS_RECORD: &str = "\u{0}needs-record";
+
+impl Decider<'_> {
+    fn audit(&self, job: &Job, action: &str, params: Value) -> AuditEntry {
+        job_audit(&self.actor, action, job, params, self.now)
+    }
+}
+
+impl ClaimDecider for Decider<'_> {
+    fn decide(&self, job: &Job) -> ClaimVerdict {
+        let requirements = match JobRequirements::from_stored(
+            job.required_scopes.as_deref(),
+            job.min_record.as_deref(),
+        ) {
+            Ok(r) => r,
+            Err(corrupt) => {
+                let summary = format!(
+                    "this job's stored requirement could not be read, so it was failed rather than handed out: {corrupt}"
+                );
+                return ClaimVerdict::Fail {
+                    audit: self.audit(
+                        job,
+                        crate::jobs::AUDIT_JOB_REQUIREMENT_CORRUPT,
+                        json!({"reason": summary}),
+                    ),
+                    summary,
+                    outcome: None,
+                };
+            }
+        };
+        if let Err(missing) = missing_for_job(self.scopes, &job.namespace, &requirements) {
+            return ClaimVerdict::Refuse(format!(
+                "{} cannot claim {} ('{}'): {missing} The job stays queued for a driver that can do it.",
+                self.actor, job.id, job.title
+            ));
+        }
+        if let Some(bar) = requirements.min_prs_merged.filter(|b| *b > 0) {
+            let Some(record) = self.record else {
+                return ClaimVerdict::Refuse(NEEDS_RECORD.into());
+            };
+            if let Some(short) = min_record_refusal(bar, record) {
+                return ClaimVerdict::Refuse(format!(
+                    "{} cannot claim {} ('{}'): {short} The job stays queued for a driver that can do it.",
+                    self.actor, job.id, job.title
+                ));
+            }
+        }
+        match verify_task(self.secret.unwrap_or(""), &job.body) {
+            Ok(_) => ClaimVerdict::Claim(self.audit(job, crate::jobs::AUDIT_JOB_CLAIMED, json!({"lease_expires": self.lease.to_string()}))),
+            Err(crate::jobs::signature::SignatureError::NotConfigured) => ClaimVerdict::Refuse(
+                "job signing is not configured on this server (CAPSID_SIGNING_SECRET), so no job body can be verified; nothing was claimed".into(),
+            ),
+            Err(e) => ClaimVerdict::Fail {
+                audit: self.audit(job, crate::jobs::AUDIT_JOB_SIGNATURE_REFUSED, json!({"reason": e.to_string()})),
+                summary: e.to_string(),
+                outcome: None,
+            },
+        }
+    }
+}
+
+/// A job audit row: namespace = the job's, path = its mirror, params carrying `job_id`.
+pub(super) fn job_audit(
+    actor: &str,
+    action: &str,
+    job: &Job,
+    params: Value,
+    at: Timestamp,
+) -> AuditEntry {
+    let mut params = if params.is_object() {
+        params
+    } else {
+        json!({})
+    };
+    params["job_id"] = json!(job.id);
+    AuditEntry {
+        actor: actor.to_owned(),
+        action: action.to_owned(),
+        namespace: Some(job.namespace.clone()),
+        path: Some(job_doc_path(&job.id)),
+        params,
+        at,
+    }
+}
+
+impl Service {
+    pub(super) async fn jobs(
+        &self,
+        caller: &Caller,
+        a: JobsArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let action = a.action;
+        let ns = a.namespace.as_ref().map(|n| n.as_str());
+        self.check(
+            caller,
+            &Need {
+                tool: "jobs",
+                action: Some(action.name()),
+                grant: Some(action_grant("jobs", action.name())),
+                namespace: ns,
+                ..Need::default()
+            },
+        )?;
+        match action {
+            JobsAction::Post => self.post_job(caller, a).await,
+            JobsAction::List => self.list_jobs(a).await,
+            JobsAction::Claim => self.claim(caller, a).await,
+            JobsAction::Heartbeat => self.heartbeat(caller, a).await,
+            JobsAction::Complete | JobsAction::Fail | JobsAction::Block => {
+                self.finish(caller, a).await
+            }
+            JobsAction::Resume => self.resume(caller, a).await,
+        }
+    }
+
+    /// The signing secret, if configured.
+    pub(crate) fn signing_secret(&self) -> Option<&str> {
+        self.config
+            .signing_secret
+            .as_deref()
+            .filter(|s| !s.is_empty())
+    }
+
+    async fn post_job(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+        let act = JobsAction::Post;
+        let (Some(ns), Some(title), Some(body)) = (&a.namespace, &a.title, &a.body) else {
+            return Ok(refuse(act, "post needs namespace, title and body"));
+        };
+        let Some(secret) = self.signing_secret() else {
+            return Ok(refuse(
+                act,
+                "job signing is not configured on this server (CAPSID_SIGNING_SECRET is unset), so this job could not be signed and no driver would execute it. Refusing rather than queueing work nothing can verify.",
+            ));
+        };
+        refuse_swallowed_tag("body", body.as_str()).map_err(|e| Error::Invalid(e.to_string()))?;
+        let title = match check_post_text(title.as_str(), body.as_str()) {
+            Ok(t) => t.to_owned(),
+            Err(e) => return Ok(refuse(act, e.to_string())),
+        };
+        let requirements =
+            JobRequirements::from_input(a.required_flags.as_ref(), a.min_record.as_ref())
+                .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
+        self.require_namespace(ns.as_str()).await?;
+        let now = self.now();
+        let job = NewJob {
+            id: new_job_id(&*self.entropy),
+            namespace: ns.as_str().to_owned(),
+            title: title.clone(),
+            body: seal_task(secret, body.as_str()),
+            priority: a.priority.unwrap_or(0),
+            posted_by: caller.actor(),
+            gate_required: a.gate_required.unwrap_or(false),
+            review_required: a.review_required.unwrap_or(false),
+            required_scopes: requirements.stored_required_scopes(),
+            min_record: requirements.stored_min_record(),
+            at: now,
+        };
+        let mut params = json!({ "title": title, "priority": job.priority, "gate_required": u8::from(job.gate_required) });
+        if let Some(r) = &job.required_scopes {
+            params["required_scopes"] = json!(r);
+        }
+        if let Some(m) = &job.min_record {
+            params["min_record"] = json!(m);
+        }
+        if job.review_required {
+            params["review_required"] = json!(1);
+        }
+        let audit = AuditEntry {
+            actor: caller.actor(),
+            action: crate::jobs::AUDIT_JOB_POSTED.into(),
+            namespace: Some(job.namespace.clone()),
+            path: Some(job_doc_path(&job.id)),
+            params: {
+                params["job_id"] = json!(job.id);
+                params
+            },
+            at: now,
+        };
+        match self.store.post_job(job, audit, mirror_fn(now)).await {
+            Ok(job) => done(act, &job),
+            Err(StoreError::Conflict(_)) => Ok(refuse(
+                act,
+                format!(
+                    "{} already has an open job titled '{title}'. Finish or fail that one first, or post this under a different title. Open means queued or claimed.",
+                    ns.as_str()
+                ),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn list_jobs(&self, a: JobsArgs) -> Result<Value> {
+        let filter = JobFilter {
+            namespace: a.namespace.map(|n| n.as_str().to_owned()),
+            status: a.status,
+        };
+        let mut rows = self.store.jobs(&filter, JOBS_ROWS_MAX + 1).await?;
+        let truncated = rows.len() > JOBS_ROWS_MAX;
+        rows.truncate(JOBS_ROWS_MAX);
+        let mut out = json!({ "ok": true, "action": "list", "jobs": to_json(&rows)? });
+        if truncated {
+            out["truncated"] = json!(true);
+            out["note"] = json!(format!(
+                "more than {JOBS_ROWS_MAX} jobs match; narrow by namespace or status."
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The claimer's track record, as improve_status and the console show it.
+    pub(crate) async fn record_of(&self, caller: &Caller) -> Result<AgentRecord> {
+        let actor = caller.actor();
+        let outcomes = self.store.outcomes(Some(&actor)).await?;
+        let counts: Vec<ClaimedJobCount> = self
+            .store
+            .job_status_counts()
+            .await?
+            .into_iter()
+            .filter(|c| c.claimed_by == actor)
+            .map(|c| ClaimedJobCount {
+                claimed_by: c.claimed_by,
+                status: c.status,
+                n: i64::try_from(c.count).unwrap_or(i64::MAX),
+            })
+            .collect();
+        let attempts = if caller.agent_kind() == Some(crate::caller::AgentKind::Driver) {
+            let runs: Vec<NamespaceRuns> = self
+                .store
+                .run_totals(None)
+                .await?
+                .into_iter()
+                .map(|t| NamespaceRuns {
+                    namespace: t.namespace,
+                    kept: i64::try_from(t.kept).unwrap_or(i64::MAX),
+                    reverts: i64::try_from(t.reverts).unwrap_or(i64::MAX),
+                })
+                .collect();
+            Some(attempt_sums(&runs, &caller.scopes.namespaces))
+        } else {
+            None
+        };
+        Ok(agent_record(&actor, &outcomes, &counts, attempts))
+    }
+
+    async fn claim(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+        let act = JobsAction::Claim;
+        let actor = caller.actor();
+        if !actor_may_hold_jobs(&actor) {
+            return Ok(refuse(
+                act,
+                format!(
+                    "'{actor}' is not a caller identity this queue can hold a lease for. A claim is recorded against a github: login, an opkey: fingerprint, or an agent: name."
+                ),
+            ));
+        }
+        let mut target = match (&a.id, &a.namespace) {
+            (Some(id), _) => ClaimTarget::Id(id.0.clone()),
+            (None, Some(ns)) => ClaimTarget::Best {
+                namespace: ns.as_str().to_owned(),
+            },
+            (None, None) => {
+                return Ok(refuse(
+                    act,
+                    "claim needs a namespace to pick from, or an id to claim.",
+                ));
+            }
+        };
+        let mut record = None;
+        // A lost race on the best candidate is retried with the next one a few times.
+        for _ in 0..8 {
+            let now = self.now();
+            let lease = lease_expiry(now);
+            let decider = Decider {
+                actor: actor.clone(),
+                scopes: &caller.scopes,
+                record: record.as_ref(),
+                secret: self.signing_secret(),
+                now,
+                lease,
+            };
+            let request = ClaimRequest {
+                target: target.clone(),
+                actor: actor.clone(),
+                now,
+                lease_expires: lease,
+                decider: &decider,
+                mirror: mirror_fn(now),
+            };
+            let outcome = self.store.claim_job(request).await;
+            let outcome = match outcome {
+                Err(StoreError::Conflict(_)) => match self.store.held_job(&actor).await? {
+                    Some(held) => ClaimOutcome::AlreadyHolding(held),
+                    None => ClaimOutcome::LostRace,
+                },
+                other => other?,
+            };
+            return Ok(match outcome {
+                ClaimOutcome::Claimed(job) => done(act, &job)?,
+                ClaimOutcome::AlreadyHolding(held) => refuse(
+                    act,
+                    format!(
+                        "{actor} already holds {} ('{}' in {}), leased until {}. Complete it, fail it, or block it before claiming another.",
+                        held.id,
+                        held.title,
+                        held.namespace,
+                        held.lease_expires.as_deref().unwrap_or("(no lease)")
+                    ),
+                ),
+                ClaimOutcome::NotFound => refuse(
+                    act,
+                    format!("no job {}.", a.id.as_ref().map_or("", |i| i.as_str())),
+                ),
+                ClaimOutcome::NotQueued(job) => refuse(
+                    act,
+                    format!(
+                        "{} is {}, not queued{}.",
+                        job.id,
+                        job.status,
+                        job.claimed_by
+                            .as_ref()
+                            .map_or(String::new(), |h| format!(" (held by {h})"))
+                    ),
+                ),
+                ClaimOutcome::NothingQueued => refuse(
+                    act,
+                    format!(
+                        "no queued jobs in {}.",
+                        a.namespace.as_ref().map_or("", |n| n.as_str())
+                    ),
+                ),
+                ClaimOutcome::Refused(job, why) if why == NEEDS_RECORD => {
+                    record = Some(self.record_of(caller).await?);
+                    target = ClaimTarget::Id(job.id);
+                    continue;
+                }
+                ClaimOutcome::Refused(_, why) => refuse(act, why),
+                ClaimOutcome::Failed(job, why) => {
+                    let mut out = refuse(
+                        act,
+                        format!(
+                            "{} failed its checks and has been marked failed: {why}",
+                            job.id
+                        ),
+                    );
+                    out["job"] = to_json(&job)?;
+                    out
+                }
+                ClaimOutcome::LostRace => {
+                    if matches!(target, ClaimTarget::Best { .. }) {
+                        continue;
+                    }
+                    refuse(
+                        act,
+                        "the job was claimed by someone else between reading it and taking it. Ask again.",
+                    )
+                }
+            });
+        }
+        Ok(refuse(
+            act,
+            "every candidate was claimed by someone else while this claim ran. Ask again.",
+        ))
+    }
+
+    /// The job `id` names, refusing when it is missing.
+    pub(super) async fn job_for(
+        &self,
+        action: JobsAction,
+        id: Option<&Bounded<64>>,
+    ) -> Result<std::result::Result<Job, Value>> {
+        let Some(id) = id else {
+            return Ok(Err(refuse(
+                action,
+                format!("{} needs an id", action.name()),
+            )));
+        };
+        Ok(match self.store.job(id.as_str()).await? {
+            Some(job) => Ok(job),
+            None => Err(refuse(action, format!("no job {}.", id.as_str()))),
+        })
+    }
+
+    /// Why the holder-keyed transition on `job` was refused.
+    pub(super) async fn holder_refusal(
+        &self,
+        action: JobsAction,
+        id: &str,
+        actor: &str,
+    ) -> Result<Value> {
+        let Some(current) = self.store.job(id).await? else {
+            return Ok(refuse(action, format!("no job {id}.")));
+        };
+        if current.status != JobStatus::Claimed {
+            let why = if current.status == JobStatus::Queued {
+                "Its lease expired and the tick returned it to the queue; claim it again."
+            } else {
+                "It has already been finished."
+            };
+            return Ok(refuse(
+                action,
+                format!("{id} is {}, not claimed. {why}", current.status),
+            ));
+        }
+        Ok(refuse(
+            action,
+            format!(
+                "{id} is held by {}, not by {actor}.",
+                current.claimed_by.as_deref().unwrap_or("nobody")
+            ),
+        ))
+    }
+
+    async fn heartbeat(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+        let act = JobsAction::Heartbeat;
+        let job = match self.job_for(act, a.id.as_ref()).await? {
+            Ok(job) => job,
+            Err(refused) => return Ok(refused),
+        };
+        let actor = caller.actor();
+        let now = self.now();
+        let lease = lease_expiry(now);
+        let t = JobTransition {
+            id: job.id.clone(),
+            from: JobStatus::Claimed,
+            holder: Some(actor.clone()),
+            corrections: None,
+            patch: JobPatch {
+                lease_expires: Some(Some(lease.to_string())),
+                ..JobPatch::default()
+            },
+            at: now,
+            audit: job_audit(
+                &actor,
+                crate::jobs::AUDIT_JOB_HEARTBEAT,
+                &job,
+                json!({"lease_expires": lease.to_string()}),
+                now,
+            ),
+            outcome: None,
+            mirror: mirror_fn(now),
+        };
+        match self.store.transition_job(t).await? {
+            Some(job) => done(act, &job),
+            None => self.holder_refusal(act, &job.id, &actor).await,
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! `complete`, `fail` and `block`: holder-keyed transitions out of `claimed`, with the review
+//! gate (complete and block), evidence verified against the repository host, and the
+//! write-once outcome row in the same unit of work as the transition.
+
+use serde_json::{Value, json};
+
+use super::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
+use super::{Service, to_json};
+use crate::caller::Caller;
+use crate::error::{Error, Result};
+use crate::jobs::block::{at_correction_cap, block_summary};
+use crate::jobs::evidence::Evidence;
+use crate::jobs::outcome::{
+    PrFacts, WorkflowRun, build_outcome, ci_head_to_check, prs_to_verify, verify_evidence,
+};
+use crate::jobs::post::refuse_swallowed_tag;
+use crate::jobs::review::{ReviewComment, ReviewGate, changes_note, review_gate, review_target};
+use crate::jobs::{Job, JobStatus};
+use crate::paths::result_ref_problem;
+use crate::ports::{JobPatch, JobTransition, Notification, OutcomeRecord, RepoRef};
+use crate::repos::stored_repos;
+
+impl Service {
+    pub(super) async fn finish(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+        let act = a.action;
+        let job = match self.job_for(act, a.id.as_ref()).await? {
+            Ok(job) => job,
+            Err(refused) => return Ok(refused),
+        };
+        let actor = caller.actor();
+        let reason = a
+            .reason
+            .as_ref()
+            .map(|r| r.as_str().trim())
+            .filter(|r| !r.is_empty());
+        match act {
+            JobsAction::Complete => {
+                let Some(summary) = a
+                    .result_summary
+                    .as_ref()
+                    .map(|s| s.as_str())
+                    .filter(|s| !s.trim().is_empty())
+                else {
+                    return Ok(refuse(
+                        act,
+                        "complete needs a result_summary. A done job with no summary is a job the seat has to reconstruct from the diff.",
+                    ));
+                };
+                refuse_swallowed_tag("result_summary", summary)
+                    .map_err(|e| Error::Invalid(e.to_string()))?;
+            }
+            JobsAction::Fail => {
+                let Some(reason) = reason else {
+                    return Ok(refuse(
+                        act,
+                        "fail needs a reason. A failed job with no reason is one nobody can retry or rule on.",
+                    ));
+                };
+                refuse_swallowed_tag("reason", reason)
+                    .map_err(|e| Error::Invalid(e.to_string()))?;
+            }
+            _ => {
+                if reason.is_none() {
+                    return Ok(refuse(act, "block needs a reason: what gate was hit."));
+                }
+            }
+        }
+        if let Some(r) = &a.result_ref
+            && let Some(problem) = result_ref_problem(r.as_str())
+        {
+            return Err(Error::Invalid(format!("jobs: result_ref: {problem}")));
+        }
+        let evidence = match &a.evidence {
+            None => None,
+            Some(v) => {
+                Evidence::parse(v).map_err(|e| Error::Invalid(format!("jobs: evidence: {e}")))?
+            }
+        };
+        // Only the holder may finish; refuse before asking GitHub anything.
+        if job.status != JobStatus::Claimed || job.claimed_by.as_deref() != Some(actor.as_str()) {
+            return self.holder_refusal(act, &job.id, &actor).await;
+        }
+        let mut block_reason = reason.map(str::to_owned);
+        if act != JobsAction::Fail {
+            let result_ref = a
+                .result_ref
+                .as_ref()
+                .map(|r| r.as_str())
+                .or(job.result_ref.as_deref());
+            if let Some(pr) = review_target(job.review_required, result_ref) {
+                let repo = RepoRef {
+                    owner: pr.owner.clone(),
+                    name: pr.repo.clone(),
+                };
+                let comments = match &self.repo_host {
+                    None => Err("GitHub App not configured".to_owned()),
+                    Some(host) => host
+                        .issue_comments(&repo, pr.number)
+                        .await
+                        .map(|cs| {
+                            cs.into_iter()
+                                .map(|c| ReviewComment {
+                                    login: c.login,
+                                    body: c.body,
+                                    created_at: c.created_at,
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                        .map_err(|e| e.to_string()),
+                };
+                match review_gate(&pr, comments.as_deref().map_err(String::as_str)) {
+                    ReviewGate::Approved(_) => {}
+                    ReviewGate::Waiting { reason } | ReviewGate::Unreadable { reason } => {
+                        return Ok(refuse(act, reason));
+                    }
+                    ReviewGate::Changes { summary, .. } => {
+                        return self.review_changes(caller, &job, summary).await;
+                    }
+                    ReviewGate::Block { reason, .. } => {
+                        // A BLOCK review blocks the job through the ordinary block path.
+                        return self
+                            .commit_finish(
+                                caller,
+                                &job,
+                                JobsAction::Block,
+                                Some(reason),
+                                None,
+                                None,
+                                None,
+                            )
+                            .await;
+                    }
+                }
+            }
+        }
+        if act == JobsAction::Complete {
+            block_reason = a.result_summary.as_ref().map(|s| s.0.clone());
+        }
+        let command = a
+            .command
+            .as_ref()
+            .map(|c| c.as_str().trim())
+            .filter(|c| !c.is_empty());
+        self.commit_finish(
+            caller,
+            &job,
+            act,
+            block_reason,
+            command,
+            a.result_ref.as_ref().map(|r| r.0.clone()),
+            evidence,
+        )
+        .await
+    }
+
+    /// A CHANGES review: the job stays claimed by its holder, its summary becomes the review,
+    /// and a correction is spent.
+    async fn review_changes(&self, caller: &Caller, job: &Job, summary: String) -> Result<Value> {
+        let actor = caller.actor();
+        let now = self.now();
+        let t = JobTransition {
+            id: job.id.clone(),
+            from: JobStatus::Claimed,
+            holder: Some(actor.clone()),
+            corrections: Some(job.corrections_count),
+            patch: JobPatch {
+                result_summary: Some(Some(summary.clone())),
+                add_correction: true,
+                ..JobPatch::default()
+            },
+            at: now,
+            audit: job_audit(
+                &actor,
+                crate::jobs::AUDIT_JOB_REVIEW_CHANGES,
+                job,
+                json!({"summary": summary}),
+                now,
+            ),
+            outcome: None,
+            mirror: mirror_fn(now),
+        };
+        let act = JobsAction::Complete;
+        match self.store.transition_job(t).await? {
+            Some(updated) => {
+                let mut out = refuse(act, changes_note(updated.corrections_count));
+                out["job"] = to_json(&updated)?;
+                Ok(out)
+            }
+            None => self.holder_refusal(act, &job.id, &actor).await,
+        }
+    }
+
+    /// Verifies evidence against the repository host: nothing is verified unless every PR
+    /// named could be read.
+    async fn outcome_for(
+        &self,
+        job: &Job,
+        evidence: Option<&Evidence>,
+    ) -> crate::jobs::outcome::Outcome {
+        let now = self.now();
+        let mapped: Vec<String> = match self.store.namespace(&job.namespace).await {
+            Ok(Some(row)) => stored_repos(&job.namespace, row.repos.as_deref())
+                .map(|l| l.into_iter().map(|e| e.repo).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let plan = prs_to_verify(evidence, &job.namespace, &mapped);
+        let mut facts: Vec<Result<PrFacts, String>> = Vec::new();
+        let mut ci: Option<Result<Vec<WorkflowRun>, String>> = None;
+        if let Ok(prs) = &plan {
+            for pr in prs {
+                let repo = RepoRef {
+                    owner: pr.owner.clone(),
+                    name: pr.repo.clone(),
+                };
+                facts.push(match &self.repo_host {
+                    None => Err("GitHub App not configured".into()),
+                    Some(host) => host
+                        .pull_request(&repo, pr.number)
+                        .await
+                        .map(|p| PrFacts {
+                            merged: p.merged,
+                            commits: p.commits,
+                            changed_files: p.changed_files,
+                            head_sha: p.head_sha,
+                        })
+                        .map_err(|e| e.to_string()),
+                });
+            }
+            if let (Some(sha), Some(last), Some(host)) =
+                (ci_head_to_check(&facts), prs.last(), &self.repo_host)
+            {
+                let repo = RepoRef {
+                    owner: last.owner.clone(),
+                    name: last.repo.clone(),
+                };
+                ci = Some(
+                    host.workflow_runs(&repo, sha)
+                        .await
+                        .map(|runs| {
+                            runs.into_iter()
+                                .map(|r| WorkflowRun {
+                                    status: r.status,
+                                    conclusion: r.conclusion,
+                                })
+                                .collect()
+                        })
+                        .map_err(|e| e.to_string()),
+                );
+            }
+        }
+        let verdict = verify_evidence(evidence, &plan, &facts, ci.as_ref());
+        build_outcome(job, verdict, now)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_finish(
+        &self,
+        caller: &Caller,
+        job: &Job,
+        act: JobsAction,
+        text: Option<String>,
+        command: Option<&str>,
+        result_ref: Option<String>,
+        evidence: Option<Evidence>,
+    ) -> Result<Value> {
+        let actor = caller.actor();
+        let now = self.now();
+        let (status, summary, action) = match act {
+            JobsAction::Complete => (
+                JobStatus::Done,
+                text.clone(),
+                crate::jobs::AUDIT_JOB_COMPLETE,
+            ),
+            JobsAction::Fail => (JobStatus::Failed, text.clone(), crate::jobs::AUDIT_JOB_FAIL),
+            _ => {
+                let at_cap = at_correction_cap(job.corrections_count as f64);
+                (
+                    JobStatus::Blocked,
+                    text.as_deref().map(|r| block_summary(r, command, at_cap)),
+                    crate::jobs::AUDIT_JOB_BLOCK,
+                )
+            }
+        };
+        // The row as it will be after the transition, for the outcome's arithmetic.
+        let mut after = job.clone();
+        after.status = status;
+        if let Some(r) = &result_ref {
+            after.result_ref = Some(r.clone());
+        }
+        let outcome = if matches!(status, JobStatus::Done | JobStatus::Failed) {
+            Some(self.outcome_for(&after, evidence.as_ref()).await)
+        } else {
+            None
+        };
+        let mut params = json!({ "status": status.as_str() });
+        if let Some(s) = &summary {
+            params["result_summary"] = json!(s);
+        }
+        if let Some(r) = &result_ref {
+            params["result_ref"] = json!(r);
+        }
+        let t = JobTransition {
+            id: job.id.clone(),
+            from: JobStatus::Claimed,
+            holder: Some(actor.clone()),
+            corrections: None,
+            patch: JobPatch {
+                status: Some(status),
+                result_summary: summary.clone().map(Some),
+                result_ref: result_ref.clone().map(Some),
+                lease_expires: Some(None),
+                add_blocked: status == JobStatus::Blocked,
+                ..JobPatch::default()
+            },
+            at: now,
+            audit: job_audit(&actor, action, job, params, now),
+            outcome: outcome.as_ref().map(|o| OutcomeRecord {
+                row: o.row.clone(),
+                pr_urls: evidence.as_ref().map(|e| e.prs.clone()).unwrap_or_default(),
+            }),
+            mirror: mirror_fn(now),
+        };
+        let Some(updated) = self.store.transition_job(t).await? else {
+            return self.holder_refusal(act, &job.id, &actor).await;
+        };
+        if matches!(status, JobStatus::Blocked | JobStatus::Failed)
+            && let Some(notifier) = &self.notifier
+        {
+            notifier
+                .notify(Notification {
+                    event: if status == JobStatus::Blocked {
+                        "job-blocked"
+                    } else {
+                        "job-failed"
+                    }
+                    .into(),
+                    namespace: updated.namespace.clone(),
+                    job_id: updated.id.clone(),
+                    title: updated.title.clone(),
+                    reason: text.clone().unwrap_or_default(),
+                    command: command.map(str::to_owned),
+                    at: now.to_string(),
+                })
+                .await;
+        }
+        let act_name = if status == JobStatus::Blocked {
+            JobsAction::Block
+        } else {
+            act
+        };
+        let mut out = done(act_name, &updated)?;
+        if let Some(o) = outcome {
+            out["outcome"] = json!({ "row": to_json(&o.row)?, "notes": o.notes });
+        }
+        Ok(out)
+    }
+}

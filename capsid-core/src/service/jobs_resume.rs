@@ -1,0 +1,286 @@
+//! `resume`: a blocked job back into a claim for the caller, after a human acted. It asks
+//! what a claim asks (flags, record, signature), spends a correction unless an admin resumes,
+//! and may be pre-approved by the signed gate policy for the exact command the job waits on.
+
+use serde_json::{Value, json};
+
+use super::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
+use super::{Service, to_json};
+use crate::autonomy::gates::{Approval, PreApproval, approve_migration, pre_approve};
+use crate::autonomy::policy::{GATE_POLICY_PATH, POLICY_NAMESPACE, parse_gate_policy};
+use crate::caller::Caller;
+use crate::error::Result;
+use crate::jobs::block::{at_correction_cap, command_from_summary};
+use crate::jobs::lease::{actor_may_hold_jobs, lease_expiry};
+use crate::jobs::record::min_record_refusal;
+use crate::jobs::requirements::{JobRequirements, missing_for_job};
+use crate::jobs::signature::{SignatureError, verify_task};
+use crate::jobs::{Job, JobStatus};
+use crate::ports::{JobPatch, JobTransition, StoreError};
+use crate::repos::{resolve_repo, stored_repos};
+
+impl Service {
+    pub(super) async fn resume(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+        let act = JobsAction::Resume;
+        let actor = caller.actor();
+        if !actor_may_hold_jobs(&actor) {
+            return Ok(refuse(
+                act,
+                format!(
+                    "'{actor}' is not a caller identity this queue can hold a lease for. A claim is recorded against a github: login, an opkey: fingerprint, or an agent: name."
+                ),
+            ));
+        }
+        let Some(reason) = a
+            .reason
+            .as_ref()
+            .map(|r| r.as_str().trim().to_owned())
+            .filter(|r| !r.is_empty())
+        else {
+            return Ok(refuse(
+                act,
+                "resume needs a reason: what the human approved. A job that came back off a gate with no record of who cleared it is a gate that did not happen.",
+            ));
+        };
+        if let Some(held) = self.store.held_job(&actor).await? {
+            return Ok(refuse(
+                act,
+                format!(
+                    "{actor} already holds {} ('{}' in {}), leased until {}. Finish it before resuming another.",
+                    held.id,
+                    held.title,
+                    held.namespace,
+                    held.lease_expires.as_deref().unwrap_or("(no lease)")
+                ),
+            ));
+        }
+        let job = match self.job_for(act, a.id.as_ref()).await? {
+            Ok(job) => job,
+            Err(refused) => return Ok(refused),
+        };
+        if job.status != JobStatus::Blocked {
+            return Ok(refuse(
+                act,
+                format!(
+                    "{} is {}, not blocked. Resume is how a job comes back off a gate; a queued job is claimed and a done or failed one is finished.",
+                    job.id, job.status
+                ),
+            ));
+        }
+        let requirements = match JobRequirements::from_stored(
+            job.required_scopes.as_deref(),
+            job.min_record.as_deref(),
+        ) {
+            Ok(r) => r,
+            Err(corrupt) => {
+                return Ok(refuse(
+                    act,
+                    format!(
+                        "{}'s stored requirement could not be read ({corrupt}); it stays blocked until an admin fails it.",
+                        job.id
+                    ),
+                ));
+            }
+        };
+        if let Err(missing) = missing_for_job(&caller.scopes, &job.namespace, &requirements) {
+            return Ok(refuse(
+                act,
+                format!(
+                    "{actor} cannot resume {} ('{}'): {missing} It stays blocked for a driver that can finish it.",
+                    job.id, job.title
+                ),
+            ));
+        }
+        if let Some(bar) = requirements.min_prs_merged.filter(|b| *b > 0) {
+            let record = self.record_of(caller).await?;
+            if let Some(short) = min_record_refusal(bar, &record) {
+                return Ok(refuse(
+                    act,
+                    format!(
+                        "{actor} cannot resume {} ('{}'): {short} It stays blocked for a driver that can finish it.",
+                        job.id, job.title
+                    ),
+                ));
+            }
+        }
+        let admin = caller.is_admin();
+        if !admin && at_correction_cap(job.corrections_count as f64) {
+            return Ok(refuse(
+                act,
+                format!(
+                    "retry cap: {} has spent {} corrections, the most a non-admin may spend; a human decision is required (an admin resume lifts the cap).",
+                    job.id, job.corrections_count
+                ),
+            ));
+        }
+        match verify_task(self.signing_secret().unwrap_or(""), &job.body) {
+            Ok(_) => {}
+            Err(SignatureError::NotConfigured) => {
+                return Ok(refuse(
+                    act,
+                    "job signing is not configured on this server (CAPSID_SIGNING_SECRET), so the job body cannot be verified; it stays blocked",
+                ));
+            }
+            Err(e) => return self.fail_tampered(caller, &job, e.to_string()).await,
+        }
+        let approval = match &a.approved_by_policy {
+            None => None,
+            Some(version) => match self.policy_approval(&job, version.as_str()).await? {
+                Ok(approval) => Some(approval),
+                Err(why) => {
+                    return Ok(refuse(
+                        act,
+                        format!(
+                            "{} stays blocked: the gate policy does not approve it: {why}",
+                            job.id
+                        ),
+                    ));
+                }
+            },
+        };
+        let now = self.now();
+        let lease = lease_expiry(now);
+        let corrections_after = job.corrections_count + i64::from(!admin);
+        let mut params = json!({
+            "approved": reason,
+            "lease_expires": lease.to_string(),
+            "resumed_count": job.resumed_count + 1,
+            "corrections_count": corrections_after,
+        });
+        if admin && at_correction_cap(job.corrections_count as f64) {
+            params["cap_lifted_by_admin"] = json!(true);
+        }
+        if let Some(ap) = &approval {
+            params["approved_by_policy"] = json!(ap.policy_version);
+            params["policy_class"] = json!(ap.class.name());
+            params["policy_detail"] = json!(ap.detail);
+        }
+        let t = JobTransition {
+            id: job.id.clone(),
+            from: JobStatus::Blocked,
+            holder: None,
+            corrections: Some(job.corrections_count),
+            patch: JobPatch {
+                status: Some(JobStatus::Claimed),
+                claimed_by: Some(Some(actor.clone())),
+                claimed_at: Some(Some(now.to_string())),
+                lease_expires: Some(Some(lease.to_string())),
+                add_resumed: true,
+                add_correction: !admin,
+                ..JobPatch::default()
+            },
+            at: now,
+            audit: job_audit(&actor, crate::jobs::AUDIT_JOB_RESUMED, &job, params, now),
+            outcome: None,
+            mirror: mirror_fn(now),
+        };
+        match self.store.transition_job(t).await {
+            Ok(Some(updated)) => done(act, &updated),
+            Ok(None) => Ok(refuse(
+                act,
+                format!(
+                    "{} left blocked between reading it and resuming it. Ask again.",
+                    job.id
+                ),
+            )),
+            Err(StoreError::Conflict(_)) => Ok(refuse(
+                act,
+                format!("{actor} already holds another job. Finish it before resuming another."),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A tampered body at resume: blocked → failed, recorded as a signature refusal.
+    async fn fail_tampered(&self, caller: &Caller, job: &Job, why: String) -> Result<Value> {
+        let act = JobsAction::Resume;
+        let now = self.now();
+        let t = JobTransition {
+            id: job.id.clone(),
+            from: JobStatus::Blocked,
+            holder: None,
+            corrections: None,
+            patch: JobPatch {
+                status: Some(JobStatus::Failed),
+                result_summary: Some(Some(why.clone())),
+                lease_expires: Some(None),
+                ..JobPatch::default()
+            },
+            at: now,
+            audit: job_audit(
+                &caller.actor(),
+                crate::jobs::AUDIT_JOB_SIGNATURE_REFUSED,
+                job,
+                json!({"reason": why, "at": "resume"}),
+                now,
+            ),
+            outcome: None,
+            mirror: mirror_fn(now),
+        };
+        let updated = self.store.transition_job(t).await?;
+        let mut out = refuse(
+            act,
+            format!(
+                "{} failed its signature check and has been marked failed: {why}",
+                job.id
+            ),
+        );
+        if let Some(u) = updated {
+            out["job"] = to_json(&u)?;
+        }
+        Ok(out)
+    }
+
+    /// Whether the signed gate policy pre-approves the command `job` waits on.
+    async fn policy_approval(
+        &self,
+        job: &Job,
+        requested: &str,
+    ) -> Result<std::result::Result<Approval, String>> {
+        let Some(doc) = self
+            .store
+            .document(POLICY_NAMESPACE, GATE_POLICY_PATH)
+            .await?
+        else {
+            return Ok(Err(format!(
+                "there is no {POLICY_NAMESPACE}/{GATE_POLICY_PATH}"
+            )));
+        };
+        let body = match verify_task(self.signing_secret().unwrap_or(""), doc.body_text()) {
+            Ok(body) => body.to_owned(),
+            Err(e) => {
+                return Ok(Err(format!(
+                    "the gate policy is not validly signed ({e}); an unsigned or edited policy authorizes nothing"
+                )));
+            }
+        };
+        let policy = match parse_gate_policy(&body) {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let command = job.result_summary.as_deref().and_then(command_from_summary);
+        let pre = match pre_approve(&policy, requested, command) {
+            Ok(pre) => pre,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        Ok(match pre {
+            PreApproval::Approved(approval) => Ok(approval),
+            PreApproval::ReadMigration {
+                path,
+                policy_version,
+            } => {
+                let sql = self.read_primary_file(&job.namespace, &path).await;
+                approve_migration(&policy_version, &path, sql.as_deref()).map_err(|e| e.to_string())
+            }
+        })
+    }
+
+    /// A file of the namespace's primary repository, or `None` when it cannot be read.
+    async fn read_primary_file(&self, namespace: &str, path: &str) -> Option<String> {
+        let host = self.repo_host.as_ref()?;
+        let row = self.store.namespace(namespace).await.ok()??;
+        let list = stored_repos(namespace, row.repos.as_deref()).ok()?;
+        let repo = resolve_repo(namespace, &list, None).ok()?;
+        host.file_text(&repo, path, None).await.ok()
+    }
+}

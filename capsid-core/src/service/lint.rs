@@ -1,0 +1,285 @@
+//! `lint`: gather (a read-only consolidation packet), finalize (archive what was consumed,
+//! confirmed, one unit of work) and report (the truth report, stored as a dated document).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::args::{DocPathArg, NamespaceArg};
+use super::{Confirmer, Service, to_json};
+use crate::caller::Caller;
+use crate::docs::counts::{AuthoritativeCounts, authoritative_for, scan_count_claims};
+use crate::docs::document::Document;
+use crate::docs::links::{DanglingEdge, Edge};
+use crate::docs::lint::{
+    FINALIZE_AUDIT_ACTION, FinalizeOutcome, GatherInput, LintError, LintMode, finalize_plan,
+    gather_packet,
+};
+use crate::docs::truth_report::{
+    REPORT_AUDIT_ACTION, ReportOutcome, TruthInput, build_truth_report, render_truth_report,
+    report_path, report_title,
+};
+use crate::docs::write::ConfirmationText;
+use crate::error::{Error, Result};
+use crate::ports::{DocumentWrite, LintRows, StoreError, WriteGuard};
+use crate::scope::Need;
+use crate::scope_args;
+use crate::tools::{TOOLS, action_grant};
+
+/// `lint`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LintArgs {
+    /// Namespace.
+    pub namespace: NamespaceArg,
+    /// gather (default, read-only), finalize or report.
+    pub mode: Option<LintMode>,
+    /// finalize: the episodic/source paths that were compiled (at most 20).
+    pub consumed: Option<Vec<DocPathArg>>,
+    /// finalize: confirm the archive.
+    pub confirm: Option<bool>,
+}
+scope_args!(LintArgs, namespace);
+
+/// Security headers Capsid enforces on its HTML pages, and those it ships report-only:
+/// the artifact's own numbers that prose in the `capsid` namespace is checked against.
+const HTML_ENFORCED_HEADERS: usize = 6;
+const HTML_REPORT_ONLY_HEADERS: usize = 0;
+
+fn artifact_counts() -> AuthoritativeCounts {
+    AuthoritativeCounts {
+        tools: TOOLS.len(),
+        live_gates: 0,
+        html_enforced_headers: HTML_ENFORCED_HEADERS,
+        html_report_only_headers: HTML_REPORT_ONLY_HEADERS,
+    }
+}
+
+fn edge(t: &(String, String, String, String, String)) -> Edge {
+    Edge {
+        link_type: t.0.clone(),
+        from_ns: t.1.clone(),
+        from_path: t.2.clone(),
+        to_ns: t.3.clone(),
+        to_path: t.4.clone(),
+    }
+}
+
+/// Dangling edges as lint reports them, with which end is missing.
+fn dangling(rows: &LintRows, known: &(dyn Fn(&str, &str) -> bool + Sync)) -> Vec<DanglingEdge> {
+    rows.dangling_edges
+        .iter()
+        .map(|t| DanglingEdge {
+            edge: edge(t),
+            source_missing: !known(&t.1, &t.2),
+            target_missing: !known(&t.3, &t.4),
+        })
+        .collect()
+}
+
+fn standing(rows: &LintRows) -> Vec<Document> {
+    rows.core
+        .iter()
+        .chain(&rows.wiki)
+        .chain(&rows.unconsolidated)
+        .chain(&rows.others)
+        .cloned()
+        .collect()
+}
+
+impl Service {
+    pub(super) async fn lint(
+        &self,
+        caller: &Caller,
+        a: LintArgs,
+        confirmer: &dyn Confirmer,
+    ) -> Result<Value> {
+        let mode = a.mode.unwrap_or(LintMode::Gather);
+        let ns = a.namespace.as_str();
+        self.check(
+            caller,
+            &Need {
+                tool: "lint",
+                action: Some(mode.as_str()),
+                grant: Some(action_grant("lint", mode.as_str())),
+                namespace: Some(ns),
+                ..Need::default()
+            },
+        )?;
+        match mode {
+            LintMode::Gather => self.lint_gather(ns).await,
+            LintMode::Finalize => {
+                self.lint_finalize(
+                    caller,
+                    ns,
+                    a.consumed.unwrap_or_default(),
+                    a.confirm,
+                    confirmer,
+                )
+                .await
+            }
+            LintMode::Report => self.lint_report(caller, ns).await,
+        }
+    }
+
+    async fn lint_gather(&self, ns: &str) -> Result<Value> {
+        let rows = self.store.lint_rows(ns).await?;
+        let docs = standing(&rows);
+        let present = |n: &str, p: &str| docs.iter().any(|d| d.namespace == n && d.path == p);
+        let authoritative = authoritative_for(ns, artifact_counts());
+        let packet = gather_packet(GatherInput {
+            namespace: ns.to_owned(),
+            core: rows.core.clone(),
+            wiki: rows.wiki.clone(),
+            unconsolidated: rows.unconsolidated.clone(),
+            rules: rows.rules.clone(),
+            dangling_edges: self.resolve_dangling(ns, &rows, &present).await,
+            authoritative_counts: authoritative,
+            count_claims: scan_count_claims(&docs, authoritative.as_ref()),
+        });
+        to_json(packet)
+    }
+
+    /// Dangling edges with their missing ends decided: an end in this namespace is judged from
+    /// the rows read; an end elsewhere is looked up.
+    async fn resolve_dangling(
+        &self,
+        ns: &str,
+        rows: &LintRows,
+        local: &(dyn Fn(&str, &str) -> bool + Sync),
+    ) -> Vec<DanglingEdge> {
+        let mut foreign: Vec<(String, String)> = Vec::new();
+        for t in &rows.dangling_edges {
+            for (n, p) in [(&t.1, &t.2), (&t.3, &t.4)] {
+                if n != ns && !foreign.iter().any(|(a, b)| a == n && b == p) {
+                    foreign.push((n.clone(), p.clone()));
+                }
+            }
+        }
+        let exists = self
+            .store
+            .documents_exist(&foreign)
+            .await
+            .unwrap_or_else(|_| vec![false; foreign.len()]);
+        let found: BTreeMap<(String, String), bool> = foreign.into_iter().zip(exists).collect();
+        let known = |n: &str, p: &str| {
+            local(n, p)
+                || found
+                    .get(&(n.to_owned(), p.to_owned()))
+                    .copied()
+                    .unwrap_or(false)
+        };
+        dangling(rows, &known)
+    }
+
+    async fn lint_finalize(
+        &self,
+        caller: &Caller,
+        ns: &str,
+        consumed: Vec<DocPathArg>,
+        confirm: Option<bool>,
+        confirmer: &dyn Confirmer,
+    ) -> Result<Value> {
+        let paths: Vec<String> = consumed.into_iter().map(|p| p.0.into_string()).collect();
+        let mut types = BTreeMap::new();
+        for p in &paths {
+            if let Some(d) = self.store.document(ns, p).await? {
+                types.insert(p.clone(), d.doc_type);
+            }
+        }
+        let moves = finalize_plan(ns, &paths, |p| types.get(p).cloned()).map_err(|e| match e {
+            LintError::Aborted(_) => Error::Conflict(e.to_string()),
+            other => Error::Invalid(other.to_string()),
+        })?;
+        let n = moves.len();
+        self.require_confirmation(
+            confirm,
+            confirmer,
+            ConfirmationText {
+                prompt: format!("Archive {n} document(s) in {ns} by moving them under archive/?"),
+                declined: format!("finalize of {ns} declined"),
+                unsupported: format!(
+                    "confirmation required: re-run lint finalize with confirm: true to archive {n} document(s) in {ns}."
+                ),
+            },
+        )
+        .await?;
+        let outcome = FinalizeOutcome::new(ns, moves);
+        let pairs: Vec<(String, String)> = outcome
+            .archived
+            .iter()
+            .map(|m| (m.from.clone(), m.to.clone()))
+            .collect();
+        let audit = self.audit(
+            caller,
+            FINALIZE_AUDIT_ACTION,
+            Some(ns),
+            None,
+            outcome.audit_params(),
+        );
+        self.store
+            .archive_documents(ns, &pairs, self.now(), audit)
+            .await
+            .map_err(|e| match e {
+                StoreError::Conflict(m) | StoreError::NotFound(m) => {
+                    Error::Conflict(format!("finalize aborted, nothing archived: {m}"))
+                }
+                other => other.into(),
+            })?;
+        to_json(outcome)
+    }
+
+    async fn lint_report(&self, caller: &Caller, ns: &str) -> Result<Value> {
+        let now = self.now();
+        let rows = self.store.lint_rows(ns).await?;
+        let standing_docs = standing(&rows);
+        let mut docs = standing_docs.clone();
+        docs.extend(rows.archived.iter().cloned());
+        let present = |n: &str, p: &str| docs.iter().any(|d| d.namespace == n && d.path == p);
+        let authoritative = authoritative_for(ns, artifact_counts());
+        let namespaces = self
+            .store
+            .namespaces()
+            .await?
+            .into_iter()
+            .map(|n| n.namespace)
+            .collect();
+        let input = TruthInput {
+            namespace: ns.to_owned(),
+            now,
+            dangling_edges: self.resolve_dangling(ns, &rows, &present).await,
+            edges: rows.edges.iter().map(edge).collect(),
+            count_claims: scan_count_claims(&standing_docs, authoritative.as_ref()),
+            docs,
+            // Repository drift needs the repo tree; until repo access reads it, the check
+            // does not run and the report says so.
+            repo_paths: None,
+            namespaces,
+        };
+        let report = build_truth_report(&input);
+        let path = report_path(now);
+        let write = DocumentWrite {
+            namespace: ns.to_owned(),
+            path: path.clone(),
+            title: Some(report_title(ns, now)),
+            body: Some(render_truth_report(&report)),
+            doc_type: Some(crate::docs::truth_report::REPORT_TYPE.as_str().to_owned()),
+            status: Some(crate::docs::truth_report::REPORT_STATUS.as_str().to_owned()),
+            tags: None,
+            links: None,
+            at: now,
+        };
+        let audit = self.audit(
+            caller,
+            REPORT_AUDIT_ACTION,
+            Some(ns),
+            Some(&path),
+            report.audit_params(),
+        );
+        self.store
+            .write_document(write, WriteGuard::Upsert, vec![audit])
+            .await?;
+        to_json(ReportOutcome::new(&report, &path))
+    }
+}

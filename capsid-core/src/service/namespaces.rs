@@ -1,0 +1,140 @@
+//! `register_namespace` and `update_namespace`: create-only registration with its repos, and
+//! remapping with the previous mapping kept in the audit row.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::args::{Bounded, NamespaceArg};
+use super::{Confirmer, Service};
+use crate::caller::Caller;
+use crate::docs::bounds;
+use crate::error::{Error, Result};
+use crate::ports::StoreError;
+use crate::repos::{RepoEntry, is_repo_shape, parse_repos_list, require_single_primary};
+use crate::scope_args;
+
+/// `register_namespace`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RegisterArgs {
+    /// The new namespace.
+    pub namespace: NamespaceArg,
+    /// Its repository, `owner/name` (label defaults to primary).
+    pub repo: Option<Bounded<{ bounds::REPO_SELECTOR }>>,
+    /// The repository's label.
+    pub label: Option<Bounded<{ bounds::REPO_SELECTOR }>>,
+    /// Several repositories: JSON `[{"repo":"owner/name","label":"primary"}, ...]`.
+    pub repos: Option<Bounded<{ bounds::REPOS_JSON }>>,
+}
+scope_args!(RegisterArgs, namespace);
+
+/// `update_namespace`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct UpdateArgs {
+    /// An existing namespace.
+    pub namespace: NamespaceArg,
+    /// JSON `[{"repo":"owner/name","label":"primary"}, ...]` with exactly one primary.
+    pub repos: Bounded<{ bounds::REPOS_JSON }>,
+}
+scope_args!(UpdateArgs, namespace);
+
+fn repos_json(list: &[RepoEntry]) -> String {
+    serde_json::to_string(list).unwrap_or_else(|_| "[]".into())
+}
+
+impl Service {
+    pub(super) async fn register_namespace(
+        &self,
+        caller: &Caller,
+        a: RegisterArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let ns = a.namespace.as_str().trim().to_owned();
+        let list = match (&a.repos, &a.repo) {
+            (Some(repos), _) => parse_repos_list(repos.as_str()).map_err(Error::Invalid)?,
+            (None, Some(repo)) if is_repo_shape(repo.as_str()) => {
+                let label = a
+                    .label
+                    .as_ref()
+                    .map(|l| l.as_str().trim())
+                    .filter(|l| !l.is_empty())
+                    .unwrap_or("primary");
+                vec![RepoEntry {
+                    repo: repo.0.clone(),
+                    label: label.to_owned(),
+                }]
+            }
+            _ => {
+                return Err(Error::Invalid(
+                    "provide repo as \"owner/name\", or pass a repos JSON array".into(),
+                ));
+            }
+        };
+        require_single_primary(&list).map_err(Error::Invalid)?;
+        let json = repos_json(&list);
+        let audit = self.audit(
+            caller,
+            "register_namespace",
+            Some(&ns),
+            None,
+            serde_json::to_value(&list).unwrap_or_default(),
+        );
+        match self
+            .store
+            .register_namespace(&ns, &json, self.now(), audit)
+            .await
+        {
+            Ok(()) => {}
+            Err(StoreError::Conflict(_)) => {
+                return Err(Error::Conflict(format!(
+                    "namespace already registered: {ns}. Use update_namespace to change its repo mapping; it snapshots the prior mapping to the audit log."
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(json!({
+            "namespace": ns,
+            "repos": list,
+            "action": "registered",
+            "driver_agent": null,
+            "next": format!(
+                "mint its driver (admin only): capsid agents mint --name {ns}-driver --kind driver --namespaces {ns} --grants read,write"
+            ),
+        }))
+    }
+
+    pub(super) async fn update_namespace(
+        &self,
+        caller: &Caller,
+        a: UpdateArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        let ns = a.namespace.as_str().trim().to_owned();
+        let list = parse_repos_list(a.repos.as_str()).map_err(Error::Invalid)?;
+        require_single_primary(&list).map_err(Error::Invalid)?;
+        let existing = self.store.namespace(&ns).await?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "namespace not found: {ns}. Use register_namespace to create it."
+            ))
+        })?;
+        let json = repos_json(&list);
+        let audit = self.audit(
+            caller,
+            "update_namespace",
+            Some(&ns),
+            None,
+            json!({"old": existing.repos, "new": json}),
+        );
+        let previous = self
+            .store
+            .update_namespace(&ns, &json, audit)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => Error::NotFound(format!(
+                    "namespace not found: {ns}. Use register_namespace to create it."
+                )),
+                other => other.into(),
+            })?;
+        Ok(json!({ "namespace": ns, "repos": list, "action": "updated", "previous": previous }))
+    }
+}

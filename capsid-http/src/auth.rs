@@ -1,0 +1,160 @@
+//! Who is calling: the bearer-key middleware of `/ops/mcp` (reference 3.1 order, decided by
+//! the core's `resolve_bearer`), the binding of MCP sessions to their caller, and the answer
+//! of `/mcp` while the owner's OAuth login is not configured.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use capsid_core::service::Resolved;
+use serde_json::json;
+
+use crate::AppState;
+
+/// Which caller opened each MCP session, so a session id is useless to anyone else.
+#[derive(Clone, Debug, Default)]
+pub struct SessionOwners(Arc<Mutex<HashMap<String, String>>>);
+
+/// When each agent's `last_seen` was last stamped, so a busy agent costs one write a minute
+/// rather than one per call.
+#[derive(Clone, Debug, Default)]
+pub struct LastSeen(Arc<Mutex<HashMap<String, std::time::Instant>>>);
+
+/// How often `last_seen` is stamped per agent.
+const LAST_SEEN_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl LastSeen {
+    /// Whether `actor`'s stamp is due now (and records that it is being stamped).
+    fn due(&self, actor: &str) -> bool {
+        let Ok(mut map) = self.0.lock() else {
+            return true;
+        };
+        let now = std::time::Instant::now();
+        match map.get(actor) {
+            Some(t) if now.duration_since(*t) < LAST_SEEN_EVERY => false,
+            _ => {
+                if map.len() >= MAX_SESSIONS {
+                    map.clear();
+                }
+                map.insert(actor.to_owned(), now);
+                true
+            }
+        }
+    }
+}
+
+/// Sessions remembered at most; the oldest half is dropped beyond it.
+const MAX_SESSIONS: usize = 10_000;
+
+impl SessionOwners {
+    fn owner(&self, id: &str) -> Option<String> {
+        self.0.lock().ok()?.get(id).cloned()
+    }
+
+    fn record(&self, id: String, actor: String) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= MAX_SESSIONS {
+                let drop: Vec<String> = map.keys().take(MAX_SESSIONS / 2).cloned().collect();
+                for k in drop {
+                    map.remove(&k);
+                }
+            }
+            map.insert(id, actor);
+        }
+    }
+}
+
+fn unauthorized() -> Response {
+    let mut resp = (
+        StatusCode::UNAUTHORIZED,
+        axum::Json(json!({
+            "error": "unauthorized",
+            "error_description": "send Authorization: Bearer <key>: a minted agent key or an operator key",
+        })),
+    )
+        .into_response();
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"capsid-operator\""),
+    );
+    resp
+}
+
+/// Resolves the bearer key into a [`capsid_core::caller::Caller`] in the request's
+/// extensions, or answers 401. A minted agent's `last_seen` is stamped after the answer.
+pub async fn bearer_caller(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let resolved = match state.service.resolve_bearer(header).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "caller resolution failed: store unavailable");
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                axum::Json(json!({"error": "store unavailable"})),
+            )
+                .into_response();
+        }
+    };
+    let Some(caller) = resolved.caller().cloned() else {
+        return unauthorized();
+    };
+    let actor = caller.actor();
+    let session = req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if let Some(id) = &session
+        && state.sessions.owner(id).is_some_and(|owner| owner != actor)
+    {
+        // Another caller's session looks exactly like a session that does not exist.
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"error": "session not found"})),
+        )
+            .into_response();
+    }
+    tracing::Span::current().record("actor", actor.as_str());
+    req.extensions_mut().insert(caller.clone());
+    let resp = next.run(req).await;
+    if session.is_none()
+        && let Some(new_id) = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+    {
+        state.sessions.record(new_id.to_owned(), actor);
+    }
+    if matches!(resolved, Resolved::Agent(_)) && state.last_seen.due(&caller.actor()) {
+        let service = state.service.clone();
+        tokio::spawn(async move {
+            if let Err(e) = service.touch_last_seen(&caller).await {
+                tracing::warn!(error = %e, "last_seen stamp failed");
+            }
+        });
+    }
+    resp
+}
+
+/// `/mcp` while the owner's GitHub login is not configured: 503 naming what is missing.
+pub async fn oauth_route_unconfigured(State(state): State<AppState>) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        axum::Json(json!({
+            "error": "oauth_not_configured",
+            "error_description": "the owner's OAuth route /mcp is not configured on this server; agents use /ops/mcp with a bearer key",
+            "missing": state.config.oauth_missing,
+        })),
+    )
+        .into_response()
+}

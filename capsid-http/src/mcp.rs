@@ -1,0 +1,368 @@
+//! The MCP server handler: tools listed from the core's table for the caller, every call
+//! through the core's one enforcement point, resources and prompts over documents,
+//! completions for the resource template, and `logging/setLevel`.
+//!
+//! The authenticated [`Caller`] is put into the request's extensions by the auth middleware;
+//! rmcp hands each request's HTTP parts to the handler, so the caller is read per request
+//! even inside a session.
+
+// The logging capability (and `logging/setLevel`) is deprecated by SEP-2577 but SPEC section 5
+// requires it: clients of the 2025-11-25 revision still send it.
+#![allow(deprecated)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use capsid_core::caller::Caller;
+use capsid_core::error::Error;
+use capsid_core::service::{
+    Confirmer, Consent, RESOURCE_TEMPLATE, Service, ToolListing, parse_resource_uri, pretty,
+};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    CompleteResult, CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
+    Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value;
+
+/// The MCP face of one [`Service`].
+#[derive(Clone)]
+pub struct CapsidMcp {
+    service: Service,
+}
+
+impl std::fmt::Debug for CapsidMcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CapsidMcp").finish_non_exhaustive()
+    }
+}
+
+impl CapsidMcp {
+    /// A handler over `service`.
+    pub fn new(service: Service) -> CapsidMcp {
+        CapsidMcp { service }
+    }
+}
+
+/// The caller the auth middleware resolved for this request.
+fn caller_of(ctx: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+        .cloned()
+        .ok_or_else(|| McpError::internal_error("no authenticated caller on this request", None))
+}
+
+fn tool_of(listing: &ToolListing) -> Tool {
+    let a = listing.annotations;
+    Tool::new(
+        listing.spec.name,
+        listing.spec.description,
+        Arc::new(listing.input_schema.clone()),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(a.read_only)
+            .destructive(a.destructive)
+            .idempotent(a.idempotent)
+            .open_world(a.open_world),
+    )
+}
+
+/// A core error as the tool result the caller reads (`isError: true`). Internal failures
+/// say only that they happened; the detail goes to the log.
+fn tool_error(tool: &str, e: &Error) -> CallToolResult {
+    let text = match e {
+        Error::Internal(detail) => {
+            tracing::error!(tool, error = %detail, "tool failed inside capsid");
+            "internal error: the call failed inside Capsid and changed nothing it could not roll back; the server log has the detail (search for this request's x-request-id)".to_owned()
+        }
+        other => other.to_string(),
+    };
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+fn protocol_error(e: Error) -> McpError {
+    match e {
+        Error::Invalid(m) | Error::NotFound(m) => McpError::invalid_params(m, None),
+        Error::Denied(r) => McpError::invalid_params(r.to_string(), None),
+        Error::Internal(detail) => {
+            tracing::error!(error = %detail, "request failed inside capsid");
+            McpError::internal_error("internal error; see the server log", None)
+        }
+        other => McpError::invalid_request(other.to_string(), None),
+    }
+}
+
+/// Asks the human through an MCP elicitation, when the client declared it can.
+struct Elicitor<'a> {
+    ctx: &'a RequestContext<RoleServer>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Confirm {
+    /// Confirm the change.
+    confirm: bool,
+}
+rmcp::elicit_safe!(Confirm);
+
+#[async_trait::async_trait]
+impl Confirmer for Elicitor<'_> {
+    async fn confirm(&self, message: &str) -> Consent {
+        let declared = self
+            .ctx
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some());
+        if !declared {
+            return Consent::Unsupported;
+        }
+        let asked = self
+            .ctx
+            .peer
+            .elicit_with_timeout::<Confirm>(message, Some(std::time::Duration::from_secs(90)))
+            .await;
+        match asked {
+            Ok(Some(Confirm { confirm: true })) => Consent::Accepted,
+            Ok(_) => Consent::Declined,
+            Err(
+                rmcp::service::ElicitationError::UserDeclined
+                | rmcp::service::ElicitationError::UserCancelled,
+            ) => Consent::Declined,
+            Err(_) => Consent::Unsupported,
+        }
+    }
+}
+
+impl ServerHandler for CapsidMcp {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_prompts()
+            .enable_logging()
+            .enable_completions()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("capsid", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Capsid: typed, versioned, audited project memory, a signed work queue and scoped repo access. \
+                 Start a session with brief(namespace). Documents live at capsid://{namespace}/{path}.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let caller = caller_of(&ctx)?;
+        let tools = self
+            .service
+            .tools_for(&caller)
+            .iter()
+            .map(tool_of)
+            .collect();
+        // What a caller sees depends on its scopes: never cache it for anyone else.
+        Ok(ListToolsResult::with_all_items(tools).with_cache_scope(CacheScope::Private))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let caller = caller_of(&ctx)?;
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let confirmer = Elicitor { ctx: &ctx };
+        let result = match self
+            .service
+            .call_tool(&caller, &request.name, args, &confirmer)
+            .await
+        {
+            Ok(value) => CallToolResult::success(vec![ContentBlock::text(pretty(&value))]),
+            Err(e) => {
+                tracing::info!(tool = %request.name, refusal = %e, "tool refused");
+                tool_error(&request.name, &e)
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let caller = caller_of(&ctx)?;
+        let cursor = request.and_then(|r| r.cursor);
+        let page = self
+            .service
+            .list_resources(&caller, cursor.as_deref())
+            .await
+            .map_err(protocol_error)?;
+        let resources = page
+            .resources
+            .into_iter()
+            .map(|r| {
+                let res = Resource::new(r.uri, r.name).with_mime_type("text/markdown");
+                match r.title {
+                    Some(t) => res.with_title(t),
+                    None => res,
+                }
+            })
+            .collect();
+        let mut out =
+            ListResourcesResult::with_all_items(resources).with_cache_scope(CacheScope::Private);
+        out.next_cursor = page.next_cursor;
+        Ok(out)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let template = ResourceTemplate::new(RESOURCE_TEMPLATE, "document")
+            .with_title("A Capsid document")
+            .with_mime_type("text/markdown");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let caller = caller_of(&ctx)?;
+        match self.service.read_resource(&caller, &request.uri).await {
+            Ok(body) => Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(body, request.uri.clone()).with_mime_type("text/markdown"),
+            ])
+            .into()),
+            Err(Error::NotFound(m)) => Err(McpError::resource_not_found(
+                m,
+                Some(serde_json::json!({"uri": request.uri})),
+            )),
+            Err(e) => Err(protocol_error(e)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let caller = caller_of(&ctx)?;
+        let prompts = self
+            .service
+            .list_prompts(&caller)
+            .await
+            .map_err(protocol_error)?
+            .into_iter()
+            .map(|p| {
+                let args = p
+                    .arguments
+                    .into_iter()
+                    .map(|a| PromptArgument::new(a.name).with_required(true))
+                    .collect();
+                Prompt::new(p.name, p.description, Some(args))
+            })
+            .collect();
+        Ok(ListPromptsResult::with_all_items(prompts).with_cache_scope(CacheScope::Private))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let caller = caller_of(&ctx)?;
+        let args: BTreeMap<String, String> = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+            .collect();
+        let prompt = self
+            .service
+            .get_prompt(&caller, &request.name, &args)
+            .await
+            .map_err(protocol_error)?;
+        // The body is a document any write-grant caller could have written: it is handed over
+        // as an embedded resource, never as the operator's own words.
+        let message = PromptMessage::new_resource(
+            Role::User,
+            prompt.uri,
+            Some("text/markdown".into()),
+            Some(prompt.text),
+            None,
+            None,
+            None,
+        );
+        let mut result = GetPromptResult::new(vec![message]);
+        if let Some(d) = prompt.description {
+            result = result.with_description(d);
+        }
+        Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let caller = caller_of(&ctx)?;
+        let values = match &request.r#ref {
+            Reference::Resource(r) if r.uri == RESOURCE_TEMPLATE => {
+                let ns = request
+                    .context
+                    .as_ref()
+                    .and_then(|c| c.arguments.as_ref())
+                    .and_then(|a| a.get("namespace"))
+                    .cloned();
+                self.service
+                    .complete_resource(
+                        &caller,
+                        &request.argument.name,
+                        &request.argument.value,
+                        ns.as_deref(),
+                    )
+                    .await
+                    .map_err(protocol_error)?
+            }
+            Reference::Resource(r) => match parse_resource_uri(&r.uri) {
+                Some((ns, _)) => self
+                    .service
+                    .complete_resource(
+                        &caller,
+                        &request.argument.name,
+                        &request.argument.value,
+                        Some(ns),
+                    )
+                    .await
+                    .map_err(protocol_error)?,
+                None => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        let info = CompletionInfo::with_all_values(values)
+            .map_err(|e| McpError::internal_error(e, None))?;
+        Ok(CompleteResult::new(info))
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        tracing::debug!(level = ?request.level, "client asked for a logging level");
+        Ok(())
+    }
+}

@@ -1,0 +1,75 @@
+//! Cross-cutting layers: a request id and one structured log line per request, security
+//! headers and `Cache-Control: no-store` by default, and a JSON 404.
+
+use std::time::Instant;
+
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rand::RngExt;
+use serde_json::json;
+use tracing::Instrument;
+
+/// The request id: the client's `x-request-id` when it is short and printable, else a new one.
+fn request_id(req: &Request) -> String {
+    req.headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            let bytes: [u8; 8] = rand::rng().random();
+            hex::encode(bytes)
+        })
+}
+
+/// Logs each request once, with its id, method, path, status, caller and latency.
+pub async fn request_log(req: Request, next: Next) -> Response {
+    let id = request_id(&req);
+    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path(), actor = tracing::field::Empty);
+    let started = Instant::now();
+    let mut resp = next.run(req).instrument(span.clone()).await;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    span.in_scope(|| {
+        let status = resp.status().as_u16();
+        if status >= 500 {
+            tracing::error!(status, ms, "request failed");
+        } else {
+            tracing::info!(status, ms, "request");
+        }
+    });
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert("x-request-id", v);
+    }
+    resp
+}
+
+/// Security headers on every response; `no-store` unless the route chose a policy.
+pub async fn security_headers(req: Request, next: Next) -> Response {
+    let is_health = req.uri().path() == "/health";
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    if !is_health && !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    resp
+}
+
+/// Unknown routes.
+pub async fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(json!({"error": "not found"})),
+    )
+        .into_response()
+}

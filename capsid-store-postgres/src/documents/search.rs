@@ -1,0 +1,270 @@
+//! Full-text search over the generated `search` tsvector (GIN): `websearch_to_tsquery`
+//! (which accepts any text), ranked by `ts_rank` (term frequency with title words weighted
+//! A and body words B, divided by 1 + log of the document length: bm25-like), ties by
+//! namespace and path, with `ts_headline` snippets computed for the returned rows only.
+//! Every search is bounded: in words, in ranked candidates, in snippet text and in time.
+
+use capsid_core::ports::{SearchHit, StoreError, StoreResult};
+use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, PgPool, Row};
+
+use crate::error::{limit, translate};
+
+/// How the user's text becomes a tsquery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Parser {
+    /// `websearch_to_tsquery`: words, `"phrases"`, `or`, `-word`; never a syntax error.
+    Web,
+    /// `plainto_tsquery`: every word, ANDed; the fallback.
+    Plain,
+}
+
+impl Parser {
+    fn function(self) -> &'static str {
+        match self {
+            Parser::Web => "websearch_to_tsquery",
+            Parser::Plain => "plainto_tsquery",
+        }
+    }
+}
+
+/// At most this many title matches, and this many other matches, are ranked, so a query
+/// whose words are in nearly every document still answers in bounded time: ranking reads
+/// each candidate's tsvector, a few µs a row (a word in all of 100,000 documents would take
+/// about 300 ms to rank in full; 2,000 of each keep a search of 100,000 documents near 25 ms).
+/// Up to this many matches of each kind every match is ranked;
+/// past it, the ranked ones are the first the scan yields (roughly the oldest rows), which
+/// only words common to thousands of documents reach.
+pub(crate) const CANDIDATES_MAX: i64 = 2_000;
+
+/// Snippets are cut from the first this-many characters of a body: `ts_headline` parses all
+/// the text it is given (about 1 ms per 10,000 characters), so a page of 25 long documents
+/// stays within the latency budget. A match further in still ranks; it is just not marked.
+const SNIPPET_SOURCE_CHARS: i64 = 20_000;
+
+/// Only the first this-many words of a search text are used: matching, ranking and
+/// especially snippets and phrase checks grow with the number of query terms (a few hundred
+/// repeated common words took tens of seconds on 100,000 documents).
+const QUERY_WORDS_MAX: usize = 32;
+
+/// Only the first this-many characters of a search text are used (the tools allow 512).
+const QUERY_CHARS_MAX: usize = 1_024;
+
+/// Every search runs read-only under a time limit; a query still too costly (a phrase of
+/// common words over a large corpus) is cancelled and retried as plain words. It is always
+/// planned for its own text: how many rows a word matches decides the plan (a sequential
+/// pass for a word in every document, the GIN index for a rare one), and a generic plan of
+/// the prepared statement would pick one for every word.
+const BOUNDED_READ: &str = "BEGIN READ ONLY; SET LOCAL statement_timeout = 1000; \
+     SET LOCAL plan_cache_mode = force_custom_plan";
+
+/// SQLSTATE of a statement cancelled by `statement_timeout`.
+const QUERY_CANCELED: &str = "57014";
+
+/// The tsquery the snippets mark: an OR of the text's distinct lexemes, each quoted for the
+/// tsquery syntax (`'` doubled, `\` escaped), so `ts_headline` stays cheap whatever
+/// operators the search used.
+const MARKS: &str = r"marks AS (SELECT array_to_string(array(
+    SELECT '''' || replace(replace(l, '\', '\\'), '''', '''''') || ''''
+    FROM unnest(tsvector_to_array(to_tsvector('simple', $1))) AS l LIMIT 32), ' | ')::tsquery AS query)";
+
+/// The search text as it is sent: NUL (which Postgres text cannot hold) read as a space, and
+/// cut to [`QUERY_CHARS_MAX`] characters and [`QUERY_WORDS_MAX`] words.
+pub(crate) fn bounded_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(QUERY_CHARS_MAX * 4));
+    let (mut words, mut in_word) = (0, false);
+    for c in text.chars().take(QUERY_CHARS_MAX) {
+        let c = if c == '\0' { ' ' } else { c };
+        let word_char = c.is_alphanumeric();
+        if word_char && !in_word {
+            words += 1;
+            if words > QUERY_WORDS_MAX {
+                break;
+            }
+        }
+        in_word = word_char;
+        out.push(c);
+    }
+    out
+}
+
+/// The SQL of a search: `$1` the text, then namespace and type when given, then the
+/// candidate bound and the limit. The candidates are the matching documents whose title
+/// alone matches and the other matching documents, each set bounded (the two never overlap);
+/// only they are ranked.
+pub(crate) fn search_sql(parser: Parser, namespace: bool, doc_type: bool) -> String {
+    let query = format!("{}('simple', $1)", parser.function());
+    let mut n = 1;
+    let mut filters = String::new();
+    if namespace {
+        n += 1;
+        filters.push_str(&format!(" AND namespace = ${n}"));
+    }
+    if doc_type {
+        n += 1;
+        filters.push_str(&format!(" AND type = ${n}"));
+    }
+    let (bound, limit) = (n + 1, n + 2);
+    format!(
+        "WITH titled AS (SELECT id, namespace, path, search FROM documents \
+         WHERE title_search @@ {query} AND search @@ {query}{filters} LIMIT ${bound}), \
+         untitled AS (SELECT id, namespace, path, search FROM documents \
+         WHERE search @@ {query} AND NOT title_search @@ {query}{filters} LIMIT ${bound}), \
+         top AS (SELECT id, namespace, path, ts_rank(search, {query}, 1) AS rank \
+         FROM (SELECT * FROM titled UNION ALL SELECT * FROM untitled) candidates \
+         ORDER BY rank DESC, namespace, path LIMIT ${limit}), {MARKS} \
+         SELECT d.id, d.namespace, d.path, d.title, d.type, d.status, d.updated_at, \
+         ts_headline('simple', left(coalesce(d.body, ''), {SNIPPET_SOURCE_CHARS}), marks.query, \
+         'StartSel=[, StopSel=], MaxWords=16, MinWords=5, MaxFragments=2, FragmentDelimiter=\" ... \"') AS snippet \
+         FROM top JOIN documents d ON d.id = top.id CROSS JOIN marks \
+         ORDER BY top.rank DESC, top.namespace, top.path"
+    )
+}
+
+fn hit(row: &PgRow) -> Result<SearchHit, sqlx::Error> {
+    Ok(SearchHit {
+        id: row.try_get("id")?,
+        namespace: row.try_get("namespace")?,
+        path: row.try_get("path")?,
+        title: row.try_get("title")?,
+        doc_type: row.try_get("type")?,
+        status: row.try_get("status")?,
+        updated_at: row.try_get("updated_at")?,
+        snippet: row.try_get("snippet")?,
+    })
+}
+
+async fn run(
+    pool: &PgPool,
+    parser: Parser,
+    text: &str,
+    namespace: Option<&str>,
+    doc_type: Option<&str>,
+    max: usize,
+) -> Result<Vec<SearchHit>, sqlx::Error> {
+    let sql = search_sql(parser, namespace.is_some(), doc_type.is_some());
+    let mut query = sqlx::query(AssertSqlSafe(sql)).bind(text);
+    if let Some(namespace) = namespace {
+        query = query.bind(namespace);
+    }
+    if let Some(doc_type) = doc_type {
+        query = query.bind(doc_type);
+    }
+    let mut tx = pool.begin_with(BOUNDED_READ).await?;
+    let rows = query
+        .bind(CANDIDATES_MAX)
+        .bind(limit(max))
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    rows.iter().map(hit).collect()
+}
+
+/// `DocumentStore::search_documents`: blank text finds nothing without asking; a query the
+/// database refuses or cancels is retried with `plainto_tsquery`, and a second refusal
+/// finds nothing.
+pub(crate) async fn search(
+    pool: &PgPool,
+    text: &str,
+    namespace: Option<&str>,
+    doc_type: Option<&str>,
+    max: usize,
+) -> StoreResult<Vec<SearchHit>> {
+    let text = bounded_text(text);
+    if text.trim().is_empty() || max == 0 {
+        return Ok(Vec::new());
+    }
+    for parser in [Parser::Web, Parser::Plain] {
+        match run(pool, parser, &text, namespace, doc_type, max).await {
+            Ok(hits) => return Ok(hits),
+            Err(sqlx::Error::Database(refusal)) => {
+                tracing::warn!(error = %refusal, ?parser, "search text refused or cancelled by Postgres");
+            }
+            Err(other) => return Err(translate(other)),
+        }
+    }
+    tracing::warn!("search gave up; answering with no hits");
+    Ok(Vec::new())
+}
+
+/// `StoreHealth::fts_probe`: how many documents match the word(s) `term` (0 when counting
+/// them would take too long).
+pub(crate) async fn count_matches(pool: &PgPool, term: &str) -> StoreResult<u64> {
+    let term = bounded_text(term);
+    if term.trim().is_empty() {
+        return Ok(0);
+    }
+    let counted = async {
+        let mut tx = pool.begin_with(BOUNDED_READ).await?;
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM documents WHERE search @@ plainto_tsquery('simple', $1)",
+        )
+        .bind(term)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(n)
+    };
+    match counted.await {
+        Ok(n) => u64::try_from(n).map_err(|_| StoreError::Backend("negative count".to_owned())),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(QUERY_CANCELED) => {
+            tracing::warn!("full-text probe cancelled after its time limit");
+            Ok(0)
+        }
+        Err(other) => Err(translate(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_text_is_bounded_in_words_and_characters() {
+        assert_eq!(bounded_text("zebra\0grazing"), "zebra grazing");
+        let many = "w ".repeat(100);
+        assert_eq!(
+            bounded_text(&many).split_whitespace().count(),
+            QUERY_WORDS_MAX
+        );
+        let hyphens = "a-".repeat(4000);
+        assert_eq!(bounded_text(&hyphens).matches('a').count(), QUERY_WORDS_MAX);
+        assert_eq!(
+            bounded_text(&"(".repeat(5000)).chars().count(),
+            QUERY_CHARS_MAX
+        );
+        assert_eq!(
+            bounded_text("\"lease renewal\" -manual"),
+            "\"lease renewal\" -manual"
+        );
+        assert_eq!(
+            bounded_text(&"é".repeat(2000)).chars().count(),
+            QUERY_CHARS_MAX
+        );
+    }
+
+    #[test]
+    fn parameters_are_numbered_in_bind_order() {
+        let sql = search_sql(Parser::Web, true, true);
+        let filters = "AND namespace = $2 AND type = $3 LIMIT $4)";
+        assert!(
+            sql.contains(&format!(
+                "search @@ websearch_to_tsquery('simple', $1) {filters}"
+            )),
+            "{sql}"
+        );
+        assert_eq!(
+            sql.matches(filters).count(),
+            2,
+            "both candidate sets filter: {sql}"
+        );
+        assert!(sql.contains("namespace, path LIMIT $5)"), "{sql}");
+        let sql = search_sql(Parser::Plain, false, false);
+        assert!(
+            sql.contains("search @@ plainto_tsquery('simple', $1) LIMIT $2)"),
+            "{sql}"
+        );
+        assert!(sql.contains("namespace, path LIMIT $3)"), "{sql}");
+        assert!(!sql.contains("$4"), "{sql}");
+    }
+}

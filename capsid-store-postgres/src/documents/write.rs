@@ -1,0 +1,452 @@
+//! Document units of work: write (guard, snapshot, upsert, edges, audit), delete, move and
+//! archive, each one transaction. Guards are row locks (or, for a create, the unique
+//! `(namespace, path)`) checked inside the transaction; a failed guard refuses before
+//! anything is written, and the transaction is rolled back before the caller hears it.
+
+use capsid_core::docs::links::Link;
+use capsid_core::ports::{
+    AuditEntry, DocumentWrite, StoreError, StoreResult, WriteGuard, WriteReceipt,
+};
+use capsid_core::time::Timestamp;
+use sqlx::{PgConnection, PgPool, Row};
+
+use super::EdgeRow;
+use crate::audit;
+use crate::error::{TxResult, always, finish, with_retry};
+use crate::rows::{self, doc_cols, doc_cols_d};
+
+/// Locks the live row and says whether its body still equals `$3` (always, when `$3` is
+/// NULL). A NULL body compares as `""`.
+const LOCK_DOCUMENT: &str = "SELECT id, ($3::text IS NULL OR coalesce(body, '') = $3) AS body_matches \
+     FROM documents WHERE namespace = $1 AND path = $2 FOR UPDATE";
+
+/// Snapshots the locked row (read before the update, in the same statement) and updates it;
+/// NULL inputs keep the stored values.
+const SNAPSHOT_AND_UPDATE: &str = concat!(
+    "WITH snapshot AS (",
+    "INSERT INTO document_versions (document_id, namespace, path, title, body, type, status, tags, snapshot_at) ",
+    "SELECT id, namespace, path, title, body, type, status, tags, $7 FROM documents WHERE id = $1) ",
+    "UPDATE documents SET title = coalesce($2, title), body = coalesce($3, body), type = coalesce($4, type), ",
+    "status = coalesce($5, status), tags = coalesce($6, tags), updated_at = $7 WHERE id = $1 RETURNING ",
+    doc_cols!()
+);
+
+/// Inserts a new row with the defaults; nothing when another transaction created it first.
+const INSERT_DOCUMENT: &str = concat!(
+    "INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
+    "VALUES ($1, $2, $3, $4, coalesce($5, 'note'), coalesce($6, 'published'), $7, $8, $8) ",
+    "ON CONFLICT (namespace, path) DO NOTHING RETURNING ",
+    doc_cols!()
+);
+
+/// The whole upsert in one statement: lock the live row (its latest version, so the snapshot
+/// holds exactly what is overwritten), snapshot it, update it; or insert when there is none.
+/// No row comes back when another transaction created the document after this statement
+/// began (then the caller retries, and finds the row to update).
+const UPSERT: &str = concat!(
+    "WITH prior AS (SELECT id, namespace, path, title, body, type, status, tags FROM documents ",
+    "WHERE namespace = $1 AND path = $2 FOR UPDATE), ",
+    "snapshot AS (INSERT INTO document_versions ",
+    "(document_id, namespace, path, title, body, type, status, tags, snapshot_at) ",
+    "SELECT id, namespace, path, title, body, type, status, tags, $8 FROM prior), ",
+    "updated AS (UPDATE documents d SET title = coalesce($3, d.title), body = coalesce($4, d.body), ",
+    "type = coalesce($5, d.type), status = coalesce($6, d.status), tags = coalesce($7, d.tags), updated_at = $8 ",
+    "FROM prior WHERE d.id = prior.id RETURNING ",
+    doc_cols_d!(),
+    ", false AS created), ",
+    "inserted AS (INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
+    "SELECT $1, $2, $3, $4, coalesce($5, 'note'), coalesce($6, 'published'), $7, $8, $8 ",
+    "WHERE NOT EXISTS (SELECT 1 FROM prior) ON CONFLICT (namespace, path) DO NOTHING RETURNING ",
+    doc_cols!(),
+    ", true AS created) ",
+    "SELECT * FROM updated UNION ALL SELECT * FROM inserted"
+);
+
+const SNAPSHOT_AND_DELETE: &str = "WITH snapshot AS (\
+     INSERT INTO document_versions (document_id, namespace, path, title, body, type, status, tags, snapshot_at) \
+     SELECT id, namespace, path, title, body, type, status, tags, $2 FROM documents WHERE id = $1) \
+     DELETE FROM documents WHERE id = $1";
+
+const SNAPSHOT_AND_RENAME: &str = "WITH snapshot AS (\
+     INSERT INTO document_versions (document_id, namespace, path, title, body, type, status, tags, snapshot_at) \
+     SELECT id, namespace, path, title, body, type, status, tags, $3 FROM documents WHERE id = $1) \
+     UPDATE documents SET path = $2, updated_at = $3 WHERE id = $1";
+
+/// Removes every edge touching the document, returned in creation order.
+const REMOVE_EDGES: &str = "WITH gone AS (DELETE FROM document_links \
+     WHERE (from_ns = $1 AND from_path = $2) OR (to_ns = $1 AND to_path = $2) \
+     RETURNING id, type, from_ns, from_path, to_ns, to_path) \
+     SELECT type, from_ns, from_path, to_ns, to_path FROM gone ORDER BY id";
+
+const DELETE_OUTGOING: &str = "DELETE FROM document_links WHERE from_ns = $1 AND from_path = $2";
+
+const INSERT_EDGES: &str = "INSERT INTO document_links (from_ns, from_path, type, to_ns, to_path, created_at) \
+     SELECT $1, $2, l.type, l.ns, l.path, $3 \
+     FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS l(type, ns, path, ord) \
+     ORDER BY l.ord ON CONFLICT DO NOTHING";
+
+const TARGET_EXISTS: &str =
+    "SELECT EXISTS (SELECT 1 FROM documents WHERE namespace = $1 AND path = $2)";
+const REPOINT_FROM: &str =
+    "UPDATE document_links SET from_path = $3 WHERE from_ns = $1 AND from_path = $2";
+const REPOINT_TO: &str = "UPDATE document_links SET to_path = $3 WHERE to_ns = $1 AND to_path = $2";
+
+/// How often an upsert runs again after losing a create race.
+const UPSERT_ATTEMPTS: usize = 3;
+
+fn create_collision(namespace: &str, path: &str) -> StoreError {
+    StoreError::Conflict(format!(
+        "create collision: {namespace}/{path} already exists; nothing was written"
+    ))
+}
+
+fn body_changed(namespace: &str, path: &str) -> StoreError {
+    StoreError::Conflict(format!(
+        "the body of {namespace}/{path} changed since it was read; nothing was written"
+    ))
+}
+
+fn not_found(namespace: &str, path: &str) -> StoreError {
+    StoreError::NotFound(format!("not found: {namespace}/{path}"))
+}
+
+/// Locks `(namespace, path)`: its id, or `NotFound`; `Conflict` when `expected_body` no
+/// longer matches.
+async fn lock_existing(
+    conn: &mut PgConnection,
+    namespace: &str,
+    path: &str,
+    expected_body: Option<&str>,
+) -> TxResult<i64> {
+    let prior: Option<(i64, bool)> = sqlx::query_as(LOCK_DOCUMENT)
+        .bind(namespace)
+        .bind(path)
+        .bind(expected_body)
+        .fetch_optional(conn)
+        .await?;
+    match prior {
+        None => Err(not_found(namespace, path).into()),
+        Some((_, false)) => Err(body_changed(namespace, path).into()),
+        Some((id, true)) => Ok(id),
+    }
+}
+
+/// The write itself, inside the caller's transaction: guard, snapshot, upsert, edges. Also
+/// used for job mirrors (with [`WriteGuard::Upsert`]).
+pub(crate) async fn write_in_tx(
+    conn: &mut PgConnection,
+    write: &DocumentWrite,
+    guard: &WriteGuard,
+) -> TxResult<WriteReceipt> {
+    let at = write.at.to_string();
+    let receipt = match guard {
+        WriteGuard::Create => create(&mut *conn, write, &at).await?,
+        WriteGuard::Upsert => upsert(&mut *conn, write, &at).await?,
+        WriteGuard::Update { expected_body } => {
+            update(&mut *conn, write, expected_body.as_deref(), &at).await?
+        }
+    };
+    if let Some(links) = &write.links {
+        replace_links(&mut *conn, &write.namespace, &write.path, links, &at).await?;
+    }
+    Ok(receipt)
+}
+
+/// Inserts the row; the unique `(namespace, path)` decides a create race.
+async fn create(
+    conn: &mut PgConnection,
+    write: &DocumentWrite,
+    at: &str,
+) -> TxResult<WriteReceipt> {
+    let row = sqlx::query(INSERT_DOCUMENT)
+        .bind(&write.namespace)
+        .bind(&write.path)
+        .bind(write.title.as_deref())
+        .bind(write.body.as_deref())
+        .bind(write.doc_type.as_deref())
+        .bind(write.status.as_deref())
+        .bind(write.tags.as_deref())
+        .bind(at)
+        .fetch_optional(conn)
+        .await?;
+    match row {
+        Some(row) => Ok(WriteReceipt {
+            created: true,
+            snapshotted: false,
+            document: rows::document(&row)?,
+        }),
+        None => Err(create_collision(&write.namespace, &write.path).into()),
+    }
+}
+
+/// Updates (with a snapshot) or inserts, whichever applies.
+async fn upsert(
+    conn: &mut PgConnection,
+    write: &DocumentWrite,
+    at: &str,
+) -> TxResult<WriteReceipt> {
+    for _ in 0..UPSERT_ATTEMPTS {
+        let row = sqlx::query(UPSERT)
+            .bind(&write.namespace)
+            .bind(&write.path)
+            .bind(write.title.as_deref())
+            .bind(write.body.as_deref())
+            .bind(write.doc_type.as_deref())
+            .bind(write.status.as_deref())
+            .bind(write.tags.as_deref())
+            .bind(at)
+            .fetch_optional(&mut *conn)
+            .await?;
+        if let Some(row) = row {
+            let created: bool = row.try_get("created")?;
+            return Ok(WriteReceipt {
+                created,
+                snapshotted: !created,
+                document: rows::document(&row)?,
+            });
+        }
+        // Another transaction created the row after this statement began: go again.
+    }
+    Err(StoreError::Conflict(format!(
+        "{}/{} kept changing under the write; nothing was written",
+        write.namespace, write.path
+    ))
+    .into())
+}
+
+/// Locks the row, checks `expected_body`, snapshots and updates it.
+async fn update(
+    conn: &mut PgConnection,
+    write: &DocumentWrite,
+    expected_body: Option<&str>,
+    at: &str,
+) -> TxResult<WriteReceipt> {
+    let (namespace, path) = (write.namespace.as_str(), write.path.as_str());
+    let prior: Option<(i64, bool)> = sqlx::query_as(LOCK_DOCUMENT)
+        .bind(namespace)
+        .bind(path)
+        .bind(expected_body)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let id = match prior {
+        None => {
+            return Err(StoreError::NotFound(format!(
+                "deleted in flight: {namespace}/{path} is gone; nothing was written"
+            ))
+            .into());
+        }
+        Some((_, false)) => return Err(body_changed(namespace, path).into()),
+        Some((id, true)) => id,
+    };
+    let row = sqlx::query(SNAPSHOT_AND_UPDATE)
+        .bind(id)
+        .bind(write.title.as_deref())
+        .bind(write.body.as_deref())
+        .bind(write.doc_type.as_deref())
+        .bind(write.status.as_deref())
+        .bind(write.tags.as_deref())
+        .bind(at)
+        .fetch_one(conn)
+        .await?;
+    Ok(WriteReceipt {
+        created: false,
+        snapshotted: true,
+        document: rows::document(&row)?,
+    })
+}
+
+/// Replaces every outgoing edge of `(namespace, path)` with `links`.
+async fn replace_links(
+    conn: &mut PgConnection,
+    namespace: &str,
+    path: &str,
+    links: &[Link],
+    at: &str,
+) -> TxResult<()> {
+    sqlx::query(DELETE_OUTGOING)
+        .bind(namespace)
+        .bind(path)
+        .execute(&mut *conn)
+        .await?;
+    if links.is_empty() {
+        return Ok(());
+    }
+    let types: Vec<&str> = links.iter().map(|l| l.link_type.as_str()).collect();
+    let namespaces: Vec<&str> = links.iter().map(|l| l.to_ns.as_str()).collect();
+    let paths: Vec<&str> = links.iter().map(|l| l.to_path.as_str()).collect();
+    sqlx::query(INSERT_EDGES)
+        .bind(namespace)
+        .bind(path)
+        .bind(at)
+        .bind(types)
+        .bind(namespaces)
+        .bind(paths)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// `DocumentStore::write_document`.
+pub(crate) async fn write_document(
+    pool: &PgPool,
+    write: &DocumentWrite,
+    guard: &WriteGuard,
+    audit: &[AuditEntry],
+) -> StoreResult<WriteReceipt> {
+    with_retry(|| {
+        Box::pin(async move {
+            let mut tx = pool.begin().await?;
+            let result = async {
+                let receipt = write_in_tx(&mut tx, write, guard).await?;
+                audit::insert_all(&mut tx, audit).await?;
+                Ok(receipt)
+            }
+            .await;
+            finish(tx, result, always).await
+        })
+    })
+    .await
+}
+
+/// `DocumentStore::delete_document`.
+pub(crate) async fn delete_document(
+    pool: &PgPool,
+    namespace: &str,
+    path: &str,
+    expected_body: Option<&str>,
+    audit: &AuditEntry,
+) -> StoreResult<Vec<EdgeRow>> {
+    with_retry(|| {
+        Box::pin(async move {
+            let mut tx = pool.begin().await?;
+            let result = async {
+                let id = lock_existing(&mut tx, namespace, path, expected_body).await?;
+                let rows = sqlx::query(REMOVE_EDGES)
+                    .bind(namespace)
+                    .bind(path)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let edges = rows
+                    .iter()
+                    .map(|row| {
+                        Ok((
+                            row.try_get("type")?,
+                            row.try_get("from_ns")?,
+                            row.try_get("from_path")?,
+                            row.try_get("to_ns")?,
+                            row.try_get("to_path")?,
+                        ))
+                    })
+                    .collect::<Result<Vec<EdgeRow>, sqlx::Error>>()?;
+                sqlx::query(SNAPSHOT_AND_DELETE)
+                    .bind(id)
+                    .bind(audit.at.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                audit::insert(&mut tx, audit).await?;
+                Ok(edges)
+            }
+            .await;
+            finish(tx, result, always).await
+        })
+    })
+    .await
+}
+
+/// One move inside the caller's transaction: the source must exist (and still hold
+/// `expected_body`), the target must not; snapshot, rename, repoint edges at both ends.
+/// Returns the number of edges repointed.
+async fn move_in_tx(
+    conn: &mut PgConnection,
+    namespace: &str,
+    from: &str,
+    to: &str,
+    expected_body: Option<&str>,
+    at: &str,
+) -> TxResult<u64> {
+    let id = lock_existing(&mut *conn, namespace, from, expected_body).await?;
+    let taken: bool = sqlx::query_scalar(TARGET_EXISTS)
+        .bind(namespace)
+        .bind(to)
+        .fetch_one(&mut *conn)
+        .await?;
+    if taken {
+        return Err(StoreError::Conflict(format!(
+            "move failed, nothing changed: {namespace}/{to} already exists"
+        ))
+        .into());
+    }
+    // A target created concurrently surfaces here as a unique violation (a Conflict).
+    sqlx::query(SNAPSHOT_AND_RENAME)
+        .bind(id)
+        .bind(to)
+        .bind(at)
+        .execute(&mut *conn)
+        .await?;
+    let mut repointed = 0;
+    for sql in [REPOINT_FROM, REPOINT_TO] {
+        let done = sqlx::query(sql)
+            .bind(namespace)
+            .bind(from)
+            .bind(to)
+            .execute(&mut *conn)
+            .await?;
+        repointed += done.rows_affected();
+    }
+    Ok(repointed)
+}
+
+/// `DocumentStore::move_document`.
+pub(crate) async fn move_document(
+    pool: &PgPool,
+    namespace: &str,
+    from: &str,
+    to: &str,
+    expected_body: Option<&str>,
+    at: Timestamp,
+    audit: &AuditEntry,
+) -> StoreResult<u64> {
+    let at = at.to_string();
+    let at = at.as_str();
+    with_retry(|| {
+        Box::pin(async move {
+            let mut tx = pool.begin().await?;
+            let result = async {
+                let repointed = move_in_tx(&mut tx, namespace, from, to, expected_body, at).await?;
+                audit::insert(&mut tx, audit).await?;
+                Ok(repointed)
+            }
+            .await;
+            finish(tx, result, always).await
+        })
+    })
+    .await
+}
+
+/// `DocumentStore::archive_documents`: every move or none, one audit row.
+pub(crate) async fn archive_documents(
+    pool: &PgPool,
+    namespace: &str,
+    moves: &[(String, String)],
+    at: Timestamp,
+    audit: &AuditEntry,
+) -> StoreResult<u64> {
+    let at = at.to_string();
+    let at = at.as_str();
+    with_retry(|| {
+        Box::pin(async move {
+            let mut tx = pool.begin().await?;
+            let result = async {
+                let mut repointed = 0;
+                for (from, to) in moves {
+                    repointed += move_in_tx(&mut tx, namespace, from, to, None, at).await?;
+                }
+                audit::insert(&mut tx, audit).await?;
+                Ok(repointed)
+            }
+            .await;
+            finish(tx, result, always).await
+        })
+    })
+    .await
+}

@@ -1,0 +1,226 @@
+//! The `ImproveStore` port (run totals per namespace) and the `SkillStore` port (skills,
+//! evaluations, keyed status changes audited in the same transaction).
+
+use async_trait::async_trait;
+use capsid_core::ports::{
+    AuditEntry, ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore,
+    StoreResult,
+};
+use capsid_core::time::Timestamp;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use crate::PgStore;
+use crate::audit;
+use crate::error::{TxResult, always, count, finish, translate, with_retry};
+use crate::sql::SqlText;
+
+const RUN_TOTALS_SELECT: &str = "SELECT namespace, count(*) AS runs, coalesce(sum(attempts), 0)::bigint AS attempts, \
+     coalesce(sum(kept), 0)::bigint AS kept, coalesce(sum(reverts), 0)::bigint AS reverts, \
+     coalesce(sum(cost_usd), 0)::float8 AS cost_usd, coalesce(sum(ci_minutes), 0)::float8 AS ci_minutes \
+     FROM improve_runs";
+
+macro_rules! skill_cols {
+    () => {
+        "id, source_namespace, title, body_ref, version, status, wins, losses"
+    };
+}
+
+const INSERT_SKILL: &str = "INSERT INTO improve_skills (id, source_namespace, title, body_ref, version, status, wins, losses, ts) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+const SKILLS: &str = concat!(
+    "SELECT ",
+    skill_cols!(),
+    " FROM improve_skills ORDER BY ts DESC, id"
+);
+const SKILLS_WITH_STATUS: &str = concat!(
+    "SELECT ",
+    skill_cols!(),
+    " FROM improve_skills WHERE status = $1 ORDER BY ts DESC, id"
+);
+const INSERT_EVALUATION: &str = "INSERT INTO skill_evaluations \
+     (skill, version, namespace, probe_set_version, delta, runs, verdict, evaluated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+const EVALUATIONS: &str = "SELECT skill, version, namespace, probe_set_version, delta, runs, verdict, evaluated_at \
+     FROM skill_evaluations WHERE skill = $1 ORDER BY evaluated_at DESC, id DESC";
+/// `retired_at` is stamped when the skill retires.
+const SET_STATUS: &str = "UPDATE improve_skills SET status = $3, \
+     retired_at = CASE WHEN $3 = 'retired' THEN $4 ELSE retired_at END \
+     WHERE id = $1 AND status = $2 RETURNING id";
+
+fn totals(row: &PgRow) -> Result<ImproveRunTotals, sqlx::Error> {
+    Ok(ImproveRunTotals {
+        namespace: row.try_get("namespace")?,
+        runs: count(row.try_get("runs")?),
+        attempts: count(row.try_get("attempts")?),
+        kept: count(row.try_get("kept")?),
+        reverts: count(row.try_get("reverts")?),
+        cost_usd: row.try_get("cost_usd")?,
+        ci_minutes: row.try_get("ci_minutes")?,
+    })
+}
+
+fn skill(row: &PgRow) -> Result<SkillRow, sqlx::Error> {
+    Ok(SkillRow {
+        id: row.try_get("id")?,
+        source_namespace: row.try_get("source_namespace")?,
+        title: row.try_get("title")?,
+        body_ref: row.try_get("body_ref")?,
+        version: row.try_get("version")?,
+        status: row.try_get("status")?,
+        wins: row.try_get("wins")?,
+        losses: row.try_get("losses")?,
+    })
+}
+
+fn evaluation(row: &PgRow) -> Result<SkillEvaluationRow, sqlx::Error> {
+    Ok(SkillEvaluationRow {
+        skill: row.try_get("skill")?,
+        version: row.try_get("version")?,
+        namespace: row.try_get("namespace")?,
+        probe_set_version: row.try_get("probe_set_version")?,
+        delta: row.try_get("delta")?,
+        runs: row.try_get("runs")?,
+        verdict: row.try_get("verdict")?,
+        evaluated_at: row.try_get("evaluated_at")?,
+    })
+}
+
+#[async_trait]
+impl ImproveStore for PgStore {
+    async fn run_totals(&self, since: Option<Timestamp>) -> StoreResult<Vec<ImproveRunTotals>> {
+        let mut sql = SqlText::new(RUN_TOTALS_SELECT);
+        if since.is_some() {
+            sql.and("started >= $?");
+        }
+        sql.push(" GROUP BY namespace ORDER BY namespace");
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.finish()));
+        if let Some(since) = since {
+            query = query.bind(since.to_string());
+        }
+        let rows = query.fetch_all(&self.pool).await.map_err(translate)?;
+        rows.iter()
+            .map(totals)
+            .collect::<Result<_, _>>()
+            .map_err(translate)
+    }
+}
+
+#[async_trait]
+impl SkillStore for PgStore {
+    async fn insert_skill(
+        &self,
+        row: SkillRow,
+        at: Timestamp,
+        audit: AuditEntry,
+    ) -> StoreResult<()> {
+        let pool = &self.pool;
+        let (row, audit) = (&row, &audit);
+        let at = at.to_string();
+        let at = at.as_str();
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result: TxResult<()> = async {
+                    sqlx::query(INSERT_SKILL)
+                        .bind(&row.id)
+                        .bind(&row.source_namespace)
+                        .bind(&row.title)
+                        .bind(&row.body_ref)
+                        .bind(row.version)
+                        .bind(&row.status)
+                        .bind(row.wins)
+                        .bind(row.losses)
+                        .bind(at)
+                        .execute(&mut *tx)
+                        .await?;
+                    audit::insert(&mut tx, audit).await
+                }
+                .await;
+                finish(tx, result, always).await
+            })
+        })
+        .await
+    }
+
+    async fn skills(&self, status: Option<&str>) -> StoreResult<Vec<SkillRow>> {
+        let rows = match status {
+            Some(status) => {
+                sqlx::query(SKILLS_WITH_STATUS)
+                    .bind(status)
+                    .fetch_all(&self.pool)
+                    .await
+            }
+            None => sqlx::query(SKILLS).fetch_all(&self.pool).await,
+        }
+        .map_err(translate)?;
+        rows.iter()
+            .map(skill)
+            .collect::<Result<_, _>>()
+            .map_err(translate)
+    }
+
+    async fn record_evaluation(&self, row: SkillEvaluationRow) -> StoreResult<()> {
+        sqlx::query(INSERT_EVALUATION)
+            .bind(&row.skill)
+            .bind(row.version)
+            .bind(&row.namespace)
+            .bind(&row.probe_set_version)
+            .bind(row.delta)
+            .bind(row.runs)
+            .bind(&row.verdict)
+            .bind(&row.evaluated_at)
+            .execute(&self.pool)
+            .await
+            .map_err(translate)?;
+        Ok(())
+    }
+
+    async fn evaluations(&self, skill_id: &str) -> StoreResult<Vec<SkillEvaluationRow>> {
+        let rows = sqlx::query(EVALUATIONS)
+            .bind(skill_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(translate)?;
+        rows.iter()
+            .map(evaluation)
+            .collect::<Result<_, _>>()
+            .map_err(translate)
+    }
+
+    async fn set_skill_status(
+        &self,
+        skill_id: &str,
+        from: &str,
+        to: &str,
+        at: Timestamp,
+        audit: AuditEntry,
+    ) -> StoreResult<bool> {
+        let pool = &self.pool;
+        let audit = &audit;
+        let at = at.to_string();
+        let at = at.as_str();
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result = async {
+                    let changed: Option<String> = sqlx::query_scalar(SET_STATUS)
+                        .bind(skill_id)
+                        .bind(from)
+                        .bind(to)
+                        .bind(at)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    if changed.is_none() {
+                        return Ok(false);
+                    }
+                    audit::insert(&mut tx, audit).await?;
+                    Ok(true)
+                }
+                .await;
+                finish(tx, result, |changed| *changed).await
+            })
+        })
+        .await
+    }
+}

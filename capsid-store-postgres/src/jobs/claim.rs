@@ -1,0 +1,202 @@
+//! `claim_job`: one transaction that checks the caller holds nothing, locks the target (by
+//! id, or the namespace's best queued job with `FOR UPDATE SKIP LOCKED`), asks the core's
+//! decider, and applies its verdict (a keyed update carrying its audit row), mirror and
+//! outcome.
+
+use capsid_core::jobs::JobStatus;
+use capsid_core::ports::{
+    ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, StoreError, StoreResult,
+};
+use sqlx::{PgConnection, PgPool};
+
+use super::{fetch_job, record_outcome, write_mirror};
+use crate::audit::{self, audited};
+use crate::error::{TxResult, finish, unique_violation, with_retry};
+use crate::rows::{self, job_cols};
+
+/// The claimed job `$1` holds, if any (served by the `jobs_one_claim` index).
+pub(crate) const HELD: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE claimed_by = $1 AND status = 'claimed' LIMIT 1"
+);
+
+const BY_ID_FOR_UPDATE: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE id = $1 FOR UPDATE"
+);
+
+/// The best queued job of namespace `$1` that no other claimer has locked, provided `$2`
+/// holds no claimed job (one statement for the held check and the candidate).
+pub(crate) const BEST_CANDIDATE: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    " FROM jobs WHERE namespace = $1 AND status = 'queued' ",
+    "AND NOT EXISTS (SELECT 1 FROM jobs held WHERE held.claimed_by = $2 AND held.status = 'claimed') ",
+    "ORDER BY priority DESC, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED"
+);
+
+const ANY_QUEUED: &str =
+    "SELECT EXISTS (SELECT 1 FROM jobs WHERE namespace = $1 AND status = 'queued')";
+
+/// Claims `$1` for `$2` until `$4`, with its audit row (`$5`..`$10`).
+const CLAIM: &str = audited!(
+    concat!(
+        "UPDATE jobs SET status = 'claimed', claimed_by = $2, claimed_at = $3, lease_expires = $4, updated_at = $3 ",
+        "WHERE id = $1 AND status = 'queued' RETURNING ",
+        job_cols!()
+    ),
+    "$5, $6, $7, $8, $9, $10"
+);
+
+/// Fails `$1` with summary `$2`, with its audit row (`$4`..`$9`).
+const FAIL: &str = audited!(
+    concat!(
+        "UPDATE jobs SET status = 'failed', result_summary = $2, updated_at = $3 ",
+        "WHERE id = $1 AND status = 'queued' RETURNING ",
+        job_cols!()
+    ),
+    "$4, $5, $6, $7, $8, $9"
+);
+
+/// One attempt's result: an outcome, or the database's refusal of a second claim (the
+/// caller claimed elsewhere concurrently). One exists per claim call, so its size costs nothing.
+#[allow(clippy::large_enum_variant)]
+enum Attempt {
+    Done(ClaimOutcome),
+    SecondClaim,
+}
+
+/// The claim's work inside its transaction (which [`claim_once`] ends).
+async fn decide_and_apply(
+    conn: &mut PgConnection,
+    request: &ClaimRequest<'_>,
+) -> TxResult<Attempt> {
+    let candidate = match &request.target {
+        ClaimTarget::Id(id) => {
+            if let Some(held) = fetch_job(&mut *conn, HELD, &request.actor).await? {
+                return Ok(Attempt::Done(ClaimOutcome::AlreadyHolding(held)));
+            }
+            match fetch_job(&mut *conn, BY_ID_FOR_UPDATE, id).await? {
+                None => return Ok(Attempt::Done(ClaimOutcome::NotFound)),
+                Some(job) if job.status != JobStatus::Queued => {
+                    return Ok(Attempt::Done(ClaimOutcome::NotQueued(job)));
+                }
+                Some(job) => job,
+            }
+        }
+        ClaimTarget::Best { namespace } => {
+            let row = sqlx::query(BEST_CANDIDATE)
+                .bind(namespace)
+                .bind(&request.actor)
+                .fetch_optional(&mut *conn)
+                .await?;
+            match row {
+                Some(row) => rows::job(&row)?,
+                None => {
+                    if let Some(held) = fetch_job(&mut *conn, HELD, &request.actor).await? {
+                        return Ok(Attempt::Done(ClaimOutcome::AlreadyHolding(held)));
+                    }
+                    // Every queued job may be locked by other claimers right now.
+                    let any: bool = sqlx::query_scalar(ANY_QUEUED)
+                        .bind(namespace)
+                        .fetch_one(&mut *conn)
+                        .await?;
+                    let outcome = if any {
+                        ClaimOutcome::LostRace
+                    } else {
+                        ClaimOutcome::NothingQueued
+                    };
+                    return Ok(Attempt::Done(outcome));
+                }
+            }
+        }
+    };
+    let now = request.now.to_string();
+    let outcome = match request.decider.decide(&candidate) {
+        ClaimVerdict::Refuse(reason) => {
+            return Ok(Attempt::Done(ClaimOutcome::Refused(candidate, reason)));
+        }
+        ClaimVerdict::Claim(entry) => {
+            let query = sqlx::query(CLAIM)
+                .bind(&candidate.id)
+                .bind(&request.actor)
+                .bind(&now)
+                .bind(request.lease_expires.to_string());
+            let updated = audit::bind(query, &entry)?.fetch_optional(&mut *conn).await;
+            let row = match updated {
+                Err(e) if unique_violation(&e) == Some("jobs_one_claim") => {
+                    return Ok(Attempt::SecondClaim);
+                }
+                other => other?,
+            };
+            let Some(row) = row else {
+                return Ok(Attempt::Done(ClaimOutcome::LostRace));
+            };
+            let job = rows::job(&row)?;
+            write_mirror(&mut *conn, &request.mirror, &job).await?;
+            ClaimOutcome::Claimed(job)
+        }
+        ClaimVerdict::Fail {
+            summary,
+            audit: entry,
+            outcome,
+        } => {
+            let query = sqlx::query(FAIL)
+                .bind(&candidate.id)
+                .bind(&summary)
+                .bind(&now);
+            let row = audit::bind(query, &entry)?
+                .fetch_optional(&mut *conn)
+                .await?;
+            let Some(row) = row else {
+                return Ok(Attempt::Done(ClaimOutcome::LostRace));
+            };
+            let job = rows::job(&row)?;
+            write_mirror(&mut *conn, &request.mirror, &job).await?;
+            if let Some(record) = &outcome {
+                record_outcome(&mut *conn, record).await?;
+            }
+            ClaimOutcome::Failed(job, summary)
+        }
+    };
+    Ok(Attempt::Done(outcome))
+}
+
+/// One attempt: only a claim or a failure is committed; every other answer rolls back at
+/// once, releasing the candidate's row lock before the caller hears it.
+async fn claim_once(pool: &PgPool, request: &ClaimRequest<'_>) -> TxResult<Attempt> {
+    let mut tx = pool.begin().await?;
+    let result = decide_and_apply(&mut tx, request).await;
+    finish(tx, result, |attempt| {
+        matches!(
+            attempt,
+            Attempt::Done(ClaimOutcome::Claimed(_) | ClaimOutcome::Failed(..))
+        )
+    })
+    .await
+}
+
+/// `JobStore::claim_job`.
+pub(crate) async fn claim_job(
+    pool: &PgPool,
+    request: &ClaimRequest<'_>,
+) -> StoreResult<ClaimOutcome> {
+    match with_retry(|| Box::pin(claim_once(pool, request))).await? {
+        Attempt::Done(outcome) => Ok(outcome),
+        Attempt::SecondClaim => {
+            // The caller's other claim committed first: report the job it holds.
+            let mut conn = pool.acquire().await.map_err(crate::error::translate)?;
+            match fetch_job(&mut conn, HELD, &request.actor)
+                .await
+                .map_err(crate::error::translate)?
+            {
+                Some(held) => Ok(ClaimOutcome::AlreadyHolding(held)),
+                None => Err(StoreError::Conflict(
+                    "the claimer took another job concurrently; nothing was claimed".to_owned(),
+                )),
+            }
+        }
+    }
+}

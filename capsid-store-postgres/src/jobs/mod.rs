@@ -1,0 +1,292 @@
+//! The `JobStore` port: reads and `post_job` here, claims in [`claim`], transitions and the
+//! lease sweep in [`transition`]. Every change writes its audit row and the job's mirror
+//! document (snapshot and upsert, no extra audit row) in the same transaction.
+
+mod claim;
+mod transition;
+
+use async_trait::async_trait;
+use capsid_core::jobs::Job;
+use capsid_core::jobs::JobStatus;
+use capsid_core::jobs::outcome::OutcomeRow;
+use capsid_core::ports::{
+    AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobStore, JobTransition,
+    MirrorFn, NewJob, OutcomeRecord, StatusCount, StoreError, StoreResult, SweepAuditFn,
+    WriteGuard,
+};
+use capsid_core::time::Timestamp;
+use sqlx::{AssertSqlSafe, PgConnection, Row};
+
+pub(crate) use claim::{BEST_CANDIDATE, HELD};
+pub(crate) use transition::SWEEP;
+
+use crate::PgStore;
+use crate::audit::{self, audited};
+use crate::documents::write_in_tx;
+use crate::error::{
+    TxError, TxResult, always, count, finish, limit, translate, unique_violation, with_retry,
+};
+use crate::rows::{self, job_cols};
+use crate::sql::SqlText;
+
+const JOB: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1");
+/// Inserts a queued job with its audit row (`$12`..`$17`).
+const POST: &str = audited!(
+    concat!(
+        "INSERT INTO jobs (id, namespace, title, body, priority, status, posted_by, gate_required, ",
+        "review_required, required_scopes, min_record, created_at, updated_at) ",
+        "VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $11) RETURNING ",
+        job_cols!()
+    ),
+    "$12, $13, $14, $15, $16, $17"
+);
+const JOB_COUNTS: &str = "SELECT count(*) FILTER (WHERE status = 'queued') AS queued, \
+     count(*) FILTER (WHERE status = 'claimed') AS claimed, \
+     count(*) FILTER (WHERE status = 'blocked') AS blocked, \
+     count(*) FILTER (WHERE status = 'done' AND updated_at >= $2) AS done_today \
+     FROM jobs WHERE namespace = $1";
+const STATUS_COUNTS: &str = "SELECT claimed_by, status, count(*) AS n FROM jobs \
+     WHERE claimed_by IS NOT NULL GROUP BY claimed_by, status ORDER BY claimed_by, status";
+const OUTCOME_SELECT: &str = "SELECT job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, \
+     tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at \
+     FROM job_outcomes";
+const INSERT_OUTCOME: &str = "INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, \
+     files_changed, tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, \
+     recorded_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+     ON CONFLICT (job_id) DO NOTHING RETURNING job_id";
+const INSERT_OUTCOME_PRS: &str = "INSERT INTO job_outcome_prs (job_id, pr_url, recorded_at) \
+     SELECT $1, u.url, $2 FROM unnest($3::text[]) WITH ORDINALITY AS u(url, ord) ORDER BY u.ord \
+     ON CONFLICT (job_id, pr_url) DO NOTHING";
+
+/// The SQL of `jobs`: namespace and status filters when given, then the limit.
+fn jobs_sql(filter: &JobFilter) -> String {
+    let mut sql = SqlText::new(concat!("SELECT ", job_cols!(), " FROM jobs"));
+    if filter.namespace.is_some() {
+        sql.and("namespace = $?");
+    }
+    if filter.status.is_some() {
+        sql.and("status = $?");
+    }
+    sql.push(" ORDER BY created_at DESC, id DESC LIMIT $?");
+    sql.finish()
+}
+
+/// One job row read on `conn` with `sql` keyed by `key`.
+pub(crate) async fn fetch_job(
+    conn: &mut PgConnection,
+    sql: &'static str,
+    key: &str,
+) -> Result<Option<Job>, sqlx::Error> {
+    let row = sqlx::query(sql).bind(key).fetch_optional(conn).await?;
+    row.as_ref().map(rows::job).transpose()
+}
+
+/// Rewrites the job's mirror document (snapshot and upsert; its audit is the job's).
+pub(crate) async fn write_mirror(
+    conn: &mut PgConnection,
+    mirror: &MirrorFn,
+    job: &Job,
+) -> TxResult<()> {
+    let write = mirror(job);
+    write_in_tx(conn, &write, &WriteGuard::Upsert).await?;
+    Ok(())
+}
+
+/// Records the write-once outcome row and, when it is new, its PR rows.
+pub(crate) async fn record_outcome(
+    conn: &mut PgConnection,
+    record: &OutcomeRecord,
+) -> TxResult<()> {
+    let row: &OutcomeRow = &record.row;
+    let inserted: Option<String> = sqlx::query_scalar(INSERT_OUTCOME)
+        .bind(&row.job_id)
+        .bind(&row.agent)
+        .bind(&row.namespace)
+        .bind(row.prs_opened)
+        .bind(row.prs_merged)
+        .bind(row.commits)
+        .bind(row.files_changed)
+        .bind(row.tests_added)
+        .bind(row.ci_green)
+        .bind(row.blocked_count)
+        .bind(row.resumed_count)
+        .bind(row.duration_minutes)
+        .bind(rows::result_kind_str(row.result_kind))
+        .bind(&row.verified)
+        .bind(&row.recorded_at)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if inserted.is_some() && !record.pr_urls.is_empty() {
+        sqlx::query(INSERT_OUTCOME_PRS)
+            .bind(&row.job_id)
+            .bind(&row.recorded_at)
+            .bind(&record.pr_urls)
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// A conflict on the jobs table, named: an open title taken, or a second claim.
+pub(crate) fn job_conflict(error: sqlx::Error, namespace: &str, title: &str) -> TxError {
+    let what = match unique_violation(&error) {
+        Some("jobs_open_title") => {
+            format!("namespace '{namespace}' already has an open job titled '{title}'")
+        }
+        Some("jobs_one_claim") => {
+            "the change would give its holder a second claimed job".to_owned()
+        }
+        Some("jobs_pkey") => "a job with this id already exists".to_owned(),
+        _ => return TxError::Db(error),
+    };
+    TxError::Store(StoreError::Conflict(what))
+}
+
+fn status_count(row: &sqlx::postgres::PgRow) -> Result<StatusCount, sqlx::Error> {
+    let status: String = row.try_get("status")?;
+    Ok(StatusCount {
+        claimed_by: row.try_get("claimed_by")?,
+        status: JobStatus::parse(&status)
+            .ok_or_else(|| sqlx::Error::Decode(format!("unknown job status {status:?}").into()))?,
+        count: count(row.try_get("n")?),
+    })
+}
+
+#[async_trait]
+impl JobStore for PgStore {
+    async fn post_job(&self, job: NewJob, audit: AuditEntry, mirror: MirrorFn) -> StoreResult<Job> {
+        let pool = &self.pool;
+        let (job, audit, mirror) = (&job, &audit, &mirror);
+        let at = job.at.to_string();
+        let at = at.as_str();
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result = async {
+                    let query = sqlx::query(POST)
+                        .bind(&job.id)
+                        .bind(&job.namespace)
+                        .bind(&job.title)
+                        .bind(&job.body)
+                        .bind(job.priority)
+                        .bind(&job.posted_by)
+                        .bind(i64::from(job.gate_required))
+                        .bind(i64::from(job.review_required))
+                        .bind(job.required_scopes.as_deref())
+                        .bind(job.min_record.as_deref())
+                        .bind(at);
+                    let row = audit::bind(query, audit)?
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(|e| job_conflict(e, &job.namespace, &job.title))?;
+                    let posted = rows::job(&row)?;
+                    write_mirror(&mut tx, mirror, &posted).await?;
+                    Ok(posted)
+                }
+                .await;
+                finish(tx, result, always).await
+            })
+        })
+        .await
+    }
+
+    async fn job(&self, id: &str) -> StoreResult<Option<Job>> {
+        let mut conn = self.pool.acquire().await.map_err(translate)?;
+        fetch_job(&mut conn, JOB, id).await.map_err(translate)
+    }
+
+    async fn held_job(&self, actor: &str) -> StoreResult<Option<Job>> {
+        let mut conn = self.pool.acquire().await.map_err(translate)?;
+        fetch_job(&mut conn, HELD, actor).await.map_err(translate)
+    }
+
+    async fn jobs(&self, filter: &JobFilter, max: usize) -> StoreResult<Vec<Job>> {
+        let mut query = sqlx::query(AssertSqlSafe(jobs_sql(filter)));
+        if let Some(namespace) = &filter.namespace {
+            query = query.bind(namespace);
+        }
+        if let Some(status) = filter.status {
+            query = query.bind(status.as_str());
+        }
+        let rows = query
+            .bind(limit(max))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(translate)?;
+        rows.iter()
+            .map(rows::job)
+            .collect::<Result<_, _>>()
+            .map_err(translate)
+    }
+
+    async fn job_counts(&self, namespace: &str, day_start: Timestamp) -> StoreResult<JobCounts> {
+        let row = sqlx::query(JOB_COUNTS)
+            .bind(namespace)
+            .bind(day_start.to_string())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(translate)?;
+        let counts = (|| -> Result<JobCounts, sqlx::Error> {
+            Ok(JobCounts {
+                queued: count(row.try_get("queued")?),
+                claimed: count(row.try_get("claimed")?),
+                blocked: count(row.try_get("blocked")?),
+                done_today: count(row.try_get("done_today")?),
+            })
+        })();
+        counts.map_err(translate)
+    }
+
+    async fn job_status_counts(&self) -> StoreResult<Vec<StatusCount>> {
+        let rows = sqlx::query(STATUS_COUNTS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(translate)?;
+        rows.iter()
+            .map(status_count)
+            .collect::<Result<_, _>>()
+            .map_err(translate)
+    }
+
+    async fn claim_job(&self, request: ClaimRequest<'_>) -> StoreResult<ClaimOutcome> {
+        claim::claim_job(&self.pool, &request).await
+    }
+
+    async fn transition_job(&self, transition: JobTransition) -> StoreResult<Option<Job>> {
+        transition::transition_job(&self.pool, &transition).await
+    }
+
+    async fn sweep_expired_leases(
+        &self,
+        now: Timestamp,
+        audit: &SweepAuditFn,
+        mirror: MirrorFn,
+    ) -> StoreResult<Vec<Job>> {
+        transition::sweep_expired_leases(&self.pool, now, audit, &mirror).await
+    }
+
+    async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
+        let rows = match agent {
+            Some(agent) => {
+                sqlx::query(AssertSqlSafe(format!(
+                    "{OUTCOME_SELECT} WHERE agent = $1 ORDER BY recorded_at, job_id"
+                )))
+                .bind(agent)
+                .fetch_all(&self.pool)
+                .await
+            }
+            None => {
+                sqlx::query(AssertSqlSafe(format!(
+                    "{OUTCOME_SELECT} ORDER BY recorded_at, job_id"
+                )))
+                .fetch_all(&self.pool)
+                .await
+            }
+        }
+        .map_err(translate)?;
+        rows.iter()
+            .map(rows::outcome)
+            .collect::<Result<_, _>>()
+            .map_err(translate)
+    }
+}

@@ -1,0 +1,147 @@
+//! `PgStore::query_plans`: `EXPLAIN` of the exact SQL of the hot queries with seq scans
+//! disabled, so a test can fail on a `Seq Scan` that no index could replace.
+
+use capsid_core::ports::{AuditFilter, DocFilter, StoreError};
+use sqlx::{AssertSqlSafe, Row};
+
+use crate::PgStore;
+use crate::agents::BY_KEY_HASH;
+use crate::audit::recent_sql;
+use crate::documents::search::{CANDIDATES_MAX, Parser, search_sql};
+use crate::documents::{DOCUMENT, LAST_ACTOR, OPEN_TASKS, VERSIONS, find_sql, list_sql};
+use crate::error::translate;
+use crate::glob;
+use crate::jobs::{BEST_CANDIDATE, HELD, SWEEP};
+
+/// One bound parameter of a probe.
+enum Param {
+    Text(String),
+    Int(i64),
+}
+
+/// A hot query: its name, its SQL, and representative parameters.
+struct Probe {
+    name: &'static str,
+    sql: String,
+    params: Vec<Param>,
+}
+
+fn text(value: &str) -> Param {
+    Param::Text(value.to_owned())
+}
+
+fn probes() -> Result<Vec<Probe>, StoreError> {
+    let namespace = "capsid";
+    let path = "notes/plan.md";
+    let glob = glob::to_regex("notes/*.md")
+        .ok_or_else(|| StoreError::Backend("the probe glob did not translate".to_owned()))?;
+    let upper = glob.prefix_upper_bound().unwrap_or_default();
+    let probe = |name, sql: &str, params| Probe {
+        name,
+        sql: sql.to_owned(),
+        params,
+    };
+    Ok(vec![
+        probe("claim_held", HELD, vec![text("agent:driver")]),
+        probe(
+            "claim_candidate",
+            BEST_CANDIDATE,
+            vec![text(namespace), text("agent:driver")],
+        ),
+        probe("lease_sweep", SWEEP, vec![text("2026-11-30T04:09:01.123Z")]),
+        probe(
+            "search",
+            &search_sql(Parser::Web, false, false),
+            vec![
+                text("lease renewal"),
+                Param::Int(CANDIDATES_MAX),
+                Param::Int(25),
+            ],
+        ),
+        probe(
+            "search_in_namespace",
+            &search_sql(Parser::Web, true, true),
+            vec![
+                text("lease renewal"),
+                text(namespace),
+                text("decision"),
+                Param::Int(CANDIDATES_MAX),
+                Param::Int(25),
+            ],
+        ),
+        probe(
+            "list_by_namespace",
+            &list_sql(&DocFilter {
+                namespace: Some(namespace.to_owned()),
+                ..DocFilter::default()
+            }),
+            vec![text(namespace), Param::Int(501)],
+        ),
+        probe(
+            "find",
+            &find_sql(true, &glob),
+            vec![
+                text(namespace),
+                text(&glob.regex),
+                text(&glob.prefix),
+                text(&upper),
+                Param::Int(501),
+            ],
+        ),
+        probe("document", DOCUMENT, vec![text(namespace), text(path)]),
+        probe(
+            "versions",
+            VERSIONS,
+            vec![text(namespace), text(path), Param::Int(101)],
+        ),
+        probe("last_actor", LAST_ACTOR, vec![text(namespace), text(path)]),
+        probe("brief_open_tasks", OPEN_TASKS, vec![text(namespace)]),
+        probe(
+            "recent_audit_in_namespace",
+            &recent_sql(&AuditFilter {
+                namespace: Some(namespace.to_owned()),
+                actor: None,
+            }),
+            vec![text(namespace), Param::Int(50)],
+        ),
+        probe(
+            "agent_by_key_hash",
+            BY_KEY_HASH,
+            vec![text(&"0".repeat(64))],
+        ),
+    ])
+}
+
+impl PgStore {
+    /// The plan of each hot query (claim candidate selection, search, list by namespace,
+    /// find, versions, last actor, ...) as `(name, EXPLAIN text)`, planned with
+    /// `enable_seqscan = off` inside a transaction that is rolled back. A `Seq Scan` that
+    /// remains means no index can serve the query.
+    pub async fn query_plans(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let probes = probes()?;
+        let mut tx = self.pool.begin().await.map_err(translate)?;
+        sqlx::query("SET LOCAL enable_seqscan = off")
+            .execute(&mut *tx)
+            .await
+            .map_err(translate)?;
+        let mut plans = Vec::with_capacity(probes.len());
+        for probe in &probes {
+            let mut query = sqlx::query(AssertSqlSafe(format!("EXPLAIN {}", probe.sql)));
+            for param in &probe.params {
+                query = match param {
+                    Param::Text(value) => query.bind(value.as_str()),
+                    Param::Int(value) => query.bind(*value),
+                };
+            }
+            let rows = query.fetch_all(&mut *tx).await.map_err(translate)?;
+            let lines = rows
+                .iter()
+                .map(|row| row.try_get::<String, _>(0))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(translate)?;
+            plans.push((probe.name.to_owned(), lines.join("\n")));
+        }
+        tx.rollback().await.map_err(translate)?;
+        Ok(plans)
+    }
+}

@@ -1,0 +1,171 @@
+//! Column lists and explicit row mapping from `PgRow`s to the core's row types.
+
+use capsid_core::docs::document::{Document, DocumentSummary};
+use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
+use capsid_core::jobs::{Job, JobStatus};
+use capsid_core::ports::{AgentRow, AuditRow};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+/// The columns of a full document row, in [`document`]'s order.
+macro_rules! doc_cols {
+    () => {
+        "id, namespace, path, title, body, type, status, tags, created_at, updated_at"
+    };
+}
+/// The columns of a document summary (no body).
+macro_rules! summary_cols {
+    () => {
+        "id, namespace, path, title, type, status, tags, created_at, updated_at"
+    };
+}
+/// The columns of a document row aliased `d`.
+macro_rules! doc_cols_d {
+    () => {
+        "d.id, d.namespace, d.path, d.title, d.body, d.type, d.status, d.tags, d.created_at, d.updated_at"
+    };
+}
+/// The columns of a job row.
+macro_rules! job_cols {
+    () => {
+        "id, namespace, title, body, priority, status, posted_by, claimed_by, claimed_at, lease_expires, \
+         result_ref, result_summary, gate_required, review_required, blocked_count, resumed_count, \
+         corrections_count, required_scopes, min_record, created_at, updated_at"
+    };
+}
+/// The columns of an agent row.
+macro_rules! agent_cols {
+    () => {
+        "id, name, kind, key_hash, scopes, created_by, created_at, revoked_at, last_seen"
+    };
+}
+pub(crate) use {agent_cols, doc_cols, doc_cols_d, job_cols, summary_cols};
+
+/// A full document row.
+pub(crate) fn document(row: &PgRow) -> Result<Document, sqlx::Error> {
+    Ok(Document {
+        id: row.try_get("id")?,
+        namespace: row.try_get("namespace")?,
+        path: row.try_get("path")?,
+        title: row.try_get("title")?,
+        doc_type: row.try_get("type")?,
+        status: row.try_get("status")?,
+        tags: row.try_get("tags")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        body: row.try_get("body")?,
+    })
+}
+
+/// A document row without its body.
+pub(crate) fn summary(row: &PgRow) -> Result<DocumentSummary, sqlx::Error> {
+    Ok(DocumentSummary {
+        id: row.try_get("id")?,
+        namespace: row.try_get("namespace")?,
+        path: row.try_get("path")?,
+        title: row.try_get("title")?,
+        doc_type: row.try_get("type")?,
+        status: row.try_get("status")?,
+        tags: row.try_get("tags")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+/// A stored value the schema does not allow, reported as a decode error.
+fn corrupt(column: &str, value: &str) -> sqlx::Error {
+    sqlx::Error::Decode(format!("column {column} holds an unknown value {value:?}").into())
+}
+
+/// A job row.
+pub(crate) fn job(row: &PgRow) -> Result<Job, sqlx::Error> {
+    let status: String = row.try_get("status")?;
+    Ok(Job {
+        id: row.try_get("id")?,
+        namespace: row.try_get("namespace")?,
+        title: row.try_get("title")?,
+        body: row.try_get("body")?,
+        priority: row.try_get("priority")?,
+        status: JobStatus::parse(&status).ok_or_else(|| corrupt("jobs.status", &status))?,
+        posted_by: row.try_get("posted_by")?,
+        claimed_by: row.try_get("claimed_by")?,
+        claimed_at: row.try_get("claimed_at")?,
+        lease_expires: row.try_get("lease_expires")?,
+        result_ref: row.try_get("result_ref")?,
+        result_summary: row.try_get("result_summary")?,
+        gate_required: row.try_get::<i64, _>("gate_required")? != 0,
+        review_required: row.try_get::<i64, _>("review_required")? != 0,
+        blocked_count: row.try_get("blocked_count")?,
+        resumed_count: row.try_get("resumed_count")?,
+        corrections_count: row.try_get("corrections_count")?,
+        required_scopes: row.try_get("required_scopes")?,
+        min_record: row.try_get("min_record")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+/// The stored spelling of a result kind.
+pub(crate) fn result_kind_str(kind: ResultKind) -> &'static str {
+    match kind {
+        ResultKind::Pr => "pr",
+        ResultKind::Doc => "doc",
+        ResultKind::None => "none",
+    }
+}
+
+/// An outcome row.
+pub(crate) fn outcome(row: &PgRow) -> Result<OutcomeRow, sqlx::Error> {
+    let kind: String = row.try_get("result_kind")?;
+    let result_kind = match kind.as_str() {
+        "pr" => ResultKind::Pr,
+        "doc" => ResultKind::Doc,
+        "none" => ResultKind::None,
+        other => return Err(corrupt("job_outcomes.result_kind", other)),
+    };
+    Ok(OutcomeRow {
+        job_id: row.try_get("job_id")?,
+        agent: row.try_get("agent")?,
+        namespace: row.try_get("namespace")?,
+        prs_opened: row.try_get("prs_opened")?,
+        prs_merged: row.try_get("prs_merged")?,
+        commits: row.try_get("commits")?,
+        files_changed: row.try_get("files_changed")?,
+        tests_added: row.try_get("tests_added")?,
+        ci_green: row.try_get("ci_green")?,
+        blocked_count: row.try_get("blocked_count")?,
+        resumed_count: row.try_get("resumed_count")?,
+        duration_minutes: row.try_get("duration_minutes")?,
+        result_kind,
+        verified: row.try_get("verified")?,
+        recorded_at: row.try_get("recorded_at")?,
+    })
+}
+
+/// An agent row.
+pub(crate) fn agent(row: &PgRow) -> Result<AgentRow, sqlx::Error> {
+    Ok(AgentRow {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        kind: row.try_get("kind")?,
+        key_hash: row.try_get("key_hash")?,
+        scopes: row.try_get("scopes")?,
+        created_by: row.try_get("created_by")?,
+        created_at: row.try_get("created_at")?,
+        revoked_at: row.try_get("revoked_at")?,
+        last_seen: row.try_get("last_seen")?,
+    })
+}
+
+/// An audit row.
+pub(crate) fn audit(row: &PgRow) -> Result<AuditRow, sqlx::Error> {
+    Ok(AuditRow {
+        id: row.try_get("id")?,
+        actor: row.try_get("actor")?,
+        action: row.try_get("action")?,
+        namespace: row.try_get("namespace")?,
+        path: row.try_get("path")?,
+        params: row.try_get("params")?,
+        at: row.try_get("at")?,
+    })
+}

@@ -1,0 +1,102 @@
+//! `query_plans`: with seq scans disabled, every hot query is served by an index (a `Seq Scan`
+//! on documents, jobs, audit_log or document_versions means none could serve it).
+
+mod common;
+
+use common::TestDb;
+
+const HOT_TABLES: [&str; 4] = ["documents", "jobs", "audit_log", "document_versions"];
+
+fn seq_scans(plan: &str) -> Vec<&str> {
+    plan.lines()
+        .filter(|line| {
+            line.split("Seq Scan on ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .is_some_and(|table| HOT_TABLES.contains(&table))
+        })
+        .collect()
+}
+
+#[test]
+fn seq_scan_detection_can_fail() {
+    assert_eq!(
+        seq_scans("Limit\n  ->  Seq Scan on jobs  (cost=1)"),
+        ["  ->  Seq Scan on jobs  (cost=1)"]
+    );
+    assert!(seq_scans("Seq Scan on namespaces").is_empty());
+    assert!(seq_scans("Index Scan using jobs_claimable on jobs").is_empty());
+}
+
+#[tokio::test]
+async fn hot_queries_use_their_indexes() {
+    let Some(db) = TestDb::new("hot_queries_use_their_indexes", 2).await else {
+        return;
+    };
+    let plans = db.store.query_plans().await.expect("plans");
+    let names: Vec<&str> = plans.iter().map(|(n, _)| n.as_str()).collect();
+    for required in [
+        "claim_held",
+        "claim_candidate",
+        "lease_sweep",
+        "search",
+        "search_in_namespace",
+        "list_by_namespace",
+        "find",
+        "document",
+        "versions",
+        "last_actor",
+        "brief_open_tasks",
+        "recent_audit_in_namespace",
+    ] {
+        assert!(
+            names.contains(&required),
+            "no plan for {required}: {names:?}"
+        );
+    }
+    let mut full = Vec::new();
+    for (name, plan) in &plans {
+        assert!(!plan.trim().is_empty(), "{name} has an empty plan");
+        for line in seq_scans(plan) {
+            full.push(format!("{name}: {line}\n{plan}"));
+        }
+    }
+    assert!(
+        full.is_empty(),
+        "full scans of hot tables:\n{}",
+        full.join("\n\n")
+    );
+    let plan = |name: &str| {
+        plans
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p.as_str())
+            .unwrap_or_default()
+    };
+    for (name, index) in [
+        ("claim_candidate", "jobs_claimable"),
+        ("claim_held", "jobs_one_claim"),
+        ("search", "documents_search"),
+        ("versions", "document_versions_doc"),
+        ("last_actor", "audit_log_doc"),
+        ("list_by_namespace", "documents_namespace_path_key"),
+        ("find", "documents_namespace_path_key"),
+    ] {
+        assert!(
+            plan(name).contains(index),
+            "{name} should use {index}:\n{}",
+            plan(name)
+        );
+    }
+    assert!(
+        !plan("claim_candidate").contains("Sort"),
+        "the index hands out claim order:\n{}",
+        plan("claim_candidate")
+    );
+    assert!(
+        !plan("list_by_namespace").contains("Sort"),
+        "the index hands out byte order:\n{}",
+        plan("list_by_namespace")
+    );
+    db.finish().await;
+}

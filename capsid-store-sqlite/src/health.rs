@@ -1,0 +1,192 @@
+//! Liveness probes (`ping`, `fts_probe`, `schema_version`) and [`SqliteStore::query_plans`]:
+//! `EXPLAIN QUERY PLAN` of the exact SQL of the hot queries, so a test can refuse a full scan.
+
+use async_trait::async_trait;
+use capsid_core::ports::{AuditFilter, DocFilter, StoreError, StoreHealth, StoreResult};
+use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool};
+use sqlx::{Arguments, QueryBuilder, Row};
+
+use crate::audit::push_recent_audit;
+use crate::documents::{
+    BRIEF_OPEN_TASKS_SQL, LAST_ACTOR_SQL, VERSIONS_SQL, filtered_expression, push_find, push_list,
+    push_search,
+};
+use crate::error::DbResult;
+use crate::jobs::{BEST_QUEUED_SQL, HELD_SQL, SWEEP_SQL};
+use crate::store::SqliteStore;
+
+/// The newest applied migration as `NNNN_name` (sqlx stores the name with spaces for
+/// underscores), or `None` before the first migration.
+pub(crate) async fn schema_version(pool: &SqlitePool) -> StoreResult<Option<String>> {
+    let migrated: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+    )
+    .fetch_optional(pool)
+    .await
+    .db()?;
+    if migrated.is_none() {
+        return Ok(None);
+    }
+    let newest = sqlx::query(
+        "SELECT version, description FROM _sqlx_migrations WHERE success = 1 ORDER BY version DESC LIMIT 1",
+    )
+    .fetch_optional(pool)
+    .await
+    .db()?;
+    let Some(row) = newest else {
+        return Ok(None);
+    };
+    let version: i64 = row.try_get("version").db()?;
+    let description: String = row.try_get("description").db()?;
+    Ok(Some(format!(
+        "{version:04}_{}",
+        description.replace(' ', "_")
+    )))
+}
+
+/// The plan of one statement as text, one `detail` line per step, indented by depth.
+async fn plan_of(store: &SqliteStore, mut qb: QueryBuilder<Sqlite>) -> StoreResult<String> {
+    let steps = qb.build().fetch_all(store.reader()).await.db()?;
+    let mut depth: Vec<(i64, usize)> = Vec::new();
+    let mut lines = Vec::with_capacity(steps.len());
+    for step in &steps {
+        let id: i64 = step.try_get(0).db()?;
+        let parent: i64 = step.try_get(1).db()?;
+        let detail: String = step.try_get(3).db()?;
+        let level = depth
+            .iter()
+            .find(|(node, _)| *node == parent)
+            .map_or(0, |(_, l)| l + 1);
+        depth.push((id, level));
+        lines.push(format!("{}{detail}", "  ".repeat(level)));
+    }
+    Ok(lines.join("\n"))
+}
+
+fn explain() -> QueryBuilder<Sqlite> {
+    QueryBuilder::new("EXPLAIN QUERY PLAN ")
+}
+
+/// A representative parameter of a static statement.
+enum Param<'a> {
+    Text(&'a str),
+    Int(i64),
+}
+
+/// `EXPLAIN QUERY PLAN` of a static statement bound to `params`.
+fn explain_static(sql: &'static str, params: &[Param<'_>]) -> StoreResult<QueryBuilder<Sqlite>> {
+    let mut args = SqliteArguments::default();
+    for param in params {
+        let added = match param {
+            Param::Text(text) => args.add(text.to_string()),
+            Param::Int(n) => args.add(*n),
+        };
+        added.map_err(|e| StoreError::Backend(format!("cannot bind a plan parameter: {e}")))?;
+    }
+    Ok(QueryBuilder::with_arguments(
+        format!("EXPLAIN QUERY PLAN {sql}"),
+        args,
+    ))
+}
+
+impl SqliteStore {
+    /// `EXPLAIN QUERY PLAN` of the hot queries with representative parameters, as
+    /// `(name, plan)` pairs. A plan line `SCAN documents` (or `jobs`, `audit_log`,
+    /// `document_versions`) is a full scan; `SCAN documents_fts VIRTUAL TABLE INDEX ...` is
+    /// the FTS index.
+    pub async fn query_plans(&self) -> StoreResult<Vec<(String, String)>> {
+        use Param::{Int, Text};
+        let ns = "capsid".to_owned();
+        let mut plans: Vec<(&str, QueryBuilder<Sqlite>)> = Vec::new();
+
+        let mut qb = explain();
+        push_search(&mut qb, "lease", None, None, 25);
+        plans.push(("search", qb));
+        let mut qb = explain();
+        let expression = filtered_expression("lease", Some(&ns), Some("note"));
+        push_search(&mut qb, &expression, Some(&ns), Some("note"), 25);
+        plans.push(("search in namespace and type", qb));
+        let mut qb = explain();
+        let filter = DocFilter {
+            namespace: Some(ns.clone()),
+            ..DocFilter::default()
+        };
+        push_list(&mut qb, &filter, 501);
+        plans.push(("list by namespace", qb));
+        let mut qb = explain();
+        let filter = DocFilter {
+            namespace: Some(ns.clone()),
+            doc_type: Some("decision".to_owned()),
+            status: None,
+        };
+        push_list(&mut qb, &filter, 501);
+        plans.push(("list by namespace and type", qb));
+        let mut qb = explain();
+        push_find(&mut qb, Some(&ns), "notes/*", 501);
+        plans.push(("find in namespace", qb));
+        plans.push((
+            "versions",
+            explain_static(VERSIONS_SQL, &[Text(&ns), Text("core.md"), Int(101)])?,
+        ));
+        plans.push((
+            "last actor",
+            explain_static(LAST_ACTOR_SQL, &[Text(&ns), Text("core.md")])?,
+        ));
+        plans.push((
+            "brief open tasks",
+            explain_static(BRIEF_OPEN_TASKS_SQL, &[Text(&ns)])?,
+        ));
+        let mut qb = explain();
+        let filter = AuditFilter {
+            namespace: Some(ns.clone()),
+            actor: None,
+        };
+        push_recent_audit(&mut qb, &filter, 50);
+        plans.push(("recent audit in namespace", qb));
+        plans.push((
+            "claim candidate",
+            explain_static(BEST_QUEUED_SQL, &[Text(&ns)])?,
+        ));
+        plans.push((
+            "held claim",
+            explain_static(HELD_SQL, &[Text("agent:driver")])?,
+        ));
+        plans.push((
+            "lease sweep",
+            explain_static(SWEEP_SQL, &[Text("2026-11-30T04:09:01.123Z")])?,
+        ));
+
+        let mut out = Vec::with_capacity(plans.len());
+        for (name, qb) in plans {
+            out.push((name.to_owned(), plan_of(self, qb).await?));
+        }
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl StoreHealth for SqliteStore {
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(self.reader()).await.db()?;
+        Ok(())
+    }
+
+    async fn fts_probe(&self, term: &str) -> StoreResult<u64> {
+        if term.trim().is_empty() {
+            return Ok(0);
+        }
+        // As one quoted phrase: always a valid FTS5 expression.
+        let phrase = crate::documents::as_phrase(term);
+        let n: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM documents_fts WHERE documents_fts MATCH ?")
+                .bind(phrase)
+                .fetch_one(self.reader())
+                .await
+                .db()?;
+        Ok(crate::rows::count(n))
+    }
+
+    async fn schema_version(&self) -> StoreResult<Option<String>> {
+        schema_version(self.reader()).await
+    }
+}

@@ -1,0 +1,172 @@
+//! The improve loop's run totals and the skill store (skills, evaluations, keyed status
+//! changes audited in their transaction).
+
+use async_trait::async_trait;
+use capsid_core::ports::{
+    AuditEntry, ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore,
+    StoreResult,
+};
+use capsid_core::time::Timestamp;
+use sqlx::sqlite::{Sqlite, SqliteRow};
+use sqlx::{QueryBuilder, Row};
+
+use crate::error::{DbResult, conflict_or_backend};
+use crate::rows::{self, insert_audit};
+use crate::store::{SqliteStore, commit};
+
+fn run_totals_row(row: &SqliteRow) -> Result<ImproveRunTotals, sqlx::Error> {
+    Ok(ImproveRunTotals {
+        namespace: row.try_get("namespace")?,
+        runs: rows::count(row.try_get("runs")?),
+        attempts: rows::count(row.try_get("attempts")?),
+        kept: rows::count(row.try_get("kept")?),
+        reverts: rows::count(row.try_get("reverts")?),
+        cost_usd: row.try_get("cost_usd")?,
+        ci_minutes: row.try_get("ci_minutes")?,
+    })
+}
+
+fn skill_row(row: &SqliteRow) -> Result<SkillRow, sqlx::Error> {
+    Ok(SkillRow {
+        id: row.try_get("id")?,
+        source_namespace: row.try_get("source_namespace")?,
+        title: row.try_get("title")?,
+        body_ref: row.try_get("body_ref")?,
+        version: row.try_get("version")?,
+        status: row.try_get("status")?,
+        wins: row.try_get("wins")?,
+        losses: row.try_get("losses")?,
+    })
+}
+
+fn evaluation_row(row: &SqliteRow) -> Result<SkillEvaluationRow, sqlx::Error> {
+    Ok(SkillEvaluationRow {
+        skill: row.try_get("skill")?,
+        version: row.try_get("version")?,
+        namespace: row.try_get("namespace")?,
+        probe_set_version: row.try_get("probe_set_version")?,
+        delta: row.try_get("delta")?,
+        runs: row.try_get("runs")?,
+        verdict: row.try_get("verdict")?,
+        evaluated_at: row.try_get("evaluated_at")?,
+    })
+}
+
+#[async_trait]
+impl ImproveStore for SqliteStore {
+    async fn run_totals(&self, since: Option<Timestamp>) -> StoreResult<Vec<ImproveRunTotals>> {
+        let mut qb = QueryBuilder::<Sqlite>::new(
+            "SELECT namespace, COUNT(*) AS runs, COALESCE(SUM(attempts), 0) AS attempts, \
+             COALESCE(SUM(kept), 0) AS kept, COALESCE(SUM(reverts), 0) AS reverts, \
+             TOTAL(cost_usd) AS cost_usd, TOTAL(ci_minutes) AS ci_minutes FROM improve_runs",
+        );
+        if let Some(since) = since {
+            qb.push(" WHERE started >= ").push_bind(since.to_string());
+        }
+        qb.push(" GROUP BY namespace ORDER BY namespace");
+        let found = qb.build().fetch_all(self.reader()).await.db()?;
+        rows::all(&found, run_totals_row).db()
+    }
+}
+
+#[async_trait]
+impl SkillStore for SqliteStore {
+    async fn insert_skill(
+        &self,
+        skill: SkillRow,
+        at: Timestamp,
+        audit: AuditEntry,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO improve_skills (id, source_namespace, title, body_ref, version, status, wins, losses, ts) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&skill.id)
+        .bind(&skill.source_namespace)
+        .bind(&skill.title)
+        .bind(&skill.body_ref)
+        .bind(skill.version)
+        .bind(&skill.status)
+        .bind(skill.wins)
+        .bind(skill.losses)
+        .bind(at.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| conflict_or_backend(e, |_| format!("skill '{}' already exists", skill.id)))?;
+        insert_audit(&mut tx, &audit).await.db()?;
+        commit(tx).await
+    }
+
+    async fn skills(&self, status: Option<&str>) -> StoreResult<Vec<SkillRow>> {
+        let mut qb = QueryBuilder::<Sqlite>::new(
+            "SELECT id, source_namespace, title, body_ref, version, status, wins, losses FROM improve_skills",
+        );
+        if let Some(status) = status {
+            qb.push(" WHERE status = ").push_bind(status.to_owned());
+        }
+        qb.push(" ORDER BY ts DESC, id");
+        let found = qb.build().fetch_all(self.reader()).await.db()?;
+        rows::all(&found, skill_row).db()
+    }
+
+    async fn record_evaluation(&self, evaluation: SkillEvaluationRow) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO skill_evaluations (skill, version, namespace, probe_set_version, delta, runs, verdict, \
+             evaluated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&evaluation.skill)
+        .bind(evaluation.version)
+        .bind(&evaluation.namespace)
+        .bind(&evaluation.probe_set_version)
+        .bind(evaluation.delta)
+        .bind(evaluation.runs)
+        .bind(&evaluation.verdict)
+        .bind(&evaluation.evaluated_at)
+        .execute(self.writer())
+        .await
+        .db()?;
+        Ok(())
+    }
+
+    async fn evaluations(&self, skill: &str) -> StoreResult<Vec<SkillEvaluationRow>> {
+        let found = sqlx::query(
+            "SELECT skill, version, namespace, probe_set_version, delta, runs, verdict, evaluated_at \
+             FROM skill_evaluations WHERE skill = ? ORDER BY evaluated_at DESC, id DESC",
+        )
+        .bind(skill)
+        .fetch_all(self.reader())
+        .await
+        .db()?;
+        rows::all(&found, evaluation_row).db()
+    }
+
+    async fn set_skill_status(
+        &self,
+        skill: &str,
+        from: &str,
+        to: &str,
+        at: Timestamp,
+        audit: AuditEntry,
+    ) -> StoreResult<bool> {
+        let mut tx = self.begin_write().await?;
+        // `retired_at` records when a skill entered `retired`; other moves leave it alone.
+        let changed: Option<String> = sqlx::query_scalar(
+            "UPDATE improve_skills SET status = ?1, retired_at = CASE WHEN ?1 = 'retired' THEN ?2 ELSE retired_at END \
+             WHERE id = ?3 AND status = ?4 RETURNING id",
+        )
+        .bind(to)
+        .bind(at.to_string())
+        .bind(skill)
+        .bind(from)
+        .fetch_optional(&mut *tx)
+        .await
+        .db()?;
+        if changed.is_none() {
+            return Ok(false);
+        }
+        insert_audit(&mut tx, &audit).await.db()?;
+        commit(tx).await?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,200 @@
+//! The store handle: opening the file (one writer connection, a pool of readers), migrating,
+//! closing, and the `BEGIN IMMEDIATE` transaction every unit of work runs in.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use capsid_core::ports::{StoreError, StoreResult};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::error::backend;
+
+/// How long a connection waits on a lock held by another connection or process.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Read connections: enough for a 2-core machine, each one a SQLite worker thread.
+const READERS: u32 = 4;
+/// The WAL is truncated back to this size after a checkpoint (bounds its growth).
+const JOURNAL_SIZE_LIMIT: &str = "67108864";
+
+/// The SQLite store: every store port of `capsid-core` over one database file.
+///
+/// Cheap to clone (one `Arc`). Writes are serialized through one connection; reads run on a
+/// pool of `query_only` connections and see every committed write (WAL).
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Pools>,
+}
+
+struct Pools {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+/// The file a `sqlite://<path>`, `sqlite:<path>` or bare-path URL names (query parameters,
+/// which other sqlx users append, are ignored: this store sets its own options).
+fn database_path(url: &str) -> StoreResult<PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .unwrap_or(url);
+    let path = rest.split_once('?').map_or(rest, |(path, _)| path);
+    if path.is_empty() {
+        return Err(StoreError::Backend(format!("no database file in {url:?}")));
+    }
+    if path == ":memory:" {
+        return Err(StoreError::Backend(
+            "an in-memory SQLite database cannot be shared by the writer and the readers; give a file path".to_owned(),
+        ));
+    }
+    Ok(PathBuf::from(path))
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database at `url` (`sqlite://<path>`, `sqlite:<path>` or
+    /// a bare path). Does not migrate: call [`SqliteStore::migrate`].
+    pub async fn open(url: &str) -> StoreResult<SqliteStore> {
+        let path = database_path(url)?;
+        let base = SqliteConnectOptions::new()
+            .filename(&path)
+            .foreign_keys(true)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(BUSY_TIMEOUT);
+        let writer_options = base
+            .clone()
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .pragma("journal_size_limit", JOURNAL_SIZE_LIMIT);
+        // The writer opens first: it creates the file and switches it to WAL (a persistent
+        // setting), so the readers never race it for that.
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .connect_with(writer_options)
+            .await
+            .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(READERS)
+            .connect_with(base.pragma("query_only", "ON"))
+            .await
+            .map_err(|e| {
+                StoreError::Backend(format!("cannot open {} for reading: {e}", path.display()))
+            })?;
+        Ok(SqliteStore {
+            inner: Arc::new(Pools { writer, reader }),
+        })
+    }
+
+    /// Applies every pending migration of [`crate::MIGRATOR`] and returns the schema version
+    /// (the newest applied migration as `NNNN_name`).
+    pub async fn migrate(&self) -> StoreResult<Option<String>> {
+        crate::MIGRATOR
+            .run(&self.inner.writer)
+            .await
+            .map_err(|e| StoreError::Backend(format!("migration failed: {e}")))?;
+        crate::health::schema_version(&self.inner.reader).await
+    }
+
+    /// Closes both pools, waiting for connections in use to be returned.
+    pub async fn close(&self) {
+        self.inner.writer.close().await;
+        self.inner.reader.close().await;
+    }
+
+    /// The connection settings as SQLite reports them, for `capsid doctor` and tests:
+    /// `writer.<pragma>` and `reader.<pragma>` pairs (`journal_mode`, `synchronous`,
+    /// `foreign_keys`, `busy_timeout`, `query_only`).
+    pub async fn pragmas(&self) -> StoreResult<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for (role, pool) in [
+            ("writer", &self.inner.writer),
+            ("reader", &self.inner.reader),
+        ] {
+            let mut conn = pool.acquire().await.map_err(backend)?;
+            for (pragma, sql) in [
+                ("journal_mode", "PRAGMA journal_mode"),
+                ("synchronous", "PRAGMA synchronous"),
+                ("foreign_keys", "PRAGMA foreign_keys"),
+                ("busy_timeout", "PRAGMA busy_timeout"),
+                ("query_only", "PRAGMA query_only"),
+            ] {
+                let row = sqlx::query(sql)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(backend)?;
+                // Text for journal_mode, integers for the rest.
+                let value = row
+                    .try_get::<String, _>(0)
+                    .or_else(|_| row.try_get::<i64, _>(0).map(|n| n.to_string()))
+                    .map_err(backend)?;
+                out.push((format!("{role}.{pragma}"), value));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The single writer connection's pool.
+    pub(crate) fn writer(&self) -> &SqlitePool {
+        &self.inner.writer
+    }
+
+    /// The read pool.
+    pub(crate) fn reader(&self) -> &SqlitePool {
+        &self.inner.reader
+    }
+
+    /// A write transaction on the writer connection, taking the write lock up front
+    /// (`BEGIN IMMEDIATE`, so a contending process waits on the busy timeout instead of
+    /// failing at its first write).
+    pub(crate) async fn begin_write(&self) -> StoreResult<Transaction<'static, Sqlite>> {
+        self.inner
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)
+    }
+
+    /// A read transaction (one consistent snapshot) on a reader connection.
+    pub(crate) async fn begin_read(&self) -> StoreResult<Transaction<'static, Sqlite>> {
+        self.inner.reader.begin().await.map_err(backend)
+    }
+}
+
+/// Commits `tx`, translating a failure.
+pub(crate) async fn commit(tx: Transaction<'static, Sqlite>) -> StoreResult<()> {
+    tx.commit().await.map_err(backend)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_a_file() {
+        assert_eq!(
+            database_path("sqlite://data/c.db").unwrap(),
+            PathBuf::from("data/c.db")
+        );
+        assert_eq!(
+            database_path("sqlite:///abs/c.db").unwrap(),
+            PathBuf::from("/abs/c.db")
+        );
+        assert_eq!(database_path("sqlite:c.db").unwrap(), PathBuf::from("c.db"));
+        assert_eq!(database_path("c.db").unwrap(), PathBuf::from("c.db"));
+        assert_eq!(
+            database_path("sqlite://c.db?mode=rwc").unwrap(),
+            PathBuf::from("c.db")
+        );
+        assert!(database_path("sqlite://").is_err());
+        assert!(database_path("sqlite::memory:").is_err());
+    }
+}

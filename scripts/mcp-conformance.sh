@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite (@modelcontextprotocol/conformance) against the fixture
+# server tests/src/bin/mcp_fixture.rs, which serves on capsid's own transport configuration
+# (capsid_http::transport_config), once in the default stateless mode and once in session mode.
+#
+# Installs Node 22 (npm package `node`) and the pinned suite versions into .tools/ (ignored by
+# git) unless already there, then per mode runs: 0.1.16 `--suite active`, and 0.2.0-alpha.12
+# `--requirements 2025-11-25` and `--requirements 2026-07-28`. Results (checks.json per
+# scenario, console output, summary.txt) go to target/mcp-conformance/. Expected failures are
+# the committed baselines tests/conformance/<mode>-<run>.yml.
+#
+# Exit status: 0 all passed (or failed only as baselined); 1 a failure; 3 the tooling could not
+# be installed (no npm, or no npm registry): scripts/test.sh decides whether that is fatal.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+NODE_VERSION=22.23.3
+SUITE_STABLE=0.1.16
+SUITE_ALPHA=0.2.0-alpha.12
+tools="$root/.tools"
+target="${CARGO_TARGET_DIR:-target}"
+case "$target" in /*) ;; *) target="$root/$target" ;; esac
+out="$target/mcp-conformance"
+fixture_bin="$target/debug/mcp_fixture"
+baselines="$root/tests/conformance"
+
+# npm writes only under .tools: its cache, no update checks, no audit or funding calls.
+export npm_config_cache="$tools/npm-cache" npm_config_update_notifier=false \
+  npm_config_audit=false npm_config_fund=false npm_config_fetch_retries=1 \
+  npm_config_fetch_timeout=30000 NO_COLOR=1
+
+say() { printf 'mcp-conformance: %s\n' "$*"; }
+tooling_failed() { say "CANNOT INSTALL TOOLING: $*" >&2; exit 3; }
+
+# --- Node 22 ------------------------------------------------------------------------------
+# The `node` package links its platform package's binary to node_modules/node/bin/node in a
+# preinstall script; should npm refuse to run it, the platform package itself is installed.
+node=
+find_node() {
+  local candidate
+  for candidate in "$tools"/node22/node_modules/node/bin/node "$tools"/node22/node_modules/node-*/bin/node; do
+    if [ -x "$candidate" ] && [ "$("$candidate" --version 2>/dev/null)" = "v$NODE_VERSION" ]; then
+      node=$candidate
+      return 0
+    fi
+  done
+  return 1
+}
+if ! find_node; then
+  command -v npm >/dev/null || tooling_failed "npm is not on PATH (any version bootstraps Node $NODE_VERSION)"
+  say "installing node@$NODE_VERSION into .tools/node22"
+  rm -rf "$tools/node22"
+  mkdir -p "$tools"
+  npm install --prefix "$tools/node22" --no-save "node@$NODE_VERSION" >"$tools/node22.log" 2>&1 || true
+  if ! find_node; then
+    case "$(uname -m)" in x86_64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
+    platform_pkg="node-$(uname -s | tr '[:upper:]' '[:lower:]')-$arch"
+    npm install --prefix "$tools/node22" --no-save --ignore-scripts "$platform_pkg@$NODE_VERSION" \
+      >>"$tools/node22.log" 2>&1 || true
+    find_node || { tail -n 20 "$tools/node22.log" >&2; tooling_failed "could not install Node $NODE_VERSION from the npm registry"; }
+  fi
+fi
+# npm (whichever is on PATH) then runs on Node 22 too.
+export PATH="$(dirname "$node"):$PATH"
+
+# --- the suite ------------------------------------------------------------------------------
+suite_js() { echo "$tools/conformance/$1/node_modules/@modelcontextprotocol/conformance/dist/index.js"; }
+for version in "$SUITE_STABLE" "$SUITE_ALPHA"; do
+  manifest="$tools/conformance/$version/node_modules/@modelcontextprotocol/conformance/package.json"
+  if [ -f "$(suite_js "$version")" ] && grep -q "\"version\": \"$version\"" "$manifest"; then
+    continue
+  fi
+  say "installing @modelcontextprotocol/conformance@$version into .tools/conformance/$version"
+  rm -rf "$tools/conformance/$version"
+  npm install --prefix "$tools/conformance/$version" --ignore-scripts \
+    "@modelcontextprotocol/conformance@$version" >"$tools/conformance-$version.log" 2>&1 \
+    || { tail -n 20 "$tools/conformance-$version.log" >&2; tooling_failed "could not install @modelcontextprotocol/conformance@$version"; }
+done
+
+# --- the fixture ----------------------------------------------------------------------------
+# Built as `cargo test --workspace` builds it (capsid-tests' integration tests make cargo build
+# its binaries), so after that step of scripts/test.sh this is a no-op: a separate
+# `cargo build -p capsid-tests` would resolve other features (dev-dependencies) and recompile
+# much of the dependency tree.
+say "building the fixture (cargo test --workspace --no-run)"
+cargo test --workspace --locked --no-run --quiet
+
+rm -rf "$out"
+mkdir -p "$out"
+fixture_pid=
+stop_fixture() {
+  if [ -n "$fixture_pid" ]; then
+    kill "$fixture_pid" 2>/dev/null || true
+    wait "$fixture_pid" 2>/dev/null || true
+    fixture_pid=
+  fi
+}
+trap stop_fixture EXIT
+
+# Starts the fixture in mode $1 and sets $url once it listens.
+start_fixture() {
+  local mode=$1 flag=() port= i
+  [ "$mode" = sessions ] && flag=(--sessions)
+  "$fixture_bin" --port 0 "${flag[@]}" >"$out/fixture-$mode.out" 2>"$out/fixture-$mode.err" &
+  fixture_pid=$!
+  for i in $(seq 1 100); do
+    port=$(awk '/^LISTENING /{print $2; exit}' "$out/fixture-$mode.out")
+    [ -n "$port" ] && break
+    kill -0 "$fixture_pid" 2>/dev/null || { cat "$out/fixture-$mode.err" >&2; say "the fixture exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$port" ] || { say "the fixture did not report a port" >&2; exit 1; }
+  url="http://127.0.0.1:$port/mcp"
+}
+
+# --- the runs -------------------------------------------------------------------------------
+# Each run: <id> <suite version> <suite arguments...>
+runs=(
+  "$SUITE_STABLE-active|$SUITE_STABLE|--suite active"
+  "2025-11-25|$SUITE_ALPHA|--requirements 2025-11-25"
+  "2026-07-28|$SUITE_ALPHA|--requirements 2026-07-28"
+)
+failed=()
+summary="$out/summary.txt"
+: >"$summary"
+started=$SECONDS
+for mode in stateless sessions; do
+  start_fixture "$mode"
+  say "$mode mode: fixture at $url"
+  for run in "${runs[@]}"; do
+    IFS='|' read -r id version args <<<"$run"
+    dir="$out/$mode/$id"
+    mkdir -p "$dir"
+    baseline="$baselines/$mode-$id.yml"
+    extra=()
+    [ -f "$baseline" ] && extra=(--expected-failures "$baseline")
+    # shellcheck disable=SC2086 # $args is a fixed list of words from the table above
+    cmd=("$node" "$(suite_js "$version")" server --url "$url" $args -o "$dir/results" "${extra[@]}")
+    printf '%s\n' "conformance@$version server --url $url $args ${extra[*]}" >"$dir/command.txt"
+    status=0
+    "${cmd[@]}" >"$dir/console.txt" 2>&1 || status=$?
+    sed -i 's/\x1b\[[0-9;]*m//g' "$dir/console.txt"
+    baselined=
+    [ -f "$baseline" ] && baselined=$(sed -nE 's/^ *- *([^:# ]+).*/\1/p' "$baseline" | tr '\n' ' ')
+    # Scenarios a requirement set runs without scoring them.
+    nslist=
+    requirements="$(dirname "$(suite_js "$version")")/../requirements/$id.yaml"
+    [ -f "$requirements" ] && nslist=$(sed -nE 's/^ *- scenario: *([^ ]+).*/\1/p' "$requirements" | tr '\n' ' ')
+    # Scenarios with a WARNING check (the console counts those as neither passed nor failed).
+    warned=$(grep -l '"status": "WARNING"' "$dir"/results/server-*/checks.json 2>/dev/null \
+      | sed -E 's|.*/server-(.*)-[0-9]{4}-[0-9]{2}-[0-9]{2}T[^/]*/checks.json|\1|' | tr '\n' ' ' || true)
+    # The console has one line per scenario, "✓ name: N passed, M failed", and lists the
+    # failing not-scored ones as "  ✗ name (reason)" after "Not scored for ...".
+    awk -v mode="$mode" -v id="$id" -v version="$version" -v status="$status" -v baselined=" $baselined" -v warned=" $warned" -v nslist=" $nslist" '
+      /^(✓|✗) [^ ]+: [0-9]+ passed, [0-9]+ failed/ {
+        name = $2; sub(/:$/, "", name); n++
+        if (index(warned, " " name " ")) warn[++nw] = name
+        if ($1 == "✗") bad[++nb] = name
+        else if ($3 + $5 > 0) pass++
+        else if (!index(warned, " " name " ")) empty[++ne] = name
+      }
+      /^Not scored for/ { ns = 1; nsline = $0 }
+      ns && /^ +✗ / { notscored[$2] = $3 }
+      /^Total: / { total = $0; sub(/^Total: /, "", total) }
+      END {
+        printf "%-9s %-12s suite %-15s exit=%s scenarios=%d passed=%d failed=%d warned=%d not-applicable=%d (checks: %s)\n", mode, id, version, status, n, pass, nb, nw, ne, total
+        if (nsline != "") printf "    %s\n", nsline
+        for (i = 1; i <= nb; i++) {
+          why = "UNEXPECTED"
+          if (bad[i] in notscored) why = "not scored " notscored[bad[i]]
+          else if (index(baselined, " " bad[i] " ")) why = "baselined"
+          printf "    failed: %s [%s]\n", bad[i], why
+        }
+        for (i = 1; i <= ne; i++) printf "    not applicable (no check passed or failed): %s\n", empty[i]
+        for (i = 1; i <= nw; i++) {
+          why = "not baselined"
+          if (warn[i] in notscored || index(nslist, " " warn[i] " ")) why = "not scored"
+          else if (index(baselined, " " warn[i] " ")) why = "baselined"
+          printf "    warning: %s [%s]\n", warn[i], why
+        }
+      }' "$dir/console.txt" | tee -a "$summary"
+    if [ "$status" -ne 0 ] || ! grep -qE '^(✓|✗) ' "$dir/console.txt"; then
+      failed+=("$mode/$id")
+      grep -A40 -E '^Unexpected failures|^Stale' "$dir/console.txt" | sed 's/^/    | /' >&2 || true
+    fi
+  done
+  stop_fixture
+done
+say "suite runs took $((SECONDS - started))s; results in ${out#"$root"/}"
+
+if [ "${#failed[@]}" -gt 0 ]; then
+  say "FAILED: ${failed[*]} (see target/mcp-conformance/<mode>/<run>/console.txt)" >&2
+  exit 1
+fi
+say "all conformance runs passed (failures only as baselined in tests/conformance/)"

@@ -1,0 +1,240 @@
+//! `capsid-load`: drives a real Capsid server with N concurrent MCP clients over HTTP and
+//! prints calls per second and p50/p99 latency per tool. It starts a server in-process over a
+//! fresh store (SQLite by default, Postgres with --database-url) or targets one (--url, --key).
+//!
+//! Modes: `calls` (a mix of read, search and write) and `claims` (post jobs, then every client
+//! claims and completes until the queue is empty; checks each job was claimed exactly once).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use capsid_core::ports::{Store, WriteGuard};
+use capsid_tests::server::{Client, ServerOptions, TestServer, claim_crowd};
+use capsid_tests::textgen::{Rng, Vocabulary, corpus_document, reference_token};
+use clap::Parser;
+use serde_json::json;
+
+/// Load generator for a Capsid server.
+#[derive(Debug, Parser)]
+struct Args {
+    /// `calls` (read/search/write mix) or `claims` (the work queue).
+    #[arg(long, default_value = "calls")]
+    mode: String,
+    /// Concurrent MCP clients.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// Seconds to run (calls mode).
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Weights of read,search,write in calls mode.
+    #[arg(long, default_value = "1,0,0")]
+    mix: String,
+    /// Documents to seed (calls mode), spread over 10 namespaces.
+    #[arg(long, default_value_t = 1000)]
+    docs: usize,
+    /// Jobs to post (claims mode).
+    #[arg(long, default_value_t = 2000)]
+    jobs: usize,
+    /// Target an existing server instead of starting one (needs --key).
+    #[arg(long)]
+    url: Option<String>,
+    /// Bearer key for --url.
+    #[arg(long)]
+    key: Option<String>,
+    /// Store for the in-process server: a sqlite:// or postgres:// URL (default: a fresh SQLite file).
+    #[arg(long)]
+    database_url: Option<String>,
+}
+
+struct Samples(BTreeMap<&'static str, Vec<Duration>>);
+
+impl Samples {
+    fn report(&self, elapsed: Duration) {
+        let total: usize = self.0.values().map(Vec::len).sum();
+        println!(
+            "calls: {total} in {:.2}s = {:.0} calls/s",
+            elapsed.as_secs_f64(),
+            total as f64 / elapsed.as_secs_f64()
+        );
+        for (tool, v) in &self.0 {
+            let mut v = v.clone();
+            v.sort_unstable();
+            let pct =
+                |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
+            println!(
+                "  {tool:<8} n={:<8} {:>8.0}/s  p50 {:>7.3} ms  p99 {:>7.3} ms  max {:>7.3} ms",
+                v.len(),
+                v.len() as f64 / elapsed.as_secs_f64(),
+                pct(0.5),
+                pct(0.99),
+                pct(1.0)
+            );
+        }
+    }
+}
+
+async fn open_store(url: Option<&str>, dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> {
+    match url {
+        Some(u) if u.starts_with("postgres") => {
+            let s = capsid_store_postgres::PgStore::connect_with(u, 64)
+                .await
+                .context("connect postgres")?;
+            s.migrate().await.context("migrate")?;
+            Ok(Arc::new(s))
+        }
+        other => {
+            let u = other
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("load.db").display()));
+            let s = capsid_store_sqlite::SqliteStore::open(&u)
+                .await
+                .context("open sqlite")?;
+            s.migrate().await.context("migrate")?;
+            Ok(Arc::new(s))
+        }
+    }
+}
+
+async fn seed_documents(server: &TestServer, docs: usize) -> Result<()> {
+    for ns in 0..10 {
+        server.namespace(&format!("ns{ns:02}")).await;
+    }
+    let vocabulary = Vocabulary::default();
+    let started = Instant::now();
+    let now = server.service.now();
+    for i in 0..docs {
+        let write = corpus_document(&vocabulary, 7, i, 10, now);
+        server
+            .store
+            .write_document(write, WriteGuard::Upsert, Vec::new())
+            .await
+            .context("seed")?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "seeded {docs} documents in {secs:.1}s ({:.0} writes/s through the store)",
+        docs as f64 / secs
+    );
+    Ok(())
+}
+
+async fn calls(args: &Args, url: &str, key: &str) -> Result<()> {
+    let weights: Vec<usize> = args
+        .mix
+        .split(',')
+        .map(|w| w.trim().parse().unwrap_or(0))
+        .collect();
+    if weights.len() != 3 || weights.iter().sum::<usize>() == 0 {
+        bail!("--mix needs three weights for read,search,write, e.g. 1,0,0");
+    }
+    let deadline = Instant::now() + Duration::from_secs(args.seconds);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..args.clients {
+        let (url, key, weights, docs) = (
+            url.to_owned(),
+            key.to_owned(),
+            weights.clone(),
+            args.docs.max(1),
+        );
+        tasks.push(tokio::spawn(async move {
+            let client = Client::connect(&url, &key, ()).await;
+            let vocabulary = Vocabulary::default();
+            let mut rng = Rng::new(c as u64 + 1);
+            let mut out: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
+            let total: usize = weights.iter().sum();
+            let mut n = 0usize;
+            while Instant::now() < deadline {
+                let pick = rng.below(total);
+                let i = rng.below(docs);
+                let doc = corpus_document(&vocabulary, 7, i, 10, capsid_core::time::Timestamp::from_millis(0));
+                let (tool, call) = if pick < weights[0] {
+                    ("read", json!({"namespace": doc.namespace, "path": doc.path}))
+                } else if pick < weights[0] + weights[1] {
+                    let q = if n.is_multiple_of(2) { reference_token(i) } else { vocabulary.draw(&mut rng).to_owned() };
+                    ("search", json!({"query": q}))
+                } else {
+                    ("write", json!({"namespace": format!("ns{:02}", c % 10), "path": format!("load/{c}/{n}.md"), "title": "load", "body": vocabulary.sentence(&mut rng)}))
+                };
+                let t = Instant::now();
+                let r = client.call(tool, call).await;
+                let dt = t.elapsed();
+                if let Err(e) = r {
+                    eprintln!("client {c}: {tool} failed: {e}");
+                }
+                out.entry(tool).or_default().push(dt);
+                n += 1;
+            }
+            out
+        }));
+    }
+    let mut all: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
+    for t in tasks {
+        for (k, v) in t.await? {
+            all.entry(k).or_default().extend(v);
+        }
+    }
+    Samples(all).report(started.elapsed());
+    Ok(())
+}
+
+async fn claims(args: &Args, server: &TestServer) -> Result<()> {
+    let run = claim_crowd(server, args.clients, args.jobs).await;
+    println!(
+        "claims: {} jobs claimed and completed by {} clients in {:.2}s = {:.0} claims/s (each a claim + a complete over MCP); distinct {}; races retried {}",
+        run.claimed,
+        args.clients,
+        run.elapsed.as_secs_f64(),
+        run.claimed as f64 / run.elapsed.as_secs_f64(),
+        run.distinct,
+        run.retries
+    );
+    if run.distinct != run.claimed || run.claimed != args.jobs {
+        bail!(
+            "double claims or lost jobs: {} claims, {} distinct, {} posted",
+            run.claimed,
+            run.distinct,
+            args.jobs
+        );
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    if let Some(url) = &args.url {
+        let key = args.key.as_deref().context("--url needs --key")?;
+        if args.mode != "calls" {
+            bail!("only calls mode can target an external server");
+        }
+        return calls(
+            &args,
+            &format!("{}/ops/mcp", url.trim_end_matches('/')),
+            key,
+        )
+        .await;
+    }
+    let dir = tempfile::tempdir()?;
+    let store = open_store(args.database_url.as_deref(), &dir).await?;
+    let server = TestServer::start(store, ServerOptions::default()).await;
+    let key = server
+        .mint(
+            "load",
+            "session",
+            json!({"namespaces": ["*"], "grants": ["read", "write"]}),
+        )
+        .await;
+    match args.mode.as_str() {
+        "calls" => {
+            seed_documents(&server, args.docs).await?;
+            calls(&args, &server.ops_url(), &key).await?;
+        }
+        "claims" => claims(&args, &server).await?,
+        other => bail!("unknown mode {other}: calls or claims"),
+    }
+    server.stop().await;
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! The MCP conformance fixture: the tools, resources and prompts that the official
+//! `@modelcontextprotocol/conformance` server scenarios expect, served on capsid's own
+//! transport configuration (`capsid_http::transport_config`) so that the suite measures that
+//! configuration. `scripts/mcp-conformance.sh` builds, starts and drives it.
+//!
+//! Usage: `mcp_fixture [--port N] [--sessions]`. It listens on 127.0.0.1 (`--port 0` picks a
+//! free port), prints `LISTENING <port>` on stdout once it accepts connections, and serves MCP
+//! at `/mcp`: stateless JSON responses by default, `Mcp-Session-Id` sessions with
+//! `--sessions`, exactly as capsid serves them.
+
+// Sampling, logging and legacy resource subscriptions are deprecated by SEP-2577, but the
+// 2025-11-25 scenarios exercise them.
+#![allow(deprecated)]
+
+#[path = "mcp_fixture/catalog.rs"]
+mod catalog;
+#[path = "mcp_fixture/client_requests.rs"]
+mod client_requests;
+#[path = "mcp_fixture/input_required.rs"]
+mod input_required;
+#[path = "mcp_fixture/server.rs"]
+mod server;
+#[path = "mcp_fixture/tools.rs"]
+mod tools;
+
+use std::io::Write;
+
+use axum::serve::ListenerExt;
+use clap::Parser;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+/// Command line of the fixture.
+#[derive(Debug, Parser)]
+#[command(about = "MCP conformance fixture on capsid's transport configuration")]
+struct Args {
+    /// Port to listen on, on 127.0.0.1; 0 picks a free one.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Serve with `Mcp-Session-Id` sessions (capsid's session mode) instead of stateless
+    /// JSON responses.
+    #[arg(long)]
+    sessions: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
+    let port = listener.local_addr()?.port();
+    // As capsid serves (SPEC section 5): no Nagle delay on small JSON-RPC frames.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let config = capsid_http::transport_config(&format!("http://127.0.0.1:{port}"), args.sessions);
+    let fixture = server::Fixture::new();
+    let mcp = StreamableHttpService::new(
+        move || Ok(fixture.session()),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let app = axum::Router::new().nest_service("/mcp", mcp);
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "LISTENING {port}")?;
+    stdout.flush()?;
+    drop(stdout);
+    axum::serve(listener, app).await?;
+    Ok(())
+}

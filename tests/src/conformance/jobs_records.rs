@@ -1,0 +1,318 @@
+//! Conformance cases for what finished jobs leave behind: write-once outcome rows with their
+//! PR rows, the queue counts, and the mirror document rewritten on every transition.
+
+use capsid_core::jobs::job_doc_path;
+use capsid_core::jobs::outcome::ResultKind;
+use capsid_core::jobs::state::JobStatus;
+use capsid_core::ports::{ClaimTarget, JobCounts, JobPatch, OutcomeRecord, StatusCount, Store};
+
+use super::jobs_claim::{claimed, post};
+use super::support::{
+    assert_mirror, at, complete_patch, doc, fail_patch, job_id, outcome_row, transition,
+};
+use crate::harness::Probe;
+
+/// The outcome row is written once with NULLs kept NULL; its PR rows land with it.
+pub async fn outcomes_write_once_with_nulls_and_pr_rows<S: Store>(store: &S, probe: &Probe) {
+    post(store, &job_id(1), "proj", "One", 0, at(0)).await;
+    let job = claimed(store, "agent:a", ClaimTarget::Id(job_id(1)), at(1)).await;
+    let mut row = outcome_row(&job, "agent:a", at(30));
+    row.prs_opened = Some(2);
+    row.commits = Some(0);
+    row.tests_added = Some(3);
+    row.ci_green = Some(0);
+    row.duration_minutes = Some(29);
+    row.result_kind = ResultKind::Pr;
+    let urls = vec![
+        "https://github.com/acme/api/pull/1".to_owned(),
+        "https://github.com/acme/api/pull/2".to_owned(),
+    ];
+    let mut done = transition(
+        &job.id,
+        "proj",
+        JobStatus::Claimed,
+        "agent:a",
+        complete_patch(),
+        at(30),
+    );
+    done.outcome = Some(OutcomeRecord {
+        row: row.clone(),
+        pr_urls: urls,
+    });
+    store
+        .transition_job(done)
+        .await
+        .expect("complete")
+        .expect("applied");
+    assert_eq!(
+        store.outcomes(Some("agent:a")).await.expect("outcomes"),
+        vec![row.clone()]
+    );
+    assert_eq!(
+        store.outcomes(Some("agent:b")).await.expect("outcomes"),
+        vec![]
+    );
+    let prs = format!(
+        "SELECT COUNT(*) FROM job_outcome_prs WHERE job_id = '{}'",
+        job.id
+    );
+    assert_eq!(probe.count(&prs).await, 2);
+    assert_eq!(
+        probe.count(&format!("{prs} AND merged IS NULL")).await,
+        2,
+        "merge state unknown until checked"
+    );
+
+    post(store, &job_id(2), "proj", "Two", 0, at(40)).await;
+    let two = claimed(store, "agent:b", ClaimTarget::Id(job_id(2)), at(41)).await;
+    let first = outcome_row(&two, "agent:b", at(42));
+    let mut heartbeat = transition(
+        &two.id,
+        "proj",
+        JobStatus::Claimed,
+        "agent:b",
+        JobPatch::default(),
+        at(42),
+    );
+    heartbeat.outcome = Some(OutcomeRecord {
+        row: first.clone(),
+        pr_urls: vec!["https://github.com/acme/api/pull/7".into()],
+    });
+    store
+        .transition_job(heartbeat)
+        .await
+        .expect("transition")
+        .expect("applied");
+    let mut second = outcome_row(&two, "agent:b", at(50));
+    second.prs_opened = Some(9);
+    second.commits = Some(9);
+    let mut failed = transition(
+        &two.id,
+        "proj",
+        JobStatus::Claimed,
+        "agent:b",
+        fail_patch("stuck"),
+        at(50),
+    );
+    failed.outcome = Some(OutcomeRecord {
+        row: second,
+        pr_urls: vec![
+            "https://github.com/acme/api/pull/8".into(),
+            "https://github.com/acme/api/pull/9".into(),
+        ],
+    });
+    let failed = store
+        .transition_job(failed)
+        .await
+        .expect("fail")
+        .expect("the transition applies");
+    assert_eq!(failed.status, JobStatus::Failed);
+    assert_eq!(
+        store.outcomes(Some("agent:b")).await.expect("outcomes"),
+        vec![first],
+        "the first record stands"
+    );
+    assert_eq!(
+        probe
+            .count(&format!(
+                "SELECT COUNT(*) FROM job_outcome_prs WHERE job_id = '{}'",
+                two.id
+            ))
+            .await,
+        1
+    );
+    let mut everyone = store.outcomes(None).await.expect("outcomes");
+    everyone.sort_by(|a, b| a.job_id.cmp(&b.job_id));
+    assert_eq!(
+        everyone
+            .iter()
+            .map(|o| o.job_id.as_str())
+            .collect::<Vec<_>>(),
+        [job_id(1), job_id(2)]
+    );
+    assert_eq!(
+        (
+            everyone[0].prs_merged,
+            everyone[0].files_changed,
+            everyone[0].commits
+        ),
+        (None, None, Some(0)),
+        "NULL is not zero"
+    );
+}
+
+/// `job_status_counts` per holder and status; `job_counts` with jobs done since a day start.
+pub async fn job_counts_and_status_counts<S: Store>(store: &S) {
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        job_id(n)
+    };
+    let finish = |actor: &'static str, patch: JobPatch, when: i64, id: String| async move {
+        claimed(store, actor, ClaimTarget::Id(id.clone()), at(when)).await;
+        store
+            .transition_job(transition(
+                &id,
+                "proj",
+                JobStatus::Claimed,
+                actor,
+                patch,
+                at(when),
+            ))
+            .await
+            .expect("transition")
+            .expect("applied");
+    };
+    for (actor, patch, when) in [
+        ("agent:a", complete_patch(), 10),
+        ("agent:a", complete_patch(), 24 * 60 + 10),
+        ("agent:a", fail_patch("no"), 24 * 60 + 20),
+        ("agent:b", complete_patch(), 24 * 60 + 30),
+    ] {
+        let id = next();
+        post(store, &id, "proj", &format!("finished {id}"), 0, at(0)).await;
+        finish(actor, patch, when, id).await;
+    }
+    let id = next();
+    post(store, &id, "proj", "blocked", 0, at(0)).await;
+    claimed(
+        store,
+        "agent:b",
+        ClaimTarget::Id(id.clone()),
+        at(24 * 60 + 40),
+    )
+    .await;
+    let block = JobPatch {
+        status: Some(JobStatus::Blocked),
+        lease_expires: Some(None),
+        add_blocked: true,
+        ..JobPatch::default()
+    };
+    store
+        .transition_job(transition(
+            &id,
+            "proj",
+            JobStatus::Claimed,
+            "agent:b",
+            block,
+            at(24 * 60 + 41),
+        ))
+        .await
+        .expect("block")
+        .expect("applied");
+    let id = next();
+    post(store, &id, "proj", "held", 0, at(0)).await;
+    claimed(store, "agent:c", ClaimTarget::Id(id), at(24 * 60 + 50)).await;
+    for title in ["q1", "q2", "q3"] {
+        post(store, &next(), "proj", title, 0, at(1)).await;
+    }
+    post(store, &next(), "other", "elsewhere", 0, at(1)).await;
+
+    let counts = store.job_counts("proj", at(24 * 60)).await.expect("counts");
+    assert_eq!(
+        counts,
+        JobCounts {
+            queued: 3,
+            claimed: 1,
+            blocked: 1,
+            done_today: 2
+        }
+    );
+    assert_eq!(
+        store
+            .job_counts("other", at(24 * 60))
+            .await
+            .expect("counts"),
+        JobCounts {
+            queued: 1,
+            ..JobCounts::default()
+        }
+    );
+    assert_eq!(
+        store
+            .job_counts("proj", at(0))
+            .await
+            .expect("counts")
+            .done_today,
+        3
+    );
+    let mut got = store.job_status_counts().await.expect("status counts");
+    got.sort_by(|x, y| {
+        (x.claimed_by.as_str(), x.status.as_str()).cmp(&(y.claimed_by.as_str(), y.status.as_str()))
+    });
+    let c = |who: &str, status: JobStatus, count: u64| StatusCount {
+        claimed_by: who.into(),
+        status,
+        count,
+    };
+    assert_eq!(
+        got,
+        vec![
+            c("agent:a", JobStatus::Done, 2),
+            c("agent:a", JobStatus::Failed, 1),
+            c("agent:b", JobStatus::Blocked, 1),
+            c("agent:b", JobStatus::Done, 1),
+            c("agent:c", JobStatus::Claimed, 1),
+        ],
+        "queued jobs have no holder and no row"
+    );
+}
+
+/// Every transition rewrites the mirror document (a snapshot of the previous one each time).
+pub async fn mirror_rewritten_on_every_transition<S: Store>(store: &S) {
+    let posted = post(store, &job_id(1), "proj", "Mirror me", 4, at(0)).await;
+    let path = job_doc_path(&posted.id);
+    assert_mirror(store, &posted, at(0)).await;
+    assert_eq!(
+        store
+            .versions("proj", &path, 10)
+            .await
+            .expect("versions")
+            .len(),
+        0
+    );
+    let held = claimed(store, "agent:a", ClaimTarget::Id(posted.id.clone()), at(1)).await;
+    assert_mirror(store, &held, at(1)).await;
+    let renew = JobPatch {
+        lease_expires: Some(Some(at(400).to_string())),
+        ..JobPatch::default()
+    };
+    let renewed = store
+        .transition_job(transition(
+            &posted.id,
+            "proj",
+            JobStatus::Claimed,
+            "agent:a",
+            renew,
+            at(2),
+        ))
+        .await
+        .expect("renew")
+        .expect("applied");
+    assert_mirror(store, &renewed, at(2)).await;
+    let done = store
+        .transition_job(transition(
+            &posted.id,
+            "proj",
+            JobStatus::Claimed,
+            "agent:a",
+            complete_patch(),
+            at(3),
+        ))
+        .await
+        .expect("complete")
+        .expect("applied");
+    assert_mirror(store, &done, at(3)).await;
+    assert_eq!(doc(store, "proj", &path).await.status, "closed");
+    let versions = store.versions("proj", &path, 10).await.expect("versions");
+    assert_eq!(versions.len(), 3, "one snapshot per rewrite: {versions:?}");
+    assert_eq!(versions[0].snapshot_at, at(3).to_string());
+    let search = store
+        .search_documents("Mirror", Some("proj"), Some("task"), 10)
+        .await
+        .expect("search");
+    assert_eq!(
+        search.iter().map(|h| h.path.as_str()).collect::<Vec<_>>(),
+        [path.as_str()]
+    );
+}

@@ -1,0 +1,18 @@
+//! The store conformance suite: one set of async cases over the `capsid-core` ports, grouped
+//! by port, that `tests/conformance.rs` runs against every backend on a fresh store.
+
+pub mod agents;
+pub mod documents_guards;
+pub mod documents_packets;
+pub mod documents_paths;
+pub mod documents_read;
+pub mod documents_search;
+pub mod documents_write;
+pub mod hostile;
+pub mod jobs_claim;
+pub mod jobs_flow;
+pub mod jobs_records;
+pub mod races;
+pub mod registry;
+pub mod settings;
+pub mod support;

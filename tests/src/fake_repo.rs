@@ -1,0 +1,191 @@
+//! A repository host behind the `RepoHost` port for work-queue tests: pull requests, review
+//! comments and workflow runs the test sets up, and repositories it cannot read. (The real
+//! GitHub adapter is tested against a fake GitHub HTTP server of its own.)
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use capsid_core::ports::{
+    CheckRun, IssueComment, PullRequestFacts, RepoHost, RepoHostError, RepoRef, WorkflowRun,
+};
+
+/// In-memory facts keyed by `owner/name#number` and `owner/name@sha`.
+#[derive(Debug, Default)]
+pub struct FakeRepoHost {
+    prs: Mutex<BTreeMap<String, PullRequestFacts>>,
+    comments: Mutex<BTreeMap<String, Vec<IssueComment>>>,
+    runs: Mutex<BTreeMap<String, Vec<WorkflowRun>>>,
+    files: Mutex<BTreeMap<String, String>>,
+    unreadable: Mutex<BTreeSet<String>>,
+}
+
+fn pr_key(repo: &RepoRef, number: u64) -> String {
+    format!("{repo}#{number}")
+}
+
+impl FakeRepoHost {
+    /// Adds a pull request.
+    pub fn add_pr(
+        &self,
+        repo: &str,
+        number: u64,
+        merged: bool,
+        commits: u64,
+        changed_files: u64,
+        head_sha: &str,
+    ) {
+        let facts = PullRequestFacts {
+            number,
+            merged,
+            open: !merged,
+            commits,
+            changed_files,
+            head_ref: format!("feature-{number}"),
+            head_sha: head_sha.to_owned(),
+            head_is_fork: false,
+            base_ref: "main".into(),
+            body: String::new(),
+        };
+        self.prs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(format!("{repo}#{number}"), facts);
+    }
+
+    /// Adds a conversation comment on a pull request.
+    pub fn comment(&self, repo: &str, number: u64, login: &str, body: &str, created_at: &str) {
+        self.comments
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(format!("{repo}#{number}"))
+            .or_default()
+            .push(IssueComment {
+                login: login.into(),
+                body: body.into(),
+                created_at: created_at.into(),
+            });
+    }
+
+    /// Sets the workflow runs on a commit.
+    pub fn runs(&self, repo: &str, sha: &str, runs: &[(&str, Option<&str>)]) {
+        let runs = runs
+            .iter()
+            .enumerate()
+            .map(|(i, (status, conclusion))| WorkflowRun {
+                id: i as u64 + 1,
+                name: "ci".into(),
+                status: (*status).to_owned(),
+                conclusion: conclusion.map(str::to_owned),
+            })
+            .collect();
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(format!("{repo}@{sha}"), runs);
+    }
+
+    /// Sets a file's text on the default branch.
+    pub fn file(&self, repo: &str, path: &str, text: &str) {
+        self.files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(format!("{repo}:{path}"), text.into());
+    }
+
+    /// Makes every read of `repo` fail.
+    pub fn break_repo(&self, repo: &str) {
+        self.unreadable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(repo.into());
+    }
+
+    fn check(&self, repo: &RepoRef) -> Result<(), RepoHostError> {
+        if self
+            .unreadable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&repo.to_string())
+        {
+            return Err(RepoHostError::Failed(format!("{repo}: 502 from GitHub")));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl RepoHost for FakeRepoHost {
+    async fn pull_request(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+    ) -> Result<PullRequestFacts, RepoHostError> {
+        self.check(repo)?;
+        self.prs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&pr_key(repo, number))
+            .cloned()
+            .ok_or_else(|| RepoHostError::NotFound(pr_key(repo, number)))
+    }
+
+    async fn pull_request_files(
+        &self,
+        repo: &RepoRef,
+        _number: u64,
+    ) -> Result<Vec<String>, RepoHostError> {
+        self.check(repo)?;
+        Ok(Vec::new())
+    }
+
+    async fn check_runs(&self, repo: &RepoRef, _sha: &str) -> Result<Vec<CheckRun>, RepoHostError> {
+        self.check(repo)?;
+        Ok(Vec::new())
+    }
+
+    async fn workflow_runs(
+        &self,
+        repo: &RepoRef,
+        sha: &str,
+    ) -> Result<Vec<WorkflowRun>, RepoHostError> {
+        self.check(repo)?;
+        Ok(self
+            .runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&format!("{repo}@{sha}"))
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn issue_comments(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+    ) -> Result<Vec<IssueComment>, RepoHostError> {
+        self.check(repo)?;
+        Ok(self
+            .comments
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&pr_key(repo, number))
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn file_text(
+        &self,
+        repo: &RepoRef,
+        path: &str,
+        _git_ref: Option<&str>,
+    ) -> Result<String, RepoHostError> {
+        self.check(repo)?;
+        self.files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&format!("{repo}:{path}"))
+            .cloned()
+            .ok_or_else(|| RepoHostError::NotFound(format!("{repo}:{path}")))
+    }
+}

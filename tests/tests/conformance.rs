@@ -1,0 +1,94 @@
+//! Runs every conformance case against both stores, each on a fresh store: `sqlite::<case>`
+//! in a temporary folder and `postgres::<case>` in a new database (see `harness`).
+
+use capsid_tests::conformance;
+use capsid_tests::harness::Backend;
+
+/// Expands one case for one backend. `store` cases take `&S`, `probe` cases also a raw SQL
+/// probe, `shared` cases an `Arc<S>` they hand to spawned tasks.
+macro_rules! case {
+    (@call store $fresh:ident, $module:ident :: $name:ident) => {
+        conformance::$module::$name(&*$fresh.store).await
+    };
+    (@call probe $fresh:ident, $module:ident :: $name:ident) => {
+        conformance::$module::$name(&*$fresh.store, &$fresh.probe).await
+    };
+    (@call shared $fresh:ident, $module:ident :: $name:ident) => {
+        conformance::$module::$name($fresh.store.clone()).await
+    };
+    ($store:ty, $kind:ident $module:ident :: $name:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $name() {
+            let Some(fresh) = <$store as Backend>::fresh(stringify!($name)).await else {
+                return;
+            };
+            case!(@call $kind fresh, $module::$name);
+            fresh.finish().await;
+        }
+    };
+}
+
+/// Every case, expanded once per backend.
+macro_rules! conformance_suite {
+    ($($kind:ident $module:ident :: $name:ident;)+) => {
+        mod sqlite {
+            use super::*;
+            $(case!(capsid_store_sqlite::SqliteStore, $kind $module::$name);)+
+        }
+        mod postgres {
+            use super::*;
+            $(case!(capsid_store_postgres::PgStore, $kind $module::$name);)+
+        }
+    };
+}
+
+conformance_suite! {
+    store documents_write::write_create_update_upsert_snapshots;
+    store documents_write::write_defaults_and_null_inputs;
+    store documents_write::write_links_replace_clear_and_ignore_duplicates;
+    store documents_write::write_appends_audit_rows;
+    store documents_guards::write_create_collision_changes_nothing;
+    store documents_guards::write_update_of_missing_row_writes_nothing;
+    store documents_guards::write_expected_body_mismatch_changes_nothing;
+    store documents_paths::delete_removes_edges_at_both_ends_and_snapshots;
+    store documents_paths::delete_refusals_change_nothing;
+    store documents_paths::move_repoints_edges_and_snapshots;
+    store documents_paths::move_refusals_change_nothing;
+    store documents_paths::archive_documents_all_or_nothing;
+    store documents_read::list_orders_by_namespace_then_path_bytewise;
+    store documents_read::find_uses_case_sensitive_glob;
+    store documents_search::search_ranks_title_first_with_marked_snippets;
+    store documents_search::search_limit_and_no_duplicates;
+    store documents_search::search_ranks_best_first_among_many_matches;
+    store documents_search::search_ranks_strongest_body_match_first_among_many;
+    store documents_read::backlinks_sorted_by_type_namespace_path;
+    store documents_read::documents_exist_in_order;
+    store documents_read::page_documents_keyset;
+    store documents_packets::brief_rows_contents;
+    store documents_packets::lint_rows_contents;
+    store documents_packets::last_actor_follows_the_newest_audit_row;
+    store registry::namespaces_register_update_and_count;
+    store registry::recent_audit_filters_and_orders;
+    store agents::agents_mint_lookup_revoke_rescope;
+    store settings::settings_put_get_expire_delete;
+    store settings::settings_compare_and_set;
+    store settings::nonce_is_claimed_once;
+    store settings::leader_lease_acquire_renew_release;
+    store settings::skills_and_improve_totals;
+    store settings::health_probes;
+    store jobs_claim::post_job_and_open_title_uniqueness;
+    store jobs_claim::claim_targets_and_order;
+    store jobs_claim::claim_refused_leaves_job_untouched;
+    store jobs_claim::claim_failed_by_decider_marks_failed;
+    store jobs_flow::transition_is_keyed_on_status_holder_and_corrections;
+    store jobs_flow::transition_to_a_second_claim_is_conflict;
+    store jobs_flow::sweep_only_expired_claimed_jobs;
+    probe jobs_records::outcomes_write_once_with_nulls_and_pr_rows;
+    store jobs_records::job_counts_and_status_counts;
+    store jobs_records::mirror_rewritten_on_every_transition;
+    store hostile::hostile_search_input_is_harmless;
+    store hostile::hostile_glob_input_is_harmless;
+    shared races::if_match_race_has_one_winner;
+    shared races::create_race_has_one_winner;
+    shared races::claimers_race_claims_each_job_once;
+}

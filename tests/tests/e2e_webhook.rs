@@ -1,0 +1,115 @@
+//! End to end: with `CAPSID_WEBHOOK_URL` set, a job that blocks or fails is POSTed to it as
+//! JSON, and a webhook that is down changes nothing for the job.
+
+use std::time::Duration;
+
+use axum::routing::post;
+use capsid_tests::server::{ServerOptions, TestServer};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+async fn receiver() -> (String, mpsc::UnboundedReceiver<Value>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(body);
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, rx)
+}
+
+async fn run_blocking_job(s: &TestServer) -> Value {
+    s.namespace("alpha").await;
+    let key = s
+        .mint(
+            "d",
+            "driver",
+            json!({"namespaces": ["alpha"], "grants": ["read", "write"]}),
+        )
+        .await;
+    let c = s.client(&key).await;
+    let job = c
+        .ok(
+            "jobs",
+            json!({"action": "post", "namespace": "alpha", "title": "Gate", "body": "b"}),
+        )
+        .await;
+    c.ok("jobs", json!({"action": "claim", "namespace": "alpha"}))
+        .await;
+    c.ok("jobs", json!({"action": "block", "id": job["job"]["id"], "namespace": "alpha", "reason": "needs a push", "command": "git push origin x"})).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocked_job_is_posted_to_the_webhook() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = capsid_store_sqlite::SqliteStore::open(&format!(
+        "sqlite://{}",
+        dir.path().join("w.db").display()
+    ))
+    .await
+    .expect("open");
+    store.migrate().await.expect("migrate");
+    let (url, mut rx) = receiver().await;
+    let s = TestServer::start(
+        std::sync::Arc::new(store),
+        ServerOptions {
+            webhook: Some(url),
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let blocked = run_blocking_job(&s).await;
+    assert_eq!(blocked["job"]["status"], "blocked");
+    // Waits for the delivery itself (bounded), not for time to pass.
+    let got = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("delivered")
+        .expect("a body");
+    assert_eq!(got["event"], "job-blocked");
+    assert_eq!(got["namespace"], "alpha");
+    assert_eq!(got["command"], "git push origin x");
+    assert_eq!(got["job_id"], blocked["job"]["id"]);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_webhook_never_affects_the_job() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = capsid_store_sqlite::SqliteStore::open(&format!(
+        "sqlite://{}",
+        dir.path().join("w.db").display()
+    ))
+    .await
+    .expect("open");
+    store.migrate().await.expect("migrate");
+    // A port nothing listens on.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hook", closed.local_addr().expect("addr"));
+    drop(closed);
+    let s = TestServer::start(
+        std::sync::Arc::new(store),
+        ServerOptions {
+            webhook: Some(url),
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let blocked = run_blocking_job(&s).await;
+    assert_eq!(blocked["ok"], true);
+    assert_eq!(blocked["job"]["status"], "blocked");
+    s.stop().await;
+}
