@@ -25,7 +25,7 @@ const LONG_VERSION: &str = concat!(
 
 /// Capsid: a control plane for AI agents working across a portfolio of repositories.
 #[derive(Debug, Parser)]
-#[command(name = "capsid", version = LONG_VERSION, about, long_about = None)]
+#[command(name = "capsid", version = LONG_VERSION)]
 struct Cli {
     #[command(flatten)]
     global: config::GlobalArgs,

@@ -195,6 +195,7 @@ impl<H: ClientHandler> Client<H> {
 
     /// As [`Client::connect`], returning the error.
     pub async fn try_connect(url: &str, key: &str, handler: H) -> Result<Client<H>, String> {
+        capsid_http::install_tls_provider();
         let transport = StreamableHttpClientTransport::from_config(
             StreamableHttpClientTransportConfig::with_uri(url).auth_header(key),
         );
