@@ -258,11 +258,15 @@ impl<H: ClientHandler> Client<H> {
     }
 }
 
-/// A client handler that declares elicitation and answers every confirmation with `accept`.
-#[derive(Clone, Debug)]
+/// A client handler that declares elicitation and answers every confirmation with `accept`
+/// (or declines). With `meddle`, it first makes another change through the service, as if a
+/// second writer acted while the human was deciding.
+#[derive(Clone)]
 pub struct Confirming {
     /// Accept (`true`) or decline.
     pub accept: bool,
+    /// A tool call `(service, tool, args)` made while the question is open.
+    pub meddle: Option<(Service, String, Value)>,
 }
 
 impl ClientHandler for Confirming {
@@ -278,6 +282,12 @@ impl ClientHandler for Confirming {
         _request: rmcp::model::ElicitRequestParams,
         _ctx: rmcp::service::RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        if let Some((service, tool, args)) = &self.meddle {
+            service
+                .call_tool(&Caller::cli("meddler"), tool, args.clone(), &NoConfirmer)
+                .await
+                .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        }
         Ok(if self.accept {
             rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
                 .with_content(json!({"confirm": true}))

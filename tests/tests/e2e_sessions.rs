@@ -30,7 +30,15 @@ async fn elicited_confirmation(s: &TestServer) {
     )
     .await;
 
-    let accepting = Client::connect(&s.ops_url(), &key, Confirming { accept: true }).await;
+    let accepting = Client::connect(
+        &s.ops_url(),
+        &key,
+        Confirming {
+            accept: true,
+            meddle: None,
+        },
+    )
+    .await;
     let out = accepting
         .ok(
             "write",
@@ -44,7 +52,15 @@ async fn elicited_confirmation(s: &TestServer) {
         "second"
     );
 
-    let declining = Client::connect(&s.ops_url(), &key, Confirming { accept: false }).await;
+    let declining = Client::connect(
+        &s.ops_url(),
+        &key,
+        Confirming {
+            accept: false,
+            meddle: None,
+        },
+    )
+    .await;
     let e = declining
         .err(
             "write",
@@ -60,6 +76,37 @@ async fn elicited_confirmation(s: &TestServer) {
         s.admin("read", json!({"namespace": "alpha", "path": "a.md"}))
             .await["body"],
         "second"
+    );
+
+    // Consent goes stale: the body changed while the human was deciding, so the write aborts.
+    let meddle = (
+        s.service.clone(),
+        "write".to_owned(),
+        json!({"namespace": "alpha", "path": "a.md", "mode": "append", "body": "meanwhile"}),
+    );
+    let stale = Client::connect(
+        &s.ops_url(),
+        &key,
+        Confirming {
+            accept: true,
+            meddle: Some(meddle),
+        },
+    )
+    .await;
+    let e = stale
+        .err(
+            "write",
+            json!({"namespace": "alpha", "path": "a.md", "title": "A", "body": "fourth"}),
+        )
+        .await;
+    assert!(
+        e.contains("stale confirmation") && e.contains("Nothing was written"),
+        "{e}"
+    );
+    assert_eq!(
+        s.admin("read", json!({"namespace": "alpha", "path": "a.md"}))
+            .await["body"],
+        "second\n\nmeanwhile"
     );
 
     // A client without the capability is told to pass confirm: true.
