@@ -226,9 +226,12 @@ impl Service {
         };
         let elicited = confirmed == Some(Confirmed::ByHuman);
         // Step 7: one unit of work with its commit-time guard.
+        // append and patch build on the body they read: committing over a body that changed
+        // meanwhile would silently drop the other writer's change, so they are guarded too.
+        let derived = matches!(mode, WriteMode::Append | WriteMode::Patch);
         let guard = match &prior_body {
             None => WriteGuard::Create,
-            Some(body) if a.if_match.is_some() || elicited => WriteGuard::Update {
+            Some(body) if a.if_match.is_some() || elicited || derived => WriteGuard::Update {
                 expected_body: Some(body.clone()),
             },
             Some(_) => WriteGuard::Update {
@@ -263,7 +266,8 @@ impl Service {
             namespace: ns.to_owned(),
             path: path.to_owned(),
             title: prepared.title.clone(),
-            body: Some(prepared.body.clone()),
+            // meta never touches the body: leaving it out keeps whatever is stored at commit.
+            body: (mode != WriteMode::Meta).then(|| prepared.body.clone()),
             doc_type,
             status,
             tags: a.tags.as_ref().map(|t| t.0.clone()),
@@ -271,6 +275,13 @@ impl Service {
             at: self.now(),
         };
         if let Err(e) = self.store.write_document(write, guard, audit).await {
+            if derived && a.if_match.is_none() && !elicited && matches!(e, StoreError::Conflict(_))
+            {
+                return Err(Error::Conflict(format!(
+                    "conflict on {ns}/{path}: the stored body changed while this {} was applied to it. Nothing was written. Re-read the document and retry.",
+                    mode.as_str()
+                )));
+            }
             return Err(self
                 .commit_failure(e, ns, path, prior.is_none(), a.if_match.is_some(), elicited)
                 .await);
