@@ -1,6 +1,6 @@
 //! Measures `search_documents` latency on a generated corpus (100,000 documents by default)
 //! in a fresh database under `CAPSID_TEST_POSTGRES_URL`:
-//! `cargo run --release -p capsid-store-postgres --example search_latency [-- <documents>]`.
+//! `cargo run --release -p capsid-store-postgres --example pg_search_latency [-- <documents>]`.
 //! Prints p50/p99 per query class (the same classes as the SQLite example); it asserts
 //! nothing (benchmarks measure, tests check). The database is dropped at the end.
 

@@ -1,5 +1,5 @@
 //! Measures `search_documents` latency on a generated corpus (100,000 documents by default):
-//! `cargo run --release -p capsid-store-sqlite --example search_latency [-- <documents>]`.
+//! `cargo run --release -p capsid-store-sqlite --example sqlite_search_latency [-- <documents>]`.
 //! Prints p50/p99 per query class; it asserts nothing (benchmarks measure, tests check).
 
 use std::time::{Duration, Instant};
