@@ -803,6 +803,71 @@ async fn health_reports_the_store(s: &TestServer) {
     assert!(mcp.1.contains("CAPSID_GITHUB_CLIENT_ID"));
 }
 
+/// Appends race each other: every append the server acknowledged is in the final body, and
+/// one it refused as a conflict left nothing behind. Without the commit-time guard on derived
+/// modes, a racing append silently overwrote another's acknowledged line.
+async fn racing_appends_lose_no_acknowledged_line(s: &TestServer) {
+    let key = writer(s).await;
+    s.namespace("alpha").await;
+    let first = s.client(&key).await;
+    first
+        .ok(
+            "write",
+            json!({"namespace": "alpha", "path": "log.md", "title": "Log", "body": "start"}),
+        )
+        .await;
+    let mut tasks = Vec::new();
+    for w in 0..6 {
+        let c = s.client(&key).await;
+        tasks.push(tokio::spawn(async move {
+            let mut acknowledged = Vec::new();
+            let mut refused = Vec::new();
+            for i in 0..12 {
+                let line = format!("<line-{w}-{i}>");
+                let args =
+                    json!({"namespace": "alpha", "path": "log.md", "mode": "append", "body": line});
+                match c.call("write", args).await {
+                    Ok(_) => acknowledged.push(line),
+                    Err(e) => {
+                        assert!(
+                            e.contains("conflict"),
+                            "only a conflict may refuse an append: {e}"
+                        );
+                        refused.push(line);
+                    }
+                }
+            }
+            (acknowledged, refused)
+        }));
+    }
+    let (mut acknowledged, mut refused) = (Vec::new(), Vec::new());
+    for t in tasks {
+        let (a, r) = t.await.expect("appender");
+        acknowledged.extend(a);
+        refused.extend(r);
+    }
+    let body = first
+        .ok("read", json!({"namespace": "alpha", "path": "log.md"}))
+        .await["body"]
+        .as_str()
+        .expect("body")
+        .to_owned();
+    for line in &acknowledged {
+        assert!(
+            body.contains(line.as_str()),
+            "acknowledged {line} was lost: {body}"
+        );
+    }
+    for line in &refused {
+        assert!(
+            !body.contains(line.as_str()),
+            "refused {line} was written anyway"
+        );
+    }
+    assert_eq!(acknowledged.len() + refused.len(), 72);
+    assert!(!acknowledged.is_empty(), "some appends go through");
+}
+
 e2e_cases!(super::options();
     memory_tools_round_trip,
     agents_is_admin_only,
@@ -816,4 +881,5 @@ e2e_cases!(super::options();
     resources_and_prompts,
     malformed_requests_never_500_and_change_nothing,
     health_reports_the_store,
+    racing_appends_lose_no_acknowledged_line,
 );
