@@ -62,17 +62,24 @@ pub fn normalize_body(body: &str) -> String {
     let Some(p) = PATTERNS.as_ref().filter(|_| has_wide_dash(body)) else {
         return body.to_owned();
     };
-    body.split('\n')
-        .map(|line| {
-            let separator = if p.heading.is_match(line) {
-                HEADING_SEPARATOR
-            } else {
-                PROSE_SEPARATOR
-            };
-            apply_dashes(p, line, separator)
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut out = String::with_capacity(body.len());
+    for (i, line) in body.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        // Only lines with a wide dash change; the rest are copied (most of a long body).
+        if !has_wide_dash(line) {
+            out.push_str(line);
+            continue;
+        }
+        let separator = if p.heading.is_match(line) {
+            HEADING_SEPARATOR
+        } else {
+            PROSE_SEPARATOR
+        };
+        out.push_str(&apply_dashes(p, line, separator));
+    }
+    out
 }
 
 #[cfg(test)]
