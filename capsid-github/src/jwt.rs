@@ -36,9 +36,9 @@ impl AppSigner {
             client_id: client_id.to_owned(),
             key,
         };
-        signer.sign(Timestamp::from_millis(0)).map_err(|e| {
-            format!("CAPSID_GITHUB_APP_PRIVATE_KEY cannot sign an RS256 JWT: {e}")
-        })?;
+        signer
+            .sign(Timestamp::from_millis(0))
+            .map_err(|e| format!("CAPSID_GITHUB_APP_PRIVATE_KEY cannot sign an RS256 JWT: {e}"))?;
         Ok(signer)
     }
 
@@ -61,7 +61,9 @@ mod tests {
 
     #[test]
     fn a_key_that_does_not_parse_is_refused_naming_the_setting() {
-        let err = AppSigner::new("Iv1.x", "not a key").err().unwrap_or_default();
+        let err = AppSigner::new("Iv1.x", "not a key")
+            .err()
+            .unwrap_or_default();
         assert!(err.contains("CAPSID_GITHUB_APP_PRIVATE_KEY"), "{err}");
         let err = AppSigner::new(
             "Iv1.x",

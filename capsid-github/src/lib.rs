@@ -56,7 +56,10 @@ impl GitHubConfig {
         GitHubConfig {
             client_id: client_id.trim().to_owned(),
             private_key_pem: private_key_pem.to_owned(),
-            api_url: api_url.unwrap_or(DEFAULT_API_URL).trim_end_matches('/').to_owned(),
+            api_url: api_url
+                .unwrap_or(DEFAULT_API_URL)
+                .trim_end_matches('/')
+                .to_owned(),
             retry: RetryPolicy::default(),
             dispatch_poll_interval: Duration::from_secs(3),
             token_refresh_margin: Duration::from_secs(5 * 60),
@@ -127,7 +130,10 @@ impl GitHubApp {
     pub async fn diagnose(&self) -> Diagnosis {
         let http = &self.inner.http;
         let tokens = &self.inner.tokens;
-        let jwt = match tokens.app_get(http, "/app", "read the App (GET /app)").await {
+        let jwt = match tokens
+            .app_get(http, "/app", "read the App (GET /app)")
+            .await
+        {
             Ok(v) => Ok(v["name"]
                 .as_str()
                 .or(v["slug"].as_str())
@@ -136,7 +142,11 @@ impl GitHubApp {
             Err(e) => Err(e.to_string()),
         };
         let installations = match tokens
-            .app_get(http, "/app/installations?per_page=100", "list the App's installations")
+            .app_get(
+                http,
+                "/app/installations?per_page=100",
+                "list the App's installations",
+            )
             .await
         {
             Ok(v) => Ok(v

@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use capsid_core::ports::{
-    CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileCommit,
-    FileWrite, GitTree, IssueComment, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts,
-    PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob,
-    RunQuery, WorkflowRun,
+    CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileCommit, FileWrite,
+    GitTree, IssueComment, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts, PullSummary,
+    RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob, RunQuery,
+    WorkflowRun,
 };
 
 use crate::GitHubApp;

@@ -55,7 +55,9 @@ impl GitHubApp {
         number: u64,
     ) -> Result<PullRequestFacts, RepoHostError> {
         let what = format!("read pull request #{number} of {repo}");
-        let v = self.get(repo, &format!("{}/pulls/{number}", base(repo)?), &what).await?;
+        let v = self
+            .get(repo, &format!("{}/pulls/{number}", base(repo)?), &what)
+            .await?;
         Ok(wire::pull_facts(&v))
     }
 
@@ -67,7 +69,10 @@ impl GitHubApp {
         let what = format!("list the files of pull request #{number} of {repo}");
         let path = format!("{}/pulls/{number}/files?per_page=100", base(repo)?);
         let v = self.get(repo, &path, &what).await?;
-        Ok(items(&v).iter().map(|f| wire::text(&f["filename"])).collect())
+        Ok(items(&v)
+            .iter()
+            .map(|f| wire::text(&f["filename"]))
+            .collect())
     }
 
     pub(crate) async fn read_check_runs(
@@ -76,9 +81,16 @@ impl GitHubApp {
         sha: &str,
     ) -> Result<Vec<CheckRun>, RepoHostError> {
         let what = format!("list check runs on {repo}@{sha}");
-        let path = format!("{}/commits/{}/check-runs?per_page=100", base(repo)?, seg(sha)?);
+        let path = format!(
+            "{}/commits/{}/check-runs?per_page=100",
+            base(repo)?,
+            seg(sha)?
+        );
         let v = self.get(repo, &path, &what).await?;
-        Ok(items(&v["check_runs"]).iter().map(wire::check_run).collect())
+        Ok(items(&v["check_runs"])
+            .iter()
+            .map(wire::check_run)
+            .collect())
     }
 
     pub(crate) async fn read_runs(
@@ -99,16 +111,29 @@ impl GitHubApp {
         }
         let what = format!("list workflow runs of {repo}");
         let v = self.get(repo, &path, &what).await?;
-        Ok(items(&v["workflow_runs"]).iter().map(wire::workflow_run).collect())
+        Ok(items(&v["workflow_runs"])
+            .iter()
+            .map(wire::workflow_run)
+            .collect())
     }
 
-    pub(crate) async fn read_run(&self, repo: &RepoRef, id: u64) -> Result<WorkflowRun, RepoHostError> {
+    pub(crate) async fn read_run(
+        &self,
+        repo: &RepoRef,
+        id: u64,
+    ) -> Result<WorkflowRun, RepoHostError> {
         let what = format!("read workflow run {id} of {repo}");
-        let v = self.get(repo, &format!("{}/actions/runs/{id}", base(repo)?), &what).await?;
+        let v = self
+            .get(repo, &format!("{}/actions/runs/{id}", base(repo)?), &what)
+            .await?;
         Ok(wire::workflow_run(&v))
     }
 
-    pub(crate) async fn read_run_jobs(&self, repo: &RepoRef, id: u64) -> Result<Vec<RunJob>, RepoHostError> {
+    pub(crate) async fn read_run_jobs(
+        &self,
+        repo: &RepoRef,
+        id: u64,
+    ) -> Result<Vec<RunJob>, RepoHostError> {
         let what = format!("list the jobs of workflow run {id} of {repo}");
         let path = format!("{}/actions/runs/{id}/jobs?per_page=100", base(repo)?);
         let v = self.get(repo, &path, &what).await?;
@@ -117,7 +142,11 @@ impl GitHubApp {
 
     /// GitHub answers a log request with a redirect to a short-lived download URL, fetched
     /// without the token.
-    pub(crate) async fn read_job_log(&self, repo: &RepoRef, id: u64) -> Result<String, RepoHostError> {
+    pub(crate) async fn read_job_log(
+        &self,
+        repo: &RepoRef,
+        id: u64,
+    ) -> Result<String, RepoHostError> {
         let what = format!("read the log of job {id} of {repo}");
         let path = format!("{}/actions/jobs/{id}/logs", base(repo)?);
         let inner = &self.inner;
@@ -130,14 +159,19 @@ impl GitHubApp {
                 .headers
                 .get(http::header::LOCATION)
                 .and_then(|l| l.to_str().ok())
-                .ok_or_else(|| RepoHostError::Failed(format!("{what}: a redirect without a location")))?
+                .ok_or_else(|| {
+                    RepoHostError::Failed(format!("{what}: a redirect without a location"))
+                })?
                 .to_owned();
             let target = if location.starts_with('/') {
                 format!("{}{location}", inner.http.api_url())
             } else {
                 location
             };
-            inner.http.send(Method::GET, &target, None, None, &what).await?
+            inner
+                .http
+                .send(Method::GET, &target, None, None, &what)
+                .await?
         } else {
             reply
         };
@@ -173,7 +207,10 @@ impl GitHubApp {
         git_ref: Option<&str>,
     ) -> Result<Contents, RepoHostError> {
         let at = git_ref.map(|r| format!("@{r}")).unwrap_or_default();
-        let what = format!("read {}{at} in {repo}", if path.is_empty() { "/" } else { path });
+        let what = format!(
+            "read {}{at} in {repo}",
+            if path.is_empty() { "/" } else { path }
+        );
         let mut url = format!("{}/contents", base(repo)?);
         if !path.is_empty() {
             url.push('/');
@@ -184,10 +221,16 @@ impl GitHubApp {
         }
         let v = self.get(repo, &url, &what).await?;
         if let Some(list) = v.as_array() {
-            return Ok(Contents::Dir(list.iter().map(wire::tree_entry).collect::<Vec<TreeEntry>>()));
+            return Ok(Contents::Dir(
+                list.iter()
+                    .map(wire::tree_entry)
+                    .collect::<Vec<TreeEntry>>(),
+            ));
         }
         if v["type"] != "file" {
-            return Ok(Contents::Other { kind: wire::text(&v["type"]) });
+            return Ok(Contents::Other {
+                kind: wire::text(&v["type"]),
+            });
         }
         let sha = wire::text(&v["sha"]);
         // Files over a megabyte come without inline content: read the blob by sha.
@@ -205,21 +248,41 @@ impl GitHubApp {
         }))
     }
 
-    pub(crate) async fn read_tree(&self, repo: &RepoRef, git_ref: &str) -> Result<GitTree, RepoHostError> {
+    pub(crate) async fn read_tree(
+        &self,
+        repo: &RepoRef,
+        git_ref: &str,
+    ) -> Result<GitTree, RepoHostError> {
         let what = format!("read the tree of {repo}@{git_ref}");
         let path = format!("{}/git/trees/{}?recursive=1", base(repo)?, seg(git_ref)?);
         Ok(wire::git_tree(&self.get(repo, &path, &what).await?))
     }
 
-    pub(crate) async fn read_blob(&self, repo: &RepoRef, sha: &str) -> Result<Vec<u8>, RepoHostError> {
+    pub(crate) async fn read_blob(
+        &self,
+        repo: &RepoRef,
+        sha: &str,
+    ) -> Result<Vec<u8>, RepoHostError> {
         let what = format!("read blob {sha} of {repo}");
-        let v = self.get(repo, &format!("{}/git/blobs/{}", base(repo)?, seg(sha)?), &what).await?;
+        let v = self
+            .get(
+                repo,
+                &format!("{}/git/blobs/{}", base(repo)?, seg(sha)?),
+                &what,
+            )
+            .await?;
         wire::base64_bytes(&v["content"], &what)
     }
 
-    pub(crate) async fn read_refs(&self, repo: &RepoRef, kind: &str) -> Result<Vec<RefHead>, RepoHostError> {
+    pub(crate) async fn read_refs(
+        &self,
+        repo: &RepoRef,
+        kind: &str,
+    ) -> Result<Vec<RefHead>, RepoHostError> {
         let what = format!("list the {kind} of {repo}");
-        let v = self.get(repo, &format!("{}/{kind}?per_page=100", base(repo)?), &what).await?;
+        let v = self
+            .get(repo, &format!("{}/{kind}?per_page=100", base(repo)?), &what)
+            .await?;
         Ok(items(&v).iter().map(wire::ref_head).collect())
     }
 
@@ -231,7 +294,10 @@ impl GitHubApp {
         let what = format!("list the open pull requests of {repo}");
         let mut path = format!("{}/pulls?state=open&per_page=100", base(repo)?);
         if let Some(branch) = head {
-            path.push_str(&format!("&head={}", seg(&format!("{}:{branch}", repo.owner))?));
+            path.push_str(&format!(
+                "&head={}",
+                seg(&format!("{}:{branch}", repo.owner))?
+            ));
         }
         let v = self.get(repo, &path, &what).await?;
         Ok(items(&v).iter().map(wire::pull_summary).collect())
@@ -254,9 +320,19 @@ impl GitHubApp {
         Ok(items(&v).iter().map(wire::commit_summary).collect())
     }
 
-    pub(crate) async fn read_commit(&self, repo: &RepoRef, sha: &str) -> Result<CommitDetail, RepoHostError> {
+    pub(crate) async fn read_commit(
+        &self,
+        repo: &RepoRef,
+        sha: &str,
+    ) -> Result<CommitDetail, RepoHostError> {
         let what = format!("read commit {sha} of {repo}");
-        let v = self.get(repo, &format!("{}/commits/{}", base(repo)?, seg(sha)?), &what).await?;
+        let v = self
+            .get(
+                repo,
+                &format!("{}/commits/{}", base(repo)?, seg(sha)?),
+                &what,
+            )
+            .await?;
         Ok(wire::commit_detail(&v))
     }
 

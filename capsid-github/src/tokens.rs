@@ -77,7 +77,12 @@ impl TokenCache {
     }
 
     /// `GET path` as the App, for `capsid doctor`.
-    pub async fn app_get(&self, http: &Http, path: &str, what: &str) -> Result<Value, RepoHostError> {
+    pub async fn app_get(
+        &self,
+        http: &Http,
+        path: &str,
+        what: &str,
+    ) -> Result<Value, RepoHostError> {
         self.app_call(http, Method::GET, path, None, what).await
     }
 
@@ -90,7 +95,11 @@ impl TokenCache {
             return Ok(*id);
         }
         let what = format!("find the GitHub App installation for {repo}");
-        let path = format!("/repos/{}/{}/installation", seg(&repo.owner)?, seg(&repo.name)?);
+        let path = format!(
+            "/repos/{}/{}/installation",
+            seg(&repo.owner)?,
+            seg(&repo.name)?
+        );
         let found = self
             .app_call(http, Method::GET, &path, None, &what)
             .await
@@ -141,7 +150,9 @@ impl TokenCache {
             .as_str()
             .filter(|t| !t.is_empty())
             .map(|t| Secret(t.to_owned()))
-            .ok_or_else(|| RepoHostError::Failed(format!("{what}: GitHub's answer has no token")))?;
+            .ok_or_else(|| {
+                RepoHostError::Failed(format!("{what}: GitHub's answer has no token"))
+            })?;
         let expires_at = minted["expires_at"]
             .as_str()
             .and_then(Timestamp::parse)
@@ -181,7 +192,10 @@ impl TokenCache {
         if reply.status != StatusCode::UNAUTHORIZED {
             return Ok(reply);
         }
-        tracing::info!(operation = what, "installation token refused; refreshing it once");
+        tracing::info!(
+            operation = what,
+            "installation token refused; refreshing it once"
+        );
         self.forget(repo, &token).await;
         let token = self.token(http, repo).await?;
         http.send(method, path, body, Some(&token), what).await
@@ -209,7 +223,11 @@ pub fn seg(value: &str) -> Result<String, RepoHostError> {
 
 /// A multi-segment path (a file path, a branch with slashes), each segment encoded.
 pub fn segs(value: &str) -> Result<String, RepoHostError> {
-    value.split('/').map(seg).collect::<Result<Vec<_>, _>>().map(|s| s.join("/"))
+    value
+        .split('/')
+        .map(seg)
+        .collect::<Result<Vec<_>, _>>()
+        .map(|s| s.join("/"))
 }
 
 #[cfg(test)]

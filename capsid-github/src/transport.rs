@@ -59,8 +59,9 @@ pub struct Reply {
 impl Reply {
     /// The body as JSON.
     pub fn json(&self, what: &str) -> Result<Value, RepoHostError> {
-        serde_json::from_slice(&self.body)
-            .map_err(|e| RepoHostError::Failed(format!("{what}: GitHub's answer is not JSON ({e})")))
+        serde_json::from_slice(&self.body).map_err(|e| {
+            RepoHostError::Failed(format!("{what}: GitHub's answer is not JSON ({e})"))
+        })
     }
 
     fn header(&self, name: &str) -> Option<&str> {
@@ -77,7 +78,10 @@ impl Reply {
                 }
                 m
             }
-            _ => String::from_utf8_lossy(&self.body).chars().take(300).collect(),
+            _ => String::from_utf8_lossy(&self.body)
+                .chars()
+                .take(300)
+                .collect(),
         }
     }
 
@@ -90,7 +94,10 @@ impl Reply {
         matches!(self.status.as_u16(), 403 | 429)
             && !self.is_primary_limit()
             && (self.header("retry-after").is_some()
-                || self.message().to_lowercase().contains("secondary rate limit"))
+                || self
+                    .message()
+                    .to_lowercase()
+                    .contains("secondary rate limit"))
     }
 }
 
@@ -274,26 +281,67 @@ mod tests {
     fn statuses_become_errors_naming_the_operation() {
         let what = "read contents of a.rs on o/r";
         let e = classify(reply(404, &[], r#"{"message":"Not Found"}"#), what).unwrap_err();
-        assert!(matches!(&e, RepoHostError::NotFound(m) if m.contains(what) && m.contains("Not Found")), "{e}");
-        assert!(matches!(classify(reply(409, &[], "{}"), what), Err(RepoHostError::Conflict(_))));
+        assert!(
+            matches!(&e, RepoHostError::NotFound(m) if m.contains(what) && m.contains("Not Found")),
+            "{e}"
+        );
+        assert!(matches!(
+            classify(reply(409, &[], "{}"), what),
+            Err(RepoHostError::Conflict(_))
+        ));
         let e = classify(
-            reply(422, &[], r#"{"message":"Validation Failed","errors":[{"code":"custom"}]}"#),
+            reply(
+                422,
+                &[],
+                r#"{"message":"Validation Failed","errors":[{"code":"custom"}]}"#,
+            ),
             what,
         )
         .unwrap_err();
-        assert!(matches!(&e, RepoHostError::Rejected(m) if m.contains("custom")), "{e}");
-        assert!(matches!(classify(reply(502, &[], "bad gateway"), what), Err(RepoHostError::Failed(m)) if m.contains("502")));
-        let primary = reply(403, &[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "123")], "{}");
-        assert!(matches!(classify(primary, what), Err(RepoHostError::RateLimited(m)) if m.contains("123")));
-        let secondary = reply(403, &[], r#"{"message":"You have exceeded a secondary rate limit"}"#);
+        assert!(
+            matches!(&e, RepoHostError::Rejected(m) if m.contains("custom")),
+            "{e}"
+        );
+        assert!(
+            matches!(classify(reply(502, &[], "bad gateway"), what), Err(RepoHostError::Failed(m)) if m.contains("502"))
+        );
+        let primary = reply(
+            403,
+            &[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "123")],
+            "{}",
+        );
+        assert!(
+            matches!(classify(primary, what), Err(RepoHostError::RateLimited(m)) if m.contains("123"))
+        );
+        let secondary = reply(
+            403,
+            &[],
+            r#"{"message":"You have exceeded a secondary rate limit"}"#,
+        );
         assert!(secondary.is_secondary_limit());
-        assert!(matches!(classify(secondary, what), Err(RepoHostError::RateLimited(_))));
-        assert!(matches!(classify(reply(403, &[], r#"{"message":"Resource not accessible by integration"}"#), what), Err(RepoHostError::Forbidden(_))));
+        assert!(matches!(
+            classify(secondary, what),
+            Err(RepoHostError::RateLimited(_))
+        ));
+        assert!(matches!(
+            classify(
+                reply(
+                    403,
+                    &[],
+                    r#"{"message":"Resource not accessible by integration"}"#
+                ),
+                what
+            ),
+            Err(RepoHostError::Forbidden(_))
+        ));
         assert!(classify(reply(204, &[], ""), what).is_ok());
     }
 
     #[test]
     fn secrets_never_print() {
-        assert_eq!(format!("{:?}", Secret("ghs_abc".into())), "Secret(<redacted>)");
+        assert_eq!(
+            format!("{:?}", Secret("ghs_abc".into())),
+            "Secret(<redacted>)"
+        );
     }
 }

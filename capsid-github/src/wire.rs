@@ -36,7 +36,11 @@ pub fn base64_bytes(v: &Value, what: &str) -> Result<Vec<u8>, RepoHostError> {
         .collect();
     base64::engine::general_purpose::STANDARD
         .decode(clean)
-        .map_err(|e| RepoHostError::Failed(format!("{what}: GitHub sent content that is not base64 ({e})")))
+        .map_err(|e| {
+            RepoHostError::Failed(format!(
+                "{what}: GitHub sent content that is not base64 ({e})"
+            ))
+        })
 }
 
 pub fn pull_facts(v: &Value) -> PullRequestFacts {
@@ -172,7 +176,10 @@ pub fn file_changes(v: &Value) -> Vec<FileChange> {
 pub fn commit_detail(v: &Value) -> CommitDetail {
     CommitDetail {
         commit: commit_summary(v),
-        parents: items(&v["parents"]).iter().map(|p| text(&p["sha"])).collect(),
+        parents: items(&v["parents"])
+            .iter()
+            .map(|p| text(&p["sha"]))
+            .collect(),
         files: file_changes(&v["files"]),
     }
 }

@@ -32,21 +32,42 @@ impl GitHubApp {
         reply.json(what)
     }
 
-    pub(crate) async fn write_branch(&self, repo: &RepoRef, branch: &str, sha: &str) -> Result<(), RepoHostError> {
+    pub(crate) async fn write_branch(
+        &self,
+        repo: &RepoRef,
+        branch: &str,
+        sha: &str,
+    ) -> Result<(), RepoHostError> {
         let what = format!("create branch {branch} at {sha} in {repo}");
         let body = json!({"ref": format!("refs/heads/{branch}"), "sha": sha});
-        self.send_json(repo, Method::POST, &format!("{}/git/refs", base(repo)?), &body, &what)
+        self.send_json(
+            repo,
+            Method::POST,
+            &format!("{}/git/refs", base(repo)?),
+            &body,
+            &what,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    pub(crate) async fn remove_branch(
+        &self,
+        repo: &RepoRef,
+        branch: &str,
+    ) -> Result<(), RepoHostError> {
+        let what = format!("delete branch {branch} of {repo}");
+        let path = format!("{}/git/refs/heads/{}", base(repo)?, segs(branch)?);
+        self.send(repo, Method::DELETE, &path, None, &what)
             .await
             .map(|_| ())
     }
 
-    pub(crate) async fn remove_branch(&self, repo: &RepoRef, branch: &str) -> Result<(), RepoHostError> {
-        let what = format!("delete branch {branch} of {repo}");
-        let path = format!("{}/git/refs/heads/{}", base(repo)?, segs(branch)?);
-        self.send(repo, Method::DELETE, &path, None, &what).await.map(|_| ())
-    }
-
-    pub(crate) async fn write_file(&self, repo: &RepoRef, w: &FileWrite<'_>) -> Result<FileCommit, RepoHostError> {
+    pub(crate) async fn write_file(
+        &self,
+        repo: &RepoRef,
+        w: &FileWrite<'_>,
+    ) -> Result<FileCommit, RepoHostError> {
         let what = format!("commit {} to {repo}@{}", w.path, w.branch);
         let mut body = json!({
             "message": w.message,
@@ -57,7 +78,9 @@ impl GitHubApp {
             body["sha"] = json!(sha);
         }
         let path = format!("{}/contents/{}", base(repo)?, segs(w.path)?);
-        let v = self.send_json(repo, Method::PUT, &path, &body, &what).await?;
+        let v = self
+            .send_json(repo, Method::PUT, &path, &body, &what)
+            .await?;
         Ok(FileCommit {
             commit_sha: text(&v["commit"]["sha"]),
             file_sha: v["content"]["sha"].as_str().map(str::to_owned),
@@ -75,7 +98,9 @@ impl GitHubApp {
         let what = format!("delete {path} from {repo}@{branch}");
         let body = json!({"message": message, "sha": sha, "branch": branch});
         let url = format!("{}/contents/{}", base(repo)?, segs(path)?);
-        let v = self.send_json(repo, Method::DELETE, &url, &body, &what).await?;
+        let v = self
+            .send_json(repo, Method::DELETE, &url, &body, &what)
+            .await?;
         Ok(text(&v["commit"]["sha"]))
     }
 
@@ -90,7 +115,13 @@ impl GitHubApp {
         let what = format!("open a pull request {head} -> {base_ref} in {repo}");
         let payload = json!({"title": title, "head": head, "base": base_ref, "body": body});
         let v = self
-            .send_json(repo, Method::POST, &format!("{}/pulls", base(repo)?), &payload, &what)
+            .send_json(
+                repo,
+                Method::POST,
+                &format!("{}/pulls", base(repo)?),
+                &payload,
+                &what,
+            )
             .await?;
         Ok(OpenedPull {
             number: v["number"].as_u64().unwrap_or(0),
@@ -98,11 +129,22 @@ impl GitHubApp {
         })
     }
 
-    pub(crate) async fn write_merge(&self, repo: &RepoRef, number: u64, method: &str) -> Result<MergeOutcome, RepoHostError> {
+    pub(crate) async fn write_merge(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        method: &str,
+    ) -> Result<MergeOutcome, RepoHostError> {
         let what = format!("merge pull request #{number} of {repo}");
         let path = format!("{}/pulls/{number}/merge", base(repo)?);
         let v = self
-            .send_json(repo, Method::PUT, &path, &json!({"merge_method": method}), &what)
+            .send_json(
+                repo,
+                Method::PUT,
+                &path,
+                &json!({"merge_method": method}),
+                &what,
+            )
             .await?;
         Ok(MergeOutcome {
             merged: v["merged"].as_bool().unwrap_or(false),
@@ -111,11 +153,21 @@ impl GitHubApp {
         })
     }
 
-    pub(crate) async fn write_close(&self, repo: &RepoRef, number: u64) -> Result<ClosedPull, RepoHostError> {
+    pub(crate) async fn write_close(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+    ) -> Result<ClosedPull, RepoHostError> {
         let what = format!("close pull request #{number} of {repo}");
         let path = format!("{}/pulls/{number}", base(repo)?);
         let v = self
-            .send_json(repo, Method::PATCH, &path, &json!({"state": "closed"}), &what)
+            .send_json(
+                repo,
+                Method::PATCH,
+                &path,
+                &json!({"state": "closed"}),
+                &what,
+            )
             .await?;
         Ok(ClosedPull {
             number: v["number"].as_u64().unwrap_or(number),
@@ -124,7 +176,12 @@ impl GitHubApp {
         })
     }
 
-    pub(crate) async fn write_comment(&self, repo: &RepoRef, number: u64, body: &str) -> Result<PostedComment, RepoHostError> {
+    pub(crate) async fn write_comment(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        body: &str,
+    ) -> Result<PostedComment, RepoHostError> {
         let what = format!("comment on #{number} of {repo}");
         let path = format!("{}/issues/{number}/comments", base(repo)?);
         let v = self
@@ -144,14 +201,26 @@ impl GitHubApp {
         inputs: &BTreeMap<String, String>,
     ) -> Result<(), RepoHostError> {
         let what = format!("dispatch workflow {workflow} on {repo}@{git_ref}");
-        let path = format!("{}/actions/workflows/{}/dispatches", base(repo)?, seg(workflow)?);
+        let path = format!(
+            "{}/actions/workflows/{}/dispatches",
+            base(repo)?,
+            seg(workflow)?
+        );
         let body = json!({"ref": git_ref, "inputs": inputs});
-        self.send_json(repo, Method::POST, &path, &body, &what).await.map(|_| ())
+        self.send_json(repo, Method::POST, &path, &body, &what)
+            .await
+            .map(|_| ())
     }
 
-    pub(crate) async fn write_rerun(&self, repo: &RepoRef, run_id: u64) -> Result<(), RepoHostError> {
+    pub(crate) async fn write_rerun(
+        &self,
+        repo: &RepoRef,
+        run_id: u64,
+    ) -> Result<(), RepoHostError> {
         let what = format!("re-run the failed jobs of run {run_id} of {repo}");
         let path = format!("{}/actions/runs/{run_id}/rerun-failed-jobs", base(repo)?);
-        self.send(repo, Method::POST, &path, None, &what).await.map(|_| ())
+        self.send(repo, Method::POST, &path, None, &what)
+            .await
+            .map(|_| ())
     }
 }

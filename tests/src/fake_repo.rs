@@ -8,14 +8,16 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use capsid_core::ports::{
-    CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileCommit,
-    FileWrite, GitTree, IssueComment, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts,
-    PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob,
-    RunQuery, WorkflowRun,
+    CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileCommit, FileWrite,
+    GitTree, IssueComment, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts, PullSummary,
+    RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob, RunQuery,
+    WorkflowRun,
 };
 
 fn not_faked<T>(what: &str) -> RepoResult<T> {
-    Err(RepoHostError::Failed(format!("{what} is not faked by FakeRepoHost")))
+    Err(RepoHostError::Failed(format!(
+        "{what} is not faked by FakeRepoHost"
+    )))
 }
 
 /// In-memory facts keyed by `owner/name#number` and `owner/name@sha`.
@@ -222,7 +224,11 @@ impl RepoHost for FakeRepoHost {
     async fn tags(&self, _: &RepoRef) -> RepoResult<Vec<RefHead>> {
         not_faked("tags")
     }
-    async fn open_pull_requests(&self, _: &RepoRef, _: Option<&str>) -> RepoResult<Vec<PullSummary>> {
+    async fn open_pull_requests(
+        &self,
+        _: &RepoRef,
+        _: Option<&str>,
+    ) -> RepoResult<Vec<PullSummary>> {
         not_faked("open_pull_requests")
     }
     async fn commits(&self, _: &RepoRef, _: &str, _: u32) -> RepoResult<Vec<CommitSummary>> {
@@ -234,7 +240,11 @@ impl RepoHost for FakeRepoHost {
     async fn compare(&self, _: &RepoRef, _: &str, _: &str) -> RepoResult<Comparison> {
         not_faked("compare")
     }
-    async fn recent_workflow_runs(&self, _: &RepoRef, _: &RunQuery) -> RepoResult<Vec<WorkflowRun>> {
+    async fn recent_workflow_runs(
+        &self,
+        _: &RepoRef,
+        _: &RunQuery,
+    ) -> RepoResult<Vec<WorkflowRun>> {
         not_faked("recent_workflow_runs")
     }
     async fn workflow_run(&self, _: &RepoRef, _: u64) -> RepoResult<WorkflowRun> {
@@ -255,10 +265,24 @@ impl RepoHost for FakeRepoHost {
     async fn put_file(&self, _: &RepoRef, _: &FileWrite<'_>) -> RepoResult<FileCommit> {
         not_faked("put_file")
     }
-    async fn delete_file(&self, _: &RepoRef, _: &str, _: &str, _: &str, _: &str) -> RepoResult<String> {
+    async fn delete_file(
+        &self,
+        _: &RepoRef,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> RepoResult<String> {
         not_faked("delete_file")
     }
-    async fn create_pull(&self, _: &RepoRef, _: &str, _: &str, _: &str, _: &str) -> RepoResult<OpenedPull> {
+    async fn create_pull(
+        &self,
+        _: &RepoRef,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> RepoResult<OpenedPull> {
         not_faked("create_pull")
     }
     async fn merge_pull(&self, _: &RepoRef, _: u64, _: &str) -> RepoResult<MergeOutcome> {

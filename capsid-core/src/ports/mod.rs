@@ -153,5 +153,5 @@ impl<T> Store for T where
         + ImproveStore
         + SkillStore
         + StoreHealth
-    {
+{
 }

@@ -45,7 +45,10 @@ pub fn git_ref_problem(value: &str) -> Option<&'static str> {
         Some("must not start with '/' or '-', or end with '/'")
     } else if value.ends_with('.') || value.ends_with(".lock") {
         Some("must not end with '.' or '.lock'")
-    } else if value.chars().any(|c| matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\')) {
+    } else if value
+        .chars()
+        .any(|c| matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
+    {
         Some("must not contain any of ~ ^ : ? * [ \\")
     } else if value.split('/').any(|seg| seg.starts_with('.')) {
         Some("must not have a component starting with '.'")
@@ -141,9 +144,10 @@ impl Service {
         namespace: &str,
         selector: Option<&str>,
     ) -> Result<Target> {
-        let row = self.store.namespace(namespace).await?.ok_or_else(|| {
-            Error::NotFound(crate::docs::mutations::unknown_namespace(namespace))
-        })?;
+        let row =
+            self.store.namespace(namespace).await?.ok_or_else(|| {
+                Error::NotFound(crate::docs::mutations::unknown_namespace(namespace))
+            })?;
         let list = stored_repos(namespace, row.repos.as_deref()).map_err(Error::Internal)?;
         let repo = resolve_repo(namespace, &list, selector).map_err(Error::Forbidden)?;
         match &self.repo_host {

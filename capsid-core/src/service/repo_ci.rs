@@ -61,7 +61,9 @@ pub fn failing_step_log(log: &str, step: Option<&RunStep>) -> (String, String) {
             let name = name.unwrap_or_default();
             let (kept, cut) = tail(&joined, CI_LOG_BUDGET);
             let how = if cut {
-                format!("failing step \"{name}\" by timestamp window, last {CI_LOG_BUDGET} bytes of it")
+                format!(
+                    "failing step \"{name}\" by timestamp window, last {CI_LOG_BUDGET} bytes of it"
+                )
             } else {
                 format!(
                     "failing step \"{name}\" by timestamp window, whole ({} bytes)",
@@ -106,12 +108,16 @@ impl Service {
         let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
         let full = t.full();
         let (runs, filter) = if let Some(id) = a.run_id {
-            let run = t.host.workflow_run(&t.repo, id).await.map_err(|e| match e {
-                RepoHostError::NotFound(_) => {
-                    Error::NotFound(format!("{TOOL}: run {id} does not exist on {full}"))
-                }
-                other => host_error(TOOL, other),
-            })?;
+            let run = t
+                .host
+                .workflow_run(&t.repo, id)
+                .await
+                .map_err(|e| match e {
+                    RepoHostError::NotFound(_) => {
+                        Error::NotFound(format!("{TOOL}: run {id} does not exist on {full}"))
+                    }
+                    other => host_error(TOOL, other),
+                })?;
             (vec![run], Some(json!({"run_id": id})))
         } else {
             let mut query = RunQuery {
@@ -162,7 +168,8 @@ impl Service {
 
     /// The latest failed run's failing jobs and steps; every degraded path is named.
     async fn failed_run(&self, t: &Target, failed: &WorkflowRun, log_tail: bool) -> Value {
-        let mut out = json!({"name": failed.name, "head_sha": short(&failed.head_sha), "url": failed.url});
+        let mut out =
+            json!({"name": failed.name, "head_sha": short(&failed.head_sha), "url": failed.url});
         let jobs = match t.host.run_jobs(&t.repo, failed.id).await {
             Ok(jobs) => jobs,
             Err(e) => {
@@ -174,9 +181,14 @@ impl Service {
             .iter()
             .filter(|j| j.conclusion.as_deref() == Some("failure"))
             .collect();
-        out["jobs"] = json!(failing.iter().map(|j| json!({"name": j.name,
+        out["jobs"] = json!(
+            failing
+                .iter()
+                .map(|j| json!({"name": j.name,
             "failed_steps": j.steps.iter().filter(|s| s.conclusion.as_deref() == Some("failure"))
-                .map(|s| s.name.as_str()).collect::<Vec<_>>()})).collect::<Vec<_>>());
+                .map(|s| s.name.as_str()).collect::<Vec<_>>()}))
+                .collect::<Vec<_>>()
+        );
         let Some(first) = failing.first() else {
             if log_tail {
                 out["log_tail_unavailable"] = json!(
@@ -262,13 +274,13 @@ impl Service {
         // arbitrary ref. Refused by shape and by name before any GitHub call.
         let basename = workflow.map(|w| w.rsplit('/').next().unwrap_or(w));
         if let Some(base) = basename {
-            let shaped = base
-                .rsplit_once('.')
-                .is_some_and(|(stem, ext)| {
-                    !stem.is_empty()
-                        && matches!(ext, "yml" | "yaml")
-                        && stem.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-                });
+            let shaped = base.rsplit_once('.').is_some_and(|(stem, ext)| {
+                !stem.is_empty()
+                    && matches!(ext, "yml" | "yaml")
+                    && stem
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            });
             if !shaped {
                 return Err(Error::Invalid(format!(
                     "{TOOL} refuses: {base:?} is not a workflow file name. Pass the file name (for example ci.yml); a numeric workflow id names the same file by another route and is refused."
@@ -348,7 +360,11 @@ impl Service {
             .iter()
             .map(|r| r.id)
             .collect();
-        match t.host.dispatch_workflow(&t.repo, workflow, git_ref, inputs).await {
+        match t
+            .host
+            .dispatch_workflow(&t.repo, workflow, git_ref, inputs)
+            .await
+        {
             Ok(()) => {}
             Err(RepoHostError::Rejected(m)) if m.to_lowercase().contains("workflow_dispatch") => {
                 return Err(Error::Conflict(format!(
@@ -365,14 +381,18 @@ impl Service {
             polls += 1;
             let runs = t.host.recent_workflow_runs(&t.repo, &query).await;
             if let Some(run) = runs.iter().flatten().find(|r| !before.contains(&r.id)) {
-                return Ok(json!({"repo": full, "mode": "dispatch", "workflow": workflow,
+                return Ok(
+                    json!({"repo": full, "mode": "dispatch", "workflow": workflow,
                                  "ref": git_ref, "dispatched": true, "run_id": run.id,
-                                 "status": run.status, "url": run.url, "polls": polls}));
+                                 "status": run.status, "url": run.url, "polls": polls}),
+                );
             }
         }
-        Ok(json!({"repo": full, "mode": "dispatch", "workflow": workflow, "ref": git_ref,
+        Ok(
+            json!({"repo": full, "mode": "dispatch", "workflow": workflow, "ref": git_ref,
                   "dispatched": true, "run_id": null, "polls": polls,
-                  "note": format!("dispatch was accepted, but no new run appeared for {git_ref} within {}s. It may still start; check ci_status with this ref.", CI_DISPATCH_POLL_MS / 1000)}))
+                  "note": format!("dispatch was accepted, but no new run appeared for {git_ref} within {}s. It may still start; check ci_status with this ref.", CI_DISPATCH_POLL_MS / 1000)}),
+        )
     }
 }
 

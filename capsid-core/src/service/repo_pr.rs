@@ -32,15 +32,23 @@ impl Service {
                 return cleanup(
                     None,
                     false,
-                    Some(format!("could not read the PR to find its head branch ({e})")),
+                    Some(format!(
+                        "could not read the PR to find its head branch ({e})"
+                    )),
                 );
             }
         };
         let branch = pr.head_ref.as_str();
         let full = t.full();
         let keep = |note: String| cleanup(Some(branch), false, Some(note));
-        if let Some(head_repo) = pr.head_repo.as_deref().filter(|h| !h.eq_ignore_ascii_case(&full)) {
-            return keep(format!("head is on {head_repo}, not this repo, so it was left alone"));
+        if let Some(head_repo) = pr
+            .head_repo
+            .as_deref()
+            .filter(|h| !h.eq_ignore_ascii_case(&full))
+        {
+            return keep(format!(
+                "head is on {head_repo}, not this repo, so it was left alone"
+            ));
         }
         if pr.head_is_fork {
             return keep("head is on a fork, not this repo, so it was left alone".into());

@@ -96,7 +96,9 @@ impl Service {
             .map_err(|e| host_error(TOOL, e))?;
         let entries: Vec<Value> = match &contents {
             Contents::Dir(entries) => entries.iter().map(entry_json).collect(),
-            Contents::File(f) => vec![json!({"path": f.path, "type": "file", "size": f.size, "sha": f.sha})],
+            Contents::File(f) => {
+                vec![json!({"path": f.path, "type": "file", "size": f.size, "sha": f.sha})]
+            }
             Contents::Other { kind } => vec![json!({"path": path, "type": kind})],
         };
         let out = json!({"repo": t.full(), "path": if path.is_empty() { "/" } else { path }, "entries": entries});
@@ -200,8 +202,10 @@ impl Service {
                 }
             }
         }
-        Ok(json!({"repo": t.full(), "requested": paths.len(), "ok": paths.len() - failed,
-                  "failed": failed, "bytes": bytes, "files": files}))
+        Ok(
+            json!({"repo": t.full(), "requested": paths.len(), "ok": paths.len() - failed,
+                  "failed": failed, "bytes": bytes, "files": files}),
+        )
     }
 
     pub(super) async fn repo_refs(
@@ -220,7 +224,11 @@ impl Service {
         let err = |e| host_error(TOOL, e);
         let branches = t.host.branches(&t.repo).await.map_err(err)?;
         let tags = t.host.tags(&t.repo).await.map_err(err)?;
-        let prs = t.host.open_pull_requests(&t.repo, None).await.map_err(err)?;
+        let prs = t
+            .host
+            .open_pull_requests(&t.repo, None)
+            .await
+            .map_err(err)?;
         let mut rows = Vec::with_capacity(branches.len());
         for b in &branches {
             let open_pr = prs.iter().find(|p| p.head_ref == b.name).map(|p| p.number);
@@ -267,7 +275,12 @@ impl Service {
             a.head.as_ref().map(|r| r.as_str()),
             a.sha.as_ref().map(|r| r.as_str()),
         );
-        for (field, value) in [("ref", git_ref), ("base", base), ("head", head), ("sha", sha)] {
+        for (field, value) in [
+            ("ref", git_ref),
+            ("base", base),
+            ("head", head),
+            ("sha", sha),
+        ] {
             check_ref(TOOL, field, value)?;
         }
         check_positive(TOOL, "limit", a.limit.map(u64::from))?;
@@ -325,7 +338,12 @@ impl Service {
                    "files": files_with_budget(&c.files, patch)})
         } else if let Some((base, head)) = compare {
             let c = t.host.compare(&t.repo, base, head).await.map_err(err)?;
-            let commits: Vec<Value> = c.commits.iter().take(limit as usize).map(summary_json).collect();
+            let commits: Vec<Value> = c
+                .commits
+                .iter()
+                .take(limit as usize)
+                .map(summary_json)
+                .collect();
             json!({"repo": t.full(), "mode": "compare", "base": base, "head": head,
                    "status": c.status, "ahead_by": c.ahead_by, "behind_by": c.behind_by,
                    "total_commits": c.total_commits, "commits": commits,

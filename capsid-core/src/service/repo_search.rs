@@ -29,11 +29,16 @@ pub const SEARCH_TREE_LIMIT: usize = 5000;
 const LINE_CHARS: usize = 200;
 
 const EXCLUDED_DIRS: [&str; 3] = ["node_modules/", ".git/", "dist/"];
-const EXCLUDED_FILES: [&str; 4] = ["package-lock.json", "pnpm-lock.yaml", "yarn.lock", "bun.lockb"];
+const EXCLUDED_FILES: [&str; 4] = [
+    "package-lock.json",
+    "pnpm-lock.yaml",
+    "yarn.lock",
+    "bun.lockb",
+];
 const EXCLUDED_EXTENSIONS: [&str; 33] = [
     "png", "jpg", "jpeg", "gif", "webp", "ico", "pdf", "zip", "gz", "tgz", "tar", "bz2", "woff",
-    "woff2", "ttf", "otf", "eot", "mp4", "mov", "webm", "mp3", "wav", "wasm", "bin", "exe",
-    "dll", "so", "dylib", "class", "jar", "pyc", "lockb", "7z",
+    "woff2", "ttf", "otf", "eot", "mp4", "mov", "webm", "mp3", "wav", "wasm", "bin", "exe", "dll",
+    "so", "dylib", "class", "jar", "pyc", "lockb", "7z",
 ];
 
 /// Whether a tree item is worth fetching: a blob under the prefix, not vendored, not a
@@ -233,7 +238,10 @@ mod tests {
         assert!(!is_candidate(&item("web/node_modules/x.js", Some(1)), ""));
         assert!(!is_candidate(&item("yarn.lock", Some(1)), ""));
         assert!(!is_candidate(&item("img/logo.PNG", Some(1)), ""));
-        assert!(!is_candidate(&item("big.txt", Some(SEARCH_BLOB_LIMIT + 1)), ""));
+        assert!(!is_candidate(
+            &item("big.txt", Some(SEARCH_BLOB_LIMIT + 1)),
+            ""
+        ));
         let mut tree = item("src", None);
         tree.kind = "tree".into();
         assert!(!is_candidate(&tree, ""));

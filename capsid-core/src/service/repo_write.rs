@@ -74,12 +74,14 @@ struct Landed {
 }
 
 impl Service {
-    /// The checks every file change passes, in the reference's order: arguments, flags, the
-    /// workflow refusal (before any GitHub call), then the mapped repository; then the work
+    /// The checks every file change passes: arguments, the workflow opt-in, the flags (all
+    /// before any GitHub call), then the mapped repository; then the work
     /// branch is cut in pr mode.
     async fn prepare_change(&self, caller: &Caller, p: &Plan<'_>) -> Result<Landed> {
         check_path(p.tool, "path", Some(p.path))?;
         check_ref(p.tool, "branch", p.branch)?;
+        // The opt-in is asked for first: it names what to pass, and the flags it needs.
+        workflow_write_refusal(p.tool, p.path, p.allow_workflow_write)?;
         self.check_repo_write_flags(
             caller,
             p.tool,
@@ -92,7 +94,6 @@ impl Service {
                 allow_workflow_write: p.allow_workflow_write,
             },
         )?;
-        workflow_write_refusal(p.tool, p.path, p.allow_workflow_write)?;
         let target = self.repo_target(p.tool, p.namespace, p.selector).await?;
         let default_branch = self.default_branch(p.tool, &target).await?;
         let err = |e| host_error(p.tool, e);
@@ -100,7 +101,11 @@ impl Service {
             (WriteMode::Direct, b) => b.unwrap_or(&default_branch).to_owned(),
             (WriteMode::Pr, Some(b)) => b.to_owned(),
             (WriteMode::Pr, None) => {
-                let prefix = if p.tool == "delete_repo_file" { "capsid/rm-" } else { "capsid/" };
+                let prefix = if p.tool == "delete_repo_file" {
+                    "capsid/rm-"
+                } else {
+                    "capsid/"
+                };
                 let stamp = u64::try_from(self.now().as_millis()).unwrap_or(0);
                 format!("{prefix}{}-{}", branch_slug(p.path), base36(stamp))
             }
@@ -180,7 +185,11 @@ impl Service {
         };
         let landed = self.prepare_change(caller, &plan).await?;
         let (t, err) = (&landed.target, |e| host_error(plan.tool, e));
-        let existing = match t.host.contents(&t.repo, plan.path, Some(&landed.branch)).await {
+        let existing = match t
+            .host
+            .contents(&t.repo, plan.path, Some(&landed.branch))
+            .await
+        {
             Ok(Contents::File(f)) => Some(f.sha),
             Ok(_) => {
                 return Err(Error::Invalid(format!(
@@ -220,8 +229,15 @@ impl Service {
         if plan.allow_workflow_write {
             out["allow_workflow_write"] = json!(true);
         }
-        self.record_repo_mutation(caller, plan.tool, plan.namespace, Some(plan.path), &t.repo, out)
-            .await
+        self.record_repo_mutation(
+            caller,
+            plan.tool,
+            plan.namespace,
+            Some(plan.path),
+            &t.repo,
+            out,
+        )
+        .await
     }
 
     pub(super) async fn delete_repo_file(
@@ -243,7 +259,11 @@ impl Service {
         let landed = self.prepare_change(caller, &plan).await?;
         let (t, err) = (&landed.target, |e| host_error(plan.tool, e));
         // GitHub's delete needs the current blob, so a missing file is an error, not a no-op.
-        let sha = match t.host.contents(&t.repo, plan.path, Some(&landed.branch)).await {
+        let sha = match t
+            .host
+            .contents(&t.repo, plan.path, Some(&landed.branch))
+            .await
+        {
             Ok(Contents::File(f)) => f.sha,
             Ok(_) => {
                 return Err(Error::Invalid(format!(
@@ -280,8 +300,15 @@ impl Service {
         if plan.allow_workflow_write {
             out["allow_workflow_write"] = json!(true);
         }
-        self.record_repo_mutation(caller, plan.tool, plan.namespace, Some(plan.path), &t.repo, out)
-            .await
+        self.record_repo_mutation(
+            caller,
+            plan.tool,
+            plan.namespace,
+            Some(plan.path),
+            &t.repo,
+            out,
+        )
+        .await
     }
 
     pub(super) async fn create_branch(

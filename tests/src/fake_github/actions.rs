@@ -10,7 +10,10 @@ use super::auth::{message, reply};
 use super::model::{Repo, Run, State};
 
 fn q<'a>(query: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    query
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
 }
 
 /// A run as GitHub shows it.
@@ -36,38 +39,55 @@ pub fn route(
     let run_of = |id: &str| id.parse::<u64>().ok();
     match (m, tail) {
         ("GET", ["runs"]) => {
-            let per_page = q(query, "per_page").and_then(|p| p.parse().ok()).unwrap_or(30usize);
+            let per_page = q(query, "per_page")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(30usize);
             let mut runs: Vec<&Run> = repo
                 .runs
                 .iter()
                 .filter(|r| q(query, "branch").is_none_or(|b| r.head_branch == b))
                 .filter(|r| q(query, "head_sha").is_none_or(|s| r.head_sha == s))
                 .collect();
-            runs.sort_by(|a, b| b.id.cmp(&a.id));
+            runs.sort_by_key(|r| std::cmp::Reverse(r.id));
             let total = runs.len();
-            let list: Vec<Value> = runs.iter().take(per_page).map(|r| run_json(&full, r)).collect();
+            let list: Vec<Value> = runs
+                .iter()
+                .take(per_page)
+                .map(|r| run_json(&full, r))
+                .collect();
             reply(200, json!({"total_count": total, "workflow_runs": list}))
         }
         ("GET", ["runs", id]) => match repo.runs.iter().find(|r| Some(r.id) == run_of(id)) {
             Some(r) => reply(200, run_json(&full, r)),
             None => message(404, "Not Found"),
         },
-        ("GET", ["runs", id, "jobs"]) => match repo.runs.iter().find(|r| Some(r.id) == run_of(id)) {
-            Some(r) => reply(200, json!({"total_count": r.jobs.len(), "jobs": r.jobs.iter().map(|j| json!({
+        ("GET", ["runs", id, "jobs"]) => {
+            match repo.runs.iter().find(|r| Some(r.id) == run_of(id)) {
+                Some(r) => reply(
+                    200,
+                    json!({"total_count": r.jobs.len(), "jobs": r.jobs.iter().map(|j| json!({
                 "id": j.id, "name": j.name, "conclusion": j.conclusion, "status": "completed",
                 "steps": j.steps.iter().map(|s| json!({"name": s.name, "conclusion": s.conclusion,
-                    "started_at": s.started_at, "completed_at": s.completed_at})).collect::<Vec<_>>()})).collect::<Vec<_>>()})),
-            None => message(404, "Not Found"),
-        },
-        ("POST", ["runs", id, "rerun-failed-jobs"]) => match run_of(id).filter(|id| repo.runs.iter().any(|r| r.id == *id)) {
-            Some(id) => {
-                repo.reruns.push(id);
-                reply(201, json!({}))
+                    "started_at": s.started_at, "completed_at": s.completed_at})).collect::<Vec<_>>()})).collect::<Vec<_>>()}),
+                ),
+                None => message(404, "Not Found"),
             }
-            None => message(404, "Not Found"),
-        },
+        }
+        ("POST", ["runs", id, "rerun-failed-jobs"]) => {
+            match run_of(id).filter(|id| repo.runs.iter().any(|r| r.id == *id)) {
+                Some(id) => {
+                    repo.reruns.push(id);
+                    reply(201, json!({}))
+                }
+                None => message(404, "Not Found"),
+            }
+        }
         ("GET", ["jobs", id, "logs"]) => {
-            let known = repo.runs.iter().flat_map(|r| &r.jobs).any(|j| Some(j.id) == run_of(id));
+            let known = repo
+                .runs
+                .iter()
+                .flat_map(|r| &r.jobs)
+                .any(|j| Some(j.id) == run_of(id));
             if !known {
                 return message(404, "Not Found");
             }

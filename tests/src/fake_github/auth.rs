@@ -84,7 +84,10 @@ fn verify_jwt(shared: &Shared, token: &str, now: Timestamp) -> Result<(), String
     let c = data.claims;
     let now = now.as_millis().div_euclid(1000);
     if c.iss != CLIENT_ID {
-        return Err(format!("JWT refused: iss {:?} is not the App's client id", c.iss));
+        return Err(format!(
+            "JWT refused: iss {:?} is not the App's client id",
+            c.iss
+        ));
     }
     if c.iat > now + 60 {
         return Err("JWT refused: iat is in the future".into());
@@ -147,7 +150,10 @@ pub async fn handle(
         .map(|p| p.as_str().to_owned())
         .unwrap_or_default();
     let mut st = shared.lock();
-    let app_route = matches!(segs.as_slice(), ["app", ..] | ["repos", _, _, "installation"]);
+    let app_route = matches!(
+        segs.as_slice(),
+        ["app", ..] | ["repos", _, _, "installation"]
+    );
     let repo = match segs.as_slice() {
         ["repos", owner, name, ..] if !app_route => Some(format!("{owner}/{name}")),
         _ => None,
@@ -214,7 +220,10 @@ pub async fn handle(
             access_token(&mut st, id, &body, now)
         }
         ["repos", owner, name, "installation"] => {
-            match (st.installations.get(*owner), st.repos.contains_key(&format!("{owner}/{name}"))) {
+            match (
+                st.installations.get(*owner),
+                st.repos.contains_key(&format!("{owner}/{name}")),
+            ) {
                 (Some(id), true) => reply(200, json!({"id": id, "account": {"login": owner}})),
                 _ => message(404, "Not Found"),
             }
@@ -251,7 +260,10 @@ fn access_token(st: &mut FakeState, id: &str, body: &Value, now: Timestamp) -> R
             .collect(),
     };
     if names.iter().any(|r| !st.repos.contains_key(r)) {
-        return message(422, "There is at least one repository that does not exist or is not accessible to the parent installation.");
+        return message(
+            422,
+            "There is at least one repository that does not exist or is not accessible to the parent installation.",
+        );
     }
     let n = st.id();
     let token = format!("ghs_fake{n:036}");

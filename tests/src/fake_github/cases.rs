@@ -38,7 +38,10 @@ macro_rules! github_cases {
 pub async fn run<S, F>(name: &str, case: F)
 where
     S: Backend,
-    F: for<'a> FnOnce(&'a TestServer, &'a FakeGitHub) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>
+    F: for<'a> FnOnce(
+            &'a TestServer,
+            &'a FakeGitHub,
+        ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>
         + Send
         + 'static,
 {

@@ -68,7 +68,13 @@ impl FakeGitHub {
 
     /// Commits `files` (`None` deletes) on `branch` (cut from the default branch when
     /// missing); returns the commit.
-    pub fn commit(&self, full: &str, branch: &str, files: &[(&str, Option<&str>)], message: &str) -> String {
+    pub fn commit(
+        &self,
+        full: &str,
+        branch: &str,
+        files: &[(&str, Option<&str>)],
+        message: &str,
+    ) -> String {
         let date = self.now();
         self.with_repo(full, |repo| {
             let parent = repo
@@ -107,21 +113,25 @@ impl FakeGitHub {
             let bs = repo.branches[base].clone();
             let ba = repo.ancestors(&bs);
             let commits = repo.ancestors(&hs).difference(&ba).count() as u64;
-            let changed = super::model::diff(&repo.commits[&bs].tree, &repo.commits[&hs].tree).len() as u64;
-            repo.pulls.insert(number, Pull {
+            let changed =
+                super::model::diff(&repo.commits[&bs].tree, &repo.commits[&hs].tree).len() as u64;
+            repo.pulls.insert(
                 number,
-                title: title.into(),
-                head: head.into(),
-                head_sha: hs,
-                head_repo: full.into(),
-                base: base.into(),
-                body: body.into(),
-                state: "open".into(),
-                merged: false,
-                commits,
-                changed_files: changed,
-                updated_at: date,
-            });
+                Pull {
+                    number,
+                    title: title.into(),
+                    head: head.into(),
+                    head_sha: hs,
+                    head_repo: full.into(),
+                    base: base.into(),
+                    body: body.into(),
+                    state: "open".into(),
+                    merged: false,
+                    commits,
+                    changed_files: changed,
+                    updated_at: date,
+                },
+            );
         });
         number
     }
@@ -154,16 +164,25 @@ impl FakeGitHub {
     pub fn comment(&self, full: &str, number: u64, login: &str, body: &str, created_at: &str) {
         let id = self.shared.lock().id();
         self.with_repo(full, |repo| {
-            repo.comments
-                .entry(number)
-                .or_default()
-                .push((id, login.into(), body.into(), created_at.into()));
+            repo.comments.entry(number).or_default().push((
+                id,
+                login.into(),
+                body.into(),
+                created_at.into(),
+            ));
         });
     }
 
     /// A completed workflow run on `branch`'s head (or on `sha` when it is a commit); its
     /// jobs get fresh ids. Returns the run id and the job ids.
-    pub fn add_run(&self, full: &str, workflow: &str, at: &str, conclusion: Option<&str>, jobs: Vec<Job>) -> (u64, Vec<u64>) {
+    pub fn add_run(
+        &self,
+        full: &str,
+        workflow: &str,
+        at: &str,
+        conclusion: Option<&str>,
+        jobs: Vec<Job>,
+    ) -> (u64, Vec<u64>) {
         let date = self.now();
         let mut st = self.shared.lock();
         let id = st.id();
@@ -177,14 +196,23 @@ impl FakeGitHub {
         let job_ids = jobs.iter().map(|j| j.id).collect();
         let repo = st.repos.get_mut(full).expect("repo");
         let sha = repo.resolve(at).expect("run target");
-        let branch = if repo.branches.contains_key(at) { at.to_owned() } else { repo.default_branch.clone() };
+        let branch = if repo.branches.contains_key(at) {
+            at.to_owned()
+        } else {
+            repo.default_branch.clone()
+        };
         repo.runs.push(Run {
             id,
             name: workflow.trim_end_matches(".yml").into(),
             path: format!(".github/workflows/{workflow}"),
             head_sha: sha,
             head_branch: branch,
-            status: if conclusion.is_some() { "completed" } else { "in_progress" }.into(),
+            status: if conclusion.is_some() {
+                "completed"
+            } else {
+                "in_progress"
+            }
+            .into(),
             conclusion: conclusion.map(str::to_owned),
             event: "push".into(),
             created_at: date,
@@ -197,17 +225,29 @@ impl FakeGitHub {
     /// whether a dispatch starts a run.
     pub fn workflow(&self, full: &str, file: &str, dispatchable: bool, starts_run: bool) {
         self.with_repo(full, |repo| {
-            repo.workflows.insert(file.into(), (dispatchable, starts_run));
+            repo.workflows
+                .insert(file.into(), (dispatchable, starts_run));
         });
     }
 
     /// Answers the next `times` requests matching `method` and `path_contains` with `status`.
-    pub fn fault(&self, method: &str, path_contains: &str, status: u16, headers: &[(&str, &str)], body: &str, times: u32) {
+    pub fn fault(
+        &self,
+        method: &str,
+        path_contains: &str,
+        status: u16,
+        headers: &[(&str, &str)],
+        body: &str,
+        times: u32,
+    ) {
         self.shared.lock().faults.push(Fault {
             method: method.into(),
             path_contains: path_contains.into(),
             status,
-            headers: headers.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
             body: body.into(),
             remaining: times,
         });
@@ -280,7 +320,9 @@ impl FakeGitHub {
         self.with_repo(full, |repo| {
             repo.check_runs.insert(
                 sha.into(),
-                runs.iter().map(|(s, c)| ((*s).into(), c.map(str::to_owned))).collect(),
+                runs.iter()
+                    .map(|(s, c)| ((*s).into(), c.map(str::to_owned)))
+                    .collect(),
             );
         });
     }
