@@ -713,14 +713,29 @@ async fn file_writes_follow_the_flag_rules(s: &TestServer, g: &FakeGitHub) {
     );
 
     // The workflow directory, protected paths and money paths.
+    let prot = agent(
+        s,
+        "protected",
+        &["read", "write"],
+        json!({"can_touch_protected": true}),
+    )
+    .await;
     let before_calls = g.calls().len();
-    let err = w
+    let err = prot
         .err(
             "write_repo_file",
             json!({"namespace": "alpha", "path": ".github/workflows/ci.yml", "content": "on: push\n", "message": "m"}),
         )
         .await;
     assert!(err.contains("allow_workflow_write"), "{err}");
+    // The flags are asked at the one check, before the handler runs.
+    let err = w
+        .err(
+            "write_repo_file",
+            json!({"namespace": "alpha", "path": ".github/workflows/ci.yml", "content": "on: push\n", "message": "m"}),
+        )
+        .await;
+    assert!(err.contains("can_touch_protected"), "{err}");
     let err = w
         .err(
             "write_repo_file",

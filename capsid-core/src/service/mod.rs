@@ -171,7 +171,12 @@ impl Service {
                 match tool {
                     $($name => {
                         let parsed: $Args = args::parse_args(tool, args)?;
-                        gate_call(&caller.scopes, tool, args::ScopeArgs::namespace(&parsed), args::ScopeArgs::repo(&parsed))?;
+                        // The flags a repo mutation's arguments need (reference 3.4) are asked
+                        // here, with the tool, grant, namespace and repo: one check.
+                        let flags = args::ScopeArgs::repo_write(&parsed)
+                            .map(|w| crate::tools::repo_write_flags(tool, &w))
+                            .unwrap_or_default();
+                        gate_call(&caller.scopes, tool, args::ScopeArgs::namespace(&parsed), args::ScopeArgs::repo(&parsed), flags)?;
                         self.$handler(caller, parsed, confirmer).await
                     })*
                     _ => Err(Error::Invalid(format!("unknown tool: {tool}"))),

@@ -1,6 +1,6 @@
 //! What every repo tool shares, at the one enforcement point: the namespace's repository
 //! mapping is the authorization boundary, the flags a mutation needs come from the core's
-//! `repo_write_flags`, a ref or path is refused before anything is read, and each mutation
+//! `repo_write_flags` and are asked at the one check (`Service::call_tool` → `gate_call`), a ref or path is refused before anything is read, and each mutation
 //! is audited after GitHub accepted it (an audit failure adds `audit_warning` rather than
 //! failing a change that already happened). The tools themselves live in `repo_read.rs`,
 //! `repo_search.rs`, `repo_ci.rs`, `repo_write.rs` and `repo_pr.rs`.
@@ -15,8 +15,6 @@ use crate::error::{Error, Result};
 use crate::paths::repo_path_problem;
 use crate::ports::{RepoHost, RepoHostError, RepoRef};
 use crate::repos::{resolve_repo, stored_repos};
-use crate::scope::Need;
-use crate::tools::{RepoWriteArgs, repo_write_flags};
 
 /// `read_repo_file`'s batch maximum.
 pub const REPO_BATCH_MAX_FILES: usize = 20;
@@ -110,32 +108,6 @@ impl Target {
 }
 
 impl Service {
-    /// The handler-side flag check of a repo mutation (reference 3.4): the flags its
-    /// arguments need, asked through the same scope check as every other requirement.
-    pub(super) fn check_repo_write_flags(
-        &self,
-        caller: &Caller,
-        tool: &str,
-        namespace: &str,
-        selector: Option<&str>,
-        args: &RepoWriteArgs<'_>,
-    ) -> Result<()> {
-        let flags = repo_write_flags(tool, args);
-        if flags.is_empty() {
-            return Ok(());
-        }
-        self.check(
-            caller,
-            &Need {
-                tool,
-                namespace: Some(namespace),
-                repo: selector,
-                flags,
-                ..Need::default()
-            },
-        )
-    }
-
     /// Resolves the namespace's mapped repository (the authorization boundary) and the
     /// GitHub App; without one, says what to configure.
     pub(super) async fn repo_target(

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::args::{Bounded, NamespaceArg};
 use crate::docs::bounds;
 use crate::scope_args;
+use crate::tools::RepoWriteArgs;
 
 /// A repo selector: a label of the namespace's mapping or a mapped `owner/name`.
 pub type RepoSelector = Option<Bounded<{ bounds::REPO_SELECTOR }>>;
@@ -164,7 +165,19 @@ pub struct WriteFileArgs {
     /// Opt in to writing under .github/workflows/ (needs can_write_workflows; audited).
     pub allow_workflow_write: Option<bool>,
 }
-scope_args!(WriteFileArgs, namespace, repo);
+scope_args!(
+    WriteFileArgs,
+    namespace,
+    repo,
+    writes
+        | a
+        | RepoWriteArgs {
+            path: Some(a.path.as_str()),
+            mode: Some(a.mode.unwrap_or_default().as_str()),
+            action: None,
+            allow_workflow_write: a.allow_workflow_write == Some(true),
+        }
+);
 
 /// `delete_repo_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -184,7 +197,19 @@ pub struct DeleteFileArgs {
     /// Opt in to deleting under .github/workflows/ (needs can_write_workflows; audited).
     pub allow_workflow_write: Option<bool>,
 }
-scope_args!(DeleteFileArgs, namespace, repo);
+scope_args!(
+    DeleteFileArgs,
+    namespace,
+    repo,
+    writes
+        | a
+        | RepoWriteArgs {
+            path: Some(a.path.as_str()),
+            mode: Some(a.mode.unwrap_or_default().as_str()),
+            action: None,
+            allow_workflow_write: a.allow_workflow_write == Some(true),
+        }
+);
 
 /// `create_branch`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -198,7 +223,12 @@ pub struct CreateBranchArgs {
     /// Branch, tag or sha to start from; the default branch when omitted.
     pub from: Option<RefArg>,
 }
-scope_args!(CreateBranchArgs, namespace, repo);
+scope_args!(
+    CreateBranchArgs,
+    namespace,
+    repo,
+    writes | _a | RepoWriteArgs::default()
+);
 
 /// `open_pr`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -216,7 +246,12 @@ pub struct OpenPrArgs {
     /// Pull request description.
     pub body: Option<Bounded<{ bounds::PR_BODY }>>,
 }
-scope_args!(OpenPrArgs, namespace, repo);
+scope_args!(
+    OpenPrArgs,
+    namespace,
+    repo,
+    writes | _a | RepoWriteArgs::default()
+);
 
 /// What `manage_pr` does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -281,7 +316,17 @@ pub struct ManagePrArgs {
     /// comment: the comment's text.
     pub body: Option<Bounded<{ bounds::PR_BODY }>>,
 }
-scope_args!(ManagePrArgs, namespace, repo);
+scope_args!(
+    ManagePrArgs,
+    namespace,
+    repo,
+    writes
+        | a
+        | RepoWriteArgs {
+            action: Some(a.action.as_str()),
+            ..RepoWriteArgs::default()
+        }
+);
 
 /// `delete_branch`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -295,7 +340,12 @@ pub struct DeleteBranchArgs {
     /// Lift the improve-prefix and open-PR refusals (never the default-branch one).
     pub force: Option<bool>,
 }
-scope_args!(DeleteBranchArgs, namespace, repo);
+scope_args!(
+    DeleteBranchArgs,
+    namespace,
+    repo,
+    writes | _a | RepoWriteArgs::default()
+);
 
 /// `ci_dispatch`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -314,4 +364,9 @@ pub struct CiDispatchArgs {
     /// workflow_dispatch inputs, a flat string map (at most 10).
     pub inputs: Option<BTreeMap<String, RefArg>>,
 }
-scope_args!(CiDispatchArgs, namespace, repo);
+scope_args!(
+    CiDispatchArgs,
+    namespace,
+    repo,
+    writes | _a | RepoWriteArgs::default()
+);

@@ -16,7 +16,6 @@ use crate::guards::SCORER_WORKFLOW;
 use crate::ports::{RepoHostError, RunQuery, RunStep, WorkflowRun};
 use crate::scope::Grant;
 use crate::time::Timestamp;
-use crate::tools::RepoWriteArgs;
 
 /// Bytes of the failing step's log a write-grant caller gets, from its end.
 pub const CI_LOG_BUDGET: usize = 64 * 1024;
@@ -269,7 +268,6 @@ impl Service {
                 crate::docs::bounds::GIT_REF
             )));
         }
-        self.check_repo_write_flags(caller, TOOL, ns, sel, &RepoWriteArgs::default())?;
         // The scorer signs what it measured: a hand dispatch could mint a signed report for an
         // arbitrary ref. Refused by shape and by name before any GitHub call.
         let basename = workflow.map(|w| w.rsplit('/').next().unwrap_or(w));

@@ -11,7 +11,6 @@ use super::{Confirmer, Service};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::ports::RepoHostError;
-use crate::tools::RepoWriteArgs;
 
 fn cleanup(branch: Option<&str>, deleted: bool, note: Option<String>) -> Value {
     let mut out = json!({"head_branch": branch, "head_branch_deleted": deleted});
@@ -95,16 +94,6 @@ impl Service {
                 "{TOOL}: action comment needs body, the comment's text"
             )));
         }
-        self.check_repo_write_flags(
-            caller,
-            TOOL,
-            ns,
-            sel,
-            &RepoWriteArgs {
-                action: Some(a.action.as_str()),
-                ..RepoWriteArgs::default()
-            },
-        )?;
         let t = self.repo_target(TOOL, ns, sel).await?;
         let err = |e| host_error(TOOL, e);
         let number = a.number;
@@ -157,7 +146,6 @@ impl Service {
         let branch = a.branch.as_str();
         check_ref(TOOL, "branch", Some(branch))?;
         let force = a.force == Some(true);
-        self.check_repo_write_flags(caller, TOOL, ns, sel, &RepoWriteArgs::default())?;
         let t = self.repo_target(TOOL, ns, sel).await?;
         let full = t.full();
         let default = self.default_branch(TOOL, &t).await?;

@@ -12,7 +12,6 @@ use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::guards::is_workflow_path;
 use crate::ports::{Contents, FileWrite, RepoHostError};
-use crate::tools::RepoWriteArgs;
 
 /// A branch-name fragment from a path.
 fn branch_slug(path: &str) -> String {
@@ -74,26 +73,13 @@ struct Landed {
 }
 
 impl Service {
-    /// The checks every file change passes: arguments, the workflow opt-in, the flags (all
-    /// before any GitHub call), then the mapped repository; then the work
+    /// The checks every file change passes after the flags (asked at `gate_call`): arguments,
+    /// the workflow opt-in (all before any GitHub call), then the mapped repository; then the work
     /// branch is cut in pr mode.
-    async fn prepare_change(&self, caller: &Caller, p: &Plan<'_>) -> Result<Landed> {
+    async fn prepare_change(&self, p: &Plan<'_>) -> Result<Landed> {
         check_path(p.tool, "path", Some(p.path))?;
         check_ref(p.tool, "branch", p.branch)?;
-        // The opt-in is asked for first: it names what to pass, and the flags it needs.
         workflow_write_refusal(p.tool, p.path, p.allow_workflow_write)?;
-        self.check_repo_write_flags(
-            caller,
-            p.tool,
-            p.namespace,
-            p.selector,
-            &RepoWriteArgs {
-                path: Some(p.path),
-                mode: Some(p.mode.as_str()),
-                action: None,
-                allow_workflow_write: p.allow_workflow_write,
-            },
-        )?;
         let target = self.repo_target(p.tool, p.namespace, p.selector).await?;
         let default_branch = self.default_branch(p.tool, &target).await?;
         let err = |e| host_error(p.tool, e);
@@ -183,7 +169,7 @@ impl Service {
             branch: a.branch.as_ref().map(|b| b.as_str()),
             allow_workflow_write: a.allow_workflow_write == Some(true),
         };
-        let landed = self.prepare_change(caller, &plan).await?;
+        let landed = self.prepare_change(&plan).await?;
         let (t, err) = (&landed.target, |e| host_error(plan.tool, e));
         let existing = match t
             .host
@@ -256,7 +242,7 @@ impl Service {
             branch: a.branch.as_ref().map(|b| b.as_str()),
             allow_workflow_write: a.allow_workflow_write == Some(true),
         };
-        let landed = self.prepare_change(caller, &plan).await?;
+        let landed = self.prepare_change(&plan).await?;
         let (t, err) = (&landed.target, |e| host_error(plan.tool, e));
         // GitHub's delete needs the current blob, so a missing file is an error, not a no-op.
         let sha = match t
@@ -323,7 +309,6 @@ impl Service {
         check_ref(TOOL, "branch", Some(branch))?;
         let from = a.from.as_ref().map(|f| f.as_str());
         check_ref(TOOL, "from", from)?;
-        self.check_repo_write_flags(caller, TOOL, ns, sel, &RepoWriteArgs::default())?;
         let t = self.repo_target(TOOL, ns, sel).await?;
         let base = match from {
             Some(f) => f.to_owned(),
@@ -369,7 +354,6 @@ impl Service {
         if a.title.as_str().trim().is_empty() {
             return Err(Error::Invalid(format!("{TOOL}: title is empty")));
         }
-        self.check_repo_write_flags(caller, TOOL, ns, sel, &RepoWriteArgs::default())?;
         let t = self.repo_target(TOOL, ns, sel).await?;
         let base = match base {
             Some(b) => b.to_owned(),
