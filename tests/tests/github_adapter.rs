@@ -375,6 +375,7 @@ capsid_tests::github_cases!(
     branches_and_pull_requests,
     ci_status_and_dispatch,
     outcome_verification_and_review_gate_read_github,
+    an_audit_failure_after_a_mutation_says_do_not_retry,
 );
 
 const ALPHA: &str = "octo/alpha";
@@ -1203,4 +1204,63 @@ async fn outcome_verification_and_review_gate_read_github(s: &TestServer, g: &Fa
     assert_eq!(out["job"]["status"], "done", "{out}");
     assert!(g.count("GET", &format!("/issues/{pr3}/comments")) >= 2);
     assert!(g.refusals().is_empty(), "{:?}", g.refusals());
+}
+
+async fn an_audit_failure_after_a_mutation_says_do_not_retry(s: &TestServer, g: &FakeGitHub) {
+    setup_alpha(s, g).await;
+    let w = agent(s, "writer", &["read", "write"], json!({})).await;
+    let probe = s.probe.as_ref().expect("probe");
+    // The store refuses create_branch's audit row, after GitHub accepted the branch.
+    match probe {
+        capsid_tests::harness::Probe::Sqlite(_) => {
+            probe
+                .execute(
+                    "CREATE TRIGGER refuse_branch_audit BEFORE INSERT ON audit_log \
+                     WHEN NEW.action = 'create_branch' \
+                     BEGIN SELECT RAISE(ABORT, 'audit refused by the test'); END",
+                )
+                .await;
+        }
+        capsid_tests::harness::Probe::Postgres(_) => {
+            probe
+                .execute(
+                    "CREATE FUNCTION refuse_branch_audit() RETURNS trigger AS $$ BEGIN \
+                     IF NEW.action = 'create_branch' THEN RAISE EXCEPTION 'audit refused by the test'; END IF; \
+                     RETURN NEW; END $$ LANGUAGE plpgsql",
+                )
+                .await;
+            probe
+                .execute(
+                    "CREATE TRIGGER refuse_branch_audit BEFORE INSERT ON audit_log \
+                     FOR EACH ROW EXECUTE FUNCTION refuse_branch_audit()",
+                )
+                .await;
+        }
+    }
+    let out = w
+        .ok(
+            "create_branch",
+            json!({"namespace": "alpha", "branch": "made-anyway"}),
+        )
+        .await;
+    assert_eq!(out["branch"], "made-anyway", "{out}");
+    let warning = out["audit_warning"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(warning.contains("Do not retry"), "{warning}");
+    assert!(g.branch_names(ALPHA).contains(&"made-anyway".to_owned()));
+    assert_eq!(
+        probe
+            .count("SELECT COUNT(*) FROM audit_log WHERE action = 'create_branch'")
+            .await,
+        0
+    );
+    // Other mutations are still audited as usual.
+    let out = w
+        .ok(
+            "open_pr",
+            json!({"namespace": "alpha", "title": "Anyway", "head": "made-anyway"}),
+        )
+        .await;
+    assert!(out.get("audit_warning").is_none(), "{out}");
 }
