@@ -276,6 +276,98 @@ async fn githubs_statuses_become_clear_errors() {
 }
 
 #[tokio::test]
+async fn the_facts_other_features_read() {
+    let gh = fake().await;
+    let app = gh.adapter();
+    gh.commit(
+        REPO,
+        "topic",
+        &[("a.txt", Some("a")), ("README.md", None)],
+        "Topic",
+    );
+    let head = gh.commit(REPO, "topic", &[("b.txt", Some("b"))], "More");
+    let number = gh.open_pull(REPO, "topic", "main", "Topic", "Closes #1.");
+    gh.check_runs(
+        REPO,
+        &head,
+        &[("completed", Some("success")), ("in_progress", None)],
+    );
+    gh.add_run(REPO, "ci.yml", "topic", Some("success"), vec![]);
+    gh.comment(
+        REPO,
+        number,
+        "rev",
+        "REVIEW: fine. APPROVE",
+        "2026-11-02T00:00:00Z",
+    );
+
+    let pr = app
+        .pull_request(&repo(), number)
+        .await
+        .expect("pull request");
+    assert_eq!(
+        (pr.number, pr.merged, pr.open, pr.commits, pr.changed_files),
+        (number, false, true, 2, 3),
+        "{pr:?}"
+    );
+    assert_eq!(
+        (pr.head_ref.as_str(), pr.base_ref.as_str()),
+        ("topic", "main")
+    );
+    assert_eq!(pr.head_sha, head);
+    assert!(!pr.head_is_fork);
+    assert_eq!(pr.body, "Closes #1.");
+    let mut files = app
+        .pull_request_files(&repo(), number)
+        .await
+        .expect("files");
+    files.sort();
+    assert_eq!(files, ["README.md", "a.txt", "b.txt"]);
+    let checks = app.check_runs(&repo(), &head).await.expect("check runs");
+    assert_eq!(checks.len(), 2, "{checks:?}");
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.conclusion.as_deref() == Some("success"))
+    );
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.status == "in_progress" && c.conclusion.is_none())
+    );
+    let runs = app
+        .workflow_runs(&repo(), &head)
+        .await
+        .expect("workflow runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].head_sha, head);
+    assert_eq!(runs[0].conclusion.as_deref(), Some("success"));
+    let comments = app.issue_comments(&repo(), number).await.expect("comments");
+    assert_eq!(comments.len(), 1);
+    assert_eq!(comments[0].login, "rev");
+    assert!(comments[0].body.starts_with("REVIEW:"));
+    assert_eq!(
+        app.file_text(&repo(), "a.txt", Some("topic"))
+            .await
+            .expect("text"),
+        "a"
+    );
+    gh.merge(REPO, number);
+    let pr = app
+        .pull_request(&repo(), number)
+        .await
+        .expect("pull request");
+    assert!(pr.merged && !pr.open, "{pr:?}");
+    let err = app.pull_request(&repo(), 999).await.expect_err("missing");
+    assert!(
+        matches!(&err, RepoHostError::NotFound(m) if m.contains("octo/alpha")),
+        "{err}"
+    );
+    assert_eq!(gh.token_requests(), 1, "one token for every fact");
+    assert!(gh.refusals().is_empty(), "{:?}", gh.refusals());
+}
+
+#[tokio::test]
 async fn an_uninstalled_repository_is_named() {
     let gh = fake().await;
     let app = gh.adapter();
