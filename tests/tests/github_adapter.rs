@@ -468,6 +468,7 @@ capsid_tests::github_cases!(
     ci_status_and_dispatch,
     outcome_verification_and_review_gate_read_github,
     an_audit_failure_after_a_mutation_says_do_not_retry,
+    big_answers_are_cut_within_their_budgets,
 );
 
 const ALPHA: &str = "octo/alpha";
@@ -1355,4 +1356,65 @@ async fn an_audit_failure_after_a_mutation_says_do_not_retry(s: &TestServer, g: 
         )
         .await;
     assert!(out.get("audit_warning").is_none(), "{out}");
+}
+
+async fn big_answers_are_cut_within_their_budgets(s: &TestServer, g: &FakeGitHub) {
+    setup_alpha(s, g).await;
+    let r = agent(s, "reader", &["read"], json!({})).await;
+    let big = "hello, budget\n".repeat(20_000);
+    let notes = "budget line\n".repeat(10);
+    let sha = g.commit(
+        ALPHA,
+        "main",
+        &[
+            ("big.txt", Some(big.as_str())),
+            ("notes.txt", Some(notes.as_str())),
+        ],
+        "Big",
+    );
+    // A batch read cuts each file at REPO_FILE_BUDGET and says so.
+    let out = r
+        .ok(
+            "read_repo_file",
+            json!({"namespace": "alpha", "paths": ["big.txt", "README.md"]}),
+        )
+        .await;
+    let files = out["files"].as_array().expect("files");
+    assert_eq!(files[0]["truncated"], true, "{}", files[0]["path"]);
+    let kept = files[0]["content"].as_str().expect("content").len();
+    assert!(kept <= 200 * 1024 && kept > 100 * 1024, "{kept}");
+    assert_eq!(files[1]["truncated"], false);
+    // A patch past REPO_PATCH_BUDGET is left out and flagged; without `patch` none is sent.
+    let one = r
+        .ok(
+            "repo_history",
+            json!({"namespace": "alpha", "sha": sha, "patch": true}),
+        )
+        .await;
+    let text = one.to_string();
+    assert!(
+        text.contains("\"patch_truncated\":true"),
+        "{}",
+        &text[..text.len().min(500)]
+    );
+    assert!(
+        text.len() < 200 * 1024,
+        "the answer stays within the budget"
+    );
+    // max_results caps the matches and says more may exist (a blob past the scan limit is
+    // not scanned: big.txt is no candidate).
+    let out = r
+        .ok(
+            "search_code",
+            json!({"namespace": "alpha", "query": "budget", "max_results": 3}),
+        )
+        .await;
+    assert_eq!(out["total_results"], 3, "{out}");
+    assert_eq!(out["truncated"], true, "{out}");
+    assert!(
+        out["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("max_results")),
+        "{out}"
+    );
 }
