@@ -168,6 +168,8 @@ impl RepoHost for GitHubApp {
         self.write_rerun(repo, run_id).await
     }
     async fn poll_pause(&self) {
-        tokio::time::sleep(self.inner.poll_interval).await;
+        if !self.inner.poll_interval.is_zero() {
+            tokio::time::sleep(self.inner.poll_interval).await;
+        }
     }
 }

@@ -243,27 +243,49 @@ impl Http {
             if !reply.is_secondary_limit() || attempt >= self.retry.secondary_retries {
                 return Ok(reply);
             }
-            let asked = reply
-                .header("retry-after")
-                .and_then(|s| s.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let doubled = self.retry.backoff.saturating_mul(1u32 << attempt.min(16));
-            let wait = asked.unwrap_or(doubled).min(self.retry.max_wait);
+            let wait = retry_wait(&self.retry, attempt, reply.header("retry-after"));
             tracing::warn!(
                 operation = what,
                 wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                 attempt = attempt + 1,
                 "GitHub secondary rate limit; retrying"
             );
-            tokio::time::sleep(wait).await;
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
             attempt += 1;
         }
     }
 }
 
+/// How long to wait before retry `attempt + 1` of a secondary rate limit: what GitHub asked
+/// in `retry-after` (seconds), else the backoff doubled per attempt; never past `max_wait`.
+pub fn retry_wait(policy: &RetryPolicy, attempt: u32, retry_after: Option<&str>) -> Duration {
+    let asked = retry_after
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let doubled = policy.backoff.saturating_mul(1u32 << attempt.min(16));
+    asked.unwrap_or(doubled).min(policy.max_wait)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_waits_double_honour_retry_after_and_stay_bounded() {
+        let p = RetryPolicy::default();
+        let secs = |a, h| retry_wait(&p, a, h).as_secs();
+        assert_eq!([secs(0, None), secs(1, None), secs(2, None)], [1, 2, 4]);
+        assert_eq!(secs(0, Some("7")), 7, "GitHub's retry-after wins");
+        assert_eq!(secs(0, Some("3600")), 60, "never past max_wait");
+        assert_eq!(secs(40, None), 60, "no overflow, still bounded");
+        assert_eq!(
+            secs(1, Some("soon")),
+            2,
+            "an unreadable retry-after is ignored"
+        );
+    }
 
     fn reply(status: u16, headers: &[(&'static str, &str)], body: &str) -> Reply {
         let mut map = http::HeaderMap::new();

@@ -1139,6 +1139,7 @@ async fn ci_status_and_dispatch(s: &TestServer, g: &FakeGitHub) {
     // ci_dispatch needs can_dispatch, refuses the scorer, dispatches and finds the run.
     g.workflow(ALPHA, "ci.yml", true, true);
     g.workflow(ALPHA, "push-only.yml", false, false);
+    g.workflow(ALPHA, "slow.yml", true, false);
     let err = w
         .err(
             "ci_dispatch",
@@ -1185,6 +1186,16 @@ async fn ci_status_and_dispatch(s: &TestServer, g: &FakeGitHub) {
         )
         .await;
     assert!(err.contains("workflow_dispatch"), "{err}");
+    // Accepted, but no run appears within the poll bound: null and a note, not an error.
+    let out = d
+        .ok(
+            "ci_dispatch",
+            json!({"namespace": "alpha", "workflow": "slow.yml", "ref": "main"}),
+        )
+        .await;
+    assert_eq!(out["dispatched"], true, "{out}");
+    assert!(out["run_id"].is_null(), "{out}");
+    assert!(out["note"].is_string(), "{out}");
     let out = d
         .ok(
             "ci_dispatch",

@@ -95,16 +95,17 @@ impl FakeGitHub {
         }
     }
 
-    /// The adapter's configuration for this fake, signed with `key`, with millisecond
-    /// backoffs and poll pauses so no test waits for real time.
+    /// The adapter's configuration for this fake, signed with `key`, with zero backoffs and
+    /// poll pauses so no test waits for real time (the waits themselves are unit-tested in
+    /// `capsid-github`'s `retry_wait`).
     pub fn config_with(&self, key: &TestKey) -> GitHubConfig {
         let mut config = GitHubConfig::new(CLIENT_ID, &key.private_pem, Some(&self.url));
         config.retry = RetryPolicy {
             secondary_retries: 3,
-            backoff: Duration::from_millis(1),
-            max_wait: Duration::from_millis(5),
+            backoff: Duration::ZERO,
+            max_wait: Duration::ZERO,
         };
-        config.dispatch_poll_interval = Duration::from_millis(1);
+        config.dispatch_poll_interval = Duration::ZERO;
         config
     }
 
