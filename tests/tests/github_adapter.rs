@@ -1307,6 +1307,53 @@ async fn outcome_verification_and_review_gate_read_github(s: &TestServer, g: &Fa
         .await;
     assert_eq!(out["job"]["status"], "done", "{out}");
     assert!(g.count("GET", &format!("/issues/{pr3}/comments")) >= 2);
+
+    // GitHub unreadable: the review gate holds the job (never an approval) ...
+    let post = a
+        .ok("jobs", json!({"action": "post", "namespace": "alpha", "title": "Held", "body": "Do it.\n", "review_required": true}))
+        .await;
+    let id = post["job"]["id"].clone();
+    a.ok(
+        "jobs",
+        json!({"action": "claim", "id": id, "namespace": "alpha"}),
+    )
+    .await;
+    g.fault("GET", "/comments", 502, &[], "upstream broke", 1);
+    let out = a
+        .call("jobs", json!({"action": "complete", "id": id, "namespace": "alpha", "result_summary": "done", "result_ref": url(pr3)}))
+        .await;
+    let text = match &out {
+        Ok(v) => v.to_string(),
+        Err(e) => e.clone(),
+    };
+    assert!(
+        out.as_ref().map_or(true, |v| v["ok"] == false),
+        "an unreadable review is no approval: {text}"
+    );
+    let listed = a
+        .ok(
+            "jobs",
+            json!({"action": "list", "namespace": "alpha", "status": "claimed"}),
+        )
+        .await;
+    let held = listed["jobs"]
+        .as_array()
+        .and_then(|jobs| jobs.iter().find(|j| j["id"] == id))
+        .unwrap_or_else(|| panic!("the job is listed: {listed}"));
+    assert_eq!(held["status"], "claimed", "the job is held: {held}");
+    // ... and evidence that cannot be read stays driver-reported and unverified.
+    let done = a
+        .ok(
+            "jobs",
+            json!({"action": "complete", "id": id, "namespace": "alpha", "result_summary": "done",
+                           "evidence": {"prs": [url(999)], "commits": 4}}),
+        )
+        .await;
+    assert_eq!(done["outcome"]["row"]["commits"], 4, "{done}");
+    assert!(
+        done["outcome"]["notes"].to_string().contains("could"),
+        "{done}"
+    );
     assert!(g.refusals().is_empty(), "{:?}", g.refusals());
 }
 
