@@ -469,6 +469,7 @@ capsid_tests::github_cases!(
     outcome_verification_and_review_gate_read_github,
     an_audit_failure_after_a_mutation_says_do_not_retry,
     big_answers_are_cut_within_their_budgets,
+    bad_input_is_refused_naming_the_field,
 );
 
 const ALPHA: &str = "octo/alpha";
@@ -1074,6 +1075,79 @@ async fn branches_and_pull_requests(s: &TestServer, g: &FakeGitHub) {
             .count("SELECT COUNT(*) FROM audit_log WHERE action = 'manage_pr'")
             .await,
         4
+    );
+}
+
+async fn bad_input_is_refused_naming_the_field(s: &TestServer, g: &FakeGitHub) {
+    setup_alpha(s, g).await;
+    let w = agent(
+        s,
+        "writer",
+        &["read", "write"],
+        json!({"can_merge": true, "can_dispatch": true, "can_comment_pr": true}),
+    )
+    .await;
+    let before = g.calls().len();
+    let many: serde_json::Map<String, Value> =
+        (0..11).map(|i| (format!("k{i}"), json!("v"))).collect();
+    for (tool, args, field) in [
+        (
+            "write_repo_file",
+            json!({"namespace": "alpha", "path": "../etc/passwd", "content": "x", "message": "m"}),
+            "path",
+        ),
+        (
+            "write_repo_file",
+            json!({"namespace": "alpha", "path": "a.txt", "content": "x", "message": "m", "branch": "a..b"}),
+            "branch",
+        ),
+        (
+            "write_repo_file",
+            json!({"namespace": "alpha", "path": "a.txt", "content": "x", "message": "m", "mode": "sideways"}),
+            "mode",
+        ),
+        (
+            "manage_pr",
+            json!({"namespace": "alpha", "number": 0, "action": "merge"}),
+            "number",
+        ),
+        (
+            "manage_pr",
+            json!({"namespace": "alpha", "number": 1, "action": "comment"}),
+            "body",
+        ),
+        (
+            "ci_dispatch",
+            json!({"namespace": "alpha", "workflow": "ci.yml", "ref": "main", "inputs": many}),
+            "inputs",
+        ),
+        (
+            "ci_dispatch",
+            json!({"namespace": "alpha", "workflow": "ci.yml"}),
+            "ref",
+        ),
+        (
+            "repo_history",
+            json!({"namespace": "alpha", "limit": 0, "ref": "main"}),
+            "limit",
+        ),
+        (
+            "list_repo_tree",
+            json!({"namespace": "alpha", "ref": "-x"}),
+            "ref",
+        ),
+    ] {
+        let err = w.err(tool, args.clone()).await;
+        assert!(err.contains(field), "{tool} {args} → {err}");
+    }
+    assert_eq!(g.calls().len(), before, "nothing reached GitHub");
+    let probe = s.probe.as_ref().expect("probe");
+    assert_eq!(
+        probe
+            .count("SELECT COUNT(*) FROM audit_log WHERE action IN ('write_repo_file', 'manage_pr', 'ci_dispatch')")
+            .await,
+        0,
+        "nothing changed"
     );
 }
 
