@@ -219,6 +219,48 @@ pub fn service(
     Service::new(store, Arc::new(SystemClock), Arc::new(OsEntropy), config)
 }
 
+/// The GitHub App's settings (`CAPSID_GITHUB_APP_CLIENT_ID`, `CAPSID_GITHUB_APP_PRIVATE_KEY`,
+/// `CAPSID_GITHUB_API_URL`): `Ok(None)` when the App is not configured, an error naming the
+/// setting when it is configured badly. The key may be given inline (PEM, with real or `\n`
+/// line breaks) or as a credential reference (`env:`, `file:`, `cmd:`).
+pub fn github_config() -> Result<Option<capsid_github::GitHubConfig>> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let (client_id, key) = match (
+        var("CAPSID_GITHUB_APP_CLIENT_ID"),
+        var("CAPSID_GITHUB_APP_PRIVATE_KEY"),
+    ) {
+        (None, None) => return Ok(None),
+        (Some(_), None) => {
+            bail!("CAPSID_GITHUB_APP_PRIVATE_KEY is not set (CAPSID_GITHUB_APP_CLIENT_ID is)")
+        }
+        (None, Some(_)) => {
+            bail!("CAPSID_GITHUB_APP_CLIENT_ID is not set (CAPSID_GITHUB_APP_PRIVATE_KEY is)")
+        }
+        (Some(id), Some(key)) => (id, key),
+    };
+    let pem = if key.contains("-----BEGIN") {
+        key
+    } else {
+        resolve_credential(&key).context("CAPSID_GITHUB_APP_PRIVATE_KEY")?
+    };
+    let api_url = var("CAPSID_GITHUB_API_URL");
+    Ok(Some(capsid_github::GitHubConfig::new(
+        &client_id,
+        &pem,
+        api_url.as_deref(),
+    )))
+}
+
+/// The GitHub App for the service's `RepoHost` port, when configured.
+pub fn github_app() -> Result<Option<capsid_github::GitHubApp>> {
+    match github_config()? {
+        None => Ok(None),
+        Some(config) => capsid_github::GitHubApp::new(config, Arc::new(SystemClock))
+            .map(Some)
+            .map_err(anyhow::Error::msg),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

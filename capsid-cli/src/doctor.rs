@@ -6,6 +6,42 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::config::{self, GlobalArgs};
+use crate::system::SystemClock;
+
+/// The GitHub App: whether its key parses, whether GitHub accepts its JWT (`GET /app`), and
+/// which installations it reaches. A configured App that fails any of these is reported
+/// with the reason; an App that is not configured is only noted (repo access is optional).
+async fn github_check(names: &[&str], present: &dyn Fn(&str) -> bool) -> (serde_json::Value, bool) {
+    let missing: Vec<&str> = names.iter().copied().filter(|k| !present(k)).collect();
+    let app = match config::github_config() {
+        Ok(None) => {
+            return (
+                json!({"check": "GitHub App (repo access)", "missing": missing,
+                       "note": "repo tools answer 'GitHub App not configured' until it is set up"}),
+                true,
+            );
+        }
+        Ok(Some(c)) => capsid_github::GitHubApp::new(c, std::sync::Arc::new(SystemClock)),
+        Err(e) => Err(format!("{e:#}")),
+    };
+    let app = match app {
+        Ok(app) => app,
+        Err(e) => {
+            return (
+                json!({"check": "GitHub App (repo access)", "key": format!("error: {e}")}),
+                false,
+            );
+        }
+    };
+    let d = app.diagnose().await;
+    let ok = d.jwt.is_ok() && d.installations.is_ok();
+    let report = json!({"check": "GitHub App (repo access)",
+           "api_url": std::env::var("CAPSID_GITHUB_API_URL").unwrap_or_else(|_| capsid_github::DEFAULT_API_URL.into()),
+           "key": "parses",
+           "jwt": match &d.jwt { Ok(name) => format!("accepted (App: {name})"), Err(e) => format!("refused: {e}") },
+           "installations": match &d.installations { Ok(list) => json!(list), Err(e) => json!(format!("error: {e}")) }});
+    (report, ok)
+}
 
 /// Runs the checks. Exit 0 when the store is healthy, 1 otherwise.
 pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
@@ -47,9 +83,9 @@ pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
         "CAPSID_GITHUB_APP_CLIENT_ID",
         "CAPSID_GITHUB_APP_PRIVATE_KEY",
     ];
-    checks.push(json!({"check": "GitHub App (repo access)",
-                       "missing": app.iter().filter(|k| !present(k)).collect::<Vec<_>>(),
-                       "note": "repo tools answer 'GitHub App not configured' until it is set up"}));
+    let (github, github_ok) = github_check(&app, &present).await;
+    healthy &= github_ok;
+    checks.push(github);
     let oauth = [
         "CAPSID_GITHUB_CLIENT_ID",
         "CAPSID_GITHUB_CLIENT_SECRET",

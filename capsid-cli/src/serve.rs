@@ -96,6 +96,18 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         Some(secret),
         args.operator_key_hash.as_deref(),
     );
+    // Repo access: the GitHub App, when configured (a configured App whose key does not
+    // parse stops the start, naming the setting; none means the repo tools say so).
+    let github = config::github_app()?;
+    match &github {
+        Some(app) => tracing::info!(app = ?app, "GitHub App configured: repo tools on"),
+        None => tracing::info!(
+            "GitHub App not configured (CAPSID_GITHUB_APP_CLIENT_ID, CAPSID_GITHUB_APP_PRIVATE_KEY): repo tools answer 'GitHub App not configured'"
+        ),
+    }
+    if let Some(app) = github {
+        service = service.with_repo_host(std::sync::Arc::new(app));
+    }
     if let Some(url) = &args.webhook_url {
         let notifier = capsid_http::WebhookNotifier::new(url).map_err(anyhow::Error::msg)?;
         service = service.with_notifier(std::sync::Arc::new(notifier));

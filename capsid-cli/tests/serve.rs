@@ -75,3 +75,165 @@ fn serve_starts_reports_health_and_stops_on_sigterm() {
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:?}");
 }
+
+/// The binary with the GitHub App pointed at the fake GitHub on loopback.
+fn with_app(cmd: &mut Command, dir: &std::path::Path, api_url: &str, key: &str) {
+    cmd.env("CAPSID_DATA_DIR", dir)
+        .env_remove("CAPSID_DATABASE_URL")
+        .env_remove("CAPSID_SIGNING_SECRET")
+        .env_remove("CAPSID_OPERATOR_KEY_HASH")
+        .env(
+            "CAPSID_GITHUB_APP_CLIENT_ID",
+            capsid_tests::fake_github::CLIENT_ID,
+        )
+        .env("CAPSID_GITHUB_APP_PRIVATE_KEY", key)
+        .env("CAPSID_GITHUB_API_URL", api_url);
+}
+
+fn run_json(mut cmd: Command) -> (bool, serde_json::Value) {
+    let out = cmd.output().expect("run capsid");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let value = serde_json::from_str(&text).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.success(), value)
+}
+
+#[test]
+fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
+    capsid_http::install_tls_provider();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let gh = runtime.block_on(capsid_tests::fake_github::FakeGitHub::start());
+    gh.add_repo("octo/alpha", &[("README.md", "hello from the fake\n")]);
+    let key = &capsid_tests::fake_github::test_key().private_pem;
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let capsid = || Command::new(env!("CARGO_BIN_EXE_capsid"));
+
+    // doctor: the key parses, GitHub accepts the JWT, the installation is listed.
+    let mut cmd = capsid();
+    cmd.args(["doctor", "--json"]);
+    with_app(&mut cmd, dir.path(), &gh.url, key);
+    let (_, report) = run_json(cmd);
+    let app = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["check"] == "GitHub App (repo access)")
+        .cloned()
+        .expect("a GitHub check");
+    assert_eq!(app["key"], "parses", "{report}");
+    assert_eq!(app["jwt"], "accepted (App: Capsid Test App)", "{report}");
+    assert!(
+        app["installations"].to_string().contains("octo ("),
+        "{report}"
+    );
+    assert!(
+        !report.to_string().contains("BEGIN RSA"),
+        "the key is never printed"
+    );
+    // A key that does not parse is reported, naming the setting, and makes doctor unhealthy.
+    let mut cmd = capsid();
+    cmd.args(["doctor", "--json"]);
+    with_app(&mut cmd, dir.path(), &gh.url, "not a key");
+    let (healthy, report) = run_json(cmd);
+    assert!(!healthy, "{report}");
+    assert!(
+        report.to_string().contains("CAPSID_GITHUB_APP_PRIVATE_KEY"),
+        "{report}"
+    );
+    // Another App's key: the JWT is refused.
+    let mut cmd = capsid();
+    cmd.args(["doctor", "--json"]);
+    let other = &capsid_tests::fake_github::other_test_key().private_pem;
+    with_app(&mut cmd, dir.path(), &gh.url, other);
+    let (healthy, report) = run_json(cmd);
+    assert!(!healthy, "{report}");
+    assert!(report.to_string().contains("refused"), "{report}");
+    let refused_so_far = gh.refusals().len();
+    assert!(refused_so_far >= 1, "the fake refused the other key's JWT");
+
+    // serve: the App is wired into the Service, so a repo tool reads through it.
+    let mut cmd = capsid();
+    cmd.args(["namespaces", "register", "alpha", "--repo", "octo/alpha"]);
+    with_app(&mut cmd, dir.path(), &gh.url, key);
+    assert!(cmd.status().expect("register").success());
+    let mut cmd = capsid();
+    cmd.args([
+        "agents",
+        "mint",
+        "--name",
+        "reader",
+        "--kind",
+        "session",
+        "--namespaces",
+        "alpha",
+        "--grants",
+        "read",
+        "--json",
+    ]);
+    with_app(&mut cmd, dir.path(), &gh.url, key);
+    let (ok, minted) = run_json(cmd);
+    assert!(ok, "{minted}");
+    let agent_key = minted["key"].as_str().expect("a key").to_owned();
+    let mut cmd = capsid();
+    cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .env("CAPSID_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null());
+    with_app(&mut cmd, dir.path(), &gh.url, key);
+    let mut child = cmd.spawn().expect("spawn capsid serve");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut url = None;
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.expect("a line of output");
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("capsid listening")
+            && let Some((_, rest)) = line.split_once("http://127.0.0.1:")
+        {
+            let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            url = Some(format!("http://127.0.0.1:{port}"));
+            break;
+        }
+    }
+    let url = url.unwrap_or_else(|| panic!("no url in:\n{seen}"));
+    assert!(seen.contains("GitHub App configured"), "{seen}");
+    let listing = runtime.block_on(async {
+        let client =
+            capsid_tests::server::Client::connect(&format!("{url}/ops/mcp"), &agent_key, ()).await;
+        client
+            .ok(
+                "read_repo_file",
+                serde_json::json!({"namespace": "alpha", "path": "README.md"}),
+            )
+            .await
+    });
+    assert!(
+        listing.to_string().contains("hello from the fake"),
+        "{listing}"
+    );
+    assert!(gh.token_requests() >= 1);
+    assert_eq!(
+        gh.refusals().len(),
+        refused_so_far,
+        "serve's JWTs verify: {:?}",
+        gh.refusals()
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(
+        !seen.contains("ghs_") && !rest.iter().any(|l| l.contains("ghs_")),
+        "no installation token in the server's logs"
+    );
+}

@@ -20,10 +20,26 @@ fn scopes(c: &mut Criterion) {
         b.iter(|| Scopes::parse(black_box(Some(STORED_SCOPES))))
     });
     c.bench_function("scope/gate_call_allowed", |b| {
-        b.iter(|| gate_call(&narrowed, black_box("write"), Some("alpha"), None))
+        b.iter(|| {
+            gate_call(
+                &narrowed,
+                black_box("write"),
+                Some("alpha"),
+                None,
+                Vec::new(),
+            )
+        })
     });
     c.bench_function("scope/gate_call_refused", |b| {
-        b.iter(|| gate_call(&narrowed, black_box("write"), Some("gamma"), None))
+        b.iter(|| {
+            gate_call(
+                &narrowed,
+                black_box("write"),
+                Some("gamma"),
+                None,
+                Vec::new(),
+            )
+        })
     });
 }
 

@@ -51,7 +51,13 @@ impl From<RepoHostError> for Error {
         match e {
             RepoHostError::NotConfigured => Error::Unavailable(e.to_string()),
             RepoHostError::NotFound(_) => Error::NotFound(e.to_string()),
-            RepoHostError::Failed(_) => Error::Unavailable(e.to_string()),
+            RepoHostError::Failed(_) | RepoHostError::RateLimited(_) => {
+                Error::Unavailable(e.to_string())
+            }
+            RepoHostError::Forbidden(_) => Error::Forbidden(e.to_string()),
+            RepoHostError::Conflict(_) | RepoHostError::Rejected(_) => {
+                Error::Conflict(e.to_string())
+            }
         }
     }
 }

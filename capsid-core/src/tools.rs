@@ -429,14 +429,16 @@ pub fn action_grant(tool: &str, action: &str) -> Grant {
 }
 
 /// The registrar wrapper's check (`guardRegistrations`): the tool's requirement from the table
-/// with the call's `namespace` and `repo`, then the rule that a narrowed caller may not omit
-/// the namespace of a tool that takes one. Per-action grants and argument-derived flags are
-/// asked afterwards through [`check_scope`] by the handler.
+/// with the call's `namespace`, `repo` and the `flags` its arguments need (a repo mutation's
+/// [`repo_write_flags`]), then the rule that a narrowed caller may not omit the namespace of a
+/// tool that takes one. Per-action grants are asked afterwards through [`check_scope`] by the
+/// handler.
 pub fn gate_call(
     scopes: &Scopes,
     tool: &str,
     namespace: Option<&str>,
     repo: Option<&str>,
+    flags: Vec<Flag>,
 ) -> Result<(), ScopeRefusal> {
     let grant = match requirement_of(tool) {
         Read => Some(Grant::Read),
@@ -450,6 +452,7 @@ pub fn gate_call(
             namespace,
             repo,
             grant,
+            flags,
             ..Need::default()
         },
     )?;

@@ -1,14 +1,24 @@
 //! A repository host behind the `RepoHost` port for work-queue tests: pull requests, review
-//! comments and workflow runs the test sets up, and repositories it cannot read. (The real
-//! GitHub adapter is tested against a fake GitHub HTTP server of its own.)
+//! comments and workflow runs the test sets up, and repositories it cannot read. The repo
+//! tools' operations are not faked here: they answer "not faked" (the real GitHub adapter is
+//! tested against the fake GitHub HTTP server in `fake_github`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use capsid_core::ports::{
-    CheckRun, IssueComment, PullRequestFacts, RepoHost, RepoHostError, RepoRef, WorkflowRun,
+    CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileCommit, FileWrite,
+    GitTree, IssueComment, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts, PullSummary,
+    RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob, RunQuery,
+    WorkflowRun,
 };
+
+fn not_faked<T>(what: &str) -> RepoResult<T> {
+    Err(RepoHostError::Failed(format!(
+        "{what} is not faked by FakeRepoHost"
+    )))
+}
 
 /// In-memory facts keyed by `owner/name#number` and `owner/name@sha`.
 #[derive(Debug, Default)]
@@ -44,6 +54,7 @@ impl FakeRepoHost {
             head_ref: format!("feature-{number}"),
             head_sha: head_sha.to_owned(),
             head_is_fork: false,
+            head_repo: Some(repo.to_owned()),
             base_ref: "main".into(),
             body: String::new(),
         };
@@ -77,6 +88,8 @@ impl FakeRepoHost {
                 name: "ci".into(),
                 status: (*status).to_owned(),
                 conclusion: conclusion.map(str::to_owned),
+                head_sha: sha.to_owned(),
+                ..WorkflowRun::default()
             })
             .collect();
         self.runs
@@ -188,4 +201,110 @@ impl RepoHost for FakeRepoHost {
             .cloned()
             .ok_or_else(|| RepoHostError::NotFound(format!("{repo}:{path}")))
     }
+    async fn repository(&self, repo: &RepoRef) -> RepoResult<RepoFacts> {
+        self.check(repo)?;
+        Ok(RepoFacts {
+            full_name: repo.to_string(),
+            default_branch: "main".into(),
+            private: true,
+        })
+    }
+    async fn contents(&self, _: &RepoRef, _: &str, _: Option<&str>) -> RepoResult<Contents> {
+        not_faked("contents")
+    }
+    async fn tree(&self, _: &RepoRef, _: &str) -> RepoResult<GitTree> {
+        not_faked("tree")
+    }
+    async fn blob(&self, _: &RepoRef, _: &str) -> RepoResult<Vec<u8>> {
+        not_faked("blob")
+    }
+    async fn branches(&self, _: &RepoRef) -> RepoResult<Vec<RefHead>> {
+        not_faked("branches")
+    }
+    async fn tags(&self, _: &RepoRef) -> RepoResult<Vec<RefHead>> {
+        not_faked("tags")
+    }
+    async fn open_pull_requests(
+        &self,
+        _: &RepoRef,
+        _: Option<&str>,
+    ) -> RepoResult<Vec<PullSummary>> {
+        not_faked("open_pull_requests")
+    }
+    async fn commits(&self, _: &RepoRef, _: &str, _: u32) -> RepoResult<Vec<CommitSummary>> {
+        not_faked("commits")
+    }
+    async fn commit(&self, _: &RepoRef, _: &str) -> RepoResult<CommitDetail> {
+        not_faked("commit")
+    }
+    async fn compare(&self, _: &RepoRef, _: &str, _: &str) -> RepoResult<Comparison> {
+        not_faked("compare")
+    }
+    async fn recent_workflow_runs(
+        &self,
+        _: &RepoRef,
+        _: &RunQuery,
+    ) -> RepoResult<Vec<WorkflowRun>> {
+        not_faked("recent_workflow_runs")
+    }
+    async fn workflow_run(&self, _: &RepoRef, _: u64) -> RepoResult<WorkflowRun> {
+        not_faked("workflow_run")
+    }
+    async fn run_jobs(&self, _: &RepoRef, _: u64) -> RepoResult<Vec<RunJob>> {
+        not_faked("run_jobs")
+    }
+    async fn job_log(&self, _: &RepoRef, _: u64) -> RepoResult<String> {
+        not_faked("job_log")
+    }
+    async fn create_branch(&self, _: &RepoRef, _: &str, _: &str) -> RepoResult<()> {
+        not_faked("create_branch")
+    }
+    async fn delete_branch(&self, _: &RepoRef, _: &str) -> RepoResult<()> {
+        not_faked("delete_branch")
+    }
+    async fn put_file(&self, _: &RepoRef, _: &FileWrite<'_>) -> RepoResult<FileCommit> {
+        not_faked("put_file")
+    }
+    async fn delete_file(
+        &self,
+        _: &RepoRef,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> RepoResult<String> {
+        not_faked("delete_file")
+    }
+    async fn create_pull(
+        &self,
+        _: &RepoRef,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> RepoResult<OpenedPull> {
+        not_faked("create_pull")
+    }
+    async fn merge_pull(&self, _: &RepoRef, _: u64, _: &str) -> RepoResult<MergeOutcome> {
+        not_faked("merge_pull")
+    }
+    async fn close_pull(&self, _: &RepoRef, _: u64) -> RepoResult<ClosedPull> {
+        not_faked("close_pull")
+    }
+    async fn comment_pull(&self, _: &RepoRef, _: u64, _: &str) -> RepoResult<PostedComment> {
+        not_faked("comment_pull")
+    }
+    async fn dispatch_workflow(
+        &self,
+        _: &RepoRef,
+        _: &str,
+        _: &str,
+        _: &BTreeMap<String, String>,
+    ) -> RepoResult<()> {
+        not_faked("dispatch_workflow")
+    }
+    async fn rerun_failed_jobs(&self, _: &RepoRef, _: u64) -> RepoResult<()> {
+        not_faked("rerun_failed_jobs")
+    }
+    async fn poll_pause(&self) {}
 }

@@ -33,7 +33,10 @@ pub use jobs::{
 };
 pub use notifier::{Notification, Notifier};
 pub use repo_host::{
-    CheckRun, IssueComment, PullRequestFacts, RepoHost, RepoHostError, RepoRef, WorkflowRun,
+    CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileBlob, FileChange,
+    FileCommit, FileWrite, GitTree, GitTreeItem, IssueComment, MergeOutcome, OpenedPull,
+    PostedComment, PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError,
+    RepoRef, RepoResult, RunJob, RunQuery, RunStep, TreeEntry, WorkflowRun,
 };
 pub use settings::{LeaderLease, SettingsStore};
 

@@ -196,6 +196,11 @@ pub trait ScopeArgs {
     fn repo(&self) -> Option<&str> {
         None
     }
+    /// For a repo mutation: what `repo_write_flags` derives the call's flags from (reference
+    /// 3.4), so the registrar check asks for them with everything else.
+    fn repo_write(&self) -> Option<crate::tools::RepoWriteArgs<'_>> {
+        None
+    }
 }
 
 /// Implements [`ScopeArgs`] for argument structs with a `namespace` field (and optionally a
@@ -226,6 +231,20 @@ macro_rules! scope_args {
             }
             fn repo(&self) -> Option<&str> {
                 self.repo.as_ref().map(|r| r.as_str())
+            }
+        }
+    };
+    ($ty:ty, namespace, repo, writes |$a:ident| $derive:expr) => {
+        impl $crate::service::args::ScopeArgs for $ty {
+            fn namespace(&self) -> Option<&str> {
+                Some(self.namespace.as_str())
+            }
+            fn repo(&self) -> Option<&str> {
+                self.repo.as_ref().map(|r| r.as_str())
+            }
+            fn repo_write(&self) -> Option<$crate::tools::RepoWriteArgs<'_>> {
+                let $a = self;
+                Some($derive)
             }
         }
     };

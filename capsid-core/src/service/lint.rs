@@ -252,9 +252,8 @@ impl Service {
             edges: rows.edges.iter().map(edge).collect(),
             count_claims: scan_count_claims(&standing_docs, authoritative.as_ref()),
             docs,
-            // Repository drift needs the repo tree; until repo access reads it, the check
-            // does not run and the report says so.
-            repo_paths: None,
+            // The primary repository's tree; `None` (not checked) when it cannot be read.
+            repo_paths: self.primary_repo_paths(ns).await,
             namespaces,
         };
         let report = build_truth_report(&input);

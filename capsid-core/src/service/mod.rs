@@ -20,6 +20,13 @@ mod lint;
 mod namespaces;
 mod prompts;
 mod repo;
+mod repo_args;
+mod repo_cache;
+mod repo_ci;
+mod repo_pr;
+mod repo_read;
+mod repo_search;
+mod repo_write;
 mod schedule;
 mod writes;
 
@@ -74,6 +81,7 @@ pub struct Service {
     pub(crate) repo_host: Option<Arc<dyn RepoHost>>,
     pub(crate) notifier: Option<Arc<dyn Notifier>>,
     pub(crate) config: Arc<ServiceConfig>,
+    pub(crate) repo_reads: Arc<repo_cache::RepoReadCache>,
 }
 
 impl fmt::Debug for Service {
@@ -110,6 +118,7 @@ impl Service {
             repo_host: None,
             notifier: None,
             config: Arc::new(config),
+            repo_reads: Arc::default(),
         }
     }
 
@@ -162,14 +171,14 @@ impl Service {
                 match tool {
                     $($name => {
                         let parsed: $Args = args::parse_args(tool, args)?;
-                        gate_call(&caller.scopes, tool, args::ScopeArgs::namespace(&parsed), args::ScopeArgs::repo(&parsed))?;
+                        // The flags a repo mutation's arguments need (reference 3.4) are asked
+                        // here, with the tool, grant, namespace and repo: one check.
+                        let flags = args::ScopeArgs::repo_write(&parsed)
+                            .map(|w| crate::tools::repo_write_flags(tool, &w))
+                            .unwrap_or_default();
+                        gate_call(&caller.scopes, tool, args::ScopeArgs::namespace(&parsed), args::ScopeArgs::repo(&parsed), flags)?;
                         self.$handler(caller, parsed, confirmer).await
                     })*
-                    t if crate::tools::tool_spec(t).is_some_and(|s| s.group == crate::tools::ToolGroup::Repo) => {
-                        let parsed: repo::RepoArgs = args::parse_args(tool, args)?;
-                        gate_call(&caller.scopes, tool, Some(parsed.namespace.as_str()), parsed.repo.as_ref().map(|r| r.as_str()))?;
-                        self.repo_tool(caller, tool, parsed, confirmer).await
-                    }
                     _ => Err(Error::Invalid(format!("unknown tool: {tool}"))),
                 }
             };
@@ -194,6 +203,19 @@ impl Service {
             "improve_run" => improve_run(improve::RunArgs),
             "improve_status" => improve_status(improve::StatusArgs),
             "agents" => agents(agents::AgentsArgs),
+            "list_repo_tree" => list_repo_tree(repo_args::ListTreeArgs),
+            "read_repo_file" => read_repo_file(repo_args::ReadFileArgs),
+            "search_code" => search_code(repo_args::SearchCodeArgs),
+            "repo_refs" => repo_refs(repo_args::RepoRefsArgs),
+            "repo_history" => repo_history(repo_args::RepoHistoryArgs),
+            "ci_status" => ci_status(repo_args::CiStatusArgs),
+            "write_repo_file" => write_repo_file(repo_args::WriteFileArgs),
+            "create_branch" => create_branch(repo_args::CreateBranchArgs),
+            "open_pr" => open_pr(repo_args::OpenPrArgs),
+            "delete_repo_file" => delete_repo_file(repo_args::DeleteFileArgs),
+            "manage_pr" => manage_pr(repo_args::ManagePrArgs),
+            "delete_branch" => delete_branch(repo_args::DeleteBranchArgs),
+            "ci_dispatch" => ci_dispatch(repo_args::CiDispatchArgs),
         }
     }
 
@@ -255,11 +277,19 @@ pub fn input_schema_of(tool: &str) -> serde_json::Map<String, Value> {
         "jobs" => input_schema::<jobs::JobsArgs>(),
         "improve_run" => input_schema::<improve::RunArgs>(),
         "improve_status" => input_schema::<improve::StatusArgs>(),
-        t if crate::tools::tool_spec(t)
-            .is_some_and(|s| s.group == crate::tools::ToolGroup::Repo) =>
-        {
-            input_schema::<repo::RepoArgs>()
-        }
+        "list_repo_tree" => input_schema::<repo_args::ListTreeArgs>(),
+        "read_repo_file" => input_schema::<repo_args::ReadFileArgs>(),
+        "search_code" => input_schema::<repo_args::SearchCodeArgs>(),
+        "repo_refs" => input_schema::<repo_args::RepoRefsArgs>(),
+        "repo_history" => input_schema::<repo_args::RepoHistoryArgs>(),
+        "ci_status" => input_schema::<repo_args::CiStatusArgs>(),
+        "write_repo_file" => input_schema::<repo_args::WriteFileArgs>(),
+        "create_branch" => input_schema::<repo_args::CreateBranchArgs>(),
+        "open_pr" => input_schema::<repo_args::OpenPrArgs>(),
+        "delete_repo_file" => input_schema::<repo_args::DeleteFileArgs>(),
+        "manage_pr" => input_schema::<repo_args::ManagePrArgs>(),
+        "delete_branch" => input_schema::<repo_args::DeleteBranchArgs>(),
+        "ci_dispatch" => input_schema::<repo_args::CiDispatchArgs>(),
         _ => input_schema::<documents::NoArgs>(),
     }
 }

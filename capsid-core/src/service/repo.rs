@@ -1,166 +1,208 @@
-//! The thirteen repo tools' arguments and their checks at the one enforcement point: the
-//! namespace's repository mapping is the authorization boundary, and the flags a mutation
-//! needs come from the core's `repo_write_flags`. The GitHub calls go through the
-//! [`crate::ports::RepoHost`] port; without a GitHub App every repo tool says so.
+//! What every repo tool shares, at the one enforcement point: the namespace's repository
+//! mapping is the authorization boundary, the flags a mutation needs come from the core's
+//! `repo_write_flags` and are asked at the one check (`Service::call_tool` → `gate_call`), a ref or path is refused before anything is read, and each mutation
+//! is audited after GitHub accepted it (an audit failure adds `audit_warning` rather than
+//! failing a change that already happened). The tools themselves live in `repo_read.rs`,
+//! `repo_search.rs`, `repo_ci.rs`, `repo_write.rs` and `repo_pr.rs`.
 
-use schemars::JsonSchema;
-use serde::Deserialize;
+use std::sync::Arc;
+
 use serde_json::Value;
 
-use super::args::{Bounded, NamespaceArg};
-use super::{Confirmer, Service};
+use super::Service;
 use crate::caller::Caller;
-use crate::docs::bounds;
 use crate::error::{Error, Result};
 use crate::paths::repo_path_problem;
-use crate::ports::RepoRef;
+use crate::ports::{RepoHost, RepoHostError, RepoRef};
 use crate::repos::{resolve_repo, stored_repos};
-use crate::scope::Need;
-use crate::tools::{RepoWriteArgs, repo_write_flags};
 
-/// Arguments every repo tool accepts; the tool-specific ones are optional here and checked by
-/// the tool (the Worker's schemas name the same fields).
-// The operation-specific fields are the wire schema clients see; the operations that read
-// them arrive with the GitHub adapter.
-#[allow(dead_code)]
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct RepoArgs {
-    /// Namespace whose mapped repository to use.
-    pub namespace: NamespaceArg,
-    /// A mapped repository: its label (primary, legacy, ...) or owner/name. Default: primary.
-    pub repo: Option<Bounded<{ bounds::REPO_SELECTOR }>>,
-    /// A path in the repository.
-    pub path: Option<Bounded<{ bounds::PATH }>>,
-    /// Several paths (read_repo_file).
-    pub paths: Option<Vec<Bounded<{ bounds::PATH }>>>,
-    /// A branch, tag or sha.
-    #[serde(rename = "ref")]
-    pub git_ref: Option<Bounded<{ bounds::GIT_REF }>>,
-    /// search_code: the text to find.
-    pub query: Option<Bounded<{ bounds::QUERY }>>,
-    /// write_repo_file: the file content.
-    pub content: Option<Bounded<{ bounds::BODY }>>,
-    /// A commit message.
-    pub message: Option<Bounded<{ bounds::COMMIT_MESSAGE }>>,
-    /// pr (default) or direct.
-    pub mode: Option<Bounded<8>>,
-    /// A branch name.
-    pub branch: Option<Bounded<{ bounds::GIT_REF }>>,
-    /// Opt into writing under .github/workflows/ (needs can_write_workflows).
-    pub allow_workflow_write: Option<bool>,
-    /// manage_pr: merge, close or comment.
-    pub action: Option<Bounded<16>>,
-    /// A pull request number.
-    pub number: Option<u64>,
-    /// A workflow run id.
-    pub run_id: Option<u64>,
-    /// open_pr: the title.
-    pub title: Option<Bounded<{ bounds::PR_TITLE }>>,
-    /// open_pr, manage_pr comment: the text.
-    pub body: Option<Bounded<{ bounds::PR_BODY }>>,
-    /// open_pr: the head branch.
-    pub head: Option<Bounded<{ bounds::GIT_REF }>>,
-    /// open_pr / repo_history: the base.
-    pub base: Option<Bounded<{ bounds::GIT_REF }>>,
-    /// repo_history: one commit.
-    pub sha: Option<Bounded<{ bounds::SHA }>>,
-    /// Result bounds.
-    pub limit: Option<u32>,
-    /// search_code: a path prefix.
-    pub path_prefix: Option<Bounded<{ bounds::PATH }>>,
-    /// search_code: offset.
-    pub start: Option<u32>,
-    /// search_code: most results.
-    pub max_results: Option<u32>,
-    /// search_code: most files scanned.
-    pub max_files: Option<u32>,
-    /// repo_history: include patches.
-    pub patch: Option<bool>,
-    /// manage_pr merge: squash (default), merge or rebase.
-    pub merge_method: Option<Bounded<8>>,
-    /// delete_branch: also delete improve/ branches and branches with an open PR.
-    pub force: Option<bool>,
-    /// create_branch: the ref to branch from.
-    pub from: Option<Bounded<{ bounds::GIT_REF }>>,
-    /// ci_dispatch: the workflow file.
-    pub workflow: Option<Bounded<{ bounds::PATH }>>,
-    /// ci_dispatch: workflow inputs (flat string map, at most 10).
-    pub inputs: Option<Value>,
+/// `read_repo_file`'s batch maximum.
+pub const REPO_BATCH_MAX_FILES: usize = 20;
+/// Each file of a batch read is cut at this many bytes (`truncated: true`).
+pub const REPO_FILE_BUDGET: usize = 200 * 1024;
+/// `repo_history`'s default and largest commit counts.
+pub const REPO_HISTORY_DEFAULT_LIMIT: u32 = 20;
+/// See [`REPO_HISTORY_DEFAULT_LIMIT`].
+pub const REPO_HISTORY_MAX_LIMIT: u32 = 100;
+/// Patch bytes one `repo_history` answer may carry (`patch_truncated` past it).
+pub const REPO_PATCH_BUDGET: usize = 200 * 1024;
+/// Branch prefix the improve loop owns.
+pub const IMPROVE_BRANCH_PREFIX: &str = "improve/";
+/// How long a read tool's answer is served from the cache (writes invalidate it).
+pub const READ_CACHE_TTL_MS: i64 = 60_000;
+
+/// Why a git ref (branch, tag, sha) argument is refused, after `git check-ref-format`.
+pub fn git_ref_problem(value: &str) -> Option<&'static str> {
+    if value.trim().is_empty() {
+        Some("is empty")
+    } else if value.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        Some("must not contain whitespace or control characters")
+    } else if value.contains("..") || value.contains("//") || value.contains("@{") {
+        Some("must not contain '..', '//' or '@{'")
+    } else if value.starts_with('/') || value.ends_with('/') || value.starts_with('-') {
+        Some("must not start with '/' or '-', or end with '/'")
+    } else if value.ends_with('.') || value.ends_with(".lock") {
+        Some("must not end with '.' or '.lock'")
+    } else if value
+        .chars()
+        .any(|c| matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\'))
+    {
+        Some("must not contain any of ~ ^ : ? * [ \\")
+    } else if value.split('/').any(|seg| seg.starts_with('.')) {
+        Some("must not have a component starting with '.'")
+    } else {
+        None
+    }
 }
 
-impl super::args::ScopeArgs for RepoArgs {
-    fn namespace(&self) -> Option<&str> {
-        Some(self.namespace.as_str())
+/// Refuses a bad ref argument, naming the tool and the field.
+pub(super) fn check_ref(tool: &str, field: &str, value: Option<&str>) -> Result<()> {
+    match value.and_then(|v| git_ref_problem(v).map(|p| (v, p))) {
+        Some((v, problem)) => Err(Error::Invalid(format!("{tool}: {field} {v:?} {problem}"))),
+        None => Ok(()),
     }
-    fn repo(&self) -> Option<&str> {
-        self.repo.as_ref().map(|r| r.as_str())
+}
+
+/// Refuses a bad repository path argument, naming the tool and the field.
+pub(super) fn check_path(tool: &str, field: &str, value: Option<&str>) -> Result<()> {
+    match value.and_then(|v| repo_path_problem(v).map(|p| (v, p))) {
+        Some((v, problem)) => Err(Error::Invalid(format!("{tool}: {field} {v:?}: {problem}"))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a zero where the reference asks for a positive integer.
+pub(super) fn check_positive(tool: &str, field: &str, value: Option<u64>) -> Result<()> {
+    if value == Some(0) {
+        return Err(Error::Invalid(format!(
+            "{tool}: {field} must be a positive integer"
+        )));
+    }
+    Ok(())
+}
+
+/// A GitHub failure as the tool's error, prefixed with the tool's name.
+pub(super) fn host_error(tool: &str, e: RepoHostError) -> Error {
+    match Error::from(e) {
+        Error::NotFound(m) => Error::NotFound(format!("{tool}: {m}")),
+        Error::Forbidden(m) => Error::Forbidden(format!("{tool}: {m}")),
+        Error::Conflict(m) => Error::Conflict(format!("{tool}: {m}")),
+        Error::Unavailable(m) => Error::Unavailable(format!("{tool}: {m}")),
+        other => other,
+    }
+}
+
+/// The repository a call targets, and the host that reaches it.
+pub(super) struct Target {
+    /// The mapped repository.
+    pub repo: RepoRef,
+    /// The GitHub App.
+    pub host: Arc<dyn RepoHost>,
+}
+
+impl Target {
+    /// `owner/name`.
+    pub fn full(&self) -> String {
+        self.repo.to_string()
     }
 }
 
 impl Service {
-    /// Resolves the namespace's mapped repository for a repo tool and checks the flags its
-    /// arguments need. Returns the repository.
-    pub(super) async fn repo_preamble(
+    /// Resolves the namespace's mapped repository (the authorization boundary) and the
+    /// GitHub App; without one, says what to configure.
+    pub(super) async fn repo_target(
         &self,
-        caller: &Caller,
         tool: &str,
-        a: &RepoArgs,
-    ) -> Result<RepoRef> {
-        for p in a.path.iter().chain(a.paths.iter().flatten()) {
-            if let Some(problem) = repo_path_problem(p.as_str()) {
-                return Err(Error::Invalid(format!(
-                    "{tool}: path {:?}: {problem}",
-                    p.as_str()
-                )));
-            }
-        }
-        let flags = repo_write_flags(
-            tool,
-            &RepoWriteArgs {
-                path: a.path.as_ref().map(|p| p.as_str()),
-                mode: a.mode.as_ref().map(|m| m.as_str()),
-                action: a.action.as_ref().map(|m| m.as_str()),
-                allow_workflow_write: a.allow_workflow_write == Some(true),
-            },
-        );
-        if !flags.is_empty() {
-            let ns = a.namespace.as_str();
-            self.check(
-                caller,
-                &Need {
-                    tool,
-                    namespace: Some(ns),
-                    repo: a.repo.as_ref().map(|r| r.as_str()),
-                    flags,
-                    ..Need::default()
-                },
-            )?;
-        }
-        let ns = a.namespace.as_str();
-        let row = self
-            .store
-            .namespace(ns)
-            .await?
-            .ok_or_else(|| Error::NotFound(crate::docs::mutations::unknown_namespace(ns)))?;
-        let list = stored_repos(ns, row.repos.as_deref()).map_err(Error::Internal)?;
-        resolve_repo(ns, &list, a.repo.as_ref().map(|r| r.as_str())).map_err(Error::Forbidden)
-    }
-
-    pub(super) async fn repo_tool(
-        &self,
-        caller: &Caller,
-        tool: &str,
-        a: RepoArgs,
-        _: &dyn Confirmer,
-    ) -> Result<Value> {
-        let repo = self.repo_preamble(caller, tool, &a).await?;
+        namespace: &str,
+        selector: Option<&str>,
+    ) -> Result<Target> {
+        let row =
+            self.store.namespace(namespace).await?.ok_or_else(|| {
+                Error::NotFound(crate::docs::mutations::unknown_namespace(namespace))
+            })?;
+        let list = stored_repos(namespace, row.repos.as_deref()).map_err(Error::Internal)?;
+        let repo = resolve_repo(namespace, &list, selector).map_err(Error::Forbidden)?;
         match &self.repo_host {
+            Some(host) => Ok(Target {
+                repo,
+                host: host.clone(),
+            }),
             None => Err(Error::Unavailable(format!(
                 "GitHub App not configured: {tool} on {repo} needs CAPSID_GITHUB_APP_CLIENT_ID and CAPSID_GITHUB_APP_PRIVATE_KEY"
             ))),
-            Some(_) => Err(Error::Unavailable(format!(
-                "{tool} on {repo}: repository operations are not available in this build (only the work queue's GitHub reads are)"
-            ))),
         }
+    }
+
+    /// The default branch of `t`.
+    pub(super) async fn default_branch(&self, tool: &str, t: &Target) -> Result<String> {
+        let facts = t
+            .host
+            .repository(&t.repo)
+            .await
+            .map_err(|e| host_error(tool, e))?;
+        Ok(facts.default_branch)
+    }
+
+    /// A read answer from the cache, when fresh.
+    pub(super) fn cached_read(&self, repo: &RepoRef, key: &str) -> Option<Value> {
+        self.repo_reads.get(repo, key, self.now())
+    }
+
+    /// Keeps a read answer for [`READ_CACHE_TTL_MS`].
+    pub(super) fn keep_read(&self, repo: &RepoRef, key: &str, value: &Value) {
+        self.repo_reads.put(
+            repo,
+            key,
+            value.clone(),
+            self.now().plus_millis(READ_CACHE_TTL_MS),
+        );
+    }
+
+    /// Records a repo mutation that GitHub already accepted: every cached read of the
+    /// repository is dropped, then the audit row (params = the whole result) is appended on
+    /// its own. When that append fails, the result says so and tells the caller not to
+    /// retry, since the change is made.
+    pub(super) async fn record_repo_mutation(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        namespace: &str,
+        path: Option<&str>,
+        repo: &RepoRef,
+        mut result: Value,
+    ) -> Result<Value> {
+        self.repo_reads.invalidate(repo);
+        let entry = self.audit(caller, tool, Some(namespace), path, result.clone());
+        if let Err(e) = self.store.append_audit(entry).await
+            && let Value::Object(map) = &mut result
+        {
+            map.insert(
+                "audit_warning".into(),
+                Value::String(format!(
+                    "THE {tool} SUCCEEDED and is described by this result, but the audit_log row could not be written: {e}. Do not retry this call; the change is already made."
+                )),
+            );
+        }
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_follow_check_ref_format() {
+        for ok in ["main", "feature/x-1", "v1.2.3", "a1b2c3d", "capsid/write-x"] {
+            assert_eq!(git_ref_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "", " ", "a b", "a..b", "/a", "a/", "-x", "a.lock", "a~1", "a^", "a:b", "a?", "a*",
+            "a[", "a\\b", "a//b", "x@{1}", ".hidden", "a/.b", "a.", "tab\t",
+        ] {
+            assert!(git_ref_problem(bad).is_some(), "{bad:?}");
+        }
+        let err = check_ref("create_branch", "branch", Some("a..b")).unwrap_err();
+        assert!(err.to_string().contains("create_branch: branch"), "{err}");
     }
 }

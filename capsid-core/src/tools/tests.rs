@@ -32,7 +32,7 @@ fn unknown_tools_are_write_tools() {
         ..Scopes::unrestricted()
     };
     assert!(matches!(
-        gate_call(&reader, "no_such_tool", None, None),
+        gate_call(&reader, "no_such_tool", None, None, Vec::new()),
         Err(ScopeRefusal::Grant {
             needed: Grant::Write,
             ..
@@ -107,18 +107,18 @@ fn narrowed(ns: &[&str]) -> Scopes {
 fn narrowed_caller_may_not_omit_the_namespace() {
     let s = narrowed(&["alpha"]);
     assert!(matches!(
-        gate_call(&s, "search", None, None),
+        gate_call(&s, "search", None, None, Vec::new()),
         Err(ScopeRefusal::NamespaceOmitted { .. })
     ));
-    assert!(gate_call(&s, "search", Some("alpha"), None).is_ok());
+    assert!(gate_call(&s, "search", Some("alpha"), None, Vec::new()).is_ok());
     assert!(matches!(
-        gate_call(&s, "search", Some("beta"), None),
+        gate_call(&s, "search", Some("beta"), None, Vec::new()),
         Err(ScopeRefusal::Namespace { .. })
     ));
     // `namespaces` takes no namespace, so omission is fine.
-    assert!(gate_call(&s, "namespaces", None, None).is_ok());
+    assert!(gate_call(&s, "namespaces", None, None, Vec::new()).is_ok());
     // The wildcard may omit it.
-    assert!(gate_call(&Scopes::unrestricted(), "search", None, None).is_ok());
+    assert!(gate_call(&Scopes::unrestricted(), "search", None, None, Vec::new()).is_ok());
 }
 
 #[test]
@@ -128,10 +128,10 @@ fn per_action_tools_skip_the_grant_at_the_registrar() {
         ..Scopes::unrestricted()
     };
     assert!(
-        gate_call(&no_grants, "jobs", Some("a"), None).is_ok(),
+        gate_call(&no_grants, "jobs", Some("a"), None, Vec::new()).is_ok(),
         "the handler checks the action"
     );
-    assert!(gate_call(&no_grants, "read", Some("a"), None).is_err());
+    assert!(gate_call(&no_grants, "read", Some("a"), None, Vec::new()).is_err());
 }
 
 #[test]
@@ -243,4 +243,26 @@ fn repo_write_flags_follow_the_table() {
             Flag::MoneyPaths
         ]
     );
+}
+
+#[test]
+fn the_registrar_check_asks_for_a_repo_mutations_flags() {
+    let mut s = narrowed(&["alpha"]);
+    s.flags.clear();
+    let direct = RepoWriteArgs {
+        path: Some("src/billing/x.rs"),
+        mode: Some("direct"),
+        ..RepoWriteArgs::default()
+    };
+    let flags = repo_write_flags("write_repo_file", &direct);
+    assert_eq!(flags, vec![Flag::CanDirectWrite, Flag::MoneyPaths]);
+    let err = gate_call(&s, "write_repo_file", Some("alpha"), None, flags.clone())
+        .expect_err("no flags held");
+    assert!(err.to_string().contains("can_direct_write"), "{err}");
+    s.flags.insert(Flag::CanDirectWrite);
+    let err = gate_call(&s, "write_repo_file", Some("alpha"), None, flags.clone())
+        .expect_err("money_paths missing");
+    assert!(err.to_string().contains("money_paths"), "{err}");
+    s.flags.insert(Flag::MoneyPaths);
+    assert!(gate_call(&s, "write_repo_file", Some("alpha"), None, flags).is_ok());
 }

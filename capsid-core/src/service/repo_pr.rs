@@ -1,0 +1,194 @@
+//! `manage_pr` and `delete_branch` (reference 2.3): merging (with `can_merge`), closing and
+//! commenting (with `can_comment_pr`) on pull requests with the head-branch cleanup rules,
+//! and deleting branches with the refusals that protect the default branch, the improve
+//! loop's branches and branches with open pull requests.
+
+use serde_json::{Value, json};
+
+use super::repo::{IMPROVE_BRANCH_PREFIX, Target, check_positive, check_ref, host_error};
+use super::repo_args::{DeleteBranchArgs, ManagePrArgs, PrAction};
+use super::{Confirmer, Service};
+use crate::caller::Caller;
+use crate::error::{Error, Result};
+use crate::ports::RepoHostError;
+
+fn cleanup(branch: Option<&str>, deleted: bool, note: Option<String>) -> Value {
+    let mut out = json!({"head_branch": branch, "head_branch_deleted": deleted});
+    if let Some(note) = note {
+        out["head_branch_note"] = json!(note);
+    }
+    out
+}
+
+impl Service {
+    /// After a merge or close, deletes the head branch unless it is on a fork, is the base,
+    /// is the default branch or belongs to the improve loop. Never fails the PR action, which
+    /// already succeeded.
+    async fn delete_head_branch(&self, t: &Target, number: u64) -> Value {
+        let pr = match t.host.pull_request(&t.repo, number).await {
+            Ok(pr) => pr,
+            Err(e) => {
+                return cleanup(
+                    None,
+                    false,
+                    Some(format!(
+                        "could not read the PR to find its head branch ({e})"
+                    )),
+                );
+            }
+        };
+        let branch = pr.head_ref.as_str();
+        let full = t.full();
+        let keep = |note: String| cleanup(Some(branch), false, Some(note));
+        if let Some(head_repo) = pr
+            .head_repo
+            .as_deref()
+            .filter(|h| !h.eq_ignore_ascii_case(&full))
+        {
+            return keep(format!(
+                "head is on {head_repo}, not this repo, so it was left alone"
+            ));
+        }
+        if pr.head_is_fork {
+            return keep("head is on a fork, not this repo, so it was left alone".into());
+        }
+        if branch == pr.base_ref {
+            return keep("head and base are the same branch, so nothing was deleted".into());
+        }
+        match t.host.repository(&t.repo).await {
+            Ok(facts) if facts.default_branch == branch => {
+                return keep("head is the default branch, which is never deleted".into());
+            }
+            Ok(_) => {}
+            Err(e) => {
+                return keep(format!(
+                    "could not read the default branch ({e}), so nothing was deleted; the PR action itself succeeded"
+                ));
+            }
+        }
+        if branch.starts_with(IMPROVE_BRANCH_PREFIX) {
+            return keep(format!(
+                "head is under the improve loop's prefix ({IMPROVE_BRANCH_PREFIX}), which owns its own refs, so it was left alone"
+            ));
+        }
+        match t.host.delete_branch(&t.repo, branch).await {
+            Ok(()) => cleanup(Some(branch), true, None),
+            Err(e) => keep(format!(
+                "delete failed ({e}); the PR action itself succeeded"
+            )),
+        }
+    }
+
+    pub(super) async fn manage_pr(
+        &self,
+        caller: &Caller,
+        a: ManagePrArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        const TOOL: &str = "manage_pr";
+        let (ns, sel) = (a.namespace.as_str(), a.repo.as_ref().map(|r| r.as_str()));
+        check_positive(TOOL, "number", Some(a.number))?;
+        let body = a.body.as_ref().map(|b| b.as_str());
+        if a.action == PrAction::Comment && body.is_none_or(|b| b.trim().is_empty()) {
+            return Err(Error::Invalid(format!(
+                "{TOOL}: action comment needs body, the comment's text"
+            )));
+        }
+        let t = self.repo_target(TOOL, ns, sel).await?;
+        let err = |e| host_error(TOOL, e);
+        let number = a.number;
+        let mut out = match a.action {
+            PrAction::Merge => {
+                let method = a.merge_method.unwrap_or_default();
+                let merged = t
+                    .host
+                    .merge_pull(&t.repo, number, method.as_str())
+                    .await
+                    .map_err(err)?;
+                json!({"repo": t.full(), "number": number, "action": "merge", "merge_method": method.as_str(),
+                       "merged": merged.merged, "sha": merged.sha, "message": merged.message})
+            }
+            PrAction::Close => {
+                let closed = t.host.close_pull(&t.repo, number).await.map_err(err)?;
+                json!({"repo": t.full(), "number": closed.number, "action": "close",
+                       "state": closed.state, "url": closed.url})
+            }
+            PrAction::Comment => {
+                let posted = t
+                    .host
+                    .comment_pull(&t.repo, number, body.unwrap_or_default())
+                    .await
+                    .map_err(err)?;
+                json!({"repo": t.full(), "number": number, "action": "comment",
+                       "comment_id": posted.id, "url": posted.url})
+            }
+        };
+        // A merge changes the base branch: every cached read of the repository may be stale.
+        self.repo_reads.invalidate(&t.repo);
+        if a.action != PrAction::Comment
+            && let (Value::Object(map), Value::Object(extra)) =
+                (&mut out, self.delete_head_branch(&t, number).await)
+        {
+            map.extend(extra);
+        }
+        self.record_repo_mutation(caller, TOOL, ns, None, &t.repo, out)
+            .await
+    }
+
+    pub(super) async fn delete_branch(
+        &self,
+        caller: &Caller,
+        a: DeleteBranchArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        const TOOL: &str = "delete_branch";
+        let (ns, sel) = (a.namespace.as_str(), a.repo.as_ref().map(|r| r.as_str()));
+        let branch = a.branch.as_str();
+        check_ref(TOOL, "branch", Some(branch))?;
+        let force = a.force == Some(true);
+        let t = self.repo_target(TOOL, ns, sel).await?;
+        let full = t.full();
+        let default = self.default_branch(TOOL, &t).await?;
+        // Checked before force is read: force never lifts this one.
+        if branch == default {
+            return Err(Error::Forbidden(format!(
+                "{TOOL} refuses: {branch} is the default branch of {full}. force does not lift this refusal."
+            )));
+        }
+        if !force {
+            if branch.starts_with(IMPROVE_BRANCH_PREFIX) {
+                return Err(Error::Forbidden(format!(
+                    "{TOOL} refuses: {branch} is under the improve loop's branch prefix ({IMPROVE_BRANCH_PREFIX}), so it may be an attempt the loop still needs. Pass force: true to delete it anyway."
+                )));
+            }
+            // Fail closed: a lookup that errors is not "no open pull requests".
+            let open = t
+                .host
+                .open_pull_requests(&t.repo, Some(branch))
+                .await
+                .map_err(|e| {
+                    Error::Unavailable(format!(
+                        "{TOOL} refuses: could not verify open pull requests for {branch} on {full} ({e}), so the open-PR refusal cannot run. Retry, or pass force: true to delete without the check."
+                    ))
+                })?;
+            if let Some(pr) = open.first() {
+                return Err(Error::Forbidden(format!(
+                    "{TOOL} refuses: {branch} has open pull request #{} ({}). Pass force: true to delete it anyway.",
+                    pr.number, pr.url
+                )));
+            }
+        }
+        match t.host.delete_branch(&t.repo, branch).await {
+            Ok(()) => {}
+            Err(RepoHostError::NotFound(m) | RepoHostError::Rejected(m)) => {
+                return Err(Error::NotFound(format!(
+                    "{TOOL}: {branch} does not exist on {full} ({m})"
+                )));
+            }
+            Err(e) => return Err(host_error(TOOL, e)),
+        }
+        let out = json!({"repo": full, "branch": branch, "deleted": true, "forced": force});
+        self.record_repo_mutation(caller, TOOL, ns, None, &t.repo, out)
+            .await
+    }
+}

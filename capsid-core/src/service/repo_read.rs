@@ -1,0 +1,402 @@
+//! The repo read tools `list_repo_tree`, `read_repo_file`, `repo_refs` and `repo_history`
+//! (reference 2.3): live GitHub reads through the port, briefly cached, with the reference's
+//! result shapes, exclusivity rules and budgets.
+
+use serde_json::{Value, json};
+
+use super::repo::{
+    REPO_BATCH_MAX_FILES, REPO_FILE_BUDGET, REPO_HISTORY_DEFAULT_LIMIT, REPO_HISTORY_MAX_LIMIT,
+    REPO_PATCH_BUDGET, Target, check_path, check_positive, check_ref, host_error,
+};
+use super::repo_args::{ListTreeArgs, ReadFileArgs, RepoHistoryArgs, RepoRefsArgs};
+use super::{Confirmer, Service};
+use crate::caller::Caller;
+use crate::error::{Error, Result};
+use crate::ports::{CommitSummary, Contents, FileChange, TreeEntry};
+
+/// `text` cut to at most `max` bytes on a character boundary, and whether it was cut.
+pub(super) fn cut(text: &str, max: usize) -> (&str, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
+/// The last `max` bytes of `text` on a character boundary, and whether it was cut.
+pub(super) fn tail(text: &str, max: usize) -> (&str, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    (&text[start..], true)
+}
+
+fn entry_json(e: &TreeEntry) -> Value {
+    json!({"path": e.path, "type": e.kind, "size": e.size, "sha": e.sha})
+}
+
+/// A commit in a list: the subject only (the first line); one commit by sha has it whole.
+fn summary_json(c: &CommitSummary) -> Value {
+    json!({"sha": c.sha, "date": c.date, "author": c.author,
+           "subject": c.message.lines().next().unwrap_or_default()})
+}
+
+/// Changed files with status and line counts; patches only when asked, within
+/// [`REPO_PATCH_BUDGET`] bytes across the list.
+pub(super) fn files_with_budget(files: &[FileChange], want_patch: bool) -> Value {
+    let (mut spent, mut truncated) = (0usize, false);
+    let entries: Vec<Value> = files
+        .iter()
+        .map(|f| {
+            let mut row = json!({"path": f.path, "status": f.status,
+                                 "additions": f.additions, "deletions": f.deletions});
+            if let (true, Some(patch)) = (want_patch, &f.patch) {
+                if spent + patch.len() <= REPO_PATCH_BUDGET {
+                    row["patch"] = json!(patch);
+                    spent += patch.len();
+                } else {
+                    truncated = true;
+                }
+            }
+            row
+        })
+        .collect();
+    json!({"count": entries.len(), "patch_truncated": truncated, "patch_bytes": spent, "entries": entries})
+}
+
+impl Service {
+    pub(super) async fn list_repo_tree(
+        &self,
+        _: &Caller,
+        a: ListTreeArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        const TOOL: &str = "list_repo_tree";
+        let path = a.path.as_ref().map(|p| p.as_str()).unwrap_or_default();
+        check_path(TOOL, "path", Some(path).filter(|p| !p.is_empty()))?;
+        let git_ref = a.git_ref.as_ref().map(|r| r.as_str());
+        check_ref(TOOL, "ref", git_ref)?;
+        let sel = a.repo.as_ref().map(|r| r.as_str());
+        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        let key = format!("tree\n{path}\n{}", git_ref.unwrap_or_default());
+        if let Some(hit) = self.cached_read(&t.repo, &key) {
+            return Ok(hit);
+        }
+        let contents = t
+            .host
+            .contents(&t.repo, path, git_ref)
+            .await
+            .map_err(|e| host_error(TOOL, e))?;
+        let entries: Vec<Value> = match &contents {
+            Contents::Dir(entries) => entries.iter().map(entry_json).collect(),
+            Contents::File(f) => {
+                vec![json!({"path": f.path, "type": "file", "size": f.size, "sha": f.sha})]
+            }
+            Contents::Other { kind } => vec![json!({"path": path, "type": kind})],
+        };
+        let out = json!({"repo": t.full(), "path": if path.is_empty() { "/" } else { path }, "entries": entries});
+        self.keep_read(&t.repo, &key, &out);
+        Ok(out)
+    }
+
+    /// One file, decoded to text (cached).
+    async fn read_one(&self, t: &Target, path: &str, git_ref: Option<&str>) -> Result<Value> {
+        const TOOL: &str = "read_repo_file";
+        let key = format!("file\n{path}\n{}", git_ref.unwrap_or_default());
+        if let Some(hit) = self.cached_read(&t.repo, &key) {
+            return Ok(hit);
+        }
+        let file = match t
+            .host
+            .contents(&t.repo, path, git_ref)
+            .await
+            .map_err(|e| host_error(TOOL, e))?
+        {
+            Contents::File(f) => f,
+            Contents::Dir(_) => {
+                return Err(Error::Invalid(format!(
+                    "{TOOL}: {path} is a directory; use list_repo_tree"
+                )));
+            }
+            Contents::Other { kind } => {
+                return Err(Error::Invalid(format!(
+                    "{TOOL}: {path} is not a file (type: {kind})"
+                )));
+            }
+        };
+        let out = json!({"repo": t.full(), "path": path, "size": file.size, "sha": file.sha,
+                         "content": String::from_utf8_lossy(&file.bytes)});
+        self.keep_read(&t.repo, &key, &out);
+        Ok(out)
+    }
+
+    pub(super) async fn read_repo_file(
+        &self,
+        _: &Caller,
+        a: ReadFileArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        const TOOL: &str = "read_repo_file";
+        // Exactly one of the two: accepting both and preferring one would hide the other.
+        let paths = match (&a.path, &a.paths) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Invalid(format!(
+                    "{TOOL}: pass path for one file or paths for several, not both"
+                )));
+            }
+            (None, None) => {
+                return Err(Error::Invalid(format!(
+                    "{TOOL}: pass path for one file, or paths for several"
+                )));
+            }
+            (Some(p), None) => {
+                check_path(TOOL, "path", Some(p.as_str()))?;
+                None
+            }
+            (None, Some(list)) if list.is_empty() => {
+                return Err(Error::Invalid(format!("{TOOL}: paths was empty")));
+            }
+            (None, Some(list)) if list.len() > REPO_BATCH_MAX_FILES => {
+                return Err(Error::Invalid(format!(
+                    "{TOOL}: paths has {} entries; the batch maximum is {REPO_BATCH_MAX_FILES}",
+                    list.len()
+                )));
+            }
+            (None, Some(list)) => Some(list),
+        };
+        let git_ref = a.git_ref.as_ref().map(|r| r.as_str());
+        check_ref(TOOL, "ref", git_ref)?;
+        let sel = a.repo.as_ref().map(|r| r.as_str());
+        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        let Some(paths) = paths else {
+            let path = a.path.as_ref().map(|p| p.as_str()).unwrap_or_default();
+            return self.read_one(&t, path, git_ref).await;
+        };
+        // One failed path never fails the batch: each file answers for itself.
+        let mut files = Vec::with_capacity(paths.len());
+        let (mut failed, mut bytes) = (0usize, 0usize);
+        for p in paths {
+            let path = p.as_str();
+            let read = match check_path(TOOL, "paths[]", Some(path)) {
+                Ok(()) => self.read_one(&t, path, git_ref).await,
+                Err(e) => Err(e),
+            };
+            match read {
+                Ok(one) => {
+                    let content = one["content"].as_str().unwrap_or_default();
+                    let (kept, truncated) = cut(content, REPO_FILE_BUDGET);
+                    bytes += kept.len();
+                    files.push(json!({"path": path, "size": one["size"], "sha": one["sha"],
+                                      "truncated": truncated, "content": kept}));
+                }
+                Err(e) => {
+                    failed += 1;
+                    files.push(json!({"path": path, "error": e.to_string()}));
+                }
+            }
+        }
+        Ok(
+            json!({"repo": t.full(), "requested": paths.len(), "ok": paths.len() - failed,
+                  "failed": failed, "bytes": bytes, "files": files}),
+        )
+    }
+
+    pub(super) async fn repo_refs(
+        &self,
+        _: &Caller,
+        a: RepoRefsArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        const TOOL: &str = "repo_refs";
+        let sel = a.repo.as_ref().map(|r| r.as_str());
+        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        if let Some(hit) = self.cached_read(&t.repo, "refs") {
+            return Ok(hit);
+        }
+        let default = self.default_branch(TOOL, &t).await?;
+        let err = |e| host_error(TOOL, e);
+        let branches = t.host.branches(&t.repo).await.map_err(err)?;
+        let tags = t.host.tags(&t.repo).await.map_err(err)?;
+        let prs = t
+            .host
+            .open_pull_requests(&t.repo, None)
+            .await
+            .map_err(err)?;
+        let mut rows = Vec::with_capacity(branches.len());
+        for b in &branches {
+            let open_pr = prs.iter().find(|p| p.head_ref == b.name).map(|p| p.number);
+            let mut row = json!({"name": b.name, "sha": b.sha, "committed_date": null,
+                                 "ahead_by": null, "behind_by": null, "open_pr": open_pr,
+                                 "is_default": b.name == default});
+            if b.name == default {
+                row["ahead_by"] = json!(0);
+                row["behind_by"] = json!(0);
+            } else if let Ok(c) = t.host.compare(&t.repo, &default, &b.name).await {
+                row["ahead_by"] = json!(c.ahead_by);
+                row["behind_by"] = json!(c.behind_by);
+                if let Some(last) = c.commits.last() {
+                    row["committed_date"] = json!(last.committed_date);
+                }
+            }
+            rows.push(row);
+        }
+        let full_page = |n: usize| n >= 100;
+        let out = json!({
+            "repo": t.full(),
+            "default_branch": default,
+            "truncated": full_page(branches.len()) || full_page(tags.len()) || full_page(prs.len()),
+            "branches": rows,
+            "tags": tags.iter().map(|t| json!({"name": t.name, "sha": t.sha})).collect::<Vec<_>>(),
+            "pull_requests": prs.iter().map(|p| json!({"number": p.number, "title": p.title,
+                "head": p.head_ref, "base": p.base_ref, "updated_at": p.updated_at, "url": p.url}))
+                .collect::<Vec<_>>(),
+        });
+        self.keep_read(&t.repo, "refs", &out);
+        Ok(out)
+    }
+
+    pub(super) async fn repo_history(
+        &self,
+        _: &Caller,
+        a: RepoHistoryArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
+        const TOOL: &str = "repo_history";
+        let (git_ref, base, head, sha) = (
+            a.git_ref.as_ref().map(|r| r.as_str()),
+            a.base.as_ref().map(|r| r.as_str()),
+            a.head.as_ref().map(|r| r.as_str()),
+            a.sha.as_ref().map(|r| r.as_str()),
+        );
+        for (field, value) in [
+            ("ref", git_ref),
+            ("base", base),
+            ("head", head),
+            ("sha", sha),
+        ] {
+            check_ref(TOOL, field, value)?;
+        }
+        check_positive(TOOL, "limit", a.limit.map(u64::from))?;
+        // The mode is chosen by which arguments are present; an ambiguous mix is refused.
+        match (base, head) {
+            (Some(_), None) => {
+                return Err(Error::Invalid(format!(
+                    "{TOOL}: base was given without head; a comparison needs both"
+                )));
+            }
+            (None, Some(_)) => {
+                return Err(Error::Invalid(format!(
+                    "{TOOL}: head was given without base; a comparison needs both"
+                )));
+            }
+            _ => {}
+        }
+        let compare = base.zip(head);
+        let asked: Vec<&str> = [
+            sha.map(|_| "sha"),
+            compare.map(|_| "base+head"),
+            git_ref.map(|_| "ref"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if asked.len() > 1 {
+            return Err(Error::Invalid(format!(
+                "{TOOL}: {} are different questions; pass exactly one of sha, base+head, or ref",
+                asked.join(" and ")
+            )));
+        }
+        if asked.is_empty() {
+            return Err(Error::Invalid(format!(
+                "{TOOL}: pass ref for commits on a ref, base and head to compare, or sha for one commit"
+            )));
+        }
+        let limit = a
+            .limit
+            .unwrap_or(REPO_HISTORY_DEFAULT_LIMIT)
+            .clamp(1, REPO_HISTORY_MAX_LIMIT);
+        let patch = a.patch == Some(true);
+        let sel = a.repo.as_ref().map(|r| r.as_str());
+        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        let key = format!("history\n{sha:?}\n{compare:?}\n{git_ref:?}\n{limit}\n{patch}");
+        if let Some(hit) = self.cached_read(&t.repo, &key) {
+            return Ok(hit);
+        }
+        let err = |e| host_error(TOOL, e);
+        let out = if let Some(sha) = sha {
+            let c = t.host.commit(&t.repo, sha).await.map_err(err)?;
+            json!({"repo": t.full(), "mode": "commit",
+                   "commit": {"sha": c.commit.sha, "date": c.commit.date, "author": c.commit.author,
+                              "message": c.commit.message, "parents": c.parents},
+                   "files": files_with_budget(&c.files, patch)})
+        } else if let Some((base, head)) = compare {
+            let c = t.host.compare(&t.repo, base, head).await.map_err(err)?;
+            let commits: Vec<Value> = c
+                .commits
+                .iter()
+                .take(limit as usize)
+                .map(summary_json)
+                .collect();
+            json!({"repo": t.full(), "mode": "compare", "base": base, "head": head,
+                   "status": c.status, "ahead_by": c.ahead_by, "behind_by": c.behind_by,
+                   "total_commits": c.total_commits, "commits": commits,
+                   "files": files_with_budget(&c.files, patch)})
+        } else {
+            let git_ref = git_ref.unwrap_or_default();
+            let rows = t.host.commits(&t.repo, git_ref, limit).await.map_err(err)?;
+            let commits: Vec<Value> = rows.iter().take(limit as usize).map(summary_json).collect();
+            json!({"repo": t.full(), "mode": "commits", "ref": git_ref, "limit": limit, "commits": commits})
+        };
+        self.keep_read(&t.repo, &key, &out);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_respect_char_boundaries() {
+        assert_eq!(cut("héllo", 2), ("h", true));
+        assert_eq!(cut("abc", 3), ("abc", false));
+        assert_eq!(tail("héllo", 4), ("llo", true));
+        assert_eq!(tail("abc", 5), ("abc", false));
+    }
+
+    #[test]
+    fn patches_only_on_request_and_within_budget() {
+        let big = "x".repeat(REPO_PATCH_BUDGET - 10);
+        let files = vec![
+            FileChange {
+                path: "a".into(),
+                status: "modified".into(),
+                additions: 1,
+                deletions: 0,
+                patch: Some(big.clone()),
+            },
+            FileChange {
+                path: "b".into(),
+                status: "added".into(),
+                additions: 2,
+                deletions: 0,
+                patch: Some("y".repeat(20)),
+            },
+        ];
+        let off = files_with_budget(&files, false);
+        assert_eq!(off["patch_bytes"], 0);
+        assert!(off["entries"][0].get("patch").is_none());
+        let on = files_with_budget(&files, true);
+        assert_eq!(on["entries"][0]["patch"].as_str().unwrap().len(), big.len());
+        assert!(on["entries"][1].get("patch").is_none(), "over budget");
+        assert_eq!(on["patch_truncated"], true);
+        assert_eq!(on["count"], 2);
+    }
+}
