@@ -192,7 +192,7 @@ impl Service {
 
     /// Verifies evidence against the repository host: nothing is verified unless every PR
     /// named could be read.
-    async fn outcome_for(
+    pub(super) async fn outcome_for(
         &self,
         job: &Job,
         evidence: Option<&Evidence>,
