@@ -28,7 +28,11 @@ pub struct OwnerArgs {
     #[arg(long, env = "CAPSID_COOKIE_KEY", hide_env_values = true)]
     pub cookie_key: Option<String>,
     /// GitHub's web origin (GitHub Enterprise, tests).
-    #[arg(long, env = "CAPSID_GITHUB_WEB_URL", default_value = "https://github.com")]
+    #[arg(
+        long,
+        env = "CAPSID_GITHUB_WEB_URL",
+        default_value = "https://github.com"
+    )]
     pub github_web_url: String,
 }
 

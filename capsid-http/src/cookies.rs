@@ -45,8 +45,9 @@ pub fn set(
         SameSite::Strict => "Strict",
     };
     let secure = if secure { "; Secure" } else { "" };
-    let text =
-        format!("{name}={value}; Path={path}; Max-Age={max_age_secs}; HttpOnly; SameSite={site}{secure}");
+    let text = format!(
+        "{name}={value}; Path={path}; Max-Age={max_age_secs}; HttpOnly; SameSite={site}{secure}"
+    );
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static("invalid=; Max-Age=0"))
 }
 
@@ -76,6 +77,11 @@ mod tests {
             v.to_str().unwrap(),
             "s=v; Path=/console; Max-Age=60; HttpOnly; SameSite=Strict; Secure"
         );
-        assert!(clear("s", "/", false).to_str().unwrap().contains("Max-Age=0"));
+        assert!(
+            clear("s", "/", false)
+                .to_str()
+                .unwrap()
+                .contains("Max-Age=0")
+        );
     }
 }

@@ -25,7 +25,9 @@ pub fn is_report(v: &Value) -> bool {
         Value::Array(items) => {
             !items.is_empty()
                 && items.len() <= 100
-                && items.iter().all(|i| i["type"].is_string() && i["body"].is_object())
+                && items
+                    .iter()
+                    .all(|i| i["type"].is_string() && i["body"].is_object())
         }
         _ => false,
     }
@@ -73,7 +75,10 @@ pub async fn csp_report(State(state): State<AppState>, req: Request) -> Response
     let bytes = match read_body(req.into_body(), MAX_REPORT_BYTES).await {
         Ok(b) => b,
         Err(BodyError::TooLarge) => {
-            return answer(StatusCode::PAYLOAD_TOO_LARGE, "a report is at most 16384 bytes");
+            return answer(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "a report is at most 16384 bytes",
+            );
         }
         Err(BodyError::Malformed(m)) => return answer(StatusCode::BAD_REQUEST, &m),
     };
@@ -81,7 +86,10 @@ pub async fn csp_report(State(state): State<AppState>, req: Request) -> Response
         return answer(StatusCode::BAD_REQUEST, "the report is not JSON");
     };
     if !is_report(&report) {
-        return answer(StatusCode::BAD_REQUEST, "the JSON is not shaped like a report");
+        return answer(
+            StatusCode::BAD_REQUEST,
+            "the JSON is not shaped like a report",
+        );
     }
     tracing::warn!(addr = %addr, report = %short(&report), "content security policy report");
     StatusCode::NO_CONTENT.into_response()
@@ -93,7 +101,9 @@ mod tests {
 
     #[test]
     fn report_shapes() {
-        assert!(is_report(&json!({"csp-report": {"violated-directive": "style-src"}})));
+        assert!(is_report(
+            &json!({"csp-report": {"violated-directive": "style-src"}})
+        ));
         assert!(is_report(&json!([{"type": "csp-violation", "body": {}}])));
         assert!(!is_report(&json!({"hello": 1})));
         assert!(!is_report(&json!([])));

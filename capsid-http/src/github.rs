@@ -106,7 +106,10 @@ impl GitHub {
             .await
             .map_err(|e| format!("GitHub did not answer the code exchange: {e}"))?;
         if !resp.status().is_success() {
-            return Err(format!("GitHub refused the code exchange ({})", resp.status()));
+            return Err(format!(
+                "GitHub refused the code exchange ({})",
+                resp.status()
+            ));
         }
         let answer: TokenAnswer = resp
             .json()

@@ -68,7 +68,10 @@ impl Owner {
     /// The PKCE verifier Capsid sends GitHub for the round trip `state`: derived, never
     /// stored (43+ unreserved characters).
     pub fn github_verifier(&self, state: &str) -> String {
-        hmac_sha256_hex(&self.config.cookie_key, format!("capsid-github-pkce:v1:{state}"))
+        hmac_sha256_hex(
+            &self.config.cookie_key,
+            format!("capsid-github-pkce:v1:{state}"),
+        )
     }
 
     /// `<issuer><path>`.
@@ -99,7 +102,10 @@ mod tests {
     fn origins() {
         assert_eq!(origin_of("https://a.example/x?y"), "https://a.example");
         assert_eq!(origin_of("http://127.0.0.1:3000"), "http://127.0.0.1:3000");
-        assert_eq!(origin_of("http://127.0.0.1:3000/cb"), "http://127.0.0.1:3000");
+        assert_eq!(
+            origin_of("http://127.0.0.1:3000/cb"),
+            "http://127.0.0.1:3000"
+        );
     }
 
     #[test]

@@ -272,7 +272,8 @@ mod tests {
 
     #[test]
     fn later_mistakes_go_back_to_the_client() {
-        let cases: Vec<(Box<dyn Fn(&mut AuthorizeParams)>, &str)> = vec![
+        type Change = Box<dyn Fn(&mut AuthorizeParams)>;
+        let cases: Vec<(Change, &str)> = vec![
             (
                 Box::new(|p| p.response_type = Some("token".into())),
                 "unsupported_response_type",

@@ -26,7 +26,9 @@ use serde_json::{Map, Value, json};
 use crate::AppState;
 use crate::cookies::{self, SameSite};
 use crate::html::message;
-use crate::oauth::{BodyError, github_round_trip, origin_ok, owner, parse_form, read_form, redirect};
+use crate::oauth::{
+    BodyError, github_round_trip, origin_ok, owner, parse_form, read_form, redirect,
+};
 use crate::owner::Owner;
 
 /// The session cookie (the token; only its hash is stored).
@@ -68,7 +70,11 @@ fn new_csrf() -> String {
 }
 
 /// The signed-in owner and the session token, if the browser holds a live session.
-async fn session(state: &AppState, owner: &Owner, headers: &HeaderMap) -> Result<Option<(Caller, String)>, Response> {
+async fn session(
+    state: &AppState,
+    owner: &Owner,
+    headers: &HeaderMap,
+) -> Result<Option<(Caller, String)>, Response> {
     let Some(token) = cookies::get(headers, SESSION_COOKIE) else {
         return Ok(None);
     };
@@ -104,7 +110,11 @@ fn core_error(e: &Error) -> Response {
 /// Off to GitHub to sign in, coming back to `return_path`.
 async fn sign_in(state: &AppState, owner: &Owner, return_path: &str) -> Response {
     let payload = json!({"return": return_path});
-    let login = match state.service.start_login(LoginPurpose::Console, &payload).await {
+    let login = match state
+        .service
+        .start_login(LoginPurpose::Console, &payload)
+        .await
+    {
         Ok(s) => s,
         Err(e) => return crate::oauth::error_json(&e),
     };
@@ -116,13 +126,24 @@ async fn sign_in(state: &AppState, owner: &Owner, return_path: &str) -> Response
     let mut resp = redirect(&url);
     resp.headers_mut().append(
         header::SET_COOKIE,
-        cookies::set(STATE_COOKIE, &sha256_hex(&login), "/console", STATE_TTL_MS / 1000, SameSite::Lax, owner.secure),
+        cookies::set(
+            STATE_COOKIE,
+            &sha256_hex(&login),
+            "/console",
+            STATE_TTL_MS / 1000,
+            SameSite::Lax,
+            owner.secure,
+        ),
     );
     resp
 }
 
 /// The object the page renders: the core's view with the server's health beside it.
-async fn view(state: &AppState, caller: &Caller, query: &BTreeMap<String, String>) -> Result<Value, Response> {
+async fn view(
+    state: &AppState,
+    caller: &Caller,
+    query: &BTreeMap<String, String>,
+) -> Result<Value, Response> {
     let pick = |k: &str| {
         query
             .get(k)
@@ -168,8 +189,15 @@ pub async fn console_get(State(state): State<AppState>, req: Request) -> Respons
         Ok(s) => s,
         Err(r) => return r,
     }) else {
-        let path = req.uri().path_and_query().map_or("/console", |p| p.as_str());
-        let back = if console_return_path_ok(path) { path } else { "/console" };
+        let path = req
+            .uri()
+            .path_and_query()
+            .map_or("/console", |p| p.as_str());
+        let back = if console_return_path_ok(path) {
+            path
+        } else {
+            "/console"
+        };
         return sign_in(&state, &owner, back).await;
     };
     let view = match view(&state, &caller, &query_of(&req)).await {
@@ -180,7 +208,14 @@ pub async fn console_get(State(state): State<AppState>, req: Request) -> Respons
     let mut resp = page::console_page(&view, &csrf);
     resp.headers_mut().append(
         header::SET_COOKIE,
-        cookies::set(CSRF_COOKIE, &csrf, "/console", CONSOLE_SESSION_TTL_MS / 1000, SameSite::Strict, owner.secure),
+        cookies::set(
+            CSRF_COOKIE,
+            &csrf,
+            "/console",
+            CONSOLE_SESSION_TTL_MS / 1000,
+            SameSite::Strict,
+            owner.secure,
+        ),
     );
     resp
 }
@@ -200,7 +235,9 @@ pub async fn console_json(State(state): State<AppState>, req: Request) -> Respon
     }) else {
         return (
             StatusCode::UNAUTHORIZED,
-            axum::Json(json!({"error": "unauthorized", "error_description": "sign in at /console first"})),
+            axum::Json(
+                json!({"error": "unauthorized", "error_description": "sign in at /console first"}),
+            ),
         )
             .into_response();
     };
@@ -218,14 +255,23 @@ fn csrf_ok(headers: &HeaderMap, form: &BTreeMap<String, String>) -> bool {
 }
 
 /// Reads the form and checks CSRF before anything else.
-async fn checked_form(owner: &Owner, req: Request) -> Result<(HeaderMap, BTreeMap<String, String>), Response> {
+async fn checked_form(
+    owner: &Owner,
+    req: Request,
+) -> Result<(HeaderMap, BTreeMap<String, String>), Response> {
     let headers = req.headers().clone();
     let form = match read_form(req.into_body(), ACTION_LIMIT).await {
         Ok(f) => f,
         Err(BodyError::TooLarge) => {
-            return Err(message(StatusCode::PAYLOAD_TOO_LARGE, "Too large", "The form is larger than 65,536 bytes."));
+            return Err(message(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Too large",
+                "The form is larger than 65,536 bytes.",
+            ));
         }
-        Err(BodyError::Malformed(m)) => return Err(message(StatusCode::BAD_REQUEST, "Bad form", &m)),
+        Err(BodyError::Malformed(m)) => {
+            return Err(message(StatusCode::BAD_REQUEST, "Bad form", &m));
+        }
     };
     if !csrf_ok(&headers, &form) || !origin_ok(&headers, owner) {
         return Err(message(
@@ -254,7 +300,11 @@ pub async fn console_post(State(state): State<AppState>, req: Request) -> Respon
         Ok(s) => s,
         Err(r) => return r,
     }) else {
-        return message(StatusCode::UNAUTHORIZED, "Signed out", "Your console session ended; sign in again at /console.");
+        return message(
+            StatusCode::UNAUTHORIZED,
+            "Signed out",
+            "Your console session ended; sign in again at /console.",
+        );
     };
     let action = match ConsoleAction::from_form(&form) {
         Ok(a) => a,
@@ -268,7 +318,8 @@ pub async fn console_post(State(state): State<AppState>, req: Request) -> Respon
         Ok(_) => {
             tracing::info!(actor = %caller.actor(), action = action.name(), "console action");
             let mut resp = StatusCode::SEE_OTHER.into_response();
-            resp.headers_mut().insert(header::LOCATION, HeaderValue::from_static("/console"));
+            resp.headers_mut()
+                .insert(header::LOCATION, HeaderValue::from_static("/console"));
             resp
         }
         Err(e) => core_error(&e),
@@ -284,11 +335,20 @@ pub async fn console_callback(State(state): State<AppState>, req: Request) -> Re
     let query = req.uri().query().unwrap_or("").to_owned();
     let headers = req.headers().clone();
     drop(req);
-    let (login_state, user) =
-        match github_round_trip(&state, &owner, &query, &headers, LoginPurpose::Console, STATE_COOKIE, "/console/callback").await {
-            Ok(v) => v,
-            Err(page) => return page,
-        };
+    let (login_state, user) = match github_round_trip(
+        &state,
+        &owner,
+        &query,
+        &headers,
+        LoginPurpose::Console,
+        STATE_COOKIE,
+        "/console/callback",
+    )
+    .await
+    {
+        Ok(v) => v,
+        Err(page) => return page,
+    };
     match state
         .service
         .finish_console_login(&owner.settings, &login_state, &user.login, user.id)
@@ -303,9 +363,19 @@ pub async fn console_callback(State(state): State<AppState>, req: Request) -> Re
             }
             h.append(
                 header::SET_COOKIE,
-                cookies::set(SESSION_COOKIE, &login.token, "/", CONSOLE_SESSION_TTL_MS / 1000, SameSite::Lax, owner.secure),
+                cookies::set(
+                    SESSION_COOKIE,
+                    &login.token,
+                    "/",
+                    CONSOLE_SESSION_TTL_MS / 1000,
+                    SameSite::Lax,
+                    owner.secure,
+                ),
             );
-            h.append(header::SET_COOKIE, cookies::clear(STATE_COOKIE, "/console", owner.secure));
+            h.append(
+                header::SET_COOKIE,
+                cookies::clear(STATE_COOKIE, "/console", owner.secure),
+            );
             resp
         }
         Err(e) => {
@@ -333,7 +403,11 @@ pub async fn console_logout(State(state): State<AppState>, req: Request) -> Resp
         Ok(s) => s,
         Err(r) => return r,
     }) else {
-        return message(StatusCode::UNAUTHORIZED, "Signed out", "There is no console session to end.");
+        return message(
+            StatusCode::UNAUTHORIZED,
+            "Signed out",
+            "There is no console session to end.",
+        );
     };
     let all = form.get("all").map(String::as_str) == Some("yes");
     match state.service.console_end(&token, all).await {
@@ -345,8 +419,14 @@ pub async fn console_logout(State(state): State<AppState>, req: Request) -> Resp
                 &format!("{n} console session(s) ended. Open /console to sign in again."),
             );
             let h = resp.headers_mut();
-            h.append(header::SET_COOKIE, cookies::clear(SESSION_COOKIE, "/", owner.secure));
-            h.append(header::SET_COOKIE, cookies::clear(CSRF_COOKIE, "/console", owner.secure));
+            h.append(
+                header::SET_COOKIE,
+                cookies::clear(SESSION_COOKIE, "/", owner.secure),
+            );
+            h.append(
+                header::SET_COOKIE,
+                cookies::clear(CSRF_COOKIE, "/console", owner.secure),
+            );
             resp
         }
         Err(e) => core_error(&e),

@@ -26,7 +26,10 @@ fn cell(v: &Value) -> String {
 }
 
 fn hidden(csrf: &str, fields: &[(&str, &str)]) -> String {
-    let mut out = format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(csrf));
+    let mut out = format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        esc(csrf)
+    );
     for (k, v) in fields {
         out.push_str(&format!(
             "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
@@ -38,7 +41,12 @@ fn hidden(csrf: &str, fields: &[(&str, &str)]) -> String {
 }
 
 /// A one-button action form, with an optional free-text field.
-fn action_form(csrf: &str, fields: &[(&str, &str)], input: Option<(&str, &str)>, label: &str) -> String {
+fn action_form(
+    csrf: &str,
+    fields: &[(&str, &str)],
+    input: Option<(&str, &str)>,
+    label: &str,
+) -> String {
     let input = input.map_or(String::new(), |(name, placeholder)| {
         format!(
             "<input type=\"text\" name=\"{name}\" placeholder=\"{}\" required maxlength=\"1024\">",
@@ -56,9 +64,9 @@ fn header(view: &Value, csrf: &str) -> String {
     let h = &view["health"];
     let imp = &view["improve"];
     let backup = &h["backup"];
-    let warning = backup["warning"]
-        .as_str()
-        .map_or(String::new(), |w| format!(" <span class=\"warn\">({})</span>", esc(w)));
+    let warning = backup["warning"].as_str().map_or(String::new(), |w| {
+        format!(" <span class=\"warn\">({})</span>", esc(w))
+    });
     let budget = &imp["budget"];
     format!(
         "<header><h1>Capsid console</h1><span class=\"muted\">signed in as <strong>{viewer}</strong> · generated {generated}</span>\
@@ -74,7 +82,9 @@ fn header(view: &Value, csrf: &str) -> String {
         dirty = if h["dirty"] == true { " (dirty)" } else { "" },
         schema = esc(&text(&h["schema_version"])),
         status = esc(&text(&h["status"])),
-        age = esc(&backup["age_hours"].as_f64().map_or("never".into(), |a| format!("{a} h ago"))),
+        age = esc(&backup["age_hours"]
+            .as_f64()
+            .map_or("never".into(), |a| format!("{a} h ago"))),
         mode = esc(&text(&imp["mode"])),
         ci = esc(&text(&budget["month_to_date"]["ci_minutes"])),
         ci_cap = esc(&text(&budget["caps"]["actions_minutes_month"])),
@@ -86,13 +96,27 @@ fn header(view: &Value, csrf: &str) -> String {
 fn namespaces(view: &Value, csrf: &str) -> String {
     let mut rows = String::new();
     let mut blocked = String::new();
-    for ns in view["improve"]["namespaces"].as_array().into_iter().flatten() {
+    for ns in view["improve"]["namespaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let name = ns["namespace"].as_str().unwrap_or_default();
         let jobs = &ns["jobs"];
         let control = if ns["paused"].is_null() {
-            action_form(csrf, &[("action", "pause"), ("namespace", name)], Some(("reason", "why pause")), "Pause")
+            action_form(
+                csrf,
+                &[("action", "pause"), ("namespace", name)],
+                Some(("reason", "why pause")),
+                "Pause",
+            )
         } else {
-            action_form(csrf, &[("action", "unpause"), ("namespace", name)], None, "Unpause")
+            action_form(
+                csrf,
+                &[("action", "unpause"), ("namespace", name)],
+                None,
+                "Unpause",
+            )
         };
         rows.push_str(&format!(
             "<tr><td><strong>{}</strong></td>{}{}{}{}{}{}{}<td>{control}</td></tr>",
@@ -120,10 +144,14 @@ fn namespaces(view: &Value, csrf: &str) -> String {
         }
     }
     if rows.is_empty() {
-        rows.push_str("<tr><td colspan=\"9\" class=\"muted\">No namespaces registered yet.</td></tr>");
+        rows.push_str(
+            "<tr><td colspan=\"9\" class=\"muted\">No namespaces registered yet.</td></tr>",
+        );
     }
     if blocked.is_empty() {
-        blocked.push_str("<tr><td colspan=\"6\" class=\"muted\">Nothing is waiting on a human.</td></tr>");
+        blocked.push_str(
+            "<tr><td colspan=\"6\" class=\"muted\">Nothing is waiting on a human.</td></tr>",
+        );
     }
     format!(
         "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th><th>anchor pinned</th><th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th></th></tr>{rows}</table>\
@@ -143,7 +171,12 @@ fn jobs(view: &Value, csrf: &str) -> String {
             cell(&j["status"]),
             cell(&j["claimed_by"]),
             cell(&j["lease_expires"]),
-            action_form(csrf, &[("action", "fail_job"), ("id", id)], Some(("reason", "why fail it")), "Fail"),
+            action_form(
+                csrf,
+                &[("action", "fail_job"), ("id", id)],
+                Some(("reason", "why fail it")),
+                "Fail"
+            ),
         ));
     }
     if rows.is_empty() {
@@ -160,7 +193,12 @@ fn agents(view: &Value, csrf: &str) -> String {
         let name = a["name"].as_str().unwrap_or_default();
         let r = &a["record"];
         let revoke = if a["revoked_at"].is_null() {
-            action_form(csrf, &[("action", "revoke_agent"), ("name", name)], None, "Revoke")
+            action_form(
+                csrf,
+                &[("action", "revoke_agent"), ("name", name)],
+                None,
+                "Revoke",
+            )
         } else {
             "<span class=\"muted\">revoked</span>".into()
         };
@@ -209,7 +247,12 @@ fn activity(view: &Value, csrf: &str) -> String {
     if rows.is_empty() {
         rows.push_str("<tr><td colspan=\"5\" class=\"muted\">No activity recorded.</td></tr>");
     }
-    let mode = action_form(csrf, &[("action", "mode"), ("value", "off")], None, "Set improve mode off");
+    let mode = action_form(
+        csrf,
+        &[("action", "mode"), ("value", "off")],
+        None,
+        "Set improve mode off",
+    );
     format!(
         "<h2>Improve loop</h2><div class=\"card\">{mode}</div>\
          <h2>Recent activity</h2><form method=\"get\" action=\"/console\" class=\"inline\">\
@@ -273,17 +316,32 @@ mod tests {
             "activity_filter": {"namespace": null, "actor": null}
         });
         let resp = console_page(&view, "tok");
-        let csp = resp.headers()["content-security-policy"].to_str().unwrap().to_owned();
+        let csp = resp.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
         assert!(csp.starts_with("default-src 'none'"));
         let html = format!("{:?}", view);
         assert!(!html.is_empty());
-        let body = [header(&view, "tok"), namespaces(&view, "tok"), agents(&view, "tok"), activity(&view, "tok")].concat();
-        assert!(body.contains("git push origin x"), "blocked jobs show their command");
+        let body = [
+            header(&view, "tok"),
+            namespaces(&view, "tok"),
+            agents(&view, "tok"),
+            activity(&view, "tok"),
+        ]
+        .concat();
+        assert!(
+            body.contains("git push origin x"),
+            "blocked jobs show their command"
+        );
         assert!(body.contains("&lt;b&gt;gate&lt;/b&gt;") && !body.contains("<b>gate</b>"));
         assert!(body.contains("job-block") && body.contains("d1") && body.contains("alpha"));
         assert!(!body.contains("<script"));
         for absent in ["merge", "mint"] {
-            assert!(!body.contains(&format!("value=\"{absent}")), "no {absent} action");
+            assert!(
+                !body.contains(&format!("value=\"{absent}")),
+                "no {absent} action"
+            );
         }
     }
 }

@@ -58,7 +58,11 @@ fn refusal(owner: &Owner, r: AuthorizeRefusal) -> Response {
                 tracing::error!(error = %detail, "authorize failed");
             }
             let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
-            message(status, "This sign-in request cannot continue", &e.description)
+            message(
+                status,
+                "This sign-in request cannot continue",
+                &e.description,
+            )
         }
         AuthorizeRefusal::Redirect {
             redirect_uri,
@@ -112,11 +116,18 @@ async fn to_github(state: &AppState, owner: &Owner, check: &AuthorizeCheck) -> R
     resp
 }
 
-fn consent_page(owner: &Owner, check: &AuthorizeCheck, form: &BTreeMap<String, String>) -> Response {
+fn consent_page(
+    owner: &Owner,
+    check: &AuthorizeCheck,
+    form: &BTreeMap<String, String>,
+) -> Response {
     let mut bytes = [0u8; 32];
     rand::rng().fill(&mut bytes);
     let csrf = hex::encode(bytes);
-    let name = check.client_name.as_deref().unwrap_or("An unnamed MCP client");
+    let name = check
+        .client_name
+        .as_deref()
+        .unwrap_or("An unnamed MCP client");
     let mut hidden = format!("<input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">");
     for f in FIELDS {
         if let Some(v) = form.get(f) {
@@ -175,7 +186,11 @@ pub async fn authorize_get(State(state): State<AppState>, req: Request) -> Respo
         }
     };
     let params = params_of(&form);
-    match state.service.oauth_authorize(&owner.settings, &params).await {
+    match state
+        .service
+        .oauth_authorize(&owner.settings, &params)
+        .await
+    {
         Err(r) => refusal(&owner, r),
         Ok(check) if check.approved => to_github(&state, &owner, &check).await,
         Ok(check) => consent_page(&owner, &check, &form),
@@ -206,7 +221,11 @@ pub async fn authorize_post(State(state): State<AppState>, req: Request) -> Resp
     let form = match read_form(req.into_body(), FORM_LIMIT).await {
         Ok(f) => f,
         Err(BodyError::TooLarge) => {
-            return message(StatusCode::PAYLOAD_TOO_LARGE, "Too large", "The form is too large.");
+            return message(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Too large",
+                "The form is too large.",
+            );
         }
         Err(BodyError::Malformed(m)) => return message(StatusCode::BAD_REQUEST, "Bad form", &m),
     };

@@ -30,10 +30,13 @@ pub(crate) async fn github_round_trip(
     cookie: &str,
     callback_path: &str,
 ) -> Result<(String, GitHubUser), Response> {
-    let query: BTreeMap<String, String> =
-        parse_form(query.as_bytes()).map_err(|_| {
-            message(StatusCode::BAD_REQUEST, "Bad callback", "The callback query is malformed.")
-        })?;
+    let query: BTreeMap<String, String> = parse_form(query.as_bytes()).map_err(|_| {
+        message(
+            StatusCode::BAD_REQUEST,
+            "Bad callback",
+            "The callback query is malformed.",
+        )
+    })?;
     if let Some(e) = query.get("error") {
         return Err(message(
             StatusCode::FORBIDDEN,

@@ -169,6 +169,9 @@ mod tests {
     fn forms_refuse_repeated_parameters() {
         let ok = parse_form(b"a=1&b=two%20words").ok().expect("form");
         assert_eq!(ok["b"], "two words");
-        assert!(matches!(parse_form(b"a=1&a=2"), Err(BodyError::Malformed(_))));
+        assert!(matches!(
+            parse_form(b"a=1&a=2"),
+            Err(BodyError::Malformed(_))
+        ));
     }
 }

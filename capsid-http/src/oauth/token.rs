@@ -22,11 +22,14 @@ fn percent_decode(text: &str) -> Option<String> {
 }
 
 /// `Authorization: Basic` client credentials (RFC 6749 §2.3.1: URL-encoded, then base64).
-fn basic_credentials(headers: &axum::http::HeaderMap) -> Result<Option<(String, String)>, OAuthError> {
+fn basic_credentials(
+    headers: &axum::http::HeaderMap,
+) -> Result<Option<(String, String)>, OAuthError> {
     let Some(value) = headers.get(header::AUTHORIZATION) else {
         return Ok(None);
     };
-    let bad = || OAuthError::invalid_client("the Authorization header is not valid Basic credentials");
+    let bad =
+        || OAuthError::invalid_client("the Authorization header is not valid Basic credentials");
     let text = value.to_str().map_err(|_| bad())?;
     let Some(encoded) = text.strip_prefix("Basic ") else {
         return Err(bad());
