@@ -3,6 +3,7 @@
 
 pub mod conformance;
 pub mod e2e;
+pub mod fake_github;
 pub mod fake_repo;
 pub mod harness;
 pub mod load;
