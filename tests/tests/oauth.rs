@@ -1301,6 +1301,45 @@ async fn a_confidential_client_must_authenticate() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Row 13: anti-automation on the unauthenticated endpoints.
+
+#[tokio::test]
+async fn token_requests_are_limited_per_address() {
+    let env = Env::start().await;
+    let morning = capsid_core::time::Timestamp::parse("2026-11-30T01:00:00Z").unwrap();
+    env.server.clock.set(morning);
+    let client = env.register(&[REDIRECT]).await;
+    for i in 0..capsid_core::oauth::AUTH_PER_HOUR {
+        let r = env.exchange(&client, &format!("capsid_ac_guess{i}")).await;
+        assert_eq!(r.status, 400, "request {i}: {}", r.body);
+    }
+    let r = env.exchange(&client, "capsid_ac_guess").await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert!(r.body.contains("limit 120"), "{}", r.body);
+    assert!(!r.header("retry-after").is_empty());
+    env.advance(HOUR_MS);
+    assert_eq!(env.exchange(&client, "capsid_ac_guess").await.status, 400);
+}
+
+#[tokio::test]
+async fn authorize_and_console_sign_in_are_limited_per_address() {
+    let env = Env::start().await;
+    let morning = capsid_core::time::Timestamp::parse("2026-11-30T01:00:00Z").unwrap();
+    env.server.clock.set(morning);
+    let client = env.register(&[REDIRECT]).await;
+    let url = env.authorize_url(&env.authorize_query(&client));
+    for _ in 0..capsid_core::oauth::AUTH_PER_HOUR {
+        assert_eq!(Browser::new().get(&url).await.status, 200);
+    }
+    let r = Browser::new().get(&url).await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    for _ in 0..capsid_core::oauth::AUTH_PER_HOUR {
+        assert_eq!(Browser::new().get(&env.url("/console")).await.status, 302);
+    }
+    assert_eq!(Browser::new().get(&env.url("/console")).await.status, 429);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Rows 10, 12, 14: iss, scopes, consent CSRF and framing.
 
 #[tokio::test]
@@ -1598,6 +1637,51 @@ async fn csp_reports_are_bounded_typed_shaped_and_limited() {
     assert_eq!(last, 429);
     let r = raw_post(&url, "application/csp-report", good, &[]).await;
     assert!(!r.header("retry-after").is_empty());
+}
+
+#[tokio::test]
+async fn security_headers_follow_the_route_class() {
+    let env = Env::start().await;
+    let client = env.register(&[REDIRECT]).await;
+    // Pages: their own policy (one hashed stylesheet, no scripts), never framed.
+    let page = Browser::new()
+        .get(&env.authorize_url(&env.authorize_query(&client)))
+        .await;
+    let csp = page.header("content-security-policy");
+    assert!(
+        csp.contains("style-src 'sha256-") && !csp.contains("script-src"),
+        "{csp}"
+    );
+    // Data: nothing renders from it, nothing caches it (discovery documents may be cached).
+    let token = env.exchange(&client, "capsid_ac_guess").await;
+    let meta = read(
+        http()
+            .get(env.url("/.well-known/oauth-authorization-server"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    for (what, r) in [("page", &page), ("token", &token), ("metadata", &meta)] {
+        assert_eq!(r.header("x-frame-options"), "DENY", "{what}");
+        assert_eq!(r.header("x-content-type-options"), "nosniff", "{what}");
+        assert_eq!(r.header("referrer-policy"), "no-referrer", "{what}");
+        assert!(
+            r.header("content-security-policy")
+                .contains("frame-ancestors 'none'"),
+            "{what}"
+        );
+    }
+    assert_eq!(token.header("cache-control"), "no-store");
+    assert!(
+        token
+            .header("content-security-policy")
+            .starts_with("default-src 'none'")
+    );
+    assert!(
+        meta.header("cache-control").contains("max-age"),
+        "discovery may be cached"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

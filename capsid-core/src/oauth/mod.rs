@@ -42,6 +42,12 @@ pub const CSP_REPORTS_PER_HOUR: u64 = 300;
 /// CSP reports per client address per day.
 pub const CSP_REPORTS_PER_DAY: u64 = 1000;
 
+/// Token, authorization and console sign-in requests per client address per hour (ASVS
+/// V2.4.1: anti-automation on unauthenticated endpoints). One owner needs a handful.
+pub const AUTH_PER_HOUR: u64 = 120;
+/// The same, per day.
+pub const AUTH_PER_DAY: u64 = 1000;
+
 /// The one scope Capsid grants: the owner's MCP access.
 pub const SCOPE: &str = "mcp";
 
@@ -125,6 +131,7 @@ pub fn rate_windows(what: &str, client: &str, now: Timestamp) -> [(String, Times
     let day_start = Timestamp::parse(&format!("{}T00:00:00Z", now.date())).unwrap_or(now);
     let (per_hour, per_day) = match what {
         "csp" => (CSP_REPORTS_PER_HOUR, CSP_REPORTS_PER_DAY),
+        "token" | "authorize" | "login" => (AUTH_PER_HOUR, AUTH_PER_DAY),
         _ => (DCR_PER_HOUR, DCR_PER_DAY),
     };
     [
@@ -191,5 +198,7 @@ mod tests {
         assert_eq!(d.0, "dcr:d:10.0.0.1:2026-11-30");
         assert_eq!(d.1.to_string(), "2026-12-01T00:00:00.000Z");
         assert_eq!(rate_windows("csp", "x", now)[1].2, CSP_REPORTS_PER_DAY);
+        assert_eq!(rate_windows("token", "x", now)[0].2, AUTH_PER_HOUR);
+        assert_eq!(rate_windows("login", "x", now)[1].2, AUTH_PER_DAY);
     }
 }

@@ -198,6 +198,10 @@ pub async fn console_get(State(state): State<AppState>, req: Request) -> Respons
         } else {
             "/console"
         };
+        let addr = crate::oauth::client_addr(&req);
+        if let Some((why, retry)) = crate::oauth::over_limit(&state, "login", &addr).await {
+            return crate::oauth::too_many_page(&why, retry);
+        }
         return sign_in(&state, &owner, back).await;
     };
     let view = match view(&state, &caller, &query_of(&req)).await {

@@ -60,6 +60,12 @@ fn action_form(
     )
 }
 
+/// A number as the page shows it (`-0.0`, which sums of nothing can be, reads as `0`).
+fn amount(v: &Value) -> String {
+    v.as_f64()
+        .map_or_else(|| text(v), |f| format!("{}", f + 0.0))
+}
+
 fn header(view: &Value, csrf: &str) -> String {
     let h = &view["health"];
     let imp = &view["improve"];
@@ -86,10 +92,10 @@ fn header(view: &Value, csrf: &str) -> String {
             .as_f64()
             .map_or("never".into(), |a| format!("{a} h ago"))),
         mode = esc(&text(&imp["mode"])),
-        ci = esc(&text(&budget["month_to_date"]["ci_minutes"])),
-        ci_cap = esc(&text(&budget["caps"]["actions_minutes_month"])),
-        usd = esc(&text(&budget["month_to_date"]["cost_usd"])),
-        usd_cap = esc(&text(&budget["caps"]["model_usd_month"])),
+        ci = esc(&amount(&budget["month_to_date"]["ci_minutes"])),
+        ci_cap = esc(&amount(&budget["caps"]["actions_minutes_month"])),
+        usd = esc(&amount(&budget["month_to_date"]["cost_usd"])),
+        usd_cap = esc(&amount(&budget["caps"]["model_usd_month"])),
     )
 }
 

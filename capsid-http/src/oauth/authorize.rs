@@ -176,6 +176,10 @@ pub async fn authorize_get(State(state): State<AppState>, req: Request) -> Respo
         Ok(o) => o,
         Err(r) => return r,
     };
+    let addr = super::client_addr(&req);
+    if let Some((why, retry)) = super::over_limit(&state, "authorize", &addr).await {
+        return super::too_many_page(&why, retry);
+    }
     let form = match parse_form(req.uri().query().unwrap_or("").as_bytes()) {
         Ok(f) => f,
         Err(BodyError::Malformed(m)) => {
@@ -210,6 +214,10 @@ pub async fn authorize_post(State(state): State<AppState>, req: Request) -> Resp
         Ok(o) => o,
         Err(r) => return r,
     };
+    let addr = super::client_addr(&req);
+    if let Some((why, retry)) = super::over_limit(&state, "authorize", &addr).await {
+        return super::too_many_page(&why, retry);
+    }
     let headers = req.headers().clone();
     if !super::origin_ok(&headers, &owner) {
         return message(

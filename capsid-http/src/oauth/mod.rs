@@ -81,6 +81,36 @@ pub(crate) fn client_addr(req: &Request) -> String {
         .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string())
 }
 
+/// Counts one request of `what` (`token`, `authorize`, `login`) from `addr` against its
+/// hourly and daily limits: past them, the description and the seconds to wait. A store
+/// failure lets the request through (logged), as the reference's limiter does.
+pub(crate) async fn over_limit(state: &AppState, what: &str, addr: &str) -> Option<(String, i64)> {
+    match state.service.rate_limit(what, addr).await {
+        Ok(Some(over)) => {
+            tracing::warn!(addr = %addr, what, count = over.count, "rate limit reached");
+            Some((over.describe("requests"), over.retry_after_secs))
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, what, "rate limiter unavailable; request allowed");
+            None
+        }
+    }
+}
+
+/// A 429 page (for browsers) with `Retry-After`.
+pub(crate) fn too_many_page(description: &str, retry_after: i64) -> Response {
+    let mut resp = crate::html::message(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests",
+        description,
+    );
+    if let Ok(v) = HeaderValue::from_str(&retry_after.to_string()) {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    resp
+}
+
 /// An OAuth error as JSON (RFC 6749 §5.2), never cached.
 pub(crate) fn error_json(e: &OAuthError) -> Response {
     if let Some(detail) = &e.log {

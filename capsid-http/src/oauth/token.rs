@@ -64,6 +64,14 @@ pub async fn token(State(state): State<AppState>, req: Request) -> Response {
         Ok(o) => o,
         Err(r) => return r,
     };
+    let addr = super::client_addr(&req);
+    if let Some((why, retry)) = super::over_limit(&state, "token", &addr).await {
+        let mut resp = error_json(&OAuthError::rate_limited(why));
+        if let Ok(v) = HeaderValue::from_str(&retry.to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return resp;
+    }
     let basic = match basic_credentials(req.headers()) {
         Ok(b) => b,
         Err(e) => return error_json(&e),
