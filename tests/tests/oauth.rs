@@ -2371,3 +2371,37 @@ async fn hostile_input_never_gets_a_500() {
         assert_eq!(r.status, 401, "{auth}");
     }
 }
+
+#[tokio::test]
+async fn without_the_owners_login_the_owner_routes_answer_503_naming_what_is_missing() {
+    let (_dir, _db, store) = sqlite().await;
+    let server = TestServer::start(store, ServerOptions::default()).await;
+    let checks = [
+        ("POST", "/mcp"),
+        ("GET", "/console"),
+        ("GET", "/console.json"),
+        ("GET", "/authorize"),
+        ("POST", "/token"),
+        ("POST", "/register"),
+        ("GET", "/.well-known/oauth-authorization-server"),
+    ];
+    for (method, path) in checks {
+        let url = format!("{}{path}", server.url);
+        let req = if method == "POST" {
+            http()
+                .post(url)
+                .header("content-type", "application/json")
+                .body("{}")
+        } else {
+            http().get(url)
+        };
+        let r = read(req.send().await.unwrap()).await;
+        assert_eq!(r.status, 503, "{method} {path}: {}", r.body);
+        assert!(
+            r.body.contains("CAPSID_GITHUB_CLIENT_ID"),
+            "{method} {path}: {}",
+            r.body
+        );
+    }
+    server.stop().await;
+}
