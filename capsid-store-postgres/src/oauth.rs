@@ -556,6 +556,40 @@ impl OAuthStore for PgStore {
         Ok(ended.len() as u64)
     }
 
+    async fn revoke_all_grants(&self, now: Timestamp) -> StoreResult<u64> {
+        let pool = &self.pool;
+        let now = now.to_string();
+        let now = &now;
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result: TxResult<u64> = async {
+                    sqlx::query("UPDATE oauth_tokens SET revoked_at = $1 WHERE revoked_at IS NULL")
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    let revoked: Vec<String> = sqlx::query_scalar(
+                        "UPDATE oauth_grants SET revoked_at = $1 WHERE revoked_at IS NULL AND expires_at > $1 RETURNING grant_id",
+                    )
+                    .bind(now)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    sqlx::query("UPDATE oauth_grants SET revoked_at = $1 WHERE revoked_at IS NULL")
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    sqlx::query("DELETE FROM oauth_approvals")
+                        .execute(&mut *tx)
+                        .await?;
+                    Ok(revoked.len() as u64)
+                }
+                .await;
+                finish(tx, result, always).await
+            })
+        })
+        .await
+    }
+
     async fn purge_expired_oauth(&self, now: Timestamp) -> StoreResult<u64> {
         let pool = &self.pool;
         let now = now.to_string();

@@ -526,6 +526,34 @@ impl OAuthStore for SqliteStore {
         Ok(ended.len() as u64)
     }
 
+    async fn revoke_all_grants(&self, now: Timestamp) -> StoreResult<u64> {
+        let now = now.to_string();
+        let mut tx = self.begin_write().await?;
+        sqlx::query("UPDATE oauth_tokens SET revoked_at = ?1 WHERE revoked_at IS NULL")
+            .bind(&now)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        let revoked: Vec<String> = sqlx::query_scalar(
+            "UPDATE oauth_grants SET revoked_at = ?1 WHERE revoked_at IS NULL AND expires_at > ?1 RETURNING grant_id",
+        )
+        .bind(&now)
+        .fetch_all(&mut *tx)
+        .await
+        .db()?;
+        sqlx::query("UPDATE oauth_grants SET revoked_at = ?1 WHERE revoked_at IS NULL")
+            .bind(&now)
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        sqlx::query("DELETE FROM oauth_approvals")
+            .execute(&mut *tx)
+            .await
+            .db()?;
+        commit(tx).await?;
+        Ok(revoked.len() as u64)
+    }
+
     async fn purge_expired_oauth(&self, now: Timestamp) -> StoreResult<u64> {
         let mut tx = self.begin_write().await?;
         let mut total = 0u64;

@@ -98,5 +98,6 @@ conformance_suite! {
     store oauth::oauth_refresh_reuse_revokes_the_grant;
     store oauth::oauth_console_sessions_end;
     store oauth::oauth_purge_keeps_what_is_live;
+    store oauth::oauth_revoke_all_grants_ends_every_client;
     shared oauth::oauth_code_race_has_one_winner;
 }

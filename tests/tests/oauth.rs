@@ -2405,3 +2405,51 @@ async fn without_the_owners_login_the_owner_routes_answer_503_naming_what_is_mis
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn the_owner_revokes_every_mcp_client_from_the_console() {
+    // D.4 row 11 (RFC 7009 spirit, ASVS V10.4.9): revocation available to the owner.
+    let env = Env::start().await;
+    let (client, access, refresh) = env.tokens().await;
+    assert_eq!(env.mcp_status(&access).await.status, 200);
+    let mut browser = Browser::new();
+    let page = console_login(&env, &mut browser).await;
+    let csrf = hidden(&page.body, "csrf");
+    let url = env.url("/console/revoke-grants");
+    let r = browser
+        .post_form(&url, &[("csrf".into(), "0".repeat(64))])
+        .await;
+    assert_eq!(r.status, 403, "CSRF first");
+    let confirm = browser
+        .post_form(&url, &[("csrf".into(), csrf.clone())])
+        .await;
+    assert_eq!(confirm.status, 200, "{}", confirm.body);
+    assert!(confirm.body.contains("Confirm"), "{}", confirm.body);
+    assert_eq!(
+        env.mcp_status(&access).await.status,
+        200,
+        "the confirmation changes nothing"
+    );
+    let done = browser
+        .post_form(
+            &url,
+            &[("csrf".into(), csrf), ("confirm".into(), "yes".into())],
+        )
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(env.mcp_status(&access).await.status, 401);
+    assert_eq!(
+        env.refresh(&client, &refresh).await.error(),
+        "invalid_grant"
+    );
+    let actions = env.audit_actions().await;
+    assert!(
+        actions.contains(&("console-revoke_grants".into(), "github:octo".into())),
+        "{actions:?}"
+    );
+    // The approval is forgotten: the client must ask for consent again.
+    let again = Browser::new()
+        .get(&env.authorize_url(&env.authorize_query(&client)))
+        .await;
+    assert_eq!(again.status, 200, "consent page again");
+}

@@ -267,6 +267,9 @@ pub trait OAuthStore: Send + Sync {
     ) -> StoreResult<Rotation>;
     /// Revokes a grant and every token in it.
     async fn revoke_grant(&self, grant_id: &str, now: Timestamp) -> StoreResult<()>;
+    /// Revokes every live grant and token, and forgets every remembered approval (each
+    /// client must ask for consent again); how many live grants were revoked.
+    async fn revoke_all_grants(&self, now: Timestamp) -> StoreResult<u64>;
     /// Stores a console session.
     async fn insert_console_session(&self, session: ConsoleSessionRow) -> StoreResult<()>;
     /// The console session `session_hash` if it is live at `now` (not expired, not ended).

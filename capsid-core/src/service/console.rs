@@ -234,6 +234,24 @@ impl Service {
         ))
     }
 
+    /// Revokes every MCP client's grant (its access and refresh tokens, and the remembered
+    /// approvals, so each client asks for consent again), as the owner from the console;
+    /// audited as `console-revoke_grants` naming the person. How many live grants ended.
+    pub async fn console_revoke_grants(&self, caller: &Caller) -> Result<u64> {
+        require_owner(caller)?;
+        let revoked = self.store.revoke_all_grants(self.now()).await?;
+        self.store
+            .append_audit(self.audit(
+                caller,
+                "console-revoke_grants",
+                None,
+                None,
+                json!({"grants_revoked": revoked}),
+            ))
+            .await?;
+        Ok(revoked)
+    }
+
     /// Runs one console action as the owner: the tool's own function, then the
     /// `console-<action>` audit row. A domain refusal is a `Conflict` naming it.
     pub async fn console_act(&self, caller: &Caller, action: &ConsoleAction) -> Result<Value> {

@@ -427,6 +427,9 @@ impl OAuthStore for UntouchableStore {
     async fn revoke_grant(&self, _grant_id: &str, _now: Timestamp) -> StoreResult<()> {
         touched("revoke_grant")
     }
+    async fn revoke_all_grants(&self, _now: Timestamp) -> StoreResult<u64> {
+        touched("revoke_all_grants")
+    }
     async fn insert_console_session(&self, _session: ConsoleSessionRow) -> StoreResult<()> {
         touched("insert_console_session")
     }

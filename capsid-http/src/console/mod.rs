@@ -47,6 +47,7 @@ pub fn routes() -> Router<AppState> {
         .route("/console.json", get(console_json))
         .route("/console/callback", get(console_callback))
         .route("/console/logout", post(console_logout))
+        .route("/console/revoke-grants", post(console_revoke_grants))
 }
 
 /// A machine's bearer key gets an explanation, not a sign-in redirect.
@@ -431,6 +432,46 @@ pub async fn console_logout(State(state): State<AppState>, req: Request) -> Resp
                 header::SET_COOKIE,
                 cookies::clear(CSRF_COOKIE, "/console", owner.secure),
             );
+            resp
+        }
+        Err(e) => core_error(&e),
+    }
+}
+
+/// `POST /console/revoke-grants`: ends every MCP client's access (tokens and remembered
+/// approvals). CSRF first, then the session, then a confirmation page, then the revocation.
+pub async fn console_revoke_grants(State(state): State<AppState>, req: Request) -> Response {
+    if let Some(r) = bearer_refusal(req.headers()) {
+        return r;
+    }
+    let owner = match owner(&state) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let (headers, form) = match checked_form(&owner, req).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some((caller, _)) = (match session(&state, &owner, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    }) else {
+        return message(
+            StatusCode::UNAUTHORIZED,
+            "Signed out",
+            "Your console session ended; sign in again at /console.",
+        );
+    };
+    if form.get("confirm").map(String::as_str) != Some("yes") {
+        let csrf = form.get("csrf").cloned().unwrap_or_default();
+        return page::confirm_revoke_page(&csrf);
+    }
+    match state.service.console_revoke_grants(&caller).await {
+        Ok(n) => {
+            tracing::info!(actor = %caller.actor(), grants = n, "every MCP grant revoked");
+            let mut resp = StatusCode::SEE_OTHER.into_response();
+            resp.headers_mut()
+                .insert(header::LOCATION, HeaderValue::from_static("/console"));
             resp
         }
         Err(e) => core_error(&e),

@@ -77,7 +77,8 @@ fn header(view: &Value, csrf: &str) -> String {
     format!(
         "<header><h1>Capsid console</h1><span class=\"muted\">signed in as <strong>{viewer}</strong> · generated {generated}</span>\
          <form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden}<button type=\"submit\" class=\"quiet\">Sign out</button></form>\
-         <form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden_all}<button type=\"submit\" class=\"quiet\">End every session</button></form></header>\
+         <form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden_all}<button type=\"submit\" class=\"quiet\">End every session</button></form>\
+         <form method=\"post\" action=\"/console/revoke-grants\" class=\"inline\">{hidden}<button type=\"submit\" class=\"quiet\">Revoke every MCP client</button></form></header>\
          <div class=\"card\">Build <code>{sha}</code>{dirty} · schema <code>{schema}</code> · store {status} · backup {age}{warning}<br>\
          Improve mode <strong>{mode}</strong> · this month CI minutes {ci} of {ci_cap}, model spend ${usd} of ${usd_cap}</div>",
         viewer = esc(&text(&view["viewer"])),
@@ -296,6 +297,20 @@ pub fn confirm_page(action: &ConsoleAction, csrf: &str) -> Response {
         esc(action.name()),
         esc(&action.effect()),
         hidden(csrf, &pairs)
+    );
+    let mut resp = page(StatusCode::OK, "Confirm a console action", &body, &[]);
+    resp.headers_mut()
+        .insert("x-frame-options", HeaderValue::from_static("DENY"));
+    resp
+}
+
+/// The confirmation of revoking every MCP client's access.
+pub fn confirm_revoke_page(csrf: &str) -> Response {
+    let body = format!(
+        "<h1>Confirm: revoke every MCP client</h1><div class=\"card\"><p>Every access and refresh token issued to MCP clients stops working now, and every client must ask for your consent again.</p>\
+         <form method=\"post\" action=\"/console/revoke-grants\" class=\"inline\">{}<button type=\"submit\">Yes, revoke them</button></form> \
+         <a href=\"/console\">Cancel</a></div>",
+        hidden(csrf, &[("confirm", "yes")])
     );
     let mut resp = page(StatusCode::OK, "Confirm a console action", &body, &[]);
     resp.headers_mut()

@@ -442,3 +442,55 @@ pub async fn oauth_code_race_has_one_winner<S: Store + 'static>(store: Arc<S>) {
     }
     assert_eq!(issued, 1, "exactly one redemption wins");
 }
+
+/// The owner's "revoke every MCP client": every live grant and token is revoked, ended
+/// grants are not counted, and remembered approvals are forgotten.
+pub async fn oauth_revoke_all_grants_ends_every_client<S: Store>(store: &S) {
+    store
+        .insert_client(client("c1", at(100)))
+        .await
+        .expect("client");
+    store
+        .approve_client("c1.abc", "c1", at(0), at(90))
+        .await
+        .expect("approve");
+    store.insert_code(code("k1")).await.expect("code");
+    store
+        .redeem_code("k1", at(2), grant("g1", "k1"), pair("t1"), at(500))
+        .await
+        .expect("redeem");
+    store.insert_code(code("k2")).await.expect("code");
+    store
+        .redeem_code("k2", at(3), grant("g2", "k2"), pair("t2"), at(500))
+        .await
+        .expect("redeem");
+    store.revoke_grant("g2", at(4)).await.expect("revoke one");
+    assert_eq!(
+        store.revoke_all_grants(at(5)).await.expect("revoke all"),
+        1,
+        "only the live grant counts"
+    );
+    for t in ["t1-access", "t1-refresh"] {
+        let row = store.token(t).await.expect("token").expect("kept");
+        assert_eq!(row.revoked_at, Some(at(5)), "{t}");
+    }
+    let earlier = store
+        .token("t2-access")
+        .await
+        .expect("token")
+        .expect("kept");
+    assert_eq!(
+        earlier.revoked_at,
+        Some(at(4)),
+        "an earlier revocation stands"
+    );
+    assert!(
+        !store.approval("c1.abc", at(6)).await.expect("approval"),
+        "approvals are forgotten"
+    );
+    assert_eq!(
+        store.revoke_all_grants(at(7)).await.expect("again"),
+        0,
+        "nothing left"
+    );
+}
