@@ -7,7 +7,9 @@
 # git) unless already there, then per mode runs: 0.1.16 `--suite active`, and 0.2.0-alpha.12
 # `--requirements 2025-11-25` and `--requirements 2026-07-28`. Results (checks.json per
 # scenario, console output, summary.txt) go to target/mcp-conformance/. Expected failures are
-# the committed baselines tests/conformance/<mode>-<run>.yml.
+# the committed baselines tests/conformance/<mode>-<run>.yml. Then alpha's `authorization`
+# scenarios run against capsid's own authorization server (the fixture's --oauth-redirect
+# mode), with curl as the browser; they must both pass.
 #
 # Exit status: 0 all passed (or failed only as baselined); 1 a failure; 3 the tooling could not
 # be installed (no npm, or no npm registry): scripts/test.sh decides whether that is fatal.
@@ -187,6 +189,68 @@ for mode in stateless sessions; do
   done
   stop_fixture
 done
+# --- the authorization server ---------------------------------------------------------------
+# alpha's `conformance authorization` tests capsid's own AS (the real router, --oauth-redirect
+# mode of the fixture): `authorization-server-metadata-endpoint`, and `authorization-code-grant`,
+# which prints an authorize URL and waits for the browser at 127.0.0.1:<port>/callback. curl
+# plays the browser: the consent page (its CSRF cookie and hidden fields), then the redirects
+# through the fixture's fake GitHub back to capsid's /callback and on to the suite.
+auth_dir="$out/authorization"
+mkdir -p "$auth_dir"
+cb_port=$(( 20000 + RANDOM % 20000 ))
+"$fixture_bin" --port 0 --oauth-redirect "http://127.0.0.1:$cb_port/callback" \
+  >"$auth_dir/fixture.out" 2>"$auth_dir/fixture.err" &
+fixture_pid=$!
+port=
+for i in $(seq 1 100); do
+  port=$(awk '/^LISTENING /{print $2; exit}' "$auth_dir/fixture.out")
+  [ -n "$port" ] && break
+  kill -0 "$fixture_pid" 2>/dev/null || { cat "$auth_dir/fixture.err" >&2; say "the OAuth fixture exited" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { say "the OAuth fixture did not report a port" >&2; exit 1; }
+client_id=$(awk '/^CLIENT_ID /{print $2; exit}' "$auth_dir/fixture.out")
+issuer="http://127.0.0.1:$port"
+printf '%s\n' "conformance@$SUITE_ALPHA authorization --url $issuer --client-id $client_id --resource $issuer/mcp -p $cb_port" >"$auth_dir/command.txt"
+"$node" "$(suite_js "$SUITE_ALPHA")" authorization --url "$issuer" --client-id "$client_id" \
+  --resource "$issuer/mcp" -p "$cb_port" -o "$auth_dir/results" >"$auth_dir/console.txt" 2>&1 &
+suite_pid=$!
+authorize_url=
+for i in $(seq 1 300); do
+  authorize_url=$(grep -m1 -E "^$issuer/authorize\?" "$auth_dir/console.txt" || true)
+  # The URL is printed before the suite's callback listener is up; wait for both.
+  [ -n "$authorize_url" ] && grep -q '^Callback server started' "$auth_dir/console.txt" && break
+  kill -0 "$suite_pid" 2>/dev/null || break
+  sleep 0.1
+done
+browser_status=0
+if [ -n "$authorize_url" ]; then
+  jar="$auth_dir/cookies.txt"
+  curl -sS -c "$jar" -b "$jar" -o "$auth_dir/consent.html" "$authorize_url" || browser_status=$?
+  form=()
+  while IFS= read -r field; do
+    form+=(--data-urlencode "$field")
+  done < <(grep -oE 'type="hidden" name="[^"]+" value="[^"]*"' "$auth_dir/consent.html" \
+    | sed -E 's/.*name="([^"]+)" value="([^"]*)"/\1=\2/')
+  curl -sS -L --max-redirs 5 -c "$jar" -b "$jar" -o "$auth_dir/landing.txt" "${form[@]}" \
+    --data-urlencode "decision=approve" "$issuer/authorize" || browser_status=$?
+else
+  say "the suite printed no authorize URL" >&2
+fi
+suite_status=0
+wait "$suite_pid" || suite_status=$?
+sed -i 's/\x1b\[[0-9;]*m//g' "$auth_dir/console.txt"
+stop_fixture
+auth_passed=$(grep -cE '^ *✓' "$auth_dir/console.txt" || true)
+auth_failed=$(grep -cE '^ *✗' "$auth_dir/console.txt" || true)
+printf '%-9s %-12s suite %-15s exit=%s passed=%s failed=%s (browser exit=%s)\n' authz as-server "$SUITE_ALPHA" \
+  "$suite_status" "$auth_passed" "$auth_failed" "$browser_status" | tee -a "$summary"
+grep -E '^ *(✓|✗)' "$auth_dir/console.txt" | sed 's/^ */    /' | tee -a "$summary" || true
+if [ "$suite_status" -ne 0 ] || [ "$browser_status" -ne 0 ] || [ "$auth_passed" -lt 2 ]; then
+  failed+=("authorization")
+  sed 's/^/    | /' "$auth_dir/console.txt" >&2
+fi
+
 say "suite runs took $((SECONDS - started))s; results in ${out#"$root"/}"
 
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -29,6 +29,16 @@ elif ! capsid_pg_start; then
   echo "postgres: NOT AVAILABLE - the Postgres cases will report that they did not run" >&2
 fi
 
+step "headless Chromium (the console test renders the page in it)"
+if ! command -v chromium >/dev/null 2>&1 && [ -z "${CAPSID_CHROMIUM:-}" ]; then
+  # Debian's package; CI starts from a clean machine with only package registries reachable.
+  sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium
+fi
+"${CAPSID_CHROMIUM:-chromium}" --version
+
 step "cargo test"
 cargo test --workspace --locked
 

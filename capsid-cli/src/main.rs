@@ -4,6 +4,7 @@
 mod admin;
 mod config;
 mod doctor;
+mod owner;
 mod serve;
 mod system;
 

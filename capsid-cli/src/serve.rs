@@ -35,6 +35,9 @@ pub struct ServeArgs {
     /// POST a JSON notification here when a job blocks or fails.
     #[arg(long, env = "CAPSID_WEBHOOK_URL")]
     pub webhook_url: Option<String>,
+    /// The owner's GitHub login (OAuth on /mcp, the console).
+    #[command(flatten)]
+    pub owner: crate::owner::OwnerArgs,
 }
 
 /// The build's provenance.
@@ -123,20 +126,13 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| format!("http://{bound}"))
         .trim_end_matches('/')
         .to_owned();
+    let (owner, oauth_missing) = crate::owner::owner_config(&args.owner)?;
     let http = HttpConfig {
         public_url: public_url.clone(),
         mcp_sessions: args.mcp_sessions,
         build: build_info(),
-        oauth_missing: [
-            "CAPSID_GITHUB_CLIENT_ID",
-            "CAPSID_GITHUB_CLIENT_SECRET",
-            "CAPSID_ADMIN_GITHUB_LOGIN",
-            "CAPSID_COOKIE_KEY",
-        ]
-        .iter()
-        .filter(|k| std::env::var_os(k).is_none())
-        .map(|k| (*k).to_owned())
-        .collect(),
+        oauth_missing,
+        owner,
     };
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
@@ -178,6 +174,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         }
     });
     let app = capsid_http::router(AppState::new(service, http));
+    // The peer address feeds the per-address limits (registrations, CSP reports).
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await

@@ -19,6 +19,7 @@ pub mod guards;
 pub mod ids;
 pub mod improve;
 pub mod jobs;
+pub mod oauth;
 pub mod paths;
 pub mod ports;
 pub mod repos;

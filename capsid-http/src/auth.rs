@@ -50,11 +50,11 @@ impl LastSeen {
 const MAX_SESSIONS: usize = 10_000;
 
 impl SessionOwners {
-    fn owner(&self, id: &str) -> Option<String> {
+    pub(crate) fn owner(&self, id: &str) -> Option<String> {
         self.0.lock().ok()?.get(id).cloned()
     }
 
-    fn record(&self, id: String, actor: String) {
+    pub(crate) fn record(&self, id: String, actor: String) {
         if let Ok(mut map) = self.0.lock() {
             if map.len() >= MAX_SESSIONS {
                 let drop: Vec<String> = map.keys().take(MAX_SESSIONS / 2).cloned().collect();

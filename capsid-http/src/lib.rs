@@ -3,12 +3,25 @@
 //! It maps wire types to core calls and core errors to responses, and decides nothing:
 //! every tool call goes to [`capsid_core::service::Service::call_tool`], the one enforcement
 //! point. Routes: `POST /ops/mcp` (bearer keys: minted agents, then operator keys),
-//! `/mcp` (the owner's OAuth route), `GET /health`.
+//! `/mcp` (the owner's OAuth route, the same MCP handler behind an OAuth bearer check), the
+//! authorization server (`oauth`), the admin console (`console`), `POST /csp-report`,
+//! `GET /health`.
+
+// Handlers return `Result<_, Response>` so a refusal is the ready response, carried once up
+// the stack on an error path; boxing it would only add an allocation there.
+#![allow(clippy::result_large_err)]
 
 mod auth;
+mod console;
+mod cookies;
+mod csp;
+mod github;
 mod health;
+mod html;
 mod mcp;
 mod middleware;
+mod oauth;
+mod owner;
 mod webhook;
 
 use std::sync::Arc;
@@ -21,6 +34,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 pub use health::{BuildInfo, health_report};
 pub use mcp::CapsidMcp;
+pub use owner::{Owner, OwnerConfig};
 pub use webhook::{WebhookNotifier, install_tls_provider};
 
 /// How the HTTP surface is configured.
@@ -35,6 +49,9 @@ pub struct HttpConfig {
     pub build: BuildInfo,
     /// What `/mcp` (the owner's OAuth route) still needs, when it is not configured.
     pub oauth_missing: Vec<String>,
+    /// The owner's GitHub login; `None` turns `/mcp`, the console and the OAuth endpoints off
+    /// (503 naming `oauth_missing`).
+    pub owner: Option<OwnerConfig>,
 }
 
 /// Shared state of every route.
@@ -48,16 +65,25 @@ pub struct AppState {
     pub sessions: auth::SessionOwners,
     /// When each agent's `last_seen` was last stamped.
     pub last_seen: auth::LastSeen,
+    /// The owner's login, when configured.
+    pub owner: Option<Arc<Owner>>,
 }
 
 impl AppState {
     /// State for `service` under `config`.
     pub fn new(service: Service, config: HttpConfig) -> AppState {
+        let owner = config.owner.clone().and_then(|o| {
+            Owner::new(o, &config.public_url)
+                .map_err(|e| tracing::error!(error = %e, "the owner's login is off"))
+                .ok()
+                .map(Arc::new)
+        });
         AppState {
             service,
             config: Arc::new(config),
             sessions: auth::SessionOwners::default(),
             last_seen: auth::LastSeen::default(),
+            owner,
         }
     }
 }
@@ -110,25 +136,41 @@ pub fn transport_config(public_url: &str, sessions: bool) -> StreamableHttpServe
         .with_max_request_body_bytes(2 * 1024 * 1024)
 }
 
-/// The whole router.
-pub fn router(state: AppState) -> Router {
+/// The MCP handler every MCP route serves, on the one transport configuration.
+fn mcp_service(state: &AppState) -> StreamableHttpService<CapsidMcp, LocalSessionManager> {
     let config = transport_config(&state.config.public_url, state.config.mcp_sessions);
     let service = state.service.clone();
-    let mcp = StreamableHttpService::new(
+    StreamableHttpService::new(
         move || Ok(CapsidMcp::new(service.clone())),
         LocalSessionManager::default().into(),
         config,
-    );
-    let ops =
+    )
+}
+
+/// The whole router.
+pub fn router(state: AppState) -> Router {
+    let ops = Router::new()
+        .nest_service("/ops/mcp", mcp_service(&state))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::bearer_caller,
+        ));
+    let owner_mcp = if state.owner.is_some() {
         Router::new()
-            .nest_service("/ops/mcp", mcp)
+            .nest_service("/mcp", mcp_service(&state))
             .layer(axum::middleware::from_fn_with_state(
                 state.clone(),
-                auth::bearer_caller,
-            ));
+                oauth::oauth_caller,
+            ))
+    } else {
+        Router::new().route("/mcp", axum::routing::any(auth::oauth_route_unconfigured))
+    };
     Router::new()
         .route("/health", get(health::health))
-        .route("/mcp", axum::routing::any(auth::oauth_route_unconfigured))
+        .route("/csp-report", axum::routing::post(csp::csp_report))
+        .merge(owner_mcp)
+        .merge(oauth::routes())
+        .merge(console::routes())
         .merge(ops)
         .fallback(middleware::not_found)
         .layer(axum::middleware::from_fn(middleware::security_headers))

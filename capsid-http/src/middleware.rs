@@ -1,5 +1,6 @@
 //! Cross-cutting layers: a request id and one structured log line per request, security
-//! headers and `Cache-Control: no-store` by default, and a JSON 404.
+//! headers per route class (HTML pages bring their own CSP; everything else gets
+//! `default-src 'none'`) and `Cache-Control: no-store` by default, and a JSON 404.
 
 use std::time::Instant;
 
@@ -62,6 +63,24 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // Pages set their own policy (one hashed stylesheet, their form targets); every other
+    // answer is data that no browser should render anything from.
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'; base-uri 'none'"),
+        );
+    }
+    if !h.contains_key("cross-origin-opener-policy") {
+        h.insert(
+            "cross-origin-opener-policy",
+            HeaderValue::from_static("same-origin"),
+        );
+    }
+    h.insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("same-origin"),
+    );
     resp
 }
 

@@ -19,6 +19,7 @@ mod health;
 mod improve;
 mod jobs;
 mod namespaces;
+mod oauth;
 mod plans;
 mod rows;
 mod settings;

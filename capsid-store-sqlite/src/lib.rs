@@ -15,6 +15,7 @@ mod health;
 mod improve;
 mod jobs;
 mod namespaces;
+mod oauth;
 mod rows;
 mod settings;
 mod store;

@@ -38,11 +38,17 @@ async fn migrating_reports_the_version_and_is_idempotent() {
         None,
         "nothing applied yet"
     );
-    assert_eq!(store.migrate().await.unwrap().as_deref(), Some("0001_init"));
-    assert_eq!(store.migrate().await.unwrap().as_deref(), Some("0001_init"));
+    assert_eq!(
+        store.migrate().await.unwrap().as_deref(),
+        Some("0002_oauth")
+    );
+    assert_eq!(
+        store.migrate().await.unwrap().as_deref(),
+        Some("0002_oauth")
+    );
     assert_eq!(
         store.schema_version().await.unwrap().as_deref(),
-        Some("0001_init")
+        Some("0002_oauth")
     );
     store.ping().await.unwrap();
     store.close().await;

@@ -66,6 +66,16 @@ pub struct TestServer {
 impl TestServer {
     /// Starts the router over `store` on a free loopback port.
     pub async fn start(store: Arc<dyn Store>, options: ServerOptions) -> TestServer {
+        Self::start_with_owner(store, options, |_| None).await
+    }
+
+    /// As [`TestServer::start`], with the owner's GitHub login built from the server's own URL
+    /// (`None` leaves it off).
+    pub async fn start_with_owner(
+        store: Arc<dyn Store>,
+        options: ServerOptions,
+        owner: impl FnOnce(&str) -> Option<capsid_http::OwnerConfig>,
+    ) -> TestServer {
         // HTTP clients in this process (rmcp's, the webhook's) need the TLS provider installed.
         capsid_http::install_tls_provider();
         let now = std::time::SystemTime::now()
@@ -96,6 +106,7 @@ impl TestServer {
             .expect("bind an ephemeral port");
         let port = listener.local_addr().expect("local address").port();
         let url = format!("http://127.0.0.1:{port}");
+        let owner = owner(&url);
         let http = HttpConfig {
             public_url: url.clone(),
             mcp_sessions: options.sessions,
@@ -105,9 +116,15 @@ impl TestServer {
                 built_at: "test".into(),
                 version: "test".into(),
             },
-            oauth_missing: vec!["CAPSID_GITHUB_CLIENT_ID".into()],
+            oauth_missing: if owner.is_some() {
+                Vec::new()
+            } else {
+                vec!["CAPSID_GITHUB_CLIENT_ID".into()]
+            },
+            owner,
         };
-        let app = capsid_http::router(AppState::new(service.clone(), http));
+        let app = capsid_http::router(AppState::new(service.clone(), http))
+            .into_make_service_with_connect_info::<std::net::SocketAddr>();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app)

@@ -91,4 +91,13 @@ conformance_suite! {
     shared races::if_match_race_has_one_winner;
     shared races::create_race_has_one_winner;
     shared races::claimers_race_claims_each_job_once;
+    store oauth::oauth_clients_expire_and_never_collide;
+    store oauth::oauth_counters_count_and_restart;
+    store oauth::oauth_login_states_are_spent_once;
+    store oauth::oauth_code_replay_revokes_what_it_issued;
+    store oauth::oauth_refresh_reuse_revokes_the_grant;
+    store oauth::oauth_console_sessions_end;
+    store oauth::oauth_purge_keeps_what_is_live;
+    store oauth::oauth_revoke_all_grants_ends_every_client;
+    shared oauth::oauth_code_race_has_one_winner;
 }

@@ -17,6 +17,7 @@ mod documents;
 mod improve;
 mod jobs;
 mod notifier;
+mod oauth;
 mod repo_host;
 mod settings;
 
@@ -32,6 +33,10 @@ pub use jobs::{
     JobPatch, JobStore, JobTransition, MirrorFn, NewJob, OutcomeRecord, StatusCount, SweepAuditFn,
 };
 pub use notifier::{Notification, Notifier};
+pub use oauth::{
+    CodeRow, ConsoleSessionRow, LoginStateRow, NewGrant, NewToken, OAuthClientRow, OAuthStore,
+    Redemption, Rotation, TokenKind, TokenRow,
+};
 pub use repo_host::{
     CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileBlob, FileChange,
     FileCommit, FileWrite, GitTree, GitTreeItem, IssueComment, MergeOutcome, OpenedPull,
@@ -139,6 +144,7 @@ pub trait Store:
     + ImproveStore
     + SkillStore
     + StoreHealth
+    + OAuthStore
 {
 }
 
@@ -153,5 +159,6 @@ impl<T> Store for T where
         + ImproveStore
         + SkillStore
         + StoreHealth
+        + OAuthStore
 {
 }

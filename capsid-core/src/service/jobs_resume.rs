@@ -19,8 +19,30 @@ use crate::jobs::{Job, JobStatus};
 use crate::ports::{JobPatch, JobTransition, StoreError};
 use crate::repos::{resolve_repo, stored_repos};
 
+/// Where a resumed job goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResumeTo {
+    /// The `jobs` tool: the caller takes the lease (reference 6.5).
+    Caller,
+    /// The console (SPEC 8): back to `queued`, holder and lease cleared, so the driver that
+    /// blocked it (or any driver able to) claims it on its next poll; the admin never holds it.
+    Queue,
+}
+
 impl Service {
     pub(super) async fn resume(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+        self.resume_to(caller, a, ResumeTo::Caller).await
+    }
+
+    /// The one resume: every check of the tool's resume runs, whichever way the job goes.
+    /// Returning it to the queue skips only what concerns a holder (the caller's held claim,
+    /// flags and track record): the claimer is checked again at claim.
+    pub(crate) async fn resume_to(
+        &self,
+        caller: &Caller,
+        a: JobsArgs,
+        to: ResumeTo,
+    ) -> Result<Value> {
         let act = JobsAction::Resume;
         let actor = caller.actor();
         if !actor_may_hold_jobs(&actor) {
@@ -42,7 +64,9 @@ impl Service {
                 "resume needs a reason: what the human approved. A job that came back off a gate with no record of who cleared it is a gate that did not happen.",
             ));
         };
-        if let Some(held) = self.store.held_job(&actor).await? {
+        if to == ResumeTo::Caller
+            && let Some(held) = self.store.held_job(&actor).await?
+        {
             return Ok(refuse(
                 act,
                 format!(
@@ -82,7 +106,9 @@ impl Service {
                 ));
             }
         };
-        if let Err(missing) = missing_for_job(&caller.scopes, &job.namespace, &requirements) {
+        if to == ResumeTo::Caller
+            && let Err(missing) = missing_for_job(&caller.scopes, &job.namespace, &requirements)
+        {
             return Ok(refuse(
                 act,
                 format!(
@@ -91,7 +117,10 @@ impl Service {
                 ),
             ));
         }
-        if let Some(bar) = requirements.min_prs_merged.filter(|b| *b > 0) {
+        if let Some(bar) = requirements
+            .min_prs_merged
+            .filter(|b| *b > 0 && to == ResumeTo::Caller)
+        {
             let record = self.record_of(caller).await?;
             if let Some(short) = min_record_refusal(bar, &record) {
                 return Ok(refuse(
@@ -150,6 +179,11 @@ impl Service {
         if admin && at_correction_cap(job.corrections_count as f64) {
             params["cap_lifted_by_admin"] = json!(true);
         }
+        if to == ResumeTo::Queue {
+            params["returned_to_queue"] = json!(true);
+            params["previous_holder"] = json!(job.claimed_by);
+            params["lease_expires"] = Value::Null;
+        }
         if let Some(ap) = &approval {
             params["approved_by_policy"] = json!(ap.policy_version);
             params["policy_class"] = json!(ap.class.name());
@@ -160,14 +194,25 @@ impl Service {
             from: JobStatus::Blocked,
             holder: None,
             corrections: Some(job.corrections_count),
-            patch: JobPatch {
-                status: Some(JobStatus::Claimed),
-                claimed_by: Some(Some(actor.clone())),
-                claimed_at: Some(Some(now.to_string())),
-                lease_expires: Some(Some(lease.to_string())),
-                add_resumed: true,
-                add_correction: !admin,
-                ..JobPatch::default()
+            patch: match to {
+                ResumeTo::Caller => JobPatch {
+                    status: Some(JobStatus::Claimed),
+                    claimed_by: Some(Some(actor.clone())),
+                    claimed_at: Some(Some(now.to_string())),
+                    lease_expires: Some(Some(lease.to_string())),
+                    add_resumed: true,
+                    add_correction: !admin,
+                    ..JobPatch::default()
+                },
+                ResumeTo::Queue => JobPatch {
+                    status: Some(JobStatus::Queued),
+                    claimed_by: Some(None),
+                    claimed_at: Some(None),
+                    lease_expires: Some(None),
+                    add_resumed: true,
+                    add_correction: !admin,
+                    ..JobPatch::default()
+                },
             },
             at: now,
             audit: job_audit(&actor, crate::jobs::AUDIT_JOB_RESUMED, &job, params, now),
@@ -181,6 +226,13 @@ impl Service {
                 format!(
                     "{} left blocked between reading it and resuming it. Ask again.",
                     job.id
+                ),
+            )),
+            Err(StoreError::Conflict(_)) if to == ResumeTo::Queue => Ok(refuse(
+                act,
+                format!(
+                    "{} cannot go back to the queue: {} already has an open job titled '{}'. Finish or fail that one first.",
+                    job.id, job.namespace, job.title
                 ),
             )),
             Err(StoreError::Conflict(_)) => Ok(refuse(

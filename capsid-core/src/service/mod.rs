@@ -11,13 +11,17 @@ mod agents;
 pub mod args;
 mod auth;
 mod confirm;
+mod console;
 mod documents;
 mod improve;
 mod jobs;
+mod jobs_admin;
 mod jobs_finish;
 mod jobs_resume;
 mod lint;
 mod namespaces;
+mod oauth;
+mod oauth_token;
 mod prompts;
 mod repo;
 mod repo_args;
@@ -32,6 +36,9 @@ mod writes;
 
 pub use auth::Resolved;
 pub use confirm::{Confirmer, Consent, NoConfirmer};
+pub use console::{ACTIVITY_ROWS, CONSOLE_ACTIONS, ConsoleAction};
+pub use oauth::{AuthorizeCheck, ConsoleLogin, RateExceeded, console_return_path_ok};
+pub use oauth_token::{AccessRefusal, TokenRequest};
 pub use prompts::{
     PromptArgument, PromptListing, RESOURCE_TEMPLATE, RenderedPrompt, ResourceListing,
     ResourcePage, parse_resource_uri,

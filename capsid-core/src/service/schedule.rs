@@ -1,4 +1,4 @@
-//! Periodic work: the lease sweep every five minutes, run by one replica at a time (the
+//! Periodic work: the lease sweep (and the purge of expired login state) every five minutes, run by one replica at a time (the
 //! store's leader lease decides which). Time comes from the clock port, so a test drives the
 //! ticks by moving a `ManualClock`; no test waits.
 
@@ -73,6 +73,8 @@ impl Scheduler {
             });
         }
         let swept = self.service.sweep_expired_leases().await?;
+        // Spent login states, codes, counters, sessions and ended grants go with the sweep.
+        self.service.store.purge_expired_oauth(now).await?;
         Ok(TickReport {
             due: true,
             led: true,

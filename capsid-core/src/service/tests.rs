@@ -252,3 +252,18 @@ fn every_tool_in_the_table_is_served_and_nothing_else() {
     let err = call(&admin, "no_such_tool", json!({})).unwrap_err();
     assert_eq!(err.to_string(), "unknown tool: no_such_tool");
 }
+
+#[test]
+fn console_actions_and_revocation_refuse_anyone_but_the_owner_before_the_store() {
+    let bot = agent(Scopes::unrestricted());
+    let cli = Caller::cli("someone");
+    for caller in [&bot, &cli] {
+        let err = block_on(service().console_revoke_grants(caller)).unwrap_err();
+        assert!(matches!(err, Error::Forbidden(_)), "{err}");
+        let action = ConsoleAction::Mode {
+            value: "off".into(),
+        };
+        let err = block_on(service().console_act(caller, &action)).unwrap_err();
+        assert!(matches!(err, Error::Forbidden(_)), "{err}");
+    }
+}

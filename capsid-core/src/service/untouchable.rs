@@ -344,3 +344,109 @@ impl StoreHealth for UntouchableStore {
         touched("schema_version")
     }
 }
+
+#[async_trait]
+impl OAuthStore for UntouchableStore {
+    async fn insert_client(&self, _client: OAuthClientRow) -> StoreResult<()> {
+        touched("insert_client")
+    }
+    async fn client(
+        &self,
+        _client_id: &str,
+        _now: Timestamp,
+    ) -> StoreResult<Option<OAuthClientRow>> {
+        touched("client")
+    }
+    async fn bump_counter(
+        &self,
+        _key: &str,
+        _now: Timestamp,
+        _expires_at: Timestamp,
+    ) -> StoreResult<u64> {
+        touched("bump_counter")
+    }
+    async fn put_login_state(&self, _state: LoginStateRow) -> StoreResult<()> {
+        touched("put_login_state")
+    }
+    async fn login_state(
+        &self,
+        _state_hash: &str,
+        _purpose: &str,
+        _now: Timestamp,
+    ) -> StoreResult<Option<LoginStateRow>> {
+        touched("login_state")
+    }
+    async fn take_login_state(
+        &self,
+        _state_hash: &str,
+        _purpose: &str,
+        _now: Timestamp,
+    ) -> StoreResult<Option<LoginStateRow>> {
+        touched("take_login_state")
+    }
+    async fn approve_client(
+        &self,
+        _tag: &str,
+        _client_id: &str,
+        _at: Timestamp,
+        _expires_at: Timestamp,
+    ) -> StoreResult<()> {
+        touched("approve_client")
+    }
+    async fn approval(&self, _tag: &str, _now: Timestamp) -> StoreResult<bool> {
+        touched("approval")
+    }
+    async fn insert_code(&self, _code: CodeRow) -> StoreResult<()> {
+        touched("insert_code")
+    }
+    async fn code(&self, _code_hash: &str) -> StoreResult<Option<CodeRow>> {
+        touched("code")
+    }
+    async fn redeem_code(
+        &self,
+        _code_hash: &str,
+        _now: Timestamp,
+        _grant: NewGrant,
+        _tokens: Vec<NewToken>,
+        _client_expires_at: Timestamp,
+    ) -> StoreResult<Redemption> {
+        touched("redeem_code")
+    }
+    async fn token(&self, _token_hash: &str) -> StoreResult<Option<TokenRow>> {
+        touched("token")
+    }
+    async fn rotate_refresh(
+        &self,
+        _token_hash: &str,
+        _now: Timestamp,
+        _tokens: Vec<NewToken>,
+        _client_expires_at: Timestamp,
+    ) -> StoreResult<Rotation> {
+        touched("rotate_refresh")
+    }
+    async fn revoke_grant(&self, _grant_id: &str, _now: Timestamp) -> StoreResult<()> {
+        touched("revoke_grant")
+    }
+    async fn revoke_all_grants(&self, _now: Timestamp) -> StoreResult<u64> {
+        touched("revoke_all_grants")
+    }
+    async fn insert_console_session(&self, _session: ConsoleSessionRow) -> StoreResult<()> {
+        touched("insert_console_session")
+    }
+    async fn console_session(
+        &self,
+        _session_hash: &str,
+        _now: Timestamp,
+    ) -> StoreResult<Option<ConsoleSessionRow>> {
+        touched("console_session")
+    }
+    async fn end_console_session(&self, _session_hash: &str, _now: Timestamp) -> StoreResult<bool> {
+        touched("end_console_session")
+    }
+    async fn end_console_sessions(&self, _now: Timestamp) -> StoreResult<u64> {
+        touched("end_console_sessions")
+    }
+    async fn purge_expired_oauth(&self, _now: Timestamp) -> StoreResult<u64> {
+        touched("purge_expired_oauth")
+    }
+}

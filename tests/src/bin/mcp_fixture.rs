@@ -7,6 +7,12 @@
 //! free port), prints `LISTENING <port>` on stdout once it accepts connections, and serves MCP
 //! at `/mcp`: stateless JSON responses by default, `Mcp-Session-Id` sessions with
 //! `--sessions`, exactly as capsid serves them.
+//!
+//! With `--oauth-redirect <uri>` it serves instead the real capsid router (over a throwaway
+//! SQLite store) with its authorization server, the owner signing in through a fake GitHub
+//! that sends the browser straight back, and one public client registered with `<uri>`; it
+//! prints `LISTENING <port>` and `CLIENT_ID <id>`. The suite's `authorization` scenarios run
+//! against it.
 
 // Sampling, logging and legacy resource subscriptions are deprecated by SEP-2577, but the
 // 2025-11-25 scenarios exercise them.
@@ -41,11 +47,61 @@ struct Args {
     /// JSON responses.
     #[arg(long)]
     sessions: bool,
+    /// Serve capsid's authorization server instead, with a client registered for this
+    /// redirect URI.
+    #[arg(long)]
+    oauth_redirect: Option<String>,
+}
+
+/// The authorization server mode.
+async fn serve_oauth(redirect: &str) -> anyhow::Result<()> {
+    use std::sync::Arc;
+
+    let github = capsid_tests::fake_github_login::FakeGitHub::start("octo", 1).await;
+    let dir = tempfile::tempdir()?;
+    let url = format!("sqlite://{}", dir.path().join("capsid.db").display());
+    let store = capsid_store_sqlite::SqliteStore::open(&url)
+        .await
+        .map_err(|e| anyhow::anyhow!("open the store: {e}"))?;
+    store
+        .migrate()
+        .await
+        .map_err(|e| anyhow::anyhow!("migrate the store: {e}"))?;
+    let gh = github.clone();
+    let server = capsid_tests::server::TestServer::start_with_owner(
+        Arc::new(store),
+        capsid_tests::server::ServerOptions::default(),
+        move |_| Some(gh.owner_config("octo")),
+    )
+    .await;
+    let client = server
+        .service
+        .oauth_register(
+            "conformance",
+            &serde_json::json!({"client_name": "MCP conformance suite", "redirect_uris": [redirect]}),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("register the client: {}", e.description))?;
+    let port = server.url.rsplit(':').next().unwrap_or_default().to_owned();
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "CLIENT_ID {}",
+        client["client_id"].as_str().unwrap_or_default()
+    )?;
+    writeln!(stdout, "LISTENING {port}")?;
+    stdout.flush()?;
+    drop(stdout);
+    std::future::pending::<()>().await;
+    Ok(())
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(redirect) = &args.oauth_redirect {
+        return serve_oauth(redirect).await;
+    }
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     let port = listener.local_addr()?.port();
     // As capsid serves (SPEC section 5): no Nagle delay on small JSON-RPC frames.

@@ -12,6 +12,7 @@ pub mod hostile;
 pub mod jobs_claim;
 pub mod jobs_flow;
 pub mod jobs_records;
+pub mod oauth;
 pub mod races;
 pub mod registry;
 pub mod settings;

@@ -1,0 +1,478 @@
+//! The admin console's core (reference 10.1): its sessions, its six actions and the one
+//! object the page renders. Every action runs the same function as the tool it stands for
+//! (`improve_run`, `agents`, the jobs resume, `adminFailJob`) as the signed-in owner, and
+//! writes its own `console-<action>` audit row. Merging and minting are not among them.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::args::parse_args;
+use super::improve::StatusArgs;
+use super::jobs::JobsArgs;
+use super::jobs_resume::ResumeTo;
+use super::{NoConfirmer, Service};
+use crate::caller::{Caller, Principal};
+use crate::crypto::sha256_hex;
+use crate::error::{Error, Result};
+use crate::jobs::block::command_from_summary;
+use crate::jobs::{JobStatus, job_doc_path};
+use crate::oauth::OwnerSettings;
+use crate::ports::{AuditFilter, JobFilter};
+use crate::scope::Scopes;
+
+/// The console's actions, and nothing else: no merge, no mint.
+pub const CONSOLE_ACTIONS: [&str; 6] = [
+    "pause",
+    "unpause",
+    "mode",
+    "resume_job",
+    "fail_job",
+    "revoke_agent",
+];
+
+/// Audit rows the console shows.
+pub const ACTIVITY_ROWS: usize = 50;
+
+/// One click of the console.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConsoleAction {
+    /// Pause the improve loop of a namespace (or `all`).
+    Pause {
+        /// Namespace or `all`.
+        namespace: String,
+        /// Why.
+        reason: Option<String>,
+    },
+    /// Unpause a namespace (or `all`).
+    Unpause {
+        /// Namespace or `all`.
+        namespace: String,
+    },
+    /// Set the improve mode.
+    Mode {
+        /// `off`, `subscription` or `api`.
+        value: String,
+    },
+    /// Send a blocked job back to its holder's queue.
+    ResumeJob {
+        /// The job.
+        id: String,
+        /// What the owner approved.
+        reason: String,
+    },
+    /// Mark a job failed.
+    FailJob {
+        /// The job.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+    /// Revoke an agent's key.
+    RevokeAgent {
+        /// The agent.
+        name: String,
+    },
+}
+
+fn field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result<String> {
+    let v = form.get(name).map(|v| v.trim()).unwrap_or("");
+    if v.is_empty() {
+        return Err(Error::Invalid(format!("console: {name} is required")));
+    }
+    if v.chars().count() > max || v.chars().any(char::is_control) {
+        return Err(Error::Invalid(format!(
+            "console: {name} must be at most {max} printable characters"
+        )));
+    }
+    Ok(v.to_owned())
+}
+
+impl ConsoleAction {
+    /// The action a submitted form names; an unknown one is refused listing the six.
+    pub fn from_form(form: &BTreeMap<String, String>) -> Result<ConsoleAction> {
+        let action = form.get("action").map(String::as_str).unwrap_or("");
+        Ok(match action {
+            "pause" => ConsoleAction::Pause {
+                namespace: field(form, "namespace", 64)?,
+                reason: field(form, "reason", 64).ok(),
+            },
+            "unpause" => ConsoleAction::Unpause {
+                namespace: field(form, "namespace", 64)?,
+            },
+            "mode" => ConsoleAction::Mode {
+                value: field(form, "value", 16)?,
+            },
+            "resume_job" => ConsoleAction::ResumeJob {
+                id: field(form, "id", 64)?,
+                reason: field(form, "reason", 1024)?,
+            },
+            "fail_job" => ConsoleAction::FailJob {
+                id: field(form, "id", 64)?,
+                reason: field(form, "reason", 1024)?,
+            },
+            "revoke_agent" => ConsoleAction::RevokeAgent {
+                name: field(form, "name", 64)?,
+            },
+            other => {
+                return Err(Error::Invalid(format!(
+                    "unknown console action {other:?}: the console does exactly {}",
+                    CONSOLE_ACTIONS.join(", ")
+                )));
+            }
+        })
+    }
+
+    /// The action's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ConsoleAction::Pause { .. } => "pause",
+            ConsoleAction::Unpause { .. } => "unpause",
+            ConsoleAction::Mode { .. } => "mode",
+            ConsoleAction::ResumeJob { .. } => "resume_job",
+            ConsoleAction::FailJob { .. } => "fail_job",
+            ConsoleAction::RevokeAgent { .. } => "revoke_agent",
+        }
+    }
+
+    /// The form fields that re-post this action (the confirmation page sends them again).
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut out = vec![("action", self.name().to_owned())];
+        match self {
+            ConsoleAction::Pause { namespace, reason } => {
+                out.push(("namespace", namespace.clone()));
+                if let Some(r) = reason {
+                    out.push(("reason", r.clone()));
+                }
+            }
+            ConsoleAction::Unpause { namespace } => out.push(("namespace", namespace.clone())),
+            ConsoleAction::Mode { value } => out.push(("value", value.clone())),
+            ConsoleAction::ResumeJob { id, reason } | ConsoleAction::FailJob { id, reason } => {
+                out.push(("id", id.clone()));
+                out.push(("reason", reason.clone()));
+            }
+            ConsoleAction::RevokeAgent { name } => out.push(("name", name.clone())),
+        }
+        out
+    }
+
+    /// What the click will do, in words, for the confirmation page.
+    pub fn effect(&self) -> String {
+        match self {
+            ConsoleAction::Pause { namespace, reason } => format!(
+                "Pause the improve loop of {namespace}{}. Nothing new starts there until it is unpaused.",
+                reason
+                    .as_ref()
+                    .map_or(String::new(), |r| format!(" (reason: {r})"))
+            ),
+            ConsoleAction::Unpause { namespace } => {
+                format!("Unpause the improve loop of {namespace}.")
+            }
+            ConsoleAction::Mode { value } => format!("Set the improve mode to {value}."),
+            ConsoleAction::ResumeJob { id, reason } => format!(
+                "Resume blocked job {id}: it goes back to the queue (holder and lease cleared) for its driver to claim again. Recorded approval: {reason}"
+            ),
+            ConsoleAction::FailJob { id, reason } => format!(
+                "Mark job {id} failed. It cannot be claimed or resumed afterwards. Reason: {reason}"
+            ),
+            ConsoleAction::RevokeAgent { name } => format!(
+                "Revoke agent {name}: its key stops working at once, and the name is never reused."
+            ),
+        }
+    }
+}
+
+/// Whether `caller` may use the console: the owner signed in with GitHub.
+fn require_owner(caller: &Caller) -> Result<()> {
+    match caller.principal {
+        Principal::Admin { .. } => Ok(()),
+        _ => Err(Error::Forbidden(
+            "the console is the owner's: sign in with GitHub".into(),
+        )),
+    }
+}
+
+/// A domain refusal (`{ok:false, refusal}`) as an error the console shows as 400.
+fn refused(out: Value) -> Result<Value> {
+    if out["ok"] == false {
+        return Err(Error::Conflict(
+            out["refusal"].as_str().unwrap_or("refused").to_owned(),
+        ));
+    }
+    Ok(out)
+}
+
+impl Service {
+    /// The owner behind a console session token, re-checking the owner every time.
+    pub async fn console_caller(
+        &self,
+        settings: &OwnerSettings,
+        token: &str,
+    ) -> Result<Option<Caller>> {
+        let Some(row) = self
+            .store
+            .console_session(&sha256_hex(token), self.now())
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(settings
+            .is_owner(&row.login, row.user_id)
+            .then(|| Caller::admin(row.login)))
+    }
+
+    /// Ends the session `token`, or every console session when `all`. Returns how many ended.
+    pub async fn console_end(&self, token: &str, all: bool) -> Result<u64> {
+        let now = self.now();
+        if all {
+            return Ok(self.store.end_console_sessions(now).await?);
+        }
+        Ok(u64::from(
+            self.store
+                .end_console_session(&sha256_hex(token), now)
+                .await?,
+        ))
+    }
+
+    /// Revokes every MCP client's grant (its access and refresh tokens, and the remembered
+    /// approvals, so each client asks for consent again), as the owner from the console;
+    /// audited as `console-revoke_grants` naming the person. How many live grants ended.
+    pub async fn console_revoke_grants(&self, caller: &Caller) -> Result<u64> {
+        require_owner(caller)?;
+        let revoked = self.store.revoke_all_grants(self.now()).await?;
+        self.store
+            .append_audit(self.audit(
+                caller,
+                "console-revoke_grants",
+                None,
+                None,
+                json!({"grants_revoked": revoked}),
+            ))
+            .await?;
+        Ok(revoked)
+    }
+
+    /// Runs one console action as the owner: the tool's own function, then the
+    /// `console-<action>` audit row. A domain refusal is a `Conflict` naming it.
+    pub async fn console_act(&self, caller: &Caller, action: &ConsoleAction) -> Result<Value> {
+        require_owner(caller)?;
+        let (out, namespace, path) = match action {
+            ConsoleAction::Pause { namespace, reason } => {
+                let mut args = json!({"action": "pause", "namespace": namespace});
+                if let Some(r) = reason {
+                    args["reason"] = json!(r);
+                }
+                let out = self
+                    .call_tool(caller, "improve_run", args, &NoConfirmer)
+                    .await?;
+                (out, Some(namespace.clone()), None)
+            }
+            ConsoleAction::Unpause { namespace } => {
+                let args = json!({"action": "unpause", "namespace": namespace});
+                let out = self
+                    .call_tool(caller, "improve_run", args, &NoConfirmer)
+                    .await?;
+                (out, Some(namespace.clone()), None)
+            }
+            ConsoleAction::Mode { value } => {
+                let args = json!({"action": "mode", "value": value});
+                (
+                    self.call_tool(caller, "improve_run", args, &NoConfirmer)
+                        .await?,
+                    None,
+                    None,
+                )
+            }
+            ConsoleAction::ResumeJob { id, reason } => {
+                let args: JobsArgs = parse_args(
+                    "jobs",
+                    json!({"action": "resume", "id": id, "reason": reason}),
+                )?;
+                let out = self.resume_to(caller, args, ResumeTo::Queue).await?;
+                let ns = out["job"]["namespace"].as_str().map(str::to_owned);
+                (out, ns, Some(job_doc_path(id)))
+            }
+            ConsoleAction::FailJob { id, reason } => {
+                let out = self.admin_fail_job(caller, id, reason).await?;
+                let ns = out["job"]["namespace"].as_str().map(str::to_owned);
+                (out, ns, Some(job_doc_path(id)))
+            }
+            ConsoleAction::RevokeAgent { name } => {
+                let args = json!({"action": "revoke", "name": name});
+                let out = self.call_tool(caller, "agents", args, &NoConfirmer).await?;
+                (out, Some("agents".to_owned()), Some(name.clone()))
+            }
+        };
+        let out = refused(out)?;
+        let params: serde_json::Map<String, Value> = action
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), json!(v)))
+            .collect();
+        self.store
+            .append_audit(self.audit(
+                caller,
+                &format!("console-{}", action.name()),
+                namespace.as_deref(),
+                path.as_deref(),
+                Value::Object(params),
+            ))
+            .await?;
+        Ok(out)
+    }
+
+    /// The object the console page renders (and `/console.json` answers), but for the
+    /// server's health, which the HTTP adapter adds: the improve report, every agent with its
+    /// grants, held flags and record, the open jobs, and the latest activity.
+    pub async fn console_view(&self, caller: &Caller, filter: AuditFilter) -> Result<Value> {
+        require_owner(caller)?;
+        let improve = self
+            .improve_status(
+                caller,
+                StatusArgs {
+                    namespace: None,
+                    task_path: None,
+                },
+                &NoConfirmer,
+            )
+            .await?;
+        let rows = self.store.agents().await?;
+        let mut agents = Vec::new();
+        for inv in self.agent_inventory().await? {
+            let name = inv["name"].as_str().unwrap_or_default();
+            let scopes = rows
+                .iter()
+                .find(|r| r.name == name)
+                .map(|r| Scopes::parse(Some(&r.scopes)))
+                .unwrap_or_else(Scopes::none);
+            let scope_json = scopes.to_json();
+            let held: Vec<Value> = scope_json["flags"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, v)| **v == true)
+                        .map(|(k, _)| json!(k))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let r = &inv["record"];
+            agents.push(json!({
+                "name": name, "kind": inv["kind"], "namespaces": inv["namespaces"],
+                "grants": scope_json["grants"], "flags": held,
+                "last_seen": inv["last_seen"], "revoked_at": inv["revoked_at"],
+                "jobs_completed": r["jobs_done"], "jobs_failed": r["jobs_failed"],
+                "jobs_blocked": r["jobs_blocked"], "prs_opened": r["prs_opened"],
+                "prs_merged": r["prs_merged"], "attempts_kept": r["attempts_kept"],
+                "attempts_reverted": r["attempts_reverted"], "record": r,
+            }));
+        }
+        let mut jobs = Vec::new();
+        for status in [JobStatus::Blocked, JobStatus::Claimed, JobStatus::Queued] {
+            let filter = JobFilter {
+                namespace: None,
+                status: Some(status),
+            };
+            for j in self.store.jobs(&filter, 50).await? {
+                jobs.push(json!({
+                    "id": j.id, "namespace": j.namespace, "title": j.title, "status": j.status.as_str(),
+                    "claimed_by": j.claimed_by, "lease_expires": j.lease_expires,
+                    "waiting_on": j.result_summary.as_deref().and_then(command_from_summary),
+                    "updated_at": j.updated_at,
+                }));
+            }
+        }
+        let activity: Vec<Value> = self
+            .store
+            .recent_audit(&filter, ACTIVITY_ROWS)
+            .await?
+            .into_iter()
+            .map(|a| json!({"at": a.at, "actor": a.actor, "action": a.action, "namespace": a.namespace, "path": a.path}))
+            .collect();
+        Ok(json!({
+            "generated": self.now().to_string(),
+            "viewer": caller.actor(),
+            "improve": improve,
+            "agents": agents,
+            "jobs": jobs,
+            "activity": activity,
+            "activity_filter": {"namespace": filter.namespace, "actor": filter.actor},
+            "actions": CONSOLE_ACTIONS,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn exactly_six_actions_and_no_merge_or_mint() {
+        assert_eq!(CONSOLE_ACTIONS.len(), 6);
+        for absent in ["merge", "mint", "merge_pr", "mint_agent", "manage_pr", ""] {
+            let e = ConsoleAction::from_form(&form(&[("action", absent)])).unwrap_err();
+            let text = e.to_string();
+            assert!(
+                text.contains("pause, unpause, mode, resume_job, fail_job, revoke_agent"),
+                "{text}"
+            );
+        }
+        assert!(
+            !CONSOLE_ACTIONS
+                .iter()
+                .any(|a| a.contains("merge") || a.contains("mint"))
+        );
+    }
+
+    #[test]
+    fn actions_parse_bounded_and_round_trip_their_fields() {
+        let a = ConsoleAction::from_form(&form(&[
+            ("action", "resume_job"),
+            ("id", "job_0123456789ab"),
+            ("reason", "pushed"),
+            ("csrf", "x"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            a,
+            ConsoleAction::ResumeJob {
+                id: "job_0123456789ab".into(),
+                reason: "pushed".into()
+            }
+        );
+        let again: BTreeMap<String, String> = a
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(ConsoleAction::from_form(&again).unwrap(), a);
+        assert!(a.effect().contains("back to the queue"));
+        assert!(
+            ConsoleAction::from_form(&form(&[("action", "fail_job"), ("id", "j")])).is_err(),
+            "a reason is required"
+        );
+        assert!(
+            ConsoleAction::from_form(&form(&[
+                ("action", "revoke_agent"),
+                ("name", &"n".repeat(65))
+            ]))
+            .is_err()
+        );
+        assert!(
+            ConsoleAction::from_form(&form(&[("action", "mode"), ("value", "of\u{0}f")])).is_err()
+        );
+    }
+
+    #[test]
+    fn only_the_signed_in_owner_uses_the_console() {
+        assert!(require_owner(&Caller::admin("octo")).is_ok());
+        assert!(require_owner(&Caller::cli("ops")).is_err());
+        assert!(require_owner(&Caller::operator_key(crate::scope::Grant::Write, "ab")).is_err());
+    }
+}

@@ -1,0 +1,479 @@
+//! The admin console (reference 10.1): `GET /console`, `GET /console.json` (the very object
+//! the page renders), `POST /console` (six actions, CSRF checked before anything else, a
+//! confirmation page stating the effect, then post/redirect/get), its own GitHub sign-in at
+//! `/console/callback`, and `POST /console/logout` ending this session or every session.
+//! Sessions live server-side for twelve hours. Bearer callers are turned away with 403.
+
+mod page;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use capsid_core::caller::Caller;
+use capsid_core::crypto::{ct_eq, sha256_hex};
+use capsid_core::error::Error;
+use capsid_core::oauth::{CONSOLE_SESSION_TTL_MS, LoginPurpose, STATE_TTL_MS};
+use capsid_core::ports::AuditFilter;
+use capsid_core::service::{ConsoleAction, console_return_path_ok};
+use rand::RngExt;
+use serde_json::{Map, Value, json};
+
+use crate::AppState;
+use crate::cookies::{self, SameSite};
+use crate::html::message;
+use crate::oauth::{
+    BodyError, github_round_trip, origin_ok, owner, parse_form, read_form, redirect,
+};
+use crate::owner::Owner;
+
+/// The session cookie (the token; only its hash is stored).
+pub const SESSION_COOKIE: &str = "capsid_console";
+/// The per-render CSRF cookie.
+pub const CSRF_COOKIE: &str = "capsid_console_csrf";
+/// The console sign-in's state digest cookie.
+pub const STATE_COOKIE: &str = "capsid_console_state";
+/// The largest action form read.
+pub const ACTION_LIMIT: usize = 65_536;
+
+/// The console's routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/console", get(console_get).post(console_post))
+        .route("/console.json", get(console_json))
+        .route("/console/callback", get(console_callback))
+        .route("/console/logout", post(console_logout))
+        .route("/console/revoke-grants", post(console_revoke_grants))
+}
+
+/// A machine's bearer key gets an explanation, not a sign-in redirect.
+fn bearer_refusal(headers: &HeaderMap) -> Option<Response> {
+    headers.contains_key(header::AUTHORIZATION).then(|| {
+        (
+            StatusCode::FORBIDDEN,
+            axum::Json(json!({
+                "error": "forbidden",
+                "error_description": "the console is the owner's page, signed in with GitHub in a browser; bearer keys belong on /ops/mcp (agents) and OAuth tokens on /mcp",
+            })),
+        )
+            .into_response()
+    })
+}
+
+fn new_csrf() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// The signed-in owner and the session token, if the browser holds a live session.
+async fn session(
+    state: &AppState,
+    owner: &Owner,
+    headers: &HeaderMap,
+) -> Result<Option<(Caller, String)>, Response> {
+    let Some(token) = cookies::get(headers, SESSION_COOKIE) else {
+        return Ok(None);
+    };
+    match state.service.console_caller(&owner.settings, &token).await {
+        Ok(Some(caller)) => Ok(Some((caller, token))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(core_error(&e)),
+    }
+}
+
+/// A core error as the console shows it: refusals 400, permission 403, failures 503.
+fn core_error(e: &Error) -> Response {
+    let status = match e {
+        Error::Forbidden(_) | Error::Denied(_) => StatusCode::FORBIDDEN,
+        Error::Internal(_) | Error::Unavailable(_) => {
+            tracing::error!(error = %e, "console failed");
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        _ => StatusCode::BAD_REQUEST,
+    };
+    let text = match e {
+        Error::Internal(_) => "Capsid could not reach its store; try again.".to_owned(),
+        other => other.to_string(),
+    };
+    let mut resp = (status, text).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
+}
+
+/// Off to GitHub to sign in, coming back to `return_path`.
+async fn sign_in(state: &AppState, owner: &Owner, return_path: &str) -> Response {
+    let payload = json!({"return": return_path});
+    let login = match state
+        .service
+        .start_login(LoginPurpose::Console, &payload)
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => return crate::oauth::error_json(&e),
+    };
+    let url = owner.github.authorize_url(
+        &owner.url("/console/callback"),
+        &login,
+        &owner.github_verifier(&login),
+    );
+    let mut resp = redirect(&url);
+    resp.headers_mut().append(
+        header::SET_COOKIE,
+        cookies::set(
+            STATE_COOKIE,
+            &sha256_hex(&login),
+            "/console",
+            STATE_TTL_MS / 1000,
+            SameSite::Lax,
+            owner.secure,
+        ),
+    );
+    resp
+}
+
+/// The object the page renders: the core's view with the server's health beside it.
+async fn view(
+    state: &AppState,
+    caller: &Caller,
+    query: &BTreeMap<String, String>,
+) -> Result<Value, Response> {
+    let pick = |k: &str| {
+        query
+            .get(k)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty() && v.len() <= 256)
+    };
+    let filter = AuditFilter {
+        namespace: pick("namespace"),
+        actor: pick("actor"),
+    };
+    let core = state
+        .service
+        .console_view(caller, filter)
+        .await
+        .map_err(|e| core_error(&e))?;
+    let (_, health) = crate::health::health_report(&state.service, &state.config.build).await;
+    let mut out = Map::new();
+    if let Value::Object(fields) = core {
+        for (k, v) in fields {
+            out.insert(k.clone(), v);
+            if k == "viewer" {
+                out.insert("health".into(), health.clone());
+            }
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+fn query_of(req: &Request) -> BTreeMap<String, String> {
+    parse_form(req.uri().query().unwrap_or("").as_bytes()).unwrap_or_default()
+}
+
+/// `GET /console`.
+pub async fn console_get(State(state): State<AppState>, req: Request) -> Response {
+    if let Some(r) = bearer_refusal(req.headers()) {
+        return r;
+    }
+    let owner = match owner(&state) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let Some((caller, _)) = (match session(&state, &owner, req.headers()).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    }) else {
+        let path = req
+            .uri()
+            .path_and_query()
+            .map_or("/console", |p| p.as_str());
+        let back = if console_return_path_ok(path) {
+            path
+        } else {
+            "/console"
+        };
+        let addr = crate::oauth::client_addr(&req);
+        if let Some((why, retry)) = crate::oauth::over_limit(&state, "login", &addr).await {
+            return crate::oauth::too_many_page(&why, retry);
+        }
+        return sign_in(&state, &owner, back).await;
+    };
+    let view = match view(&state, &caller, &query_of(&req)).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let csrf = new_csrf();
+    let mut resp = page::console_page(&view, &csrf);
+    resp.headers_mut().append(
+        header::SET_COOKIE,
+        cookies::set(
+            CSRF_COOKIE,
+            &csrf,
+            "/console",
+            CONSOLE_SESSION_TTL_MS / 1000,
+            SameSite::Strict,
+            owner.secure,
+        ),
+    );
+    resp
+}
+
+/// `GET /console.json`: the same object `GET /console` renders.
+pub async fn console_json(State(state): State<AppState>, req: Request) -> Response {
+    if let Some(r) = bearer_refusal(req.headers()) {
+        return r;
+    }
+    let owner = match owner(&state) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let Some((caller, _)) = (match session(&state, &owner, req.headers()).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    }) else {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(
+                json!({"error": "unauthorized", "error_description": "sign in at /console first"}),
+            ),
+        )
+            .into_response();
+    };
+    match view(&state, &caller, &query_of(&req)).await {
+        Ok(v) => axum::Json(v).into_response(),
+        Err(r) => r,
+    }
+}
+
+fn csrf_ok(headers: &HeaderMap, form: &BTreeMap<String, String>) -> bool {
+    match (cookies::get(headers, CSRF_COOKIE), form.get("csrf")) {
+        (Some(cookie), Some(field)) => !field.is_empty() && ct_eq(cookie, field),
+        _ => false,
+    }
+}
+
+/// Reads the form and checks CSRF before anything else.
+async fn checked_form(
+    owner: &Owner,
+    req: Request,
+) -> Result<(HeaderMap, BTreeMap<String, String>), Response> {
+    let headers = req.headers().clone();
+    let form = match read_form(req.into_body(), ACTION_LIMIT).await {
+        Ok(f) => f,
+        Err(BodyError::TooLarge) => {
+            return Err(message(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Too large",
+                "The form is larger than 65,536 bytes.",
+            ));
+        }
+        Err(BodyError::Malformed(m)) => {
+            return Err(message(StatusCode::BAD_REQUEST, "Bad form", &m));
+        }
+    };
+    if !csrf_ok(&headers, &form) || !origin_ok(&headers, owner) {
+        return Err(message(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "This form's token does not match this browser's (or it was posted from another site). Reload the console and try again.",
+        ));
+    }
+    Ok((headers, form))
+}
+
+/// `POST /console`: CSRF, session, the action, the confirmation, then the action itself.
+pub async fn console_post(State(state): State<AppState>, req: Request) -> Response {
+    if let Some(r) = bearer_refusal(req.headers()) {
+        return r;
+    }
+    let owner: Arc<Owner> = match owner(&state) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let (headers, form) = match checked_form(&owner, req).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some((caller, _)) = (match session(&state, &owner, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    }) else {
+        return message(
+            StatusCode::UNAUTHORIZED,
+            "Signed out",
+            "Your console session ended; sign in again at /console.",
+        );
+    };
+    let action = match ConsoleAction::from_form(&form) {
+        Ok(a) => a,
+        Err(e) => return core_error(&e),
+    };
+    if form.get("confirm").map(String::as_str) != Some("yes") {
+        let csrf = form.get("csrf").cloned().unwrap_or_default();
+        return page::confirm_page(&action, &csrf);
+    }
+    match state.service.console_act(&caller, &action).await {
+        Ok(_) => {
+            tracing::info!(actor = %caller.actor(), action = action.name(), "console action");
+            let mut resp = StatusCode::SEE_OTHER.into_response();
+            resp.headers_mut()
+                .insert(header::LOCATION, HeaderValue::from_static("/console"));
+            resp
+        }
+        Err(e) => core_error(&e),
+    }
+}
+
+/// `GET /console/callback`.
+pub async fn console_callback(State(state): State<AppState>, req: Request) -> Response {
+    let owner = match owner(&state) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let headers = req.headers().clone();
+    drop(req);
+    let (login_state, user) = match github_round_trip(
+        &state,
+        &owner,
+        &query,
+        &headers,
+        LoginPurpose::Console,
+        STATE_COOKIE,
+        "/console/callback",
+    )
+    .await
+    {
+        Ok(v) => v,
+        Err(page) => return page,
+    };
+    match state
+        .service
+        .finish_console_login(&owner.settings, &login_state, &user.login, user.id)
+        .await
+    {
+        Ok(login) => {
+            tracing::info!(login = %login.login, "console session started");
+            let mut resp = StatusCode::SEE_OTHER.into_response();
+            let h = resp.headers_mut();
+            if let Ok(v) = HeaderValue::from_str(&login.return_path) {
+                h.insert(header::LOCATION, v);
+            }
+            h.append(
+                header::SET_COOKIE,
+                cookies::set(
+                    SESSION_COOKIE,
+                    &login.token,
+                    "/",
+                    CONSOLE_SESSION_TTL_MS / 1000,
+                    SameSite::Lax,
+                    owner.secure,
+                ),
+            );
+            h.append(
+                header::SET_COOKIE,
+                cookies::clear(STATE_COOKIE, "/console", owner.secure),
+            );
+            resp
+        }
+        Err(e) => {
+            tracing::warn!(login = %user.login, error = %e, "console sign-in refused");
+            let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::FORBIDDEN);
+            message(status, "Not admitted", &e.description)
+        }
+    }
+}
+
+/// `POST /console/logout`: ends this session (or, with `all=yes`, every console session).
+pub async fn console_logout(State(state): State<AppState>, req: Request) -> Response {
+    if let Some(r) = bearer_refusal(req.headers()) {
+        return r;
+    }
+    let owner = match owner(&state) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let (headers, form) = match checked_form(&owner, req).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some((caller, token)) = (match session(&state, &owner, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    }) else {
+        return message(
+            StatusCode::UNAUTHORIZED,
+            "Signed out",
+            "There is no console session to end.",
+        );
+    };
+    let all = form.get("all").map(String::as_str) == Some("yes");
+    match state.service.console_end(&token, all).await {
+        Ok(n) => {
+            tracing::info!(actor = %caller.actor(), sessions = n, "console sessions ended");
+            let mut resp = message(
+                StatusCode::OK,
+                "Signed out",
+                &format!("{n} console session(s) ended. Open /console to sign in again."),
+            );
+            let h = resp.headers_mut();
+            h.append(
+                header::SET_COOKIE,
+                cookies::clear(SESSION_COOKIE, "/", owner.secure),
+            );
+            h.append(
+                header::SET_COOKIE,
+                cookies::clear(CSRF_COOKIE, "/console", owner.secure),
+            );
+            resp
+        }
+        Err(e) => core_error(&e),
+    }
+}
+
+/// `POST /console/revoke-grants`: ends every MCP client's access (tokens and remembered
+/// approvals). CSRF first, then the session, then a confirmation page, then the revocation.
+pub async fn console_revoke_grants(State(state): State<AppState>, req: Request) -> Response {
+    if let Some(r) = bearer_refusal(req.headers()) {
+        return r;
+    }
+    let owner = match owner(&state) {
+        Ok(o) => o,
+        Err(r) => return r,
+    };
+    let (headers, form) = match checked_form(&owner, req).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some((caller, _)) = (match session(&state, &owner, &headers).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    }) else {
+        return message(
+            StatusCode::UNAUTHORIZED,
+            "Signed out",
+            "Your console session ended; sign in again at /console.",
+        );
+    };
+    if form.get("confirm").map(String::as_str) != Some("yes") {
+        let csrf = form.get("csrf").cloned().unwrap_or_default();
+        return page::confirm_revoke_page(&csrf);
+    }
+    match state.service.console_revoke_grants(&caller).await {
+        Ok(n) => {
+            tracing::info!(actor = %caller.actor(), grants = n, "every MCP grant revoked");
+            let mut resp = StatusCode::SEE_OTHER.into_response();
+            resp.headers_mut()
+                .insert(header::LOCATION, HeaderValue::from_static("/console"));
+            resp
+        }
+        Err(e) => core_error(&e),
+    }
+}

@@ -1,0 +1,368 @@
+//! The console's HTML, rendered from exactly the object `/console.json` answers: a header
+//! (build, schema, backup, improve mode and spend), namespaces with their queues and blocked
+//! jobs (each with the command it waits on), open jobs, agents with their records, and the
+//! latest activity; every action a small CSRF-carrying form. And the confirmation page.
+
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use capsid_core::service::ConsoleAction;
+use serde_json::Value;
+
+use crate::html::{esc, page};
+
+/// A JSON value as display text (`—` for null).
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => "—".into(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) if items.is_empty() => "—".into(),
+        Value::Array(items) => items.iter().map(text).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+fn cell(v: &Value) -> String {
+    format!("<td>{}</td>", esc(&text(v)))
+}
+
+fn hidden(csrf: &str, fields: &[(&str, &str)]) -> String {
+    let mut out = format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        esc(csrf)
+    );
+    for (k, v) in fields {
+        out.push_str(&format!(
+            "<input type=\"hidden\" name=\"{}\" value=\"{}\">",
+            esc(k),
+            esc(v)
+        ));
+    }
+    out
+}
+
+/// A one-button action form, with an optional free-text field.
+fn action_form(
+    csrf: &str,
+    fields: &[(&str, &str)],
+    input: Option<(&str, &str)>,
+    label: &str,
+) -> String {
+    let input = input.map_or(String::new(), |(name, placeholder)| {
+        format!(
+            "<input type=\"text\" name=\"{name}\" placeholder=\"{}\" required maxlength=\"1024\">",
+            esc(placeholder)
+        )
+    });
+    format!(
+        "<form method=\"post\" action=\"/console\" class=\"inline\">{}{input}<button type=\"submit\">{}</button></form>",
+        hidden(csrf, fields),
+        esc(label)
+    )
+}
+
+/// A number as the page shows it (`-0.0`, which sums of nothing can be, reads as `0`).
+fn amount(v: &Value) -> String {
+    v.as_f64()
+        .map_or_else(|| text(v), |f| format!("{}", f + 0.0))
+}
+
+fn header(view: &Value, csrf: &str) -> String {
+    let h = &view["health"];
+    let imp = &view["improve"];
+    let backup = &h["backup"];
+    let warning = backup["warning"].as_str().map_or(String::new(), |w| {
+        format!(" <span class=\"warn\">({})</span>", esc(w))
+    });
+    let budget = &imp["budget"];
+    format!(
+        "<header><h1>Capsid console</h1><span class=\"muted\">signed in as <strong>{viewer}</strong> · generated {generated}</span>\
+         <form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden}<button type=\"submit\" class=\"quiet\">Sign out</button></form>\
+         <form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden_all}<button type=\"submit\" class=\"quiet\">End every session</button></form>\
+         <form method=\"post\" action=\"/console/revoke-grants\" class=\"inline\">{hidden}<button type=\"submit\" class=\"quiet\">Revoke every MCP client</button></form></header>\
+         <div class=\"card\">Build <code>{sha}</code>{dirty} · schema <code>{schema}</code> · store {status} · backup {age}{warning}<br>\
+         Improve mode <strong>{mode}</strong> · this month CI minutes {ci} of {ci_cap}, model spend ${usd} of ${usd_cap}</div>",
+        viewer = esc(&text(&view["viewer"])),
+        generated = esc(&text(&view["generated"])),
+        hidden = hidden(csrf, &[]),
+        hidden_all = hidden(csrf, &[("all", "yes")]),
+        sha = esc(&text(&h["sha"])),
+        dirty = if h["dirty"] == true { " (dirty)" } else { "" },
+        schema = esc(&text(&h["schema_version"])),
+        status = esc(&text(&h["status"])),
+        age = esc(&backup["age_hours"]
+            .as_f64()
+            .map_or("never".into(), |a| format!("{a} h ago"))),
+        mode = esc(&text(&imp["mode"])),
+        ci = esc(&amount(&budget["month_to_date"]["ci_minutes"])),
+        ci_cap = esc(&amount(&budget["caps"]["actions_minutes_month"])),
+        usd = esc(&amount(&budget["month_to_date"]["cost_usd"])),
+        usd_cap = esc(&amount(&budget["caps"]["model_usd_month"])),
+    )
+}
+
+fn namespaces(view: &Value, csrf: &str) -> String {
+    let mut rows = String::new();
+    let mut blocked = String::new();
+    for ns in view["improve"]["namespaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let name = ns["namespace"].as_str().unwrap_or_default();
+        let jobs = &ns["jobs"];
+        let control = if ns["paused"].is_null() {
+            action_form(
+                csrf,
+                &[("action", "pause"), ("namespace", name)],
+                Some(("reason", "why pause")),
+                "Pause",
+            )
+        } else {
+            action_form(
+                csrf,
+                &[("action", "unpause"), ("namespace", name)],
+                None,
+                "Unpause",
+            )
+        };
+        rows.push_str(&format!(
+            "<tr><td><strong>{}</strong></td>{}{}{}{}{}{}{}<td>{control}</td></tr>",
+            esc(name),
+            cell(&ns["paused"]),
+            cell(&ns["anchor_pinned"]),
+            cell(&jobs["queued"]),
+            cell(&jobs["claimed"]),
+            cell(&jobs["blocked"]),
+            cell(&jobs["done_today"]),
+            cell(&ns["integrity"]),
+        ));
+        for j in jobs["blocked_jobs"].as_array().into_iter().flatten() {
+            let id = j["id"].as_str().unwrap_or_default();
+            blocked.push_str(&format!(
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{} {}</td></tr>",
+                esc(id),
+                esc(name),
+                esc(&text(&j["title"])),
+                esc(&text(&j["waiting_on"])),
+                esc(&text(&j["blocked_times"])),
+                action_form(csrf, &[("action", "resume_job"), ("id", id)], Some(("reason", "what you approved")), "Resume"),
+                action_form(csrf, &[("action", "fail_job"), ("id", id)], Some(("reason", "why fail it")), "Fail"),
+            ));
+        }
+    }
+    if rows.is_empty() {
+        rows.push_str(
+            "<tr><td colspan=\"9\" class=\"muted\">No namespaces registered yet.</td></tr>",
+        );
+    }
+    if blocked.is_empty() {
+        blocked.push_str(
+            "<tr><td colspan=\"6\" class=\"muted\">Nothing is waiting on a human.</td></tr>",
+        );
+    }
+    format!(
+        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th><th>anchor pinned</th><th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th></th></tr>{rows}</table>\
+         <h2>Blocked jobs</h2><table><tr><th>job</th><th>namespace</th><th>title</th><th>waiting on</th><th>times blocked</th><th></th></tr>{blocked}</table>"
+    )
+}
+
+fn jobs(view: &Value, csrf: &str) -> String {
+    let mut rows = String::new();
+    for j in view["jobs"].as_array().into_iter().flatten() {
+        let id = j["id"].as_str().unwrap_or_default();
+        rows.push_str(&format!(
+            "<tr><td><code>{}</code></td>{}{}{}{}{}<td>{}</td></tr>",
+            esc(id),
+            cell(&j["namespace"]),
+            cell(&j["title"]),
+            cell(&j["status"]),
+            cell(&j["claimed_by"]),
+            cell(&j["lease_expires"]),
+            action_form(
+                csrf,
+                &[("action", "fail_job"), ("id", id)],
+                Some(("reason", "why fail it")),
+                "Fail"
+            ),
+        ));
+    }
+    if rows.is_empty() {
+        rows.push_str("<tr><td colspan=\"7\" class=\"muted\">No open jobs.</td></tr>");
+    }
+    format!(
+        "<h2>Open jobs</h2><table><tr><th>job</th><th>namespace</th><th>title</th><th>status</th><th>holder</th><th>lease until</th><th></th></tr>{rows}</table>"
+    )
+}
+
+fn agents(view: &Value, csrf: &str) -> String {
+    let mut rows = String::new();
+    for a in view["agents"].as_array().into_iter().flatten() {
+        let name = a["name"].as_str().unwrap_or_default();
+        let r = &a["record"];
+        let revoke = if a["revoked_at"].is_null() {
+            action_form(
+                csrf,
+                &[("action", "revoke_agent"), ("name", name)],
+                None,
+                "Revoke",
+            )
+        } else {
+            "<span class=\"muted\">revoked</span>".into()
+        };
+        rows.push_str(&format!(
+            "<tr><td><strong>{}</strong></td>{}{}{}{}{}{}<td>{} / {} / {}</td><td>{} / {}</td><td>{} / {}</td><td>{} · {} · {}</td><td>{revoke}</td></tr>",
+            esc(name),
+            cell(&a["kind"]),
+            cell(&a["namespaces"]),
+            cell(&a["grants"]),
+            cell(&a["flags"]),
+            cell(&a["last_seen"]),
+            cell(&a["revoked_at"]),
+            esc(&text(&a["jobs_completed"])),
+            esc(&text(&a["jobs_failed"])),
+            esc(&text(&a["jobs_blocked"])),
+            esc(&text(&a["prs_opened"])),
+            esc(&text(&a["prs_merged"])),
+            esc(&text(&a["attempts_kept"])),
+            esc(&text(&a["attempts_reverted"])),
+            esc(&text(&r["pr_merge_rate"])),
+            esc(&text(&r["ci_green_rate"])),
+            esc(&text(&r["median_duration_minutes"])),
+        ));
+    }
+    if rows.is_empty() {
+        rows.push_str("<tr><td colspan=\"12\" class=\"muted\">No agents minted yet.</td></tr>");
+    }
+    format!(
+        "<h2>Agents</h2><table><tr><th>agent</th><th>kind</th><th>namespaces</th><th>grants</th><th>flags held</th><th>last seen</th><th>revoked</th><th>jobs done / failed / blocked</th><th>PRs opened / merged</th><th>attempts kept / reverted</th><th>verified: merge rate · CI green · median min</th><th></th></tr>{rows}</table>"
+    )
+}
+
+fn activity(view: &Value, csrf: &str) -> String {
+    let f = &view["activity_filter"];
+    let mut rows = String::new();
+    for a in view["activity"].as_array().into_iter().flatten() {
+        rows.push_str(&format!(
+            "<tr>{}{}{}{}{}</tr>",
+            cell(&a["at"]),
+            cell(&a["actor"]),
+            cell(&a["action"]),
+            cell(&a["namespace"]),
+            cell(&a["path"]),
+        ));
+    }
+    if rows.is_empty() {
+        rows.push_str("<tr><td colspan=\"5\" class=\"muted\">No activity recorded.</td></tr>");
+    }
+    let mode = action_form(
+        csrf,
+        &[("action", "mode"), ("value", "off")],
+        None,
+        "Set improve mode off",
+    );
+    format!(
+        "<h2>Improve loop</h2><div class=\"card\">{mode}</div>\
+         <h2>Recent activity</h2><form method=\"get\" action=\"/console\" class=\"inline\">\
+         <input type=\"text\" name=\"namespace\" placeholder=\"namespace\" value=\"{}\">\
+         <input type=\"text\" name=\"actor\" placeholder=\"actor\" value=\"{}\"><button type=\"submit\" class=\"quiet\">Filter</button></form>\
+         <table><tr><th>at</th><th>actor</th><th>action</th><th>namespace</th><th>path</th></tr>{rows}</table>",
+        esc(f["namespace"].as_str().unwrap_or("")),
+        esc(f["actor"].as_str().unwrap_or("")),
+    )
+}
+
+/// The console page for `view` (the `/console.json` object), its forms carrying `csrf`.
+pub fn console_page(view: &Value, csrf: &str) -> Response {
+    let body = format!(
+        "{}{}{}{}{}",
+        header(view, csrf),
+        namespaces(view, csrf),
+        jobs(view, csrf),
+        agents(view, csrf),
+        activity(view, csrf)
+    );
+    page(StatusCode::OK, "Capsid console", &body, &[])
+}
+
+/// The second step of every action: what it will do, and a form that re-posts it with
+/// `confirm=yes`.
+pub fn confirm_page(action: &ConsoleAction, csrf: &str) -> Response {
+    let fields = action.fields();
+    let mut pairs: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    pairs.push(("confirm", "yes"));
+    let body = format!(
+        "<h1>Confirm: {}</h1><div class=\"card\"><p>{}</p>\
+         <form method=\"post\" action=\"/console\" class=\"inline\">{}<button type=\"submit\">Yes, do it</button></form> \
+         <a href=\"/console\">Cancel</a></div>",
+        esc(action.name()),
+        esc(&action.effect()),
+        hidden(csrf, &pairs)
+    );
+    let mut resp = page(StatusCode::OK, "Confirm a console action", &body, &[]);
+    resp.headers_mut()
+        .insert("x-frame-options", HeaderValue::from_static("DENY"));
+    resp
+}
+
+/// The confirmation of revoking every MCP client's access.
+pub fn confirm_revoke_page(csrf: &str) -> Response {
+    let body = format!(
+        "<h1>Confirm: revoke every MCP client</h1><div class=\"card\"><p>Every access and refresh token issued to MCP clients stops working now, and every client must ask for your consent again.</p>\
+         <form method=\"post\" action=\"/console/revoke-grants\" class=\"inline\">{}<button type=\"submit\">Yes, revoke them</button></form> \
+         <a href=\"/console\">Cancel</a></div>",
+        hidden(csrf, &[("confirm", "yes")])
+    );
+    let mut resp = page(StatusCode::OK, "Confirm a console action", &body, &[]);
+    resp.headers_mut()
+        .insert("x-frame-options", HeaderValue::from_static("DENY"));
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_page_shows_what_the_view_holds_escaped() {
+        let view = json!({
+            "generated": "2026-11-30T10:00:00.000Z", "viewer": "github:octo",
+            "health": {"sha": "abc", "dirty": false, "schema_version": "0002_oauth", "status": "ok", "backup": {"age_hours": null, "warning": "no successful backup recorded"}},
+            "improve": {"mode": "off", "budget": {"caps": {}, "month_to_date": {}}, "namespaces": [
+                {"namespace": "alpha", "paused": null, "anchor_pinned": false, "integrity": null,
+                 "jobs": {"queued": 1, "claimed": 0, "blocked": 1, "done_today": 0,
+                          "blocked_jobs": [{"id": "job_000000000001", "title": "<b>gate</b>", "waiting_on": "git push origin x", "blocked_times": 1}]}}]},
+            "agents": [{"name": "d1", "kind": "driver", "namespaces": ["alpha"], "grants": ["read"], "flags": [], "revoked_at": null, "record": {}}],
+            "jobs": [], "activity": [{"at": "t", "actor": "agent:d1", "action": "job-block", "namespace": "alpha", "path": "jobs/x.md"}],
+            "activity_filter": {"namespace": null, "actor": null}
+        });
+        let resp = console_page(&view, "tok");
+        let csp = resp.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(csp.starts_with("default-src 'none'"));
+        let html = format!("{:?}", view);
+        assert!(!html.is_empty());
+        let body = [
+            header(&view, "tok"),
+            namespaces(&view, "tok"),
+            agents(&view, "tok"),
+            activity(&view, "tok"),
+        ]
+        .concat();
+        assert!(
+            body.contains("git push origin x"),
+            "blocked jobs show their command"
+        );
+        assert!(body.contains("&lt;b&gt;gate&lt;/b&gt;") && !body.contains("<b>gate</b>"));
+        assert!(body.contains("job-block") && body.contains("d1") && body.contains("alpha"));
+        assert!(!body.contains("<script"));
+        for absent in ["merge", "mint"] {
+            assert!(
+                !body.contains(&format!("value=\"{absent}")),
+                "no {absent} action"
+            );
+        }
+    }
+}

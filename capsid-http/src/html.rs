@@ -1,0 +1,112 @@
+//! Self-contained HTML pages (consent, console, confirmation, errors): no scripts, no external
+//! fonts or images, one inline stylesheet allowed by its hash under a `default-src 'none'`
+//! policy, light and dark through `prefers-color-scheme`, every value escaped.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use sha2::{Digest, Sha256};
+
+/// The one stylesheet of every page.
+pub const STYLE: &str = "\
+:root{color-scheme:light dark;--bg:#fbfbf8;--fg:#1d1f21;--muted:#5d6166;--line:#d9dad5;--card:#ffffff;--accent:#1f5fbf;--warn:#a33a12;--ok:#1c7a3a}\
+@media (prefers-color-scheme: dark){:root{--bg:#15171a;--fg:#e6e6e3;--muted:#a0a4a8;--line:#34383d;--card:#1d2024;--accent:#7fb0ff;--warn:#ff9b73;--ok:#6fd28f}}\
+*{box-sizing:border-box}\
+body{margin:0;padding:1.5rem;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,\"Segoe UI\",sans-serif}\
+h1{font-size:1.4rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}\
+.muted{color:var(--muted)}.warn{color:var(--warn)}.ok{color:var(--ok)}\
+header{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;align-items:baseline;border-bottom:1px solid var(--line);padding-bottom:.75rem}\
+.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:1rem;margin:.75rem 0}\
+table{border-collapse:collapse;width:100%;background:var(--card)}\
+th,td{border-bottom:1px solid var(--line);padding:.35rem .5rem;text-align:left;vertical-align:top}\
+th{font-weight:600;color:var(--muted);font-size:.85rem}\
+code{font:13px ui-monospace,Menlo,Consolas,monospace;background:var(--bg);padding:0 .2rem;border-radius:3px}\
+form.inline{display:inline-flex;gap:.25rem;margin:0}\
+input[type=text],select{font:inherit;padding:.2rem .35rem;border:1px solid var(--line);border-radius:4px;background:var(--bg);color:var(--fg)}\
+button{font:inherit;padding:.2rem .6rem;border:1px solid var(--accent);border-radius:4px;background:var(--accent);color:var(--bg);cursor:pointer}\
+button.quiet{background:transparent;color:var(--accent)}\
+";
+
+/// HTML-escapes `text` (for element content and quoted attributes).
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The `Content-Security-Policy` of a page whose forms may post to `form_action` sources.
+pub fn page_csp(form_action: &[&str]) -> String {
+    let hash = STANDARD.encode(Sha256::digest(STYLE.as_bytes()));
+    let mut sources = vec!["'self'".to_owned()];
+    sources.extend(form_action.iter().map(|s| (*s).to_owned()));
+    format!(
+        "default-src 'none'; style-src 'sha256-{hash}'; form-action {}; frame-ancestors 'none'; base-uri 'none'; report-uri /csp-report",
+        sources.join(" ")
+    )
+}
+
+/// A whole page: `title`, `body` (already escaped HTML), under the page CSP.
+pub fn page(status: StatusCode, title: &str, body: &str, form_action: &[&str]) -> Response {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><meta name=\"color-scheme\" content=\"light dark\"><title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>",
+        esc(title)
+    );
+    let mut resp = (status, html).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&page_csp(form_action)) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    resp
+}
+
+/// A short page telling the person what went wrong.
+pub fn message(status: StatusCode, title: &str, text: &str) -> Response {
+    page(
+        status,
+        title,
+        &format!("<h1>{}</h1><p>{}</p>", esc(title), esc(text)),
+        &[],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_quotes() {
+        assert_eq!(
+            esc("<script>\"a\" & 'b'</script>"),
+            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;"
+        );
+    }
+
+    #[test]
+    fn the_policy_allows_only_the_one_stylesheet() {
+        let csp = page_csp(&["https://github.com"]);
+        assert!(csp.starts_with("default-src 'none'; style-src 'sha256-"));
+        assert!(csp.contains("form-action 'self' https://github.com"));
+        assert!(csp.contains("frame-ancestors 'none'"));
+        assert!(!csp.contains("script-src") && !csp.contains("unsafe-inline"));
+        assert!(STYLE.contains("prefers-color-scheme: dark"));
+        assert!(!STYLE.contains("url("), "no external fonts or images");
+    }
+}
