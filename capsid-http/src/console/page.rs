@@ -254,12 +254,20 @@ fn activity(view: &Value, csrf: &str) -> String {
     if rows.is_empty() {
         rows.push_str("<tr><td colspan=\"5\" class=\"muted\">No activity recorded.</td></tr>");
     }
-    let mode = action_form(
-        csrf,
-        &[("action", "mode"), ("value", "off")],
-        None,
-        "Set improve mode off",
-    );
+    // One button per mode the loop is not in (reference 4.6: off, subscription, api).
+    let current = view["improve"]["mode"].as_str().unwrap_or("off");
+    let mode: String = ["off", "subscription", "api"]
+        .into_iter()
+        .filter(|m| *m != current)
+        .map(|m| {
+            action_form(
+                csrf,
+                &[("action", "mode"), ("value", m)],
+                None,
+                &format!("Set improve mode {m}"),
+            )
+        })
+        .collect();
     format!(
         "<h2>Improve loop</h2><div class=\"card\">{mode}</div>\
          <h2>Recent activity</h2><form method=\"get\" action=\"/console\" class=\"inline\">\
@@ -342,8 +350,6 @@ mod tests {
             .unwrap()
             .to_owned();
         assert!(csp.starts_with("default-src 'none'"));
-        let html = format!("{:?}", view);
-        assert!(!html.is_empty());
         let body = [
             header(&view, "tok"),
             namespaces(&view, "tok"),
@@ -358,6 +364,12 @@ mod tests {
         assert!(body.contains("&lt;b&gt;gate&lt;/b&gt;") && !body.contains("<b>gate</b>"));
         assert!(body.contains("job-block") && body.contains("d1") && body.contains("alpha"));
         assert!(!body.contains("<script"));
+        assert!(
+            body.contains("Set improve mode subscription")
+                && body.contains("Set improve mode api")
+                && !body.contains("Set improve mode off"),
+            "the mode buttons offer the modes the loop is not in"
+        );
         for absent in ["merge", "mint"] {
             assert!(
                 !body.contains(&format!("value=\"{absent}")),
