@@ -288,28 +288,48 @@ async fn checked_form(
     Ok((headers, form))
 }
 
+/// What every signed-in console POST establishes first, in this order: not a bearer caller,
+/// the owner's login configured, the body read and its CSRF field matching the cookie, then a
+/// live session (`signed_out` is the page's text when there is none).
+struct SignedInPost {
+    owner: Arc<Owner>,
+    form: BTreeMap<String, String>,
+    caller: Caller,
+    token: String,
+}
+
+async fn signed_in_post(
+    state: &AppState,
+    req: Request,
+    signed_out: &str,
+) -> Result<SignedInPost, Response> {
+    if let Some(r) = bearer_refusal(req.headers()) {
+        return Err(r);
+    }
+    let owner = owner(state)?;
+    let (headers, form) = checked_form(&owner, req).await?;
+    let Some((caller, token)) = session(state, &owner, &headers).await? else {
+        return Err(message(StatusCode::UNAUTHORIZED, "Signed out", signed_out));
+    };
+    Ok(SignedInPost {
+        owner,
+        form,
+        caller,
+        token,
+    })
+}
+
 /// `POST /console`: CSRF, session, the action, the confirmation, then the action itself.
 pub async fn console_post(State(state): State<AppState>, req: Request) -> Response {
-    if let Some(r) = bearer_refusal(req.headers()) {
-        return r;
-    }
-    let owner: Arc<Owner> = match owner(&state) {
-        Ok(o) => o,
+    let SignedInPost { form, caller, .. } = match signed_in_post(
+        &state,
+        req,
+        "Your console session ended; sign in again at /console.",
+    )
+    .await
+    {
+        Ok(p) => p,
         Err(r) => return r,
-    };
-    let (headers, form) = match checked_form(&owner, req).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    let Some((caller, _)) = (match session(&state, &owner, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    }) else {
-        return message(
-            StatusCode::UNAUTHORIZED,
-            "Signed out",
-            "Your console session ended; sign in again at /console.",
-        );
     };
     let action = match ConsoleAction::from_form(&form) {
         Ok(a) => a,
@@ -393,26 +413,14 @@ pub async fn console_callback(State(state): State<AppState>, req: Request) -> Re
 
 /// `POST /console/logout`: ends this session (or, with `all=yes`, every console session).
 pub async fn console_logout(State(state): State<AppState>, req: Request) -> Response {
-    if let Some(r) = bearer_refusal(req.headers()) {
-        return r;
-    }
-    let owner = match owner(&state) {
-        Ok(o) => o,
+    let SignedInPost {
+        owner,
+        form,
+        caller,
+        token,
+    } = match signed_in_post(&state, req, "There is no console session to end.").await {
+        Ok(p) => p,
         Err(r) => return r,
-    };
-    let (headers, form) = match checked_form(&owner, req).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    let Some((caller, token)) = (match session(&state, &owner, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    }) else {
-        return message(
-            StatusCode::UNAUTHORIZED,
-            "Signed out",
-            "There is no console session to end.",
-        );
     };
     let all = form.get("all").map(String::as_str) == Some("yes");
     match state.service.console_end(&token, all).await {
@@ -441,26 +449,15 @@ pub async fn console_logout(State(state): State<AppState>, req: Request) -> Resp
 /// `POST /console/revoke-grants`: ends every MCP client's access (tokens and remembered
 /// approvals). CSRF first, then the session, then a confirmation page, then the revocation.
 pub async fn console_revoke_grants(State(state): State<AppState>, req: Request) -> Response {
-    if let Some(r) = bearer_refusal(req.headers()) {
-        return r;
-    }
-    let owner = match owner(&state) {
-        Ok(o) => o,
+    let SignedInPost { form, caller, .. } = match signed_in_post(
+        &state,
+        req,
+        "Your console session ended; sign in again at /console.",
+    )
+    .await
+    {
+        Ok(p) => p,
         Err(r) => return r,
-    };
-    let (headers, form) = match checked_form(&owner, req).await {
-        Ok(v) => v,
-        Err(r) => return r,
-    };
-    let Some((caller, _)) = (match session(&state, &owner, &headers).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    }) else {
-        return message(
-            StatusCode::UNAUTHORIZED,
-            "Signed out",
-            "Your console session ended; sign in again at /console.",
-        );
     };
     if form.get("confirm").map(String::as_str) != Some("yes") {
         let csrf = form.get("csrf").cloned().unwrap_or_default();
