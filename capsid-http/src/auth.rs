@@ -85,11 +85,7 @@ fn unauthorized() -> Response {
 
 /// Resolves the bearer key into a [`capsid_core::caller::Caller`] in the request's
 /// extensions, or answers 401. A minted agent's `last_seen` is stamped after the answer.
-pub async fn bearer_caller(
-    State(state): State<AppState>,
-    mut req: Request,
-    next: Next,
-) -> Response {
+pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let header = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -108,6 +104,27 @@ pub async fn bearer_caller(
     let Some(caller) = resolved.caller().cloned() else {
         return unauthorized();
     };
+    let resp = serve_as(&state, caller.clone(), req, next).await;
+    if matches!(resolved, Resolved::Agent(_)) && state.last_seen.due(&caller.actor()) {
+        let service = state.service.clone();
+        tokio::spawn(async move {
+            if let Err(e) = service.touch_last_seen(&caller).await {
+                tracing::warn!(error = %e, "last_seen stamp failed");
+            }
+        });
+    }
+    resp
+}
+
+/// Serves `req` as `caller`, with the session bound to the caller that opened it: another
+/// caller's session id looks exactly like one that does not exist (404), and a session the
+/// response opens is recorded under this caller. Both MCP routes end here.
+pub(crate) async fn serve_as(
+    state: &AppState,
+    caller: capsid_core::caller::Caller,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let actor = caller.actor();
     let session = req
         .headers()
@@ -117,7 +134,6 @@ pub async fn bearer_caller(
     if let Some(id) = &session
         && state.sessions.owner(id).is_some_and(|owner| owner != actor)
     {
-        // Another caller's session looks exactly like a session that does not exist.
         return (
             StatusCode::NOT_FOUND,
             axum::Json(json!({"error": "session not found"})),
@@ -125,7 +141,7 @@ pub async fn bearer_caller(
             .into_response();
     }
     tracing::Span::current().record("actor", actor.as_str());
-    req.extensions_mut().insert(caller.clone());
+    req.extensions_mut().insert(caller);
     let resp = next.run(req).await;
     if session.is_none()
         && let Some(new_id) = resp
@@ -134,14 +150,6 @@ pub async fn bearer_caller(
             .and_then(|v| v.to_str().ok())
     {
         state.sessions.record(new_id.to_owned(), actor);
-    }
-    if matches!(resolved, Resolved::Agent(_)) && state.last_seen.due(&caller.actor()) {
-        let service = state.service.clone();
-        tokio::spawn(async move {
-            if let Err(e) = service.touch_last_seen(&caller).await {
-                tracing::warn!(error = %e, "last_seen stamp failed");
-            }
-        });
     }
     resp
 }

@@ -39,7 +39,7 @@ fn challenge(owner: &Owner, error: Option<&str>) -> Response {
 }
 
 /// Puts the owner's [`capsid_core::caller::Caller`] into the request, or answers 401/403.
-pub async fn oauth_caller(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+pub async fn oauth_caller(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let owner = match owner(&state) {
         Ok(o) => o,
         Err(r) => return r,
@@ -74,31 +74,5 @@ pub async fn oauth_caller(State(state): State<AppState>, mut req: Request, next:
                 .into_response();
         }
     };
-    let actor = caller.actor();
-    let session = req
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    if let Some(id) = &session
-        && state.sessions.owner(id).is_some_and(|o| o != actor)
-    {
-        return (
-            StatusCode::NOT_FOUND,
-            axum::Json(json!({"error": "session not found"})),
-        )
-            .into_response();
-    }
-    tracing::Span::current().record("actor", actor.as_str());
-    req.extensions_mut().insert(caller);
-    let resp = next.run(req).await;
-    if session.is_none()
-        && let Some(new_id) = resp
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-    {
-        state.sessions.record(new_id.to_owned(), actor);
-    }
-    resp
+    crate::auth::serve_as(&state, caller, req, next).await
 }
