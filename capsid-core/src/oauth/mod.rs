@@ -22,8 +22,9 @@ use crate::time::{DAY_MS, HOUR_MS, MINUTE_MS, Timestamp};
 pub const CODE_TTL_MS: i64 = 10 * MINUTE_MS;
 /// A GitHub login round trip (authorize or console) must come back within this.
 pub const STATE_TTL_MS: i64 = 10 * MINUTE_MS;
-/// Access tokens are short-lived.
-pub const ACCESS_TOKEN_TTL_MS: i64 = HOUR_MS;
+/// Access tokens are short-lived (15 minutes, as kanidm's; the refresh token carries the
+/// session, rotated on every use).
+pub const ACCESS_TOKEN_TTL_MS: i64 = 15 * MINUTE_MS;
 /// A grant (its refresh tokens) ends this long after the login, however often it rotates.
 pub const GRANT_TTL_MS: i64 = 30 * DAY_MS;
 /// A registered client nobody used for this long is gone (renewed on every token issued).
