@@ -1,0 +1,146 @@
+//! The console rendered by headless Chromium, light and dark.
+
+use std::path::PathBuf;
+
+use capsid_core::caller::Caller;
+use capsid_core::service::NoConfirmer;
+use serde_json::json;
+
+use crate::console::blocked_job;
+use crate::env::*;
+
+fn chromium() -> String {
+    if let Ok(p) = std::env::var("CAPSID_CHROMIUM") {
+        return p;
+    }
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+            let p = std::path::Path::new(dir).join(name);
+            if p.is_file() {
+                return p.display().to_string();
+            }
+        }
+    }
+    panic!(
+        "headless Chromium is required (apt-get install -y chromium; scripts/test.sh installs it)"
+    );
+}
+
+fn artifacts() -> PathBuf {
+    let target = std::env::var("CARGO_TARGET_DIR").map_or_else(
+        |_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        PathBuf::from,
+    );
+    let dir = target.join("console-screenshots");
+    std::fs::create_dir_all(&dir).expect("artifact folder");
+    dir
+}
+
+async fn run_chromium(args: &[String], url: &str) -> std::process::Output {
+    let profile = tempfile::tempdir().expect("profile");
+    let mut cmd = tokio::process::Command::new(chromium());
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()))
+    .args(args)
+    .arg(url)
+    .kill_on_drop(true);
+    tokio::time::timeout(std::time::Duration::from_secs(120), cmd.output())
+        .await
+        .expect("chromium finished within two minutes")
+        .expect("run chromium")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_renders_in_headless_chromium_light_and_dark() {
+    let env = Env::start().await;
+    let id = blocked_job(&env).await;
+    env.server.namespace("beta").await;
+    env.server
+        .service
+        .call_tool(
+            &Caller::cli("test"),
+            "improve_run",
+            json!({"action": "pause", "namespace": "beta", "reason": "holiday"}),
+            &NoConfirmer,
+        )
+        .await
+        .expect("pause");
+    let url = env.url("/console");
+    // Chromium follows the whole sign-in by itself: console → fake GitHub → callback → console.
+    let dom = run_chromium(&["--dump-dom".into()], &url).await;
+    let html = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        html.contains("Capsid console"),
+        "status {:?}\n{html}\n{}",
+        dom.status,
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    for want in [
+        "Namespaces",
+        "alpha",
+        "beta",
+        "Blocked jobs",
+        "git push origin feature",
+        &id,
+        "Agents",
+        "worker",
+        "Recent activity",
+        "github:octo",
+    ] {
+        assert!(html.contains(want), "the page shows {want}");
+    }
+    let dir = artifacts();
+    for (scheme, flags) in [
+        (
+            "light",
+            vec!["--blink-settings=preferredColorScheme=1".to_owned()],
+        ),
+        (
+            "dark",
+            vec![
+                "--force-dark-mode".to_owned(),
+                "--blink-settings=preferredColorScheme=0".to_owned(),
+            ],
+        ),
+    ] {
+        let path = dir.join(format!("console-{scheme}.png"));
+        let _ = std::fs::remove_file(&path);
+        let mut args = flags;
+        args.push(format!("--screenshot={}", path.display()));
+        args.push("--window-size=1400,1800".into());
+        let out = run_chromium(&args, &url).await;
+        let meta = std::fs::metadata(&path).unwrap_or_else(|_| {
+            panic!(
+                "{scheme} screenshot not written: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert!(
+            meta.len() > 10_000,
+            "{scheme} screenshot is {} bytes",
+            meta.len()
+        );
+    }
+    let light = std::fs::read(dir.join("console-light.png")).unwrap();
+    let dark = std::fs::read(dir.join("console-dark.png")).unwrap();
+    assert_ne!(light, dark, "the dark scheme renders differently");
+    // The logins Chromium made are the owner's sessions; each left an audit trail of nothing
+    // but reads: no action was taken.
+    assert!(
+        !env.audit_actions()
+            .await
+            .iter()
+            .any(|(a, _)| a.starts_with("console-"))
+    );
+}
