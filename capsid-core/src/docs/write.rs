@@ -85,11 +85,12 @@ pub enum WriteError {
         /// Path.
         path: String,
     },
-    /// The body changed after the pre-read, under an `if_match` or a human's confirmation.
+    /// The body changed after the pre-read, under an `if_match`, a human's confirmation, or an
+    /// append or patch built on the body it read.
     #[error(
         "{} on {namespace}/{path}: the stored body changed after this write read it{}. Nothing was written. \
          Current sha256 is {current}. Re-read the document, reapply your change to the current body, and retry.",
-        if *if_match_given { "if_match mismatch" } else { "stale confirmation" },
+        if *if_match_given { "if_match mismatch" } else if *elicited { "stale confirmation" } else { "conflict" },
         if *elicited && !*if_match_given { " and while the overwrite confirmation was pending" } else { "" }
     )]
     BodyChanged {

@@ -275,13 +275,6 @@ impl Service {
             at: self.now(),
         };
         if let Err(e) = self.store.write_document(write, guard, audit).await {
-            if derived && a.if_match.is_none() && !elicited && matches!(e, StoreError::Conflict(_))
-            {
-                return Err(Error::Conflict(format!(
-                    "conflict on {ns}/{path}: the stored body changed while this {} was applied to it. Nothing was written. Re-read the document and retry.",
-                    mode.as_str()
-                )));
-            }
             return Err(self
                 .commit_failure(e, ns, path, prior.is_none(), a.if_match.is_some(), elicited)
                 .await);
