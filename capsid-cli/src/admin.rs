@@ -367,8 +367,9 @@ fn strip_nulls(v: Value) -> Value {
 pub async fn policy(global: &GlobalArgs, cmd: PolicyCommand) -> Result<ExitCode> {
     let service = service(global).await?;
     let PolicyCommand::Sign { path, json } = cmd;
+    let args = serde_json::json!({"action": "sign_policy", "namespace": "capsid", "path": path});
     let answer = match service
-        .sign_policy(&cli_caller(), Some("capsid"), Some(&path))
+        .call_tool(&cli_caller(), "improve_run", args, &NoConfirmer)
         .await
     {
         Ok(v) => v,

@@ -4,12 +4,14 @@
 
 use std::hint::black_box;
 
+use capsid_core::caller::{AgentKind, Caller};
 use capsid_core::docs::{WriteInput, WriteMode, prepare_write};
 use capsid_core::guards::protected_match;
 use capsid_core::jobs::signature::{seal_task, verify_task};
 use capsid_core::paths::doc_path_problem;
 use capsid_core::scope::Scopes;
-use capsid_core::tools::gate_call;
+use capsid_core::service::registry::spec;
+use capsid_core::tools::{Call, gate_call};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 const STORED_SCOPES: &str = r#"{"namespaces":["alpha","beta"],"repos":["octo/alpha"],"grants":["read","write"],"tools":["read","write","search","jobs.claim","jobs.complete"],"flags":["can_merge"]}"#;
@@ -19,27 +21,20 @@ fn scopes(c: &mut Criterion) {
     c.bench_function("scope/parse_stored", |b| {
         b.iter(|| Scopes::parse(black_box(Some(STORED_SCOPES))))
     });
+    let caller = Caller::agent("agent_000000000001", "bench", AgentKind::Driver, narrowed);
+    let Some(write) = spec("write") else {
+        return;
+    };
+    let call = |ns| Call {
+        namespace: Some(ns),
+        takes_namespace: true,
+        ..Call::default()
+    };
     c.bench_function("scope/gate_call_allowed", |b| {
-        b.iter(|| {
-            gate_call(
-                &narrowed,
-                black_box("write"),
-                Some("alpha"),
-                None,
-                Vec::new(),
-            )
-        })
+        b.iter(|| gate_call(&caller, black_box(write), &call("alpha")))
     });
     c.bench_function("scope/gate_call_refused", |b| {
-        b.iter(|| {
-            gate_call(
-                &narrowed,
-                black_box("write"),
-                Some("gamma"),
-                None,
-                Vec::new(),
-            )
-        })
+        b.iter(|| gate_call(&caller, black_box(write), &call("gamma")))
     });
 }
 

@@ -10,6 +10,16 @@ pub enum Error {
     /// The scope check refused the call.
     #[error("{0}")]
     Denied(#[from] ScopeRefusal),
+    /// A domain refusal of a tool that answers them as `{ok:false, action, refusal}` (`jobs`,
+    /// `agents`, `improve_run`); [`crate::service::Service::call_tool`] turns it into that
+    /// answer.
+    #[error("{refusal}")]
+    Refused {
+        /// The action refused.
+        action: String,
+        /// Why, naming what is missing.
+        refusal: String,
+    },
     /// The caller is not allowed, for a reason other than scopes (e.g. admin only).
     #[error("{0}")]
     Forbidden(String),

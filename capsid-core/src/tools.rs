@@ -1,11 +1,13 @@
-//! The tool table (`TOOL_GRANTS`, reference 2 and 3.3): every one of the 32 tools with the
-//! grant it needs, whether it takes a namespace, when it needs confirmation, and its MCP
-//! annotations. MCP registration iterates this table, so a tool cannot exist without a
-//! requirement; a name missing from it is treated as a write tool (fail closed).
+//! What a tool is, as the one enforcement point sees it (`TOOL_GRANTS`, reference 2 and 3.3):
+//! its name and group, its requirement (a grant, or per action a grant, whether the action is
+//! admin-only, and the flags it always needs), when it needs confirmation, and its MCP
+//! annotations. [`gate_call`] is the registrar check every tool call passes before its handler;
+//! [`visible_to`] decides `tools/list`. The registry of served tools, which pairs each
+//! [`ToolSpec`] with its argument type and handler, is [`crate::service::registry`].
 
 use crate::caller::Caller;
 use crate::guards::{is_money_path, protected_match};
-use crate::scope::{Flag, Grant, Need, ScopeRefusal, Scopes, check_scope};
+use crate::scope::{Flag, Grant, Need, ScopeRefusal, check_scope};
 
 /// The group a tool belongs to (for documentation and `tools/list` ordering).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,15 +26,94 @@ pub enum ToolGroup {
     Admin,
 }
 
-/// What a tool needs before its handler runs.
+/// Why only an admin may make a call, as the refusal tells a caller that is not one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdminOnly {
+    /// The refusal's text.
+    pub why: &'static str,
+}
+
+/// What a call (or one action of an action tool) needs before its handler runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The grant.
+    pub grant: Grant,
+    /// `Some` when only an admin (the owner, a legacy write key, the CLI) may call it.
+    pub admin_only: Option<AdminOnly>,
+    /// Flags every such call needs, whatever its arguments (those that depend on arguments
+    /// come from the arguments, [`repo_write_flags`]).
+    pub flags: &'static [Flag],
+}
+
+impl Rule {
+    /// Needs the read grant.
+    pub const fn read() -> Rule {
+        Rule {
+            grant: Grant::Read,
+            admin_only: None,
+            flags: &[],
+        }
+    }
+
+    /// Needs the write grant.
+    pub const fn write() -> Rule {
+        Rule {
+            grant: Grant::Write,
+            admin_only: None,
+            flags: &[],
+        }
+    }
+
+    /// The same rule, admin only, refused with `why`.
+    pub const fn admin_only(self, why: &'static str) -> Rule {
+        Rule {
+            admin_only: Some(AdminOnly { why }),
+            ..self
+        }
+    }
+
+    /// The same rule, always needing `flags`.
+    pub const fn with_flags(self, flags: &'static [Flag]) -> Rule {
+        Rule { flags, ..self }
+    }
+}
+
+/// One action of an action tool and what it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActionRule {
+    /// The action's wire name.
+    pub action: &'static str,
+    /// What it needs.
+    pub rule: Rule,
+}
+
+/// Shorthand for an [`ActionRule`] in a table.
+pub const fn action(action: &'static str, rule: Rule) -> ActionRule {
+    ActionRule { action, rule }
+}
+
+/// What a tool needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Requirement {
-    /// The read grant.
-    Read,
-    /// The write grant.
-    Write,
-    /// Decided per action inside the handler ([`action_grant`]).
-    PerAction,
+    /// The same for every call.
+    Fixed(Rule),
+    /// Decided per action; `tool.action` entries of the tools axis narrow it. An action missing
+    /// from the list is refused as a write (fail closed).
+    PerAction {
+        /// The action a call without one performs.
+        default: &'static str,
+        /// Every action with its rule.
+        actions: &'static [ActionRule],
+    },
+}
+
+/// How a tool answers a refusal that is not a scope refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalShape {
+    /// A tool error (`isError: true`).
+    ToolError,
+    /// A successful `{ok:false, action, refusal}` (the `jobs`, `agents` and `improve_run` tools).
+    OkFalse,
 }
 
 /// When a call must be confirmed by a human (`confirm: true` or an elicitation).
@@ -61,29 +142,105 @@ pub struct Annotations {
     pub open_world: bool,
 }
 
-/// One row of the table.
+/// Everything about a tool but its arguments and handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ToolSpec {
     /// The MCP tool name.
     pub name: &'static str,
     /// Its group.
     pub group: ToolGroup,
+    /// What the tool does, as shown to clients.
+    pub description: &'static str,
     /// What it needs.
     pub requirement: Requirement,
-    /// Whether its input has a `namespace` field (omission by a narrowed caller is refused).
-    pub takes_namespace: bool,
     /// When it needs confirmation.
     pub confirmation: Confirmation,
     /// Whether it may overwrite or remove something.
     pub destructive: bool,
-    /// What the tool does, as shown to clients.
-    pub description: &'static str,
+    /// How its non-scope refusals answer.
+    pub refusals: RefusalShape,
 }
 
 impl ToolSpec {
+    /// A tool of `group` named `name`, needing `requirement`; never confirmed, not destructive,
+    /// refusing with tool errors until told otherwise.
+    pub const fn new(
+        name: &'static str,
+        group: ToolGroup,
+        requirement: Requirement,
+        description: &'static str,
+    ) -> ToolSpec {
+        ToolSpec {
+            name,
+            group,
+            description,
+            requirement,
+            confirmation: Confirmation::Never,
+            destructive: false,
+            refusals: RefusalShape::ToolError,
+        }
+    }
+
+    /// The same tool, confirmed `when`.
+    pub const fn confirmed(self, when: Confirmation) -> ToolSpec {
+        ToolSpec {
+            confirmation: when,
+            ..self
+        }
+    }
+
+    /// The same tool, marked as one that may overwrite or remove something.
+    pub const fn destructive(self) -> ToolSpec {
+        ToolSpec {
+            destructive: true,
+            ..self
+        }
+    }
+
+    /// The same tool, answering refusals as `{ok:false, action, refusal}`.
+    pub const fn ok_false_refusals(self) -> ToolSpec {
+        ToolSpec {
+            refusals: RefusalShape::OkFalse,
+            ..self
+        }
+    }
+
+    /// The rule for `action` (the default action when `None`); an action tool's unknown action
+    /// is a write (fail closed). A tool without actions has one rule.
+    pub fn rule_for(&self, action: Option<&str>) -> Rule {
+        match self.requirement {
+            Requirement::Fixed(rule) => rule,
+            Requirement::PerAction { default, actions } => {
+                let wanted = action.unwrap_or(default);
+                actions
+                    .iter()
+                    .find(|a| a.action == wanted)
+                    .map_or(Rule::write(), |a| a.rule)
+            }
+        }
+    }
+
+    /// Whether any call of this tool only reads.
+    fn reads_only(&self) -> bool {
+        match self.requirement {
+            Requirement::Fixed(rule) => rule.grant == Grant::Read,
+            Requirement::PerAction { .. } => false,
+        }
+    }
+
+    /// Whether every call of this tool is admin only.
+    pub fn admin_only(&self) -> bool {
+        match self.requirement {
+            Requirement::Fixed(rule) => rule.admin_only.is_some(),
+            Requirement::PerAction { actions, .. } => {
+                !actions.is_empty() && actions.iter().all(|a| a.rule.admin_only.is_some())
+            }
+        }
+    }
+
     /// The MCP annotations, derived from the requirement and the row.
     pub fn annotations(&self) -> Annotations {
-        let read_only = self.requirement == Requirement::Read;
+        let read_only = self.reads_only();
         Annotations {
             read_only,
             destructive: !read_only && self.destructive,
@@ -93,428 +250,159 @@ impl ToolSpec {
     }
 }
 
-const fn tool(
-    name: &'static str,
-    group: ToolGroup,
-    requirement: Requirement,
-    takes_namespace: bool,
-    confirmation: Confirmation,
-    destructive: bool,
-    description: &'static str,
-) -> ToolSpec {
-    ToolSpec {
-        name,
-        group,
-        requirement,
-        takes_namespace,
-        confirmation,
-        destructive,
-        description,
-    }
+/// What one call names, as the registrar check reads it from the parsed arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Call<'a> {
+    /// The action, for action tools (`None`: the default action).
+    pub action: Option<&'a str>,
+    /// The namespace the call names.
+    pub namespace: Option<&'a str>,
+    /// The repo selector the call names.
+    pub repo: Option<&'a str>,
+    /// Whether the tool's arguments have a `namespace` field at all.
+    pub takes_namespace: bool,
+    /// The flags the call's arguments need (a repo mutation's [`repo_write_flags`], the
+    /// improve-path opt-in), asked after the rule's own.
+    pub flags: Vec<Flag>,
 }
 
-use Confirmation::{Always, Never, OnOverwrite};
-use Requirement::{PerAction, Read, Write};
-use ToolGroup::{Admin, Documents, Improve, Jobs, Maintenance, Repo};
-
-/// Every tool, in the reference's order.
-pub const TOOLS: [ToolSpec; 32] = [
-    tool(
-        "list",
-        Documents,
-        Read,
-        true,
-        Never,
-        false,
-        "List documents (no bodies), optionally filtered by namespace, type and status; ordered by namespace, path; at most 500.",
-    ),
-    tool(
-        "read",
-        Documents,
-        Read,
-        true,
-        Never,
-        false,
-        "Read one document: its columns, body and last_actor (who last changed it).",
-    ),
-    tool(
-        "brief",
-        Documents,
-        Read,
-        true,
-        Never,
-        false,
-        "Start a session in one call: conventions, repo structure, the namespace's core.md, open tasks, recent episodics and core links.",
-    ),
-    tool(
-        "backlinks",
-        Documents,
-        Read,
-        true,
-        Never,
-        false,
-        "Typed links out of and into one document.",
-    ),
-    tool(
-        "find",
-        Documents,
-        Read,
-        true,
-        Never,
-        false,
-        "Find documents whose path matches a glob (SQLite GLOB semantics: * ? [...]); at most 500.",
-    ),
-    tool(
-        "search",
-        Documents,
-        Read,
-        true,
-        Never,
-        false,
-        "Full-text search over titles and bodies; the 25 best matches by bm25 with [marked] snippets.",
-    ),
-    tool(
-        "namespaces",
-        Documents,
-        Read,
-        false,
-        Never,
-        false,
-        "Registered namespaces with their repos and how many episodic/source documents await consolidation.",
-    ),
-    tool(
-        "history",
-        Documents,
-        Read,
-        true,
-        Never,
-        false,
-        "A document's version snapshots (newest first, at most 100), or one version by version_id.",
-    ),
-    tool(
-        "write",
-        Documents,
-        Write,
-        true,
-        OnOverwrite,
-        true,
-        "Create or change a document: mode replace (default), append, patch (find/replace_with) or meta; if_match guards against lost updates; links replaces outgoing edges. Overwrites need confirm.",
-    ),
-    tool(
-        "delete",
-        Documents,
-        Write,
-        true,
-        Always,
-        true,
-        "Delete a document (snapshotted first) and every link touching it. Needs confirm.",
-    ),
-    tool(
-        "move",
-        Documents,
-        Write,
-        true,
-        Always,
-        true,
-        "Rename a document within its namespace, repointing links. Needs confirm.",
-    ),
-    tool(
-        "restore",
-        Documents,
-        Write,
-        true,
-        Always,
-        true,
-        "Restore a document's title and body from a version snapshot (recreating it if deleted). Needs confirm.",
-    ),
-    tool(
-        "lint",
-        Maintenance,
-        PerAction,
-        true,
-        Confirmation::ForActions(&["finalize"]),
-        true,
-        "Consolidation loop: mode gather (read-only packet), finalize (archive consumed episodic/source docs, needs confirm) or report (truth report).",
-    ),
-    tool(
-        "register_namespace",
-        Maintenance,
-        Write,
-        true,
-        Never,
-        false,
-        "Register a new namespace with its repositories (exactly one labelled primary). Create-only.",
-    ),
-    tool(
-        "update_namespace",
-        Maintenance,
-        Write,
-        true,
-        Never,
-        true,
-        "Replace a namespace's repository mapping (exactly one labelled primary).",
-    ),
-    tool(
-        "list_repo_tree",
-        Repo,
-        Read,
-        true,
-        Never,
-        false,
-        "List a directory of a mapped repository.",
-    ),
-    tool(
-        "read_repo_file",
-        Repo,
-        Read,
-        true,
-        Never,
-        false,
-        "Read one file (path) or several (paths) from a mapped repository.",
-    ),
-    tool(
-        "search_code",
-        Repo,
-        Read,
-        true,
-        Never,
-        false,
-        "Case-insensitive substring search over a mapped repository's files, paged with start.",
-    ),
-    tool(
-        "repo_refs",
-        Repo,
-        Read,
-        true,
-        Never,
-        false,
-        "Branches (with ahead/behind and open PR), tags and open pull requests of a mapped repository.",
-    ),
-    tool(
-        "repo_history",
-        Repo,
-        Read,
-        true,
-        Never,
-        false,
-        "Commits on a ref, a base...head comparison, or one commit; patches only when asked.",
-    ),
-    tool(
-        "ci_status",
-        Repo,
-        Read,
-        true,
-        Never,
-        false,
-        "Recent workflow runs, and for the latest failure its failing jobs and steps (log tail for write-grant callers).",
-    ),
-    tool(
-        "write_repo_file",
-        Repo,
-        Write,
-        true,
-        Never,
-        true,
-        "Write a file to a mapped repository: through a new branch and pull request (default) or directly (needs can_direct_write).",
-    ),
-    tool(
-        "create_branch",
-        Repo,
-        Write,
-        true,
-        Never,
-        false,
-        "Create a branch off the default branch or another ref.",
-    ),
-    tool(
-        "open_pr",
-        Repo,
-        Write,
-        true,
-        Never,
-        false,
-        "Open a pull request.",
-    ),
-    tool(
-        "delete_repo_file",
-        Repo,
-        Write,
-        true,
-        Never,
-        true,
-        "Delete a file from a mapped repository (through a pull request by default).",
-    ),
-    tool(
-        "manage_pr",
-        Repo,
-        Write,
-        true,
-        Never,
-        true,
-        "Merge (needs can_merge), close or comment on (needs can_comment_pr) a pull request.",
-    ),
-    tool(
-        "delete_branch",
-        Repo,
-        Write,
-        true,
-        Never,
-        true,
-        "Delete a branch (never the default branch; improve/ branches and branches with open PRs need force).",
-    ),
-    tool(
-        "ci_dispatch",
-        Repo,
-        Write,
-        true,
-        Never,
-        false,
-        "Dispatch a workflow on a ref, or re-run a run's failed jobs (needs can_dispatch).",
-    ),
-    tool(
-        "jobs",
-        Jobs,
-        PerAction,
-        true,
-        Never,
-        false,
-        "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list.",
-    ),
-    tool(
-        "improve_run",
-        Improve,
-        Write,
-        true,
-        Never,
-        false,
-        "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy.",
-    ),
-    tool(
-        "improve_status",
-        Improve,
-        Read,
-        true,
-        Never,
-        false,
-        "Queue, agents and loop status per namespace.",
-    ),
-    tool(
-        "agents",
-        Admin,
-        Write,
-        false,
-        Never,
-        true,
-        "Admin only: mint, list, revoke or re-scope agent credentials.",
-    ),
-];
-
-/// The row for `name`, if it is a known tool.
-pub fn tool_spec(name: &str) -> Option<&'static ToolSpec> {
-    TOOLS.iter().find(|t| t.name == name)
+/// Why the registrar check refused a call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GateRefusal {
+    /// The scope check refused it.
+    #[error("{0}")]
+    Scope(#[from] ScopeRefusal),
+    /// Only an admin may make it.
+    #[error("{why}")]
+    AdminOnly {
+        /// The action refused (the tool's name for a tool without actions).
+        action: &'static str,
+        /// Why.
+        why: &'static str,
+    },
 }
 
-/// What `name` needs; a tool missing from the table is a write tool.
-pub fn requirement_of(name: &str) -> Requirement {
-    tool_spec(name).map_or(Write, |t| t.requirement)
-}
-
-/// The grant an action of a per-action tool needs: `jobs list` and `lint gather` read, every
-/// other action writes (fail closed for unknown actions and tools).
-pub fn action_grant(tool: &str, action: &str) -> Grant {
-    match (tool, action) {
-        ("jobs", "list") | ("lint", "gather") => Grant::Read,
-        _ => Grant::Write,
-    }
-}
-
-/// The registrar wrapper's check (`guardRegistrations`): the tool's requirement from the table
-/// with the call's `namespace`, `repo` and the `flags` its arguments need (a repo mutation's
-/// [`repo_write_flags`]), then the rule that a narrowed caller may not omit the namespace of a
-/// tool that takes one. Per-action grants are asked afterwards through [`check_scope`] by the
-/// handler.
-pub fn gate_call(
-    scopes: &Scopes,
-    tool: &str,
-    namespace: Option<&str>,
-    repo: Option<&str>,
-    flags: Vec<Flag>,
-) -> Result<(), ScopeRefusal> {
-    let grant = match requirement_of(tool) {
-        Read => Some(Grant::Read),
-        Write => Some(Grant::Write),
-        PerAction => None,
+/// The registrar wrapper's check (`guardRegistrations`), the one every tool call passes before
+/// its handler: the rule of the call's action from `spec` with the call's namespace, repo and
+/// every flag (the rule's, then the arguments'), in `check_scope`'s order (tool or
+/// `tool.action`, grant, namespace, repo, flags); then the rule that a narrowed caller may not
+/// omit the namespace of a tool that takes one; then admin-only.
+pub fn gate_call(caller: &Caller, spec: &ToolSpec, call: &Call<'_>) -> Result<(), GateRefusal> {
+    let scopes = &caller.scopes;
+    let (action, rule) = match spec.requirement {
+        Requirement::Fixed(rule) => (None, rule),
+        Requirement::PerAction { default, .. } => {
+            let action = call.action.unwrap_or(default);
+            (Some(action), spec.rule_for(Some(action)))
+        }
     };
+    let mut flags = rule.flags.to_vec();
+    flags.extend(call.flags.iter().filter(|f| !rule.flags.contains(f)));
     check_scope(
         scopes,
         &Need {
-            tool,
-            namespace,
-            repo,
-            grant,
+            tool: spec.name,
+            action,
+            namespace: call.namespace,
+            repo: call.repo,
+            grant: Some(rule.grant),
             flags,
-            ..Need::default()
         },
     )?;
-    let takes_namespace = tool_spec(tool).is_some_and(|t| t.takes_namespace);
-    if takes_namespace && namespace.is_none() && !scopes.namespaces.is_all() {
+    if call.takes_namespace && call.namespace.is_none() && !scopes.namespaces.is_all() {
         return Err(ScopeRefusal::NamespaceOmitted {
-            tool: tool.to_owned(),
+            tool: spec.name.to_owned(),
             held: scopes.namespaces.describe(),
-        });
+        }
+        .into());
+    }
+    if let Some(AdminOnly { why }) = rule.admin_only
+        && !caller.is_admin()
+    {
+        let action = match spec.requirement {
+            Requirement::PerAction { default, actions } => actions
+                .iter()
+                .map(|a| a.action)
+                .find(|a| Some(*a) == call.action)
+                .unwrap_or(default),
+            Requirement::Fixed(_) => spec.name,
+        };
+        return Err(GateRefusal::AdminOnly { action, why });
     }
     Ok(())
 }
 
 /// Whether `caller` sees `tool` in `tools/list`: the tools axis allows it and the caller holds
-/// its grant (per-action tools show if either grant is held); `agents` shows only to admins.
+/// the grant of at least one of its calls (of one action, for action tools); a tool that is
+/// admin only shows only to admins.
 pub fn visible_to(caller: &Caller, tool: &ToolSpec) -> bool {
-    if tool.group == ToolGroup::Admin && !caller.is_admin() {
+    if tool.admin_only() && !caller.is_admin() {
         return false;
     }
-    let scopes = &caller.scopes;
-    let need = |grant| Need {
-        tool: tool.name,
-        grant,
-        ..Need::default()
+    let allowed = |action: Option<&str>, rule: &Rule| {
+        (rule.admin_only.is_none() || caller.is_admin())
+            && check_scope(
+                &caller.scopes,
+                &Need {
+                    tool: tool.name,
+                    action,
+                    grant: Some(rule.grant),
+                    ..Need::default()
+                },
+            )
+            .is_ok()
     };
     match tool.requirement {
-        Read => check_scope(scopes, &need(Some(Grant::Read))).is_ok(),
-        Write => check_scope(scopes, &need(Some(Grant::Write))).is_ok(),
-        PerAction => check_scope(scopes, &need(None)).is_ok() && !scopes.grants.is_empty(),
+        Requirement::Fixed(rule) => allowed(None, &rule),
+        Requirement::PerAction { actions, .. } => {
+            actions.iter().any(|a| allowed(Some(a.action), &a.rule))
+        }
     }
 }
 
-/// The arguments of a repo mutation that decide its flags.
+/// How a repository file change lands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RepoWriteMode {
+    /// Commit to a new branch and open a pull request.
+    #[default]
+    Pr,
+    /// Commit to the default branch (needs can_direct_write).
+    Direct,
+}
+
+impl RepoWriteMode {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RepoWriteMode::Pr => "pr",
+            RepoWriteMode::Direct => "direct",
+        }
+    }
+}
+
+/// The arguments of a repository file change that decide its flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RepoWriteArgs<'a> {
     /// The repository path written or deleted.
     pub path: Option<&'a str>,
-    /// `pr` or `direct`.
-    pub mode: Option<&'a str>,
-    /// `manage_pr`'s action.
-    pub action: Option<&'a str>,
+    /// How the change lands.
+    pub mode: RepoWriteMode,
     /// Whether the caller opted into writing under `.github/workflows/`.
     pub allow_workflow_write: bool,
 }
 
-/// `repoWriteFlags` (reference 3.4): the flags a repo mutation needs, in the table's order.
-pub fn repo_write_flags(tool: &str, args: &RepoWriteArgs<'_>) -> Vec<Flag> {
+/// `repoWriteFlags` (reference 3.4) for what depends on a file change's arguments, in the
+/// table's order: `direct` mode, the workflow opt-in, a protected path, a money path. The flags
+/// an action always needs (`manage_pr merge` → `can_merge`, `comment` → `can_comment_pr`,
+/// `ci_dispatch` → `can_dispatch`) are in the tools' rules.
+pub fn repo_write_flags(args: &RepoWriteArgs<'_>) -> Vec<Flag> {
     let mut flags = Vec::new();
-    if args.mode == Some("direct") {
+    if args.mode == RepoWriteMode::Direct {
         flags.push(Flag::CanDirectWrite);
     }
     if args.allow_workflow_write {
         flags.push(Flag::CanWriteWorkflows);
-    }
-    if tool == "manage_pr" && args.action == Some("merge") {
-        flags.push(Flag::CanMerge);
-    }
-    if tool == "manage_pr" && args.action == Some("comment") {
-        flags.push(Flag::CanCommentPr);
-    }
-    if tool == "ci_dispatch" {
-        flags.push(Flag::CanDispatch);
     }
     if let Some(path) = args.path {
         if protected_match(path).is_some() {

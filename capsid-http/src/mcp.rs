@@ -11,13 +11,10 @@
 #![allow(deprecated)]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use capsid_core::caller::Caller;
 use capsid_core::error::Error;
-use capsid_core::service::{
-    Confirmer, Consent, RESOURCE_TEMPLATE, Service, ToolListing, parse_resource_uri, pretty,
-};
+use capsid_core::service::{CompletionRef, Confirmer, Consent, Service, ToolListing, pretty};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
     CompleteResult, CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse,
@@ -64,7 +61,7 @@ fn tool_of(listing: &ToolListing) -> Tool {
     Tool::new(
         listing.spec.name,
         listing.spec.description,
-        Arc::new(listing.input_schema.clone()),
+        listing.input_schema.clone(),
     )
     .with_annotations(
         ToolAnnotations::new()
@@ -227,12 +224,20 @@ impl ServerHandler for CapsidMcp {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        let template = ResourceTemplate::new(RESOURCE_TEMPLATE, "document")
-            .with_title("A Capsid document")
-            .with_mime_type("text/markdown");
-        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+        let caller = caller_of(&ctx)?;
+        let templates = self
+            .service
+            .resource_templates(&caller)
+            .into_iter()
+            .map(|uri| {
+                ResourceTemplate::new(uri, "document")
+                    .with_title("A Capsid document")
+                    .with_mime_type("text/markdown")
+            })
+            .collect();
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
 
     async fn read_resource(
@@ -319,39 +324,28 @@ impl ServerHandler for CapsidMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
         let caller = caller_of(&ctx)?;
-        let values = match &request.r#ref {
-            Reference::Resource(r) if r.uri == RESOURCE_TEMPLATE => {
-                let ns = request
-                    .context
-                    .as_ref()
-                    .and_then(|c| c.arguments.as_ref())
-                    .and_then(|a| a.get("namespace"))
-                    .cloned();
-                self.service
-                    .complete_resource(
-                        &caller,
-                        &request.argument.name,
-                        &request.argument.value,
-                        ns.as_deref(),
-                    )
-                    .await
-                    .map_err(protocol_error)?
-            }
-            Reference::Resource(r) => match parse_resource_uri(&r.uri) {
-                Some((ns, _)) => self
-                    .service
-                    .complete_resource(
-                        &caller,
-                        &request.argument.name,
-                        &request.argument.value,
-                        Some(ns),
-                    )
-                    .await
-                    .map_err(protocol_error)?,
-                None => Vec::new(),
-            },
-            _ => Vec::new(),
+        let namespace = request
+            .context
+            .as_ref()
+            .and_then(|c| c.arguments.as_ref())
+            .and_then(|a| a.get("namespace"))
+            .cloned();
+        let reference = match &request.r#ref {
+            Reference::Resource(r) => CompletionRef::Resource(&r.uri),
+            Reference::Prompt(p) => CompletionRef::Prompt(&p.name),
+            _ => return Ok(CompleteResult::new(CompletionInfo::default())),
         };
+        let values = self
+            .service
+            .complete(
+                &caller,
+                reference,
+                &request.argument.name,
+                &request.argument.value,
+                namespace.as_deref(),
+            )
+            .await
+            .map_err(protocol_error)?;
         let info = CompletionInfo::with_all_values(values)
             .map_err(|e| McpError::internal_error(e, None))?;
         Ok(CompleteResult::new(info))

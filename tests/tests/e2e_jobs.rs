@@ -373,14 +373,11 @@ async fn write_policy(s: &TestServer, enabled: bool) {
     s.namespace("capsid").await;
     s.admin("write", json!({"namespace": "capsid", "path": "policy/gates.md", "title": "Gates", "body": body, "allow_improve_paths": true})).await;
     let signed = s
-        .service
-        .sign_policy(
-            &capsid_core::caller::Caller::cli("test"),
-            Some("capsid"),
-            Some("policy/gates.md"),
+        .admin(
+            "improve_run",
+            json!({"action": "sign_policy", "namespace": "capsid", "path": "policy/gates.md"}),
         )
-        .await
-        .unwrap();
+        .await;
     assert_eq!(signed["ok"], true, "{signed}");
 }
 

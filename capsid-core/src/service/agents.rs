@@ -16,7 +16,6 @@ use crate::error::Result;
 use crate::ids::{new_agent_id, new_agent_key};
 use crate::ports::{AgentRow, NewAgent, StoreError};
 use crate::scope::{Axis, ScopePatch, Scopes};
-use crate::scope_args;
 
 /// What `agents` can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -33,7 +32,8 @@ pub enum AgentsAction {
 }
 
 impl AgentsAction {
-    fn name(self) -> &'static str {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
         match self {
             AgentsAction::Mint => "mint",
             AgentsAction::List => "list",
@@ -99,7 +99,11 @@ pub struct AgentsArgs {
     /// Blast-radius flags to set (unnamed flags are left as they are).
     pub flags: Option<FlagsArg>,
 }
-scope_args!(AgentsArgs);
+impl crate::service::args::ScopeArgs for AgentsArgs {
+    fn action(&self) -> Option<&str> {
+        Some(self.action.name())
+    }
+}
 
 fn strings<const N: usize>(v: Option<Vec<Bounded<N>>>) -> Option<Vec<String>> {
     v.map(|l| l.into_iter().map(|b| b.0).collect())
@@ -132,13 +136,6 @@ impl Service {
         _: &dyn Confirmer,
     ) -> Result<Value> {
         let action = a.action;
-        if !caller.is_admin() {
-            return Ok(refusal(
-                action,
-                "agents is admin only: only the owner (OAuth) or a write operator key may mint, list, revoke or re-scope \
-                 credentials, because an agent able to mint could widen itself",
-            ));
-        }
         let patch = match ScopePatch::from_input(
             strings(a.namespaces.clone()),
             strings(a.repos.clone()),
@@ -337,3 +334,48 @@ impl Service {
         }
     }
 }
+
+/// Why `agents` is admin only.
+pub const AGENTS_ADMIN_ONLY: &str = "agents is admin only: only the owner (OAuth) or a write operator key may mint, list, revoke or re-scope \
+     credentials, because an agent able to mint could widen itself";
+
+mod registered {
+    //! `agents` as the registry serves it.
+    use super::*;
+    use crate::service::registry::{Tool, ToolFuture};
+    use crate::tools::{Requirement, Rule, ToolGroup, ToolSpec, action};
+
+    const ADMIN: Rule = Rule::write().admin_only(AGENTS_ADMIN_ONLY);
+
+    /// `agents`.
+    #[derive(Debug)]
+    pub struct Agents;
+    impl Tool for Agents {
+        type Args = AgentsArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "agents",
+            ToolGroup::Admin,
+            Requirement::PerAction {
+                default: "list",
+                actions: &[
+                    action("mint", ADMIN),
+                    action("list", ADMIN),
+                    action("revoke", ADMIN),
+                    action("update_scopes", ADMIN),
+                ],
+            },
+            "Admin only: mint, list, revoke or re-scope agent credentials.",
+        )
+        .destructive()
+        .ok_false_refusals();
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: AgentsArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.agents(c, a, k))
+        }
+    }
+}
+pub use registered::Agents;

@@ -196,10 +196,14 @@ pub trait ScopeArgs {
     fn repo(&self) -> Option<&str> {
         None
     }
-    /// For a repo mutation: what `repo_write_flags` derives the call's flags from (reference
-    /// 3.4), so the registrar check asks for them with everything else.
-    fn repo_write(&self) -> Option<crate::tools::RepoWriteArgs<'_>> {
+    /// The action an action tool's call performs (`None`: its default action).
+    fn action(&self) -> Option<&str> {
         None
+    }
+    /// The flags the call's arguments need (a repo file change's `repo_write_flags`, the
+    /// improve-path opt-in), asked by the one check with everything else.
+    fn flags(&self) -> Vec<crate::scope::Flag> {
+        Vec::new()
     }
 }
 
@@ -224,6 +228,16 @@ macro_rules! scope_args {
             }
         }
     };
+    ($ty:ty, namespace, improve_override) => {
+        impl $crate::service::args::ScopeArgs for $ty {
+            fn namespace(&self) -> Option<&str> {
+                Some(self.namespace.as_str())
+            }
+            fn flags(&self) -> Vec<$crate::scope::Flag> {
+                $crate::service::args::improve_override_flags(self.allow_improve_paths)
+            }
+        }
+    };
     ($ty:ty, namespace, repo) => {
         impl $crate::service::args::ScopeArgs for $ty {
             fn namespace(&self) -> Option<&str> {
@@ -234,20 +248,15 @@ macro_rules! scope_args {
             }
         }
     };
-    ($ty:ty, namespace, repo, writes |$a:ident| $derive:expr) => {
-        impl $crate::service::args::ScopeArgs for $ty {
-            fn namespace(&self) -> Option<&str> {
-                Some(self.namespace.as_str())
-            }
-            fn repo(&self) -> Option<&str> {
-                self.repo.as_ref().map(|r| r.as_str())
-            }
-            fn repo_write(&self) -> Option<$crate::tools::RepoWriteArgs<'_>> {
-                let $a = self;
-                Some($derive)
-            }
-        }
-    };
+}
+
+/// `allow_improve_paths: true` on a document write additionally needs `can_touch_protected`.
+pub fn improve_override_flags(allow_improve_paths: Option<bool>) -> Vec<crate::scope::Flag> {
+    if allow_improve_paths == Some(true) {
+        vec![crate::scope::Flag::CanTouchProtected]
+    } else {
+        Vec::new()
+    }
 }
 
 /// A flat view of the arguments the registrar check reads: `namespace` and `repo` when they

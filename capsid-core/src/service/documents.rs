@@ -270,3 +270,181 @@ impl Service {
         Ok(out)
     }
 }
+
+mod registered {
+    //! The read-side document tools as the registry serves them.
+    use super::*;
+    use crate::service::registry::{Tool, ToolFuture};
+    use crate::tools::{Requirement::Fixed, Rule, ToolGroup::Documents, ToolSpec};
+
+    const READ: crate::tools::Requirement = Fixed(Rule::read());
+
+    /// `list`.
+    #[derive(Debug)]
+    pub struct List;
+    impl Tool for List {
+        type Args = ListArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "list",
+            Documents,
+            READ,
+            "List documents (no bodies), optionally filtered by namespace, type and status; ordered by namespace, path; at most 500.",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: ListArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.list(c, a, k))
+        }
+    }
+
+    /// `read`.
+    #[derive(Debug)]
+    pub struct Read;
+    impl Tool for Read {
+        type Args = ReadArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "read",
+            Documents,
+            READ,
+            "Read one document: its columns, body and last_actor (who last changed it).",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: ReadArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.read(c, a, k))
+        }
+    }
+
+    /// `brief`.
+    #[derive(Debug)]
+    pub struct Brief;
+    impl Tool for Brief {
+        type Args = BriefArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "brief",
+            Documents,
+            READ,
+            "Start a session in one call: conventions, repo structure, the namespace's core.md, open tasks, recent episodics and core links.",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: BriefArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.brief(c, a, k))
+        }
+    }
+
+    /// `backlinks`.
+    #[derive(Debug)]
+    pub struct Backlinks;
+    impl Tool for Backlinks {
+        type Args = ReadArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "backlinks",
+            Documents,
+            READ,
+            "Typed links out of and into one document.",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: ReadArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.backlinks(c, a, k))
+        }
+    }
+
+    /// `find`.
+    #[derive(Debug)]
+    pub struct Find;
+    impl Tool for Find {
+        type Args = FindArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "find",
+            Documents,
+            READ,
+            "Find documents whose path matches a glob (SQLite GLOB semantics: * ? [...]); at most 500.",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: FindArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.find(c, a, k))
+        }
+    }
+
+    /// `search`.
+    #[derive(Debug)]
+    pub struct Search;
+    impl Tool for Search {
+        type Args = SearchArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "search",
+            Documents,
+            READ,
+            "Full-text search over titles and bodies; the 25 best matches by bm25 with [marked] snippets.",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: SearchArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.search(c, a, k))
+        }
+    }
+
+    /// `namespaces`.
+    #[derive(Debug)]
+    pub struct Namespaces;
+    impl Tool for Namespaces {
+        type Args = NoArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "namespaces",
+            Documents,
+            READ,
+            "Registered namespaces with their repos and how many episodic/source documents await consolidation.",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: NoArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.namespaces(c, a, k))
+        }
+    }
+
+    /// `history`.
+    #[derive(Debug)]
+    pub struct History;
+    impl Tool for History {
+        type Args = HistoryArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "history",
+            Documents,
+            READ,
+            "A document's version snapshots (newest first, at most 100), or one version by version_id.",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: HistoryArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.history(c, a, k))
+        }
+    }
+}
+pub use registered::*;

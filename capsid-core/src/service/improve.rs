@@ -86,7 +86,30 @@ pub struct RunArgs {
     /// sign_policy: the policy document's path (policy/...).
     pub path: Option<DocPathArg>,
 }
-scope_args!(RunArgs, optional namespace);
+impl RunAction {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunAction::Run => "run",
+            RunAction::Mode => "mode",
+            RunAction::Pause => "pause",
+            RunAction::Unpause => "unpause",
+            RunAction::Budget => "budget",
+            RunAction::MintOperatorKey => "mint_operator_key",
+            RunAction::Claim => "claim",
+            RunAction::SignPolicy => "sign_policy",
+        }
+    }
+}
+
+impl crate::service::args::ScopeArgs for RunArgs {
+    fn namespace(&self) -> Option<&str> {
+        self.namespace.as_ref().map(|n| n.as_str())
+    }
+    fn action(&self) -> Option<&str> {
+        self.action.map(RunAction::name)
+    }
+}
 
 fn refuse(action: &str, why: impl Into<String>) -> Value {
     json!({ "ok": false, "action": action, "refusal": why.into() })
@@ -252,10 +275,7 @@ impl Service {
         let action = a.action.unwrap_or(RunAction::Run);
         let now = self.now();
         let ns = a.namespace.as_ref().map(|n| n.as_str().to_owned());
-        let name = serde_json::to_value(action)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let name = action.name().to_owned();
         let dry = a.dry_run == Some(true);
         match action {
             RunAction::Run => {
@@ -370,9 +390,6 @@ impl Service {
                 )
             }
             RunAction::MintOperatorKey => {
-                if !caller.is_admin() {
-                    return Ok(refuse(&name, "minting an operator key is admin only"));
-                }
                 let key = format!("capsid_ro_{}", new_token(&*self.entropy));
                 let hash = sha256_hex(&key);
                 self.store
@@ -444,19 +461,13 @@ impl Service {
 
     /// Signs the stored body of a policy document (reference 7.2): admin only, namespace
     /// `capsid`, path under `policy/`, the body must exist; snapshot, upsert, audit.
-    pub async fn sign_policy(
+    pub(crate) async fn sign_policy(
         &self,
         caller: &Caller,
         ns: Option<&str>,
         path: Option<&str>,
     ) -> Result<Value> {
         let name = "sign_policy";
-        if !caller.is_admin() {
-            return Ok(refuse(
-                name,
-                "signing a policy is admin only: a minted agent that could sign could authorize itself",
-            ));
-        }
         if ns != Some(POLICY_NAMESPACE) {
             return Ok(refuse(
                 name,
@@ -532,3 +543,74 @@ impl Service {
         }
     }
 }
+
+mod registered {
+    //! The improve tools as the registry serves them.
+    use super::*;
+    use crate::service::registry::{Tool, ToolFuture};
+    use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup, ToolSpec, action};
+
+    /// `improve_run`.
+    #[derive(Debug)]
+    pub struct ImproveRun;
+    impl Tool for ImproveRun {
+        type Args = RunArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "improve_run",
+            ToolGroup::Improve,
+            Requirement::PerAction {
+                default: "run",
+                actions: &[
+                    action("run", Rule::write()),
+                    action("mode", Rule::write()),
+                    action("pause", Rule::write()),
+                    action("unpause", Rule::write()),
+                    action("budget", Rule::write()),
+                    action(
+                        "mint_operator_key",
+                        Rule::write().admin_only("minting an operator key is admin only"),
+                    ),
+                    action("claim", Rule::write()),
+                    action(
+                        "sign_policy",
+                        Rule::write().admin_only(
+                            "signing a policy is admin only: a minted agent that could sign could authorize itself",
+                        ),
+                    ),
+                ],
+            },
+            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy.",
+        )
+        .ok_false_refusals();
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: RunArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.improve_run(c, a, k))
+        }
+    }
+
+    /// `improve_status`.
+    #[derive(Debug)]
+    pub struct ImproveStatus;
+    impl Tool for ImproveStatus {
+        type Args = StatusArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "improve_status",
+            ToolGroup::Improve,
+            Fixed(Rule::read()),
+            "Queue, agents and loop status per namespace.",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: StatusArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.improve_status(c, a, k))
+        }
+    }
+}
+pub use registered::*;

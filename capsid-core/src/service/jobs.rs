@@ -24,10 +24,8 @@ use crate::ports::{
     AuditEntry, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, DocumentWrite,
     JobFilter, JobPatch, JobTransition, MirrorFn, NewJob, StoreError,
 };
-use crate::scope::{Need, Scopes};
-use crate::scope_args;
+use crate::scope::Scopes;
 use crate::time::Timestamp;
-use crate::tools::action_grant;
 
 /// The eight actions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -105,7 +103,14 @@ pub struct JobsArgs {
     /// complete/fail: `{prs: [url], commits, files_changed, tests_added}` or the same as JSON text.
     pub evidence: Option<Value>,
 }
-scope_args!(JobsArgs, optional namespace);
+impl crate::service::args::ScopeArgs for JobsArgs {
+    fn namespace(&self) -> Option<&str> {
+        self.namespace.as_ref().map(|n| n.as_str())
+    }
+    fn action(&self) -> Option<&str> {
+        Some(self.action.name())
+    }
+}
 
 pub(super) fn refuse(action: JobsAction, refusal: impl Into<String>) -> Value {
     json!({ "ok": false, "action": action.name(), "refusal": refusal.into() })
@@ -238,17 +243,6 @@ impl Service {
         _: &dyn Confirmer,
     ) -> Result<Value> {
         let action = a.action;
-        let ns = a.namespace.as_ref().map(|n| n.as_str());
-        self.check(
-            caller,
-            &Need {
-                tool: "jobs",
-                action: Some(action.name()),
-                grant: Some(action_grant("jobs", action.name())),
-                namespace: ns,
-                ..Need::default()
-            },
-        )?;
         match action {
             JobsAction::Post => self.post_job(caller, a).await,
             JobsAction::List => self.list_jobs(a).await,
@@ -593,3 +587,45 @@ impl Service {
         }
     }
 }
+
+mod registered {
+    //! `jobs` as the registry serves it.
+    use super::*;
+    use crate::service::registry::{Tool, ToolFuture};
+    use crate::tools::{Requirement, Rule, ToolGroup, ToolSpec, action};
+
+    /// `jobs`.
+    #[derive(Debug)]
+    pub struct Jobs;
+    impl Tool for Jobs {
+        type Args = JobsArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "jobs",
+            ToolGroup::Jobs,
+            Requirement::PerAction {
+                default: "list",
+                actions: &[
+                    action("post", Rule::write()),
+                    action("claim", Rule::write()),
+                    action("heartbeat", Rule::write()),
+                    action("complete", Rule::write()),
+                    action("fail", Rule::write()),
+                    action("block", Rule::write()),
+                    action("resume", Rule::write()),
+                    action("list", Rule::read()),
+                ],
+            },
+            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list.",
+        )
+        .ok_false_refusals();
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: JobsArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.jobs(c, a, k))
+        }
+    }
+}
+pub use registered::Jobs;

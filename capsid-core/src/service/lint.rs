@@ -24,9 +24,7 @@ use crate::docs::truth_report::{
 use crate::docs::write::ConfirmationText;
 use crate::error::{Error, Result};
 use crate::ports::{DocumentWrite, LintRows, StoreError, WriteGuard};
-use crate::scope::Need;
-use crate::scope_args;
-use crate::tools::{TOOLS, action_grant};
+use crate::service::registry::REGISTRY;
 
 /// `lint`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -40,7 +38,14 @@ pub struct LintArgs {
     /// finalize: confirm the archive.
     pub confirm: Option<bool>,
 }
-scope_args!(LintArgs, namespace);
+impl crate::service::args::ScopeArgs for LintArgs {
+    fn namespace(&self) -> Option<&str> {
+        Some(self.namespace.as_str())
+    }
+    fn action(&self) -> Option<&str> {
+        self.mode.map(LintMode::as_str)
+    }
+}
 
 /// Security headers Capsid enforces on its HTML pages, and those it ships report-only:
 /// the artifact's own numbers that prose in the `capsid` namespace is checked against.
@@ -49,7 +54,7 @@ const HTML_REPORT_ONLY_HEADERS: usize = 0;
 
 fn artifact_counts() -> AuthoritativeCounts {
     AuthoritativeCounts {
-        tools: TOOLS.len(),
+        tools: REGISTRY.len(),
         live_gates: 0,
         html_enforced_headers: HTML_ENFORCED_HEADERS,
         html_report_only_headers: HTML_REPORT_ONLY_HEADERS,
@@ -97,16 +102,6 @@ impl Service {
     ) -> Result<Value> {
         let mode = a.mode.unwrap_or(LintMode::Gather);
         let ns = a.namespace.as_str();
-        self.check(
-            caller,
-            &Need {
-                tool: "lint",
-                action: Some(mode.as_str()),
-                grant: Some(action_grant("lint", mode.as_str())),
-                namespace: Some(ns),
-                ..Need::default()
-            },
-        )?;
         match mode {
             LintMode::Gather => self.lint_gather(ns).await,
             LintMode::Finalize => {
@@ -282,3 +277,41 @@ impl Service {
         to_json(ReportOutcome::new(&report, &path))
     }
 }
+
+mod registered {
+    //! `lint` as the registry serves it.
+    use super::*;
+    use crate::service::registry::{Tool, ToolFuture};
+    use crate::tools::{Confirmation, Requirement, Rule, ToolGroup::Maintenance, ToolSpec, action};
+
+    /// `lint`.
+    #[derive(Debug)]
+    pub struct Lint;
+    impl Tool for Lint {
+        type Args = LintArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "lint",
+            Maintenance,
+            Requirement::PerAction {
+                default: "gather",
+                actions: &[
+                    action("gather", Rule::read()),
+                    action("finalize", Rule::write()),
+                    action("report", Rule::write()),
+                ],
+            },
+            "Consolidation loop: mode gather (read-only packet), finalize (archive consumed episodic/source docs, needs confirm) or report (truth report).",
+        )
+        .confirmed(Confirmation::ForActions(&["finalize"]))
+        .destructive();
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: LintArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.lint(c, a, k))
+        }
+    }
+}
+pub use registered::Lint;

@@ -138,3 +138,54 @@ impl Service {
         Ok(json!({ "namespace": ns, "repos": list, "action": "updated", "previous": previous }))
     }
 }
+
+mod registered {
+    //! The namespace tools as the registry serves them.
+    use super::*;
+    use crate::service::registry::{Tool, ToolFuture};
+    use crate::tools::{Requirement::Fixed, Rule, ToolGroup::Maintenance, ToolSpec};
+
+    /// `register_namespace`.
+    #[derive(Debug)]
+    pub struct RegisterNamespace;
+    impl Tool for RegisterNamespace {
+        type Args = RegisterArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "register_namespace",
+            Maintenance,
+            Fixed(Rule::write()),
+            "Register a new namespace with its repositories (exactly one labelled primary). Create-only.",
+        );
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: RegisterArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.register_namespace(c, a, k))
+        }
+    }
+
+    /// `update_namespace`.
+    #[derive(Debug)]
+    pub struct UpdateNamespace;
+    impl Tool for UpdateNamespace {
+        type Args = UpdateArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "update_namespace",
+            Maintenance,
+            Fixed(Rule::write()),
+            "Replace a namespace's repository mapping (exactly one labelled primary).",
+        )
+        .destructive();
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: UpdateArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.update_namespace(c, a, k))
+        }
+    }
+}
+pub use registered::*;

@@ -14,7 +14,8 @@ use crate::docs::prompts::{
     parse_prompt_name, prompt_description, prompt_name, prompt_variables, render_prompt,
 };
 use crate::error::{Error, Result};
-use crate::scope::{Axis, Grant};
+use crate::scope::Axis;
+use crate::tools::{Call, GateRefusal, gate_call};
 
 /// Resources per `resources/list` page.
 pub const RESOURCE_PAGE: usize = 500;
@@ -94,12 +95,37 @@ pub fn parse_resource_uri(uri: &str) -> Option<(&str, &str)> {
     (!ns.is_empty() && !path.is_empty()).then_some((ns, path))
 }
 
+/// What a completion request completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionRef<'a> {
+    /// The `capsid://{namespace}/{+path}` template, or a concrete `capsid://` URI (whose
+    /// namespace then fills the template's).
+    Resource(&'a str),
+    /// A prompt, by name.
+    Prompt(&'a str),
+}
+
 impl Service {
-    /// The namespaces `caller` may read: `None` means all.
+    /// The one check for every surface that reads documents (resources, prompts, completions):
+    /// the `read` tool's requirement through the same `gate_call` a `read` call passes, with
+    /// `namespace` when the surface names one.
+    pub fn check_read(&self, caller: &Caller, namespace: Option<&str>) -> Result<()> {
+        let spec = super::registry::spec("read")
+            .ok_or_else(|| Error::Internal("the read tool is not registered".into()))?;
+        let call = Call {
+            namespace,
+            ..Call::default()
+        };
+        gate_call(caller, spec, &call).map_err(|refusal| match refusal {
+            GateRefusal::Scope(r) => Error::Denied(r),
+            GateRefusal::AdminOnly { why, .. } => Error::Forbidden(why.to_owned()),
+        })
+    }
+
+    /// The namespaces `caller` may read: `None` when it may not read at all, `Some(None)` for
+    /// all of them.
     fn readable(&self, caller: &Caller) -> Option<Option<Vec<String>>> {
-        if !caller.scopes.has_grant(Grant::Read) {
-            return None;
-        }
+        self.check_read(caller, None).ok()?;
         Some(match &caller.scopes.namespaces {
             Axis::All => None,
             Axis::Only(list) => Some(list.clone()),
@@ -107,7 +133,7 @@ impl Service {
     }
 
     fn may_read(&self, caller: &Caller, ns: &str) -> bool {
-        caller.scopes.has_grant(Grant::Read) && caller.scopes.namespaces.allows(ns)
+        self.check_read(caller, Some(ns)).is_ok()
     }
 
     /// `resources/list`: documents of readable namespaces by (namespace, path), 500 a page.
@@ -160,21 +186,38 @@ impl Service {
     pub async fn read_resource(&self, caller: &Caller, uri: &str) -> Result<String> {
         let not_found = || Error::NotFound(format!("not found: {uri}"));
         let (ns, path) = parse_resource_uri(uri).ok_or_else(not_found)?;
-        if !self.may_read(caller, ns) {
-            return Err(not_found());
-        }
+        self.check_read(caller, Some(ns))?;
         let doc = self.store.document(ns, path).await?.ok_or_else(not_found)?;
         Ok(doc.body.unwrap_or_default())
     }
 
-    /// Completion values for the resource template's `namespace` or `path` argument.
-    pub async fn complete_resource(
+    /// `completion/complete`: values for `argument` starting with `value`. For the resource
+    /// template, namespace names and document paths the caller may read (`namespace` from the
+    /// request's context or the concrete URI); a prompt's arguments are free text, so a prompt
+    /// the caller may read completes to nothing. Refused like `read` for a caller that may not
+    /// read.
+    pub async fn complete(
         &self,
         caller: &Caller,
+        reference: CompletionRef<'_>,
         argument: &str,
         value: &str,
         namespace: Option<&str>,
     ) -> Result<Vec<String>> {
+        let namespace = match reference {
+            CompletionRef::Prompt(name) => {
+                let (ns, _) = parse_prompt_name(name)
+                    .ok_or_else(|| Error::Invalid(crate::docs::prompts::bad_prompt_name(name)))?;
+                self.check_read(caller, Some(ns))?;
+                return Ok(Vec::new());
+            }
+            CompletionRef::Resource(RESOURCE_TEMPLATE) => namespace,
+            CompletionRef::Resource(uri) => match parse_resource_uri(uri) {
+                Some((ns, _)) => Some(ns),
+                None => return Err(Error::Invalid(format!("not a capsid:// resource: {uri}"))),
+            },
+        };
+        self.check_read(caller, namespace)?;
         let mut out = Vec::new();
         match argument {
             "namespace" => {
@@ -185,7 +228,7 @@ impl Service {
                 }
             }
             "path" => {
-                let Some(ns) = namespace.filter(|ns| self.may_read(caller, ns)) else {
+                let Some(ns) = namespace else {
                     return Ok(out);
                 };
                 let glob = format!("{}*", value.replace(['*', '?', '['], ""));
@@ -197,6 +240,15 @@ impl Service {
         }
         out.truncate(100);
         Ok(out)
+    }
+
+    /// `resources/templates/list`: the one template, to a caller that may read.
+    pub fn resource_templates(&self, caller: &Caller) -> Vec<&'static str> {
+        if self.readable(caller).is_some() {
+            vec![RESOURCE_TEMPLATE]
+        } else {
+            Vec::new()
+        }
     }
 
     /// `prompts/list`: documents of type `prompt` in readable namespaces.
@@ -238,9 +290,7 @@ impl Service {
         let (ns, stem) = parse_prompt_name(name)
             .ok_or_else(|| Error::Invalid(crate::docs::prompts::bad_prompt_name(name)))?;
         let missing = || Error::NotFound(format!("no prompt named {name}"));
-        if !self.may_read(caller, ns) {
-            return Err(missing());
-        }
+        self.check_read(caller, Some(ns))?;
         let mut doc = None;
         for path in [format!("{stem}.md"), stem.to_owned()] {
             if let Some(d) = self

@@ -8,8 +8,10 @@ use serde::Deserialize;
 
 use super::args::{Bounded, NamespaceArg};
 use crate::docs::bounds;
+use crate::scope::Flag;
 use crate::scope_args;
-use crate::tools::RepoWriteArgs;
+use crate::service::args::ScopeArgs;
+use crate::tools::{RepoWriteArgs, repo_write_flags};
 
 /// A repo selector: a label of the namespace's mapping or a mapped `owner/name`.
 pub type RepoSelector = Option<Bounded<{ bounds::REPO_SELECTOR }>>;
@@ -125,25 +127,7 @@ pub struct CiStatusArgs {
 scope_args!(CiStatusArgs, namespace, repo);
 
 /// How a file change lands.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum WriteMode {
-    /// Commit to a new branch and open a pull request.
-    #[default]
-    Pr,
-    /// Commit to the default branch (needs can_direct_write).
-    Direct,
-}
-
-impl WriteMode {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WriteMode::Pr => "pr",
-            WriteMode::Direct => "direct",
-        }
-    }
-}
+pub use crate::tools::RepoWriteMode as WriteMode;
 
 /// `write_repo_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -165,19 +149,21 @@ pub struct WriteFileArgs {
     /// Opt in to writing under .github/workflows/ (needs can_write_workflows; audited).
     pub allow_workflow_write: Option<bool>,
 }
-scope_args!(
-    WriteFileArgs,
-    namespace,
-    repo,
-    writes
-        | a
-        | RepoWriteArgs {
-            path: Some(a.path.as_str()),
-            mode: Some(a.mode.unwrap_or_default().as_str()),
-            action: None,
-            allow_workflow_write: a.allow_workflow_write == Some(true),
-        }
-);
+impl ScopeArgs for WriteFileArgs {
+    fn namespace(&self) -> Option<&str> {
+        Some(self.namespace.as_str())
+    }
+    fn repo(&self) -> Option<&str> {
+        self.repo.as_ref().map(|r| r.as_str())
+    }
+    fn flags(&self) -> Vec<Flag> {
+        repo_write_flags(&RepoWriteArgs {
+            path: Some(self.path.as_str()),
+            mode: self.mode.unwrap_or_default(),
+            allow_workflow_write: self.allow_workflow_write == Some(true),
+        })
+    }
+}
 
 /// `delete_repo_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -197,19 +183,21 @@ pub struct DeleteFileArgs {
     /// Opt in to deleting under .github/workflows/ (needs can_write_workflows; audited).
     pub allow_workflow_write: Option<bool>,
 }
-scope_args!(
-    DeleteFileArgs,
-    namespace,
-    repo,
-    writes
-        | a
-        | RepoWriteArgs {
-            path: Some(a.path.as_str()),
-            mode: Some(a.mode.unwrap_or_default().as_str()),
-            action: None,
-            allow_workflow_write: a.allow_workflow_write == Some(true),
-        }
-);
+impl ScopeArgs for DeleteFileArgs {
+    fn namespace(&self) -> Option<&str> {
+        Some(self.namespace.as_str())
+    }
+    fn repo(&self) -> Option<&str> {
+        self.repo.as_ref().map(|r| r.as_str())
+    }
+    fn flags(&self) -> Vec<Flag> {
+        repo_write_flags(&RepoWriteArgs {
+            path: Some(self.path.as_str()),
+            mode: self.mode.unwrap_or_default(),
+            allow_workflow_write: self.allow_workflow_write == Some(true),
+        })
+    }
+}
 
 /// `create_branch`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -223,12 +211,7 @@ pub struct CreateBranchArgs {
     /// Branch, tag or sha to start from; the default branch when omitted.
     pub from: Option<RefArg>,
 }
-scope_args!(
-    CreateBranchArgs,
-    namespace,
-    repo,
-    writes | _a | RepoWriteArgs::default()
-);
+scope_args!(CreateBranchArgs, namespace, repo);
 
 /// `open_pr`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -246,12 +229,7 @@ pub struct OpenPrArgs {
     /// Pull request description.
     pub body: Option<Bounded<{ bounds::PR_BODY }>>,
 }
-scope_args!(
-    OpenPrArgs,
-    namespace,
-    repo,
-    writes | _a | RepoWriteArgs::default()
-);
+scope_args!(OpenPrArgs, namespace, repo);
 
 /// What `manage_pr` does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -316,17 +294,17 @@ pub struct ManagePrArgs {
     /// comment: the comment's text.
     pub body: Option<Bounded<{ bounds::PR_BODY }>>,
 }
-scope_args!(
-    ManagePrArgs,
-    namespace,
-    repo,
-    writes
-        | a
-        | RepoWriteArgs {
-            action: Some(a.action.as_str()),
-            ..RepoWriteArgs::default()
-        }
-);
+impl ScopeArgs for ManagePrArgs {
+    fn namespace(&self) -> Option<&str> {
+        Some(self.namespace.as_str())
+    }
+    fn repo(&self) -> Option<&str> {
+        self.repo.as_ref().map(|r| r.as_str())
+    }
+    fn action(&self) -> Option<&str> {
+        Some(self.action.as_str())
+    }
+}
 
 /// `delete_branch`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -340,12 +318,7 @@ pub struct DeleteBranchArgs {
     /// Lift the improve-prefix and open-PR refusals (never the default-branch one).
     pub force: Option<bool>,
 }
-scope_args!(
-    DeleteBranchArgs,
-    namespace,
-    repo,
-    writes | _a | RepoWriteArgs::default()
-);
+scope_args!(DeleteBranchArgs, namespace, repo);
 
 /// `ci_dispatch`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -364,9 +337,4 @@ pub struct CiDispatchArgs {
     /// workflow_dispatch inputs, a flat string map (at most 10).
     pub inputs: Option<BTreeMap<String, RefArg>>,
 }
-scope_args!(
-    CiDispatchArgs,
-    namespace,
-    repo,
-    writes | _a | RepoWriteArgs::default()
-);
+scope_args!(CiDispatchArgs, namespace, repo);

@@ -1,22 +1,26 @@
 //! Service tests: the one enforcement point refuses before any store call (the store here
-//! fails the test when touched), and every served tool is in the table.
+//! records every call, and `call` fails the test when one was made), and every served tool is
+//! in the registry with the reference's parameters.
 
 use std::sync::Arc;
 
 use futures::executor::block_on;
 use serde_json::{Value, json};
 
-use super::untouchable::UntouchableStore;
+use super::recording_store::RecordingStore;
 use super::*;
 use crate::caller::{AgentKind, Caller};
 use crate::ids::CountingEntropy;
 use crate::scope::{Axis, Grant, Scopes};
 use crate::time::{ManualClock, Timestamp};
-use crate::tools::TOOLS;
 
 fn service() -> Service {
+    service_over(Arc::new(RecordingStore::default()))
+}
+
+fn service_over(store: Arc<RecordingStore>) -> Service {
     Service::new(
-        Arc::new(UntouchableStore),
+        store,
         Arc::new(ManualClock::new(Timestamp::from_millis(1_800_000_000_000))),
         Arc::new(CountingEntropy::default()),
         ServiceConfig::default(),
@@ -35,8 +39,16 @@ fn narrowed() -> Scopes {
     }
 }
 
+/// Calls `tool` on a fresh service and fails the test if the call touched the store.
 fn call(caller: &Caller, tool: &str, args: Value) -> Result<Value> {
-    block_on(service().call_tool(caller, tool, args, &NoConfirmer))
+    let store = Arc::new(RecordingStore::default());
+    let out = block_on(service_over(store.clone()).call_tool(caller, tool, args, &NoConfirmer));
+    let touches = store.touches();
+    assert!(
+        touches.is_empty(),
+        "{tool} touched the store ({touches:?}) in a call that must be refused before any store call: {out:?}"
+    );
+    out
 }
 
 #[test]
@@ -226,31 +238,270 @@ fn improve_override_needs_can_touch_protected() {
 }
 
 #[test]
-fn every_tool_in_the_table_is_served_and_nothing_else() {
+fn every_registered_tool_is_served_and_nothing_else() {
     let admin = Caller::admin("owner");
     let listed = service().tools_for(&admin);
-    assert_eq!(listed.len(), TOOLS.len());
-    for tool in &TOOLS {
-        // An empty argument object is refused by parsing or by the handler, never as unknown.
+    assert_eq!(listed.len(), REGISTRY.len());
+    for entry in &REGISTRY {
         // A caller with no scopes at all is refused by parsing or by the scope check: never
         // as an unknown tool, and never after touching the store.
         let nobody = agent(Scopes::none());
         let e = call(
             &nobody,
-            tool.name,
+            entry.spec.name,
             json!({"namespace": "a", "path": "x.md"}),
         )
         .unwrap_err();
         assert!(
             !e.to_string().starts_with("unknown tool"),
             "{}: {e}",
-            tool.name
+            entry.spec.name
         );
-        let schema = input_schema_of(tool.name);
-        assert_eq!(schema.get("type"), Some(&json!("object")), "{}", tool.name);
     }
     let err = call(&admin, "no_such_tool", json!({})).unwrap_err();
     assert_eq!(err.to_string(), "unknown tool: no_such_tool");
+}
+
+/// Every tool's parameters as reference section 2 names them; `*` marks a required one.
+const REFERENCE_PARAMETERS: [(&str, &[&str]); 32] = [
+    ("list", &["namespace", "type", "status"]),
+    ("read", &["*namespace", "*path"]),
+    ("brief", &["*namespace"]),
+    ("backlinks", &["*namespace", "*path"]),
+    ("find", &["namespace", "*glob"]),
+    ("search", &["*query", "namespace", "type"]),
+    ("namespaces", &[]),
+    ("history", &["*namespace", "*path", "version_id"]),
+    (
+        "write",
+        &[
+            "*namespace",
+            "*path",
+            "title",
+            "body",
+            "mode",
+            "find",
+            "replace_with",
+            "type",
+            "tags",
+            "status",
+            "confirm",
+            "links",
+            "if_match",
+            "allow_improve_paths",
+        ],
+    ),
+    (
+        "delete",
+        &["*namespace", "*path", "confirm", "allow_improve_paths"],
+    ),
+    (
+        "move",
+        &[
+            "*namespace",
+            "*path",
+            "*new_path",
+            "confirm",
+            "allow_improve_paths",
+        ],
+    ),
+    (
+        "restore",
+        &[
+            "*namespace",
+            "*path",
+            "*version_id",
+            "confirm",
+            "if_match",
+            "allow_improve_paths",
+        ],
+    ),
+    ("lint", &["*namespace", "mode", "consumed", "confirm"]),
+    (
+        "register_namespace",
+        &["*namespace", "repo", "label", "repos"],
+    ),
+    ("update_namespace", &["*namespace", "*repos"]),
+    ("list_repo_tree", &["*namespace", "repo", "path", "ref"]),
+    (
+        "read_repo_file",
+        &["*namespace", "repo", "path", "paths", "ref"],
+    ),
+    (
+        "search_code",
+        &[
+            "*query",
+            "*namespace",
+            "repo",
+            "path_prefix",
+            "ref",
+            "max_results",
+            "max_files",
+            "start",
+        ],
+    ),
+    ("repo_refs", &["*namespace", "repo"]),
+    (
+        "repo_history",
+        &[
+            "*namespace",
+            "repo",
+            "ref",
+            "base",
+            "head",
+            "sha",
+            "limit",
+            "patch",
+        ],
+    ),
+    (
+        "ci_status",
+        &["*namespace", "repo", "limit", "ref", "run_id"],
+    ),
+    (
+        "write_repo_file",
+        &[
+            "*namespace",
+            "repo",
+            "*path",
+            "*content",
+            "*message",
+            "mode",
+            "branch",
+            "allow_workflow_write",
+        ],
+    ),
+    ("create_branch", &["*namespace", "repo", "*branch", "from"]),
+    (
+        "open_pr",
+        &["*namespace", "repo", "*title", "*head", "base", "body"],
+    ),
+    (
+        "delete_repo_file",
+        &[
+            "*namespace",
+            "repo",
+            "*path",
+            "*message",
+            "mode",
+            "branch",
+            "allow_workflow_write",
+        ],
+    ),
+    (
+        "manage_pr",
+        &[
+            "*namespace",
+            "repo",
+            "*number",
+            "*action",
+            "merge_method",
+            "body",
+        ],
+    ),
+    ("delete_branch", &["*namespace", "repo", "*branch", "force"]),
+    (
+        "ci_dispatch",
+        &["*namespace", "repo", "workflow", "ref", "run_id", "inputs"],
+    ),
+    (
+        "jobs",
+        &[
+            "*action",
+            "namespace",
+            "title",
+            "body",
+            "priority",
+            "gate_required",
+            "review_required",
+            "required_flags",
+            "min_record",
+            "status",
+            "id",
+            "result_summary",
+            "result_ref",
+            "reason",
+            "command",
+            "approved_by_policy",
+            "evidence",
+        ],
+    ),
+    (
+        "improve_run",
+        &[
+            "action",
+            "namespace",
+            "value",
+            "reason",
+            "actions_minutes_month",
+            "model_usd_month",
+            "dry_run",
+            "release",
+            "condition",
+            "path",
+        ],
+    ),
+    ("improve_status", &["namespace", "task_path"]),
+    (
+        "agents",
+        &[
+            "*action",
+            "name",
+            "kind",
+            "namespaces",
+            "repos",
+            "tools",
+            "grants",
+            "flags",
+        ],
+    ),
+];
+
+#[test]
+fn every_tools_schema_has_the_reference_parameters_and_required_fields() {
+    let admin = Caller::admin("owner");
+    let listed = service().tools_for(&admin);
+    assert_eq!(listed.len(), REFERENCE_PARAMETERS.len());
+    for (listing, (name, params)) in listed.iter().zip(REFERENCE_PARAMETERS) {
+        assert_eq!(
+            listing.spec.name, name,
+            "registry order follows the reference"
+        );
+        let schema = &listing.input_schema;
+        assert_eq!(schema.get("type"), Some(&json!("object")), "{name}");
+        let props = schema["properties"].as_object().expect("properties");
+        let mut got: Vec<&str> = props.keys().map(String::as_str).collect();
+        let mut want: Vec<&str> = params.iter().map(|p| p.trim_start_matches('*')).collect();
+        got.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(got, want, "{name}: parameters");
+        let mut required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut want_required: Vec<&str> =
+            params.iter().filter_map(|p| p.strip_prefix('*')).collect();
+        required.sort_unstable();
+        want_required.sort_unstable();
+        assert_eq!(required, want_required, "{name}: required");
+        for (param, p) in props {
+            assert!(
+                p.get("description").is_some() || p.get("$ref").is_some(),
+                "{name}.{param} has no description: {p}"
+            );
+        }
+        for bounded in ["namespace", "path", "title", "body", "query", "glob"] {
+            if let Some(p) = props.get(bounded)
+                && p.get("type") == Some(&json!("string"))
+            {
+                assert!(
+                    p.get("maxLength").is_some(),
+                    "{name}.{bounded} is unbounded: {p}"
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -258,12 +509,14 @@ fn console_actions_and_revocation_refuse_anyone_but_the_owner_before_the_store()
     let bot = agent(Scopes::unrestricted());
     let cli = Caller::cli("someone");
     for caller in [&bot, &cli] {
-        let err = block_on(service().console_revoke_grants(caller)).unwrap_err();
+        let store = Arc::new(RecordingStore::default());
+        let err = block_on(service_over(store.clone()).console_revoke_grants(caller)).unwrap_err();
         assert!(matches!(err, Error::Forbidden(_)), "{err}");
         let action = ConsoleAction::Mode {
             value: "off".into(),
         };
-        let err = block_on(service().console_act(caller, &action)).unwrap_err();
+        let err = block_on(service_over(store.clone()).console_act(caller, &action)).unwrap_err();
         assert!(matches!(err, Error::Forbidden(_)), "{err}");
+        assert!(store.touches().is_empty(), "{:?}", store.touches());
     }
 }

@@ -27,7 +27,6 @@ use crate::docs::{
 };
 use crate::error::{Error, Result};
 use crate::ports::{DocumentWrite, StoreError, WriteGuard};
-use crate::scope::{Flag, Need};
 use crate::scope_args;
 use crate::time::Timestamp;
 
@@ -64,7 +63,7 @@ pub struct WriteArgs {
     /// Write under the improve loop's control surface (needs can_touch_protected).
     pub allow_improve_paths: Option<bool>,
 }
-scope_args!(WriteArgs, namespace);
+scope_args!(WriteArgs, namespace, improve_override);
 
 /// `delete`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -78,7 +77,7 @@ pub struct DeleteArgs {
     /// Delete from the improve loop's control surface (needs can_touch_protected).
     pub allow_improve_paths: Option<bool>,
 }
-scope_args!(DeleteArgs, namespace);
+scope_args!(DeleteArgs, namespace, improve_override);
 
 /// `move`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -94,7 +93,7 @@ pub struct MoveArgs {
     /// Move within the improve loop's control surface (needs can_touch_protected).
     pub allow_improve_paths: Option<bool>,
 }
-scope_args!(MoveArgs, namespace);
+scope_args!(MoveArgs, namespace, improve_override);
 
 /// `restore`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -112,36 +111,13 @@ pub struct RestoreArgs {
     /// Restore onto the improve loop's control surface (needs can_touch_protected).
     pub allow_improve_paths: Option<bool>,
 }
-scope_args!(RestoreArgs, namespace);
+scope_args!(RestoreArgs, namespace, improve_override);
 
 fn invalid(e: impl std::fmt::Display) -> Error {
     Error::Invalid(e.to_string())
 }
 
 impl Service {
-    /// `allow_improve_paths: true` additionally needs `can_touch_protected`.
-    fn check_improve_override(
-        &self,
-        caller: &Caller,
-        tool: &str,
-        ns: &str,
-        allow: Option<bool>,
-    ) -> Result<bool> {
-        let allow = allow == Some(true);
-        if allow {
-            self.check(
-                caller,
-                &Need {
-                    tool,
-                    namespace: Some(ns),
-                    flags: vec![Flag::CanTouchProtected],
-                    ..Need::default()
-                },
-            )?;
-        }
-        Ok(allow)
-    }
-
     /// Maps a failed commit to the write's wording, re-reading the body for the current hash.
     async fn commit_failure(
         &self,
@@ -182,7 +158,7 @@ impl Service {
     ) -> Result<Value> {
         let (ns_arg, path) = (&a.namespace.0, a.path.as_str());
         let ns = ns_arg.as_str();
-        let allow = self.check_improve_override(caller, "write", ns, a.allow_improve_paths)?;
+        let allow = a.allow_improve_paths == Some(true);
         // Step 1: metadata and links, then the namespace registry.
         let meta = check_meta(
             ns_arg,
@@ -313,7 +289,7 @@ impl Service {
         confirmer: &dyn Confirmer,
     ) -> Result<Value> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
-        let allow = self.check_improve_override(caller, "delete", ns, a.allow_improve_paths)?;
+        let allow = a.allow_improve_paths == Some(true);
         self.require_namespace(ns).await?;
         let doc = self
             .store
@@ -376,7 +352,7 @@ impl Service {
         confirmer: &dyn Confirmer,
     ) -> Result<Value> {
         let (ns, path, new_path) = (a.namespace.as_str(), a.path.as_str(), a.new_path.as_str());
-        let allow = self.check_improve_override(caller, "move", ns, a.allow_improve_paths)?;
+        let allow = a.allow_improve_paths == Some(true);
         self.require_namespace(ns).await?;
         let doc = self
             .store
@@ -431,7 +407,7 @@ impl Service {
         confirmer: &dyn Confirmer,
     ) -> Result<Value> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
-        let allow = self.check_improve_override(caller, "restore", ns, a.allow_improve_paths)?;
+        let allow = a.allow_improve_paths == Some(true);
         if a.version_id <= 0 {
             return Err(Error::Invalid(
                 "restore: version_id must be a positive integer".into(),
@@ -505,3 +481,103 @@ impl Service {
         to_json(outcome)
     }
 }
+
+mod registered {
+    //! The document write tools as the registry serves them.
+    use super::*;
+    use crate::service::registry::{Tool, ToolFuture};
+    use crate::tools::{Confirmation, Requirement::Fixed, Rule, ToolGroup::Documents, ToolSpec};
+
+    /// `write`.
+    #[derive(Debug)]
+    pub struct Write;
+    impl Tool for Write {
+        type Args = WriteArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "write",
+            Documents,
+            Fixed(Rule::write()),
+            "Create or change a document: mode replace (default), append, patch (find/replace_with) or meta; if_match guards against lost updates; links replaces outgoing edges. Overwrites need confirm.",
+        )
+        .confirmed(Confirmation::OnOverwrite)
+        .destructive();
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: WriteArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.write(c, a, k))
+        }
+    }
+
+    /// `delete`.
+    #[derive(Debug)]
+    pub struct Delete;
+    impl Tool for Delete {
+        type Args = DeleteArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "delete",
+            Documents,
+            Fixed(Rule::write()),
+            "Delete a document (snapshotted first) and every link touching it. Needs confirm.",
+        )
+        .confirmed(Confirmation::Always)
+        .destructive();
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: DeleteArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.delete(c, a, k))
+        }
+    }
+
+    /// `move`.
+    #[derive(Debug)]
+    pub struct Move;
+    impl Tool for Move {
+        type Args = MoveArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "move",
+            Documents,
+            Fixed(Rule::write()),
+            "Rename a document within its namespace, repointing links. Needs confirm.",
+        )
+        .confirmed(Confirmation::Always)
+        .destructive();
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: MoveArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.move_document(c, a, k))
+        }
+    }
+
+    /// `restore`.
+    #[derive(Debug)]
+    pub struct Restore;
+    impl Tool for Restore {
+        type Args = RestoreArgs;
+        const SPEC: ToolSpec = ToolSpec::new(
+            "restore",
+            Documents,
+            Fixed(Rule::write()),
+            "Restore a document's title and body from a version snapshot (recreating it if deleted). Needs confirm.",
+        )
+        .confirmed(Confirmation::Always)
+        .destructive();
+        fn run<'a>(
+            s: &'a Service,
+            c: &'a Caller,
+            a: RestoreArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a> {
+            Box::pin(s.restore(c, a, k))
+        }
+    }
+}
+pub use registered::*;

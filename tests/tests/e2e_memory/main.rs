@@ -3,6 +3,7 @@
 //! its scenarios and expands them once per store.
 
 mod credentials;
+mod enforcement;
 mod round_trip;
 mod surfaces;
 mod writes;

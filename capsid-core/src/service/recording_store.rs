@@ -1,6 +1,7 @@
-//! A store that fails the test on any call: service tests of refusals run against it, so a
-//! refusal that touched storage (read or write) fails loudly. Successful paths are covered by
-//! the end-to-end tests against the real stores.
+//! A store that refuses every call and records which port methods were asked: service tests of
+//! the one check run against it, so a refusal that touched storage (read or write) is seen,
+//! and a call that got through is counted. Successful paths are covered by the end-to-end
+//! tests against the real stores.
 
 use async_trait::async_trait;
 
@@ -10,28 +11,46 @@ use crate::jobs::outcome::OutcomeRow;
 use crate::ports::*;
 use crate::time::Timestamp;
 
-/// Panics on any call.
+/// Answers every call with a backend error, recording the method's name.
 #[derive(Debug, Default)]
-pub struct UntouchableStore;
+pub struct RecordingStore {
+    touches: std::sync::Mutex<Vec<&'static str>>,
+}
 
-fn touched(method: &str) -> ! {
-    panic!("the store was touched ({method}) by a call that must be refused before any store call")
+impl RecordingStore {
+    fn touched(&self, method: &'static str) -> StoreError {
+        self.touches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(method);
+        StoreError::Backend(format!(
+            "recording store: {method} is not wired in this test"
+        ))
+    }
+
+    /// The methods asked so far, in order.
+    pub fn touches(&self) -> Vec<&'static str> {
+        self.touches
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
 }
 
 #[async_trait]
-impl DocumentStore for UntouchableStore {
+impl DocumentStore for RecordingStore {
     async fn document(&self, _namespace: &str, _path: &str) -> StoreResult<Option<Document>> {
-        touched("document")
+        Err(self.touched("document"))
     }
     async fn last_actor(&self, _namespace: &str, _path: &str) -> StoreResult<Option<String>> {
-        touched("last_actor")
+        Err(self.touched("last_actor"))
     }
     async fn list_documents(
         &self,
         _filter: &DocFilter,
         _limit: usize,
     ) -> StoreResult<Vec<DocumentSummary>> {
-        touched("list_documents")
+        Err(self.touched("list_documents"))
     }
     async fn find_documents(
         &self,
@@ -39,7 +58,7 @@ impl DocumentStore for UntouchableStore {
         _glob: &str,
         _limit: usize,
     ) -> StoreResult<Vec<DocumentSummary>> {
-        touched("find_documents")
+        Err(self.touched("find_documents"))
     }
     async fn search_documents(
         &self,
@@ -48,7 +67,7 @@ impl DocumentStore for UntouchableStore {
         _doc_type: Option<&str>,
         _limit: usize,
     ) -> StoreResult<Vec<SearchHit>> {
-        touched("search_documents")
+        Err(self.touched("search_documents"))
     }
     async fn versions(
         &self,
@@ -56,7 +75,7 @@ impl DocumentStore for UntouchableStore {
         _path: &str,
         _limit: usize,
     ) -> StoreResult<Vec<VersionSummary>> {
-        touched("versions")
+        Err(self.touched("versions"))
     }
     async fn version(
         &self,
@@ -64,19 +83,19 @@ impl DocumentStore for UntouchableStore {
         _namespace: &str,
         _path: &str,
     ) -> StoreResult<Option<VersionRow>> {
-        touched("version")
+        Err(self.touched("version"))
     }
     async fn backlinks(&self, _namespace: &str, _path: &str) -> StoreResult<Backlinks> {
-        touched("backlinks")
+        Err(self.touched("backlinks"))
     }
     async fn documents_exist(&self, _refs: &[(String, String)]) -> StoreResult<Vec<bool>> {
-        touched("documents_exist")
+        Err(self.touched("documents_exist"))
     }
     async fn brief_rows(&self, _namespace: &str) -> StoreResult<BriefRows> {
-        touched("brief_rows")
+        Err(self.touched("brief_rows"))
     }
     async fn lint_rows(&self, _namespace: &str) -> StoreResult<LintRows> {
-        touched("lint_rows")
+        Err(self.touched("lint_rows"))
     }
     async fn page_documents(
         &self,
@@ -85,7 +104,7 @@ impl DocumentStore for UntouchableStore {
         _after: Option<(&str, &str)>,
         _limit: usize,
     ) -> StoreResult<Vec<DocumentSummary>> {
-        touched("page_documents")
+        Err(self.touched("page_documents"))
     }
     async fn write_document(
         &self,
@@ -93,7 +112,7 @@ impl DocumentStore for UntouchableStore {
         _guard: WriteGuard,
         _audit: Vec<AuditEntry>,
     ) -> StoreResult<WriteReceipt> {
-        touched("write_document")
+        Err(self.touched("write_document"))
     }
     async fn delete_document(
         &self,
@@ -102,7 +121,7 @@ impl DocumentStore for UntouchableStore {
         _expected_body: Option<&str>,
         _audit: AuditEntry,
     ) -> StoreResult<Vec<(String, String, String, String, String)>> {
-        touched("delete_document")
+        Err(self.touched("delete_document"))
     }
     async fn move_document(
         &self,
@@ -113,7 +132,7 @@ impl DocumentStore for UntouchableStore {
         _at: Timestamp,
         _audit: AuditEntry,
     ) -> StoreResult<u64> {
-        touched("move_document")
+        Err(self.touched("move_document"))
     }
     async fn archive_documents(
         &self,
@@ -122,17 +141,17 @@ impl DocumentStore for UntouchableStore {
         _at: Timestamp,
         _audit: AuditEntry,
     ) -> StoreResult<u64> {
-        touched("archive_documents")
+        Err(self.touched("archive_documents"))
     }
 }
 
 #[async_trait]
-impl NamespaceStore for UntouchableStore {
+impl NamespaceStore for RecordingStore {
     async fn namespaces(&self) -> StoreResult<Vec<NamespaceRow>> {
-        touched("namespaces")
+        Err(self.touched("namespaces"))
     }
     async fn namespace(&self, _name: &str) -> StoreResult<Option<NamespaceRow>> {
-        touched("namespace")
+        Err(self.touched("namespace"))
     }
     async fn register_namespace(
         &self,
@@ -141,7 +160,7 @@ impl NamespaceStore for UntouchableStore {
         _at: Timestamp,
         _audit: AuditEntry,
     ) -> StoreResult<()> {
-        touched("register_namespace")
+        Err(self.touched("register_namespace"))
     }
     async fn update_namespace(
         &self,
@@ -149,40 +168,40 @@ impl NamespaceStore for UntouchableStore {
         _repos_json: &str,
         _audit: AuditEntry,
     ) -> StoreResult<Option<String>> {
-        touched("update_namespace")
+        Err(self.touched("update_namespace"))
     }
 }
 
 #[async_trait]
-impl AuditLog for UntouchableStore {
+impl AuditLog for RecordingStore {
     async fn append_audit(&self, _entry: AuditEntry) -> StoreResult<()> {
-        touched("append_audit")
+        Err(self.touched("append_audit"))
     }
     async fn recent_audit(
         &self,
         _filter: &AuditFilter,
         _limit: usize,
     ) -> StoreResult<Vec<AuditRow>> {
-        touched("recent_audit")
+        Err(self.touched("recent_audit"))
     }
 }
 
 #[async_trait]
-impl AgentStore for UntouchableStore {
+impl AgentStore for RecordingStore {
     async fn agent_by_key_hash(&self, _key_hash: &str) -> StoreResult<Option<AgentRow>> {
-        touched("agent_by_key_hash")
+        Err(self.touched("agent_by_key_hash"))
     }
     async fn agent_by_name(&self, _name: &str) -> StoreResult<Option<AgentRow>> {
-        touched("agent_by_name")
+        Err(self.touched("agent_by_name"))
     }
     async fn agents(&self) -> StoreResult<Vec<AgentRow>> {
-        touched("agents")
+        Err(self.touched("agents"))
     }
     async fn touch_agent(&self, _id: &str, _at: Timestamp) -> StoreResult<()> {
-        touched("touch_agent")
+        Err(self.touched("touch_agent"))
     }
     async fn mint_agent(&self, _agent: NewAgent, _audit: AuditEntry) -> StoreResult<AgentRow> {
-        touched("mint_agent")
+        Err(self.touched("mint_agent"))
     }
     async fn revoke_agent(
         &self,
@@ -190,7 +209,7 @@ impl AgentStore for UntouchableStore {
         _at: Timestamp,
         _audit: AuditEntry,
     ) -> StoreResult<Option<AgentRow>> {
-        touched("revoke_agent")
+        Err(self.touched("revoke_agent"))
     }
     async fn rescope_agent(
         &self,
@@ -199,40 +218,40 @@ impl AgentStore for UntouchableStore {
         _scopes: &str,
         _audit: AuditEntry,
     ) -> StoreResult<Option<AgentRow>> {
-        touched("rescope_agent")
+        Err(self.touched("rescope_agent"))
     }
 }
 
 #[async_trait]
-impl JobStore for UntouchableStore {
+impl JobStore for RecordingStore {
     async fn post_job(
         &self,
         _job: NewJob,
         _audit: AuditEntry,
         _mirror: MirrorFn,
     ) -> StoreResult<Job> {
-        touched("post_job")
+        Err(self.touched("post_job"))
     }
     async fn job(&self, _id: &str) -> StoreResult<Option<Job>> {
-        touched("job")
+        Err(self.touched("job"))
     }
     async fn held_job(&self, _actor: &str) -> StoreResult<Option<Job>> {
-        touched("held_job")
+        Err(self.touched("held_job"))
     }
     async fn jobs(&self, _filter: &JobFilter, _limit: usize) -> StoreResult<Vec<Job>> {
-        touched("jobs")
+        Err(self.touched("jobs"))
     }
     async fn job_counts(&self, _namespace: &str, _day_start: Timestamp) -> StoreResult<JobCounts> {
-        touched("job_counts")
+        Err(self.touched("job_counts"))
     }
     async fn job_status_counts(&self) -> StoreResult<Vec<StatusCount>> {
-        touched("job_status_counts")
+        Err(self.touched("job_status_counts"))
     }
     async fn claim_job(&self, _request: ClaimRequest<'_>) -> StoreResult<ClaimOutcome> {
-        touched("claim_job")
+        Err(self.touched("claim_job"))
     }
     async fn transition_job(&self, _transition: JobTransition) -> StoreResult<Option<Job>> {
-        touched("transition_job")
+        Err(self.touched("transition_job"))
     }
     async fn sweep_expired_leases(
         &self,
@@ -240,17 +259,17 @@ impl JobStore for UntouchableStore {
         _audit: &SweepAuditFn,
         _mirror: MirrorFn,
     ) -> StoreResult<Vec<Job>> {
-        touched("sweep_expired_leases")
+        Err(self.touched("sweep_expired_leases"))
     }
     async fn outcomes(&self, _agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
-        touched("outcomes")
+        Err(self.touched("outcomes"))
     }
 }
 
 #[async_trait]
-impl SettingsStore for UntouchableStore {
+impl SettingsStore for RecordingStore {
     async fn setting(&self, _key: &str, _now: Timestamp) -> StoreResult<Option<String>> {
-        touched("setting")
+        Err(self.touched("setting"))
     }
     async fn put_setting(
         &self,
@@ -258,10 +277,10 @@ impl SettingsStore for UntouchableStore {
         _value: &str,
         _expires_at: Option<Timestamp>,
     ) -> StoreResult<()> {
-        touched("put_setting")
+        Err(self.touched("put_setting"))
     }
     async fn delete_setting(&self, _key: &str) -> StoreResult<()> {
-        touched("delete_setting")
+        Err(self.touched("delete_setting"))
     }
     async fn compare_and_set_setting(
         &self,
@@ -271,15 +290,15 @@ impl SettingsStore for UntouchableStore {
         _expires_at: Option<Timestamp>,
         _now: Timestamp,
     ) -> StoreResult<bool> {
-        touched("compare_and_set_setting")
+        Err(self.touched("compare_and_set_setting"))
     }
     async fn claim_nonce(&self, _scope: &str, _jti: &str, _at: Timestamp) -> StoreResult<bool> {
-        touched("claim_nonce")
+        Err(self.touched("claim_nonce"))
     }
 }
 
 #[async_trait]
-impl LeaderLease for UntouchableStore {
+impl LeaderLease for RecordingStore {
     async fn acquire_lease(
         &self,
         _name: &str,
@@ -287,38 +306,38 @@ impl LeaderLease for UntouchableStore {
         _now: Timestamp,
         _until: Timestamp,
     ) -> StoreResult<bool> {
-        touched("acquire_lease")
+        Err(self.touched("acquire_lease"))
     }
     async fn release_lease(&self, _name: &str, _holder: &str) -> StoreResult<()> {
-        touched("release_lease")
+        Err(self.touched("release_lease"))
     }
 }
 
 #[async_trait]
-impl ImproveStore for UntouchableStore {
+impl ImproveStore for RecordingStore {
     async fn run_totals(&self, _since: Option<Timestamp>) -> StoreResult<Vec<ImproveRunTotals>> {
-        touched("run_totals")
+        Err(self.touched("run_totals"))
     }
 }
 
 #[async_trait]
-impl SkillStore for UntouchableStore {
+impl SkillStore for RecordingStore {
     async fn insert_skill(
         &self,
         _skill: SkillRow,
         _at: Timestamp,
         _audit: AuditEntry,
     ) -> StoreResult<()> {
-        touched("insert_skill")
+        Err(self.touched("insert_skill"))
     }
     async fn skills(&self, _status: Option<&str>) -> StoreResult<Vec<SkillRow>> {
-        touched("skills")
+        Err(self.touched("skills"))
     }
     async fn record_evaluation(&self, _evaluation: SkillEvaluationRow) -> StoreResult<()> {
-        touched("record_evaluation")
+        Err(self.touched("record_evaluation"))
     }
     async fn evaluations(&self, _skill: &str) -> StoreResult<Vec<SkillEvaluationRow>> {
-        touched("evaluations")
+        Err(self.touched("evaluations"))
     }
     async fn set_skill_status(
         &self,
@@ -328,34 +347,34 @@ impl SkillStore for UntouchableStore {
         _at: Timestamp,
         _audit: AuditEntry,
     ) -> StoreResult<bool> {
-        touched("set_skill_status")
+        Err(self.touched("set_skill_status"))
     }
 }
 
 #[async_trait]
-impl StoreHealth for UntouchableStore {
+impl StoreHealth for RecordingStore {
     async fn ping(&self) -> StoreResult<()> {
-        touched("ping")
+        Err(self.touched("ping"))
     }
     async fn fts_probe(&self, _term: &str) -> StoreResult<u64> {
-        touched("fts_probe")
+        Err(self.touched("fts_probe"))
     }
     async fn schema_version(&self) -> StoreResult<Option<String>> {
-        touched("schema_version")
+        Err(self.touched("schema_version"))
     }
 }
 
 #[async_trait]
-impl OAuthStore for UntouchableStore {
+impl OAuthStore for RecordingStore {
     async fn insert_client(&self, _client: OAuthClientRow) -> StoreResult<()> {
-        touched("insert_client")
+        Err(self.touched("insert_client"))
     }
     async fn client(
         &self,
         _client_id: &str,
         _now: Timestamp,
     ) -> StoreResult<Option<OAuthClientRow>> {
-        touched("client")
+        Err(self.touched("client"))
     }
     async fn bump_counter(
         &self,
@@ -363,10 +382,10 @@ impl OAuthStore for UntouchableStore {
         _now: Timestamp,
         _expires_at: Timestamp,
     ) -> StoreResult<u64> {
-        touched("bump_counter")
+        Err(self.touched("bump_counter"))
     }
     async fn put_login_state(&self, _state: LoginStateRow) -> StoreResult<()> {
-        touched("put_login_state")
+        Err(self.touched("put_login_state"))
     }
     async fn login_state(
         &self,
@@ -374,7 +393,7 @@ impl OAuthStore for UntouchableStore {
         _purpose: &str,
         _now: Timestamp,
     ) -> StoreResult<Option<LoginStateRow>> {
-        touched("login_state")
+        Err(self.touched("login_state"))
     }
     async fn take_login_state(
         &self,
@@ -382,7 +401,7 @@ impl OAuthStore for UntouchableStore {
         _purpose: &str,
         _now: Timestamp,
     ) -> StoreResult<Option<LoginStateRow>> {
-        touched("take_login_state")
+        Err(self.touched("take_login_state"))
     }
     async fn approve_client(
         &self,
@@ -391,16 +410,16 @@ impl OAuthStore for UntouchableStore {
         _at: Timestamp,
         _expires_at: Timestamp,
     ) -> StoreResult<()> {
-        touched("approve_client")
+        Err(self.touched("approve_client"))
     }
     async fn approval(&self, _tag: &str, _now: Timestamp) -> StoreResult<bool> {
-        touched("approval")
+        Err(self.touched("approval"))
     }
     async fn insert_code(&self, _code: CodeRow) -> StoreResult<()> {
-        touched("insert_code")
+        Err(self.touched("insert_code"))
     }
     async fn code(&self, _code_hash: &str) -> StoreResult<Option<CodeRow>> {
-        touched("code")
+        Err(self.touched("code"))
     }
     async fn redeem_code(
         &self,
@@ -410,10 +429,10 @@ impl OAuthStore for UntouchableStore {
         _tokens: Vec<NewToken>,
         _client_expires_at: Timestamp,
     ) -> StoreResult<Redemption> {
-        touched("redeem_code")
+        Err(self.touched("redeem_code"))
     }
     async fn token(&self, _token_hash: &str) -> StoreResult<Option<TokenRow>> {
-        touched("token")
+        Err(self.touched("token"))
     }
     async fn rotate_refresh(
         &self,
@@ -422,31 +441,31 @@ impl OAuthStore for UntouchableStore {
         _tokens: Vec<NewToken>,
         _client_expires_at: Timestamp,
     ) -> StoreResult<Rotation> {
-        touched("rotate_refresh")
+        Err(self.touched("rotate_refresh"))
     }
     async fn revoke_grant(&self, _grant_id: &str, _now: Timestamp) -> StoreResult<()> {
-        touched("revoke_grant")
+        Err(self.touched("revoke_grant"))
     }
     async fn revoke_all_grants(&self, _now: Timestamp) -> StoreResult<u64> {
-        touched("revoke_all_grants")
+        Err(self.touched("revoke_all_grants"))
     }
     async fn insert_console_session(&self, _session: ConsoleSessionRow) -> StoreResult<()> {
-        touched("insert_console_session")
+        Err(self.touched("insert_console_session"))
     }
     async fn console_session(
         &self,
         _session_hash: &str,
         _now: Timestamp,
     ) -> StoreResult<Option<ConsoleSessionRow>> {
-        touched("console_session")
+        Err(self.touched("console_session"))
     }
     async fn end_console_session(&self, _session_hash: &str, _now: Timestamp) -> StoreResult<bool> {
-        touched("end_console_session")
+        Err(self.touched("end_console_session"))
     }
     async fn end_console_sessions(&self, _now: Timestamp) -> StoreResult<u64> {
-        touched("end_console_sessions")
+        Err(self.touched("end_console_sessions"))
     }
     async fn purge_expired_oauth(&self, _now: Timestamp) -> StoreResult<u64> {
-        touched("purge_expired_oauth")
+        Err(self.touched("purge_expired_oauth"))
     }
 }

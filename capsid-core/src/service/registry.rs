@@ -1,0 +1,235 @@
+//! The tool registry: every served tool is one entry here, pairing its [`ToolSpec`] (name,
+//! group, description, requirement per action, confirmation, annotations) with its argument
+//! type (whose JSON Schema is the MCP input schema, so a tool without one does not compile)
+//! and its handler. The registry is the dispatch table, the source of `tools/list` and the
+//! requirement the one check asks: [`Service::call_tool`] parses the arguments, runs
+//! [`gate_call`] and only then enters the handler. Nothing else dispatches a tool.
+//!
+//! Adding a tool: write its arguments and handler in its area's folder, implement [`Tool`]
+//! for a unit struct there, and add one `entry::<Area::YourTool>()` line to [`REGISTRY`].
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::args::{ScopeArgs, input_schema, parse_args};
+use super::{Confirmer, Service};
+use crate::caller::Caller;
+use crate::error::{Error, Result};
+use crate::tools::{Annotations, Call, GateRefusal, RefusalShape, ToolSpec, gate_call, visible_to};
+
+/// A boxed handler future.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value>> + Send + 'a>>;
+
+/// One tool: its spec, its arguments and its handler.
+pub trait Tool: 'static {
+    /// The parsed, bounded arguments; their schema is the tool's MCP input schema.
+    type Args: DeserializeOwned + schemars::JsonSchema + ScopeArgs + Send + 'static;
+    /// Everything about the tool but its handler.
+    const SPEC: ToolSpec;
+    /// The handler. It runs only after the one check allowed the call.
+    fn run<'a>(
+        service: &'a Service,
+        caller: &'a Caller,
+        args: Self::Args,
+        confirmer: &'a dyn Confirmer,
+    ) -> ToolFuture<'a>;
+}
+
+type Invoke = for<'a> fn(&'a Service, &'a Caller, Value, &'a dyn Confirmer) -> ToolFuture<'a>;
+
+/// A registered tool.
+pub struct ToolEntry {
+    /// Its spec.
+    pub spec: ToolSpec,
+    schema: fn() -> Map<String, Value>,
+    invoke: Invoke,
+}
+
+impl std::fmt::Debug for ToolEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolEntry")
+            .field("name", &self.spec.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The entry of tool `T`.
+pub const fn entry<T: Tool>() -> ToolEntry {
+    ToolEntry {
+        spec: T::SPEC,
+        schema: input_schema::<T::Args>,
+        invoke: invoke::<T>,
+    }
+}
+
+/// Parse, check, then the handler: the only way into a tool.
+fn invoke<'a, T: Tool>(
+    service: &'a Service,
+    caller: &'a Caller,
+    args: Value,
+    confirmer: &'a dyn Confirmer,
+) -> ToolFuture<'a> {
+    Box::pin(async move {
+        let spec = &T::SPEC;
+        let parsed: T::Args = parse_args(spec.name, args)?;
+        let call = Call {
+            action: parsed.action(),
+            namespace: parsed.namespace(),
+            repo: parsed.repo(),
+            takes_namespace: takes_namespace(spec.name),
+            flags: parsed.flags(),
+        };
+        match gate_call(caller, spec, &call) {
+            Ok(()) => {}
+            Err(GateRefusal::Scope(refusal)) => return Err(Error::Denied(refusal)),
+            Err(GateRefusal::AdminOnly { action, why }) => {
+                return Err(match spec.refusals {
+                    RefusalShape::OkFalse => Error::Refused {
+                        action: action.to_owned(),
+                        refusal: why.to_owned(),
+                    },
+                    RefusalShape::ToolError => Error::Forbidden(why.to_owned()),
+                });
+            }
+        }
+        if let Some(observer) = &service.observer {
+            observer.entered(spec.name);
+        }
+        T::run(service, caller, parsed, confirmer).await
+    })
+}
+
+use super::{agents, documents, improve, jobs, lint, namespaces, repo_tools, writes};
+
+/// Every served tool, in the reference's order.
+pub static REGISTRY: [ToolEntry; 32] = [
+    entry::<documents::List>(),
+    entry::<documents::Read>(),
+    entry::<documents::Brief>(),
+    entry::<documents::Backlinks>(),
+    entry::<documents::Find>(),
+    entry::<documents::Search>(),
+    entry::<documents::Namespaces>(),
+    entry::<documents::History>(),
+    entry::<writes::Write>(),
+    entry::<writes::Delete>(),
+    entry::<writes::Move>(),
+    entry::<writes::Restore>(),
+    entry::<lint::Lint>(),
+    entry::<namespaces::RegisterNamespace>(),
+    entry::<namespaces::UpdateNamespace>(),
+    entry::<repo_tools::ListRepoTree>(),
+    entry::<repo_tools::ReadRepoFile>(),
+    entry::<repo_tools::SearchCode>(),
+    entry::<repo_tools::RepoRefs>(),
+    entry::<repo_tools::RepoHistory>(),
+    entry::<repo_tools::CiStatus>(),
+    entry::<repo_tools::WriteRepoFile>(),
+    entry::<repo_tools::CreateBranch>(),
+    entry::<repo_tools::OpenPr>(),
+    entry::<repo_tools::DeleteRepoFile>(),
+    entry::<repo_tools::ManagePr>(),
+    entry::<repo_tools::DeleteBranch>(),
+    entry::<repo_tools::CiDispatch>(),
+    entry::<jobs::Jobs>(),
+    entry::<improve::ImproveRun>(),
+    entry::<improve::ImproveStatus>(),
+    entry::<agents::Agents>(),
+];
+
+/// The entry named `name`.
+pub fn lookup(name: &str) -> Option<&'static ToolEntry> {
+    REGISTRY.iter().find(|e| e.spec.name == name)
+}
+
+/// The spec of the tool named `name`.
+pub fn spec(name: &str) -> Option<&'static ToolSpec> {
+    lookup(name).map(|e| &e.spec)
+}
+
+/// Every input schema, built once.
+fn schemas() -> &'static [Arc<Map<String, Value>>] {
+    static SCHEMAS: OnceLock<Vec<Arc<Map<String, Value>>>> = OnceLock::new();
+    SCHEMAS.get_or_init(|| REGISTRY.iter().map(|e| Arc::new((e.schema)())).collect())
+}
+
+impl ToolEntry {
+    /// Its MCP input schema.
+    pub fn input_schema(&self) -> Arc<Map<String, Value>> {
+        let index = REGISTRY
+            .iter()
+            .position(|e| std::ptr::eq(e, self))
+            .unwrap_or_default();
+        schemas()[index].clone()
+    }
+}
+
+/// Whether the tool's arguments have a `namespace` field (the Worker reads it off the input
+/// schema, so a narrowed caller omitting it is refused for exactly the tools that take one).
+fn takes_namespace(name: &str) -> bool {
+    REGISTRY
+        .iter()
+        .position(|e| e.spec.name == name)
+        .and_then(|i| schemas()[i].get("properties"))
+        .and_then(Value::as_object)
+        .is_some_and(|p| p.contains_key("namespace"))
+}
+
+/// A tool as `tools/list` shows it.
+#[derive(Clone, Debug)]
+pub struct ToolListing {
+    /// The registered spec.
+    pub spec: &'static ToolSpec,
+    /// The JSON Schema of its arguments.
+    pub input_schema: Arc<Map<String, Value>>,
+    /// Its annotations.
+    pub annotations: Annotations,
+}
+
+/// Told when a call passed the one check and enters its handler (metrics, tests).
+pub trait CallObserver: Send + Sync {
+    /// `tool`'s handler is about to run.
+    fn entered(&self, tool: &'static str);
+}
+
+impl Service {
+    /// The tools `caller` may see, in registry order, with their schemas.
+    pub fn tools_for(&self, caller: &Caller) -> Vec<ToolListing> {
+        REGISTRY
+            .iter()
+            .zip(schemas())
+            .filter(|(e, _)| visible_to(caller, &e.spec))
+            .map(|(e, schema)| ToolListing {
+                spec: &e.spec,
+                input_schema: schema.clone(),
+                annotations: e.spec.annotations(),
+            })
+            .collect()
+    }
+
+    /// Calls `tool` for `caller`: parse and bound the arguments, run the one scope check with
+    /// the tool's requirement from the registry, then the handler. `confirmer` asks a human
+    /// when a destructive call lacks `confirm: true`. A domain refusal of a tool that answers
+    /// them as `{ok:false, action, refusal}` is such an answer, not an error.
+    pub async fn call_tool(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        args: Value,
+        confirmer: &dyn Confirmer,
+    ) -> Result<Value> {
+        let Some(entry) = lookup(tool) else {
+            return Err(Error::Invalid(format!("unknown tool: {tool}")));
+        };
+        match (entry.invoke)(self, caller, args, confirmer).await {
+            Err(Error::Refused { action, refusal }) => Ok(serde_json::json!({
+                "ok": false, "action": action, "refusal": refusal,
+            })),
+            other => other,
+        }
+    }
+}

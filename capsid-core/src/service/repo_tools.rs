@@ -1,0 +1,294 @@
+//! The thirteen repo tools as the registry serves them (reference 2.3): each tool's spec,
+//! arguments and handler. A file change's flags come from its arguments
+//! ([`crate::tools::repo_write_flags`]); `manage_pr`'s and `ci_dispatch`'s from their rules.
+
+use super::repo_args::*;
+use super::{Confirmer, Service};
+use crate::caller::Caller;
+use crate::scope::Flag;
+use crate::service::registry::{Tool, ToolFuture};
+use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup::Repo, ToolSpec, action};
+
+/// `list_repo_tree`.
+#[derive(Debug)]
+pub struct ListRepoTree;
+impl Tool for ListRepoTree {
+    type Args = ListTreeArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "list_repo_tree",
+        Repo,
+        Fixed(Rule::read()),
+        "List a directory of a mapped repository.",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: ListTreeArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.list_repo_tree(c, a, k))
+    }
+}
+
+/// `read_repo_file`.
+#[derive(Debug)]
+pub struct ReadRepoFile;
+impl Tool for ReadRepoFile {
+    type Args = ReadFileArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "read_repo_file",
+        Repo,
+        Fixed(Rule::read()),
+        "Read one file (path) or several (paths) from a mapped repository.",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: ReadFileArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.read_repo_file(c, a, k))
+    }
+}
+
+/// `search_code`.
+#[derive(Debug)]
+pub struct SearchCode;
+impl Tool for SearchCode {
+    type Args = SearchCodeArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "search_code",
+        Repo,
+        Fixed(Rule::read()),
+        "Case-insensitive substring search over a mapped repository's files, paged with start.",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: SearchCodeArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.search_code(c, a, k))
+    }
+}
+
+/// `repo_refs`.
+#[derive(Debug)]
+pub struct RepoRefs;
+impl Tool for RepoRefs {
+    type Args = RepoRefsArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "repo_refs",
+        Repo,
+        Fixed(Rule::read()),
+        "Branches (with ahead/behind and open PR), tags and open pull requests of a mapped repository.",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: RepoRefsArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.repo_refs(c, a, k))
+    }
+}
+
+/// `repo_history`.
+#[derive(Debug)]
+pub struct RepoHistory;
+impl Tool for RepoHistory {
+    type Args = RepoHistoryArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "repo_history",
+        Repo,
+        Fixed(Rule::read()),
+        "Commits on a ref, a base...head comparison, or one commit; patches only when asked.",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: RepoHistoryArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.repo_history(c, a, k))
+    }
+}
+
+/// `ci_status`.
+#[derive(Debug)]
+pub struct CiStatus;
+impl Tool for CiStatus {
+    type Args = CiStatusArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "ci_status",
+        Repo,
+        Fixed(Rule::read()),
+        "Recent workflow runs, and for the latest failure its failing jobs and steps (log tail for write-grant callers).",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: CiStatusArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.ci_status(c, a, k))
+    }
+}
+
+/// `write_repo_file`.
+#[derive(Debug)]
+pub struct WriteRepoFile;
+impl Tool for WriteRepoFile {
+    type Args = WriteFileArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "write_repo_file",
+        Repo,
+        Fixed(Rule::write()),
+        "Write a file to a mapped repository: through a new branch and pull request (default) or directly (needs can_direct_write).",
+    )
+    .destructive();
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: WriteFileArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.write_repo_file(c, a, k))
+    }
+}
+
+/// `create_branch`.
+#[derive(Debug)]
+pub struct CreateBranch;
+impl Tool for CreateBranch {
+    type Args = CreateBranchArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "create_branch",
+        Repo,
+        Fixed(Rule::write()),
+        "Create a branch off the default branch or another ref.",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: CreateBranchArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.create_branch(c, a, k))
+    }
+}
+
+/// `open_pr`.
+#[derive(Debug)]
+pub struct OpenPr;
+impl Tool for OpenPr {
+    type Args = OpenPrArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "open_pr",
+        Repo,
+        Fixed(Rule::write()),
+        "Open a pull request.",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: OpenPrArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.open_pr(c, a, k))
+    }
+}
+
+/// `delete_repo_file`.
+#[derive(Debug)]
+pub struct DeleteRepoFile;
+impl Tool for DeleteRepoFile {
+    type Args = DeleteFileArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "delete_repo_file",
+        Repo,
+        Fixed(Rule::write()),
+        "Delete a file from a mapped repository (through a pull request by default).",
+    )
+    .destructive();
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: DeleteFileArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.delete_repo_file(c, a, k))
+    }
+}
+
+/// `manage_pr`.
+#[derive(Debug)]
+pub struct ManagePr;
+impl Tool for ManagePr {
+    type Args = ManagePrArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "manage_pr",
+        Repo,
+        Requirement::PerAction {
+            default: "close",
+            actions: &[
+                action("merge", Rule::write().with_flags(&[Flag::CanMerge])),
+                action("close", Rule::write()),
+                action("comment", Rule::write().with_flags(&[Flag::CanCommentPr])),
+            ],
+        },
+        "Merge (needs can_merge), close or comment on (needs can_comment_pr) a pull request.",
+    )
+    .destructive();
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: ManagePrArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.manage_pr(c, a, k))
+    }
+}
+
+/// `delete_branch`.
+#[derive(Debug)]
+pub struct DeleteBranch;
+impl Tool for DeleteBranch {
+    type Args = DeleteBranchArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "delete_branch",
+        Repo,
+        Fixed(Rule::write()),
+        "Delete a branch (never the default branch; improve/ branches and branches with open PRs need force).",
+    )
+    .destructive();
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: DeleteBranchArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.delete_branch(c, a, k))
+    }
+}
+
+/// `ci_dispatch`.
+#[derive(Debug)]
+pub struct CiDispatch;
+impl Tool for CiDispatch {
+    type Args = CiDispatchArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "ci_dispatch",
+        Repo,
+        Fixed(Rule::write().with_flags(&[Flag::CanDispatch])),
+        "Dispatch a workflow on a ref, or re-run a run's failed jobs (needs can_dispatch).",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: CiDispatchArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(s.ci_dispatch(c, a, k))
+    }
+}
