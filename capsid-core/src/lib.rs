@@ -20,6 +20,7 @@ pub mod ids;
 pub mod improve;
 pub mod jobs;
 pub mod oauth;
+pub mod owner;
 pub mod paths;
 pub mod ports;
 pub mod repos;

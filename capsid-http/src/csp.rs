@@ -58,7 +58,7 @@ pub async fn csp_report(State(state): State<AppState>, req: Request) -> Response
             "send application/csp-report or application/reports+json",
         );
     }
-    match state.service.rate_limit("csp", &addr).await {
+    match state.owner_service.rate_limit("csp", &addr).await {
         Ok(Some(over)) => {
             let mut resp = answer(StatusCode::TOO_MANY_REQUESTS, &over.describe("reports"));
             if let Ok(v) = HeaderValue::from_str(&over.retry_after_secs.to_string()) {

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::get;
+use capsid_core::owner::OwnerService;
 use capsid_core::service::Service;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -59,6 +60,8 @@ pub struct HttpConfig {
 pub struct AppState {
     /// The core.
     pub service: Service,
+    /// The owner's surfaces (OAuth and the console) over the same store.
+    pub owner_service: OwnerService,
     /// The configuration.
     pub config: Arc<HttpConfig>,
     /// Which caller owns each MCP session.
@@ -79,6 +82,7 @@ impl AppState {
                 .map(Arc::new)
         });
         AppState {
+            owner_service: OwnerService::new(service.clone()),
             service,
             config: Arc::new(config),
             sessions: auth::SessionOwners::default(),

@@ -4,7 +4,6 @@
 
 use async_trait::async_trait;
 
-use super::Service;
 use crate::docs::write::ConfirmationText;
 use crate::error::{Error, Result};
 
@@ -46,22 +45,19 @@ pub(crate) enum Confirmed {
     ByHuman,
 }
 
-impl Service {
-    /// Proceeds on `confirm: true`; otherwise asks through `confirmer`. Declined and
-    /// unsupported become errors that say what to do.
-    pub(crate) async fn require_confirmation(
-        &self,
-        confirm: Option<bool>,
-        confirmer: &dyn Confirmer,
-        text: ConfirmationText,
-    ) -> Result<Confirmed> {
-        if confirm == Some(true) {
-            return Ok(Confirmed::ByFlag);
-        }
-        match confirmer.confirm(&text.prompt).await {
-            Consent::Accepted => Ok(Confirmed::ByHuman),
-            Consent::Declined => Err(Error::Declined(text.declined)),
-            Consent::Unsupported => Err(Error::ConfirmationRequired(text.unsupported)),
-        }
+/// Proceeds on `confirm: true`; otherwise asks through `confirmer`. Declined and
+/// unsupported become errors that say what to do.
+pub(crate) async fn require_confirmation(
+    confirm: Option<bool>,
+    confirmer: &dyn Confirmer,
+    text: ConfirmationText,
+) -> Result<Confirmed> {
+    if confirm == Some(true) {
+        return Ok(Confirmed::ByFlag);
+    }
+    match confirmer.confirm(&text.prompt).await {
+        Consent::Accepted => Ok(Confirmed::ByHuman),
+        Consent::Declined => Err(Error::Declined(text.declined)),
+        Consent::Unsupported => Err(Error::ConfirmationRequired(text.unsupported)),
     }
 }

@@ -8,44 +8,29 @@
 
 mod agents;
 pub mod args;
-mod auth;
 mod confirm;
-mod console;
 mod documents;
 mod improve;
 mod jobs;
-mod jobs_admin;
-mod jobs_finish;
-mod jobs_resume;
-mod lint;
-mod namespaces;
-mod oauth;
-mod oauth_token;
-mod prompts;
+mod maintenance;
 pub mod registry;
 mod repo;
-mod repo_args;
-mod repo_cache;
-mod repo_ci;
-mod repo_pr;
-mod repo_read;
-mod repo_search;
-mod repo_tools;
-mod repo_write;
 mod schedule;
-mod writes;
+mod surfaces;
 
-pub use auth::Resolved;
+pub use agents::Resolved;
 pub use confirm::{Confirmer, Consent, NoConfirmer};
-pub use console::{ACTIVITY_ROWS, CONSOLE_ACTIONS, ConsoleAction};
-pub use oauth::{AuthorizeCheck, ConsoleLogin, RateExceeded, console_return_path_ok};
-pub use oauth_token::{AccessRefusal, TokenRequest};
-pub use prompts::{
+pub use documents::{
     CompletionRef, PromptArgument, PromptListing, RESOURCE_TEMPLATE, RenderedPrompt,
     ResourceListing, ResourcePage, parse_resource_uri,
 };
+pub use improve::StatusArgs as ImproveStatusArgs;
+pub use jobs::JobsArgs;
+pub(crate) use jobs::ResumeTo;
 pub use registry::{CallObserver, REGISTRY, ToolEntry, ToolListing};
 pub use schedule::{SWEEP_LEASE, Scheduler, TickReport};
+
+pub(crate) use confirm::require_confirmation;
 
 use std::fmt;
 use std::sync::Arc;
@@ -88,7 +73,7 @@ pub struct Service {
     pub(crate) repo_host: Option<Arc<dyn RepoHost>>,
     pub(crate) notifier: Option<Arc<dyn Notifier>>,
     pub(crate) config: Arc<ServiceConfig>,
-    pub(crate) repo_reads: Arc<repo_cache::RepoReadCache>,
+    pub(crate) repo_reads: Arc<repo::RepoReadCache>,
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
 }
 
@@ -148,8 +133,97 @@ impl Service {
         self.clock.now()
     }
 
+    /// The documents area.
+    pub(crate) fn documents(&self) -> documents::DocumentsCx<'_> {
+        documents::DocumentsCx {
+            docs: &*self.store,
+            namespaces: &*self.store,
+            clock: &*self.clock,
+        }
+    }
+
+    /// The maintenance area.
+    pub(crate) fn maintenance(&self) -> maintenance::MaintenanceCx<'_> {
+        maintenance::MaintenanceCx {
+            docs: &*self.store,
+            namespaces: &*self.store,
+            repo: self.repo(),
+            clock: &*self.clock,
+        }
+    }
+
+    /// The repo area.
+    pub(crate) fn repo(&self) -> repo::RepoCx<'_> {
+        repo::RepoCx {
+            namespaces: &*self.store,
+            audit_log: &*self.store,
+            repo_host: &self.repo_host,
+            repo_reads: &self.repo_reads,
+            clock: &*self.clock,
+        }
+    }
+
+    /// The jobs area.
+    pub(crate) fn jobs(&self) -> jobs::JobsCx<'_> {
+        jobs::JobsCx {
+            jobs: &*self.store,
+            namespaces: &*self.store,
+            docs: &*self.store,
+            improve: &*self.store,
+            repo_host: &self.repo_host,
+            notifier: &self.notifier,
+            config: &self.config,
+            entropy: &*self.entropy,
+            clock: &*self.clock,
+        }
+    }
+
+    /// The improve area.
+    pub(crate) fn improve(&self) -> improve::ImproveCx<'_> {
+        improve::ImproveCx {
+            settings: &*self.store,
+            improve: &*self.store,
+            namespaces: &*self.store,
+            jobs: &*self.store,
+            docs: &*self.store,
+            agents: &*self.store,
+            audit_log: &*self.store,
+            config: &self.config,
+            entropy: &*self.entropy,
+            clock: &*self.clock,
+        }
+    }
+
+    /// The agents area.
+    pub(crate) fn agents(&self) -> agents::AgentsCx<'_> {
+        agents::AgentsCx {
+            agents: &*self.store,
+            config: &self.config,
+            entropy: &*self.entropy,
+            clock: &*self.clock,
+        }
+    }
+}
+
+impl ServiceConfig {
+    /// The signing secret, if configured.
+    pub(crate) fn signing_secret(&self) -> Option<&str> {
+        self.signing_secret.as_deref().filter(|s| !s.is_empty())
+    }
+}
+
+/// What every area's context has besides its ports: the clock, so `now` and audit rows.
+pub(crate) trait Area {
+    /// The clock.
+    fn clock(&self) -> &dyn Clock;
+
+    /// Now.
+    fn now(&self) -> Timestamp {
+        self.clock().now()
+    }
+
     /// An audit row by `caller` at now.
-    pub(crate) fn audit(
+    fn audit(
         &self,
         caller: &Caller,
         action: &str,
@@ -166,15 +240,18 @@ impl Service {
             at: self.now(),
         }
     }
+}
 
-    /// Refuses when `namespace` is not registered.
-    pub(crate) async fn require_namespace(&self, namespace: &str) -> Result<()> {
-        match self.store.namespace(namespace).await? {
-            Some(_) => Ok(()),
-            None => Err(Error::NotFound(crate::docs::mutations::unknown_namespace(
-                namespace,
-            ))),
-        }
+/// Refuses when `namespace` is not registered.
+pub(crate) async fn require_namespace(
+    namespaces: &dyn crate::ports::NamespaceStore,
+    namespace: &str,
+) -> Result<()> {
+    match namespaces.namespace(namespace).await? {
+        Some(_) => Ok(()),
+        None => Err(Error::NotFound(crate::docs::mutations::unknown_namespace(
+            namespace,
+        ))),
     }
 }
 

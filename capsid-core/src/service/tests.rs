@@ -11,6 +11,7 @@ use super::recording_store::RecordingStore;
 use super::*;
 use crate::caller::{AgentKind, Caller};
 use crate::ids::CountingEntropy;
+use crate::owner::{ConsoleAction, OwnerService};
 use crate::scope::{Axis, Grant, Scopes};
 use crate::time::{ManualClock, Timestamp};
 
@@ -510,12 +511,16 @@ fn console_actions_and_revocation_refuse_anyone_but_the_owner_before_the_store()
     let cli = Caller::cli("someone");
     for caller in [&bot, &cli] {
         let store = Arc::new(RecordingStore::default());
-        let err = block_on(service_over(store.clone()).console_revoke_grants(caller)).unwrap_err();
+        let err =
+            block_on(OwnerService::new(service_over(store.clone())).console_revoke_grants(caller))
+                .unwrap_err();
         assert!(matches!(err, Error::Forbidden(_)), "{err}");
         let action = ConsoleAction::Mode {
             value: "off".into(),
         };
-        let err = block_on(service_over(store.clone()).console_act(caller, &action)).unwrap_err();
+        let err =
+            block_on(OwnerService::new(service_over(store.clone())).console_act(caller, &action))
+                .unwrap_err();
         assert!(matches!(err, Error::Forbidden(_)), "{err}");
         assert!(store.touches().is_empty(), "{:?}", store.touches());
     }

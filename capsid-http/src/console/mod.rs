@@ -18,8 +18,8 @@ use capsid_core::caller::Caller;
 use capsid_core::crypto::{ct_eq, sha256_hex};
 use capsid_core::error::Error;
 use capsid_core::oauth::{CONSOLE_SESSION_TTL_MS, LoginPurpose, STATE_TTL_MS};
+use capsid_core::owner::{ConsoleAction, console_return_path_ok};
 use capsid_core::ports::AuditFilter;
-use capsid_core::service::{ConsoleAction, console_return_path_ok};
 use rand::RngExt;
 use serde_json::{Map, Value, json};
 
@@ -79,7 +79,11 @@ async fn session(
     let Some(token) = cookies::get(headers, SESSION_COOKIE) else {
         return Ok(None);
     };
-    match state.service.console_caller(&owner.settings, &token).await {
+    match state
+        .owner_service
+        .console_caller(&owner.settings, &token)
+        .await
+    {
         Ok(Some(caller)) => Ok(Some((caller, token))),
         Ok(None) => Ok(None),
         Err(e) => Err(core_error(&e)),
@@ -112,7 +116,7 @@ fn core_error(e: &Error) -> Response {
 async fn sign_in(state: &AppState, owner: &Owner, return_path: &str) -> Response {
     let payload = json!({"return": return_path});
     let login = match state
-        .service
+        .owner_service
         .start_login(LoginPurpose::Console, &payload)
         .await
     {
@@ -156,7 +160,7 @@ async fn view(
         actor: pick("actor"),
     };
     let core = state
-        .service
+        .owner_service
         .console_view(caller, filter)
         .await
         .map_err(|e| core_error(&e))?;
@@ -339,7 +343,7 @@ pub async fn console_post(State(state): State<AppState>, req: Request) -> Respon
         let csrf = form.get("csrf").cloned().unwrap_or_default();
         return page::confirm_page(&action, &csrf);
     }
-    match state.service.console_act(&caller, &action).await {
+    match state.owner_service.console_act(&caller, &action).await {
         Ok(_) => {
             tracing::info!(actor = %caller.actor(), action = action.name(), "console action");
             let mut resp = StatusCode::SEE_OTHER.into_response();
@@ -375,7 +379,7 @@ pub async fn console_callback(State(state): State<AppState>, req: Request) -> Re
         Err(page) => return page,
     };
     match state
-        .service
+        .owner_service
         .finish_console_login(&owner.settings, &login_state, &user.login, user.id)
         .await
     {
@@ -423,7 +427,7 @@ pub async fn console_logout(State(state): State<AppState>, req: Request) -> Resp
         Err(r) => return r,
     };
     let all = form.get("all").map(String::as_str) == Some("yes");
-    match state.service.console_end(&token, all).await {
+    match state.owner_service.console_end(&token, all).await {
         Ok(n) => {
             tracing::info!(actor = %caller.actor(), sessions = n, "console sessions ended");
             let mut resp = message(
@@ -463,7 +467,7 @@ pub async fn console_revoke_grants(State(state): State<AppState>, req: Request) 
         let csrf = form.get("csrf").cloned().unwrap_or_default();
         return page::confirm_revoke_page(&csrf);
     }
-    match state.service.console_revoke_grants(&caller).await {
+    match state.owner_service.console_revoke_grants(&caller).await {
         Ok(n) => {
             tracing::info!(actor = %caller.actor(), grants = n, "every MCP grant revoked");
             let mut resp = StatusCode::SEE_OTHER.into_response();

@@ -5,7 +5,7 @@
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
-use capsid_core::service::ConsoleAction;
+use capsid_core::owner::ConsoleAction;
 use serde_json::Value;
 
 use crate::html::{esc, page};

@@ -12,7 +12,7 @@ use axum::response::Response;
 use capsid_core::crypto::{ct_eq, sha256_hex};
 use capsid_core::oauth::request::{AuthorizeParams, AuthorizeRefusal, error_redirect};
 use capsid_core::oauth::{LoginPurpose, OAuthError, STATE_TTL_MS};
-use capsid_core::service::AuthorizeCheck;
+use capsid_core::owner::AuthorizeCheck;
 use rand::RngExt;
 
 use super::{BodyError, owner, parse_form, read_form, redirect};
@@ -84,7 +84,7 @@ async fn to_github(state: &AppState, owner: &Owner, check: &AuthorizeCheck) -> R
         Err(_) => return message(StatusCode::BAD_REQUEST, "Bad request", "unreadable request"),
     };
     let login = match state
-        .service
+        .owner_service
         .start_login(LoginPurpose::Authorize, &payload)
         .await
     {
@@ -191,7 +191,7 @@ pub async fn authorize_get(State(state): State<AppState>, req: Request) -> Respo
     };
     let params = params_of(&form);
     match state
-        .service
+        .owner_service
         .oauth_authorize(&owner.settings, &params)
         .await
     {
@@ -252,7 +252,7 @@ pub async fn authorize_post(State(state): State<AppState>, req: Request) -> Resp
         );
     }
     let check = match state
-        .service
+        .owner_service
         .oauth_authorize(&owner.settings, &params_of(&form))
         .await
     {

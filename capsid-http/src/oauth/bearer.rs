@@ -9,7 +9,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use capsid_core::caller::bearer_token;
 use capsid_core::oauth::SCOPE;
-use capsid_core::service::AccessRefusal;
+use capsid_core::owner::AccessRefusal;
 use serde_json::json;
 
 use super::owner;
@@ -51,7 +51,11 @@ pub async fn oauth_caller(State(state): State<AppState>, req: Request, next: Nex
     let Some(token) = header_value.and_then(bearer_token).map(str::to_owned) else {
         return challenge(&owner, None);
     };
-    let caller = match state.service.oauth_access(&owner.settings, &token).await {
+    let caller = match state
+        .owner_service
+        .oauth_access(&owner.settings, &token)
+        .await
+    {
         Ok(c) => c,
         Err(AccessRefusal::Invalid(why)) => {
             tracing::info!(reason = %why, "access token refused");

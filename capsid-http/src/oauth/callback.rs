@@ -59,7 +59,7 @@ pub(crate) async fn github_round_trip(
             "This browser did not start this sign-in.",
         ));
     }
-    if let Err(e) = state.service.check_login(purpose, login_state).await {
+    if let Err(e) = state.owner_service.check_login(purpose, login_state).await {
         let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::FORBIDDEN);
         return Err(message(status, "Sign-in expired", &e.description));
     }
@@ -103,7 +103,7 @@ pub async fn callback(State(state): State<AppState>, req: Request) -> Response {
         Err(page) => return page,
     };
     match state
-        .service
+        .owner_service
         .finish_authorize(&owner.settings, &login_state, &user.login, user.id)
         .await
     {

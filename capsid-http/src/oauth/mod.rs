@@ -85,7 +85,7 @@ pub(crate) fn client_addr(req: &Request) -> String {
 /// hourly and daily limits: past them, the description and the seconds to wait. A store
 /// failure lets the request through (logged), as the reference's limiter does.
 pub(crate) async fn over_limit(state: &AppState, what: &str, addr: &str) -> Option<(String, i64)> {
-    match state.service.rate_limit(what, addr).await {
+    match state.owner_service.rate_limit(what, addr).await {
         Ok(Some(over)) => {
             tracing::warn!(addr = %addr, what, count = over.count, "rate limit reached");
             Some((over.describe("requests"), over.retry_after_secs))

@@ -33,7 +33,7 @@ pub async fn register(State(state): State<AppState>, req: Request) -> Response {
         Ok(v) => v,
         Err(_) => {
             // Counted like any other attempt, so malformed floods are limited too.
-            if let Ok(Some(over)) = state.service.rate_limit("dcr", &addr).await {
+            if let Ok(Some(over)) = state.owner_service.rate_limit("dcr", &addr).await {
                 return error_json(&OAuthError::rate_limited(over.describe("registrations")));
             }
             return error_json(&OAuthError::invalid_client_metadata(
@@ -41,7 +41,7 @@ pub async fn register(State(state): State<AppState>, req: Request) -> Response {
             ));
         }
     };
-    match state.service.oauth_register(&addr, &body).await {
+    match state.owner_service.oauth_register(&addr, &body).await {
         Ok(answer) => {
             tracing::info!(client = %answer["client_id"], addr = %addr, "client registered");
             let mut resp = (StatusCode::CREATED, axum::Json(answer)).into_response();

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use capsid_core::oauth::OAuthError;
-use capsid_core::service::TokenRequest;
+use capsid_core::owner::TokenRequest;
 
 use super::{BodyError, error_json, owner, read_form};
 use crate::AppState;
@@ -95,7 +95,11 @@ pub async fn token(State(state): State<AppState>, req: Request) -> Response {
         request.client_id = Some(id);
         request.client_secret = Some(secret);
     }
-    match state.service.oauth_token(&owner.settings, &request).await {
+    match state
+        .owner_service
+        .oauth_token(&owner.settings, &request)
+        .await
+    {
         Ok(answer) => {
             tracing::info!(request = %request, "token issued");
             let mut resp = axum::Json(answer).into_response();

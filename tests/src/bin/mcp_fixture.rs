@@ -74,8 +74,7 @@ async fn serve_oauth(redirect: &str) -> anyhow::Result<()> {
         move |_| Some(gh.owner_config("octo")),
     )
     .await;
-    let client = server
-        .service
+    let client = capsid_core::owner::OwnerService::new(server.service.clone())
         .oauth_register(
             "conformance",
             &serde_json::json!({"client_name": "MCP conformance suite", "redirect_uris": [redirect]}),

@@ -2,6 +2,11 @@
 //! action: an agent able to mint could widen itself. Refusals answer `{ok:false, action,
 //! refusal}` as successful JSON, as the Worker does.
 
+mod auth;
+
+pub use auth::Resolved;
+
+use crate::service::Area;
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
@@ -16,6 +21,26 @@ use crate::error::Result;
 use crate::ids::{new_agent_id, new_agent_key};
 use crate::ports::{AgentRow, NewAgent, StoreError};
 use crate::scope::{Axis, ScopePatch, Scopes};
+
+/// What the agents area's handlers reach: the agents table, the operator keys, ids and the
+/// clock.
+#[derive(Clone, Copy)]
+pub struct AgentsCx<'a> {
+    /// Agents.
+    pub agents: &'a dyn crate::ports::AgentStore,
+    /// The legacy operator keys.
+    pub config: &'a super::ServiceConfig,
+    /// Keys and ids.
+    pub entropy: &'a dyn crate::ids::Entropy,
+    /// Now.
+    pub clock: &'a dyn crate::time::Clock,
+}
+
+impl super::Area for AgentsCx<'_> {
+    fn clock(&self) -> &dyn crate::time::Clock {
+        self.clock
+    }
+}
 
 /// What `agents` can do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -128,8 +153,8 @@ fn refusal(action: AgentsAction, why: impl Into<String>) -> Value {
     json!({ "ok": false, "action": action.name(), "refusal": why.into() })
 }
 
-impl Service {
-    pub(super) async fn agents(
+impl AgentsCx<'_> {
+    pub(crate) async fn agents(
         &self,
         caller: &Caller,
         a: AgentsArgs,
@@ -148,7 +173,7 @@ impl Service {
         };
         match action {
             AgentsAction::List => {
-                let rows = self.store.agents().await?;
+                let rows = self.agents.agents().await?;
                 Ok(
                     json!({ "ok": true, "action": "list", "agents": rows.iter().map(agent_view).collect::<Vec<_>>() }),
                 )
@@ -190,16 +215,16 @@ impl Service {
                 ));
             }
         };
-        if self.store.agent_by_name(&name).await?.is_some() {
+        if self.agents.agent_by_name(&name).await?.is_some() {
             return Ok(refusal(
                 action,
                 format!("an agent named {name} exists or existed; names are never reused"),
             ));
         }
         let scopes = Scopes::mint_defaults(namespaces).apply(&patch);
-        let key = new_agent_key(&*self.entropy);
+        let key = new_agent_key(self.entropy);
         let hash = sha256_hex(&key);
-        let id = new_agent_id(&*self.entropy);
+        let id = new_agent_id(self.entropy);
         let audit = self.audit(
             caller,
             "agent-minted",
@@ -216,7 +241,7 @@ impl Service {
             created_by: caller.actor(),
             at: self.now(),
         };
-        let row = match self.store.mint_agent(new, audit).await {
+        let row = match self.agents.mint_agent(new, audit).await {
             Ok(row) => row,
             Err(StoreError::Conflict(why)) => {
                 return Ok(refusal(action, format!("mint refused: {why}")));
@@ -249,7 +274,7 @@ impl Service {
                 format!("{} needs a name", action.name()),
             )));
         }
-        match self.store.agent_by_name(&name).await? {
+        match self.agents.agent_by_name(&name).await? {
             Some(row) if row.revoked_at.is_none() => Ok(Ok(row)),
             Some(_) => Ok(Err(refusal(
                 action,
@@ -273,7 +298,7 @@ impl Service {
             Some(&row.name),
             json!({ "id": row.id, "scopes": scopes }),
         );
-        match self.store.revoke_agent(&row.id, self.now(), audit).await? {
+        match self.agents.revoke_agent(&row.id, self.now(), audit).await? {
             Some(revoked) => {
                 Ok(json!({ "ok": true, "action": "revoke", "agent": agent_view(&revoked) }))
             }
@@ -319,7 +344,7 @@ impl Service {
             json!({ "id": row.id, "before": before.to_json(), "after": after.to_json() }),
         );
         match self
-            .store
+            .agents
             .rescope_agent(&row.id, &row.scopes, &after.to_json().to_string(), audit)
             .await?
         {
@@ -374,7 +399,7 @@ mod registered {
             a: AgentsArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.agents(c, a, k))
+            Box::pin(async move { s.agents().agents(c, a, k).await })
         }
     }
 }

@@ -5,16 +5,51 @@
 //! failing a change that already happened). The tools themselves live in `repo_read.rs`,
 //! `repo_search.rs`, `repo_ci.rs`, `repo_write.rs` and `repo_pr.rs`.
 
+pub mod args;
+mod cache;
+mod ci;
+mod pr;
+mod read;
+mod search;
+mod tools;
+mod write;
+
+pub use cache::RepoReadCache;
+pub use tools::*;
+
+use crate::service::Area;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Service;
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::paths::repo_path_problem;
 use crate::ports::{RepoHost, RepoHostError, RepoRef};
 use crate::repos::{resolve_repo, stored_repos};
+
+/// What the repo area's handlers reach: the namespace mapping (the authorization boundary),
+/// the audit log (a GitHub mutation cannot join a transaction), the GitHub App and the read
+/// cache.
+#[derive(Clone, Copy)]
+pub struct RepoCx<'a> {
+    /// Registered namespaces and their repository mapping.
+    pub namespaces: &'a dyn crate::ports::NamespaceStore,
+    /// Audit rows of repo mutations.
+    pub audit_log: &'a dyn crate::ports::AuditLog,
+    /// The GitHub App, when configured.
+    pub repo_host: &'a Option<Arc<dyn RepoHost>>,
+    /// Recent reads, dropped by writes.
+    pub repo_reads: &'a cache::RepoReadCache,
+    /// Now.
+    pub clock: &'a dyn crate::time::Clock,
+}
+
+impl super::Area for RepoCx<'_> {
+    fn clock(&self) -> &dyn crate::time::Clock {
+        self.clock
+    }
+}
 
 /// `read_repo_file`'s batch maximum.
 pub const REPO_BATCH_MAX_FILES: usize = 20;
@@ -56,7 +91,7 @@ pub fn git_ref_problem(value: &str) -> Option<&'static str> {
 }
 
 /// Refuses a bad ref argument, naming the tool and the field.
-pub(super) fn check_ref(tool: &str, field: &str, value: Option<&str>) -> Result<()> {
+pub(crate) fn check_ref(tool: &str, field: &str, value: Option<&str>) -> Result<()> {
     match value.and_then(|v| git_ref_problem(v).map(|p| (v, p))) {
         Some((v, problem)) => Err(Error::Invalid(format!("{tool}: {field} {v:?} {problem}"))),
         None => Ok(()),
@@ -64,7 +99,7 @@ pub(super) fn check_ref(tool: &str, field: &str, value: Option<&str>) -> Result<
 }
 
 /// Refuses a bad repository path argument, naming the tool and the field.
-pub(super) fn check_path(tool: &str, field: &str, value: Option<&str>) -> Result<()> {
+pub(crate) fn check_path(tool: &str, field: &str, value: Option<&str>) -> Result<()> {
     match value.and_then(|v| repo_path_problem(v).map(|p| (v, p))) {
         Some((v, problem)) => Err(Error::Invalid(format!("{tool}: {field} {v:?}: {problem}"))),
         None => Ok(()),
@@ -72,7 +107,7 @@ pub(super) fn check_path(tool: &str, field: &str, value: Option<&str>) -> Result
 }
 
 /// Refuses a zero where the reference asks for a positive integer.
-pub(super) fn check_positive(tool: &str, field: &str, value: Option<u64>) -> Result<()> {
+pub(crate) fn check_positive(tool: &str, field: &str, value: Option<u64>) -> Result<()> {
     if value == Some(0) {
         return Err(Error::Invalid(format!(
             "{tool}: {field} must be a positive integer"
@@ -82,7 +117,7 @@ pub(super) fn check_positive(tool: &str, field: &str, value: Option<u64>) -> Res
 }
 
 /// A GitHub failure as the tool's error, prefixed with the tool's name.
-pub(super) fn host_error(tool: &str, e: RepoHostError) -> Error {
+pub(crate) fn host_error(tool: &str, e: RepoHostError) -> Error {
     match Error::from(e) {
         Error::NotFound(m) => Error::NotFound(format!("{tool}: {m}")),
         Error::Forbidden(m) => Error::Forbidden(format!("{tool}: {m}")),
@@ -93,7 +128,7 @@ pub(super) fn host_error(tool: &str, e: RepoHostError) -> Error {
 }
 
 /// The repository a call targets, and the host that reaches it.
-pub(super) struct Target {
+pub(crate) struct Target {
     /// The mapped repository.
     pub repo: RepoRef,
     /// The GitHub App.
@@ -107,17 +142,17 @@ impl Target {
     }
 }
 
-impl Service {
+impl RepoCx<'_> {
     /// Resolves the namespace's mapped repository (the authorization boundary) and the
     /// GitHub App; without one, says what to configure.
-    pub(super) async fn repo_target(
+    pub(crate) async fn repo_target(
         &self,
         tool: &str,
         namespace: &str,
         selector: Option<&str>,
     ) -> Result<Target> {
         let row =
-            self.store.namespace(namespace).await?.ok_or_else(|| {
+            self.namespaces.namespace(namespace).await?.ok_or_else(|| {
                 Error::NotFound(crate::docs::mutations::unknown_namespace(namespace))
             })?;
         let list = stored_repos(namespace, row.repos.as_deref()).map_err(Error::Internal)?;
@@ -134,7 +169,7 @@ impl Service {
     }
 
     /// The default branch of `t`.
-    pub(super) async fn default_branch(&self, tool: &str, t: &Target) -> Result<String> {
+    pub(crate) async fn default_branch(&self, tool: &str, t: &Target) -> Result<String> {
         let facts = t
             .host
             .repository(&t.repo)
@@ -144,12 +179,12 @@ impl Service {
     }
 
     /// A read answer from the cache, when fresh.
-    pub(super) fn cached_read(&self, repo: &RepoRef, key: &str) -> Option<Value> {
+    pub(crate) fn cached_read(&self, repo: &RepoRef, key: &str) -> Option<Value> {
         self.repo_reads.get(repo, key, self.now())
     }
 
     /// Keeps a read answer for [`READ_CACHE_TTL_MS`].
-    pub(super) fn keep_read(&self, repo: &RepoRef, key: &str, value: &Value) {
+    pub(crate) fn keep_read(&self, repo: &RepoRef, key: &str, value: &Value) {
         self.repo_reads.put(
             repo,
             key,
@@ -162,7 +197,7 @@ impl Service {
     /// repository is dropped, then the audit row (params = the whole result) is appended on
     /// its own. When that append fails, the result says so and tells the caller not to
     /// retry, since the change is made.
-    pub(super) async fn record_repo_mutation(
+    pub(crate) async fn record_repo_mutation(
         &self,
         caller: &Caller,
         tool: &str,
@@ -173,7 +208,7 @@ impl Service {
     ) -> Result<Value> {
         self.repo_reads.invalidate(repo);
         let entry = self.audit(caller, tool, Some(namespace), path, result.clone());
-        if let Err(e) = self.store.append_audit(entry).await
+        if let Err(e) = self.audit_log.append_audit(entry).await
             && let Value::Object(map) = &mut result
         {
             map.insert(

@@ -2,17 +2,19 @@
 //! failed from the console. A keyed update from the status it was read in; an outcome row
 //! when someone held it; audit `job-admin-fail`. Done and failed jobs stay as they are.
 
+use super::JobsCx;
+use crate::service::Area;
 use serde_json::{Value, json};
 
-use super::jobs::{JobsAction, done, job_audit, mirror_fn, refuse};
-use super::{Service, to_json};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::jobs::JobStatus;
 use crate::jobs::post::refuse_swallowed_tag;
 use crate::ports::{JobPatch, JobTransition, OutcomeRecord};
+use crate::service::jobs::{JobsAction, done, job_audit, mirror_fn, refuse};
+use crate::service::to_json;
 
-impl Service {
+impl JobsCx<'_> {
     /// Marks job `id` failed with `reason`, as the admin `caller`. Refusals answer
     /// `{ok:false, action:"fail", refusal}`.
     pub async fn admin_fail_job(&self, caller: &Caller, id: &str, reason: &str) -> Result<Value> {
@@ -35,7 +37,7 @@ impl Service {
             ));
         }
         refuse_swallowed_tag("reason", reason).map_err(|e| Error::Invalid(e.to_string()))?;
-        let Some(job) = self.store.job(id).await? else {
+        let Some(job) = self.jobs.job(id).await? else {
             return Ok(refuse(act, format!("no job {id}.")));
         };
         if matches!(job.status, JobStatus::Done | JobStatus::Failed) {
@@ -82,7 +84,7 @@ impl Service {
             }),
             mirror: mirror_fn(now),
         };
-        match self.store.transition_job(t).await? {
+        match self.jobs.transition_job(t).await? {
             Some(updated) => {
                 let mut out = done(act, &updated)?;
                 if let Some(o) = outcome {

@@ -4,16 +4,17 @@
 //! scan cannot read is reported, and quota or access exhaustion aborts the whole scan with an
 //! error, never an empty result.
 
+use super::RepoCx;
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::repo::{check_path, check_positive, check_ref, host_error};
-use super::repo_args::SearchCodeArgs;
-use super::{Confirmer, Service};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::ports::GitTreeItem;
+use crate::service::Confirmer;
+use crate::service::repo::args::SearchCodeArgs;
+use crate::service::repo::{check_path, check_positive, check_ref, host_error};
 
 /// Default cap on returned matches.
 pub const DEFAULT_SCAN_RESULTS: u32 = 20;
@@ -67,8 +68,8 @@ pub fn is_candidate(item: &GitTreeItem, prefix: &str) -> bool {
     item.size.is_none_or(|s| s <= SEARCH_BLOB_LIMIT)
 }
 
-impl Service {
-    pub(super) async fn search_code(
+impl RepoCx<'_> {
+    pub(crate) async fn search_code(
         &self,
         _: &Caller,
         a: SearchCodeArgs,
@@ -194,11 +195,11 @@ impl Service {
     }
 }
 
-impl Service {
+impl RepoCx<'_> {
     /// Every blob path on the namespace's primary repository's default branch, for the truth
     /// report's doc-vs-code drift check. `None` (the check does not run) when there is no
     /// GitHub App, no mapping, or the tree cannot be read whole; never an empty set.
-    pub(super) async fn primary_repo_paths(&self, namespace: &str) -> Option<BTreeSet<String>> {
+    pub(crate) async fn primary_repo_paths(&self, namespace: &str) -> Option<BTreeSet<String>> {
         const TOOL: &str = "lint";
         let t = self.repo_target(TOOL, namespace, None).await.ok()?;
         let git_ref = self.default_branch(TOOL, &t).await.ok()?;

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::Service;
+use super::OwnerService;
 use crate::crypto::sha256_hex;
 use crate::ids::new_token;
 use crate::oauth::registration::parse_registration;
@@ -64,7 +64,7 @@ pub struct ConsoleLogin {
     pub login: String,
 }
 
-impl Service {
+impl OwnerService {
     /// Counts one request of `what` (`dcr`, `csp`) from `client` against its hourly and daily
     /// windows; `Some` when a limit is passed.
     pub async fn rate_limit(
@@ -74,7 +74,7 @@ impl Service {
     ) -> Result<Option<RateExceeded>, OAuthError> {
         let now = self.now();
         for (i, (key, end, limit)) in rate_windows(what, client, now).into_iter().enumerate() {
-            let count = self.store.bump_counter(&key, now, end).await?;
+            let count = self.oauth.bump_counter(&key, now, end).await?;
             if count > limit {
                 return Ok(Some(RateExceeded {
                     count,
@@ -99,7 +99,7 @@ impl Service {
         let secret = reg
             .is_confidential()
             .then(|| format!("capsid_cs_{}", new_token(&*self.entropy)));
-        self.store
+        self.oauth
             .insert_client(OAuthClientRow {
                 client_id: client_id.clone(),
                 client_name: reg.client_name.clone(),
@@ -138,7 +138,7 @@ impl Service {
         let client_id = client_id_of(params).map_err(AuthorizeRefusal::Show)?;
         let now = self.now();
         let client = self
-            .store
+            .oauth
             .client(client_id, now)
             .await
             .map_err(|e| AuthorizeRefusal::Show(e.into()))?
@@ -150,7 +150,7 @@ impl Service {
         let pending = check_authorize(settings, params, &client.redirect_uris)?;
         let tag = approval_tag(&client.client_id, &client.redirect_uris);
         let approved = self
-            .store
+            .oauth
             .approval(&tag, now)
             .await
             .map_err(|e| AuthorizeRefusal::Show(e.into()))?;
@@ -170,7 +170,7 @@ impl Service {
     ) -> Result<String, OAuthError> {
         let now = self.now();
         let state = new_token(&*self.entropy);
-        self.store
+        self.oauth
             .put_login_state(LoginStateRow {
                 state_hash: sha256_hex(&state),
                 purpose: purpose.name().to_owned(),
@@ -186,7 +186,7 @@ impl Service {
     /// only after GitHub's code exchange succeeded).
     pub async fn check_login(&self, purpose: LoginPurpose, state: &str) -> Result<(), OAuthError> {
         match self
-            .store
+            .oauth
             .login_state(&sha256_hex(state), purpose.name(), self.now())
             .await?
         {
@@ -206,7 +206,7 @@ impl Service {
         user_id: i64,
     ) -> Result<Value, OAuthError> {
         let row = self
-            .store
+            .oauth
             .take_login_state(&sha256_hex(state), purpose.name(), self.now())
             .await?
             .ok_or_else(|| {
@@ -239,16 +239,16 @@ impl Service {
         })?;
         let now = self.now();
         let client = self
-            .store
+            .oauth
             .client(&pending.client_id, now)
             .await?
             .ok_or_else(|| OAuthError::invalid_request("the client's registration expired"))?;
         let tag = approval_tag(&client.client_id, &client.redirect_uris);
-        self.store
+        self.oauth
             .approve_client(&tag, &client.client_id, now, expiry(now, APPROVAL_TTL_MS))
             .await?;
         let code = format!("capsid_ac_{}", new_token(&*self.entropy));
-        self.store
+        self.oauth
             .insert_code(CodeRow {
                 code_hash: sha256_hex(&code),
                 client_id: pending.client_id.clone(),
@@ -290,7 +290,7 @@ impl Service {
             .to_owned();
         let now = self.now();
         let token = new_token(&*self.entropy);
-        self.store
+        self.oauth
             .insert_console_session(ConsoleSessionRow {
                 session_hash: sha256_hex(&token),
                 login: login.to_owned(),

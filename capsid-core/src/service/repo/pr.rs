@@ -3,14 +3,15 @@
 //! and deleting branches with the refusals that protect the default branch, the improve
 //! loop's branches and branches with open pull requests.
 
+use super::RepoCx;
 use serde_json::{Value, json};
 
-use super::repo::{IMPROVE_BRANCH_PREFIX, Target, check_positive, check_ref, host_error};
-use super::repo_args::{DeleteBranchArgs, ManagePrArgs, PrAction};
-use super::{Confirmer, Service};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::ports::RepoHostError;
+use crate::service::Confirmer;
+use crate::service::repo::args::{DeleteBranchArgs, ManagePrArgs, PrAction};
+use crate::service::repo::{IMPROVE_BRANCH_PREFIX, Target, check_positive, check_ref, host_error};
 
 fn cleanup(branch: Option<&str>, deleted: bool, note: Option<String>) -> Value {
     let mut out = json!({"head_branch": branch, "head_branch_deleted": deleted});
@@ -20,7 +21,7 @@ fn cleanup(branch: Option<&str>, deleted: bool, note: Option<String>) -> Value {
     out
 }
 
-impl Service {
+impl RepoCx<'_> {
     /// After a merge or close, deletes the head branch unless it is on a fork, is the base,
     /// is the default branch or belongs to the improve loop. Never fails the PR action, which
     /// already succeeded.
@@ -79,7 +80,7 @@ impl Service {
         }
     }
 
-    pub(super) async fn manage_pr(
+    pub(crate) async fn manage_pr(
         &self,
         caller: &Caller,
         a: ManagePrArgs,
@@ -135,7 +136,7 @@ impl Service {
             .await
     }
 
-    pub(super) async fn delete_branch(
+    pub(crate) async fn delete_branch(
         &self,
         caller: &Caller,
         a: DeleteBranchArgs,

@@ -38,7 +38,7 @@ impl RepoReadCache {
     pub fn put(&self, repo: &RepoRef, key: &str, value: Value, expires: Timestamp) {
         let mut map = self.lock();
         if map.len() >= MAX_ENTRIES {
-            let now_ish = expires.plus_millis(-super::repo::READ_CACHE_TTL_MS);
+            let now_ish = expires.plus_millis(-crate::service::repo::READ_CACHE_TTL_MS);
             map.retain(|_, (e, _)| *e > now_ish);
             if map.len() >= MAX_ENTRIES {
                 map.clear();

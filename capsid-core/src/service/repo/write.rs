@@ -3,15 +3,19 @@
 //! default or to the default branch with `can_direct_write`; the workflow directory needs
 //! the explicit opt-in; every flag comes from `repo_write_flags` at the one check.
 
+use super::RepoCx;
+use crate::service::Area;
 use serde_json::{Value, json};
 
-use super::repo::{Target, check_path, check_ref, host_error};
-use super::repo_args::{CreateBranchArgs, DeleteFileArgs, OpenPrArgs, WriteFileArgs, WriteMode};
-use super::{Confirmer, Service};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::guards::is_workflow_path;
 use crate::ports::{Contents, FileWrite, RepoHostError};
+use crate::service::Confirmer;
+use crate::service::repo::args::{
+    CreateBranchArgs, DeleteFileArgs, OpenPrArgs, WriteFileArgs, WriteMode,
+};
+use crate::service::repo::{Target, check_path, check_ref, host_error};
 
 /// A branch-name fragment from a path.
 fn branch_slug(path: &str) -> String {
@@ -44,7 +48,7 @@ fn base36(mut n: u64) -> String {
 
 /// The workflow directory is code CI runs with the repository's secrets: refused without
 /// the explicit opt-in (which itself needs `can_write_workflows`).
-pub(super) fn workflow_write_refusal(tool: &str, path: &str, allow: bool) -> Result<()> {
+pub(crate) fn workflow_write_refusal(tool: &str, path: &str, allow: bool) -> Result<()> {
     if allow || !is_workflow_path(path) {
         return Ok(());
     }
@@ -72,7 +76,7 @@ struct Landed {
     default_branch: String,
 }
 
-impl Service {
+impl RepoCx<'_> {
     /// The checks every file change passes after the flags (asked at `gate_call`): arguments,
     /// the workflow opt-in (all before any GitHub call), then the mapped repository; then the work
     /// branch is cut in pr mode.
@@ -153,7 +157,7 @@ impl Service {
         Ok(json!({"number": pr.number, "url": pr.url}))
     }
 
-    pub(super) async fn write_repo_file(
+    pub(crate) async fn write_repo_file(
         &self,
         caller: &Caller,
         a: WriteFileArgs,
@@ -226,7 +230,7 @@ impl Service {
         .await
     }
 
-    pub(super) async fn delete_repo_file(
+    pub(crate) async fn delete_repo_file(
         &self,
         caller: &Caller,
         a: DeleteFileArgs,
@@ -297,7 +301,7 @@ impl Service {
         .await
     }
 
-    pub(super) async fn create_branch(
+    pub(crate) async fn create_branch(
         &self,
         caller: &Caller,
         a: CreateBranchArgs,
@@ -339,7 +343,7 @@ impl Service {
             .await
     }
 
-    pub(super) async fn open_pr(
+    pub(crate) async fn open_pr(
         &self,
         caller: &Caller,
         a: OpenPrArgs,

@@ -2,13 +2,12 @@
 //! and `restore`. Each runs the reference's steps in order, asks for confirmation where the
 //! reference does, and commits through one store unit of work with its guards.
 
+use super::DocumentsCx;
+use crate::service::{Area, require_confirmation, require_namespace};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::args::{Bounded, DocPathArg, NamespaceArg};
-use super::confirm::Confirmed;
-use super::{Confirmer, Service, to_json};
 use crate::caller::Caller;
 use crate::crypto::sha256_hex;
 use crate::docs::links::Link;
@@ -28,6 +27,9 @@ use crate::docs::{
 use crate::error::{Error, Result};
 use crate::ports::{DocumentWrite, StoreError, WriteGuard};
 use crate::scope_args;
+use crate::service::args::{Bounded, DocPathArg, NamespaceArg};
+use crate::service::confirm::Confirmed;
+use crate::service::{Confirmer, Service, to_json};
 use crate::time::Timestamp;
 
 /// `write`.
@@ -117,7 +119,7 @@ fn invalid(e: impl std::fmt::Display) -> Error {
     Error::Invalid(e.to_string())
 }
 
-impl Service {
+impl DocumentsCx<'_> {
     /// Maps a failed commit to the write's wording, re-reading the body for the current hash.
     async fn commit_failure(
         &self,
@@ -133,7 +135,7 @@ impl Service {
             StoreError::Conflict(_) if creating => WriteError::CreateCollision { namespace, path },
             StoreError::NotFound(_) => WriteError::DeletedInFlight { namespace, path },
             StoreError::Conflict(_) => {
-                let current = match self.store.document(&namespace, &path).await {
+                let current = match self.docs.document(&namespace, &path).await {
                     Ok(Some(d)) => sha256_hex(d.body_text()),
                     _ => "(unreadable)".to_owned(),
                 };
@@ -150,7 +152,7 @@ impl Service {
         Error::Conflict(err.to_string())
     }
 
-    pub(super) async fn write(
+    pub(crate) async fn write(
         &self,
         caller: &Caller,
         a: WriteArgs,
@@ -167,9 +169,9 @@ impl Service {
             a.links.as_ref().map(|l| l.as_str()),
         )
         .map_err(invalid)?;
-        self.require_namespace(ns).await?;
+        require_namespace(self.namespaces, ns).await?;
         // Step 2: the pre-read and the if_match precheck.
-        let prior = self.store.document(ns, path).await?;
+        let prior = self.docs.document(ns, path).await?;
         let prior_body = prior.as_ref().map(|d| d.body_text().to_owned());
         if let Some(if_match) = &a.if_match {
             check_if_match(prior_body.as_deref(), if_match.as_str())
@@ -194,7 +196,7 @@ impl Service {
         // Step 6: confirmation of an overwrite.
         let confirmed = if needs_confirmation(mode, prior.is_some()) {
             Some(
-                self.require_confirmation(a.confirm, confirmer, overwrite_confirmation(ns, path))
+                require_confirmation(a.confirm, confirmer, overwrite_confirmation(ns, path))
                     .await?,
             )
         } else {
@@ -250,7 +252,7 @@ impl Service {
             links: meta.links.clone(),
             at: self.now(),
         };
-        if let Err(e) = self.store.write_document(write, guard, audit).await {
+        if let Err(e) = self.docs.write_document(write, guard, audit).await {
             return Err(self
                 .commit_failure(e, ns, path, prior.is_none(), a.if_match.is_some(), elicited)
                 .await);
@@ -272,7 +274,7 @@ impl Service {
             .iter()
             .map(|l| (l.to_ns.as_str().to_owned(), l.to_path.as_str().to_owned()))
             .collect();
-        let exists = self.store.documents_exist(&refs).await.ok()?;
+        let exists = self.docs.documents_exist(&refs).await.ok()?;
         let missing: Vec<String> = refs
             .iter()
             .zip(exists)
@@ -282,7 +284,7 @@ impl Service {
         dangling_targets_warning(&missing)
     }
 
-    pub(super) async fn delete(
+    pub(crate) async fn delete(
         &self,
         caller: &Caller,
         a: DeleteArgs,
@@ -290,24 +292,23 @@ impl Service {
     ) -> Result<Value> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
         let allow = a.allow_improve_paths == Some(true);
-        self.require_namespace(ns).await?;
+        require_namespace(self.namespaces, ns).await?;
         let doc = self
-            .store
+            .docs
             .document(ns, path)
             .await?
             .ok_or_else(|| Error::NotFound(mutations::not_found(ns, path)))?;
         if let Some(refusal) = mutations::delete_guard(ns, path, doc.body_text(), allow) {
             return Err(Error::Forbidden(refusal));
         }
-        let confirmed = self
-            .require_confirmation(
-                a.confirm,
-                confirmer,
-                mutations::delete_confirmation(ns, path),
-            )
-            .await?;
+        let confirmed = require_confirmation(
+            a.confirm,
+            confirmer,
+            mutations::delete_confirmation(ns, path),
+        )
+        .await?;
         let elicited = confirmed == Confirmed::ByHuman;
-        let links = self.store.backlinks(ns, path).await?;
+        let links = self.docs.backlinks(ns, path).await?;
         let touching: Vec<Edge> = links
             .outgoing
             .iter()
@@ -333,7 +334,7 @@ impl Service {
         let audit = self.audit(caller, "delete", Some(ns), Some(path), params);
         let expected = elicited.then(|| doc.body_text().to_owned());
         let removed = self
-            .store
+            .docs
             .delete_document(ns, path, expected.as_deref(), audit)
             .await
             .map_err(|e| match e {
@@ -345,7 +346,7 @@ impl Service {
         to_json(DeleteOutcome::new(ns, path, removed.len()))
     }
 
-    pub(super) async fn move_document(
+    pub(crate) async fn move_document(
         &self,
         caller: &Caller,
         a: MoveArgs,
@@ -353,24 +354,23 @@ impl Service {
     ) -> Result<Value> {
         let (ns, path, new_path) = (a.namespace.as_str(), a.path.as_str(), a.new_path.as_str());
         let allow = a.allow_improve_paths == Some(true);
-        self.require_namespace(ns).await?;
+        require_namespace(self.namespaces, ns).await?;
         let doc = self
-            .store
+            .docs
             .document(ns, path)
             .await?
             .ok_or_else(|| Error::NotFound(mutations::not_found(ns, path)))?;
         if let Some(refusal) = mutations::move_guard(ns, path, new_path, doc.body_text(), allow) {
             return Err(Error::Forbidden(refusal));
         }
-        let confirmed = self
-            .require_confirmation(
-                a.confirm,
-                confirmer,
-                mutations::move_confirmation(ns, path, new_path),
-            )
-            .await?;
+        let confirmed = require_confirmation(
+            a.confirm,
+            confirmer,
+            mutations::move_confirmation(ns, path, new_path),
+        )
+        .await?;
         let expected = (confirmed == Confirmed::ByHuman).then(|| doc.body_text().to_owned());
-        let links = self.store.backlinks(ns, path).await?;
+        let links = self.docs.backlinks(ns, path).await?;
         let planned = MoveOutcome::new(
             ns,
             path,
@@ -383,7 +383,7 @@ impl Service {
         }
         let audit = self.audit(caller, "move", Some(ns), Some(path), params);
         let repointed = self
-            .store
+            .docs
             .move_document(ns, path, new_path, expected.as_deref(), self.now(), audit)
             .await
             .map_err(|e| match e {
@@ -400,7 +400,7 @@ impl Service {
         to_json(outcome)
     }
 
-    pub(super) async fn restore(
+    pub(crate) async fn restore(
         &self,
         caller: &Caller,
         a: RestoreArgs,
@@ -413,9 +413,9 @@ impl Service {
                 "restore: version_id must be a positive integer".into(),
             ));
         }
-        self.require_namespace(ns).await?;
+        require_namespace(self.namespaces, ns).await?;
         let row = self
-            .store
+            .docs
             .version(a.version_id, ns, path)
             .await?
             .ok_or_else(|| Error::NotFound(version_not_found(a.version_id, ns, path)))?;
@@ -425,7 +425,7 @@ impl Service {
             body: row.body,
             snapshot_at: row.snapshot_at,
         };
-        let live = self.store.document(ns, path).await?;
+        let live = self.docs.document(ns, path).await?;
         let live_body = live.as_ref().map(|d| d.body_text().to_owned());
         let plan = plan_restore(
             ns,
@@ -439,13 +439,12 @@ impl Service {
             crate::docs::versions::RestoreError::ImproveGuard(m) => Error::Forbidden(m),
             other => Error::Conflict(other.to_string()),
         })?;
-        let confirmed = self
-            .require_confirmation(
-                a.confirm,
-                confirmer,
-                restore_confirmation(ns, path, &version),
-            )
-            .await?;
+        let confirmed = require_confirmation(
+            a.confirm,
+            confirmer,
+            restore_confirmation(ns, path, &version),
+        )
+        .await?;
         let elicited = confirmed == Confirmed::ByHuman;
         let guard = match &live_body {
             None => WriteGuard::Create,
@@ -473,7 +472,7 @@ impl Service {
             links: None,
             at: self.now(),
         };
-        if let Err(e) = self.store.write_document(write, guard, audit).await {
+        if let Err(e) = self.docs.write_document(write, guard, audit).await {
             return Err(self
                 .commit_failure(e, ns, path, live.is_none(), a.if_match.is_some(), elicited)
                 .await);
@@ -507,7 +506,7 @@ mod registered {
             a: WriteArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.write(c, a, k))
+            Box::pin(async move { s.documents().write(c, a, k).await })
         }
     }
 
@@ -530,7 +529,7 @@ mod registered {
             a: DeleteArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.delete(c, a, k))
+            Box::pin(async move { s.documents().delete(c, a, k).await })
         }
     }
 
@@ -553,7 +552,7 @@ mod registered {
             a: MoveArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.move_document(c, a, k))
+            Box::pin(async move { s.documents().move_document(c, a, k).await })
         }
     }
 
@@ -576,7 +575,7 @@ mod registered {
             a: RestoreArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.restore(c, a, k))
+            Box::pin(async move { s.documents().restore(c, a, k).await })
         }
     }
 }

@@ -2,10 +2,10 @@
 //! what a claim asks (flags, record, signature), spends a correction unless an admin resumes,
 //! and may be pre-approved by the signed gate policy for the exact command the job waits on.
 
+use super::JobsCx;
+use crate::service::Area;
 use serde_json::{Value, json};
 
-use super::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
-use super::{Service, to_json};
 use crate::autonomy::gates::{Approval, PreApproval, approve_migration, pre_approve};
 use crate::autonomy::policy::{GATE_POLICY_PATH, POLICY_NAMESPACE, parse_gate_policy};
 use crate::caller::Caller;
@@ -18,6 +18,8 @@ use crate::jobs::signature::{SignatureError, verify_task};
 use crate::jobs::{Job, JobStatus};
 use crate::ports::{JobPatch, JobTransition, StoreError};
 use crate::repos::{resolve_repo, stored_repos};
+use crate::service::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
+use crate::service::to_json;
 
 /// Where a resumed job goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,8 +31,8 @@ pub(crate) enum ResumeTo {
     Queue,
 }
 
-impl Service {
-    pub(super) async fn resume(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+impl JobsCx<'_> {
+    pub(crate) async fn resume(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
         self.resume_to(caller, a, ResumeTo::Caller).await
     }
 
@@ -65,7 +67,7 @@ impl Service {
             ));
         };
         if to == ResumeTo::Caller
-            && let Some(held) = self.store.held_job(&actor).await?
+            && let Some(held) = self.jobs.held_job(&actor).await?
         {
             return Ok(refuse(
                 act,
@@ -142,7 +144,7 @@ impl Service {
                 ),
             ));
         }
-        match verify_task(self.signing_secret().unwrap_or(""), &job.body) {
+        match verify_task(self.config.signing_secret().unwrap_or(""), &job.body) {
             Ok(_) => {}
             Err(SignatureError::NotConfigured) => {
                 return Ok(refuse(
@@ -219,7 +221,7 @@ impl Service {
             outcome: None,
             mirror: mirror_fn(now),
         };
-        match self.store.transition_job(t).await {
+        match self.jobs.transition_job(t).await {
             Ok(Some(updated)) => done(act, &updated),
             Ok(None) => Ok(refuse(
                 act,
@@ -269,7 +271,7 @@ impl Service {
             outcome: None,
             mirror: mirror_fn(now),
         };
-        let updated = self.store.transition_job(t).await?;
+        let updated = self.jobs.transition_job(t).await?;
         let mut out = refuse(
             act,
             format!(
@@ -290,7 +292,7 @@ impl Service {
         requested: &str,
     ) -> Result<std::result::Result<Approval, String>> {
         let Some(doc) = self
-            .store
+            .docs
             .document(POLICY_NAMESPACE, GATE_POLICY_PATH)
             .await?
         else {
@@ -298,7 +300,7 @@ impl Service {
                 "there is no {POLICY_NAMESPACE}/{GATE_POLICY_PATH}"
             )));
         };
-        let body = match verify_task(self.signing_secret().unwrap_or(""), doc.body_text()) {
+        let body = match verify_task(self.config.signing_secret().unwrap_or(""), doc.body_text()) {
             Ok(body) => body.to_owned(),
             Err(e) => {
                 return Ok(Err(format!(
@@ -330,7 +332,7 @@ impl Service {
     /// A file of the namespace's primary repository, or `None` when it cannot be read.
     async fn read_primary_file(&self, namespace: &str, path: &str) -> Option<String> {
         let host = self.repo_host.as_ref()?;
-        let row = self.store.namespace(namespace).await.ok()??;
+        let row = self.namespaces.namespace(namespace).await.ok()??;
         let list = stored_repos(namespace, row.repos.as_deref()).ok()?;
         let repo = resolve_repo(namespace, &list, None).ok()?;
         host.file_text(&repo, path, None).await.ok()

@@ -2,20 +2,21 @@
 //! (reference 2.3): live GitHub reads through the port, briefly cached, with the reference's
 //! result shapes, exclusivity rules and budgets.
 
+use super::RepoCx;
 use serde_json::{Value, json};
 
-use super::repo::{
-    REPO_BATCH_MAX_FILES, REPO_FILE_BUDGET, REPO_HISTORY_DEFAULT_LIMIT, REPO_HISTORY_MAX_LIMIT,
-    REPO_PATCH_BUDGET, Target, check_path, check_positive, check_ref, host_error,
-};
-use super::repo_args::{ListTreeArgs, ReadFileArgs, RepoHistoryArgs, RepoRefsArgs};
-use super::{Confirmer, Service};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::ports::{CommitSummary, Contents, FileChange, TreeEntry};
+use crate::service::Confirmer;
+use crate::service::repo::args::{ListTreeArgs, ReadFileArgs, RepoHistoryArgs, RepoRefsArgs};
+use crate::service::repo::{
+    REPO_BATCH_MAX_FILES, REPO_FILE_BUDGET, REPO_HISTORY_DEFAULT_LIMIT, REPO_HISTORY_MAX_LIMIT,
+    REPO_PATCH_BUDGET, Target, check_path, check_positive, check_ref, host_error,
+};
 
 /// `text` cut to at most `max` bytes on a character boundary, and whether it was cut.
-pub(super) fn cut(text: &str, max: usize) -> (&str, bool) {
+pub(crate) fn cut(text: &str, max: usize) -> (&str, bool) {
     if text.len() <= max {
         return (text, false);
     }
@@ -27,7 +28,7 @@ pub(super) fn cut(text: &str, max: usize) -> (&str, bool) {
 }
 
 /// The last `max` bytes of `text` on a character boundary, and whether it was cut.
-pub(super) fn tail(text: &str, max: usize) -> (&str, bool) {
+pub(crate) fn tail(text: &str, max: usize) -> (&str, bool) {
     if text.len() <= max {
         return (text, false);
     }
@@ -50,7 +51,7 @@ fn summary_json(c: &CommitSummary) -> Value {
 
 /// Changed files with status and line counts; patches only when asked, within
 /// [`REPO_PATCH_BUDGET`] bytes across the list.
-pub(super) fn files_with_budget(files: &[FileChange], want_patch: bool) -> Value {
+pub(crate) fn files_with_budget(files: &[FileChange], want_patch: bool) -> Value {
     let (mut spent, mut truncated) = (0usize, false);
     let entries: Vec<Value> = files
         .iter()
@@ -71,8 +72,8 @@ pub(super) fn files_with_budget(files: &[FileChange], want_patch: bool) -> Value
     json!({"count": entries.len(), "patch_truncated": truncated, "patch_bytes": spent, "entries": entries})
 }
 
-impl Service {
-    pub(super) async fn list_repo_tree(
+impl RepoCx<'_> {
+    pub(crate) async fn list_repo_tree(
         &self,
         _: &Caller,
         a: ListTreeArgs,
@@ -137,7 +138,7 @@ impl Service {
         Ok(out)
     }
 
-    pub(super) async fn read_repo_file(
+    pub(crate) async fn read_repo_file(
         &self,
         _: &Caller,
         a: ReadFileArgs,
@@ -208,7 +209,7 @@ impl Service {
         )
     }
 
-    pub(super) async fn repo_refs(
+    pub(crate) async fn repo_refs(
         &self,
         _: &Caller,
         a: RepoRefsArgs,
@@ -262,7 +263,7 @@ impl Service {
         Ok(out)
     }
 
-    pub(super) async fn repo_history(
+    pub(crate) async fn repo_history(
         &self,
         _: &Caller,
         a: RepoHistoryArgs,

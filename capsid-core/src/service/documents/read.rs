@@ -1,12 +1,11 @@
 //! The read-side document tools: `list`, `read`, `brief`, `backlinks`, `find`, `search`,
 //! `namespaces` and `history`, with the Worker's bounds and result shapes.
 
+use super::DocumentsCx;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args::{Bounded, DocPathArg, NamespaceArg};
-use super::{Confirmer, Service, to_json};
 use crate::caller::Caller;
 use crate::docs::brief::{BriefInput, assemble_brief};
 use crate::docs::document::{LIST_ADVICE, LIST_ADVICE_IN_NAMESPACE};
@@ -17,6 +16,8 @@ use crate::docs::{bounds, mutations};
 use crate::error::{Error, Result};
 use crate::ports::DocFilter;
 use crate::scope_args;
+use crate::service::args::{Bounded, DocPathArg, NamespaceArg};
+use crate::service::{Confirmer, Service, to_json};
 
 /// No arguments.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -96,14 +97,14 @@ fn bounded_documents<T: serde::Serialize>(rows: Vec<T>, limit: usize, advice: &s
     out
 }
 
-impl Service {
-    pub(super) async fn list(&self, _: &Caller, a: ListArgs, _: &dyn Confirmer) -> Result<Value> {
+impl DocumentsCx<'_> {
+    pub(crate) async fn list(&self, _: &Caller, a: ListArgs, _: &dyn Confirmer) -> Result<Value> {
         let filter = DocFilter {
             namespace: a.namespace.as_ref().map(|n| n.as_str().to_owned()),
             doc_type: a.doc_type.map(|t| t.0),
             status: a.status.map(|s| s.0),
         };
-        let rows = self.store.list_documents(&filter, MAX_ROWS + 1).await?;
+        let rows = self.docs.list_documents(&filter, MAX_ROWS + 1).await?;
         let advice = if filter.namespace.is_some() {
             LIST_ADVICE_IN_NAMESPACE
         } else {
@@ -112,23 +113,23 @@ impl Service {
         Ok(bounded_documents(rows, MAX_ROWS, advice))
     }
 
-    pub(super) async fn read(&self, _: &Caller, a: ReadArgs, _: &dyn Confirmer) -> Result<Value> {
+    pub(crate) async fn read(&self, _: &Caller, a: ReadArgs, _: &dyn Confirmer) -> Result<Value> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
         let doc = self
-            .store
+            .docs
             .document(ns, path)
             .await?
             .ok_or_else(|| Error::NotFound(mutations::not_found(ns, path)))?;
-        let last_actor = self.store.last_actor(ns, path).await?;
+        let last_actor = self.docs.last_actor(ns, path).await?;
         to_json(ReadView {
             document: &doc,
             last_actor: last_actor.as_deref(),
         })
     }
 
-    pub(super) async fn brief(&self, _: &Caller, a: BriefArgs, _: &dyn Confirmer) -> Result<Value> {
+    pub(crate) async fn brief(&self, _: &Caller, a: BriefArgs, _: &dyn Confirmer) -> Result<Value> {
         let ns = a.namespace.as_str();
-        let rows = self.store.brief_rows(ns).await?;
+        let rows = self.docs.brief_rows(ns).await?;
         let outgoing = rows
             .core_links
             .outgoing
@@ -160,14 +161,14 @@ impl Service {
         to_json(brief)
     }
 
-    pub(super) async fn backlinks(
+    pub(crate) async fn backlinks(
         &self,
         _: &Caller,
         a: ReadArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
-        let links = self.store.backlinks(ns, path).await?;
+        let links = self.docs.backlinks(ns, path).await?;
         let outgoing: Vec<_> = links
             .outgoing
             .iter()
@@ -181,10 +182,10 @@ impl Service {
         Ok(json!({ "namespace": ns, "path": path, "outgoing": outgoing, "incoming": incoming }))
     }
 
-    pub(super) async fn find(&self, _: &Caller, a: FindArgs, _: &dyn Confirmer) -> Result<Value> {
+    pub(crate) async fn find(&self, _: &Caller, a: FindArgs, _: &dyn Confirmer) -> Result<Value> {
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let rows = self
-            .store
+            .docs
             .find_documents(ns, a.glob.as_str(), MAX_ROWS + 1)
             .await?;
         let rows: Vec<_> = rows
@@ -201,7 +202,7 @@ impl Service {
         ))
     }
 
-    pub(super) async fn search(
+    pub(crate) async fn search(
         &self,
         _: &Caller,
         a: SearchArgs,
@@ -210,7 +211,7 @@ impl Service {
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let doc_type = a.doc_type.as_ref().map(|t| t.as_str());
         let hits = self
-            .store
+            .docs
             .search_documents(a.query.as_str(), ns, doc_type, SEARCH_ROWS + 1)
             .await?;
         Ok(bounded_documents(
@@ -220,17 +221,17 @@ impl Service {
         ))
     }
 
-    pub(super) async fn namespaces(
+    pub(crate) async fn namespaces(
         &self,
         _: &Caller,
         _: NoArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
-        let rows = self.store.namespaces().await?;
+        let rows = self.namespaces.namespaces().await?;
         to_json(rows)
     }
 
-    pub(super) async fn history(
+    pub(crate) async fn history(
         &self,
         _: &Caller,
         a: HistoryArgs,
@@ -244,7 +245,7 @@ impl Service {
                 ));
             }
             let row = self
-                .store
+                .docs
                 .version(id, ns, path)
                 .await?
                 .ok_or_else(|| Error::NotFound(version_not_found(id, ns, path)))?;
@@ -253,10 +254,10 @@ impl Service {
             out["bytes"] = json!(bytes);
             return Ok(out);
         }
-        let mut versions = self.store.versions(ns, path, HISTORY_ROWS + 1).await?;
+        let mut versions = self.docs.versions(ns, path, HISTORY_ROWS + 1).await?;
         let truncated = versions.len() > HISTORY_ROWS;
         versions.truncate(HISTORY_ROWS);
-        let live = self.store.document(ns, path).await?.map(|d| {
+        let live = self.docs.document(ns, path).await?.map(|d| {
             json!({"title": d.title, "updated_at": d.updated_at, "bytes": d.body.as_deref().map_or(0, str::len)})
         });
         let mut out = json!({ "namespace": ns, "path": path, "live": live, "versions": versions });
@@ -296,7 +297,7 @@ mod registered {
             a: ListArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.list(c, a, k))
+            Box::pin(async move { s.documents().list(c, a, k).await })
         }
     }
 
@@ -317,7 +318,7 @@ mod registered {
             a: ReadArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.read(c, a, k))
+            Box::pin(async move { s.documents().read(c, a, k).await })
         }
     }
 
@@ -338,7 +339,7 @@ mod registered {
             a: BriefArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.brief(c, a, k))
+            Box::pin(async move { s.documents().brief(c, a, k).await })
         }
     }
 
@@ -359,7 +360,7 @@ mod registered {
             a: ReadArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.backlinks(c, a, k))
+            Box::pin(async move { s.documents().backlinks(c, a, k).await })
         }
     }
 
@@ -380,7 +381,7 @@ mod registered {
             a: FindArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.find(c, a, k))
+            Box::pin(async move { s.documents().find(c, a, k).await })
         }
     }
 
@@ -401,7 +402,7 @@ mod registered {
             a: SearchArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.search(c, a, k))
+            Box::pin(async move { s.documents().search(c, a, k).await })
         }
     }
 
@@ -422,7 +423,7 @@ mod registered {
             a: NoArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.namespaces(c, a, k))
+            Box::pin(async move { s.documents().namespaces(c, a, k).await })
         }
     }
 
@@ -443,7 +444,7 @@ mod registered {
             a: HistoryArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.history(c, a, k))
+            Box::pin(async move { s.documents().history(c, a, k).await })
         }
     }
 }

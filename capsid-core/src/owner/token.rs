@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::Service;
+use super::OwnerService;
 use crate::caller::Caller;
 use crate::crypto::{ct_eq, sha256_hex};
 use crate::ids::new_token;
@@ -61,7 +61,7 @@ pub enum AccessRefusal {
     Unavailable(String),
 }
 
-impl Service {
+impl OwnerService {
     /// `POST /token`.
     pub async fn oauth_token(
         &self,
@@ -86,7 +86,7 @@ impl Service {
         else {
             return Err(OAuthError::invalid_client("client_id is required"));
         };
-        let client = self.store.client(id, self.now()).await?.ok_or_else(|| {
+        let client = self.oauth.client(id, self.now()).await?.ok_or_else(|| {
             OAuthError::invalid_client("unknown client (or its registration expired)")
         })?;
         if let Some(hash) = &client.secret_hash {
@@ -148,7 +148,7 @@ impl Service {
         };
         let code_hash = sha256_hex(code);
         let row = self
-            .store
+            .oauth
             .code(&code_hash)
             .await?
             .ok_or_else(|| OAuthError::invalid_grant("unknown authorization code"))?;
@@ -169,7 +169,7 @@ impl Service {
         let client_end = expiry(now, CLIENT_TTL_MS);
         if row.used_at.is_some() {
             // A replay: whoever presents a spent code, the tokens it issued are revoked.
-            self.store
+            self.oauth
                 .redeem_code(&code_hash, now, grant, Vec::new(), client_end)
                 .await?;
             return Err(OAuthError::invalid_grant(
@@ -207,7 +207,7 @@ impl Service {
         }
         let access_end = tokens[0].expires_at;
         match self
-            .store
+            .oauth
             .redeem_code(&code_hash, now, grant, tokens, client_end)
             .await?
         {
@@ -234,7 +234,7 @@ impl Service {
             return Err(OAuthError::invalid_request("refresh_token is required"));
         };
         let hash = sha256_hex(token);
-        let row = match self.store.token(&hash).await? {
+        let row = match self.oauth.token(&hash).await? {
             Some(r) if r.kind == TokenKind::Refresh => r,
             _ => return Err(OAuthError::invalid_grant("unknown refresh token")),
         };
@@ -246,7 +246,7 @@ impl Service {
         let now = self.now();
         let client_end = expiry(now, CLIENT_TTL_MS);
         if row.used_at.is_some() {
-            self.store
+            self.oauth
                 .rotate_refresh(&hash, now, Vec::new(), client_end)
                 .await?;
             return Err(OAuthError::invalid_grant(
@@ -279,7 +279,7 @@ impl Service {
         let (access, refresh, tokens) = self.new_tokens(now, row.grant_expires_at);
         let access_end = tokens[0].expires_at;
         match self
-            .store
+            .oauth
             .rotate_refresh(&hash, now, tokens, client_end)
             .await?
         {
@@ -299,7 +299,7 @@ impl Service {
         settings: &OwnerSettings,
         token: &str,
     ) -> Result<Caller, AccessRefusal> {
-        let row: TokenRow = match self.store.token(&sha256_hex(token)).await {
+        let row: TokenRow = match self.oauth.token(&sha256_hex(token)).await {
             Ok(Some(row)) => row,
             Ok(None) => return Err(AccessRefusal::Invalid("unknown access token".into())),
             Err(e) => return Err(AccessRefusal::Unavailable(e.to_string())),

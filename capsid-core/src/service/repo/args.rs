@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::args::{Bounded, NamespaceArg};
 use crate::docs::bounds;
 use crate::scope::Flag;
 use crate::scope_args;
 use crate::service::args::ScopeArgs;
+use crate::service::args::{Bounded, NamespaceArg};
 use crate::tools::{RepoWriteArgs, repo_write_flags};
 
 /// A repo selector: a label of the namespace's mapping or a mapped `owner/name`.

@@ -1,18 +1,20 @@
 //! `register_namespace` and `update_namespace`: create-only registration with its repos, and
 //! remapping with the previous mapping kept in the audit row.
 
+use super::MaintenanceCx;
+use crate::service::Area;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args::{Bounded, NamespaceArg};
-use super::{Confirmer, Service};
 use crate::caller::Caller;
 use crate::docs::bounds;
 use crate::error::{Error, Result};
 use crate::ports::StoreError;
 use crate::repos::{RepoEntry, is_repo_shape, parse_repos_list, require_single_primary};
 use crate::scope_args;
+use crate::service::args::{Bounded, NamespaceArg};
+use crate::service::{Confirmer, Service};
 
 /// `register_namespace`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -42,8 +44,8 @@ fn repos_json(list: &[RepoEntry]) -> String {
     serde_json::to_string(list).unwrap_or_else(|_| "[]".into())
 }
 
-impl Service {
-    pub(super) async fn register_namespace(
+impl MaintenanceCx<'_> {
+    pub(crate) async fn register_namespace(
         &self,
         caller: &Caller,
         a: RegisterArgs,
@@ -80,7 +82,7 @@ impl Service {
             serde_json::to_value(&list).unwrap_or_default(),
         );
         match self
-            .store
+            .namespaces
             .register_namespace(&ns, &json, self.now(), audit)
             .await
         {
@@ -103,7 +105,7 @@ impl Service {
         }))
     }
 
-    pub(super) async fn update_namespace(
+    pub(crate) async fn update_namespace(
         &self,
         caller: &Caller,
         a: UpdateArgs,
@@ -112,7 +114,7 @@ impl Service {
         let ns = a.namespace.as_str().trim().to_owned();
         let list = parse_repos_list(a.repos.as_str()).map_err(Error::Invalid)?;
         require_single_primary(&list).map_err(Error::Invalid)?;
-        let existing = self.store.namespace(&ns).await?.ok_or_else(|| {
+        let existing = self.namespaces.namespace(&ns).await?.ok_or_else(|| {
             Error::NotFound(format!(
                 "namespace not found: {ns}. Use register_namespace to create it."
             ))
@@ -126,7 +128,7 @@ impl Service {
             json!({"old": existing.repos, "new": json}),
         );
         let previous = self
-            .store
+            .namespaces
             .update_namespace(&ns, &json, audit)
             .await
             .map_err(|e| match e {
@@ -162,7 +164,7 @@ mod registered {
             a: RegisterArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.register_namespace(c, a, k))
+            Box::pin(async move { s.maintenance().register_namespace(c, a, k).await })
         }
     }
 
@@ -184,7 +186,7 @@ mod registered {
             a: UpdateArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.update_namespace(c, a, k))
+            Box::pin(async move { s.maintenance().update_namespace(c, a, k).await })
         }
     }
 }

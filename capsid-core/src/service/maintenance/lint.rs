@@ -1,14 +1,14 @@
 //! `lint`: gather (a read-only consolidation packet), finalize (archive what was consumed,
 //! confirmed, one unit of work) and report (the truth report, stored as a dated document).
 
+use super::MaintenanceCx;
+use crate::service::{Area, require_confirmation};
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::args::{DocPathArg, NamespaceArg};
-use super::{Confirmer, Service, to_json};
 use crate::caller::Caller;
 use crate::docs::counts::{AuthoritativeCounts, authoritative_for, scan_count_claims};
 use crate::docs::document::Document;
@@ -24,7 +24,9 @@ use crate::docs::truth_report::{
 use crate::docs::write::ConfirmationText;
 use crate::error::{Error, Result};
 use crate::ports::{DocumentWrite, LintRows, StoreError, WriteGuard};
+use crate::service::args::{DocPathArg, NamespaceArg};
 use crate::service::registry::REGISTRY;
+use crate::service::{Confirmer, Service, to_json};
 
 /// `lint`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -93,8 +95,8 @@ fn standing(rows: &LintRows) -> Vec<Document> {
         .collect()
 }
 
-impl Service {
-    pub(super) async fn lint(
+impl MaintenanceCx<'_> {
+    pub(crate) async fn lint(
         &self,
         caller: &Caller,
         a: LintArgs,
@@ -119,7 +121,7 @@ impl Service {
     }
 
     async fn lint_gather(&self, ns: &str) -> Result<Value> {
-        let rows = self.store.lint_rows(ns).await?;
+        let rows = self.docs.lint_rows(ns).await?;
         let docs = standing(&rows);
         let present = |n: &str, p: &str| docs.iter().any(|d| d.namespace == n && d.path == p);
         let authoritative = authoritative_for(ns, artifact_counts());
@@ -153,7 +155,7 @@ impl Service {
             }
         }
         let exists = self
-            .store
+            .docs
             .documents_exist(&foreign)
             .await
             .unwrap_or_else(|_| vec![false; foreign.len()]);
@@ -179,7 +181,7 @@ impl Service {
         let paths: Vec<String> = consumed.into_iter().map(|p| p.0.into_string()).collect();
         let mut types = BTreeMap::new();
         for p in &paths {
-            if let Some(d) = self.store.document(ns, p).await? {
+            if let Some(d) = self.docs.document(ns, p).await? {
                 types.insert(p.clone(), d.doc_type);
             }
         }
@@ -188,7 +190,7 @@ impl Service {
             other => Error::Invalid(other.to_string()),
         })?;
         let n = moves.len();
-        self.require_confirmation(
+        require_confirmation(
             confirm,
             confirmer,
             ConfirmationText {
@@ -213,7 +215,7 @@ impl Service {
             None,
             outcome.audit_params(),
         );
-        self.store
+        self.docs
             .archive_documents(ns, &pairs, self.now(), audit)
             .await
             .map_err(|e| match e {
@@ -227,14 +229,14 @@ impl Service {
 
     async fn lint_report(&self, caller: &Caller, ns: &str) -> Result<Value> {
         let now = self.now();
-        let rows = self.store.lint_rows(ns).await?;
+        let rows = self.docs.lint_rows(ns).await?;
         let standing_docs = standing(&rows);
         let mut docs = standing_docs.clone();
         docs.extend(rows.archived.iter().cloned());
         let present = |n: &str, p: &str| docs.iter().any(|d| d.namespace == n && d.path == p);
         let authoritative = authoritative_for(ns, artifact_counts());
         let namespaces = self
-            .store
+            .namespaces
             .namespaces()
             .await?
             .into_iter()
@@ -248,7 +250,7 @@ impl Service {
             count_claims: scan_count_claims(&standing_docs, authoritative.as_ref()),
             docs,
             // The primary repository's tree; `None` (not checked) when it cannot be read.
-            repo_paths: self.primary_repo_paths(ns).await,
+            repo_paths: self.repo.primary_repo_paths(ns).await,
             namespaces,
         };
         let report = build_truth_report(&input);
@@ -271,7 +273,7 @@ impl Service {
             Some(&path),
             report.audit_params(),
         );
-        self.store
+        self.docs
             .write_document(write, WriteGuard::Upsert, vec![audit])
             .await?;
         to_json(ReportOutcome::new(&report, &path))
@@ -310,7 +312,7 @@ mod registered {
             a: LintArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.lint(c, a, k))
+            Box::pin(async move { s.maintenance().lint(c, a, k).await })
         }
     }
 }

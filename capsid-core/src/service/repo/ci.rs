@@ -2,19 +2,20 @@
 //! failure's jobs and steps (its failing step's log only for write-grant callers), and
 //! starting a workflow or re-running failed jobs, never the improve loop's scorer.
 
+use super::RepoCx;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::repo::{Target, check_path, check_positive, check_ref, host_error};
-use super::repo_args::{CiDispatchArgs, CiStatusArgs};
-use super::repo_read::tail;
-use super::{Confirmer, Service};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::guards::SCORER_WORKFLOW;
 use crate::ports::{RepoHostError, RunQuery, RunStep, WorkflowRun};
 use crate::scope::Grant;
+use crate::service::Confirmer;
+use crate::service::repo::args::{CiDispatchArgs, CiStatusArgs};
+use crate::service::repo::read::tail;
+use crate::service::repo::{Target, check_path, check_positive, check_ref, host_error};
 use crate::time::Timestamp;
 
 /// Bytes of the failing step's log a write-grant caller gets, from its end.
@@ -89,8 +90,8 @@ fn run_json(r: &WorkflowRun) -> Value {
            "conclusion": r.conclusion, "event": r.event, "created_at": r.created_at, "url": r.url})
 }
 
-impl Service {
-    pub(super) async fn ci_status(
+impl RepoCx<'_> {
+    pub(crate) async fn ci_status(
         &self,
         caller: &Caller,
         a: CiStatusArgs,
@@ -223,7 +224,7 @@ impl Service {
         out
     }
 
-    pub(super) async fn ci_dispatch(
+    pub(crate) async fn ci_dispatch(
         &self,
         caller: &Caller,
         a: CiDispatchArgs,

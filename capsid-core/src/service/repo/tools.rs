@@ -2,11 +2,11 @@
 //! arguments and handler. A file change's flags come from its arguments
 //! ([`crate::tools::repo_write_flags`]); `manage_pr`'s and `ci_dispatch`'s from their rules.
 
-use super::repo_args::*;
-use super::{Confirmer, Service};
 use crate::caller::Caller;
 use crate::scope::Flag;
 use crate::service::registry::{Tool, ToolFuture};
+use crate::service::repo::args::*;
+use crate::service::{Confirmer, Service};
 use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup::Repo, ToolSpec, action};
 
 /// `list_repo_tree`.
@@ -26,7 +26,7 @@ impl Tool for ListRepoTree {
         a: ListTreeArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.list_repo_tree(c, a, k))
+        Box::pin(async move { s.repo().list_repo_tree(c, a, k).await })
     }
 }
 
@@ -47,7 +47,7 @@ impl Tool for ReadRepoFile {
         a: ReadFileArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.read_repo_file(c, a, k))
+        Box::pin(async move { s.repo().read_repo_file(c, a, k).await })
     }
 }
 
@@ -68,7 +68,7 @@ impl Tool for SearchCode {
         a: SearchCodeArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.search_code(c, a, k))
+        Box::pin(async move { s.repo().search_code(c, a, k).await })
     }
 }
 
@@ -89,7 +89,7 @@ impl Tool for RepoRefs {
         a: RepoRefsArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.repo_refs(c, a, k))
+        Box::pin(async move { s.repo().repo_refs(c, a, k).await })
     }
 }
 
@@ -110,7 +110,7 @@ impl Tool for RepoHistory {
         a: RepoHistoryArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.repo_history(c, a, k))
+        Box::pin(async move { s.repo().repo_history(c, a, k).await })
     }
 }
 
@@ -131,7 +131,7 @@ impl Tool for CiStatus {
         a: CiStatusArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.ci_status(c, a, k))
+        Box::pin(async move { s.repo().ci_status(c, a, k).await })
     }
 }
 
@@ -153,7 +153,7 @@ impl Tool for WriteRepoFile {
         a: WriteFileArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.write_repo_file(c, a, k))
+        Box::pin(async move { s.repo().write_repo_file(c, a, k).await })
     }
 }
 
@@ -174,7 +174,7 @@ impl Tool for CreateBranch {
         a: CreateBranchArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.create_branch(c, a, k))
+        Box::pin(async move { s.repo().create_branch(c, a, k).await })
     }
 }
 
@@ -195,7 +195,7 @@ impl Tool for OpenPr {
         a: OpenPrArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.open_pr(c, a, k))
+        Box::pin(async move { s.repo().open_pr(c, a, k).await })
     }
 }
 
@@ -217,7 +217,7 @@ impl Tool for DeleteRepoFile {
         a: DeleteFileArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.delete_repo_file(c, a, k))
+        Box::pin(async move { s.repo().delete_repo_file(c, a, k).await })
     }
 }
 
@@ -246,7 +246,7 @@ impl Tool for ManagePr {
         a: ManagePrArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.manage_pr(c, a, k))
+        Box::pin(async move { s.repo().manage_pr(c, a, k).await })
     }
 }
 
@@ -268,7 +268,7 @@ impl Tool for DeleteBranch {
         a: DeleteBranchArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.delete_branch(c, a, k))
+        Box::pin(async move { s.repo().delete_branch(c, a, k).await })
     }
 }
 
@@ -289,6 +289,6 @@ impl Tool for CiDispatch {
         a: CiDispatchArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a> {
-        Box::pin(s.ci_dispatch(c, a, k))
+        Box::pin(async move { s.repo().ci_dispatch(c, a, k).await })
     }
 }

@@ -3,6 +3,7 @@
 //! say "off" and the run action refuses. The control actions that need no loop (pause,
 //! unpause, budget, the driver lease, a read-only operator key, policy signing) are real.
 
+use crate::service::Area;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -29,6 +30,39 @@ use crate::ports::{DocumentWrite, JobFilter, StoreError, WriteGuard};
 use crate::scope::Scopes;
 use crate::scope_args;
 use crate::time::Timestamp;
+
+/// What the improve area's handlers reach: the loop's settings and tables, the queue (its
+/// counts and records), documents (reports, policies), agents, the audit log, ids and the
+/// signing secret.
+#[derive(Clone, Copy)]
+pub struct ImproveCx<'a> {
+    /// Settings (mode, budget, pauses, leases).
+    pub settings: &'a dyn crate::ports::SettingsStore,
+    /// Runs and attempts.
+    pub improve: &'a dyn crate::ports::ImproveStore,
+    /// Registered namespaces.
+    pub namespaces: &'a dyn crate::ports::NamespaceStore,
+    /// The queue.
+    pub jobs: &'a dyn crate::ports::JobStore,
+    /// Documents.
+    pub docs: &'a dyn crate::ports::DocumentStore,
+    /// Agents.
+    pub agents: &'a dyn crate::ports::AgentStore,
+    /// Audit rows of control changes.
+    pub audit_log: &'a dyn crate::ports::AuditLog,
+    /// The signing secret.
+    pub config: &'a super::ServiceConfig,
+    /// Keys.
+    pub entropy: &'a dyn crate::ids::Entropy,
+    /// Now.
+    pub clock: &'a dyn crate::time::Clock,
+}
+
+impl super::Area for ImproveCx<'_> {
+    fn clock(&self) -> &dyn crate::time::Clock {
+        self.clock
+    }
+}
 
 /// `improve_status`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -123,24 +157,29 @@ fn day_start(now: Timestamp) -> Timestamp {
     Timestamp::parse(&format!("{}T00:00:00Z", now.date())).unwrap_or(now)
 }
 
-impl Service {
-    pub(super) async fn improve_status(
+impl ImproveCx<'_> {
+    pub(crate) async fn improve_status(
         &self,
         caller: &Caller,
         a: StatusArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
         let now = self.now();
-        let mode =
-            ImproveMode::from_setting(self.store.setting(IMPROVE_MODE_KEY, now).await?.as_deref());
-        let caps = BudgetCaps::from_setting(self.store.setting(BUDGET_KEY, now).await?.as_deref());
-        let totals = self.store.run_totals(Some(month_start(now))).await?;
+        let mode = ImproveMode::from_setting(
+            self.settings
+                .setting(IMPROVE_MODE_KEY, now)
+                .await?
+                .as_deref(),
+        );
+        let caps =
+            BudgetCaps::from_setting(self.settings.setting(BUDGET_KEY, now).await?.as_deref());
+        let totals = self.improve.run_totals(Some(month_start(now))).await?;
         let spend = MonthSpend {
             ci_minutes: totals.iter().map(|t| t.ci_minutes).sum(),
             cost_usd: totals.iter().map(|t| t.cost_usd).sum(),
         };
         let mut namespaces = Vec::new();
-        for row in self.store.namespaces().await? {
+        for row in self.namespaces.namespaces().await? {
             let ns = row.namespace;
             if a.namespace.as_ref().is_some_and(|n| n.as_str() != ns)
                 || !caller.scopes.namespaces.allows(&ns)
@@ -150,7 +189,7 @@ impl Service {
             namespaces.push(self.namespace_status(&ns, now).await?);
         }
         let awaiting: Value = self
-            .store
+            .settings
             .setting(AWAITING_SEAT_KEY, now)
             .await?
             .and_then(|s| serde_json::from_str(&s).ok())
@@ -177,9 +216,9 @@ impl Service {
     }
 
     async fn namespace_status(&self, ns: &str, now: Timestamp) -> Result<Value> {
-        let counts = self.store.job_counts(ns, day_start(now)).await?;
+        let counts = self.jobs.job_counts(ns, day_start(now)).await?;
         let blocked = self
-            .store
+            .jobs
             .jobs(
                 &JobFilter {
                     namespace: Some(ns.to_owned()),
@@ -199,14 +238,14 @@ impl Service {
             })
             .collect();
         let latest_report = self
-            .store
+            .docs
             .find_documents(Some(ns), "reports/lint-*.md", 500)
             .await?
             .into_iter()
             .max_by(|a, b| a.path.cmp(&b.path));
         let integrity = match latest_report {
             Some(r) => integrity_of(
-                self.store
+                self.docs
                     .document(ns, &r.path)
                     .await?
                     .and_then(|d| d.body)
@@ -216,8 +255,8 @@ impl Service {
         };
         Ok(json!({
             "namespace": ns,
-            "paused": self.store.setting(&paused_key(ns), now).await?,
-            "anchor_pinned": self.store.setting(&anchor_key(ns), now).await?.is_some(),
+            "paused": self.settings.setting(&paused_key(ns), now).await?,
+            "anchor_pinned": self.settings.setting(&anchor_key(ns), now).await?.is_some(),
             "loop": "off",
             "jobs": { "queued": counts.queued, "claimed": counts.claimed, "blocked": counts.blocked,
                       "done_today": counts.done_today, "blocked_jobs": blocked_jobs },
@@ -227,10 +266,10 @@ impl Service {
 
     /// Every agent with its measured record (reference 6.8).
     pub(crate) async fn agent_inventory(&self) -> Result<Vec<Value>> {
-        let agents = self.store.agents().await?;
-        let outcomes = self.store.outcomes(None).await?;
+        let agents = self.agents.agents().await?;
+        let outcomes = self.jobs.outcomes(None).await?;
         let counts: Vec<ClaimedJobCount> = self
-            .store
+            .jobs
             .job_status_counts()
             .await?
             .into_iter()
@@ -241,7 +280,7 @@ impl Service {
             })
             .collect();
         let runs: Vec<NamespaceRuns> = self
-            .store
+            .improve
             .run_totals(None)
             .await?
             .into_iter()
@@ -266,7 +305,7 @@ impl Service {
         Ok(out)
     }
 
-    pub(super) async fn improve_run(
+    pub(crate) async fn improve_run(
         &self,
         caller: &Caller,
         a: RunArgs,
@@ -308,10 +347,10 @@ impl Service {
                     }
                 }
                 if !dry {
-                    self.store
+                    self.settings
                         .put_setting(IMPROVE_MODE_KEY, "off", None)
                         .await?;
-                    self.store
+                    self.audit_log
                         .append_audit(self.audit(
                             caller,
                             "improve-mode",
@@ -321,7 +360,7 @@ impl Service {
                         ))
                         .await?;
                 }
-                let stored = self.store.setting(IMPROVE_MODE_KEY, now).await?;
+                let stored = self.settings.setting(IMPROVE_MODE_KEY, now).await?;
                 Ok(
                     json!({"ok": true, "action": name, "mode": ImproveMode::from_setting(stored.as_deref()).name(), "dry_run": dry}),
                 )
@@ -331,7 +370,7 @@ impl Service {
                     return Ok(refuse(&name, format!("{name} needs a namespace, or all")));
                 };
                 let targets: Vec<String> = if target == "all" {
-                    self.store
+                    self.namespaces
                         .namespaces()
                         .await?
                         .into_iter()
@@ -347,13 +386,15 @@ impl Service {
                                 .reason
                                 .as_ref()
                                 .map_or("paused by an operator", |r| r.as_str());
-                            self.store.put_setting(&paused_key(t), reason, None).await?;
+                            self.settings
+                                .put_setting(&paused_key(t), reason, None)
+                                .await?;
                         } else {
-                            self.store.delete_setting(&paused_key(t)).await?;
+                            self.settings.delete_setting(&paused_key(t)).await?;
                         }
                     }
                     let params = json!({"namespaces": targets, "reason": a.reason.as_ref().map(|r| r.as_str())});
-                    self.store
+                    self.audit_log
                         .append_audit(self.audit(
                             caller,
                             &format!("improve-{name}"),
@@ -366,16 +407,17 @@ impl Service {
                 Ok(json!({"ok": true, "action": name, "namespaces": targets, "dry_run": dry}))
             }
             RunAction::Budget => {
-                let caps =
-                    BudgetCaps::from_setting(self.store.setting(BUDGET_KEY, now).await?.as_deref());
+                let caps = BudgetCaps::from_setting(
+                    self.settings.setting(BUDGET_KEY, now).await?.as_deref(),
+                );
                 let updated = caps
                     .updated(a.actions_minutes_month, a.model_usd_month)
                     .map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
                 if !dry {
-                    self.store
+                    self.settings
                         .put_setting(BUDGET_KEY, &updated.to_setting(), None)
                         .await?;
-                    self.store
+                    self.audit_log
                         .append_audit(self.audit(
                             caller,
                             "improve-budget",
@@ -390,9 +432,9 @@ impl Service {
                 )
             }
             RunAction::MintOperatorKey => {
-                let key = format!("capsid_ro_{}", new_token(&*self.entropy));
+                let key = format!("capsid_ro_{}", new_token(self.entropy));
                 let hash = sha256_hex(&key);
-                self.store
+                self.audit_log
                     .append_audit(self.audit(
                         caller,
                         "improve-mint-operator-key",
@@ -413,7 +455,7 @@ impl Service {
                 };
                 let key = driver_key(&target);
                 let holder = caller.actor();
-                let current = self.store.setting(&key, now).await?;
+                let current = self.settings.setting(&key, now).await?;
                 if a.release == Some(true) {
                     if current.as_deref() != Some(holder.as_str()) {
                         return Ok(refuse(
@@ -421,7 +463,7 @@ impl Service {
                             format!("{holder} does not hold the driver lease of {target}"),
                         ));
                     }
-                    self.store
+                    self.settings
                         .compare_and_set_setting(&key, Some(&holder), None, None, now)
                         .await?;
                     return Ok(
@@ -430,7 +472,7 @@ impl Service {
                 }
                 let until = now.plus_millis(DRIVER_LEASE_MS);
                 let won = self
-                    .store
+                    .settings
                     .compare_and_set_setting(
                         &key,
                         current.as_deref().filter(|c| *c == holder),
@@ -477,13 +519,13 @@ impl Service {
         let Some(path) = path.filter(|p| p.starts_with("policy/") && !p.contains("..")) else {
             return Ok(refuse(name, "sign_policy needs a path under policy/"));
         };
-        let Some(secret) = self.signing_secret() else {
+        let Some(secret) = self.config.signing_secret() else {
             return Ok(refuse(
                 name,
                 "signing is not configured (CAPSID_SIGNING_SECRET)",
             ));
         };
-        let Some(doc) = self.store.document(POLICY_NAMESPACE, path).await? else {
+        let Some(doc) = self.docs.document(POLICY_NAMESPACE, path).await? else {
             return Ok(refuse(
                 name,
                 format!("no document {POLICY_NAMESPACE}/{path}: write it first, then sign it"),
@@ -521,7 +563,7 @@ impl Service {
             at: self.now(),
         };
         match self
-            .store
+            .docs
             .write_document(
                 write,
                 WriteGuard::Update {
@@ -588,7 +630,7 @@ mod registered {
             a: RunArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.improve_run(c, a, k))
+            Box::pin(async move { s.improve().improve_run(c, a, k).await })
         }
     }
 
@@ -609,7 +651,7 @@ mod registered {
             a: StatusArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.improve_status(c, a, k))
+            Box::pin(async move { s.improve().improve_status(c, a, k).await })
         }
     }
 }

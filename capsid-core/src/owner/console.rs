@@ -7,11 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::args::parse_args;
-use super::improve::StatusArgs;
-use super::jobs::JobsArgs;
-use super::jobs_resume::ResumeTo;
-use super::{NoConfirmer, Service};
+use super::OwnerService;
 use crate::caller::{Caller, Principal};
 use crate::crypto::sha256_hex;
 use crate::error::{Error, Result};
@@ -20,6 +16,8 @@ use crate::jobs::{JobStatus, job_doc_path};
 use crate::oauth::OwnerSettings;
 use crate::ports::{AuditFilter, JobFilter};
 use crate::scope::Scopes;
+use crate::service::args::parse_args;
+use crate::service::{ImproveStatusArgs as StatusArgs, JobsArgs, NoConfirmer, ResumeTo};
 
 /// The console's actions, and nothing else: no merge, no mint.
 pub const CONSOLE_ACTIONS: [&str; 6] = [
@@ -202,7 +200,7 @@ fn refused(out: Value) -> Result<Value> {
     Ok(out)
 }
 
-impl Service {
+impl OwnerService {
     /// The owner behind a console session token, re-checking the owner every time.
     pub async fn console_caller(
         &self,
@@ -210,7 +208,7 @@ impl Service {
         token: &str,
     ) -> Result<Option<Caller>> {
         let Some(row) = self
-            .store
+            .oauth
             .console_session(&sha256_hex(token), self.now())
             .await?
         else {
@@ -225,10 +223,10 @@ impl Service {
     pub async fn console_end(&self, token: &str, all: bool) -> Result<u64> {
         let now = self.now();
         if all {
-            return Ok(self.store.end_console_sessions(now).await?);
+            return Ok(self.oauth.end_console_sessions(now).await?);
         }
         Ok(u64::from(
-            self.store
+            self.oauth
                 .end_console_session(&sha256_hex(token), now)
                 .await?,
         ))
@@ -239,8 +237,8 @@ impl Service {
     /// audited as `console-revoke_grants` naming the person. How many live grants ended.
     pub async fn console_revoke_grants(&self, caller: &Caller) -> Result<u64> {
         require_owner(caller)?;
-        let revoked = self.store.revoke_all_grants(self.now()).await?;
-        self.store
+        let revoked = self.oauth.revoke_all_grants(self.now()).await?;
+        self.audit_log
             .append_audit(self.audit(
                 caller,
                 "console-revoke_grants",
@@ -263,6 +261,7 @@ impl Service {
                     args["reason"] = json!(r);
                 }
                 let out = self
+                    .tools
                     .call_tool(caller, "improve_run", args, &NoConfirmer)
                     .await?;
                 (out, Some(namespace.clone()), None)
@@ -270,6 +269,7 @@ impl Service {
             ConsoleAction::Unpause { namespace } => {
                 let args = json!({"action": "unpause", "namespace": namespace});
                 let out = self
+                    .tools
                     .call_tool(caller, "improve_run", args, &NoConfirmer)
                     .await?;
                 (out, Some(namespace.clone()), None)
@@ -277,7 +277,8 @@ impl Service {
             ConsoleAction::Mode { value } => {
                 let args = json!({"action": "mode", "value": value});
                 (
-                    self.call_tool(caller, "improve_run", args, &NoConfirmer)
+                    self.tools
+                        .call_tool(caller, "improve_run", args, &NoConfirmer)
                         .await?,
                     None,
                     None,
@@ -288,18 +289,25 @@ impl Service {
                     "jobs",
                     json!({"action": "resume", "id": id, "reason": reason}),
                 )?;
-                let out = self.resume_to(caller, args, ResumeTo::Queue).await?;
+                let out = self
+                    .tools
+                    .jobs()
+                    .resume_to(caller, args, ResumeTo::Queue)
+                    .await?;
                 let ns = out["job"]["namespace"].as_str().map(str::to_owned);
                 (out, ns, Some(job_doc_path(id)))
             }
             ConsoleAction::FailJob { id, reason } => {
-                let out = self.admin_fail_job(caller, id, reason).await?;
+                let out = self.tools.jobs().admin_fail_job(caller, id, reason).await?;
                 let ns = out["job"]["namespace"].as_str().map(str::to_owned);
                 (out, ns, Some(job_doc_path(id)))
             }
             ConsoleAction::RevokeAgent { name } => {
                 let args = json!({"action": "revoke", "name": name});
-                let out = self.call_tool(caller, "agents", args, &NoConfirmer).await?;
+                let out = self
+                    .tools
+                    .call_tool(caller, "agents", args, &NoConfirmer)
+                    .await?;
                 (out, Some("agents".to_owned()), Some(name.clone()))
             }
         };
@@ -309,7 +317,7 @@ impl Service {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), json!(v)))
             .collect();
-        self.store
+        self.audit_log
             .append_audit(self.audit(
                 caller,
                 &format!("console-{}", action.name()),
@@ -327,6 +335,8 @@ impl Service {
     pub async fn console_view(&self, caller: &Caller, filter: AuditFilter) -> Result<Value> {
         require_owner(caller)?;
         let improve = self
+            .tools
+            .improve()
             .improve_status(
                 caller,
                 StatusArgs {
@@ -336,9 +346,9 @@ impl Service {
                 &NoConfirmer,
             )
             .await?;
-        let rows = self.store.agents().await?;
+        let rows = self.agents.agents().await?;
         let mut agents = Vec::new();
-        for inv in self.agent_inventory().await? {
+        for inv in self.tools.improve().agent_inventory().await? {
             let name = inv["name"].as_str().unwrap_or_default();
             let scopes = rows
                 .iter()
@@ -372,7 +382,7 @@ impl Service {
                 namespace: None,
                 status: Some(status),
             };
-            for j in self.store.jobs(&filter, 50).await? {
+            for j in self.jobs.jobs(&filter, 50).await? {
                 jobs.push(json!({
                     "id": j.id, "namespace": j.namespace, "title": j.title, "status": j.status.as_str(),
                     "claimed_by": j.claimed_by, "lease_expires": j.lease_expires,
@@ -382,7 +392,7 @@ impl Service {
             }
         }
         let activity: Vec<Value> = self
-            .store
+            .audit_log
             .recent_audit(&filter, ACTIVITY_ROWS)
             .await?
             .into_iter()

@@ -2,6 +2,13 @@
 //! block in `jobs_finish`; resume in `jobs_resume`. Domain refusals answer
 //! `{ok:false, action, refusal}`; bad arguments are tool errors.
 
+mod admin;
+mod finish;
+mod resume;
+
+pub(crate) use resume::ResumeTo;
+
+use crate::service::{Area, require_namespace};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -26,6 +33,37 @@ use crate::ports::{
 };
 use crate::scope::Scopes;
 use crate::time::Timestamp;
+
+/// What the jobs area's handlers reach: the queue, namespaces, documents (policies), the loop's
+/// run totals (agent records), the repo area (outcome verification, review, migration files),
+/// the signing secret, ids and the notifier.
+#[derive(Clone, Copy)]
+pub struct JobsCx<'a> {
+    /// The queue, its outcomes and records.
+    pub jobs: &'a dyn crate::ports::JobStore,
+    /// Registered namespaces.
+    pub namespaces: &'a dyn crate::ports::NamespaceStore,
+    /// Documents (the gate policy).
+    pub docs: &'a dyn crate::ports::DocumentStore,
+    /// The loop's run totals.
+    pub improve: &'a dyn crate::ports::ImproveStore,
+    /// The GitHub App, when configured.
+    pub repo_host: &'a Option<std::sync::Arc<dyn crate::ports::RepoHost>>,
+    /// Who is told of blocked and failed jobs.
+    pub notifier: &'a Option<std::sync::Arc<dyn crate::ports::Notifier>>,
+    /// The signing secret.
+    pub config: &'a super::ServiceConfig,
+    /// Ids.
+    pub entropy: &'a dyn crate::ids::Entropy,
+    /// Now.
+    pub clock: &'a dyn crate::time::Clock,
+}
+
+impl super::Area for JobsCx<'_> {
+    fn clock(&self) -> &dyn crate::time::Clock {
+        self.clock
+    }
+}
 
 /// The eight actions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -112,16 +150,16 @@ impl crate::service::args::ScopeArgs for JobsArgs {
     }
 }
 
-pub(super) fn refuse(action: JobsAction, refusal: impl Into<String>) -> Value {
+pub(crate) fn refuse(action: JobsAction, refusal: impl Into<String>) -> Value {
     json!({ "ok": false, "action": action.name(), "refusal": refusal.into() })
 }
 
-pub(super) fn done(action: JobsAction, job: &Job) -> Result<Value> {
+pub(crate) fn done(action: JobsAction, job: &Job) -> Result<Value> {
     Ok(json!({ "ok": true, "action": action.name(), "job": to_json(job)? }))
 }
 
 /// The mirror document of a job, as a document write at `at`.
-pub(super) fn mirror_fn(at: Timestamp) -> MirrorFn {
+pub(crate) fn mirror_fn(at: Timestamp) -> MirrorFn {
     Box::new(move |job: &Job| {
         let m = crate::jobs::mirror::mirror_doc(job);
         DocumentWrite {
@@ -212,7 +250,7 @@ impl ClaimDecider for Decider<'_> {
 }
 
 /// A job audit row: namespace = the job's, path = its mirror, params carrying `job_id`.
-pub(super) fn job_audit(
+pub(crate) fn job_audit(
     actor: &str,
     action: &str,
     job: &Job,
@@ -235,8 +273,8 @@ pub(super) fn job_audit(
     }
 }
 
-impl Service {
-    pub(super) async fn jobs(
+impl JobsCx<'_> {
+    pub(crate) async fn jobs(
         &self,
         caller: &Caller,
         a: JobsArgs,
@@ -255,20 +293,12 @@ impl Service {
         }
     }
 
-    /// The signing secret, if configured.
-    pub(crate) fn signing_secret(&self) -> Option<&str> {
-        self.config
-            .signing_secret
-            .as_deref()
-            .filter(|s| !s.is_empty())
-    }
-
     async fn post_job(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
         let act = JobsAction::Post;
         let (Some(ns), Some(title), Some(body)) = (&a.namespace, &a.title, &a.body) else {
             return Ok(refuse(act, "post needs namespace, title and body"));
         };
-        let Some(secret) = self.signing_secret() else {
+        let Some(secret) = self.config.signing_secret() else {
             return Ok(refuse(
                 act,
                 "job signing is not configured on this server (CAPSID_SIGNING_SECRET is unset), so this job could not be signed and no driver would execute it. Refusing rather than queueing work nothing can verify.",
@@ -282,10 +312,10 @@ impl Service {
         let requirements =
             JobRequirements::from_input(a.required_flags.as_ref(), a.min_record.as_ref())
                 .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
-        self.require_namespace(ns.as_str()).await?;
+        require_namespace(self.namespaces, ns.as_str()).await?;
         let now = self.now();
         let job = NewJob {
-            id: new_job_id(&*self.entropy),
+            id: new_job_id(self.entropy),
             namespace: ns.as_str().to_owned(),
             title: title.clone(),
             body: seal_task(secret, body.as_str()),
@@ -318,7 +348,7 @@ impl Service {
             },
             at: now,
         };
-        match self.store.post_job(job, audit, mirror_fn(now)).await {
+        match self.jobs.post_job(job, audit, mirror_fn(now)).await {
             Ok(job) => done(act, &job),
             Err(StoreError::Conflict(_)) => Ok(refuse(
                 act,
@@ -336,7 +366,7 @@ impl Service {
             namespace: a.namespace.map(|n| n.as_str().to_owned()),
             status: a.status,
         };
-        let mut rows = self.store.jobs(&filter, JOBS_ROWS_MAX + 1).await?;
+        let mut rows = self.jobs.jobs(&filter, JOBS_ROWS_MAX + 1).await?;
         let truncated = rows.len() > JOBS_ROWS_MAX;
         rows.truncate(JOBS_ROWS_MAX);
         let mut out = json!({ "ok": true, "action": "list", "jobs": to_json(&rows)? });
@@ -352,9 +382,9 @@ impl Service {
     /// The claimer's track record, as improve_status and the console show it.
     pub(crate) async fn record_of(&self, caller: &Caller) -> Result<AgentRecord> {
         let actor = caller.actor();
-        let outcomes = self.store.outcomes(Some(&actor)).await?;
+        let outcomes = self.jobs.outcomes(Some(&actor)).await?;
         let counts: Vec<ClaimedJobCount> = self
-            .store
+            .jobs
             .job_status_counts()
             .await?
             .into_iter()
@@ -367,7 +397,7 @@ impl Service {
             .collect();
         let attempts = if caller.agent_kind() == Some(crate::caller::AgentKind::Driver) {
             let runs: Vec<NamespaceRuns> = self
-                .store
+                .improve
                 .run_totals(None)
                 .await?
                 .into_iter()
@@ -416,7 +446,7 @@ impl Service {
                 actor: actor.clone(),
                 scopes: &caller.scopes,
                 record: record.as_ref(),
-                secret: self.signing_secret(),
+                secret: self.config.signing_secret(),
                 now,
                 lease,
             };
@@ -428,9 +458,9 @@ impl Service {
                 decider: &decider,
                 mirror: mirror_fn(now),
             };
-            let outcome = self.store.claim_job(request).await;
+            let outcome = self.jobs.claim_job(request).await;
             let outcome = match outcome {
-                Err(StoreError::Conflict(_)) => match self.store.held_job(&actor).await? {
+                Err(StoreError::Conflict(_)) => match self.jobs.held_job(&actor).await? {
                     Some(held) => ClaimOutcome::AlreadyHolding(held),
                     None => ClaimOutcome::LostRace,
                 },
@@ -505,7 +535,7 @@ impl Service {
     }
 
     /// The job `id` names, refusing when it is missing.
-    pub(super) async fn job_for(
+    pub(crate) async fn job_for(
         &self,
         action: JobsAction,
         id: Option<&Bounded<64>>,
@@ -516,20 +546,20 @@ impl Service {
                 format!("{} needs an id", action.name()),
             )));
         };
-        Ok(match self.store.job(id.as_str()).await? {
+        Ok(match self.jobs.job(id.as_str()).await? {
             Some(job) => Ok(job),
             None => Err(refuse(action, format!("no job {}.", id.as_str()))),
         })
     }
 
     /// Why the holder-keyed transition on `job` was refused.
-    pub(super) async fn holder_refusal(
+    pub(crate) async fn holder_refusal(
         &self,
         action: JobsAction,
         id: &str,
         actor: &str,
     ) -> Result<Value> {
-        let Some(current) = self.store.job(id).await? else {
+        let Some(current) = self.jobs.job(id).await? else {
             return Ok(refuse(action, format!("no job {id}.")));
         };
         if current.status != JobStatus::Claimed {
@@ -581,7 +611,7 @@ impl Service {
             outcome: None,
             mirror: mirror_fn(now),
         };
-        match self.store.transition_job(t).await? {
+        match self.jobs.transition_job(t).await? {
             Some(job) => done(act, &job),
             None => self.holder_refusal(act, &job.id, &actor).await,
         }
@@ -624,7 +654,7 @@ mod registered {
             a: JobsArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(s.jobs(c, a, k))
+            Box::pin(async move { s.jobs().jobs(c, a, k).await })
         }
     }
 }

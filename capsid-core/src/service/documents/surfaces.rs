@@ -2,19 +2,20 @@
 //! pagination, and documents of type `prompt` with `{{variable}}` arguments. Only namespaces
 //! the caller may read are listed or served.
 
+use super::DocumentsCx;
 use std::collections::BTreeMap;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
-use super::Service;
 use crate::caller::Caller;
 use crate::docs::prompts::{
     parse_prompt_name, prompt_description, prompt_name, prompt_variables, render_prompt,
 };
 use crate::error::{Error, Result};
 use crate::scope::Axis;
+
 use crate::tools::{Call, GateRefusal, gate_call};
 
 /// Resources per `resources/list` page.
@@ -105,12 +106,12 @@ pub enum CompletionRef<'a> {
     Prompt(&'a str),
 }
 
-impl Service {
+impl DocumentsCx<'_> {
     /// The one check for every surface that reads documents (resources, prompts, completions):
     /// the `read` tool's requirement through the same `gate_call` a `read` call passes, with
     /// `namespace` when the surface names one.
     pub fn check_read(&self, caller: &Caller, namespace: Option<&str>) -> Result<()> {
-        let spec = super::registry::spec("read")
+        let spec = crate::service::registry::spec("read")
             .ok_or_else(|| Error::Internal("the read tool is not registered".into()))?;
         let call = Call {
             namespace,
@@ -155,7 +156,7 @@ impl Service {
             });
         };
         let rows = self
-            .store
+            .docs
             .page_documents(
                 namespaces.as_deref(),
                 None,
@@ -187,7 +188,7 @@ impl Service {
         let not_found = || Error::NotFound(format!("not found: {uri}"));
         let (ns, path) = parse_resource_uri(uri).ok_or_else(not_found)?;
         self.check_read(caller, Some(ns))?;
-        let doc = self.store.document(ns, path).await?.ok_or_else(not_found)?;
+        let doc = self.docs.document(ns, path).await?.ok_or_else(not_found)?;
         Ok(doc.body.unwrap_or_default())
     }
 
@@ -221,7 +222,7 @@ impl Service {
         let mut out = Vec::new();
         match argument {
             "namespace" => {
-                for row in self.store.namespaces().await? {
+                for row in self.namespaces.namespaces().await? {
                     if self.may_read(caller, &row.namespace) && row.namespace.starts_with(value) {
                         out.push(row.namespace);
                     }
@@ -232,7 +233,7 @@ impl Service {
                     return Ok(out);
                 };
                 let glob = format!("{}*", value.replace(['*', '?', '['], ""));
-                for d in self.store.find_documents(Some(ns), &glob, 100).await? {
+                for d in self.docs.find_documents(Some(ns), &glob, 100).await? {
                     out.push(d.path);
                 }
             }
@@ -257,13 +258,13 @@ impl Service {
             return Ok(Vec::new());
         };
         let rows = self
-            .store
+            .docs
             .page_documents(namespaces.as_deref(), Some("prompt"), None, PROMPTS_MAX)
             .await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let body = self
-                .store
+                .docs
                 .document(&row.namespace, &row.path)
                 .await?
                 .and_then(|d| d.body)
@@ -294,7 +295,7 @@ impl Service {
         let mut doc = None;
         for path in [format!("{stem}.md"), stem.to_owned()] {
             if let Some(d) = self
-                .store
+                .docs
                 .document(ns, &path)
                 .await?
                 .filter(|d| d.doc_type == "prompt")

@@ -2,10 +2,10 @@
 //! gate (complete and block), evidence verified against the repository host, and the
 //! write-once outcome row in the same unit of work as the transition.
 
+use super::JobsCx;
+use crate::service::Area;
 use serde_json::{Value, json};
 
-use super::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
-use super::{Service, to_json};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::jobs::block::{at_correction_cap, block_summary};
@@ -19,9 +19,11 @@ use crate::jobs::{Job, JobStatus};
 use crate::paths::result_ref_problem;
 use crate::ports::{JobPatch, JobTransition, Notification, OutcomeRecord, RepoRef};
 use crate::repos::stored_repos;
+use crate::service::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
+use crate::service::to_json;
 
-impl Service {
-    pub(super) async fn finish(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+impl JobsCx<'_> {
+    pub(crate) async fn finish(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
         let act = a.action;
         let job = match self.job_for(act, a.id.as_ref()).await? {
             Ok(job) => job,
@@ -180,7 +182,7 @@ impl Service {
             mirror: mirror_fn(now),
         };
         let act = JobsAction::Complete;
-        match self.store.transition_job(t).await? {
+        match self.jobs.transition_job(t).await? {
             Some(updated) => {
                 let mut out = refuse(act, changes_note(updated.corrections_count));
                 out["job"] = to_json(&updated)?;
@@ -192,13 +194,13 @@ impl Service {
 
     /// Verifies evidence against the repository host: nothing is verified unless every PR
     /// named could be read.
-    pub(super) async fn outcome_for(
+    pub(crate) async fn outcome_for(
         &self,
         job: &Job,
         evidence: Option<&Evidence>,
     ) -> crate::jobs::outcome::Outcome {
         let now = self.now();
-        let mapped: Vec<String> = match self.store.namespace(&job.namespace).await {
+        let mapped: Vec<String> = match self.namespaces.namespace(&job.namespace).await {
             Ok(Some(row)) => stored_repos(&job.namespace, row.repos.as_deref())
                 .map(|l| l.into_iter().map(|e| e.repo).collect())
                 .unwrap_or_default(),
@@ -321,7 +323,7 @@ impl Service {
             }),
             mirror: mirror_fn(now),
         };
-        let Some(updated) = self.store.transition_job(t).await? else {
+        let Some(updated) = self.jobs.transition_job(t).await? else {
             return self.holder_refusal(act, &job.id, &actor).await;
         };
         if matches!(status, JobStatus::Blocked | JobStatus::Failed)

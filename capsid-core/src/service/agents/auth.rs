@@ -2,11 +2,12 @@
 //! the SHA-256 of its key, a revoked agent's key never falling through, then the legacy
 //! operator keys, else nobody.
 
-use super::Service;
+use super::AgentsCx;
 use crate::caller::{AgentKind, Caller, bearer_token, match_operator_key};
 use crate::crypto::{ct_eq, sha256_hex};
 use crate::error::Result;
 use crate::scope::Scopes;
+use crate::service::Area;
 
 /// Who a bearer key belongs to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,14 +30,14 @@ impl Resolved {
     }
 }
 
-impl Service {
+impl AgentsCx<'_> {
     /// Resolves an `Authorization` header value.
     pub async fn resolve_bearer(&self, authorization: Option<&str>) -> Result<Resolved> {
         let Some(token) = authorization.and_then(bearer_token) else {
             return Ok(Resolved::Unauthenticated);
         };
         let hash = sha256_hex(token);
-        if let Some(row) = self.store.agent_by_key_hash(&hash).await? {
+        if let Some(row) = self.agents.agent_by_key_hash(&hash).await? {
             if row.revoked_at.is_some() || !ct_eq(&row.key_hash, &hash) {
                 return Ok(Resolved::Unauthenticated);
             }
@@ -60,7 +61,7 @@ impl Service {
     /// the caller logs a failure and carries on.
     pub async fn touch_last_seen(&self, caller: &Caller) -> Result<()> {
         if let crate::caller::Principal::Agent { id, .. } = &caller.principal {
-            self.store.touch_agent(id, self.now()).await?;
+            self.agents.touch_agent(id, self.now()).await?;
         }
         Ok(())
     }
