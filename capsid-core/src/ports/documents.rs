@@ -307,6 +307,7 @@ pub trait DocumentStore: Send + Sync {
 }
 
 /// Namespaces and their repository mapping.
+#[cfg_attr(test, mockall::automock)]
 #[async_trait]
 pub trait NamespaceStore: Send + Sync {
     /// Every namespace with its unconsolidated count, by name.

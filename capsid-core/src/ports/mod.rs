@@ -23,6 +23,8 @@ mod settings;
 
 pub use agents::{AgentRow, AgentStore, NewAgent};
 pub use blobs::{BlobError, BlobStore};
+#[cfg(test)]
+pub use documents::MockNamespaceStore;
 pub use documents::{
     Backlinks, BriefRows, DocFilter, DocWithActor, DocumentStore, DocumentWrite, LintRows,
     NamespaceRow, NamespaceStore, SearchHit, VersionRow, VersionSummary, WriteGuard, WriteReceipt,

@@ -31,3 +31,6 @@ impl Area for MaintenanceCx<'_> {
         self.clock
     }
 }
+
+#[cfg(test)]
+mod tests;
