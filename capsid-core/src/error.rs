@@ -72,5 +72,11 @@ impl From<RepoHostError> for Error {
     }
 }
 
+impl From<crate::jobs::state::IllegalTransition> for Error {
+    fn from(e: crate::jobs::state::IllegalTransition) -> Self {
+        Error::Conflict(e.to_string())
+    }
+}
+
 /// Shorthand for service results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -8,10 +8,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use capsid_core::jobs::state::{JobEvent, Step};
 use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{
-    AuditEntry, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, DocumentWrite,
-    JobPatch, JobStore, JobTransition, MirrorFn, NewJob,
+    AuditEntry, Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict,
+    DocumentWrite, JobPatch, JobStore, JobTransition, MirrorFn, NewJob,
 };
 use capsid_core::time::{MINUTE_MS, Timestamp};
 use capsid_store_postgres::PgStore;
@@ -110,13 +111,16 @@ async fn post(store: &PgStore, n: usize) -> Job {
 fn complete(job: &Job, actor: &str, when: Timestamp) -> JobTransition {
     JobTransition {
         id: job.id.clone(),
-        from: JobStatus::Claimed,
+        step: Step {
+            from: JobStatus::Claimed,
+            to: JobStatus::Done,
+            event: JobEvent::Complete,
+        },
         holder: Some(actor.to_owned()),
         corrections: None,
         patch: JobPatch {
-            status: Some(JobStatus::Done),
-            lease_expires: Some(None),
-            result_summary: Some(Some("done".to_owned())),
+            lease_expires: Change::Clear,
+            result_summary: Change::Set("done".to_owned()),
             ..JobPatch::default()
         },
         at: when,

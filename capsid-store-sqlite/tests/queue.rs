@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use capsid_core::jobs::mirror::mirror_doc;
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
+use capsid_core::jobs::state::{JobEvent, Step};
 use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{
-    AuditFilter, AuditLog, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict,
-    DocumentStore, JobFilter, JobPatch, JobStore, JobTransition, MirrorFn, NewJob, OutcomeRecord,
-    StoreError,
+    AuditFilter, AuditLog, Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget,
+    ClaimVerdict, DocumentStore, JobFilter, JobPatch, JobStore, JobTransition, MirrorFn, NewJob,
+    OutcomeRecord, StoreError,
 };
 use capsid_core::time::Timestamp;
 use capsid_store_sqlite::SqliteStore;
@@ -292,6 +293,18 @@ async fn contended_claims_never_double_up() {
     assert_eq!(claimed.len(), 8, "every job claimed exactly once");
 }
 
+/// A transition that moves the job to another status.
+trait Toward {
+    fn toward(self, to: JobStatus) -> Self;
+}
+
+impl Toward for JobTransition {
+    fn toward(mut self, to: JobStatus) -> Self {
+        self.step.to = to;
+        self
+    }
+}
+
 fn transition(
     job: &Job,
     from: JobStatus,
@@ -301,7 +314,11 @@ fn transition(
 ) -> JobTransition {
     JobTransition {
         id: job.id.clone(),
-        from,
+        step: Step {
+            from,
+            to: from,
+            event: JobEvent::Heartbeat,
+        },
         holder: holder.map(str::to_owned),
         corrections: None,
         patch,
@@ -348,29 +365,26 @@ async fn transitions_are_keyed_and_outcomes_write_once() {
 
     // Block b, then try to hand it to agent:x, who holds a: the one-claim index refuses.
     let block = JobPatch {
-        status: Some(JobStatus::Blocked),
         add_blocked: true,
         ..JobPatch::default()
     };
     let blocked = store
-        .transition_job(transition(
-            &b,
-            JobStatus::Claimed,
-            Some("agent:y"),
-            block,
-            at(21),
-        ))
+        .transition_job(
+            transition(&b, JobStatus::Claimed, Some("agent:y"), block, at(21))
+                .toward(JobStatus::Blocked),
+        )
         .await
         .unwrap();
     assert_eq!(blocked.unwrap().blocked_count, 1);
     let resume = JobPatch {
-        status: Some(JobStatus::Claimed),
-        claimed_by: Some(Some("agent:x".into())),
+        claimed_by: Change::Set("agent:x".into()),
         add_resumed: true,
         ..JobPatch::default()
     };
     let second = store
-        .transition_job(transition(&b, JobStatus::Blocked, None, resume, at(22)))
+        .transition_job(
+            transition(&b, JobStatus::Blocked, None, resume, at(22)).toward(JobStatus::Claimed),
+        )
         .await;
     assert!(
         matches!(second, Err(StoreError::Conflict(ref m)) if m.contains("agent:x")),
@@ -399,12 +413,12 @@ async fn transitions_are_keyed_and_outcomes_write_once() {
     ));
     store.transition_job(heartbeat).await.unwrap().unwrap();
     let done = JobPatch {
-        status: Some(JobStatus::Done),
-        lease_expires: Some(None),
-        result_ref: Some(Some("https://github.com/o/r/pull/1".into())),
+        lease_expires: Change::Clear,
+        result_ref: Change::Set("https://github.com/o/r/pull/1".into()),
         ..JobPatch::default()
     };
-    let mut complete = transition(&a, JobStatus::Claimed, Some("agent:x"), done, at(24));
+    let mut complete =
+        transition(&a, JobStatus::Claimed, Some("agent:x"), done, at(24)).toward(JobStatus::Done);
     complete.outcome = Some(outcome_for(&a, at(24), &["https://github.com/o/r/pull/3"]));
     let finished = store.transition_job(complete).await.unwrap().unwrap();
     assert_eq!(

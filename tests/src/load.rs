@@ -13,7 +13,8 @@ use capsid_core::ports::{ClaimOutcome, JobFilter, Store};
 use capsid_core::time::Timestamp;
 
 use crate::conformance::support::{
-    SignatureDecider, best, claim, complete_patch, job_audit, job_id, mirror, new_job, transition,
+    SignatureDecider, Toward, best, claim, complete_patch, job_audit, job_id, mirror, new_job,
+    transition,
 };
 
 /// Posts `count` queued jobs (`job_id(1..=count)`, priorities 0..7, one millisecond apart)
@@ -149,7 +150,8 @@ pub async fn run_claimers<S: Store + 'static>(
                     &actor,
                     complete_patch(),
                     now,
-                );
+                )
+                .toward(JobStatus::Done);
                 match store.transition_job(done).await {
                     Ok(Some(_)) => {}
                     other => {

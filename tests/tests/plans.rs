@@ -9,7 +9,7 @@ use capsid_core::ports::{AuditEntry, DocumentWrite, Store, WriteGuard};
 use capsid_store_postgres::PgStore;
 use capsid_store_sqlite::SqliteStore;
 use capsid_tests::conformance::jobs_claim::claimed;
-use capsid_tests::conformance::support::{at, best, complete_patch, transition};
+use capsid_tests::conformance::support::{Toward, at, best, complete_patch, transition};
 use capsid_tests::harness::{Backend, Fresh, full_scans};
 use capsid_tests::load::post_jobs;
 use capsid_tests::textgen::{Vocabulary, corpus_document};
@@ -82,14 +82,17 @@ async fn seed<S: Store + 'static>(store: Arc<S>) {
         let job = claimed(&*store, &actor, best(NAMESPACE), at(120)).await;
         if k.is_multiple_of(2) {
             store
-                .transition_job(transition(
-                    &job.id,
-                    NAMESPACE,
-                    JobStatus::Claimed,
-                    &actor,
-                    complete_patch(),
-                    at(121),
-                ))
+                .transition_job(
+                    transition(
+                        &job.id,
+                        NAMESPACE,
+                        JobStatus::Claimed,
+                        &actor,
+                        complete_patch(),
+                        at(121),
+                    )
+                    .toward(JobStatus::Done),
+                )
                 .await
                 .expect("complete")
                 .expect("applied");

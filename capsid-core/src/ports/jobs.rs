@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::{AuditEntry, DocumentWrite, StoreResult};
 use crate::jobs::Job;
 use crate::jobs::outcome::OutcomeRow;
-use crate::jobs::state::JobStatus;
+use crate::jobs::state::{JobStatus, Step};
 use crate::time::Timestamp;
 
 /// Builds the audit row of one job the lease sweep returned to the queue. (A type alias keeps
@@ -162,21 +162,53 @@ pub struct OutcomeRecord {
     pub pr_urls: Vec<String>,
 }
 
-/// Field changes of a transition. `Some(None)` clears a column; `None` leaves it.
+/// One column of a transition: left as it is, cleared, or set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Change<T> {
+    /// Leave the stored value.
+    #[default]
+    Keep,
+    /// Store NULL.
+    Clear,
+    /// Store this value.
+    Set(T),
+}
+
+impl<T: ToString> Change<T> {
+    /// Whether the column changes.
+    pub fn changes(&self) -> bool {
+        !matches!(self, Change::Keep)
+    }
+
+    /// The stored text of the new value (`None` for [`Change::Clear`] and [`Change::Keep`]).
+    pub fn stored(&self) -> Option<String> {
+        match self {
+            Change::Set(v) => Some(v.to_string()),
+            Change::Keep | Change::Clear => None,
+        }
+    }
+}
+
+impl<T> Change<T> {
+    /// [`Change::Set`] of `value`, or [`Change::Keep`] when `None`.
+    pub fn set_if(value: Option<T>) -> Change<T> {
+        value.map_or(Change::Keep, Change::Set)
+    }
+}
+
+/// Field changes of a transition besides its status (which comes from its [`Step`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JobPatch {
-    /// New status.
-    pub status: Option<JobStatus>,
-    /// New holder.
-    pub claimed_by: Option<Option<String>>,
-    /// New claim time.
-    pub claimed_at: Option<Option<String>>,
-    /// New lease expiry.
-    pub lease_expires: Option<Option<String>>,
-    /// New result reference.
-    pub result_ref: Option<Option<String>>,
-    /// New result summary.
-    pub result_summary: Option<Option<String>>,
+    /// The holder.
+    pub claimed_by: Change<String>,
+    /// When it was claimed.
+    pub claimed_at: Change<Timestamp>,
+    /// The lease's expiry.
+    pub lease_expires: Change<Timestamp>,
+    /// The result reference.
+    pub result_ref: Change<String>,
+    /// The result summary.
+    pub result_summary: Change<String>,
     /// `blocked_count += 1`.
     pub add_blocked: bool,
     /// `resumed_count += 1`.
@@ -189,13 +221,13 @@ pub struct JobPatch {
 pub struct JobTransition {
     /// The job.
     pub id: String,
-    /// It must be in this status.
-    pub from: JobStatus,
+    /// The step, from the core's table: the status the job must be in and the one it takes.
+    pub step: Step,
     /// And, when set, held by this actor.
     pub holder: Option<String>,
     /// And, when set, have spent exactly this many corrections (no double spending).
     pub corrections: Option<i64>,
-    /// The changes.
+    /// The other changes.
     pub patch: JobPatch,
     /// When (`updated_at`).
     pub at: Timestamp,

@@ -31,8 +31,9 @@ pub use documents::{
 };
 pub use improve::{ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore};
 pub use jobs::{
-    ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, JobCounts, JobFilter,
-    JobPatch, JobStore, JobTransition, MirrorFn, NewJob, OutcomeRecord, StatusCount, SweepAuditFn,
+    Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, JobCounts,
+    JobFilter, JobPatch, JobStore, JobTransition, MirrorFn, NewJob, OutcomeRecord, StatusCount,
+    SweepAuditFn,
 };
 pub use notifier::{Notification, Notifier};
 pub use oauth::{

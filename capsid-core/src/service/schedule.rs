@@ -91,7 +91,7 @@ impl Service {
         let audit = move |job: &crate::jobs::Job| {
             job_audit(
                 "improve-loop",
-                crate::jobs::AUDIT_JOB_LEASE_EXPIRED,
+                crate::jobs::state::JobEvent::LeaseExpired.audit_action(),
                 job,
                 json!({"status": "queued"}),
                 now,

@@ -3,7 +3,7 @@
 //! mirror and outcome.
 
 use capsid_core::jobs::Job;
-use capsid_core::ports::{AuditEntry, JobPatch, JobTransition, MirrorFn, StoreResult};
+use capsid_core::ports::{AuditEntry, Change, JobPatch, JobTransition, MirrorFn, StoreResult};
 use capsid_core::time::Timestamp;
 use sqlx::QueryBuilder;
 use sqlx::sqlite::Sqlite;
@@ -21,24 +21,38 @@ pub(crate) const SWEEP_SQL: &str = concat!(
     job_columns!()
 );
 
-/// Pushes `, column = ?` for each field the patch sets (`Some(None)` binds NULL).
+/// Pushes `, column = ?` for each field the patch changes (a cleared one binds NULL).
 fn push_patch(qb: &mut QueryBuilder<Sqlite>, patch: &JobPatch) {
-    if let Some(status) = patch.status {
-        qb.push(", status = ").push_bind(status.as_str());
-    }
     let columns = [
-        ("claimed_by", &patch.claimed_by),
-        ("claimed_at", &patch.claimed_at),
-        ("lease_expires", &patch.lease_expires),
-        ("result_ref", &patch.result_ref),
-        ("result_summary", &patch.result_summary),
+        (
+            "claimed_by",
+            patch.claimed_by.changes(),
+            patch.claimed_by.stored(),
+        ),
+        (
+            "claimed_at",
+            patch.claimed_at.changes(),
+            patch.claimed_at.stored(),
+        ),
+        (
+            "lease_expires",
+            patch.lease_expires.changes(),
+            patch.lease_expires.stored(),
+        ),
+        (
+            "result_ref",
+            patch.result_ref.changes(),
+            patch.result_ref.stored(),
+        ),
+        (
+            "result_summary",
+            patch.result_summary.changes(),
+            patch.result_summary.stored(),
+        ),
     ];
-    for (column, value) in columns {
-        if let Some(value) = value {
-            qb.push(", ")
-                .push(column)
-                .push(" = ")
-                .push_bind(value.clone());
+    for (column, changes, value) in columns {
+        if changes {
+            qb.push(", ").push(column).push(" = ").push_bind(value);
         }
     }
     if patch.add_blocked {
@@ -56,10 +70,12 @@ fn push_patch(qb: &mut QueryBuilder<Sqlite>, patch: &JobPatch) {
 fn transition_query(transition: &JobTransition) -> QueryBuilder<Sqlite> {
     let mut qb = QueryBuilder::new("UPDATE jobs SET updated_at = ");
     qb.push_bind(transition.at.to_string());
+    qb.push(", status = ")
+        .push_bind(transition.step.to.as_str());
     push_patch(&mut qb, &transition.patch);
     qb.push(" WHERE id = ").push_bind(transition.id.clone());
     qb.push(" AND status = ")
-        .push_bind(transition.from.as_str());
+        .push_bind(transition.step.from.as_str());
     if let Some(holder) = &transition.holder {
         qb.push(" AND claimed_by = ").push_bind(holder.clone());
     }
@@ -76,8 +92,9 @@ pub(crate) async fn transition_job(
 ) -> StoreResult<Option<Job>> {
     let mut tx = store.begin_write().await?;
     let new_holder = match &transition.patch.claimed_by {
-        Some(holder) => holder.clone(),
-        None => transition.holder.clone(),
+        Change::Set(holder) => Some(holder.clone()),
+        Change::Clear => None,
+        Change::Keep => transition.holder.clone(),
     };
     let mut qb = transition_query(&transition);
     let row = qb

@@ -11,7 +11,7 @@ use capsid_core::ports::{
 use capsid_core::time::Timestamp;
 
 use super::support::{
-    RefuseDecider, SECRET, SignatureDecider, assert_mirror, at, audit_count, best, claim,
+    RefuseDecider, SECRET, SignatureDecider, Toward, assert_mirror, at, audit_count, best, claim,
     complete_patch, doc, fail_patch, job_audit, job_id, mirror, new_job, transition,
 };
 
@@ -177,28 +177,34 @@ pub async fn post_job_and_open_title_uniqueness<S: Store>(store: &S) {
         "a claimed job is open: {dup:?}"
     );
     store
-        .transition_job(transition(
-            &held.id,
-            "proj",
-            JobStatus::Claimed,
-            "agent:a",
-            complete_patch(),
-            at(5),
-        ))
+        .transition_job(
+            transition(
+                &held.id,
+                "proj",
+                JobStatus::Claimed,
+                "agent:a",
+                complete_patch(),
+                at(5),
+            )
+            .toward(JobStatus::Done),
+        )
         .await
         .expect("complete")
         .expect("applied");
     post(store, &job_id(5), "proj", "Fix CI", 0, at(6)).await;
     claimed(store, "agent:b", ClaimTarget::Id(job_id(5)), at(7)).await;
     store
-        .transition_job(transition(
-            &job_id(5),
-            "proj",
-            JobStatus::Claimed,
-            "agent:b",
-            fail_patch("gave up"),
-            at(8),
-        ))
+        .transition_job(
+            transition(
+                &job_id(5),
+                "proj",
+                JobStatus::Claimed,
+                "agent:b",
+                fail_patch("gave up"),
+                at(8),
+            )
+            .toward(JobStatus::Failed),
+        )
         .await
         .expect("fail")
         .expect("applied");

@@ -3,11 +3,12 @@
 
 use capsid_core::jobs::state::JobStatus;
 use capsid_core::jobs::{AUDIT_JOB_LEASE_EXPIRED, job_doc_path};
-use capsid_core::ports::{ClaimTarget, JobPatch, Store, StoreError};
+use capsid_core::ports::{Change, ClaimTarget, JobPatch, Store, StoreError};
 
 use super::jobs_claim::{claimed, post};
 use super::support::{
-    assert_mirror, at, audit_count, best, complete_patch, doc, job_audit, job_id, transition,
+    Toward, assert_mirror, at, audit_count, best, complete_patch, doc, job_audit, job_id,
+    transition,
 };
 
 /// A transition applies only when status, holder and corrections all match; a lost one
@@ -18,7 +19,7 @@ pub async fn transition_is_keyed_on_status_holder_and_corrections<S: Store>(stor
     let mirror_before = doc(store, "proj", &job_doc_path(&job.id)).await;
     let audits = audit_count(store).await;
     let renew = || JobPatch {
-        lease_expires: Some(Some(at(500).to_string())),
+        lease_expires: Change::Set(at(500)),
         add_correction: true,
         ..JobPatch::default()
     };
@@ -70,8 +71,8 @@ pub async fn transition_is_keyed_on_status_holder_and_corrections<S: Store>(stor
     ];
     for t in lost {
         let what = format!(
-            "{} from {} by {:?} corrections {:?}",
-            t.id, t.from, t.holder, t.corrections
+            "{} from {:?} by {:?} corrections {:?}",
+            t.id, t.step, t.holder, t.corrections
         );
         assert_eq!(
             store.transition_job(t).await.expect("transition"),
@@ -137,7 +138,8 @@ pub async fn transition_is_keyed_on_status_holder_and_corrections<S: Store>(stor
         "agent:a",
         complete_patch(),
         at(4),
-    );
+    )
+    .toward(JobStatus::Done);
     anyone.holder = None;
     let done = store
         .transition_job(anyone)
@@ -174,21 +176,23 @@ pub async fn transition_to_a_second_claim_is_conflict<S: Store>(store: &S) {
     post(store, &job_id(2), "proj", "Second", 0, at(0)).await;
     claimed(store, "agent:a", ClaimTarget::Id(job_id(2)), at(1)).await;
     let block = JobPatch {
-        status: Some(JobStatus::Blocked),
-        lease_expires: Some(None),
-        result_summary: Some(Some("needs a human".into())),
+        lease_expires: Change::Clear,
+        result_summary: Change::Set("needs a human".into()),
         add_blocked: true,
         ..JobPatch::default()
     };
     let blocked = store
-        .transition_job(transition(
-            &job_id(2),
-            "proj",
-            JobStatus::Claimed,
-            "agent:a",
-            block,
-            at(2),
-        ))
+        .transition_job(
+            transition(
+                &job_id(2),
+                "proj",
+                JobStatus::Claimed,
+                "agent:a",
+                block,
+                at(2),
+            )
+            .toward(JobStatus::Blocked),
+        )
         .await
         .expect("block")
         .expect("applied");
@@ -205,10 +209,9 @@ pub async fn transition_to_a_second_claim_is_conflict<S: Store>(store: &S) {
 
     let audits = audit_count(store).await;
     let resume = |holder: &str| JobPatch {
-        status: Some(JobStatus::Claimed),
-        claimed_by: Some(Some(holder.to_owned())),
-        claimed_at: Some(Some(at(4).to_string())),
-        lease_expires: Some(Some(at(244).to_string())),
+        claimed_by: Change::Set(holder.to_owned()),
+        claimed_at: Change::Set(at(4)),
+        lease_expires: Change::Set(at(244)),
         add_resumed: true,
         add_correction: true,
         ..JobPatch::default()
@@ -220,7 +223,8 @@ pub async fn transition_to_a_second_claim_is_conflict<S: Store>(store: &S) {
         "agent:a",
         resume("agent:a"),
         at(4),
-    );
+    )
+    .toward(JobStatus::Claimed);
     t.holder = None;
     let err = store
         .transition_job(t)
@@ -244,7 +248,8 @@ pub async fn transition_to_a_second_claim_is_conflict<S: Store>(store: &S) {
         "github:owner",
         resume("agent:b"),
         at(5),
-    );
+    )
+    .toward(JobStatus::Claimed);
     t.holder = None;
     let resumed = store
         .transition_job(t)
@@ -278,7 +283,7 @@ pub async fn sweep_only_expired_claimed_jobs<S: Store>(store: &S) {
         async move {
             claimed(store, &actor, ClaimTarget::Id(job_id(id)), at(1)).await;
             let renew = JobPatch {
-                lease_expires: Some(Some(at(until).to_string())),
+                lease_expires: Change::Set(at(until)),
                 ..JobPatch::default()
             };
             store
@@ -301,34 +306,38 @@ pub async fn sweep_only_expired_claimed_jobs<S: Store>(store: &S) {
     lease(4, "agent:d", 30).await;
     // Finished and blocked jobs keep their stale lease here: only claimed jobs may be swept.
     let done = JobPatch {
-        status: Some(JobStatus::Done),
         ..JobPatch::default()
     };
     store
-        .transition_job(transition(
-            &job_id(3),
-            "proj",
-            JobStatus::Claimed,
-            "agent:c",
-            done,
-            at(20),
-        ))
+        .transition_job(
+            transition(
+                &job_id(3),
+                "proj",
+                JobStatus::Claimed,
+                "agent:c",
+                done,
+                at(20),
+            )
+            .toward(JobStatus::Done),
+        )
         .await
         .expect("complete")
         .expect("applied");
     let block = JobPatch {
-        status: Some(JobStatus::Blocked),
         ..JobPatch::default()
     };
     store
-        .transition_job(transition(
-            &job_id(4),
-            "proj",
-            JobStatus::Claimed,
-            "agent:d",
-            block,
-            at(20),
-        ))
+        .transition_job(
+            transition(
+                &job_id(4),
+                "proj",
+                JobStatus::Claimed,
+                "agent:d",
+                block,
+                at(20),
+            )
+            .toward(JobStatus::Blocked),
+        )
         .await
         .expect("block")
         .expect("applied");

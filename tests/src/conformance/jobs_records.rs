@@ -4,11 +4,13 @@
 use capsid_core::jobs::job_doc_path;
 use capsid_core::jobs::outcome::ResultKind;
 use capsid_core::jobs::state::JobStatus;
-use capsid_core::ports::{ClaimTarget, JobCounts, JobPatch, OutcomeRecord, StatusCount, Store};
+use capsid_core::ports::{
+    Change, ClaimTarget, JobCounts, JobPatch, OutcomeRecord, StatusCount, Store,
+};
 
 use super::jobs_claim::{claimed, post};
 use super::support::{
-    assert_mirror, at, complete_patch, doc, fail_patch, job_id, outcome_row, transition,
+    Toward, assert_mirror, at, complete_patch, doc, fail_patch, job_id, outcome_row, transition,
 };
 use crate::harness::Probe;
 
@@ -34,7 +36,8 @@ pub async fn outcomes_write_once_with_nulls_and_pr_rows<S: Store>(store: &S, pro
         "agent:a",
         complete_patch(),
         at(30),
-    );
+    )
+    .toward(JobStatus::Done);
     done.outcome = Some(OutcomeRecord {
         row: row.clone(),
         pr_urls: urls,
@@ -93,7 +96,8 @@ pub async fn outcomes_write_once_with_nulls_and_pr_rows<S: Store>(store: &S, pro
         "agent:b",
         fail_patch("stuck"),
         at(50),
-    );
+    )
+    .toward(JobStatus::Failed);
     failed.outcome = Some(OutcomeRecord {
         row: second,
         pr_urls: vec![
@@ -148,26 +152,28 @@ pub async fn job_counts_and_status_counts<S: Store>(store: &S) {
         n += 1;
         job_id(n)
     };
-    let finish = |actor: &'static str, patch: JobPatch, when: i64, id: String| async move {
+    let finish = |actor: &'static str,
+                  (to, patch): (JobStatus, JobPatch),
+                  when: i64,
+                  id: String| async move {
         claimed(store, actor, ClaimTarget::Id(id.clone()), at(when)).await;
         store
-            .transition_job(transition(
-                &id,
-                "proj",
-                JobStatus::Claimed,
-                actor,
-                patch,
-                at(when),
-            ))
+            .transition_job(
+                transition(&id, "proj", JobStatus::Claimed, actor, patch, at(when)).toward(to),
+            )
             .await
             .expect("transition")
             .expect("applied");
     };
     for (actor, patch, when) in [
-        ("agent:a", complete_patch(), 10),
-        ("agent:a", complete_patch(), 24 * 60 + 10),
-        ("agent:a", fail_patch("no"), 24 * 60 + 20),
-        ("agent:b", complete_patch(), 24 * 60 + 30),
+        ("agent:a", (JobStatus::Done, complete_patch()), 10),
+        ("agent:a", (JobStatus::Done, complete_patch()), 24 * 60 + 10),
+        (
+            "agent:a",
+            (JobStatus::Failed, fail_patch("no")),
+            24 * 60 + 20,
+        ),
+        ("agent:b", (JobStatus::Done, complete_patch()), 24 * 60 + 30),
     ] {
         let id = next();
         post(store, &id, "proj", &format!("finished {id}"), 0, at(0)).await;
@@ -183,20 +189,22 @@ pub async fn job_counts_and_status_counts<S: Store>(store: &S) {
     )
     .await;
     let block = JobPatch {
-        status: Some(JobStatus::Blocked),
-        lease_expires: Some(None),
+        lease_expires: Change::Clear,
         add_blocked: true,
         ..JobPatch::default()
     };
     store
-        .transition_job(transition(
-            &id,
-            "proj",
-            JobStatus::Claimed,
-            "agent:b",
-            block,
-            at(24 * 60 + 41),
-        ))
+        .transition_job(
+            transition(
+                &id,
+                "proj",
+                JobStatus::Claimed,
+                "agent:b",
+                block,
+                at(24 * 60 + 41),
+            )
+            .toward(JobStatus::Blocked),
+        )
         .await
         .expect("block")
         .expect("applied");
@@ -274,7 +282,7 @@ pub async fn mirror_rewritten_on_every_transition<S: Store>(store: &S) {
     let held = claimed(store, "agent:a", ClaimTarget::Id(posted.id.clone()), at(1)).await;
     assert_mirror(store, &held, at(1)).await;
     let renew = JobPatch {
-        lease_expires: Some(Some(at(400).to_string())),
+        lease_expires: Change::Set(at(400)),
         ..JobPatch::default()
     };
     let renewed = store
@@ -291,14 +299,17 @@ pub async fn mirror_rewritten_on_every_transition<S: Store>(store: &S) {
         .expect("applied");
     assert_mirror(store, &renewed, at(2)).await;
     let done = store
-        .transition_job(transition(
-            &posted.id,
-            "proj",
-            JobStatus::Claimed,
-            "agent:a",
-            complete_patch(),
-            at(3),
-        ))
+        .transition_job(
+            transition(
+                &posted.id,
+                "proj",
+                JobStatus::Claimed,
+                "agent:a",
+                complete_patch(),
+                at(3),
+            )
+            .toward(JobStatus::Done),
+        )
         .await
         .expect("complete")
         .expect("applied");

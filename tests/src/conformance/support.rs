@@ -7,13 +7,13 @@ use capsid_core::docs::links::Link;
 use capsid_core::jobs::mirror::mirror_doc;
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::signature::{seal_task, verify_task};
-use capsid_core::jobs::state::JobStatus;
+use capsid_core::jobs::state::{JobEvent, JobStatus, Step};
 use capsid_core::jobs::{AUDIT_JOB_CLAIMED, AUDIT_JOB_SIGNATURE_REFUSED, Job, job_doc_path};
 use capsid_core::paths::{DocPath, Namespace};
 use capsid_core::ports::{
-    AuditEntry, AuditFilter, ClaimDecider, ClaimRequest, ClaimTarget, ClaimVerdict, DocumentStore,
-    DocumentWrite, JobPatch, JobTransition, MirrorFn, NewJob, OutcomeRecord, Store, WriteGuard,
-    WriteReceipt,
+    AuditEntry, AuditFilter, Change, ClaimDecider, ClaimRequest, ClaimTarget, ClaimVerdict,
+    DocumentStore, DocumentWrite, JobPatch, JobTransition, MirrorFn, NewJob, OutcomeRecord, Store,
+    WriteGuard, WriteReceipt,
 };
 use capsid_core::time::{MINUTE_MS, Timestamp};
 use serde_json::json;
@@ -283,7 +283,9 @@ pub fn outcome_row(job: &Job, agent: &str, when: Timestamp) -> OutcomeRow {
     }
 }
 
-/// A keyed transition of `id` from `from` held by `holder`, applying `patch`.
+/// A keyed transition of `id` from `from` held by `holder`, applying `patch` and keeping the
+/// status; [`Toward::toward`] changes it. (The store enforces the keyed update, not which
+/// steps are legal, so its conformance cases may build any step.)
 pub fn transition(
     id: &str,
     namespace: &str,
@@ -294,7 +296,11 @@ pub fn transition(
 ) -> JobTransition {
     JobTransition {
         id: id.to_owned(),
-        from,
+        step: Step {
+            from,
+            to: from,
+            event: JobEvent::Heartbeat,
+        },
         holder: Some(holder.to_owned()),
         corrections: None,
         patch,
@@ -305,23 +311,34 @@ pub fn transition(
     }
 }
 
-/// The patch of `complete`: done, lease cleared, a result.
+/// A transition that moves the job to another status.
+pub trait Toward {
+    /// The same transition, setting `to`.
+    fn toward(self, to: JobStatus) -> Self;
+}
+
+impl Toward for JobTransition {
+    fn toward(mut self, to: JobStatus) -> Self {
+        self.step.to = to;
+        self
+    }
+}
+
+/// The patch of `complete` (toward done): lease cleared, a result.
 pub fn complete_patch() -> JobPatch {
     JobPatch {
-        status: Some(JobStatus::Done),
-        lease_expires: Some(None),
-        result_ref: Some(Some("notes/result.md".to_owned())),
-        result_summary: Some(Some("finished".to_owned())),
+        lease_expires: Change::Clear,
+        result_ref: Change::Set("notes/result.md".to_owned()),
+        result_summary: Change::Set("finished".to_owned()),
         ..JobPatch::default()
     }
 }
 
-/// The patch of `fail`: failed, lease cleared, a reason.
+/// The patch of `fail` (toward failed): lease cleared, a reason.
 pub fn fail_patch(reason: &str) -> JobPatch {
     JobPatch {
-        status: Some(JobStatus::Failed),
-        lease_expires: Some(None),
-        result_summary: Some(Some(reason.to_owned())),
+        lease_expires: Change::Clear,
+        result_summary: Change::Set(reason.to_owned()),
         ..JobPatch::default()
     }
 }

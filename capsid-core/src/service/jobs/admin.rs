@@ -10,7 +10,8 @@ use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::jobs::JobStatus;
 use crate::jobs::post::refuse_swallowed_tag;
-use crate::ports::{JobPatch, JobTransition, OutcomeRecord};
+use crate::jobs::state::{JobEvent, step};
+use crate::ports::{Change, JobPatch, JobTransition, OutcomeRecord};
 use crate::service::jobs::{JobsAction, done, job_audit, mirror_fn, refuse};
 use crate::service::to_json;
 
@@ -59,21 +60,21 @@ impl JobsCx<'_> {
             None
         };
         let summary = format!("failed by the owner ({}): {reason}", caller.actor());
+        let step = step(job.status, JobEvent::AdminFail)?;
         let t = JobTransition {
             id: job.id.clone(),
-            from: job.status,
+            step,
             holder: None,
             corrections: None,
             patch: JobPatch {
-                status: Some(JobStatus::Failed),
-                result_summary: Some(Some(summary.clone())),
-                lease_expires: Some(None),
+                result_summary: Change::Set(summary.clone()),
+                lease_expires: Change::Clear,
                 ..JobPatch::default()
             },
             at: now,
             audit: job_audit(
                 &caller.actor(),
-                crate::jobs::AUDIT_JOB_ADMIN_FAIL,
+                step.audit_action(),
                 &job,
                 json!({"reason": reason, "from": job.status.as_str(), "holder": job.claimed_by}),
                 now,

@@ -15,9 +15,10 @@ use crate::jobs::outcome::{
 };
 use crate::jobs::post::refuse_swallowed_tag;
 use crate::jobs::review::{ReviewComment, ReviewGate, changes_note, review_gate, review_target};
+use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{Job, JobStatus};
 use crate::paths::result_ref_problem;
-use crate::ports::{JobPatch, JobTransition, Notification, OutcomeRecord, RepoRef};
+use crate::ports::{Change, JobPatch, JobTransition, Notification, OutcomeRecord, RepoRef};
 use crate::repos::stored_repos;
 use crate::service::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
 use crate::service::to_json;
@@ -160,20 +161,24 @@ impl JobsCx<'_> {
     async fn review_changes(&self, caller: &Caller, job: &Job, summary: String) -> Result<Value> {
         let actor = caller.actor();
         let now = self.now();
+        let act = JobsAction::Complete;
+        let Ok(step) = step(JobStatus::Claimed, JobEvent::ReviewChanges) else {
+            return self.holder_refusal(act, &job.id, &actor).await;
+        };
         let t = JobTransition {
             id: job.id.clone(),
-            from: JobStatus::Claimed,
+            step,
             holder: Some(actor.clone()),
             corrections: Some(job.corrections_count),
             patch: JobPatch {
-                result_summary: Some(Some(summary.clone())),
+                result_summary: Change::Set(summary.clone()),
                 add_correction: true,
                 ..JobPatch::default()
             },
             at: now,
             audit: job_audit(
                 &actor,
-                crate::jobs::AUDIT_JOB_REVIEW_CHANGES,
+                step.audit_action(),
                 job,
                 json!({"summary": summary}),
                 now,
@@ -181,7 +186,6 @@ impl JobsCx<'_> {
             outcome: None,
             mirror: mirror_fn(now),
         };
-        let act = JobsAction::Complete;
         match self.jobs.transition_job(t).await? {
             Some(updated) => {
                 let mut out = refuse(act, changes_note(updated.corrections_count));
@@ -268,22 +272,21 @@ impl JobsCx<'_> {
     ) -> Result<Value> {
         let actor = caller.actor();
         let now = self.now();
-        let (status, summary, action) = match act {
-            JobsAction::Complete => (
-                JobStatus::Done,
-                text.clone(),
-                crate::jobs::AUDIT_JOB_COMPLETE,
-            ),
-            JobsAction::Fail => (JobStatus::Failed, text.clone(), crate::jobs::AUDIT_JOB_FAIL),
+        let (event, summary) = match act {
+            JobsAction::Complete => (JobEvent::Complete, text.clone()),
+            JobsAction::Fail => (JobEvent::Fail, text.clone()),
             _ => {
                 let at_cap = at_correction_cap(job.corrections_count as f64);
                 (
-                    JobStatus::Blocked,
+                    JobEvent::Block,
                     text.as_deref().map(|r| block_summary(r, command, at_cap)),
-                    crate::jobs::AUDIT_JOB_BLOCK,
                 )
             }
         };
+        let Ok(step) = step(JobStatus::Claimed, event) else {
+            return self.holder_refusal(act, &job.id, &actor).await;
+        };
+        let status = step.to;
         // The row as it will be after the transition, for the outcome's arithmetic.
         let mut after = job.clone();
         after.status = status;
@@ -304,19 +307,18 @@ impl JobsCx<'_> {
         }
         let t = JobTransition {
             id: job.id.clone(),
-            from: JobStatus::Claimed,
+            step,
             holder: Some(actor.clone()),
             corrections: None,
             patch: JobPatch {
-                status: Some(status),
-                result_summary: summary.clone().map(Some),
-                result_ref: result_ref.clone().map(Some),
-                lease_expires: Some(None),
+                result_summary: Change::set_if(summary.clone()),
+                result_ref: Change::set_if(result_ref.clone()),
+                lease_expires: Change::Clear,
                 add_blocked: status == JobStatus::Blocked,
                 ..JobPatch::default()
             },
             at: now,
-            audit: job_audit(&actor, action, job, params, now),
+            audit: job_audit(&actor, step.audit_action(), job, params, now),
             outcome: outcome.as_ref().map(|o| OutcomeRecord {
                 row: o.row.clone(),
                 pr_urls: evidence.as_ref().map(|e| e.prs.clone()).unwrap_or_default(),

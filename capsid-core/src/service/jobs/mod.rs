@@ -26,10 +26,11 @@ use crate::jobs::record::{
 };
 use crate::jobs::requirements::{JobRequirements, missing_for_job};
 use crate::jobs::signature::{seal_task, verify_task};
+use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{JOBS_ROWS_MAX, Job, JobStatus, job_doc_path};
 use crate::ports::{
-    AuditEntry, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, DocumentWrite,
-    JobFilter, JobPatch, JobTransition, MirrorFn, NewJob, StoreError,
+    AuditEntry, Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict,
+    DocumentWrite, JobFilter, JobPatch, JobTransition, MirrorFn, NewJob, StoreError,
 };
 use crate::scope::Scopes;
 use crate::time::Timestamp;
@@ -210,7 +211,7 @@ impl ClaimDecider for Decider<'_> {
                 return ClaimVerdict::Fail {
                     audit: self.audit(
                         job,
-                        crate::jobs::AUDIT_JOB_REQUIREMENT_CORRUPT,
+                        JobEvent::ClaimRequirementCorrupt.audit_action(),
                         json!({"reason": summary}),
                     ),
                     summary,
@@ -236,12 +237,12 @@ impl ClaimDecider for Decider<'_> {
             }
         }
         match verify_task(self.secret.unwrap_or(""), &job.body) {
-            Ok(_) => ClaimVerdict::Claim(self.audit(job, crate::jobs::AUDIT_JOB_CLAIMED, json!({"lease_expires": self.lease.to_string()}))),
+            Ok(_) => ClaimVerdict::Claim(self.audit(job, JobEvent::Claim.audit_action(), json!({"lease_expires": self.lease.to_string()}))),
             Err(crate::jobs::signature::SignatureError::NotConfigured) => ClaimVerdict::Refuse(
                 "job signing is not configured on this server (CAPSID_SIGNING_SECRET), so no job body can be verified; nothing was claimed".into(),
             ),
             Err(e) => ClaimVerdict::Fail {
-                audit: self.audit(job, crate::jobs::AUDIT_JOB_SIGNATURE_REFUSED, json!({"reason": e.to_string()})),
+                audit: self.audit(job, JobEvent::ClaimSignatureRefused.audit_action(), json!({"reason": e.to_string()})),
                 summary: e.to_string(),
                 outcome: None,
             },
@@ -339,7 +340,7 @@ impl JobsCx<'_> {
         }
         let audit = AuditEntry {
             actor: caller.actor(),
-            action: crate::jobs::AUDIT_JOB_POSTED.into(),
+            action: JobEvent::Post.audit_action().into(),
             namespace: Some(job.namespace.clone()),
             path: Some(job_doc_path(&job.id)),
             params: {
@@ -591,19 +592,20 @@ impl JobsCx<'_> {
         let actor = caller.actor();
         let now = self.now();
         let lease = lease_expiry(now);
+        let step = step(JobStatus::Claimed, JobEvent::Heartbeat)?;
         let t = JobTransition {
             id: job.id.clone(),
-            from: JobStatus::Claimed,
+            step,
             holder: Some(actor.clone()),
             corrections: None,
             patch: JobPatch {
-                lease_expires: Some(Some(lease.to_string())),
+                lease_expires: Change::Set(lease),
                 ..JobPatch::default()
             },
             at: now,
             audit: job_audit(
                 &actor,
-                crate::jobs::AUDIT_JOB_HEARTBEAT,
+                step.audit_action(),
                 &job,
                 json!({"lease_expires": lease.to_string()}),
                 now,

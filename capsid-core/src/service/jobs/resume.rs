@@ -15,8 +15,9 @@ use crate::jobs::lease::{actor_may_hold_jobs, lease_expiry};
 use crate::jobs::record::min_record_refusal;
 use crate::jobs::requirements::{JobRequirements, missing_for_job};
 use crate::jobs::signature::{SignatureError, verify_task};
+use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{Job, JobStatus};
-use crate::ports::{JobPatch, JobTransition, StoreError};
+use crate::ports::{Change, JobPatch, JobTransition, StoreError};
 use crate::repos::{resolve_repo, stored_repos};
 use crate::service::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
 use crate::service::to_json;
@@ -191,33 +192,36 @@ impl JobsCx<'_> {
             params["policy_class"] = json!(ap.class.name());
             params["policy_detail"] = json!(ap.detail);
         }
+        let event = match to {
+            ResumeTo::Caller => JobEvent::Resume,
+            ResumeTo::Queue => JobEvent::ResumeToQueue,
+        };
+        let step = step(JobStatus::Blocked, event)?;
         let t = JobTransition {
             id: job.id.clone(),
-            from: JobStatus::Blocked,
+            step,
             holder: None,
             corrections: Some(job.corrections_count),
             patch: match to {
                 ResumeTo::Caller => JobPatch {
-                    status: Some(JobStatus::Claimed),
-                    claimed_by: Some(Some(actor.clone())),
-                    claimed_at: Some(Some(now.to_string())),
-                    lease_expires: Some(Some(lease.to_string())),
+                    claimed_by: Change::Set(actor.clone()),
+                    claimed_at: Change::Set(now),
+                    lease_expires: Change::Set(lease),
                     add_resumed: true,
                     add_correction: !admin,
                     ..JobPatch::default()
                 },
                 ResumeTo::Queue => JobPatch {
-                    status: Some(JobStatus::Queued),
-                    claimed_by: Some(None),
-                    claimed_at: Some(None),
-                    lease_expires: Some(None),
+                    claimed_by: Change::Clear,
+                    claimed_at: Change::Clear,
+                    lease_expires: Change::Clear,
                     add_resumed: true,
                     add_correction: !admin,
                     ..JobPatch::default()
                 },
             },
             at: now,
-            audit: job_audit(&actor, crate::jobs::AUDIT_JOB_RESUMED, &job, params, now),
+            audit: job_audit(&actor, step.audit_action(), &job, params, now),
             outcome: None,
             mirror: mirror_fn(now),
         };
@@ -249,21 +253,21 @@ impl JobsCx<'_> {
     async fn fail_tampered(&self, caller: &Caller, job: &Job, why: String) -> Result<Value> {
         let act = JobsAction::Resume;
         let now = self.now();
+        let step = step(JobStatus::Blocked, JobEvent::ResumeSignatureRefused)?;
         let t = JobTransition {
             id: job.id.clone(),
-            from: JobStatus::Blocked,
+            step,
             holder: None,
             corrections: None,
             patch: JobPatch {
-                status: Some(JobStatus::Failed),
-                result_summary: Some(Some(why.clone())),
-                lease_expires: Some(None),
+                result_summary: Change::Set(why.clone()),
+                lease_expires: Change::Clear,
                 ..JobPatch::default()
             },
             at: now,
             audit: job_audit(
                 &caller.actor(),
-                crate::jobs::AUDIT_JOB_SIGNATURE_REFUSED,
+                step.audit_action(),
                 job,
                 json!({"reason": why, "at": "resume"}),
                 now,
