@@ -26,10 +26,20 @@ fn cli(dir: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf-8")
 }
 
+/// The server, stopped should the test fail before it stops it.
+struct Serving(std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn one_info_line_per_request_with_tool_and_actor_and_no_peer_info() {
     let dir = tempfile::tempdir().expect("temporary folder");
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env("CAPSID_DATA_DIR", dir.path())
         .env_remove("CAPSID_DATABASE_URL")
@@ -42,7 +52,8 @@ fn one_info_line_per_request_with_tool_and_actor_and_no_peer_info() {
         .stdout(Stdio::null())
         .spawn()
         .expect("spawn capsid serve");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let mut child = Serving(child);
+    let mut lines = BufReader::new(child.0.stderr.take().expect("stderr")).lines();
     let mut startup = Vec::new();
     let mut url = None;
     for line in lines.by_ref() {
@@ -119,12 +130,12 @@ fn one_info_line_per_request_with_tool_and_actor_and_no_peer_info() {
 
     // Stop it and read the log to its end: every line it wrote is in hand.
     let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &child.0.id().to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
     let serving: Vec<String> = lines.map_while(Result::ok).collect();
-    assert!(child.wait().expect("capsid exits").success());
+    assert!(child.0.wait().expect("capsid exits").success());
     let all = startup.iter().chain(serving.iter());
 
     let log = serving.join("\n");
