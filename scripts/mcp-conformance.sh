@@ -17,7 +17,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-NODE_VERSION=22.23.3
 SUITE_STABLE=0.1.16
 SUITE_ALPHA=0.2.0-alpha.12
 tools="$root/.tools"
@@ -27,44 +26,13 @@ out="$target/mcp-conformance"
 fixture_bin="$target/debug/mcp_fixture"
 baselines="$root/tests/conformance"
 
-# npm writes only under .tools: its cache, no update checks, no audit or funding calls.
-export npm_config_cache="$tools/npm-cache" npm_config_update_notifier=false \
-  npm_config_audit=false npm_config_fund=false npm_config_fetch_retries=1 \
-  npm_config_fetch_timeout=30000 NO_COLOR=1
-
 say() { printf 'mcp-conformance: %s\n' "$*"; }
 tooling_failed() { say "CANNOT INSTALL TOOLING: $*" >&2; exit 3; }
 
 # --- Node 22 ------------------------------------------------------------------------------
-# The `node` package links its platform package's binary to node_modules/node/bin/node in a
-# preinstall script; should npm refuse to run it, the platform package itself is installed.
-node=
-find_node() {
-  local candidate
-  for candidate in "$tools"/node22/node_modules/node/bin/node "$tools"/node22/node_modules/node-*/bin/node; do
-    if [ -x "$candidate" ] && [ "$("$candidate" --version 2>/dev/null)" = "v$NODE_VERSION" ]; then
-      node=$candidate
-      return 0
-    fi
-  done
-  return 1
-}
-if ! find_node; then
-  command -v npm >/dev/null || tooling_failed "npm is not on PATH (any version bootstraps Node $NODE_VERSION)"
-  say "installing node@$NODE_VERSION into .tools/node22"
-  rm -rf "$tools/node22"
-  mkdir -p "$tools"
-  npm install --prefix "$tools/node22" --no-save "node@$NODE_VERSION" >"$tools/node22.log" 2>&1 || true
-  if ! find_node; then
-    case "$(uname -m)" in x86_64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
-    platform_pkg="node-$(uname -s | tr '[:upper:]' '[:lower:]')-$arch"
-    npm install --prefix "$tools/node22" --no-save --ignore-scripts "$platform_pkg@$NODE_VERSION" \
-      >>"$tools/node22.log" 2>&1 || true
-    find_node || { tail -n 20 "$tools/node22.log" >&2; tooling_failed "could not install Node $NODE_VERSION from the npm registry"; }
-  fi
-fi
-# npm (whichever is on PATH) then runs on Node 22 too.
-export PATH="$(dirname "$node"):$PATH"
+# shellcheck source=scripts/node22.sh
+source "$root/scripts/node22.sh"
+capsid_node22 "$tools" || tooling_failed "could not install Node $CAPSID_NODE_VERSION from the npm registry"
 
 # --- the suite ------------------------------------------------------------------------------
 suite_js() { echo "$tools/conformance/$1/node_modules/@modelcontextprotocol/conformance/dist/index.js"; }

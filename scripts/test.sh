@@ -53,5 +53,16 @@ elif [ "$conformance_status" -ne 0 ]; then
   exit "$conformance_status"
 fi
 
+step "the README's tour, run as written (scripts/readme-tour.sh)"
+# Exit 3 means Node 22 or the Inspector could not be installed (no npm or no npm registry).
+tour_status=0
+scripts/readme-tour.sh || tour_status=$?
+if [ "$tour_status" -eq 3 ] && [ "${CI:-}" != "true" ]; then
+  echo "!!! readme-tour: NOT RUN - could not install Node 22 or the Inspector from the npm registry" >&2
+  echo "!!! the README's tour is UNTESTED in this run" >&2
+elif [ "$tour_status" -ne 0 ]; then
+  exit "$tour_status"
+fi
+
 echo
 echo "all checks passed"

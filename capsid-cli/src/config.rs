@@ -82,17 +82,35 @@ pub fn redact_url(url: &str) -> String {
     url.to_owned()
 }
 
-/// Starts logging: `CAPSID_LOG` filter, text or JSON lines on stderr.
+/// Starts logging: `CAPSID_LOG` filter, text or JSON lines on stderr (colours only on a
+/// terminal).
 pub fn init_logging(global: &GlobalArgs) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_new(&global.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    let directives = log_directives(&global.log);
+    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     if global.log_format == "json" {
         builder.json().init();
     } else {
         builder.init();
+    }
+}
+
+/// The filter `CAPSID_LOG` asks for, with rmcp's own lines kept to errors unless it names
+/// `rmcp`: rmcp logs each stateless request's lifecycle at INFO (among them the `peer_info`
+/// of an `initialize` it makes up for the request) and every JSON-RPC error it returns at
+/// WARN, while capsid's request line already says what happened, once.
+pub fn log_directives(log: &str) -> String {
+    if log.contains("rmcp") {
+        log.to_owned()
+    } else if log.trim().is_empty() {
+        "info,rmcp=error".to_owned()
+    } else {
+        format!("{log},rmcp=error")
     }
 }
 
@@ -264,6 +282,17 @@ pub fn github_app() -> Result<Option<capsid_github::GitHubApp>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rmcp_is_kept_to_errors_unless_the_filter_names_it() {
+        assert_eq!(log_directives("info"), "info,rmcp=error");
+        assert_eq!(log_directives(""), "info,rmcp=error");
+        assert_eq!(
+            log_directives("debug,sqlx=warn"),
+            "debug,sqlx=warn,rmcp=error"
+        );
+        assert_eq!(log_directives("info,rmcp=debug"), "info,rmcp=debug");
+    }
 
     #[test]
     fn urls_are_redacted() {

@@ -67,21 +67,42 @@ impl SessionOwners {
     }
 }
 
-fn unauthorized() -> Response {
-    let mut resp = (
-        StatusCode::UNAUTHORIZED,
-        axum::Json(json!({
-            "error": "unauthorized",
-            "error_description": "send Authorization: Bearer <key>: a minted agent key or an operator key",
-        })),
-    )
-        .into_response();
+/// The 401 of `/ops/mcp`. With no bearer key at all it only names the scheme (RFC 6750 3.1:
+/// no error code when credentials are missing); a key that resolves to no one carries
+/// `error="invalid_token"` and says so.
+fn unauthorized(key_presented: bool) -> Response {
+    let (body, challenge) = if key_presented {
+        (
+            json!({
+                "error": "invalid_token",
+                "error_description": INVALID_KEY,
+            }),
+            concat!(
+                "Bearer realm=\"capsid-operator\", error=\"invalid_token\", ",
+                "error_description=\"the bearer key was not recognised or has been revoked\""
+            ),
+        )
+    } else {
+        (
+            json!({
+                "error": "unauthorized",
+                "error_description": "send Authorization: Bearer <key>: a minted agent key or an operator key",
+            }),
+            "Bearer realm=\"capsid-operator\"",
+        )
+    };
+    let mut resp = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
     resp.headers_mut().insert(
         header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"capsid-operator\""),
+        HeaderValue::from_static(challenge),
     );
     resp
 }
+
+/// What a caller whose key resolves to no one reads.
+const INVALID_KEY: &str = "the bearer key was not recognised: it is not a live agent key \
+    (it may have been revoked, or minted on another server or data folder) nor an operator key \
+    of this server; mint one with `capsid agents mint` and send it as Authorization: Bearer <key>";
 
 /// Resolves the bearer key into a [`capsid_core::caller::Caller`] in the request's
 /// extensions, or answers 401. A minted agent's `last_seen` is stamped after the answer.
@@ -102,7 +123,8 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
         }
     };
     let Some(caller) = resolved.caller().cloned() else {
-        return unauthorized();
+        let presented = header.and_then(capsid_core::caller::bearer_token).is_some();
+        return unauthorized(presented);
     };
     let resp = serve_as(&state, caller.clone(), req, next).await;
     if matches!(resolved, Resolved::Agent(_)) && state.last_seen.due(&caller.actor()) {

@@ -18,6 +18,7 @@ mod csp;
 mod github;
 mod health;
 mod html;
+mod jsonrpc;
 mod mcp;
 mod middleware;
 mod oauth;
@@ -34,6 +35,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 pub use health::{BuildInfo, health_report};
+pub use jsonrpc::{JsonRpcGuard, MAX_MCP_BODY};
 pub use mcp::CapsidMcp;
 pub use owner::{Owner, OwnerConfig};
 pub use webhook::{WebhookNotifier, install_tls_provider};
@@ -137,18 +139,21 @@ pub fn transport_config(public_url: &str, sessions: bool) -> StreamableHttpServe
         .with_json_response(!sessions)
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
-        .with_max_request_body_bytes(2 * 1024 * 1024)
+        .with_max_request_body_bytes(MAX_MCP_BODY)
 }
 
-/// The MCP handler every MCP route serves, on the one transport configuration.
-fn mcp_service(state: &AppState) -> StreamableHttpService<CapsidMcp, LocalSessionManager> {
+/// The MCP handler every MCP route serves, on the one transport configuration, behind
+/// Capsid's JSON-RPC checks.
+fn mcp_service(
+    state: &AppState,
+) -> JsonRpcGuard<StreamableHttpService<CapsidMcp, LocalSessionManager>> {
     let config = transport_config(&state.config.public_url, state.config.mcp_sessions);
     let service = state.service.clone();
-    StreamableHttpService::new(
+    JsonRpcGuard::new(StreamableHttpService::new(
         move || Ok(CapsidMcp::new(service.clone())),
         LocalSessionManager::default().into(),
         config,
-    )
+    ))
 }
 
 /// The whole router.

@@ -1,6 +1,7 @@
 //! The MCP server handler: tools listed from the core's table for the caller, every call
 //! through the core's one enforcement point, resources and prompts over documents,
-//! completions for the resource template, and `logging/setLevel`.
+//! completions for the resource template, and `logging/setLevel`. A method rmcp does not
+//! recognise is answered by `jsonrpc::unknown_method` ("method not found: <m>").
 //!
 //! The authenticated [`Caller`] is put into the request's extensions by the auth middleware;
 //! rmcp hands each request's HTTP parts to the handler, so the caller is read per request
@@ -17,16 +18,18 @@ use capsid_core::error::Error;
 use capsid_core::service::{CompletionRef, Confirmer, Consent, Service, ToolListing, pretty};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-    CompleteResult, CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference,
-    Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, Tool, ToolAnnotations,
+    CompleteResult, CompletionInfo, ContentBlock, CustomRequest, CustomResult,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
+
+use crate::jsonrpc::Outcome;
 
 /// The MCP face of one [`Service`].
 #[derive(Clone)]
@@ -183,9 +186,13 @@ impl ServerHandler for CapsidMcp {
             .call_tool(&caller, &request.name, args, &confirmer)
             .await
         {
-            Ok(value) => CallToolResult::success(vec![ContentBlock::text(pretty(&value))]),
+            Ok(value) => {
+                Outcome::note(&ctx, "ok");
+                CallToolResult::success(vec![ContentBlock::text(pretty(&value))])
+            }
             Err(e) => {
-                tracing::info!(tool = %request.name, refusal = %e, "tool refused");
+                Outcome::note(&ctx, "refused");
+                tracing::debug!(tool = %request.name, refusal = %e, "tool refused");
                 tool_error(&request.name, &e)
             }
         };
@@ -349,6 +356,21 @@ impl ServerHandler for CapsidMcp {
         let info = CompletionInfo::with_all_values(values)
             .map_err(|e| McpError::internal_error(e, None))?;
         Ok(CompleteResult::new(info))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let error = crate::jsonrpc::unknown_method(&request);
+        let verdict = if error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND {
+            "unknown_method"
+        } else {
+            "invalid_params"
+        };
+        Outcome::note(&ctx, verdict);
+        Err(error)
     }
 
     async fn set_level(

@@ -13,6 +13,7 @@ pub mod pr_url;
 pub mod record;
 pub mod requirements;
 pub mod review;
+pub mod schema;
 pub mod signature;
 pub mod state;
 

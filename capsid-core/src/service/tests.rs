@@ -491,6 +491,12 @@ fn every_tools_schema_has_the_reference_parameters_and_required_fields() {
                 p.get("description").is_some() || p.get("$ref").is_some(),
                 "{name}.{param} has no description: {p}"
             );
+            // A schema that constrains nothing (any JSON) lets clients send anything; every
+            // parameter states a type, an enum or alternatives.
+            let constrains = ["type", "enum", "anyOf", "oneOf", "$ref", "const"]
+                .iter()
+                .any(|k| p.get(*k).is_some());
+            assert!(constrains, "{name}.{param} constrains nothing: {p}");
         }
         for bounded in ["namespace", "path", "title", "body", "query", "glob"] {
             if let Some(p) = props.get(bounded)

@@ -114,7 +114,8 @@ async fn main() -> anyhow::Result<()> {
         LocalSessionManager::default().into(),
         config,
     );
-    let app = axum::Router::new().nest_service("/mcp", mcp);
+    // Behind capsid's own JSON-RPC layer, as capsid serves it.
+    let app = axum::Router::new().nest_service("/mcp", capsid_http::JsonRpcGuard::new(mcp));
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "LISTENING {port}")?;
     stdout.flush()?;

@@ -120,7 +120,13 @@ async fn revoked_agent_gets_401(s: &TestServer) {
     );
     let http = reqwest_status(&s.ops_url(), Some(&key)).await;
     assert_eq!(http.0, 401);
-    assert_eq!(http.1.as_deref(), Some("Bearer realm=\"capsid-operator\""));
+    // A revoked key is a presented key that resolves to no one: RFC 6750's invalid_token.
+    assert_eq!(
+        http.1.as_deref(),
+        Some(
+            "Bearer realm=\"capsid-operator\", error=\"invalid_token\", error_description=\"the bearer key was not recognised or has been revoked\""
+        )
+    );
     assert_eq!(reqwest_status(&s.ops_url(), None).await.0, 401);
     assert_eq!(
         reqwest_status(&s.ops_url(), Some("capsid_agent_not-a-real-key"))

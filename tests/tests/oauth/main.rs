@@ -12,6 +12,7 @@ mod console_chromium;
 mod csp_report;
 mod github_round_trip;
 mod hostile_input;
+mod jsonrpc_on_mcp;
 mod redirects;
 mod refresh_and_access;
 mod registration_and_limits;

@@ -122,8 +122,12 @@ pub struct JobsArgs {
     /// post: a reviewer must approve on the PR before it completes.
     pub review_required: Option<bool>,
     /// post: flags the claimer must hold.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::jobs::schema::required_flags")]
     pub required_flags: Option<Value>,
     /// post: `{prs_merged: n}`, the claimer's verified track record bar.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::jobs::schema::min_record")]
     pub min_record: Option<Value>,
     /// list: only this status.
     pub status: Option<JobStatus>,
@@ -140,6 +144,8 @@ pub struct JobsArgs {
     /// resume: the gate policy version that pre-approves the recorded command.
     pub approved_by_policy: Option<Bounded<32>>,
     /// complete/fail: `{prs: [url], commits, files_changed, tests_added}` or the same as JSON text.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::jobs::schema::evidence")]
     pub evidence: Option<Value>,
 }
 impl crate::service::args::ScopeArgs for JobsArgs {
