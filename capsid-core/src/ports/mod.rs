@@ -2,7 +2,7 @@
 //!
 //! Store ports are small role traits ([`DocumentStore`], [`NamespaceStore`], [`AuditLog`],
 //! [`AgentStore`], [`JobStore`], [`SettingsStore`], [`LeaderLease`], [`ImproveStore`],
-//! [`SkillStore`], [`StoreHealth`]) with a composite [`Store`] for callers that need them all.
+//! [`SkillStore`], [`StoreHealth`], [`CheckmarkStore`]) with a composite [`Store`] for callers that need them all.
 //! Every method that changes more than one row is one atomic unit of work: the adapter runs
 //! it in one transaction, so the core never holds a transaction. Every conditional change is a
 //! keyed `UPDATE ... RETURNING` (or an equivalent guard) whose loss is reported as
@@ -13,6 +13,7 @@
 
 mod agents;
 mod blobs;
+mod checkmarks;
 mod documents;
 mod improve;
 mod jobs;
@@ -23,6 +24,10 @@ mod settings;
 
 pub use agents::{AgentRow, AgentStore, NewAgent};
 pub use blobs::{BlobError, BlobStore};
+pub use checkmarks::{
+    AnswerFill, CheckmarkRow, CheckmarkStore, CheckmarkTransition, CheckmarkView,
+    CheckpointAuditFn, LogEntryRow, NewCheckpoint, SharedEntry,
+};
 #[cfg(test)]
 pub use documents::MockNamespaceStore;
 pub use documents::{
@@ -148,6 +153,7 @@ pub trait Store:
     + SkillStore
     + StoreHealth
     + OAuthStore
+    + CheckmarkStore
 {
 }
 
@@ -163,5 +169,6 @@ impl<T> Store for T where
         + SkillStore
         + StoreHealth
         + OAuthStore
+        + CheckmarkStore
 {
 }
