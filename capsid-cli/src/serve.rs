@@ -111,10 +111,6 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     if let Some(app) = github {
         service = service.with_repo_host(std::sync::Arc::new(app));
     }
-    if let Some(url) = &args.webhook_url {
-        let notifier = capsid_http::WebhookNotifier::new(url).map_err(anyhow::Error::msg)?;
-        service = service.with_notifier(std::sync::Arc::new(notifier));
-    }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -126,6 +122,12 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| format!("http://{bound}"))
         .trim_end_matches('/')
         .to_owned();
+    if let Some(url) = &args.webhook_url {
+        let notifier = capsid_http::WebhookNotifier::new(url)
+            .map_err(anyhow::Error::msg)?
+            .with_public_url(&public_url);
+        service = service.with_notifier(std::sync::Arc::new(notifier));
+    }
     let (owner, oauth_missing) = crate::owner::owner_config(&args.owner)?;
     let http = HttpConfig {
         public_url: public_url.clone(),

@@ -12,6 +12,7 @@
 
 mod agents;
 mod audit;
+mod checkmarks;
 mod documents;
 mod error;
 pub mod glob;

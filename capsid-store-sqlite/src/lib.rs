@@ -9,6 +9,7 @@
 
 mod agents;
 mod audit;
+mod checkmarks;
 mod documents;
 mod error;
 mod health;

@@ -100,4 +100,9 @@ conformance_suite! {
     store oauth::oauth_purge_keeps_what_is_live;
     store oauth::oauth_revoke_all_grants_ends_every_client;
     shared oauth::oauth_code_race_has_one_winner;
+    store checkmarks::checkpoint_upserts_one_checkmark_per_namespace_and_agent;
+    store checkmarks::log_pages_newest_first_and_the_feed_is_global_only;
+    store checkmarks::answers_fill_the_asking_entry_once_and_resumes_are_keyed;
+    shared checkmarks::answer_race_has_one_winner;
+    store checkmarks::shared_context_last_writer_wins_with_audit;
 }
