@@ -8,8 +8,8 @@
 mod routes;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{OriginalUri, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use capsid_core::caller::Caller;
@@ -130,22 +130,21 @@ fn unauthorized(presented: bool) -> Response {
     resp
 }
 
-async fn not_found(req: Request) -> Response {
+async fn not_found(method: Method, OriginalUri(uri): OriginalUri) -> Response {
     error(
         StatusCode::NOT_FOUND,
         "not_found",
         &format!(
-            "no Handler API route {} {}; see the README's Handler API section",
-            req.method(),
-            req.uri().path()
+            "no Handler API route {method} {}; see the README's Handler API section",
+            uri.path()
         ),
     )
 }
 
-async fn method_not_allowed(req: Request) -> Response {
+async fn method_not_allowed(method: Method, OriginalUri(uri): OriginalUri) -> Response {
     error(
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
-        &format!("{} is not served on {}", req.method(), req.uri().path()),
+        &format!("{method} is not served on {}", uri.path()),
     )
 }
