@@ -81,6 +81,13 @@ pub fn page(status: StatusCode, title: &str, body: &str, form_action: &[&str]) -
         "cross-origin-opener-policy",
         HeaderValue::from_static("same-origin"),
     );
+    // A page's forms post to its own origin, whose Origin check needs the header: under
+    // `no-referrer` a browser sends `Origin: null` on every POST, so a real browser could
+    // never submit. `same-origin` still sends no referrer to any other origin.
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
     resp
 }
 
