@@ -44,8 +44,7 @@ macro_rules! view_select {
     };
 }
 
-pub(crate) const BY_AGENT: &str =
-    concat!(view_select!(), " WHERE c.namespace = $1 AND c.agent = $2");
+const BY_AGENT: &str = concat!(view_select!(), " WHERE c.namespace = $1 AND c.agent = $2");
 pub(crate) const BY_NAMESPACE: &str = concat!(
     view_select!(),
     " WHERE c.namespace = $1 ORDER BY c.agent LIMIT $2"
