@@ -105,10 +105,17 @@ const INVALID_KEY: &str = "the bearer key was not recognised: it is not a live a
     (it may have been revoked, or minted on another server or data folder) nor an operator key \
     of this server; mint one with `capsid agents mint` and send it as Authorization: Bearer <key>";
 
-/// A request's bearer key as the core resolved it (reference 3.1 order).
-pub(crate) enum Bearer {
-    /// A minted agent or an operator key.
-    Caller(Resolved, Caller),
+/// A caller whose bearer key resolved: who, and whether it is a minted agent (whose
+/// `last_seen` is stamped).
+pub(crate) struct Bearer {
+    /// The caller.
+    pub(crate) caller: Caller,
+    /// Whether it is a minted agent.
+    pub(crate) minted: bool,
+}
+
+/// Why a request has no caller.
+pub(crate) enum NoCaller {
     /// No key, or a key that resolves to no one (`presented`: a key was sent at all).
     Nobody {
         /// Whether the request carried a bearer key.
@@ -120,29 +127,27 @@ pub(crate) enum Bearer {
 
 /// Resolves the request's bearer key: the one resolution of every bearer route (`/ops/mcp`,
 /// the Handler API).
-pub(crate) async fn resolve(state: &AppState, headers: &HeaderMap) -> Bearer {
+pub(crate) async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Bearer, NoCaller> {
     let header = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let resolved = match state.service.resolve_bearer(header).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "caller resolution failed: store unavailable");
-            return Bearer::Unavailable;
-        }
-    };
+    let resolved = state.service.resolve_bearer(header).await.map_err(|e| {
+        tracing::error!(error = %e, "caller resolution failed: store unavailable");
+        NoCaller::Unavailable
+    })?;
+    let minted = matches!(resolved, Resolved::Agent(_));
     match resolved.caller().cloned() {
-        Some(caller) => Bearer::Caller(resolved, caller),
-        None => Bearer::Nobody {
+        Some(caller) => Ok(Bearer { caller, minted }),
+        None => Err(NoCaller::Nobody {
             presented: header.and_then(capsid_core::caller::bearer_token).is_some(),
-        },
+        }),
     }
 }
 
 /// Stamps a minted agent's `last_seen` after its request was answered (at most once a minute,
 /// in the background, best effort).
-pub(crate) fn stamp_last_seen(state: &AppState, resolved: &Resolved, caller: Caller) {
-    if matches!(resolved, Resolved::Agent(_)) && state.last_seen.due(&caller.actor()) {
+pub(crate) fn stamp_last_seen(state: &AppState, minted: bool, caller: Caller) {
+    if minted && state.last_seen.due(&caller.actor()) {
         let service = state.service.clone();
         tokio::spawn(async move {
             if let Err(e) = service.touch_last_seen(&caller).await {
@@ -155,10 +160,10 @@ pub(crate) fn stamp_last_seen(state: &AppState, resolved: &Resolved, caller: Cal
 /// Resolves the bearer key into a [`capsid_core::caller::Caller`] in the request's
 /// extensions, or answers 401. A minted agent's `last_seen` is stamped after the answer.
 pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let (resolved, caller) = match resolve(&state, req.headers()).await {
-        Bearer::Caller(resolved, caller) => (resolved, caller),
-        Bearer::Nobody { presented } => return unauthorized(presented),
-        Bearer::Unavailable => {
+    let Bearer { caller, minted } = match resolve(&state, req.headers()).await {
+        Ok(bearer) => bearer,
+        Err(NoCaller::Nobody { presented }) => return unauthorized(presented),
+        Err(NoCaller::Unavailable) => {
             return (
                 StatusCode::SERVICE_UNAVAILABLE,
                 axum::Json(json!({"error": "store unavailable"})),
@@ -167,7 +172,7 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
         }
     };
     let resp = serve_as(&state, caller.clone(), req, next).await;
-    stamp_last_seen(&state, &resolved, caller);
+    stamp_last_seen(&state, minted, caller);
     resp
 }
 

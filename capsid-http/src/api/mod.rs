@@ -18,7 +18,7 @@ use capsid_core::service::NoConfirmer;
 use serde_json::{Value, json};
 
 use crate::AppState;
-use crate::auth::{Bearer, resolve, stamp_last_seen};
+use crate::auth::{Bearer, NoCaller, resolve, stamp_last_seen};
 
 /// The largest request body read.
 pub const BODY_LIMIT: usize = 65_536;
@@ -90,10 +90,10 @@ pub(crate) async fn call(state: &AppState, caller: &Caller, tool: &str, args: Va
 
 /// Resolves the bearer key as `/ops/mcp` does, or answers 401 in the API's shape.
 async fn api_caller(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let (resolved, caller) = match resolve(&state, req.headers()).await {
-        Bearer::Caller(resolved, caller) => (resolved, caller),
-        Bearer::Nobody { presented } => return unauthorized(presented),
-        Bearer::Unavailable => {
+    let Bearer { caller, minted } = match resolve(&state, req.headers()).await {
+        Ok(bearer) => bearer,
+        Err(NoCaller::Nobody { presented }) => return unauthorized(presented),
+        Err(NoCaller::Unavailable) => {
             return error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -104,7 +104,7 @@ async fn api_caller(State(state): State<AppState>, mut req: Request, next: Next)
     tracing::Span::current().record("actor", caller.actor().as_str());
     req.extensions_mut().insert(caller.clone());
     let resp = next.run(req).await;
-    stamp_last_seen(&state, &resolved, caller);
+    stamp_last_seen(&state, minted, caller);
     resp
 }
 
