@@ -116,7 +116,83 @@ fn with_age(checkmark: &Value, now: Timestamp) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::owner::ConsoleAction;
+
+    fn form(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn an_answer_keeps_its_lines_and_leaves_its_text_out_of_the_audit_row() {
+        let a = ConsoleAction::from_form(&form(&[
+            ("action", "answer"),
+            ("namespace", "alpha"),
+            ("agent", "d1"),
+            ("answer", "  use Postgres\r\nand keep SQLite for tests  "),
+            ("resume", "yes"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            a,
+            ConsoleAction::Answer {
+                namespace: "alpha".into(),
+                agent: "d1".into(),
+                answer: "use Postgres\nand keep SQLite for tests".into(),
+                resume: true,
+            }
+        );
+        let again: BTreeMap<String, String> = a
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(ConsoleAction::from_form(&again).unwrap(), a);
+        assert!(a.effect().contains("resumed"), "{}", a.effect());
+        let params = a.audit_params();
+        assert_eq!(params["answer_chars"], 38);
+        assert!(params.get("answer").is_none(), "{params}");
+        assert_eq!(params["resume"], "yes");
+        for bad in [
+            vec![
+                ("action", "answer"),
+                ("namespace", "alpha"),
+                ("agent", "d1"),
+            ],
+            vec![
+                ("action", "answer"),
+                ("namespace", "alpha"),
+                ("agent", "d1"),
+                ("answer", "a\u{7}b"),
+            ],
+            vec![("action", "answer"), ("agent", "d1"), ("answer", "x")],
+        ] {
+            assert!(ConsoleAction::from_form(&form(&bad)).is_err(), "{bad:?}");
+        }
+        let long = "a".repeat(crate::checkmarks::ANSWER_MAX + 1);
+        assert!(
+            ConsoleAction::from_form(&form(&[
+                ("action", "answer"),
+                ("namespace", "alpha"),
+                ("agent", "d1"),
+                ("answer", &long)
+            ]))
+            .is_err()
+        );
+        let plain = ConsoleAction::from_form(&form(&[
+            ("action", "answer"),
+            ("namespace", "alpha"),
+            ("agent", "d1"),
+            ("answer", "no"),
+        ]))
+        .unwrap();
+        assert!(matches!(plain, ConsoleAction::Answer { resume: false, .. }));
+    }
 
     #[test]
     fn ages_are_whole_minutes_and_never_negative() {
