@@ -16,6 +16,7 @@ pub mod caller;
 pub mod checkmarks;
 pub mod crypto;
 pub mod docs;
+pub mod drive;
 pub mod error;
 pub mod guards;
 pub mod ids;

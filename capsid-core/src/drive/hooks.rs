@@ -1,0 +1,331 @@
+//! Claude Code's hook protocol as Capsid answers it. A hook reads one JSON event on stdin
+//! (`session_id`, `cwd`, `hook_event_name`, and per event `tool_name`/`tool_input` or
+//! `stop_hook_active` or `message`) and answers with JSON on stdout or nothing. `Stop` on a
+//! failing suite answers `{"decision":"block","reason":...}`; `PreToolUse` refuses with
+//! `hookSpecificOutput.permissionDecision: "deny"`, and defers `AskUserQuestion` so a headless
+//! session stops instead of guessing. Every other command passes untouched (no output).
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::command::{Gated, classify};
+use super::{REASON_MAX, tail};
+use crate::checkmarks::QUESTION_MAX;
+
+/// One hook event, as Claude Code sends it (unknown fields ignored).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct HookInput {
+    /// The session.
+    pub session_id: Option<String>,
+    /// The session's working directory.
+    pub cwd: Option<String>,
+    /// `Stop`, `PreToolUse`, `SessionEnd`, `Notification`, ...
+    pub hook_event_name: Option<String>,
+    /// PreToolUse: the tool.
+    pub tool_name: Option<String>,
+    /// PreToolUse: its input.
+    pub tool_input: Option<Value>,
+    /// Stop: whether the turn already continues because of a Stop hook.
+    pub stop_hook_active: Option<bool>,
+    /// Notification: the text.
+    pub message: Option<String>,
+    /// Notification: the title.
+    pub title: Option<String>,
+    /// Notification: its kind.
+    pub notification_type: Option<String>,
+    /// SessionEnd: why.
+    pub reason: Option<String>,
+}
+
+impl HookInput {
+    /// Parses a hook's stdin.
+    pub fn parse(stdin: &str) -> Result<HookInput, String> {
+        serde_json::from_str(stdin).map_err(|e| {
+            format!("the hook's standard input is not a Claude Code hook event (JSON): {e}")
+        })
+    }
+}
+
+/// The branches a push or merge must not reach without a standing approval.
+pub fn protected_branches(default_branch: Option<&str>) -> Vec<String> {
+    let mut out = vec!["main".to_owned(), "master".to_owned()];
+    if let Some(d) = default_branch.map(str::trim).filter(|d| !d.is_empty())
+        && !out.iter().any(|b| b == d)
+    {
+        out.push(d.to_owned());
+    }
+    out
+}
+
+/// What the worktree's branches are, as the hook read them from git.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Branches {
+    /// The checked-out branch (`None`: detached or unreadable).
+    pub current: Option<String>,
+    /// The repository's default branch.
+    pub default: Option<String>,
+}
+
+/// What a `PreToolUse` event asks of the hook.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PrePlan {
+    /// Not gated: print nothing.
+    Pass,
+    /// `AskUserQuestion`: record the question, then defer.
+    Defer {
+        /// The question(s), as one text.
+        question: String,
+    },
+    /// Refused outright (a protected branch, a merge): the reason, and the command a human
+    /// runs instead.
+    Deny {
+        /// Why, for the agent.
+        reason: String,
+        /// What a human must run.
+        command: String,
+    },
+    /// A push: run the tests, then the build check, and deny on the first failure.
+    RunGates,
+}
+
+/// Reads the question(s) of an `AskUserQuestion` input into one bounded text.
+pub fn question_text(tool_input: Option<&Value>) -> String {
+    let mut parts = Vec::new();
+    if let Some(qs) = tool_input
+        .and_then(|i| i.get("questions"))
+        .and_then(Value::as_array)
+    {
+        for q in qs {
+            let Some(text) = q.get("question").and_then(Value::as_str) else {
+                continue;
+            };
+            let options: Vec<&str> = q
+                .get("options")
+                .and_then(Value::as_array)
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|x| x.get("label").and_then(Value::as_str).or(x.as_str()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if options.is_empty() {
+                parts.push(text.trim().to_owned());
+            } else {
+                parts.push(format!("{} (options: {})", text.trim(), options.join("; ")));
+            }
+        }
+    }
+    if parts.is_empty()
+        && let Some(q) = tool_input
+            .and_then(|i| i.get("question"))
+            .and_then(Value::as_str)
+    {
+        parts.push(q.trim().to_owned());
+    }
+    let text = if parts.is_empty() {
+        "The agent asked a question without text (AskUserQuestion with no questions).".to_owned()
+    } else {
+        parts.join("\n")
+    };
+    text.chars().take(QUESTION_MAX).collect()
+}
+
+/// What the hook does with a `PreToolUse` event.
+pub fn plan_pre_tool_use(input: &HookInput, branches: &Branches) -> PrePlan {
+    match input.tool_name.as_deref() {
+        Some("AskUserQuestion") => PrePlan::Defer {
+            question: question_text(input.tool_input.as_ref()),
+        },
+        Some("Bash") => {
+            let Some(line) = input
+                .tool_input
+                .as_ref()
+                .and_then(|i| i.get("command"))
+                .and_then(Value::as_str)
+            else {
+                return PrePlan::Pass;
+            };
+            plan_bash(line, input.cwd.as_deref(), branches)
+        }
+        _ => PrePlan::Pass,
+    }
+}
+
+fn plan_bash(line: &str, cwd: Option<&str>, branches: &Branches) -> PrePlan {
+    let gated = classify(line);
+    if gated.is_empty() {
+        return PrePlan::Pass;
+    }
+    let protected = protected_branches(branches.default.as_deref());
+    let is_protected = |b: &str| protected.iter().any(|p| p == b);
+    let human = match cwd {
+        Some(dir) => format!("cd {} && {line}", shell_quote(dir)),
+        None => line.to_owned(),
+    };
+    let deny = |why: String| PrePlan::Deny {
+        reason: format!(
+            "{why} It needs a different agent's approval of the current head, and none stands; push to a feature branch and open a pull request instead, or stop and leave this for a human: `{human}`."
+        ),
+        command: human.clone(),
+    };
+    let mut pushes = false;
+    for g in gated {
+        match g {
+            Gated::PrMerge => return deny("`gh pr merge` merges into a protected branch.".into()),
+            Gated::GitMerge => {
+                if let Some(current) = branches.current.as_deref().filter(|c| is_protected(c)) {
+                    return deny(format!(
+                        "`git merge` here merges into {current}, a protected branch."
+                    ));
+                }
+            }
+            Gated::Push {
+                branches: named,
+                every_branch,
+            } => {
+                pushes = true;
+                if every_branch {
+                    return deny("This push sends every branch, protected ones included.".into());
+                }
+                let targets: Vec<&str> = if named.is_empty() {
+                    branches.current.as_deref().into_iter().collect()
+                } else {
+                    named.iter().map(String::as_str).collect()
+                };
+                if let Some(b) = targets.iter().find(|b| is_protected(b)) {
+                    return deny(format!("This pushes to {b}, a protected branch."));
+                }
+                if targets.is_empty() {
+                    return deny("This push names no branch and the worktree has none checked out, so where it lands is unknown.".into());
+                }
+            }
+        }
+    }
+    if pushes {
+        PrePlan::RunGates
+    } else {
+        PrePlan::Pass
+    }
+}
+
+/// `'text'` for a POSIX shell.
+pub fn shell_quote(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:@,".contains(c))
+    {
+        return text.to_owned();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// `Stop`'s refusal: the turn goes on with `reason` fed back to the model.
+pub fn stop_block(reason: &str) -> Value {
+    json!({ "decision": "block", "reason": tail(reason, REASON_MAX) })
+}
+
+/// A `PreToolUse` decision (`deny`, `defer`, ...) with its reason.
+pub fn pre_tool_use(decision: &str, reason: &str) -> Value {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": tail(reason, REASON_MAX),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bash(cmd: &str) -> HookInput {
+        HookInput::parse(
+            &json!({
+                "session_id": "s1", "cwd": "/w/t", "hook_event_name": "PreToolUse",
+                "tool_name": "Bash", "tool_input": {"command": cmd, "description": "d"}
+            })
+            .to_string(),
+        )
+        .expect("parse")
+    }
+
+    fn on(branch: &str) -> Branches {
+        Branches {
+            current: Some(branch.into()),
+            default: Some("trunk".into()),
+        }
+    }
+
+    #[test]
+    fn pushes_run_the_gates_and_protected_targets_are_denied() {
+        assert_eq!(
+            plan_pre_tool_use(&bash("git push origin topic"), &on("topic")),
+            PrePlan::RunGates
+        );
+        assert_eq!(
+            plan_pre_tool_use(&bash("git push"), &on("capsid/job_1")),
+            PrePlan::RunGates
+        );
+        assert_eq!(
+            plan_pre_tool_use(&bash("cargo fmt"), &on("main")),
+            PrePlan::Pass
+        );
+        for (cmd, branch) in [
+            ("git push", "main"),
+            ("git push origin HEAD:master", "topic"),
+            ("git push origin trunk", "topic"),
+            ("git push --all", "topic"),
+            ("gh pr merge 4", "topic"),
+            ("git merge topic", "trunk"),
+        ] {
+            let PrePlan::Deny { reason, command } = plan_pre_tool_use(&bash(cmd), &on(branch))
+            else {
+                panic!("{cmd} on {branch} is not denied");
+            };
+            assert!(reason.contains("approval"), "{reason}");
+            assert_eq!(command, format!("cd /w/t && {cmd}"));
+        }
+        assert_eq!(
+            plan_pre_tool_use(&bash("git merge main"), &on("topic")),
+            PrePlan::Pass
+        );
+    }
+
+    #[test]
+    fn ask_user_question_defers_with_the_question() {
+        let input = HookInput::parse(
+            &json!({
+                "session_id": "s", "cwd": "/w", "hook_event_name": "PreToolUse",
+                "tool_name": "AskUserQuestion",
+                "tool_input": {"questions": [{"question": "Postgres or SQLite?", "header": "Store",
+                  "options": [{"label": "Postgres", "description": "shared"}, {"label": "SQLite", "description": "local"}],
+                  "multiSelect": false}]}
+            })
+            .to_string(),
+        )
+        .expect("parse");
+        assert_eq!(
+            plan_pre_tool_use(&input, &Branches::default()),
+            PrePlan::Defer {
+                question: "Postgres or SQLite? (options: Postgres; SQLite)".into()
+            }
+        );
+        assert!(HookInput::parse("not json").is_err());
+    }
+
+    #[test]
+    fn outputs_have_claude_codes_shapes() {
+        assert_eq!(
+            stop_block("tests failed"),
+            json!({"decision": "block", "reason": "tests failed"})
+        );
+        assert_eq!(
+            pre_tool_use("deny", "no"),
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no"}})
+        );
+        assert_eq!(shell_quote("/a b/it's"), "'/a b/it'\\''s'");
+        assert_eq!(protected_branches(Some("main")), vec!["main", "master"]);
+    }
+}

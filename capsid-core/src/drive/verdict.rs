@@ -1,0 +1,350 @@
+//! How a driven run closes its job, from what the driver measured itself: the agent's exit
+//! and session report, what its hooks left in the checkmark (a question, a human gate), the
+//! test gate and build check the driver ran after the agent exited, and git's facts. A job is
+//! completed only when the test gate passed; the agent's word is never taken.
+
+use serde_json::{Value, json};
+
+use super::gate::GateRun;
+use super::stream::SessionReport;
+use super::tail;
+use crate::checkmarks::AgentStatus;
+
+/// What `jobs block` and `jobs fail` accept for a reason or a command.
+pub const JOB_TEXT_MAX: usize = 1000;
+
+/// What git says the run produced, counted against the branch point.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GitFacts {
+    /// Commits on the job's branch since the default branch.
+    pub commits: u64,
+    /// Files changed since the default branch.
+    pub files_changed: u64,
+    /// Tests the diff adds.
+    pub tests_added: u64,
+    /// The pull request the agent opened, if any.
+    pub pr: Option<String>,
+}
+
+/// What the hooks left in the driver's checkmark for this job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HookState {
+    /// The checkmark's status.
+    pub status: AgentStatus,
+    /// Its open question (a question to answer, or the command a human must run).
+    pub question: Option<String>,
+}
+
+/// How the run closes its job.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Close {
+    /// `jobs complete` with this summary and evidence.
+    Complete {
+        /// The result summary.
+        summary: String,
+        /// `{commits, files_changed, tests_added, prs}`.
+        evidence: Value,
+    },
+    /// `jobs fail` with this reason.
+    Fail {
+        /// Why, with the failing output's tail.
+        reason: String,
+    },
+    /// `jobs block` with this reason and command.
+    Block {
+        /// What gate was hit (or the question).
+        reason: String,
+        /// The exact command a human must run.
+        command: String,
+        /// Whether the agent waits on an answer (and is resumed with it).
+        question: bool,
+    },
+}
+
+impl Close {
+    /// The process exit code of `capsid drive`: 0 done, 4 gated (failed or blocked).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Close::Complete { .. } => 0,
+            Close::Fail { .. } | Close::Block { .. } => 4,
+        }
+    }
+}
+
+/// Everything the driver measured once the agent exited.
+#[derive(Clone, Debug)]
+pub struct RunFacts<'a> {
+    /// The agent's exit code (`None`: killed).
+    pub agent_exit: Option<i32>,
+    /// Its session report, when its output was `stream-json`.
+    pub report: Option<&'a SessionReport>,
+    /// What the hooks left in the checkmark.
+    pub hooks: Option<&'a HookState>,
+    /// The test gate (`None` when the run stopped before it: a question or a human gate).
+    pub tests: Option<&'a GateRun>,
+    /// The build check (`None`: skipped, or not reached).
+    pub build: Option<&'a GateRun>,
+    /// Git's facts.
+    pub git: &'a GitFacts,
+    /// The command that resumes a paused run once its question is answered.
+    pub resume_command: &'a str,
+}
+
+/// Whether the run stopped on a question or a human gate, before any gate needs to run.
+pub fn stopped_early(report: Option<&SessionReport>, hooks: Option<&HookState>) -> Option<Close> {
+    let question = report
+        .and_then(|r| r.deferred_question.clone())
+        .or_else(|| {
+            hooks
+                .filter(|h| h.status == AgentStatus::PausedForInput)
+                .and_then(|h| h.question.clone())
+        });
+    if let Some(q) = question {
+        return Some(Close::Block {
+            reason: bounded(&format!("The agent asked: {q}")),
+            command: String::new(),
+            question: true,
+        });
+    }
+    if let Some(h) = hooks.filter(|h| h.status == AgentStatus::Blocked) {
+        let command = h.question.clone().unwrap_or_default();
+        return Some(Close::Block {
+            reason: bounded(&format!(
+                "The agent stopped at a step only a human may take: {command}"
+            )),
+            command: bounded(&command),
+            question: false,
+        });
+    }
+    None
+}
+
+fn bounded(text: &str) -> String {
+    text.chars().take(JOB_TEXT_MAX).collect()
+}
+
+/// How the run closes its job.
+pub fn close(f: &RunFacts<'_>) -> Close {
+    if let Some(early) = stopped_early(f.report, f.hooks) {
+        return match early {
+            Close::Block {
+                reason,
+                question: true,
+                ..
+            } => Close::Block {
+                reason,
+                command: bounded(f.resume_command),
+                question: true,
+            },
+            other => other,
+        };
+    }
+    let Some(tests) = f.tests else {
+        return Close::Fail {
+            reason: "the test gate did not run, so the job cannot be done".into(),
+        };
+    };
+    if !tests.passed() {
+        return Close::Fail {
+            reason: tail(&tests.failure("The test gate"), JOB_TEXT_MAX),
+        };
+    }
+    if let Some(build) = f.build.filter(|b| !b.passed()) {
+        return Close::Fail {
+            reason: tail(&build.failure("The build check"), JOB_TEXT_MAX),
+        };
+    }
+    let agent_failed = f.agent_exit != Some(0) || f.report.is_some_and(|r| r.is_error);
+    if agent_failed {
+        let code = f
+            .agent_exit
+            .map_or_else(|| "was killed".to_owned(), |c| format!("exited with {c}"));
+        let said = f
+            .report
+            .and_then(|r| r.result.as_deref().or(r.subtype.as_deref()))
+            .unwrap_or("no report");
+        return Close::Fail {
+            reason: bounded(&format!(
+                "The agent {code} ({said}); the tests pass, but an unfinished run is not done."
+            )),
+        };
+    }
+    let mut evidence = json!({
+        "commits": f.git.commits,
+        "files_changed": f.git.files_changed,
+        "tests_added": f.git.tests_added,
+    });
+    if let Some(pr) = &f.git.pr {
+        evidence["prs"] = json!([pr]);
+    }
+    let said = f
+        .report
+        .and_then(|r| r.result.as_deref())
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    let summary = format!(
+        "{} Measured by the driver: {} commit(s), {} file(s) changed, {} test(s) added; the test gate `{}` passed{}.",
+        said.unwrap_or("The agent finished."),
+        f.git.commits,
+        f.git.files_changed,
+        f.git.tests_added,
+        tests.command,
+        match f.build {
+            Some(b) => format!(" and the build check `{}` passed", b.command),
+            None => ", the build check was skipped".to_owned(),
+        }
+    );
+    Close::Complete {
+        summary: summary.chars().take(1000).collect(),
+        evidence,
+    }
+}
+
+/// Tests a unified diff adds: added lines that open a test in the common languages.
+pub fn tests_added(diff: &str) -> u64 {
+    const OPENERS: &[&str] = &[
+        "#[test]",
+        "#[tokio::test",
+        "#[rstest",
+        "proptest!",
+        "def test_",
+        "async def test_",
+        "func Test",
+        "@Test",
+        "it(",
+        "test(",
+        "it('",
+        "test('",
+    ];
+    let count = diff
+        .lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+        .map(|l| l[1..].trim_start())
+        .filter(|l| OPENERS.iter().any(|o| l.starts_with(o)))
+        .count();
+    u64::try_from(count).unwrap_or(u64::MAX)
+}
+
+/// The first pull-request URL in an agent's output, if it printed one.
+pub fn pr_url_in(text: &str) -> Option<String> {
+    text.split(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '(' || c == ')')
+        .find(|w| {
+            w.starts_with("https://")
+                && (w.contains("/pull/") || w.contains("/merge_requests/") || w.contains("/pulls/"))
+        })
+        .map(|w| w.trim_end_matches(['.', ',', ';']).to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(code: i32, out: &str) -> GateRun {
+        GateRun {
+            command: "sh test.sh".into(),
+            exit_code: Some(code),
+            output: out.into(),
+        }
+    }
+
+    fn facts<'a>(tests: Option<&'a GateRun>, git: &'a GitFacts) -> RunFacts<'a> {
+        RunFacts {
+            agent_exit: Some(0),
+            report: None,
+            hooks: None,
+            tests,
+            build: None,
+            git,
+            resume_command: "capsid drive --once --namespace demo",
+        }
+    }
+
+    #[test]
+    fn done_only_on_a_passing_gate_with_measured_evidence() {
+        let git = GitFacts {
+            commits: 2,
+            files_changed: 3,
+            tests_added: 1,
+            pr: None,
+        };
+        let pass = run(0, "ok");
+        let Close::Complete { summary, evidence } = close(&facts(Some(&pass), &git)) else {
+            panic!("not complete");
+        };
+        assert_eq!(
+            evidence,
+            json!({"commits": 2, "files_changed": 3, "tests_added": 1})
+        );
+        assert!(
+            summary.contains("2 commit(s), 3 file(s) changed, 1 test(s) added"),
+            "{summary}"
+        );
+        let fail = run(1, "assertion failed: widgets == 2");
+        let Close::Fail { reason } = close(&facts(Some(&fail), &git)) else {
+            panic!("not failed");
+        };
+        assert!(
+            reason.contains("assertion failed: widgets == 2"),
+            "{reason}"
+        );
+        assert!(matches!(close(&facts(None, &git)), Close::Fail { .. }));
+        let mut crashed = facts(Some(&pass), &git);
+        crashed.agent_exit = Some(1);
+        assert!(matches!(close(&crashed), Close::Fail { .. }));
+        let bad_build = run(2, "COPY failed");
+        let mut b = facts(Some(&pass), &git);
+        b.build = Some(&bad_build);
+        let Close::Fail { reason } = close(&b) else {
+            panic!("build")
+        };
+        assert!(reason.starts_with("The build check failed"), "{reason}");
+    }
+
+    #[test]
+    fn questions_and_human_gates_block_before_any_gate() {
+        let git = GitFacts::default();
+        let report = SessionReport {
+            deferred_question: Some("Which store?".into()),
+            ..SessionReport::default()
+        };
+        let mut f = facts(None, &git);
+        f.report = Some(&report);
+        let c = close(&f);
+        assert_eq!(
+            c,
+            Close::Block {
+                reason: "The agent asked: Which store?".into(),
+                command: "capsid drive --once --namespace demo".into(),
+                question: true
+            }
+        );
+        assert_eq!(c.exit_code(), 4);
+        let gate = HookState {
+            status: AgentStatus::Blocked,
+            question: Some("cd /w && git push origin main".into()),
+        };
+        let mut f = facts(None, &git);
+        f.hooks = Some(&gate);
+        let Close::Block {
+            command, question, ..
+        } = close(&f)
+        else {
+            panic!("block")
+        };
+        assert_eq!(
+            (command.as_str(), question),
+            ("cd /w && git push origin main", false)
+        );
+    }
+
+    #[test]
+    fn tests_and_prs_are_read_from_the_diff_and_output() {
+        let diff = "+++ b/src/lib.rs\n+#[test]\n+fn a() {}\n-#[test]\n+    def test_b():\n context #[test]\n";
+        assert_eq!(tests_added(diff), 2);
+        assert_eq!(
+            pr_url_in("opened https://github.com/o/r/pull/7.").as_deref(),
+            Some("https://github.com/o/r/pull/7")
+        );
+        assert_eq!(pr_url_in("no link"), None);
+    }
+}
