@@ -4,6 +4,8 @@
 mod admin;
 mod config;
 mod doctor;
+mod drive;
+mod hook;
 mod owner;
 mod serve;
 mod system;
@@ -51,6 +53,11 @@ enum Command {
     Policy(admin::PolicyCommand),
     /// Check configuration, the store and what is missing.
     Doctor(config::JsonFlag),
+    /// Turn queued jobs into supervised agent runs in their own git worktrees.
+    Drive(drive::DriveArgs),
+    /// Claude Code's hooks: the test gate at Stop, the push gate at PreToolUse.
+    #[command(subcommand)]
+    Hook(hook::HookCommand),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +83,8 @@ fn main() -> ExitCode {
             Command::Namespaces(cmd) => admin::namespaces(&cli.global, cmd).await,
             Command::Policy(cmd) => admin::policy(&cli.global, cmd).await,
             Command::Doctor(json) => doctor::run(&cli.global, json.json).await,
+            Command::Drive(args) => drive::run(args).await,
+            Command::Hook(cmd) => hook::run(cmd).await,
         }
     });
     match outcome {

@@ -24,6 +24,8 @@ pub struct SessionReport {
     pub turns: Option<u32>,
     /// The question of a deferred `AskUserQuestion`, if the session stopped on one.
     pub deferred_question: Option<String>,
+    /// The Bash commands the session was refused (`permission_denials`), in order.
+    pub denied_commands: Vec<String>,
 }
 
 /// Reads the session report from an agent's standard output, if it has one. The session id
@@ -63,6 +65,16 @@ pub fn read_report(stdout: &str) -> Option<SessionReport> {
                     .and_then(Value::as_u64)
                     .and_then(|n| u32::try_from(n).ok()),
                 deferred_question,
+                denied_commands: v
+                    .get("permission_denials")
+                    .and_then(Value::as_array)
+                    .map(|ds| {
+                        ds.iter()
+                            .filter(|d| d.get("tool_name").and_then(Value::as_str) == Some("Bash"))
+                            .filter_map(|d| d["tool_input"]["command"].as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             });
         } else if let Some(s) = session {
             let r = report.get_or_insert_with(SessionReport::default);
@@ -106,6 +118,11 @@ mod tests {
             Some("Which?")
         );
         assert_eq!(read_report("hello\nworld\n"), None);
+        let denied = "{\"type\":\"result\",\"permission_denials\":[{\"tool_name\":\"Bash\",\"tool_use_id\":\"t\",\"tool_input\":{\"command\":\"git push origin main\"}},{\"tool_name\":\"Write\",\"tool_input\":{}}]}";
+        assert_eq!(
+            read_report(denied).map(|r| r.denied_commands),
+            Some(vec!["git push origin main".to_owned()])
+        );
         let died = "{\"type\":\"system\",\"session_id\":\"x\"}";
         assert_eq!(
             read_report(died).and_then(|r| r.session_id).as_deref(),

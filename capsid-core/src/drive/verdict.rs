@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::gate::GateRun;
+use super::hooks::{Branches, HookInput, PrePlan, plan_pre_tool_use};
 use super::stream::SessionReport;
 use super::tail;
 use crate::checkmarks::AgentStatus;
@@ -88,6 +89,27 @@ pub struct RunFacts<'a> {
     pub git: &'a GitFacts,
     /// The command that resumes a paused run once its question is answered.
     pub resume_command: &'a str,
+}
+
+/// The first command the session was refused because only a human may run it (a push to a
+/// protected branch, a merge), as the human runs it from `cwd`.
+pub fn human_gate_in(
+    report: Option<&SessionReport>,
+    cwd: &str,
+    branches: &Branches,
+) -> Option<String> {
+    report?.denied_commands.iter().find_map(|c| {
+        let input = HookInput {
+            cwd: Some(cwd.to_owned()),
+            tool_name: Some("Bash".into()),
+            tool_input: Some(json!({ "command": c })),
+            ..HookInput::default()
+        };
+        match plan_pre_tool_use(&input, branches) {
+            PrePlan::Deny { command, .. } => Some(command),
+            _ => None,
+        }
+    })
 }
 
 /// Whether the run stopped on a question or a human gate, before any gate needs to run.
@@ -339,6 +361,22 @@ mod tests {
 
     #[test]
     fn tests_and_prs_are_read_from_the_diff_and_output() {
+        let report = SessionReport {
+            denied_commands: vec![
+                "git push origin topic".into(),
+                "git push origin main".into(),
+            ],
+            ..SessionReport::default()
+        };
+        let branches = Branches {
+            current: Some("capsid/job_1".into()),
+            default: Some("main".into()),
+        };
+        assert_eq!(
+            human_gate_in(Some(&report), "/w", &branches).as_deref(),
+            Some("cd /w && git push origin main")
+        );
+        assert_eq!(human_gate_in(None, "/w", &branches), None);
         let diff = "+++ b/src/lib.rs\n+#[test]\n+fn a() {}\n-#[test]\n+    def test_b():\n context #[test]\n";
         assert_eq!(tests_added(diff), 2);
         assert_eq!(

@@ -1,0 +1,330 @@
+//! `capsid drive`: a queued job becomes a supervised agent run. The driver is a client of the
+//! server (`/ops/mcp` with its agent key) and keeps no state of its own: it claims a job,
+//! runs the agent in the job's own git worktree under Capsid's hooks, runs the test gate and
+//! the build check itself once the agent exits, and closes the job with what it measured
+//! (`capsid_core::drive::verdict` decides how). Exit codes: 0 done, 3 nothing to claim,
+//! 4 gated (failed or blocked), 2 refused, 1 error.
+
+pub mod mcp;
+pub mod proc;
+mod run;
+mod schedule;
+mod worktree;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use capsid_core::drive::credential::CredentialRef;
+use capsid_core::drive::gate::{self, GateCommand};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use crate::hook::mise_tasks;
+use mcp::{Answer, Mcp};
+
+/// Exit code: the job is done.
+pub const EXIT_DONE: u8 = 0;
+/// Exit code: an error (unreachable server, git failed).
+pub const EXIT_ERROR: u8 = 1;
+/// Exit code: refused (no key, an unresolvable credential, no test command, a claim refused).
+pub const EXIT_REFUSED: u8 = 2;
+/// Exit code: nothing to claim.
+pub const EXIT_NOTHING: u8 = 3;
+/// Exit code: gated (the job failed or was blocked).
+pub const EXIT_GATED: u8 = 4;
+
+/// `capsid drive`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct DriveArgs {
+    #[command(subcommand)]
+    pub command: Option<DriveCommand>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `capsid drive schedule`.
+#[derive(Debug, Subcommand)]
+pub enum DriveCommand {
+    /// Print (and with --apply install, disabled) a nightly timer running `capsid drive --once`.
+    Schedule(schedule::ScheduleArgs),
+}
+
+/// What a run needs.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The server.
+    #[arg(long, env = "CAPSID_URL", default_value = "http://127.0.0.1:8787")]
+    pub url: String,
+    /// The driver's key file (default ~/.capsid/agent-<namespace>-driver.key; CAPSID_KEY wins).
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// The namespace whose queue this driver works.
+    #[arg(long, env = "CAPSID_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// The project's git repository on this host (default: the current folder).
+    #[arg(long, env = "CAPSID_ROOT_DIR")]
+    pub root_dir: Option<PathBuf>,
+    /// The test command (default: the project's `mise run test`; none at all refuses the run).
+    #[arg(long, env = "CAPSID_TEST_COMMAND")]
+    pub test_command: Option<String>,
+    /// The build check (default: `mise run build-image` when defined, else skipped).
+    #[arg(long, env = "CAPSID_BUILD_COMMAND")]
+    pub build_command: Option<String>,
+    /// The agent command; the job body arrives on its standard input.
+    #[arg(long, env = "CAPSID_AGENT_COMMAND")]
+    pub agent_command: Option<String>,
+    /// Where the project's credential is: env:NAME, file:/path or cmd:command.
+    #[arg(long, env = "CAPSID_CREDENTIAL_REF")]
+    pub credential_ref: Option<String>,
+    /// Claim and run one job, then exit (the default).
+    #[arg(long, conflicts_with = "watch")]
+    pub once: bool,
+    /// Keep claiming jobs, one at a time, polling when the queue is empty.
+    #[arg(long)]
+    pub watch: bool,
+    /// Seconds between polls of an empty queue (--watch).
+    #[arg(long, default_value_t = 30)]
+    pub poll_secs: u64,
+    /// Run the agent inside a tmux session named <namespace>__<agent>, to attach to.
+    #[arg(long)]
+    pub tmux: bool,
+    /// Seconds between heartbeats while the agent runs (the lease is four hours).
+    #[arg(long, default_value_t = 600)]
+    pub heartbeat_secs: u64,
+}
+
+/// The default agent: Claude Code in headless mode, reporting as stream-json.
+pub const DEFAULT_AGENT: &str = "claude -p --output-format stream-json --verbose";
+
+/// Everything a run resolved before claiming anything.
+#[derive(Clone)]
+pub(crate) struct Ready {
+    pub mcp: Mcp,
+    pub key: String,
+    pub url: String,
+    pub namespace: String,
+    pub root: PathBuf,
+    pub tests: GateCommand,
+    pub build: Option<GateCommand>,
+    pub agent_command: String,
+    pub credential: Option<String>,
+    pub tmux: bool,
+    pub heartbeat: Duration,
+}
+
+/// A refusal that stops the run (exit 2) before anything is claimed.
+fn refused(why: impl std::fmt::Display) -> ExitCode {
+    eprintln!("capsid drive: refused: {why}");
+    ExitCode::from(EXIT_REFUSED)
+}
+
+fn load_key(args: &RunArgs, namespace: &str) -> std::result::Result<String, String> {
+    if let Ok(k) = std::env::var("CAPSID_KEY")
+        && !k.trim().is_empty()
+    {
+        return Ok(k.trim().to_owned());
+    }
+    let path = match &args.key_file {
+        Some(p) => p.clone(),
+        None => {
+            let home =
+                std::env::var_os("HOME").ok_or("HOME is not set and no --key-file was given")?;
+            PathBuf::from(home)
+                .join(".capsid")
+                .join(format!("agent-{namespace}-driver.key"))
+        }
+    };
+    let key = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "no driver key: set CAPSID_KEY or write the key into {} ({e})",
+            path.display()
+        )
+    })?;
+    Ok(key.trim().to_owned())
+}
+
+/// `capsid drive`.
+pub async fn run(args: DriveArgs) -> Result<ExitCode> {
+    if let Some(DriveCommand::Schedule(s)) = args.command {
+        return schedule::run(s);
+    }
+    let args = args.run;
+    let Some(namespace) = args.namespace.clone().filter(|n| !n.trim().is_empty()) else {
+        return Ok(refused(
+            "name the namespace to drive: --namespace <ns> (or CAPSID_NAMESPACE)",
+        ));
+    };
+    let key = match load_key(&args, &namespace) {
+        Ok(k) => k,
+        Err(why) => return Ok(refused(why)),
+    };
+    // The credential first: a failure stops the driver before anything is claimed.
+    let credential = match &args.credential_ref {
+        None => None,
+        Some(r) => {
+            if let Err(why) = CredentialRef::parse(r) {
+                return Ok(refused(why));
+            }
+            match crate::config::resolve_credential(r) {
+                Ok(secret) => Some(secret),
+                Err(e) => {
+                    return Ok(refused(format!(
+                        "the credential reference {r} did not resolve: {e:#}"
+                    )));
+                }
+            }
+        }
+    };
+    let root = match &args.root_dir {
+        Some(r) => r.clone(),
+        None => std::env::current_dir().context("the current folder")?,
+    };
+    let root = match proc::git(&root, &["rev-parse", "--show-toplevel"]).await {
+        Ok(top) => PathBuf::from(top),
+        Err(e) => {
+            return Ok(refused(format!(
+                "the project root is not a git repository: {e:#}"
+            )));
+        }
+    };
+    let mise = mise_tasks(&root);
+    let tests = match gate::test_command(args.test_command.as_deref(), None, mise) {
+        Ok(t) => t,
+        Err(why) => return Ok(refused(why)),
+    };
+    let build = gate::build_command(args.build_command.as_deref(), None, mise);
+    let ready = Ready {
+        mcp: Mcp::new(&args.url, &key)?,
+        key,
+        url: args.url.clone(),
+        namespace,
+        root,
+        tests,
+        build,
+        agent_command: args
+            .agent_command
+            .clone()
+            .filter(|c| !c.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_AGENT.to_owned()),
+        credential,
+        tmux: args.tmux,
+        heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
+    };
+    if !args.watch {
+        return Ok(ExitCode::from(once(&ready).await));
+    }
+    loop {
+        let code = once(&ready).await;
+        if code == EXIT_NOTHING || code == EXIT_ERROR {
+            tokio::time::sleep(Duration::from_secs(args.poll_secs.max(1))).await;
+        }
+    }
+}
+
+/// One job, start to end: the process exit code.
+async fn once(r: &Ready) -> u8 {
+    worktree::prune_stale(&r.root).await;
+    match next_job(r).await {
+        Ok(Next::Nothing(why)) => {
+            eprintln!("capsid drive: nothing to claim: {why}");
+            EXIT_NOTHING
+        }
+        Ok(Next::Refused(why)) => {
+            eprintln!("capsid drive: refused: {why}");
+            EXIT_REFUSED
+        }
+        Ok(Next::Job(job, resume)) => match run::run_job(r, &job, resume).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("capsid drive: {e:#}");
+                EXIT_ERROR
+            }
+        },
+        Err(e) => {
+            eprintln!("capsid drive: {e:#}");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// A resumed session: the agent's session id and the human's answer.
+#[derive(Clone, Debug)]
+pub(crate) struct Resume {
+    pub session_id: Option<String>,
+    pub answer: String,
+}
+
+enum Next {
+    Nothing(String),
+    Refused(String),
+    Job(Value, Option<Resume>),
+}
+
+/// A blocked job of the namespace whose question was answered and whose resume was asked,
+/// resumed into this driver's lease; else the best queued job, claimed.
+async fn next_job(r: &Ready) -> Result<Next> {
+    let ns = &r.namespace;
+    let blocked = r
+        .mcp
+        .ok(
+            "jobs",
+            json!({"action": "list", "namespace": ns, "status": "blocked"}),
+        )
+        .await?;
+    let blocked_ids: Vec<&str> = blocked["jobs"]
+        .as_array()
+        .map(|js| js.iter().filter_map(|j| j["id"].as_str()).collect())
+        .unwrap_or_default();
+    if !blocked_ids.is_empty() {
+        let marks = r
+            .mcp
+            .ok("checkmarks", json!({"action": "list", "namespace": ns}))
+            .await?;
+        for c in marks["agents"].as_array().into_iter().flatten() {
+            let (Some(job_id), Some(answer)) =
+                (c["job_id"].as_str(), c["resume"]["answer"].as_str())
+            else {
+                continue;
+            };
+            if !blocked_ids.contains(&job_id) {
+                continue;
+            }
+            let reason = format!(
+                "resumed with the answer of {}: {}",
+                c["answered_by"].as_str().unwrap_or("a human"),
+                answer.chars().take(300).collect::<String>()
+            );
+            match r
+                .mcp
+                .call(
+                    "jobs",
+                    json!({"action": "resume", "id": job_id, "namespace": ns, "reason": reason}),
+                )
+                .await?
+            {
+                Answer::Ok(v) => {
+                    let resume = Resume {
+                        session_id: c["resume"]["session_id"].as_str().map(str::to_owned),
+                        answer: answer.to_owned(),
+                    };
+                    return Ok(Next::Job(v["job"].clone(), Some(resume)));
+                }
+                Answer::Refused(why) => {
+                    eprintln!("capsid drive: could not resume {job_id}: {why}");
+                }
+            }
+        }
+    }
+    match r
+        .mcp
+        .call("jobs", json!({"action": "claim", "namespace": ns}))
+        .await?
+    {
+        Answer::Ok(v) => Ok(Next::Job(v["job"].clone(), None)),
+        Answer::Refused(why) if why.starts_with("no queued jobs") => Ok(Next::Nothing(why)),
+        Answer::Refused(why) => Ok(Next::Refused(why)),
+    }
+}

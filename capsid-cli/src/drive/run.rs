@@ -1,0 +1,547 @@
+//! One claimed job, run: the worktree, `mise install`, the hooks, the agent (heartbeating
+//! while it runs, optionally inside tmux), the driver's own test gate and build check, git's
+//! facts, and the job closed with them (complete, fail or block) with a checkpoint at each
+//! step.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use anyhow::{Context, Result, bail};
+use capsid_core::checkmarks::AgentStatus;
+use capsid_core::drive::credential::remote_host;
+use capsid_core::drive::hooks::{Branches, shell_quote};
+use capsid_core::drive::stream::{SessionReport, read_report};
+use capsid_core::drive::verdict::{
+    self, Close, GitFacts, HookState, RunFacts, human_gate_in, pr_url_in, tests_added,
+};
+use capsid_core::jobs::signature::split_signed;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::mcp::base_url;
+use super::proc::{default_branch, git, keep_tail, shell};
+use super::{EXIT_DONE, EXIT_GATED, Ready, Resume, worktree};
+
+/// What the agent process did.
+struct AgentRun {
+    exit: Option<i32>,
+    stdout: String,
+}
+
+/// Runs `job` (claimed by this driver) to its end; the process exit code.
+pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> Result<u8> {
+    let id = job["id"]
+        .as_str()
+        .context("the claimed job has no id")?
+        .to_owned();
+    let agent = job["claimed_by"]
+        .as_str()
+        .and_then(|a| a.strip_prefix("agent:"))
+        .context("the job is not held by a minted agent; drive with an agent key")?
+        .to_owned();
+    let stored = job["body"].as_str().unwrap_or("");
+    let body = split_signed(stored).map_or(stored, |p| p.body).to_owned();
+    let base = default_branch(&r.root).await?;
+    let wt = worktree::ensure(&r.root, &id, &base).await?;
+    eprintln!("capsid drive: {id} in {}", wt.display());
+    mise_install(&wt).await;
+    crate::hook::install(&wt)?;
+    hide_settings(&wt).await;
+    checkpoint(
+        r,
+        &id,
+        json!({
+            "status": "working",
+            "where_it_stopped": if resume.is_some() { format!("resumed {id} with the answer in {}", wt.display()) } else { format!("claimed {id}; the agent starts in {}", wt.display()) },
+            "summary": format!("{} {id}: {}", if resume.is_some() { "resumed" } else { "claimed" }, job["title"].as_str().unwrap_or("")),
+        }),
+    )
+    .await?;
+
+    let mut envs = agent_env(r, &id, &agent, &wt).await;
+    envs.push(("CAPSID_DEFAULT_BRANCH".to_owned(), base.clone()));
+    let (command, input) = match &resume {
+        Some(res) => {
+            let mut c = r.agent_command.clone();
+            if let Some(s) = &res.session_id {
+                c.push_str(&format!(" --resume {}", shell_quote(s)));
+            }
+            (c, res.answer.clone())
+        }
+        None => (r.agent_command.clone(), body),
+    };
+    let run = with_heartbeat(
+        r,
+        &id,
+        run_agent(r, &agent, &id, &wt, &command, &input, &envs),
+    )
+    .await?;
+    let report = read_report(&run.stdout);
+
+    // What the hooks left for this job, and any step the session was refused that only a
+    // human may take.
+    let branches = Branches {
+        current: super::proc::current_branch(&wt).await,
+        default: Some(base.clone()),
+    };
+    let mut hooks = hook_state(r, &agent, &id).await;
+    if let Some(cmd) = human_gate_in(report.as_ref(), &wt.display().to_string(), &branches) {
+        hooks = Some(HookState {
+            status: AgentStatus::Blocked,
+            question: Some(cmd),
+        });
+    }
+
+    let early = verdict::stopped_early(report.as_ref(), hooks.as_ref());
+    let (tests, build) = if early.is_some() {
+        (None, None)
+    } else {
+        let t = shell(&r.tests.command, &wt, &[]).await;
+        let b = match (&r.build, t.passed()) {
+            (Some(b), true) => Some(shell(&b.command, &wt, &[]).await),
+            _ => None,
+        };
+        (Some(t), b)
+    };
+    let facts = git_facts(&wt, &base, report.as_ref(), &run.stdout).await;
+    let resume_command = resume_hint(r, &agent);
+    let close = verdict::close(&RunFacts {
+        agent_exit: run.exit,
+        report: report.as_ref(),
+        hooks: hooks.as_ref(),
+        tests: tests.as_ref(),
+        build: build.as_ref(),
+        git: &facts,
+        resume_command: &resume_command,
+    });
+    let gates = Gates {
+        tests: tests
+            .as_ref()
+            .map(|t| if t.passed() { "pass" } else { "fail" }),
+        build: match (&tests, &build) {
+            (Some(t), None) if t.passed() => Some("skipped"),
+            (_, Some(b)) => Some(if b.passed() { "pass" } else { "fail" }),
+            _ => None,
+        },
+    };
+    finish(r, &id, &wt, &close, report.as_ref(), hooks.as_ref(), gates).await
+}
+
+/// `mise install` in the worktree when the project pins a toolchain and mise is here.
+async fn mise_install(wt: &Path) {
+    let pinned = wt.join("mise.toml").exists() || wt.join(".mise.toml").exists();
+    if !pinned {
+        return;
+    }
+    let have = shell("command -v mise", wt, &[]).await;
+    if !have.passed() {
+        eprintln!(
+            "capsid drive: the project pins tools in mise.toml but mise is not on the PATH; using the host's"
+        );
+        return;
+    }
+    let run = shell("mise trust --yes . >/dev/null 2>&1; mise install", wt, &[]).await;
+    if !run.passed() {
+        eprintln!("capsid drive: mise install failed:\n{}", run.output);
+    }
+}
+
+/// Keeps the hooks the driver wrote out of the agent's commits.
+async fn hide_settings(wt: &Path) {
+    let tracked = git(
+        wt,
+        &["ls-files", "--error-unmatch", ".claude/settings.json"],
+    )
+    .await
+    .is_ok();
+    if tracked {
+        let _ = git(
+            wt,
+            &["update-index", "--skip-worktree", ".claude/settings.json"],
+        )
+        .await;
+    } else if let Ok(common) = git(wt, &["rev-parse", "--git-common-dir"]).await {
+        let exclude = Path::new(&common).join("info").join("exclude");
+        let exclude = if exclude.is_absolute() {
+            exclude
+        } else {
+            wt.join(exclude)
+        };
+        let text = std::fs::read_to_string(&exclude).unwrap_or_default();
+        if !text.lines().any(|l| l.trim() == ".claude/settings.json") {
+            let _ = std::fs::write(&exclude, format!("{text}.claude/settings.json\n"));
+        }
+    }
+}
+
+/// The agent's environment: the job, the server, the driver's key (for its hooks and its own
+/// checkpoints), the gate commands, and the credential with a git helper that answers only
+/// for the project's remote host.
+async fn agent_env(r: &Ready, id: &str, agent: &str, wt: &Path) -> Vec<(String, String)> {
+    let mut envs = vec![
+        ("CAPSID_JOB_ID".to_owned(), id.to_owned()),
+        ("CAPSID_NAMESPACE".to_owned(), r.namespace.clone()),
+        ("CAPSID_WORKTREE".to_owned(), wt.display().to_string()),
+        ("CAPSID_MCP_URL".to_owned(), super::mcp::mcp_url(&r.url)),
+        ("CAPSID_KEY".to_owned(), r.key.clone()),
+        ("CAPSID_AGENT".to_owned(), agent.to_owned()),
+        ("CAPSID_TEST_COMMAND".to_owned(), r.tests.command.clone()),
+    ];
+    if let Some(b) = &r.build {
+        envs.push(("CAPSID_BUILD_COMMAND".to_owned(), b.command.clone()));
+    }
+    if let Some(secret) = &r.credential {
+        envs.push(("CAPSID_CREDENTIAL".to_owned(), secret.clone()));
+        let host = git(wt, &["remote", "get-url", "origin"])
+            .await
+            .ok()
+            .and_then(|u| remote_host(&u));
+        if let Some(host) = host {
+            envs.extend([
+                ("GIT_CONFIG_COUNT".to_owned(), "1".to_owned()),
+                ("GIT_CONFIG_KEY_0".to_owned(), format!("credential.https://{host}.helper")),
+                (
+                    "GIT_CONFIG_VALUE_0".to_owned(),
+                    "!f() { test \"$1\" = get && echo username=x-access-token && echo \"password=$CAPSID_CREDENTIAL\"; }; f".to_owned(),
+                ),
+            ]);
+        }
+    }
+    envs
+}
+
+/// Renews the lease every `r.heartbeat` while `work` runs.
+async fn with_heartbeat<T>(
+    r: &Ready,
+    id: &str,
+    work: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(r.heartbeat);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            out = &mut work => return out,
+            _ = tick.tick() => {
+                if let Err(e) = r.mcp.ok("jobs", json!({"action": "heartbeat", "id": id, "namespace": r.namespace})).await {
+                    eprintln!("capsid drive: heartbeat for {id} failed: {e:#}");
+                }
+            }
+        }
+    }
+}
+
+/// Runs the agent command in the worktree with `input` on its standard input.
+async fn run_agent(
+    r: &Ready,
+    agent: &str,
+    id: &str,
+    wt: &Path,
+    command: &str,
+    input: &str,
+    envs: &[(String, String)],
+) -> Result<AgentRun> {
+    if r.tmux {
+        return run_in_tmux(r, agent, id, wt, command, input, envs).await;
+    }
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(wt)
+        .envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting the agent: {command}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // An agent that does not read its input is not an error.
+        let _ = stdin.write_all(input.as_bytes()).await;
+        drop(stdin);
+    }
+    let out = child
+        .wait_with_output()
+        .await
+        .context("waiting for the agent")?;
+    Ok(AgentRun {
+        exit: out.status.code(),
+        stdout: keep_tail(&out.stdout),
+    })
+}
+
+/// Runs the agent inside a detached tmux session `<namespace>__<agent>` a person can attach
+/// to, waiting on a tmux channel for it to end; its output and exit code go through files.
+async fn run_in_tmux(
+    r: &Ready,
+    agent: &str,
+    id: &str,
+    wt: &Path,
+    command: &str,
+    input: &str,
+    envs: &[(String, String)],
+) -> Result<AgentRun> {
+    let run_dir = r.root.join(".capsid").join("runs").join(id);
+    std::fs::create_dir_all(&run_dir).context("creating the run folder")?;
+    let (inp, out, rc) = (
+        run_dir.join("stdin"),
+        run_dir.join("stdout"),
+        run_dir.join("rc"),
+    );
+    std::fs::write(&inp, input).context("writing the agent's input")?;
+    let _ = std::fs::remove_file(&rc);
+    let session = format!("{}__{agent}", r.namespace).replace(['.', ':'], "_");
+    let channel = format!("capsid-{id}");
+    let script = format!(
+        "sh -c {} < {} | tee {}; echo $? > {}; tmux wait-for -S {channel}",
+        shell_quote(command),
+        shell_quote(&inp.display().to_string()),
+        shell_quote(&out.display().to_string()),
+        shell_quote(&rc.display().to_string()),
+    );
+    let mut tmux = Command::new("tmux");
+    tmux.args([
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-c",
+        &wt.display().to_string(),
+    ]);
+    for (k, v) in envs {
+        tmux.arg("-e").arg(format!("{k}={v}"));
+    }
+    let started = tmux
+        .arg(format!("set -o pipefail 2>/dev/null; {script}"))
+        .status()
+        .await
+        .context("starting tmux (is it installed?)")?;
+    if !started.success() {
+        bail!("tmux could not start session {session} (is one of that name already running?)");
+    }
+    eprintln!("capsid drive: the agent runs in tmux session {session} (tmux attach -t {session})");
+    let waited = Command::new("tmux")
+        .args(["wait-for", &channel])
+        .status()
+        .await?;
+    if !waited.success() {
+        bail!("waiting on tmux channel {channel} failed");
+    }
+    let stdout = std::fs::read(&out)
+        .map(|b| keep_tail(&b))
+        .unwrap_or_default();
+    let exit = std::fs::read_to_string(&rc)
+        .ok()
+        .and_then(|t| t.trim().parse().ok());
+    Ok(AgentRun { exit, stdout })
+}
+
+/// The driver's checkmark, when it belongs to this job.
+async fn hook_state(r: &Ready, agent: &str, id: &str) -> Option<HookState> {
+    let got = r
+        .mcp
+        .ok(
+            "checkmarks",
+            json!({"action": "get", "namespace": r.namespace, "agent": agent}),
+        )
+        .await
+        .ok()?;
+    let c = &got["checkmark"];
+    if c["job_id"].as_str() != Some(id) {
+        return None;
+    }
+    Some(HookState {
+        status: AgentStatus::parse(c["status"].as_str()?)?,
+        question: c["open_question"].as_str().map(str::to_owned),
+    })
+}
+
+/// Commits, files and tests since the branch point, and the PR the agent printed.
+async fn git_facts(
+    wt: &Path,
+    base: &str,
+    report: Option<&SessionReport>,
+    stdout: &str,
+) -> GitFacts {
+    let range = format!("{base}...HEAD");
+    let commits = git(wt, &["rev-list", "--count", &format!("{base}..HEAD")])
+        .await
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let files = git(wt, &["diff", "--name-only", &range])
+        .await
+        .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count() as u64)
+        .unwrap_or(0);
+    let diff = git(wt, &["diff", &range]).await.unwrap_or_default();
+    let pr = report
+        .and_then(|r| r.result.as_deref())
+        .and_then(pr_url_in)
+        .or_else(|| pr_url_in(stdout));
+    GitFacts {
+        commits,
+        files_changed: files,
+        tests_added: tests_added(&diff),
+        pr,
+    }
+}
+
+/// The command a human runs to answer a paused agent and resume it.
+fn resume_hint(r: &Ready, agent: &str) -> String {
+    format!(
+        "curl -s {}/api/projects/{}/agents/{agent}/answer -H \"Authorization: Bearer $CAPSID_KEY\" -H 'Content-Type: application/json' -d '{{\"answer\": \"<your answer>\", \"resume\": true}}' && capsid drive --once --namespace {}",
+        base_url(&r.url),
+        r.namespace,
+        r.namespace
+    )
+}
+
+/// Records a checkpoint of this job.
+async fn checkpoint(r: &Ready, id: &str, mut args: Value) -> Result<Value> {
+    args["namespace"] = json!(r.namespace);
+    args["job_id"] = json!(id);
+    r.mcp.ok("checkpoint", args).await
+}
+
+/// What the driver's own gates said, as checkpoint fields (`None`: not run).
+struct Gates {
+    tests: Option<&'static str>,
+    build: Option<&'static str>,
+}
+
+/// Closes the job as `close` says, with the checkpoint that goes with it.
+async fn finish(
+    r: &Ready,
+    id: &str,
+    wt: &Path,
+    close: &Close,
+    report: Option<&SessionReport>,
+    hooks: Option<&HookState>,
+    gates: Gates,
+) -> Result<u8> {
+    let mut session = json!({});
+    if let Some(t) = gates.tests {
+        session["tests_status"] = json!(t);
+    }
+    if let Some(b) = gates.build {
+        session["build_status"] = json!(b);
+    }
+    if let Some(rep) = report {
+        if let Some(s) = &rep.session_id {
+            session["session_id"] = json!(s);
+        }
+        if let Some(c) = rep.cost_usd {
+            session["cost_usd"] = json!(c);
+        }
+        if let Some(t) = rep.turns {
+            session["turns"] = json!(t);
+        }
+    }
+    let merge = |mut v: Value| {
+        if let (Some(o), Some(s)) = (v.as_object_mut(), session.as_object()) {
+            o.extend(s.clone());
+        }
+        v
+    };
+    match close {
+        Close::Complete { summary, evidence } => {
+            let mut args = json!({"action": "complete", "id": id, "namespace": r.namespace, "result_summary": summary, "evidence": evidence});
+            if let Some(pr) = evidence["prs"][0].as_str() {
+                args["result_ref"] = json!(pr);
+            }
+            let done = r.mcp.call("jobs", args).await?;
+            if let super::mcp::Answer::Refused(why) = done {
+                eprintln!("capsid drive: the server refused to complete {id}: {why}");
+                checkpoint(r, id, merge(json!({"status": "working", "where_it_stopped": format!("tests pass, but completing the job was refused: {why}")}))).await?;
+                return Ok(EXIT_GATED);
+            }
+            checkpoint(
+                r,
+                id,
+                merge(json!({
+                    "status": "done",
+                    "where_it_stopped": "done: the driver's test gate passed",
+                    "summary": summary,
+                })),
+            )
+            .await?;
+            if let Err(e) = worktree::remove(&r.root, wt).await {
+                eprintln!("capsid drive: {e:#}");
+            }
+            println!("{id} done: {summary}");
+        }
+        Close::Fail { reason } => {
+            r.mcp
+                .ok(
+                    "jobs",
+                    json!({"action": "fail", "id": id, "namespace": r.namespace, "reason": reason}),
+                )
+                .await?;
+            worktree::keep_failed(&r.root, id);
+            checkpoint(
+                r,
+                id,
+                merge(json!({
+                    "status": "working",
+                    "where_it_stopped": format!("the job failed; its worktree is kept for a day at {}", wt.display()),
+                    "summary": reason,
+                })),
+            )
+            .await?;
+            println!("{id} failed: {reason}");
+        }
+        Close::Block {
+            reason,
+            command,
+            question,
+        } => {
+            let already = hooks.is_some_and(|h| {
+                h.status
+                    == if *question {
+                        AgentStatus::PausedForInput
+                    } else {
+                        AgentStatus::Blocked
+                    }
+                    && h.question.is_some()
+            });
+            let status = if *question {
+                "paused_for_input"
+            } else {
+                "blocked"
+            };
+            let asked = if *question {
+                reason
+                    .strip_prefix("The agent asked: ")
+                    .unwrap_or(reason)
+                    .to_owned()
+            } else {
+                command.clone()
+            };
+            // The hook recorded the question (and fired the webhook) when it could; the
+            // driver records it when the hook could not, and always keeps the session.
+            if !already {
+                checkpoint(
+                    r,
+                    id,
+                    merge(json!({
+                        "status": status,
+                        "question": asked,
+                        "where_it_stopped": if *question { "waiting on an answer" } else { "waiting on a human gate" },
+                    })),
+                )
+                .await?;
+            }
+            let mut args =
+                json!({"action": "block", "id": id, "namespace": r.namespace, "reason": reason});
+            if !command.is_empty() {
+                args["command"] = json!(command);
+            }
+            r.mcp.ok("jobs", args).await?;
+            println!("{id} blocked: {reason}\n  next: {command}");
+        }
+    }
+    Ok(match close {
+        Close::Complete { .. } => EXIT_DONE,
+        Close::Fail { .. } | Close::Block { .. } => EXIT_GATED,
+    })
+}

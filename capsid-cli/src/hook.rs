@@ -1,0 +1,362 @@
+//! `capsid hook`: Claude Code's hooks as Capsid runs them. Each reads one hook event (JSON)
+//! on stdin and answers on stdout as the protocol says (`capsid_core::drive::hooks` decides
+//! what); each records what it saw in the agent's checkmark when `CAPSID_MCP_URL`,
+//! `CAPSID_KEY` and `CAPSID_NAMESPACE` say where, and gates all the same when it cannot.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use capsid_core::drive::gate::{self, GateRun, MiseTasks};
+use capsid_core::drive::hooks::{
+    Branches, HookInput, PrePlan, plan_pre_tool_use, pre_tool_use, stop_block,
+};
+use capsid_core::drive::settings::merge_hooks;
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use crate::drive::mcp::Mcp;
+use crate::drive::proc::{current_branch, remote_default_branch, shell};
+
+/// `capsid hook`.
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Stop: run the test command; on failure keep the turn going with what failed.
+    Stop(GateArgs),
+    /// PreToolUse: gate pushes on tests then the build check, deny protected pushes and
+    /// merges, defer AskUserQuestion.
+    PreToolUse(GateArgs),
+    /// SessionEnd: record the final checkpoint.
+    SessionEnd,
+    /// Notification: forward Claude Code's notification to the webhook (through the server).
+    Notification,
+    /// Write these hooks into DIR/.claude/settings.json, merged with what is there.
+    Install {
+        /// The project folder (default: the current one).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// The commands a gate runs (the driver passes the ones it resolved).
+#[derive(Debug, Clone, Args)]
+pub struct GateArgs {
+    /// The test command (default: the project's `mise run test`).
+    #[arg(long, env = "CAPSID_TEST_COMMAND")]
+    pub test_command: Option<String>,
+    /// The build check (default: `mise run build-image` when defined, else skipped).
+    #[arg(long, env = "CAPSID_BUILD_COMMAND")]
+    pub build_command: Option<String>,
+}
+
+/// The mise tasks of the project at `dir`.
+pub fn mise_tasks(dir: &Path) -> MiseTasks {
+    ["mise.toml", ".mise.toml"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(dir.join(f)).ok())
+        .fold(MiseTasks::default(), |acc, text| {
+            acc.union(MiseTasks::read(&text))
+        })
+}
+
+/// Where the hook records, from the driver's environment.
+struct Recorder {
+    mcp: Mcp,
+    namespace: String,
+    job_id: Option<String>,
+    agent: Option<String>,
+}
+
+impl Recorder {
+    fn from_env() -> Option<Recorder> {
+        let var = |n: &str| std::env::var(n).ok().filter(|v| !v.trim().is_empty());
+        let mcp = Mcp::new(&var("CAPSID_MCP_URL")?, &var("CAPSID_KEY")?).ok()?;
+        Some(Recorder {
+            mcp,
+            namespace: var("CAPSID_NAMESPACE")?,
+            job_id: var("CAPSID_JOB_ID"),
+            agent: var("CAPSID_AGENT"),
+        })
+    }
+
+    /// The current checkmark's status and question, when the agent's name is known.
+    async fn current(&self) -> Option<(String, Option<String>)> {
+        let agent = self.agent.as_ref()?;
+        let got = self
+            .mcp
+            .ok(
+                "checkmarks",
+                json!({"action": "get", "namespace": self.namespace, "agent": agent}),
+            )
+            .await
+            .ok()?;
+        let c = got.get("checkmark").unwrap_or(&got);
+        Some((
+            c["status"].as_str()?.to_owned(),
+            c["open_question"].as_str().map(str::to_owned),
+        ))
+    }
+
+    /// Records a checkpoint; a failure is reported on stderr and never changes the gate.
+    async fn checkpoint(&self, mut args: Value, session: Option<&str>) {
+        args["namespace"] = json!(self.namespace);
+        if let Some(j) = &self.job_id {
+            args["job_id"] = json!(j);
+        }
+        if let Some(s) = session {
+            args["session_id"] = json!(s);
+        }
+        if let Err(e) = self.mcp.ok("checkpoint", args).await {
+            eprintln!("capsid hook: could not record the checkpoint ({e:#}); the gate still holds");
+        }
+    }
+}
+
+fn read_event() -> Result<HookInput> {
+    let mut stdin = String::new();
+    std::io::stdin()
+        .take(1 << 20)
+        .read_to_string(&mut stdin)
+        .context("reading the hook event from stdin")?;
+    HookInput::parse(&stdin).map_err(anyhow::Error::msg)
+}
+
+fn cwd_of(input: &HookInput) -> PathBuf {
+    input
+        .cwd
+        .as_ref()
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn print(v: &Value) {
+    println!("{v}");
+}
+
+/// Runs one hook.
+pub async fn run(cmd: HookCommand) -> Result<ExitCode> {
+    if let HookCommand::Install { dir } = &cmd {
+        let dir = match dir {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().context("the current folder")?,
+        };
+        let path = install(&dir)?;
+        println!("wrote Capsid's hooks into {}", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let input = read_event()?;
+    let recorder = Recorder::from_env();
+    let session = input.session_id.clone();
+    match cmd {
+        HookCommand::Stop(g) => stop(&input, &g, recorder.as_ref(), session.as_deref()).await,
+        HookCommand::PreToolUse(g) => {
+            pre_tool(&input, &g, recorder.as_ref(), session.as_deref()).await
+        }
+        HookCommand::SessionEnd => {
+            if let Some(r) = &recorder {
+                let (status, question) = r.current().await.unwrap_or(("working".into(), None));
+                let mut args = json!({
+                    "status": status,
+                    "where_it_stopped": format!("the session ended ({})", input.reason.as_deref().unwrap_or("other")),
+                    "summary": "session end",
+                });
+                if let Some(q) = question {
+                    args["question"] = json!(q);
+                }
+                if status == "done" {
+                    // A done checkmark keeps its passing gate; nothing to add at session end.
+                    return Ok(ExitCode::SUCCESS);
+                }
+                r.checkpoint(args, session.as_deref()).await;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HookCommand::Notification => {
+            if let Some(r) = &recorder {
+                forward_notification(r, &input).await;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        HookCommand::Install { .. } => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Writes the hooks into `dir/.claude/settings.json`; the file's path.
+pub fn install(dir: &Path) -> Result<PathBuf> {
+    let program = std::env::current_exe().context("finding the capsid binary's own path")?;
+    let folder = dir.join(".claude");
+    std::fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
+    let path = folder.join("settings.json");
+    let existing = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(
+            serde_json::from_str::<Value>(&text)
+                .with_context(|| format!("{} is not JSON; fix it by hand first", path.display()))?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let merged = merge_hooks(existing.as_ref(), &program.display().to_string())
+        .map_err(anyhow::Error::msg)?;
+    let text = serde_json::to_string_pretty(&merged).context("rendering settings.json")?;
+    std::fs::write(&path, format!("{text}\n"))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+async fn run_tests(dir: &Path, g: &GateArgs) -> std::result::Result<GateRun, String> {
+    let cmd = gate::test_command(g.test_command.as_deref(), None, mise_tasks(dir))?;
+    Ok(shell(&cmd.command, dir, &[]).await)
+}
+
+async fn stop(
+    input: &HookInput,
+    g: &GateArgs,
+    recorder: Option<&Recorder>,
+    session: Option<&str>,
+) -> Result<ExitCode> {
+    let dir = cwd_of(input);
+    let tests = match run_tests(&dir, g).await {
+        Ok(t) => t,
+        Err(refusal) => {
+            print(&stop_block(&refusal));
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    if let Some(r) = recorder {
+        let (status, question) = match r.current().await {
+            // A question or a human gate stays open until somebody answers it.
+            Some((s, q)) if (s == "paused_for_input" || s == "blocked") && q.is_some() => (s, q),
+            _ => ("working".to_owned(), None),
+        };
+        let mut args = json!({
+            "status": status,
+            "tests_status": if tests.passed() { "pass" } else { "fail" },
+            "where_it_stopped": if tests.passed() { "a turn ended with the tests passing" } else { "a turn ended on failing tests; the agent continues" },
+        });
+        if let Some(q) = question {
+            args["question"] = json!(q);
+        }
+        r.checkpoint(args, session).await;
+    }
+    if !tests.passed() {
+        print(&stop_block(&format!(
+            "{}\nFix the failing tests before ending the turn.",
+            tests.failure("The test gate")
+        )));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn pre_tool(
+    input: &HookInput,
+    g: &GateArgs,
+    recorder: Option<&Recorder>,
+    session: Option<&str>,
+) -> Result<ExitCode> {
+    let dir = cwd_of(input);
+    // The driver says which branch the job's branch came from; a worktree's own checkout
+    // is never mistaken for the default branch.
+    let default = match std::env::var("CAPSID_DEFAULT_BRANCH") {
+        Ok(b) if !b.trim().is_empty() => Some(b.trim().to_owned()),
+        _ => remote_default_branch(&dir).await,
+    };
+    let branches = Branches {
+        current: current_branch(&dir).await,
+        default,
+    };
+    match plan_pre_tool_use(input, &branches) {
+        PrePlan::Pass => {}
+        PrePlan::Deny { reason, .. } => print(&pre_tool_use("deny", &reason)),
+        PrePlan::Defer { question } => {
+            if let Some(r) = recorder {
+                r.checkpoint(
+                    json!({
+                        "status": "paused_for_input",
+                        "question": question,
+                        "where_it_stopped": "asked a question (AskUserQuestion) and stopped for the answer",
+                    }),
+                    session,
+                )
+                .await;
+            }
+            print(&pre_tool_use(
+                "defer",
+                "Capsid recorded the question for a human; the session stops here and is resumed with the answer.",
+            ));
+        }
+        PrePlan::RunGates => {
+            let tests = match run_tests(&dir, g).await {
+                Ok(t) => t,
+                Err(refusal) => {
+                    print(&pre_tool_use("deny", &refusal));
+                    return Ok(ExitCode::SUCCESS);
+                }
+            };
+            let build = if tests.passed() {
+                match gate::build_command(g.build_command.as_deref(), None, mise_tasks(&dir)) {
+                    Some(b) => Some(shell(&b.command, &dir, &[]).await),
+                    None => None,
+                }
+            } else {
+                None
+            };
+            if let Some(r) = recorder {
+                let mut args = json!({
+                    "status": "working",
+                    "tests_status": if tests.passed() { "pass" } else { "fail" },
+                    "where_it_stopped": "about to push",
+                });
+                if tests.passed() {
+                    args["build_status"] = json!(match &build {
+                        Some(b) if b.passed() => "pass",
+                        Some(_) => "fail",
+                        None => "skipped",
+                    });
+                }
+                r.checkpoint(args, session).await;
+            }
+            if !tests.passed() {
+                print(&pre_tool_use(
+                    "deny",
+                    &format!(
+                        "{}\nThe push was refused: fix the tests first.",
+                        tests.failure("The test gate")
+                    ),
+                ));
+            } else if let Some(b) = build.filter(|b| !b.passed()) {
+                print(&pre_tool_use(
+                    "deny",
+                    &format!(
+                        "{}\nThe push was refused: a push the local build check already fails would fail CI.",
+                        b.failure("The build check")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A notification goes to the webhook as a `working` checkpoint's log entry would not: it
+/// is recorded as the entry's summary, which the server's webhook does not post; so the
+/// hook posts it to `CAPSID_WEBHOOK_URL` itself when that is set.
+async fn forward_notification(r: &Recorder, input: &HookInput) {
+    let Ok(url) = std::env::var("CAPSID_WEBHOOK_URL") else {
+        return;
+    };
+    let body = json!({
+        "event": "agent-notification",
+        "namespace": r.namespace,
+        "job_id": r.job_id,
+        "agent": r.agent,
+        "title": input.title,
+        "message": input.message,
+        "notification_type": input.notification_type,
+    });
+    let client = reqwest::Client::new();
+    if let Err(e) = client.post(&url).json(&body).send().await {
+        eprintln!("capsid hook notification: could not reach the webhook: {e}");
+    }
+}

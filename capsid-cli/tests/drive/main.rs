@@ -1,0 +1,353 @@
+//! `capsid drive` end to end, on SQLite and on Postgres: the real server and driver binaries,
+//! real git projects, and a fake agent script that behaves as Claude Code's headless mode and
+//! hook protocol do (it runs the hooks the driver installs). A job is done with evidence the
+//! driver measured when the tests pass, failed with the failing tail when they do not, a push
+//! the build check fails is denied by the hook, a question blocks the job until it is
+//! answered over /api and resumed in the same worktree, an unresolvable credential stops the
+//! driver before any claim, and two namespaces driven at once share nothing.
+
+mod support;
+
+use serde_json::json;
+use support::{Store, World, git_out, said};
+
+macro_rules! both_stores {
+    ($($case:ident),+ $(,)?) => {
+        mod sqlite {
+            $(#[test]
+            fn $case() {
+                if let Some(w) = super::World::start(super::Store::Sqlite, stringify!($case)) {
+                    super::$case(&w);
+                    w.finish();
+                }
+            })+
+        }
+        mod postgres {
+            $(#[test]
+            fn $case() {
+                if let Some(w) = super::World::start(super::Store::Postgres, stringify!($case)) {
+                    super::$case(&w);
+                    w.finish();
+                }
+            })+
+        }
+    };
+}
+
+both_stores!(
+    passing_tests_complete_the_job_with_measured_evidence,
+    failing_tests_fail_the_job_with_the_tail_and_never_done,
+    a_push_the_build_check_fails_is_denied_by_the_hook,
+    a_question_blocks_then_the_answer_resumes_the_same_session_and_worktree,
+    an_unresolvable_credential_stops_before_any_claim,
+    two_namespaces_at_once_share_no_worktree_or_checkmark,
+);
+
+fn passing_tests_complete_the_job_with_measured_evidence(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post(
+        "demo",
+        "Widgets in two sizes",
+        "Make widgets come in two sizes. MODE=pass",
+    );
+    let out = w.drive_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}");
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        summary.contains("1 commit(s), 2 file(s) changed, 1 test(s) added"),
+        "measured from git: {summary}"
+    );
+    assert!(summary.contains("`sh test.sh` passed"), "{summary}");
+    assert!(summary.contains("`sh build.sh` passed"), "{summary}");
+
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["status"], json!("done"), "{mark}");
+    assert_eq!(mark["tests_status"], json!("pass"));
+    assert_eq!(mark["build_status"], json!("pass"));
+    assert_eq!(mark["job_id"], json!(id));
+    assert_eq!(mark["session_id"], json!(format!("sess-{id}")));
+    let log = w.tool(
+        &w.human,
+        "checkmarks",
+        json!({"action": "log", "namespace": "demo", "agent": "demo-driver"}),
+    );
+    let newest = &log["entries"][0];
+    assert_eq!(newest["cost_usd"], json!(0.12), "{log}");
+    assert_eq!(newest["turns"], json!(4));
+
+    // The agent ran in the job's worktree on its own branch, and ran the Stop hook (which
+    // passed: no output); the worktree is gone, the branch with the commit stays.
+    let wt = root.join(".capsid/worktrees").join(&id);
+    let fake = w.fake_said("demo");
+    assert!(fake.contains(&format!("cwd={}", wt.display())), "{fake}");
+    assert!(
+        fake.contains("stop: \n") || fake.ends_with("stop: "),
+        "{fake}"
+    );
+    assert!(!wt.exists(), "a done job's worktree is removed");
+    let branch = git_out(
+        &root,
+        &["log", "--format=%s", &format!("capsid/{id}"), "-1"],
+    );
+    assert_eq!(branch, "Widgets in two sizes");
+    assert_eq!(
+        git_out(&root, &["status", "--porcelain"]),
+        "",
+        "the project's own tree is untouched"
+    );
+}
+
+fn failing_tests_fail_the_job_with_the_tail_and_never_done(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Break the widgets", "Change the widgets. MODE=fail");
+    let out = w.drive_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("failed"), "{job}");
+    let reason = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("The test gate failed: `sh test.sh` ended with exit code 1"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("assertion failed: widgets are broken"),
+        "the failing tail: {reason}"
+    );
+
+    // The Stop hook refused to let the turn end on the broken suite.
+    let fake = w.fake_said("demo");
+    let stop = fake
+        .lines()
+        .find(|l| l.starts_with("stop: "))
+        .expect("the Stop hook ran");
+    let answer: serde_json::Value = serde_json::from_str(&stop["stop: ".len()..]).expect("JSON");
+    assert_eq!(answer["decision"], json!("block"));
+    assert!(
+        answer["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("assertion failed: widgets are broken")
+    );
+
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_ne!(mark["status"], json!("done"), "{mark}");
+    assert_eq!(mark["tests_status"], json!("fail"), "{mark}");
+    assert!(
+        root.join(".capsid/worktrees").join(&id).exists(),
+        "kept for inspection"
+    );
+}
+
+fn a_push_the_build_check_fails_is_denied_by_the_hook(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post(
+        "demo",
+        "Ship a Dockerfile",
+        "Add a Dockerfile and push. MODE=push",
+    );
+    let out = w.drive_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+
+    let fake = w.fake_said("demo");
+    let line = fake
+        .lines()
+        .find(|l| l.starts_with("pre-tool-use: "))
+        .expect("the hook ran");
+    let answer: serde_json::Value =
+        serde_json::from_str(&line["pre-tool-use: ".len()..]).expect("JSON");
+    let out_spec = &answer["hookSpecificOutput"];
+    assert_eq!(out_spec["hookEventName"], json!("PreToolUse"));
+    assert_eq!(out_spec["permissionDecision"], json!("deny"));
+    let why = out_spec["permissionDecisionReason"].as_str().unwrap_or("");
+    assert!(
+        why.contains("The build check failed: `sh build.sh`"),
+        "{why}"
+    );
+    assert!(why.contains("COPY failed"), "{why}");
+
+    let origin = w.dir.path().join("demo-origin.git");
+    let remote = git_out(&origin, &["for-each-ref", "--format=%(refname)"]);
+    assert_eq!(remote, "refs/heads/main", "nothing left for the remote");
+
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("failed"), "{job}");
+    assert!(
+        job["result_summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains("The build check failed"),
+        "{job}"
+    );
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["build_status"], json!("fail"), "{mark}");
+}
+
+fn a_question_blocks_then_the_answer_resumes_the_same_session_and_worktree(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post(
+        "demo",
+        "Pick a cache",
+        "Add a cache; ask which store. MODE=ask",
+    );
+    let out = w.drive_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+
+    let fake = w.fake_said("demo");
+    let ask = fake
+        .lines()
+        .find(|l| l.starts_with("ask: "))
+        .expect("the hook ran");
+    let answer: serde_json::Value = serde_json::from_str(&ask["ask: ".len()..]).expect("JSON");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"],
+        json!("defer")
+    );
+
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("blocked"), "{job}");
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        summary.contains("Postgres or SQLite for the cache?"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("/api/projects/demo/agents/demo-driver/answer"),
+        "the command that resumes it: {summary}"
+    );
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["status"], json!("paused_for_input"), "{mark}");
+    assert_eq!(
+        mark["open_question"],
+        json!("Postgres or SQLite for the cache? (options: Postgres; SQLite)")
+    );
+    assert_eq!(mark["session_id"], json!(format!("sess-{id}")));
+
+    // A human answers over the Handler API and asks for the resume.
+    let (status, body) = w.api(
+        "POST",
+        "/api/projects/demo/agents/demo-driver/answer",
+        Some(json!({"answer": "Postgres: the cache is shared by replicas.", "resume": true})),
+    );
+    assert_eq!(status, 200, "{body}");
+
+    let out = w.drive_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let fake = w.fake_said("demo");
+    let wt = root.join(".capsid/worktrees").join(&id);
+    assert!(
+        fake.contains(&format!(
+            "resume session=sess-{id} cwd={} input=Postgres: the cache is shared by replicas.",
+            wt.display()
+        )),
+        "the same session, in the same worktree, with the answer on its input: {fake}"
+    );
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}");
+    let branch = git_out(&root, &["show", &format!("capsid/{id}:answer.txt")]);
+    assert_eq!(branch, "Postgres: the cache is shared by replicas.");
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["status"], json!("done"), "{mark}");
+}
+
+fn an_unresolvable_credential_stops_before_any_claim(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Needs the forge", "Open a PR. MODE=pass");
+    let mut drive = w.drive(
+        "demo",
+        &key,
+        &root,
+        &["--credential-ref", "env:CAPSID_TEST_NO_SUCH_TOKEN"],
+    );
+    drive.env_remove("CAPSID_TEST_NO_SUCH_TOKEN");
+    let out = drive.output().expect("run capsid drive");
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("env:CAPSID_TEST_NO_SUCH_TOKEN did not resolve"),
+        "{err}"
+    );
+
+    let out = w.drive_once(
+        "demo",
+        &key,
+        &root,
+        &["--credential-ref", "ghp_0123456789abcdef"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a reference"),
+        "{}",
+        said(&out)
+    );
+
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("queued"), "{job}");
+    assert_eq!(job["claimed_by"], json!(null));
+    assert_eq!(w.fake_said("demo"), "", "no agent ran");
+    assert!(
+        !w.server_log().contains("agent:demo-driver"),
+        "the driver never reached the server: {}",
+        w.server_log()
+    );
+}
+
+fn two_namespaces_at_once_share_no_worktree_or_checkmark(w: &World) {
+    let alpha_key = w.namespace_with_driver("alpha");
+    let beta_key = w.namespace_with_driver("beta");
+    let alpha_root = w.project("alpha");
+    let beta_root = w.project("beta");
+    let a = w.post("alpha", "Alpha widgets", "Alpha work. MODE=pass");
+    let b = w.post("beta", "Beta widgets", "Beta work. MODE=pass");
+    let alpha = w
+        .drive("alpha", &alpha_key, &alpha_root, &[])
+        .spawn()
+        .expect("drive alpha");
+    let beta = w
+        .drive("beta", &beta_key, &beta_root, &[])
+        .spawn()
+        .expect("drive beta");
+    let alpha = alpha.wait_with_output().expect("alpha ends");
+    let beta = beta.wait_with_output().expect("beta ends");
+    assert_eq!(alpha.status.code(), Some(0), "{}", said(&alpha));
+    assert_eq!(beta.status.code(), Some(0), "{}", said(&beta));
+
+    for (ns, root, id, other_id) in [("alpha", &alpha_root, &a, &b), ("beta", &beta_root, &b, &a)] {
+        assert_eq!(w.job(ns, id)["status"], json!("done"));
+        let fake = w.fake_said(ns);
+        let wt = root.join(".capsid/worktrees").join(id);
+        assert!(
+            fake.contains(&format!("job={id} ns={ns} cwd={}", wt.display())),
+            "{fake}"
+        );
+        assert!(
+            !fake.contains(other_id.as_str()),
+            "{ns} never saw the other job: {fake}"
+        );
+        let listed = w.tool(
+            &w.human,
+            "checkmarks",
+            json!({"action": "list", "namespace": ns}),
+        );
+        let agents: Vec<&str> = listed["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .filter_map(|c| c["agent"].as_str())
+            .collect();
+        assert_eq!(agents, vec![format!("{ns}-driver").as_str()], "{listed}");
+        assert_eq!(listed["agents"][0]["job_id"], json!(id));
+        let log = git_out(root, &["log", "--all", "--format=%s"]);
+        assert!(log.contains("Widgets in two sizes"), "{log}");
+    }
+    let alpha_branches = git_out(&alpha_root, &["branch", "--format=%(refname:short)"]);
+    assert!(!alpha_branches.contains(b.as_str()), "{alpha_branches}");
+}
