@@ -107,13 +107,29 @@ pub enum NamespacesCommand {
     },
     /// Every namespace with its repositories.
     List(config::JsonFlag),
-    /// Replace a namespace's repositories (exactly one labelled primary).
+    /// Replace a namespace's repositories (exactly one labelled primary), or set its runner
+    /// settings for agent hosts (each given field; "" clears one).
     Update {
         /// The namespace.
         namespace: String,
         /// JSON: [{"repo":"owner/name","label":"primary"}, ...].
         #[arg(long)]
-        repos: String,
+        repos: Option<String>,
+        /// Runner: the project's root folder on agent hosts.
+        #[arg(long)]
+        root_dir: Option<String>,
+        /// Runner: the test command (default on hosts: the project's `mise run test`).
+        #[arg(long)]
+        test_command: Option<String>,
+        /// Runner: the build check run before a push.
+        #[arg(long)]
+        build_command: Option<String>,
+        /// Runner: the agent command.
+        #[arg(long)]
+        agent_command: Option<String>,
+        /// Runner: where the credential is, env:NAME, file:/path or cmd:command (never the secret).
+        #[arg(long)]
+        credential_ref: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -314,10 +330,19 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
         NamespacesCommand::Update {
             namespace,
             repos,
+            root_dir,
+            test_command,
+            build_command,
+            agent_command,
+            credential_ref,
             json,
         } => (
             "update_namespace",
-            json!({"namespace": namespace, "repos": repos}),
+            json!({
+                "namespace": namespace, "repos": repos, "root_dir": root_dir,
+                "test_command": test_command, "build_command": build_command,
+                "agent_command": agent_command, "credential_ref": credential_ref,
+            }),
             *json,
         ),
     };
@@ -349,7 +374,11 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
             "{} {}: {}",
             v["action"].as_str().unwrap_or("done"),
             v["namespace"].as_str().unwrap_or(""),
-            v["repos"]
+            if v["runner"].is_object() {
+                &v["runner"]
+            } else {
+                &v["repos"]
+            }
         ),
     }))
 }

@@ -12,6 +12,7 @@ use capsid_core::drive::gate::{self, GateRun, MiseTasks};
 use capsid_core::drive::hooks::{
     Branches, HookInput, PrePlan, plan_pre_tool_use, pre_tool_use, stop_block,
 };
+use capsid_core::drive::runner::RunnerSettings;
 use capsid_core::drive::settings::merge_hooks;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -205,8 +206,26 @@ pub fn install(dir: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-async fn run_tests(dir: &Path, g: &GateArgs) -> std::result::Result<GateRun, String> {
-    let cmd = gate::test_command(g.test_command.as_deref(), None, mise_tasks(dir))?;
+/// The namespace's runner settings, when the hook knows its server and namespace.
+async fn stored_runner(recorder: Option<&Recorder>) -> RunnerSettings {
+    match recorder {
+        Some(r) => crate::drive::namespace_runner(&r.mcp, &r.namespace)
+            .await
+            .unwrap_or_default(),
+        None => RunnerSettings::default(),
+    }
+}
+
+async fn run_tests(
+    dir: &Path,
+    g: &GateArgs,
+    stored: &RunnerSettings,
+) -> std::result::Result<GateRun, String> {
+    let cmd = gate::test_command(
+        g.test_command.as_deref(),
+        stored.test_command.as_deref(),
+        mise_tasks(dir),
+    )?;
     Ok(shell(&cmd.command, dir, &[]).await)
 }
 
@@ -217,7 +236,12 @@ async fn stop(
     session: Option<&str>,
 ) -> Result<ExitCode> {
     let dir = cwd_of(input);
-    let tests = match run_tests(&dir, g).await {
+    let stored = if g.test_command.is_some() {
+        RunnerSettings::default()
+    } else {
+        stored_runner(recorder).await
+    };
+    let tests = match run_tests(&dir, g, &stored).await {
         Ok(t) => t,
         Err(refusal) => {
             print(&stop_block(&refusal));
@@ -287,7 +311,12 @@ async fn pre_tool(
             ));
         }
         PrePlan::RunGates => {
-            let tests = match run_tests(&dir, g).await {
+            let stored = if g.test_command.is_some() && g.build_command.is_some() {
+                RunnerSettings::default()
+            } else {
+                stored_runner(recorder).await
+            };
+            let tests = match run_tests(&dir, g, &stored).await {
                 Ok(t) => t,
                 Err(refusal) => {
                     print(&pre_tool_use("deny", &refusal));
@@ -295,7 +324,11 @@ async fn pre_tool(
                 }
             };
             let build = if tests.passed() {
-                match gate::build_command(g.build_command.as_deref(), None, mise_tasks(&dir)) {
+                match gate::build_command(
+                    g.build_command.as_deref(),
+                    stored.build_command.as_deref(),
+                    mise_tasks(&dir),
+                ) {
                     Some(b) => Some(shell(&b.command, &dir, &[]).await),
                     None => None,
                 }
@@ -339,9 +372,8 @@ async fn pre_tool(
     Ok(ExitCode::SUCCESS)
 }
 
-/// A notification goes to the webhook as a `working` checkpoint's log entry would not: it
-/// is recorded as the entry's summary, which the server's webhook does not post; so the
-/// hook posts it to `CAPSID_WEBHOOK_URL` itself when that is set.
+/// Posts Claude Code's notification to `CAPSID_WEBHOOK_URL` (the generic webhook the server
+/// posts to), when it is set.
 async fn forward_notification(r: &Recorder, input: &HookInput) {
     let Ok(url) = std::env::var("CAPSID_WEBHOOK_URL") else {
         return;

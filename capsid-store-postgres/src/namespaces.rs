@@ -14,7 +14,7 @@ use crate::error::{always, count, finish, translate, with_retry};
 /// A namespace with the number of its `episodic`/`source` documents not under `archive/`.
 macro_rules! namespace_select {
     () => {
-        "SELECT n.namespace, n.repos, n.created_at, \
+        "SELECT n.namespace, n.repos, n.created_at, n.runner, \
          (SELECT count(*) FROM documents d WHERE d.namespace = n.namespace \
           AND d.type IN ('episodic', 'source') AND d.path NOT LIKE 'archive/%') AS unconsolidated \
          FROM namespaces n"
@@ -27,6 +27,8 @@ const REGISTER: &str = "INSERT INTO namespaces (namespace, repos, created_at) VA
      ON CONFLICT (namespace) DO NOTHING RETURNING namespace";
 const LOCK_REPOS: &str = "SELECT repos FROM namespaces WHERE namespace = $1 FOR UPDATE";
 const UPDATE_REPOS: &str = "UPDATE namespaces SET repos = $2 WHERE namespace = $1";
+const LOCK_RUNNER: &str = "SELECT runner FROM namespaces WHERE namespace = $1 FOR UPDATE";
+const UPDATE_RUNNER: &str = "UPDATE namespaces SET runner = $2 WHERE namespace = $1";
 
 fn namespace_row(row: &PgRow) -> Result<NamespaceRow, sqlx::Error> {
     Ok(NamespaceRow {
@@ -34,6 +36,7 @@ fn namespace_row(row: &PgRow) -> Result<NamespaceRow, sqlx::Error> {
         repos: row.try_get("repos")?,
         created_at: row.try_get("created_at")?,
         unconsolidated: count(row.try_get("unconsolidated")?),
+        runner: row.try_get("runner")?,
     })
 }
 
@@ -123,6 +126,44 @@ impl NamespaceStore for PgStore {
                     sqlx::query(UPDATE_REPOS)
                         .bind(name)
                         .bind(repos_json)
+                        .execute(&mut *tx)
+                        .await?;
+                    audit::insert(&mut tx, audit).await?;
+                    Ok(previous)
+                }
+                .await;
+                finish(tx, result, always).await
+            })
+        })
+        .await
+    }
+
+    async fn set_namespace_runner(
+        &self,
+        name: &str,
+        runner_json: Option<String>,
+        audit: AuditEntry,
+    ) -> StoreResult<Option<String>> {
+        let pool = &self.pool;
+        let audit = &audit;
+        let runner_json = runner_json.as_deref();
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result = async {
+                    let previous: Option<Option<String>> = sqlx::query_scalar(LOCK_RUNNER)
+                        .bind(name)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    let Some(previous) = previous else {
+                        return Err(StoreError::NotFound(format!(
+                            "namespace '{name}' does not exist"
+                        ))
+                        .into());
+                    };
+                    sqlx::query(UPDATE_RUNNER)
+                        .bind(name)
+                        .bind(runner_json)
                         .execute(&mut *tx)
                         .await?;
                     audit::insert(&mut tx, audit).await?;

@@ -97,6 +97,7 @@ async fn post(store: &PgStore, n: usize) -> Job {
         required_scopes: None,
         min_record: None,
         at: when,
+        dispatch: None,
     };
     store
         .post_job(

@@ -15,7 +15,7 @@ use crate::store::{SqliteStore, commit};
 /// (a correlated count on the `documents_type` index).
 macro_rules! namespace_select {
     () => {
-        "SELECT n.namespace, n.repos, n.created_at, \
+        "SELECT n.namespace, n.repos, n.created_at, n.runner, \
          (SELECT COUNT(*) FROM documents AS d WHERE d.namespace = n.namespace \
           AND d.type IN ('episodic', 'source') AND NOT (d.path GLOB 'archive/*')) AS unconsolidated \
          FROM namespaces AS n "
@@ -28,6 +28,7 @@ fn namespace_row(row: &SqliteRow) -> Result<NamespaceRow, sqlx::Error> {
         repos: row.try_get("repos")?,
         created_at: row.try_get("created_at")?,
         unconsolidated: rows::count(row.try_get("unconsolidated")?),
+        runner: row.try_get("runner")?,
     })
 }
 
@@ -102,6 +103,35 @@ impl NamespaceStore for SqliteStore {
                 "namespace '{name}' is not registered"
             )));
         }
+        insert_audit(&mut tx, &audit).await.db()?;
+        commit(tx).await?;
+        Ok(previous)
+    }
+
+    async fn set_namespace_runner(
+        &self,
+        name: &str,
+        runner_json: Option<String>,
+        audit: AuditEntry,
+    ) -> StoreResult<Option<String>> {
+        let mut tx = self.begin_write().await?;
+        let previous: Option<Option<String>> =
+            sqlx::query_scalar("SELECT runner FROM namespaces WHERE namespace = ?")
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await
+                .db()?;
+        let Some(previous) = previous else {
+            return Err(StoreError::NotFound(format!(
+                "namespace '{name}' is not registered"
+            )));
+        };
+        sqlx::query("UPDATE namespaces SET runner = ? WHERE namespace = ?")
+            .bind(runner_json)
+            .bind(name)
+            .execute(&mut *tx)
+            .await
+            .db()?;
         insert_audit(&mut tx, &audit).await.db()?;
         commit(tx).await?;
         Ok(previous)

@@ -25,7 +25,8 @@ macro_rules! job_columns {
     () => {
         "id, namespace, title, body, priority, status, posted_by, claimed_by, claimed_at, lease_expires, \
          result_ref, result_summary, gate_required, review_required, blocked_count, resumed_count, \
-         corrections_count, required_scopes, min_record, created_at, updated_at"
+         corrections_count, required_scopes, min_record, created_at, updated_at, parent_id, \
+         requested_by, depth"
     };
 }
 /// The `agents` columns an [`AgentRow`] is read from.
@@ -98,6 +99,9 @@ pub(crate) fn job(row: &SqliteRow) -> Result<Job, Error> {
         min_record: row.try_get("min_record")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
+        parent_id: row.try_get("parent_id")?,
+        requested_by: row.try_get("requested_by")?,
+        depth: row.try_get("depth")?,
     })
 }
 

@@ -40,15 +40,15 @@ async fn migrating_reports_the_version_and_is_idempotent() {
     );
     assert_eq!(
         store.migrate().await.unwrap().as_deref(),
-        Some("0005_checkmarks")
+        Some("0014_drive")
     );
     assert_eq!(
         store.migrate().await.unwrap().as_deref(),
-        Some("0005_checkmarks")
+        Some("0014_drive")
     );
     assert_eq!(
         store.schema_version().await.unwrap().as_deref(),
-        Some("0005_checkmarks")
+        Some("0014_drive")
     );
     store.ping().await.unwrap();
     store.close().await;

@@ -66,6 +66,7 @@ fn new_job(id: &str, title: &str, priority: i64, when: Timestamp) -> NewJob {
         required_scopes: None,
         min_record: None,
         at: when,
+        dispatch: None,
     }
 }
 

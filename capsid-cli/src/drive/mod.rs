@@ -18,6 +18,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use capsid_core::drive::credential::CredentialRef;
 use capsid_core::drive::gate::{self, GateCommand};
+use capsid_core::drive::runner::RunnerSettings;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
@@ -161,8 +162,17 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         Ok(k) => k,
         Err(why) => return Ok(refused(why)),
     };
+    let mcp = Mcp::new(&args.url, &key)?;
+    // The flag (or its variable) first, then the namespace's runner setting, then the default.
+    let stored = namespace_runner(&mcp, &namespace).await?;
+    let pick = |flag: &Option<String>, setting: &Option<String>| {
+        flag.clone()
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| setting.clone())
+    };
+    let credential_ref = pick(&args.credential_ref, &stored.credential_ref);
     // The credential first: a failure stops the driver before anything is claimed.
-    let credential = match &args.credential_ref {
+    let credential = match &credential_ref {
         None => None,
         Some(r) => {
             if let Err(why) = CredentialRef::parse(r) {
@@ -178,9 +188,10 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
             }
         }
     };
-    let root = match &args.root_dir {
-        Some(r) => r.clone(),
-        None => std::env::current_dir().context("the current folder")?,
+    let root = match (&args.root_dir, &stored.root_dir) {
+        (Some(r), _) => r.clone(),
+        (None, Some(r)) => PathBuf::from(r),
+        (None, None) => std::env::current_dir().context("the current folder")?,
     };
     let root = match proc::git(&root, &["rev-parse", "--show-toplevel"]).await {
         Ok(top) => PathBuf::from(top),
@@ -191,23 +202,28 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         }
     };
     let mise = mise_tasks(&root);
-    let tests = match gate::test_command(args.test_command.as_deref(), None, mise) {
+    let tests = match gate::test_command(
+        args.test_command.as_deref(),
+        stored.test_command.as_deref(),
+        mise,
+    ) {
         Ok(t) => t,
         Err(why) => return Ok(refused(why)),
     };
-    let build = gate::build_command(args.build_command.as_deref(), None, mise);
+    let build = gate::build_command(
+        args.build_command.as_deref(),
+        stored.build_command.as_deref(),
+        mise,
+    );
     let ready = Ready {
-        mcp: Mcp::new(&args.url, &key)?,
+        mcp,
         key,
         url: args.url.clone(),
         namespace,
         root,
         tests,
         build,
-        agent_command: args
-            .agent_command
-            .clone()
-            .filter(|c| !c.trim().is_empty())
+        agent_command: pick(&args.agent_command, &stored.agent_command)
             .unwrap_or_else(|| DEFAULT_AGENT.to_owned()),
         credential,
         tmux: args.tmux,
@@ -222,6 +238,18 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
             tokio::time::sleep(Duration::from_secs(args.poll_secs.max(1))).await;
         }
     }
+}
+
+/// The namespace's runner settings, as the server stores them (none when unset).
+pub(crate) async fn namespace_runner(mcp: &Mcp, namespace: &str) -> Result<RunnerSettings> {
+    let rows = mcp.ok("namespaces", json!({})).await?;
+    let row = rows.as_array().and_then(|rs| {
+        rs.iter()
+            .find(|r| r["namespace"].as_str() == Some(namespace))
+    });
+    Ok(RunnerSettings::stored(
+        row.and_then(|r| r["runner"].as_str()),
+    ))
 }
 
 /// One job, start to end: the process exit code.

@@ -198,6 +198,21 @@ impl World {
 
     /// A tool call with `key`: the tool's JSON answer.
     pub fn tool(&self, key: &str, tool: &str, args: Value) -> Value {
+        let (error, value) = self.tool_raw(key, tool, args);
+        assert!(!error, "{tool}: {value}");
+        value
+    }
+
+    /// A tool call with `key` that must be a tool error: its text.
+    pub fn tool_error(&self, key: &str, tool: &str, args: Value) -> String {
+        let (error, value) = self.tool_raw(key, tool, args);
+        assert!(error, "{tool} was not an error: {value}");
+        value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_owned)
+    }
+
+    fn tool_raw(&self, key: &str, tool: &str, args: Value) -> (bool, Value) {
         let url = format!("{}/ops/mcp", self.url);
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
         let rpc: Value = self.runtime.block_on(async {
@@ -216,8 +231,11 @@ impl World {
         let text = rpc["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_else(|| panic!("{rpc}"));
-        assert_ne!(rpc["result"]["isError"], json!(true), "{tool}: {text}");
-        serde_json::from_str(text).unwrap_or_else(|_| json!(text))
+        let error = rpc["result"]["isError"] == json!(true);
+        (
+            error,
+            serde_json::from_str(text).unwrap_or_else(|_| json!(text)),
+        )
     }
 
     /// A Handler API call: status and JSON body.
@@ -389,4 +407,48 @@ pub fn said(out: &Output) -> String {
 /// The git output of `args` in `dir`.
 pub fn git_out(dir: &Path, args: &[&str]) -> String {
     git(dir, args)
+}
+
+impl World {
+    /// Mints a driver `name` for `ns` (the namespace already registered): its key.
+    pub fn mint_driver(&self, name: &str, ns: &str) -> String {
+        let minted = self.cli_json(&[
+            "agents",
+            "mint",
+            "--name",
+            name,
+            "--kind",
+            "driver",
+            "--namespaces",
+            ns,
+            "--grants",
+            "read,write",
+            "--json",
+        ]);
+        minted["key"].as_str().expect("a key").to_owned()
+    }
+
+    /// `capsid <args>` whatever its exit: the output.
+    pub fn cli_output(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().expect("run capsid")
+    }
+
+    /// `capsid drive --once` with only the URL, the key and the namespace: everything else
+    /// comes from the namespace's runner settings.
+    pub fn drive_bare(&self, ns: &str, key: &str, cwd: &Path) -> Output {
+        self.command()
+            .args(["drive", "--once", "--namespace", ns, "--url", &self.url])
+            .current_dir(cwd)
+            .env("CAPSID_KEY", key)
+            .env_remove("CAPSID_ROOT_DIR")
+            .env_remove("CAPSID_AGENT_COMMAND")
+            .env_remove("CAPSID_CREDENTIAL_REF")
+            .env("FAKE_LOG", self.fake_log(ns))
+            .env("GIT_AUTHOR_NAME", "Fake Agent")
+            .env("GIT_AUTHOR_EMAIL", "agent@capsid.invalid")
+            .env("GIT_COMMITTER_NAME", "Fake Agent")
+            .env("GIT_COMMITTER_EMAIL", "agent@capsid.invalid")
+            .output()
+            .expect("run capsid drive")
+    }
 }

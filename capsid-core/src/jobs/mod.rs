@@ -3,6 +3,7 @@
 //! agent records and the mirror document. Pure rules only; the service does the IO.
 
 pub mod block;
+pub mod dispatch;
 pub mod evidence;
 pub mod lease;
 pub mod mirror;

@@ -55,6 +55,19 @@ pub struct Job {
     pub created_at: String,
     /// When last changed.
     pub updated_at: String,
+    /// The job whose holder posted this one (agent-initiated dispatch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// The actor that dispatched it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_by: Option<String>,
+    /// How many dispatches deep it is (0 for a job a person or a schedule posted).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// Where a job's mirror document lives within its namespace: `jobs/<id>.md`.
@@ -108,6 +121,9 @@ pub(crate) mod tests {
             min_record: None,
             created_at: "2026-09-11T22:00:00.000Z".into(),
             updated_at: "2026-09-12T00:00:00.000Z".into(),
+            parent_id: None,
+            requested_by: None,
+            depth: 0,
         }
     }
 

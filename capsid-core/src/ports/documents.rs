@@ -143,6 +143,9 @@ pub struct NamespaceRow {
     pub created_at: String,
     /// `episodic`/`source` documents not under `archive/` (status ignored).
     pub unconsolidated: u64,
+    /// The runner settings for agent hosts (the core's JSON), when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
 }
 
 /// A document change: the fields to set. `None` keeps the stored value (or takes the default
@@ -328,6 +331,15 @@ pub trait NamespaceStore: Send + Sync {
         &self,
         name: &str,
         repos_json: &str,
+        audit: AuditEntry,
+    ) -> StoreResult<Option<String>>;
+    /// Replaces the runner settings of an existing namespace (`None` clears them) and returns
+    /// the previous JSON (keyed update); `NotFound` if it does not exist. Audited in the same
+    /// transaction.
+    async fn set_namespace_runner(
+        &self,
+        name: &str,
+        runner_json: Option<String>,
         audit: AuditEntry,
     ) -> StoreResult<Option<String>>;
 }

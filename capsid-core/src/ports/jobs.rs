@@ -42,7 +42,27 @@ pub struct NewJob {
     pub min_record: Option<String>,
     /// When.
     pub at: Timestamp,
+    /// Posted by the holder of another job (agent-initiated dispatch), with the bound the
+    /// store checks against the parent's children inside the insert's transaction.
+    pub dispatch: Option<Dispatch>,
 }
+
+/// The parent link of a dispatched job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    /// The parent job.
+    pub parent_id: String,
+    /// The actor that asked (the parent's holder).
+    pub requested_by: String,
+    /// The parent's depth plus one.
+    pub depth: i64,
+    /// The parent may have at most this many children, counted from the rows; a post past
+    /// it is a `Conflict` whose message starts with [`DISPATCH_LIMIT`].
+    pub max_children: i64,
+}
+
+/// How a store's `Conflict` for a parent's exhausted dispatch budget begins.
+pub const DISPATCH_LIMIT: &str = "dispatch limit:";
 
 /// Filter for `jobs list`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -40,6 +40,7 @@ pub use jobs::{
     JobFilter, JobPatch, JobStore, JobTransition, MirrorFn, NewJob, OutcomeRecord, StatusCount,
     SweepAuditFn,
 };
+pub use jobs::{DISPATCH_LIMIT, Dispatch};
 pub use notifier::{Notification, Notifier};
 pub use oauth::{
     CodeRow, ConsoleSessionRow, LoginStateRow, NewGrant, NewToken, OAuthClientRow, OAuthStore,

@@ -170,6 +170,14 @@ impl NamespaceStore for RecordingStore {
     ) -> StoreResult<Option<String>> {
         Err(self.touched("update_namespace"))
     }
+    async fn set_namespace_runner(
+        &self,
+        _name: &str,
+        _runner_json: Option<String>,
+        _audit: AuditEntry,
+    ) -> StoreResult<Option<String>> {
+        Err(self.touched("set_namespace_runner"))
+    }
 }
 
 #[async_trait]

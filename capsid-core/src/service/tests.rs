@@ -323,7 +323,18 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
         "register_namespace",
         &["*namespace", "repo", "label", "repos"],
     ),
-    ("update_namespace", &["*namespace", "*repos"]),
+    (
+        "update_namespace",
+        &[
+            "*namespace",
+            "repos",
+            "root_dir",
+            "test_command",
+            "build_command",
+            "agent_command",
+            "credential_ref",
+        ],
+    ),
     ("list_repo_tree", &["*namespace", "repo", "path", "ref"]),
     (
         "read_repo_file",
@@ -414,6 +425,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "title",
             "body",
             "priority",
+            "parent",
             "gate_required",
             "review_required",
             "required_flags",

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use capsid_core::jobs::Job;
 use capsid_core::jobs::JobStatus;
 use capsid_core::jobs::outcome::OutcomeRow;
+use capsid_core::ports::DISPATCH_LIMIT;
 use capsid_core::ports::{
     AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobStore, JobTransition,
     MirrorFn, NewJob, OutcomeRecord, StatusCount, StoreError, StoreResult, SweepAuditFn,
@@ -30,16 +31,21 @@ use crate::rows::{self, job_cols};
 use crate::sql::SqlText;
 
 const JOB: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1");
-/// Inserts a queued job with its audit row (`$12`..`$17`).
+/// Inserts a queued job (with its parent link, `$12`..`$14`) and its audit row (`$15`..`$20`).
 const POST: &str = audited!(
     concat!(
         "INSERT INTO jobs (id, namespace, title, body, priority, status, posted_by, gate_required, ",
-        "review_required, required_scopes, min_record, created_at, updated_at) ",
-        "VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $11) RETURNING ",
+        "review_required, required_scopes, min_record, created_at, updated_at, parent_id, ",
+        "requested_by, depth) ",
+        "VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $11, $12, $13, $14) RETURNING ",
         job_cols!()
     ),
-    "$12, $13, $14, $15, $16, $17"
+    "$15, $16, $17, $18, $19, $20"
 );
+/// Locks a dispatch's parent, so its children are counted one post at a time.
+const LOCK_PARENT: &str = "SELECT id FROM jobs WHERE id = $1 FOR UPDATE";
+/// A job's children.
+const CHILDREN: &str = "SELECT count(*) FROM jobs WHERE parent_id = $1";
 const JOB_COUNTS: &str = "SELECT count(*) FILTER (WHERE status = 'queued') AS queued, \
      count(*) FILTER (WHERE status = 'claimed') AS claimed, \
      count(*) FILTER (WHERE status = 'blocked') AS blocked, \
@@ -163,6 +169,22 @@ impl JobStore for PgStore {
             Box::pin(async move {
                 let mut tx = pool.begin().await?;
                 let result = async {
+                    if let Some(d) = &job.dispatch {
+                        sqlx::query(LOCK_PARENT)
+                            .bind(&d.parent_id)
+                            .execute(&mut *tx)
+                            .await?;
+                        let children: i64 = sqlx::query_scalar(CHILDREN)
+                            .bind(&d.parent_id)
+                            .fetch_one(&mut *tx)
+                            .await?;
+                        if children >= d.max_children {
+                            return Err(TxError::Store(StoreError::Conflict(format!(
+                                "{DISPATCH_LIMIT} {} already has {children} children",
+                                d.parent_id
+                            ))));
+                        }
+                    }
                     let query = sqlx::query(POST)
                         .bind(&job.id)
                         .bind(&job.namespace)
@@ -174,7 +196,10 @@ impl JobStore for PgStore {
                         .bind(i64::from(job.review_required))
                         .bind(job.required_scopes.as_deref())
                         .bind(job.min_record.as_deref())
-                        .bind(at);
+                        .bind(at)
+                        .bind(job.dispatch.as_ref().map(|d| d.parent_id.as_str()))
+                        .bind(job.dispatch.as_ref().map(|d| d.requested_by.as_str()))
+                        .bind(job.dispatch.as_ref().map_or(0, |d| d.depth));
                     let row = audit::bind(query, audit)?
                         .fetch_one(&mut *tx)
                         .await

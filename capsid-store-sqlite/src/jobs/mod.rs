@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use capsid_core::jobs::Job;
 use capsid_core::jobs::JobStatus;
 use capsid_core::jobs::outcome::OutcomeRow;
+use capsid_core::ports::DISPATCH_LIMIT;
 use capsid_core::ports::{
     AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobStore, JobTransition,
     MirrorFn, NewJob, OutcomeRecord, StatusCount, StoreError, StoreResult, SweepAuditFn,
@@ -124,10 +125,25 @@ async fn post_job(
     mirror: MirrorFn,
 ) -> StoreResult<Job> {
     let mut tx = store.begin_write().await?;
+    // A dispatch counts its parent's children inside this (immediate, so serialized) write.
+    if let Some(d) = &job.dispatch {
+        let children: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE parent_id = ?")
+            .bind(&d.parent_id)
+            .fetch_one(&mut *tx)
+            .await
+            .db()?;
+        if children >= d.max_children {
+            return Err(StoreError::Conflict(format!(
+                "{DISPATCH_LIMIT} {} already has {children} children",
+                d.parent_id
+            )));
+        }
+    }
     let row = sqlx::query(concat!(
         "INSERT INTO jobs (id, namespace, title, body, priority, status, posted_by, gate_required, \
-         review_required, required_scopes, min_record, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8, ?9, ?10, ?11, ?11) RETURNING ",
+         review_required, required_scopes, min_record, created_at, updated_at, parent_id, \
+         requested_by, depth) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14) RETURNING ",
         job_columns!()
     ))
     .bind(&job.id)
@@ -141,6 +157,9 @@ async fn post_job(
     .bind(&job.required_scopes)
     .bind(&job.min_record)
     .bind(job.at.to_string())
+    .bind(job.dispatch.as_ref().map(|d| d.parent_id.as_str()))
+    .bind(job.dispatch.as_ref().map(|d| d.requested_by.as_str()))
+    .bind(job.dispatch.as_ref().map_or(0, |d| d.depth))
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| {

@@ -157,6 +157,7 @@ pub fn new_job(id: &str, namespace: &str, title: &str, priority: i64, when: Time
         required_scopes: None,
         min_record: None,
         at: when,
+        dispatch: None,
     }
 }
 

@@ -19,6 +19,7 @@ use crate::caller::Caller;
 use crate::docs::bounds;
 use crate::error::{Error, Result};
 use crate::ids::new_job_id;
+use crate::jobs::dispatch::{plan_dispatch, too_many_children};
 use crate::jobs::lease::{actor_may_hold_jobs, lease_expiry};
 use crate::jobs::post::{check_post_text, refuse_swallowed_tag};
 use crate::jobs::record::{
@@ -30,7 +31,8 @@ use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{JOBS_ROWS_MAX, Job, JobStatus, job_doc_path};
 use crate::ports::{
     AuditEntry, Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict,
-    DocumentWrite, JobFilter, JobPatch, JobTransition, MirrorFn, NewJob, StoreError,
+    DISPATCH_LIMIT, DocumentWrite, JobFilter, JobPatch, JobTransition, MirrorFn, NewJob,
+    StoreError,
 };
 use crate::scope::Scopes;
 use crate::time::Timestamp;
@@ -117,6 +119,9 @@ pub struct JobsArgs {
     pub body: Option<Bounded<{ bounds::BODY }>>,
     /// post: higher first (default 0).
     pub priority: Option<i64>,
+    /// post: the claimed job this one is dispatched from (its holder only; the namespace is
+    /// the parent's).
+    pub parent: Option<Bounded<64>>,
     /// post: a human gate is expected on the way.
     pub gate_required: Option<bool>,
     /// post: a reviewer must approve on the PR before it completes.
@@ -320,6 +325,21 @@ impl JobsCx<'_> {
             JobRequirements::from_input(a.required_flags.as_ref(), a.min_record.as_ref())
                 .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
         require_namespace(self.namespaces, ns.as_str()).await?;
+        let dispatch = match &a.parent {
+            None => None,
+            Some(parent) => {
+                let Some(parent_job) = self.jobs.job(parent.as_str()).await? else {
+                    return Ok(refuse(
+                        act,
+                        format!("no job {} to dispatch from.", parent.as_str()),
+                    ));
+                };
+                match plan_dispatch(&parent_job, &caller.actor(), Some(ns.as_str())) {
+                    Ok(d) => Some(d),
+                    Err(why) => return Ok(refuse(act, why)),
+                }
+            }
+        };
         let now = self.now();
         let job = NewJob {
             id: new_job_id(self.entropy),
@@ -333,6 +353,7 @@ impl JobsCx<'_> {
             required_scopes: requirements.stored_required_scopes(),
             min_record: requirements.stored_min_record(),
             at: now,
+            dispatch: dispatch.clone(),
         };
         let mut params = json!({ "title": title, "priority": job.priority, "gate_required": u8::from(job.gate_required) });
         if let Some(r) = &job.required_scopes {
@@ -343,6 +364,10 @@ impl JobsCx<'_> {
         }
         if job.review_required {
             params["review_required"] = json!(1);
+        }
+        if let Some(d) = &dispatch {
+            params["parent_id"] = json!(d.parent_id);
+            params["depth"] = json!(d.depth);
         }
         let audit = AuditEntry {
             actor: caller.actor(),
@@ -357,6 +382,10 @@ impl JobsCx<'_> {
         };
         match self.jobs.post_job(job, audit, mirror_fn(now)).await {
             Ok(job) => done(act, &job),
+            Err(StoreError::Conflict(m)) if m.starts_with(DISPATCH_LIMIT) => Ok(refuse(
+                act,
+                too_many_children(dispatch.as_ref().map_or("", |d| d.parent_id.as_str())),
+            )),
             Err(StoreError::Conflict(_)) => Ok(refuse(
                 act,
                 format!(

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::caller::Caller;
 use crate::docs::bounds;
+use crate::drive::runner::{RUNNER_FIELD_MAX, RunnerPatch, RunnerSettings};
 use crate::error::{Error, Result};
 use crate::ports::StoreError;
 use crate::repos::{RepoEntry, is_repo_shape, parse_repos_list, require_single_primary};
@@ -36,7 +37,30 @@ pub struct UpdateArgs {
     /// An existing namespace.
     pub namespace: NamespaceArg,
     /// JSON `[{"repo":"owner/name","label":"primary"}, ...]` with exactly one primary.
-    pub repos: Bounded<{ bounds::REPOS_JSON }>,
+    pub repos: Option<Bounded<{ bounds::REPOS_JSON }>>,
+    /// Runner (admin only): the project's root folder on agent hosts; "" clears.
+    pub root_dir: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
+    /// Runner (admin only): the test command `capsid drive` and its hooks run; "" clears.
+    pub test_command: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
+    /// Runner (admin only): the build check run before a push; "" clears.
+    pub build_command: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
+    /// Runner (admin only): the agent command; "" clears.
+    pub agent_command: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
+    /// Runner (admin only): env:NAME, file:/path or cmd:command, never a secret; "" clears.
+    pub credential_ref: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
+}
+
+impl UpdateArgs {
+    fn runner_patch(&self) -> RunnerPatch {
+        let v = |f: &Option<Bounded<{ RUNNER_FIELD_MAX }>>| f.as_ref().map(|b| b.0.clone());
+        RunnerPatch {
+            root_dir: v(&self.root_dir),
+            test_command: v(&self.test_command),
+            build_command: v(&self.build_command),
+            agent_command: v(&self.agent_command),
+            credential_ref: v(&self.credential_ref),
+        }
+    }
 }
 scope_args!(UpdateArgs, namespace);
 
@@ -112,7 +136,21 @@ impl MaintenanceCx<'_> {
         _: &dyn Confirmer,
     ) -> Result<Value> {
         let ns = a.namespace.as_str().trim().to_owned();
-        let list = parse_repos_list(a.repos.as_str()).map_err(Error::Invalid)?;
+        let patch = a.runner_patch();
+        let Some(repos) = &a.repos else {
+            if !RunnerSettings::names_any(&patch) {
+                return Err(Error::Invalid(
+                    "update_namespace: give repos, or a runner setting (root_dir, test_command, build_command, agent_command, credential_ref)".into(),
+                ));
+            }
+            return self.update_runner(caller, &ns, &patch).await;
+        };
+        if RunnerSettings::names_any(&patch) {
+            return Err(Error::Invalid(
+                "update_namespace: change the repos and the runner settings in separate calls (each is its own audited change)".into(),
+            ));
+        }
+        let list = parse_repos_list(repos.as_str()).map_err(Error::Invalid)?;
         require_single_primary(&list).map_err(Error::Invalid)?;
         let existing = self.namespaces.namespace(&ns).await?.ok_or_else(|| {
             Error::NotFound(format!(
@@ -138,6 +176,44 @@ impl MaintenanceCx<'_> {
                 other => other.into(),
             })?;
         Ok(json!({ "namespace": ns, "repos": list, "action": "updated", "previous": previous }))
+    }
+
+    /// The runner settings: admin only (the agent command runs on agent hosts), checked and
+    /// merged into what is stored, in one audited keyed update.
+    async fn update_runner(&self, caller: &Caller, ns: &str, patch: &RunnerPatch) -> Result<Value> {
+        if !caller.is_admin() {
+            return Err(Error::Forbidden(
+                "update_namespace: the runner settings (what agent hosts run) are the admin's to change; run capsid namespaces update on the server".into(),
+            ));
+        }
+        let existing = self.namespaces.namespace(ns).await?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "namespace not found: {ns}. Use register_namespace to create it."
+            ))
+        })?;
+        let current = RunnerSettings::stored(existing.runner.as_deref());
+        let next = current
+            .apply(patch)
+            .map_err(|e| Error::Invalid(format!("update_namespace: {e}")))?;
+        let audit = self.audit(
+            caller,
+            "update_namespace",
+            Some(ns),
+            None,
+            json!({"runner": {"old": current, "new": next}}),
+        );
+        self.namespaces
+            .set_namespace_runner(ns, next.to_stored(), audit)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => Error::NotFound(format!(
+                    "namespace not found: {ns}. Use register_namespace to create it."
+                )),
+                other => other.into(),
+            })?;
+        Ok(
+            json!({ "namespace": ns, "runner": next, "action": "updated", "previous_runner": current }),
+        )
     }
 }
 
@@ -177,7 +253,7 @@ mod registered {
             "update_namespace",
             Maintenance,
             Fixed(Rule::write()),
-            "Replace a namespace's repository mapping (exactly one labelled primary).",
+            "Replace a namespace's repository mapping (exactly one labelled primary), or (admin only) its runner settings for agent hosts.",
         )
         .destructive();
         fn run<'a>(

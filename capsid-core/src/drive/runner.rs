@@ -1,0 +1,150 @@
+//! A namespace's runner settings for agent hosts, stored with the namespace and edited by the
+//! admin: the project's root folder, its test command, its build check, the agent command and
+//! a credential reference (never a secret). An update names only the fields it changes; an
+//! empty string clears one.
+
+use serde::{Deserialize, Serialize};
+
+use super::credential::CredentialRef;
+
+/// The longest command or path accepted.
+pub const RUNNER_FIELD_MAX: usize = 2048;
+
+/// The stored settings (every field optional).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerSettings {
+    /// The project's root folder on agent hosts (absolute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_dir: Option<String>,
+    /// The test command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_command: Option<String>,
+    /// The build check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_command: Option<String>,
+    /// The agent command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_command: Option<String>,
+    /// Where the project's credential is (`env:`, `file:`, `cmd:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_ref: Option<String>,
+}
+
+/// The fields an update names: `Some("")` clears, `None` keeps.
+pub type RunnerPatch = RunnerSettings;
+
+impl RunnerSettings {
+    /// Reads the stored JSON (absent or unreadable: no settings).
+    pub fn stored(json: Option<&str>) -> RunnerSettings {
+        json.and_then(|j| serde_json::from_str(j).ok())
+            .unwrap_or_default()
+    }
+
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        *self == RunnerSettings::default()
+    }
+
+    /// Whether `patch` names any field.
+    pub fn names_any(patch: &RunnerPatch) -> bool {
+        !patch.is_empty()
+    }
+
+    /// `self` with `patch` applied and checked, or the refusal naming the field.
+    pub fn apply(&self, patch: &RunnerPatch) -> Result<RunnerSettings, String> {
+        fn field(
+            name: &str,
+            current: &Option<String>,
+            change: &Option<String>,
+        ) -> Result<Option<String>, String> {
+            let Some(v) = change else {
+                return Ok(current.clone());
+            };
+            let v = v.trim();
+            if v.is_empty() {
+                return Ok(None);
+            }
+            if v.chars().count() > RUNNER_FIELD_MAX {
+                return Err(format!(
+                    "{name}: is longer than {RUNNER_FIELD_MAX} characters"
+                ));
+            }
+            if v.chars().any(|c| c.is_control() && c != '\t') {
+                return Err(format!(
+                    "{name}: must be one line without control characters"
+                ));
+            }
+            Ok(Some(v.to_owned()))
+        }
+        let next = RunnerSettings {
+            root_dir: field("root_dir", &self.root_dir, &patch.root_dir)?,
+            test_command: field("test_command", &self.test_command, &patch.test_command)?,
+            build_command: field("build_command", &self.build_command, &patch.build_command)?,
+            agent_command: field("agent_command", &self.agent_command, &patch.agent_command)?,
+            credential_ref: field(
+                "credential_ref",
+                &self.credential_ref,
+                &patch.credential_ref,
+            )?,
+        };
+        if let Some(dir) = &next.root_dir
+            && !dir.starts_with('/')
+        {
+            return Err(format!("root_dir: {dir} is not an absolute path"));
+        }
+        if let Some(r) = &next.credential_ref {
+            CredentialRef::parse(r)?;
+        }
+        Ok(next)
+    }
+
+    /// The stored JSON, or `None` when no field is set.
+    pub fn to_stored(&self) -> Option<String> {
+        (!self.is_empty()).then(|| serde_json::to_string(self).unwrap_or_else(|_| "{}".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patch(f: impl FnOnce(&mut RunnerPatch)) -> RunnerPatch {
+        let mut p = RunnerPatch::default();
+        f(&mut p);
+        p
+    }
+
+    #[test]
+    fn updates_name_their_fields_clear_with_empty_and_refuse_secrets() {
+        let s = RunnerSettings::default()
+            .apply(&patch(|p| {
+                p.test_command = Some("cargo test".into());
+                p.credential_ref = Some("env:GITHUB_TOKEN".into());
+                p.root_dir = Some("/srv/demo".into());
+            }))
+            .expect("valid");
+        assert_eq!(s.test_command.as_deref(), Some("cargo test"));
+        let kept = s
+            .apply(&patch(|p| p.build_command = Some("docker build .".into())))
+            .expect("valid");
+        assert_eq!(kept.test_command.as_deref(), Some("cargo test"));
+        let cleared = kept
+            .apply(&patch(|p| p.test_command = Some(String::new())))
+            .expect("valid");
+        assert_eq!(cleared.test_command, None);
+        let secret = s
+            .apply(&patch(|p| p.credential_ref = Some("ghp_abcdef123".into())))
+            .expect_err("a secret");
+        assert!(secret.starts_with("credential_ref: "), "{secret}");
+        let rel = s
+            .apply(&patch(|p| p.root_dir = Some("srv".into())))
+            .expect_err("relative");
+        assert!(rel.starts_with("root_dir: "), "{rel}");
+        let two = s
+            .apply(&patch(|p| p.agent_command = Some("a\nb".into())))
+            .expect_err("two lines");
+        assert!(two.starts_with("agent_command: "), "{two}");
+        assert_eq!(RunnerSettings::stored(s.to_stored().as_deref()), s);
+        assert_eq!(RunnerSettings::default().to_stored(), None);
+    }
+}
