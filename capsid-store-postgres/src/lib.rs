@@ -13,6 +13,7 @@
 mod agents;
 mod audit;
 mod checkmarks;
+mod ci;
 mod documents;
 mod error;
 pub mod glob;

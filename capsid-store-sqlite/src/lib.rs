@@ -10,6 +10,7 @@
 mod agents;
 mod audit;
 mod checkmarks;
+mod ci;
 mod documents;
 mod error;
 mod health;

@@ -105,6 +105,7 @@ pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> R
         (Some(t), b)
     };
     let facts = git_facts(&wt, &base, report.as_ref(), &run.stdout).await;
+    let push = pushed(&wt, &id).await;
     let resume_command = resume_hint(r, &agent);
     let close = verdict::close(&RunFacts {
         agent_exit: run.exit,
@@ -125,7 +126,17 @@ pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> R
             _ => None,
         },
     };
-    finish(r, &id, &wt, &close, report.as_ref(), hooks.as_ref(), gates).await
+    finish(
+        r,
+        &id,
+        &wt,
+        &close,
+        report.as_ref(),
+        hooks.as_ref(),
+        gates,
+        push,
+    )
+    .await
 }
 
 /// `mise install` in the worktree when the project pins a toolchain and mise is here.
@@ -386,6 +397,37 @@ async fn git_facts(
     }
 }
 
+/// A push the run made: the job's branch on `origin` at the worktree's head.
+struct Pushed {
+    sha: String,
+    host: Option<String>,
+    github: bool,
+}
+
+/// Whether `origin` holds the job's branch at the worktree's head (the agent pushed it).
+async fn pushed(wt: &Path, id: &str) -> Option<Pushed> {
+    let head = git(wt, &["rev-parse", "HEAD"]).await.ok()?;
+    let remote = git(
+        wt,
+        &["ls-remote", "origin", &format!("refs/heads/capsid/{id}")],
+    )
+    .await
+    .ok()?;
+    let sha = remote.split_whitespace().next()?;
+    if sha != head {
+        return None;
+    }
+    let host = git(wt, &["remote", "get-url", "origin"])
+        .await
+        .ok()
+        .and_then(|u| remote_host(&u));
+    Some(Pushed {
+        github: host.as_deref() == Some("github.com"),
+        sha: head,
+        host,
+    })
+}
+
 /// The command a human runs to answer a paused agent and resume it.
 fn resume_hint(r: &Ready, agent: &str) -> String {
     format!(
@@ -418,8 +460,19 @@ async fn finish(
     report: Option<&SessionReport>,
     hooks: Option<&HookState>,
     gates: Gates,
+    push: Option<Pushed>,
 ) -> Result<u8> {
     let mut session = json!({});
+    if let Some(p) = push {
+        session["push_sha"] = json!(p.sha);
+        if !p.github {
+            session["decisions"] = json!(format!(
+                "pushed {} to {}, which is not GitHub: its CI verdict stays pending (Capsid reads CI through the GitHub App)",
+                p.sha,
+                p.host.as_deref().unwrap_or("a local remote")
+            ));
+        }
+    }
     if let Some(t) = gates.tests {
         session["tests_status"] = json!(t);
     }

@@ -37,6 +37,10 @@ case "$input" in
     echo 'widgets: 2' > widgets.txt
     printf 'def test_widgets():\n    assert True\n' > tests/test_widgets.py
     git add widgets.txt tests && git commit -qm "Widgets in two sizes"
+    branch=$(git symbolic-ref --short HEAD)
+    out=$(hook pre-tool-use "$(printf '{"session_id":"%s","transcript_path":"/tmp/t.jsonl","cwd":"%s","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push origin %s","description":"Push","timeout":120000,"run_in_background":false},"tool_use_id":"toolu_push"}' "$session" "$(pwd)" "$branch")")
+    log "pre-tool-use: $out"
+    [ -z "$out" ] && git push -q origin "$branch" 2>>"$FAKE_LOG"
     ;;
   *MODE=fail*)
     echo broken > state.txt

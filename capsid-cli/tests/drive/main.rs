@@ -82,6 +82,23 @@ fn passing_tests_complete_the_job_with_measured_evidence(w: &World) {
     let newest = &log["entries"][0];
     assert_eq!(newest["cost_usd"], json!(0.12), "{log}");
     assert_eq!(newest["turns"], json!(4));
+    // The agent's push passed the hook (tests and build green) and went out; the driver saw
+    // it on the remote and recorded it, CI pending, with the note that this remote is not GitHub.
+    let head = git_out(&root, &["rev-parse", &format!("capsid/{id}")]);
+    assert_eq!(newest["push_sha"], json!(head), "{log}");
+    assert_eq!(newest["ci_status"], json!("pending"));
+    assert!(
+        newest["decisions"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not GitHub"),
+        "{log}"
+    );
+    let origin = w.dir.path().join("demo-origin.git");
+    assert_eq!(
+        git_out(&origin, &["rev-parse", &format!("capsid/{id}")]),
+        head
+    );
 
     // The agent ran in the job's worktree on its own branch, and ran the Stop hook (which
     // passed: no output); the worktree is gone, the branch with the commit stays.

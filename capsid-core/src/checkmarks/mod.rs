@@ -10,6 +10,7 @@
 //! ([`cursor`]), shared-context keys ([`shared`]) and the JSON every surface answers
 //! ([`view`]). The service does the IO through [`crate::ports::CheckmarkStore`].
 
+pub mod ci;
 pub mod cursor;
 pub mod rules;
 pub mod shared;

@@ -14,6 +14,7 @@
 mod agents;
 mod blobs;
 mod checkmarks;
+mod ci;
 mod documents;
 mod improve;
 mod jobs;
@@ -28,6 +29,7 @@ pub use checkmarks::{
     AnswerFill, CheckmarkRow, CheckmarkStore, CheckmarkTransition, CheckmarkView,
     CheckpointAuditFn, LogEntryRow, NewCheckpoint, SharedEntry,
 };
+pub use ci::{CiStore, PendingCi};
 #[cfg(test)]
 pub use documents::MockNamespaceStore;
 pub use documents::{
@@ -155,6 +157,7 @@ pub trait Store:
     + StoreHealth
     + OAuthStore
     + CheckmarkStore
+    + CiStore
 {
 }
 
@@ -171,5 +174,6 @@ impl<T> Store for T where
         + StoreHealth
         + OAuthStore
         + CheckmarkStore
+        + CiStore
 {
 }

@@ -541,3 +541,19 @@ impl CheckmarkStore for RecordingStore {
         Err(self.touched("delete_shared"))
     }
 }
+
+#[async_trait]
+impl crate::ports::CiStore for RecordingStore {
+    async fn pending_ci(&self, _limit: usize) -> StoreResult<Vec<crate::ports::PendingCi>> {
+        Err(self.touched("pending_ci"))
+    }
+    async fn record_ci(
+        &self,
+        _id: i64,
+        _status: crate::checkmarks::CiStatus,
+        _at: Timestamp,
+        _audit: Option<AuditEntry>,
+    ) -> StoreResult<bool> {
+        Err(self.touched("record_ci"))
+    }
+}

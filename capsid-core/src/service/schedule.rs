@@ -24,6 +24,8 @@ pub struct TickReport {
     pub led: bool,
     /// Jobs returned to the queue.
     pub swept: usize,
+    /// Pushed checkpoints whose CI verdict this tick resolved.
+    pub ci_resolved: usize,
 }
 
 /// Runs the periodic tasks when they are due.
@@ -69,16 +71,19 @@ impl Scheduler {
             return Ok(TickReport {
                 due: true,
                 led: false,
-                swept: 0,
+                ..TickReport::default()
             });
         }
         let swept = self.service.sweep_expired_leases().await?;
         // Spent login states, codes, counters, sessions and ended grants go with the sweep.
         self.service.store.purge_expired_oauth(now).await?;
+        // The CI follow-through of pushed checkpoints rides the same leader lease.
+        let ci = self.service.poll_ci().await?;
         Ok(TickReport {
             due: true,
             led: true,
             swept,
+            ci_resolved: ci.resolved,
         })
     }
 }

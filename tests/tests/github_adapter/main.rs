@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 mod adapter;
 mod ci;
+mod ci_poller;
 mod outcomes;
 mod read_tools;
 mod write_tools;

@@ -7,6 +7,7 @@
 mod answer;
 pub mod args;
 mod checkpoint;
+mod ci_poll;
 mod read;
 mod shared;
 
