@@ -131,10 +131,12 @@ pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> R
         &id,
         &wt,
         &close,
-        report.as_ref(),
-        hooks.as_ref(),
-        gates,
-        push,
+        Measured {
+            report: report.as_ref(),
+            hooks: hooks.as_ref(),
+            gates,
+            push,
+        },
     )
     .await
 }
@@ -445,6 +447,14 @@ async fn checkpoint(r: &Ready, id: &str, mut args: Value) -> Result<Value> {
     r.mcp.ok("checkpoint", args).await
 }
 
+/// What the driver measured, for the closing checkpoint.
+struct Measured<'a> {
+    report: Option<&'a SessionReport>,
+    hooks: Option<&'a HookState>,
+    gates: Gates,
+    push: Option<Pushed>,
+}
+
 /// What the driver's own gates said, as checkpoint fields (`None`: not run).
 struct Gates {
     tests: Option<&'static str>,
@@ -457,11 +467,14 @@ async fn finish(
     id: &str,
     wt: &Path,
     close: &Close,
-    report: Option<&SessionReport>,
-    hooks: Option<&HookState>,
-    gates: Gates,
-    push: Option<Pushed>,
+    measured: Measured<'_>,
 ) -> Result<u8> {
+    let Measured {
+        report,
+        hooks,
+        gates,
+        push,
+    } = measured;
     let mut session = json!({});
     if let Some(p) = push {
         session["push_sha"] = json!(p.sha);
