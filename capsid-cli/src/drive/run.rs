@@ -306,11 +306,11 @@ async fn run_in_tmux(
     let session = format!("{}__{agent}", r.namespace).replace(['.', ':'], "_");
     let channel = format!("capsid-{id}");
     let script = format!(
-        "sh -c {} < {} | tee {}; echo $? > {}; tmux wait-for -S {channel}",
+        "{{ sh -c {} < {}; echo $? > {}; }} | tee {}; tmux wait-for -S {channel}",
         shell_quote(command),
         shell_quote(&inp.display().to_string()),
-        shell_quote(&out.display().to_string()),
         shell_quote(&rc.display().to_string()),
+        shell_quote(&out.display().to_string()),
     );
     let mut tmux = Command::new("tmux");
     tmux.args([
@@ -325,7 +325,7 @@ async fn run_in_tmux(
         tmux.arg("-e").arg(format!("{k}={v}"));
     }
     let started = tmux
-        .arg(format!("set -o pipefail 2>/dev/null; {script}"))
+        .arg(script)
         .status()
         .await
         .context("starting tmux (is it installed?)")?;

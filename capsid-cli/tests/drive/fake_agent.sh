@@ -29,6 +29,7 @@ fi
 
 session="sess-$CAPSID_JOB_ID"
 log "start job=$CAPSID_JOB_ID ns=$CAPSID_NAMESPACE cwd=$(pwd) worktree=$CAPSID_WORKTREE"
+if [ -n "${TMUX:-}" ]; then log "tmux session=$(tmux display-message -p '#S')"; fi
 printf '{"type":"system","subtype":"init","session_id":"%s","cwd":"%s"}\n' "$session" "$(pwd)"
 denials=""
 case "$input" in

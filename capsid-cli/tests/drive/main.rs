@@ -45,7 +45,35 @@ both_stores!(
     two_namespaces_at_once_share_no_worktree_or_checkmark,
     runner_settings_come_from_the_namespace,
     dispatch_is_bounded_in_depth_and_breadth,
+    the_agent_runs_in_a_tmux_session_a_person_can_attach_to,
 );
+
+fn the_agent_runs_in_a_tmux_session_a_person_can_attach_to(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Widgets in two sizes", "Make widgets. MODE=pass");
+    // A tmux server of this test's own (its socket under the test's folder).
+    let sockets = w.dir.path().join("tmux");
+    std::fs::create_dir_all(&sockets).expect("tmux folder");
+    let out = w
+        .drive("demo", &key, &root, &["--tmux"])
+        .env("TMUX_TMPDIR", &sockets)
+        .env_remove("TMUX")
+        .output()
+        .expect("run capsid drive --tmux");
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tmux attach -t demo__demo-driver"), "{err}");
+    let fake = w.fake_said("demo");
+    assert!(fake.contains("tmux session=demo__demo-driver"), "{fake}");
+    assert_eq!(w.job("demo", &id)["status"], json!("done"));
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(
+        mark["session_id"],
+        json!(format!("sess-{id}")),
+        "the stream-json came through tmux: {mark}"
+    );
+}
 
 fn passing_tests_complete_the_job_with_measured_evidence(w: &World) {
     let key = w.namespace_with_driver("demo");
