@@ -157,20 +157,17 @@ pub async fn run(cmd: HookCommand) -> Result<ExitCode> {
         }
         HookCommand::SessionEnd => {
             if let Some(r) = &recorder {
-                let (status, question) = r.current().await.unwrap_or(("working".into(), None));
-                let mut args = json!({
-                    "status": status,
-                    "where_it_stopped": format!("the session ended ({})", input.reason.as_deref().unwrap_or("other")),
-                    "summary": "session end",
-                });
-                if let Some(q) = question {
-                    args["question"] = json!(q);
+                // A question, a human gate or a done checkmark already says where the agent
+                // stopped; a working one gets its final checkpoint.
+                let status = r.current().await.map(|(s, _)| s);
+                if status.as_deref().is_none_or(|s| s == "working") {
+                    let args = json!({
+                        "status": "working",
+                        "where_it_stopped": format!("the session ended ({})", input.reason.as_deref().unwrap_or("other")),
+                        "summary": "session end",
+                    });
+                    r.checkpoint(args, session.as_deref()).await;
                 }
-                if status == "done" {
-                    // A done checkmark keeps its passing gate; nothing to add at session end.
-                    return Ok(ExitCode::SUCCESS);
-                }
-                r.checkpoint(args, session.as_deref()).await;
             }
             Ok(ExitCode::SUCCESS)
         }

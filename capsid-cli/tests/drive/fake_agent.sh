@@ -74,3 +74,4 @@ case "$input" in
 esac
 log "stop: $(hook stop "$(stop_event "$session")")"
 printf '{"type":"result","subtype":"success","session_id":"%s","is_error":false,"result":"Widgets now ship in two sizes.","total_cost_usd":0.12,"num_turns":4%s}\n' "$session" "$denials"
+hook session-end "$(printf '{"session_id":"%s","transcript_path":"/tmp/t.jsonl","cwd":"%s","permission_mode":"default","hook_event_name":"SessionEnd","reason":"other"}' "$session" "$(pwd)")"

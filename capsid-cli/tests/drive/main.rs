@@ -107,6 +107,16 @@ fn passing_tests_complete_the_job_with_measured_evidence(w: &World) {
         "checkmarks",
         json!({"action": "log", "namespace": "demo", "agent": "demo-driver"}),
     );
+    let summaries: Vec<&str> = log["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["summary"].as_str())
+        .collect();
+    assert!(
+        summaries.contains(&"session end"),
+        "the SessionEnd hook checkpointed: {summaries:?}"
+    );
     let newest = &log["entries"][0];
     assert_eq!(newest["cost_usd"], json!(0.12), "{log}");
     assert_eq!(newest["turns"], json!(4));
