@@ -100,6 +100,25 @@ pub struct RunArgs {
 /// The default agent: Claude Code in headless mode, reporting as stream-json.
 pub const DEFAULT_AGENT: &str = "claude -p --output-format stream-json --verbose";
 
+/// The default agent with an MCP config pointing at Capsid. The key is not in the command
+/// line (which any local user can read): Claude Code expands `${CAPSID_KEY}` from the
+/// agent's environment.
+pub fn default_agent(url: &str) -> String {
+    let config = json!({
+        "mcpServers": {
+            "capsid": {
+                "type": "http",
+                "url": mcp::mcp_url(url),
+                "headers": { "Authorization": "Bearer ${CAPSID_KEY}" },
+            }
+        }
+    });
+    format!(
+        "{DEFAULT_AGENT} --mcp-config {}",
+        capsid_core::drive::hooks::shell_quote(&config.to_string())
+    )
+}
+
 /// Everything a run resolved before claiming anything.
 #[derive(Clone)]
 pub(crate) struct Ready {
@@ -224,7 +243,7 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         tests,
         build,
         agent_command: pick(&args.agent_command, &stored.agent_command)
-            .unwrap_or_else(|| DEFAULT_AGENT.to_owned()),
+            .unwrap_or_else(|| default_agent(&args.url)),
         credential,
         tmux: args.tmux,
         heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
@@ -354,5 +373,25 @@ async fn next_job(r: &Ready) -> Result<Next> {
         Answer::Ok(v) => Ok(Next::Job(v["job"].clone(), None)),
         Answer::Refused(why) if why.starts_with("no queued jobs") => Ok(Next::Nothing(why)),
         Answer::Refused(why) => Ok(Next::Refused(why)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_agent_points_at_capsid_without_the_key_in_its_command_line() {
+        let cmd = super::default_agent("http://127.0.0.1:8787");
+        assert!(
+            cmd.starts_with("claude -p --output-format stream-json --verbose --mcp-config '"),
+            "{cmd}"
+        );
+        assert!(
+            cmd.contains(r#""url":"http://127.0.0.1:8787/ops/mcp""#),
+            "{cmd}"
+        );
+        assert!(
+            cmd.contains(r#""Authorization":"Bearer ${CAPSID_KEY}""#),
+            "{cmd}"
+        );
     }
 }
