@@ -172,9 +172,7 @@ pub async fn run(cmd: HookCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         HookCommand::Notification => {
-            if let Some(r) = &recorder {
-                forward_notification(r, &input).await;
-            }
+            forward_notification(&input).await;
             Ok(ExitCode::SUCCESS)
         }
         HookCommand::Install { .. } => Ok(ExitCode::SUCCESS),
@@ -371,15 +369,17 @@ async fn pre_tool(
 
 /// Posts Claude Code's notification to `CAPSID_WEBHOOK_URL` (the generic webhook the server
 /// posts to), when it is set.
-async fn forward_notification(r: &Recorder, input: &HookInput) {
+async fn forward_notification(input: &HookInput) {
     let Ok(url) = std::env::var("CAPSID_WEBHOOK_URL") else {
         return;
     };
+    let var = |n: &str| std::env::var(n).ok().filter(|v| !v.trim().is_empty());
     let body = json!({
         "event": "agent-notification",
-        "namespace": r.namespace,
-        "job_id": r.job_id,
-        "agent": r.agent,
+        "namespace": var("CAPSID_NAMESPACE"),
+        "job_id": var("CAPSID_JOB_ID"),
+        "agent": var("CAPSID_AGENT"),
+        "session_id": input.session_id,
         "title": input.title,
         "message": input.message,
         "notification_type": input.notification_type,

@@ -368,3 +368,72 @@ fn install_merges_into_the_projects_settings() {
     );
     assert!(v["hooks"]["SessionEnd"].is_array() && v["hooks"]["Notification"].is_array());
 }
+
+#[test]
+fn a_notification_is_forwarded_to_the_webhook() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("a POST");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut length = 0;
+        let mut first = String::new();
+        reader.read_line(&mut first).expect("request line");
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("header");
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().expect("length");
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).expect("body");
+        let mut stream = stream;
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .expect("answer");
+        (first, String::from_utf8(body).expect("utf-8"))
+    });
+    let dir = repo("topic", false, false);
+    let event = json!({
+        "session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": dir.path(),
+        "permission_mode": "default", "hook_event_name": "Notification",
+        "message": "Claude needs your permission to use Bash", "title": "Permission needed",
+        "notification_type": "permission_prompt"
+    });
+    let mut child = Command::new(BIN)
+        .args(["hook", "notification"])
+        .current_dir(dir.path())
+        .env("CAPSID_WEBHOOK_URL", &url)
+        .env("CAPSID_NAMESPACE", "demo")
+        .env("CAPSID_JOB_ID", "job_0123456789ab")
+        .env_remove("CAPSID_MCP_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(event.to_string().as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("ends");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "", "a notification has no decision");
+    let (request, body) = server.join().expect("the webhook was called");
+    assert!(request.starts_with("POST /hook "), "{request}");
+    let posted: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(posted["event"], json!("agent-notification"));
+    assert_eq!(posted["namespace"], json!("demo"));
+    assert_eq!(posted["job_id"], json!("job_0123456789ab"));
+    assert_eq!(
+        posted["message"],
+        json!("Claude needs your permission to use Bash")
+    );
+    assert_eq!(posted["notification_type"], json!("permission_prompt"));
+}
