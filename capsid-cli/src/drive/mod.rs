@@ -19,6 +19,7 @@ use anyhow::{Context, Result};
 use capsid_core::drive::credential::CredentialRef;
 use capsid_core::drive::gate::{self, GateCommand};
 use capsid_core::drive::runner::RunnerSettings;
+use capsid_core::drive::verdict::combined_exit_code;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
@@ -60,8 +61,9 @@ pub struct RunArgs {
     #[arg(long, env = "CAPSID_URL", default_value = "http://127.0.0.1:8787")]
     pub url: String,
     /// The driver's key file (default ~/.capsid/agent-<namespace>-driver.key; CAPSID_KEY wins).
+    /// Give it once per slot with --max-parallel: the queue lets one key hold one job.
     #[arg(long)]
-    pub key_file: Option<PathBuf>,
+    pub key_file: Vec<PathBuf>,
     /// The namespace whose queue this driver works.
     #[arg(long, env = "CAPSID_NAMESPACE")]
     pub namespace: Option<String>,
@@ -83,9 +85,13 @@ pub struct RunArgs {
     /// Claim and run one job, then exit (the default).
     #[arg(long, conflicts_with = "watch")]
     pub once: bool,
-    /// Keep claiming jobs, one at a time, polling when the queue is empty.
+    /// Keep claiming jobs, polling when the queue is empty.
     #[arg(long)]
     pub watch: bool,
+    /// Run up to this many jobs at once, one per driver key (with --once: claim up to this
+    /// many, run them side by side, then exit).
+    #[arg(long, default_value_t = 1)]
+    pub max_parallel: usize,
     /// Seconds between polls of an empty queue (--watch).
     #[arg(long, default_value_t = 30)]
     pub poll_secs: u64,
@@ -141,13 +147,24 @@ fn refused(why: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(EXIT_REFUSED)
 }
 
-fn load_key(args: &RunArgs, namespace: &str) -> std::result::Result<String, String> {
+/// The driver's keys: `CAPSID_KEY`, else each `--key-file`, else the default key file.
+fn load_keys(args: &RunArgs, namespace: &str) -> std::result::Result<Vec<String>, String> {
     if let Ok(k) = std::env::var("CAPSID_KEY")
         && !k.trim().is_empty()
     {
-        return Ok(k.trim().to_owned());
+        return Ok(vec![k.trim().to_owned()]);
     }
-    let path = match &args.key_file {
+    if args.key_file.is_empty() {
+        return Ok(vec![load_key(None, namespace)?]);
+    }
+    args.key_file
+        .iter()
+        .map(|p| load_key(Some(p), namespace))
+        .collect()
+}
+
+fn load_key(file: Option<&PathBuf>, namespace: &str) -> std::result::Result<String, String> {
+    let path = match file {
         Some(p) => p.clone(),
         None => {
             let home =
@@ -177,10 +194,18 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
             "name the namespace to drive: --namespace <ns> (or CAPSID_NAMESPACE)",
         ));
     };
-    let key = match load_key(&args, &namespace) {
+    let keys = match load_keys(&args, &namespace) {
         Ok(k) => k,
         Err(why) => return Ok(refused(why)),
     };
+    let slots = args.max_parallel.max(1);
+    if slots > keys.len() {
+        return Ok(refused(format!(
+            "--max-parallel {slots} needs {slots} driver keys (the queue lets one key hold one job); {} given: pass --key-file once per slot",
+            keys.len()
+        )));
+    }
+    let key = keys[0].clone();
     let mcp = Mcp::new(&args.url, &key)?;
     // The flag (or its variable) first, then the namespace's runner setting, then the default.
     let stored = namespace_runner(&mcp, &namespace).await?;
@@ -248,15 +273,36 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         tmux: args.tmux,
         heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
     };
-    if !args.watch {
-        return Ok(ExitCode::from(once(&ready).await));
+    let mut slot_ready = Vec::with_capacity(slots);
+    for k in keys.into_iter().take(slots) {
+        let mut r = ready.clone();
+        r.mcp = Mcp::new(&args.url, &k)?;
+        r.key = k;
+        slot_ready.push(r);
     }
-    loop {
-        let code = once(&ready).await;
-        if code == EXIT_NOTHING || code == EXIT_ERROR {
-            tokio::time::sleep(Duration::from_secs(args.poll_secs.max(1))).await;
-        }
+    let poll = Duration::from_secs(args.poll_secs.max(1));
+    let watch = args.watch;
+    let handles: Vec<_> = slot_ready
+        .into_iter()
+        .map(|r| {
+            tokio::spawn(async move {
+                loop {
+                    let code = once(&r).await;
+                    if !watch {
+                        return code;
+                    }
+                    if code == EXIT_NOTHING || code == EXIT_ERROR {
+                        tokio::time::sleep(poll).await;
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut codes = Vec::with_capacity(handles.len());
+    for h in handles {
+        codes.push(h.await.unwrap_or(EXIT_ERROR));
     }
+    Ok(ExitCode::from(combined_exit_code(&codes)))
 }
 
 /// The namespace's runner settings, as the server stores them (none when unset).

@@ -46,7 +46,63 @@ both_stores!(
     runner_settings_come_from_the_namespace,
     dispatch_is_bounded_in_depth_and_breadth,
     the_agent_runs_in_a_tmux_session_a_person_can_attach_to,
+    max_parallel_runs_one_job_per_key_side_by_side,
 );
+
+fn max_parallel_runs_one_job_per_key_side_by_side(w: &World) {
+    let first = w.namespace_with_driver("demo");
+    let second = w.mint_driver("demo-driver-2", "demo");
+    let root = w.project("demo");
+    let a = w.post("demo", "Alpha widgets", "Alpha work. MODE=pass");
+    let b = w.post("demo", "Beta widgets", "Beta work. MODE=pass");
+    let keys = w.dir.path().join("keys");
+    std::fs::create_dir_all(&keys).expect("keys folder");
+    std::fs::write(keys.join("1.key"), &first).expect("key 1");
+    std::fs::write(keys.join("2.key"), &second).expect("key 2");
+
+    let one_key = w
+        .drive("demo", &first, &root, &["--max-parallel", "2"])
+        .output()
+        .expect("run");
+    assert_eq!(one_key.status.code(), Some(2), "{}", said(&one_key));
+    assert!(
+        String::from_utf8_lossy(&one_key.stderr).contains("needs 2 driver keys"),
+        "{}",
+        said(&one_key)
+    );
+
+    let k1 = keys.join("1.key").display().to_string();
+    let k2 = keys.join("2.key").display().to_string();
+    let out = w
+        .drive(
+            "demo",
+            &first,
+            &root,
+            &["--max-parallel", "2", "--key-file", &k1, "--key-file", &k2],
+        )
+        .env_remove("CAPSID_KEY")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let mut holders = Vec::new();
+    for id in [&a, &b] {
+        let job = w.job("demo", id);
+        assert_eq!(job["status"], json!("done"), "{job}");
+        holders.push(job["claimed_by"].as_str().unwrap_or("").to_owned());
+        let fake = w.fake_said("demo");
+        let wt = root.join(".capsid/worktrees").join(id);
+        assert!(
+            fake.contains(&format!("job={id} ns=demo cwd={}", wt.display())),
+            "{fake}"
+        );
+    }
+    holders.sort();
+    assert_eq!(
+        holders,
+        vec!["agent:demo-driver", "agent:demo-driver-2"],
+        "one job per key"
+    );
+}
 
 fn the_agent_runs_in_a_tmux_session_a_person_can_attach_to(w: &World) {
     let key = w.namespace_with_driver("demo");

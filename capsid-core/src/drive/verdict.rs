@@ -222,6 +222,15 @@ pub fn close(f: &RunFacts<'_>) -> Close {
     }
 }
 
+/// The exit code of a driver that ran several slots at once: an error, else a refusal, else
+/// a gated job, else a done one; 3 (nothing to claim) only when every slot found nothing.
+pub fn combined_exit_code(codes: &[u8]) -> u8 {
+    [1, 2, 4, 0]
+        .into_iter()
+        .find(|c| codes.contains(c))
+        .unwrap_or(3)
+}
+
 /// Tests a unified diff adds: added lines that open a test in the common languages.
 pub fn tests_added(diff: &str) -> u64 {
     const OPENERS: &[&str] = &[
@@ -357,6 +366,16 @@ mod tests {
             (command.as_str(), question),
             ("cd /w && git push origin main", false)
         );
+    }
+
+    #[test]
+    fn slots_combine_worst_first() {
+        assert_eq!(combined_exit_code(&[0, 3]), 0);
+        assert_eq!(combined_exit_code(&[3, 3]), 3);
+        assert_eq!(combined_exit_code(&[0, 4, 3]), 4);
+        assert_eq!(combined_exit_code(&[4, 2]), 2);
+        assert_eq!(combined_exit_code(&[2, 1, 0]), 1);
+        assert_eq!(combined_exit_code(&[]), 3);
     }
 
     #[test]
