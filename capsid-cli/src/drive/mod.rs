@@ -5,6 +5,7 @@
 //! (`capsid_core::drive::verdict` decides how). Exit codes: 0 done, 3 nothing to claim,
 //! 4 gated (failed or blocked), 2 refused, 1 error.
 
+mod agent;
 pub mod mcp;
 pub mod proc;
 mod run;
