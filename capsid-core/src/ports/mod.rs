@@ -46,7 +46,7 @@ pub use repo_host::{
     PostedComment, PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError,
     RepoRef, RepoResult, RunJob, RunQuery, RunStep, TreeEntry, WorkflowRun,
 };
-pub use settings::{LeaderLease, SettingsStore};
+pub use settings::{Expect, LeaderLease, SettingChange, SettingsStore};
 
 use serde_json::Value;
 

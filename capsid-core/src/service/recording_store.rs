@@ -282,6 +282,14 @@ impl SettingsStore for RecordingStore {
     async fn delete_setting(&self, _key: &str) -> StoreResult<()> {
         Err(self.touched("delete_setting"))
     }
+    async fn change_settings(
+        &self,
+        _changes: &[SettingChange],
+        _audit: AuditEntry,
+        _now: Timestamp,
+    ) -> StoreResult<bool> {
+        Err(self.touched("change_settings"))
+    }
     async fn compare_and_set_setting(
         &self,
         _key: &str,
@@ -446,7 +454,11 @@ impl OAuthStore for RecordingStore {
     async fn revoke_grant(&self, _grant_id: &str, _now: Timestamp) -> StoreResult<()> {
         Err(self.touched("revoke_grant"))
     }
-    async fn revoke_all_grants(&self, _now: Timestamp) -> StoreResult<u64> {
+    async fn revoke_all_grants(
+        &self,
+        _now: Timestamp,
+        _audit: &(dyn Fn(u64) -> AuditEntry + Send + Sync),
+    ) -> StoreResult<u64> {
         Err(self.touched("revoke_all_grants"))
     }
     async fn insert_console_session(&self, _session: ConsoleSessionRow) -> StoreResult<()> {
