@@ -13,6 +13,7 @@ pub mod links;
 pub mod lint;
 pub mod mutations;
 pub mod normalize;
+pub mod packets;
 pub mod prompts;
 pub mod truth_report;
 pub mod versions;

@@ -26,8 +26,9 @@ pub use blobs::{BlobError, BlobStore};
 #[cfg(test)]
 pub use documents::MockNamespaceStore;
 pub use documents::{
-    Backlinks, BriefRows, DocFilter, DocWithActor, DocumentStore, DocumentWrite, LintRows,
-    NamespaceRow, NamespaceStore, SearchHit, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
+    Backlinks, DocFilter, DocWithActor, DocumentStore, DocumentWrite, EdgeTuple, Kinds,
+    NamespaceRow, NamespaceStore, Order, Packet, PacketRows, Prefix, SearchHit, Selection,
+    VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
 pub use improve::{ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore};
 pub use jobs::{

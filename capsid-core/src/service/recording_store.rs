@@ -91,11 +91,8 @@ impl DocumentStore for RecordingStore {
     async fn documents_exist(&self, _refs: &[(String, String)]) -> StoreResult<Vec<bool>> {
         Err(self.touched("documents_exist"))
     }
-    async fn brief_rows(&self, _namespace: &str) -> StoreResult<BriefRows> {
-        Err(self.touched("brief_rows"))
-    }
-    async fn lint_rows(&self, _namespace: &str) -> StoreResult<LintRows> {
-        Err(self.touched("lint_rows"))
+    async fn read_packet(&self, _packet: &Packet) -> StoreResult<PacketRows> {
+        Err(self.touched("read_packet"))
     }
     async fn page_documents(
         &self,

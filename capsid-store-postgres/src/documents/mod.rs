@@ -3,7 +3,7 @@
 
 mod gather;
 
-pub(crate) use gather::OPEN_TASKS;
+pub(crate) use gather::{Bind, selection_sql};
 pub(crate) mod search;
 mod write;
 
@@ -12,7 +12,7 @@ pub(crate) use write::write_in_tx;
 use async_trait::async_trait;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::ports::{
-    AuditEntry, Backlinks, BriefRows, DocFilter, DocumentStore, DocumentWrite, LintRows, SearchHit,
+    AuditEntry, Backlinks, DocFilter, DocumentStore, DocumentWrite, Packet, PacketRows, SearchHit,
     StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
@@ -320,12 +320,8 @@ impl DocumentStore for PgStore {
         Ok(exist)
     }
 
-    async fn brief_rows(&self, namespace: &str) -> StoreResult<BriefRows> {
-        gather::brief_rows(&self.pool, namespace).await
-    }
-
-    async fn lint_rows(&self, namespace: &str) -> StoreResult<LintRows> {
-        gather::lint_rows(&self.pool, namespace).await
+    async fn read_packet(&self, packet: &Packet) -> StoreResult<PacketRows> {
+        gather::read_packet(&self.pool, packet).await
     }
 
     async fn page_documents(

@@ -10,6 +10,7 @@ use crate::caller::Caller;
 use crate::docs::brief::{BriefInput, assemble_brief};
 use crate::docs::document::{LIST_ADVICE, LIST_ADVICE_IN_NAMESPACE};
 use crate::docs::links::{IncomingLink, OutgoingLink};
+use crate::docs::packets::{BriefRows, brief_packet};
 use crate::docs::versions::{HISTORY_DELETED_NOTE, version_not_found};
 use crate::docs::{HISTORY_ROWS, MAX_ROWS, ReadView, SEARCH_ROWS, bound_rows};
 use crate::docs::{bounds, mutations};
@@ -129,7 +130,8 @@ impl DocumentsCx<'_> {
 
     pub(crate) async fn brief(&self, _: &Caller, a: BriefArgs, _: &dyn Confirmer) -> Result<Value> {
         let ns = a.namespace.as_str();
-        let rows = self.docs.brief_rows(ns).await?;
+        let packet = self.docs.read_packet(&brief_packet(ns)).await?;
+        let rows = BriefRows::from_packet(packet);
         let outgoing = rows
             .core_links
             .outgoing

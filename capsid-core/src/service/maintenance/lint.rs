@@ -17,13 +17,14 @@ use crate::docs::lint::{
     FINALIZE_AUDIT_ACTION, FinalizeOutcome, GatherInput, LintError, LintMode, finalize_plan,
     gather_packet,
 };
+use crate::docs::packets::{LintRows, lint_packet};
 use crate::docs::truth_report::{
     REPORT_AUDIT_ACTION, ReportOutcome, TruthInput, build_truth_report, render_truth_report,
     report_path, report_title,
 };
 use crate::docs::write::ConfirmationText;
 use crate::error::{Error, Result};
-use crate::ports::{DocumentWrite, LintRows, StoreError, WriteGuard};
+use crate::ports::{DocumentWrite, StoreError, WriteGuard};
 use crate::service::args::{DocPathArg, NamespaceArg};
 use crate::service::registry::REGISTRY;
 use crate::service::{Confirmer, Service, to_json};
@@ -121,7 +122,7 @@ impl MaintenanceCx<'_> {
     }
 
     async fn lint_gather(&self, ns: &str) -> Result<Value> {
-        let rows = self.docs.lint_rows(ns).await?;
+        let rows = LintRows::from_packet(self.docs.read_packet(&lint_packet(ns)).await?);
         let docs = standing(&rows);
         let present = |n: &str, p: &str| docs.iter().any(|d| d.namespace == n && d.path == p);
         let authoritative = authoritative_for(ns, artifact_counts());
@@ -229,7 +230,7 @@ impl MaintenanceCx<'_> {
 
     async fn lint_report(&self, caller: &Caller, ns: &str) -> Result<Value> {
         let now = self.now();
-        let rows = self.docs.lint_rows(ns).await?;
+        let rows = LintRows::from_packet(self.docs.read_packet(&lint_packet(ns)).await?);
         let standing_docs = standing(&rows);
         let mut docs = standing_docs.clone();
         docs.extend(rows.archived.iter().cloned());
