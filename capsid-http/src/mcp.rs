@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use capsid_core::caller::Caller;
 use capsid_core::error::Error;
+use capsid_core::service::metrics::{outcome_label, tool_label};
 use capsid_core::service::{
     Confirmer, Consent, RESOURCE_TEMPLATE, Service, ToolListing, parse_resource_uri, pretty,
 };
@@ -35,6 +36,7 @@ use serde_json::Value;
 #[derive(Clone)]
 pub struct CapsidMcp {
     service: Service,
+    metrics: Option<Arc<crate::Metrics>>,
 }
 
 impl std::fmt::Debug for CapsidMcp {
@@ -46,7 +48,16 @@ impl std::fmt::Debug for CapsidMcp {
 impl CapsidMcp {
     /// A handler over `service`.
     pub fn new(service: Service) -> CapsidMcp {
-        CapsidMcp { service }
+        CapsidMcp {
+            service,
+            metrics: None,
+        }
+    }
+
+    /// Counts every tool call (tool, outcome, latency) into `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<crate::Metrics>) -> CapsidMcp {
+        self.metrics = Some(metrics);
+        self
     }
 }
 
@@ -98,6 +109,12 @@ fn protocol_error(e: Error) -> McpError {
         }
         other => McpError::invalid_request(other.to_string(), None),
     }
+}
+
+/// A core error on a non-tool request: a store outage is noted for the 503, then mapped.
+fn failed(ctx: &RequestContext<RoleServer>, e: Error) -> McpError {
+    crate::unavailable::note_in(&ctx.extensions, &e);
+    protocol_error(e)
 }
 
 /// Asks the human through an MCP elicitation, when the client declared it can.
@@ -181,14 +198,23 @@ impl ServerHandler for CapsidMcp {
         let caller = caller_of(&ctx)?;
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let confirmer = Elicitor { ctx: &ctx };
-        let result = match self
+        let started = std::time::Instant::now();
+        let answer = self
             .service
             .call_tool(&caller, &request.name, args, &confirmer)
-            .await
-        {
+            .await;
+        if let Some(m) = &self.metrics {
+            m.record_tool_call(
+                tool_label(&request.name),
+                outcome_label(&answer),
+                started.elapsed().as_secs_f64(),
+            );
+        }
+        let result = match answer {
             Ok(value) => CallToolResult::success(vec![ContentBlock::text(pretty(&value))]),
             Err(e) => {
                 tracing::info!(tool = %request.name, refusal = %e, "tool refused");
+                crate::unavailable::note_in(&ctx.extensions, &e);
                 tool_error(&request.name, &e)
             }
         };
@@ -206,7 +232,7 @@ impl ServerHandler for CapsidMcp {
             .service
             .list_resources(&caller, cursor.as_deref())
             .await
-            .map_err(protocol_error)?;
+            .map_err(|e| failed(&ctx, e))?;
         let resources = page
             .resources
             .into_iter()
@@ -250,7 +276,7 @@ impl ServerHandler for CapsidMcp {
                 m,
                 Some(serde_json::json!({"uri": request.uri})),
             )),
-            Err(e) => Err(protocol_error(e)),
+            Err(e) => Err(failed(&ctx, e)),
         }
     }
 
@@ -264,7 +290,7 @@ impl ServerHandler for CapsidMcp {
             .service
             .list_prompts(&caller)
             .await
-            .map_err(protocol_error)?
+            .map_err(|e| failed(&ctx, e))?
             .into_iter()
             .map(|p| {
                 let args = p
@@ -294,7 +320,7 @@ impl ServerHandler for CapsidMcp {
             .service
             .get_prompt(&caller, &request.name, &args)
             .await
-            .map_err(protocol_error)?;
+            .map_err(|e| failed(&ctx, e))?;
         // The body is a document any write-grant caller could have written: it is handed over
         // as an embedded resource, never as the operator's own words.
         let message = PromptMessage::new_resource(
@@ -335,7 +361,7 @@ impl ServerHandler for CapsidMcp {
                         ns.as_deref(),
                     )
                     .await
-                    .map_err(protocol_error)?
+                    .map_err(|e| failed(&ctx, e))?
             }
             Reference::Resource(r) => match parse_resource_uri(&r.uri) {
                 Some((ns, _)) => self
@@ -347,7 +373,7 @@ impl ServerHandler for CapsidMcp {
                         Some(ns),
                     )
                     .await
-                    .map_err(protocol_error)?,
+                    .map_err(|e| failed(&ctx, e))?,
                 None => Vec::new(),
             },
             _ => Vec::new(),

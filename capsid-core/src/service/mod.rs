@@ -19,6 +19,7 @@ mod jobs_admin;
 mod jobs_finish;
 mod jobs_resume;
 mod lint;
+pub mod metrics;
 mod namespaces;
 mod oauth;
 mod oauth_token;
@@ -32,6 +33,7 @@ mod repo_read;
 mod repo_search;
 mod repo_write;
 mod schedule;
+mod tool_args;
 mod writes;
 
 pub use auth::Resolved;
@@ -44,6 +46,7 @@ pub use prompts::{
     ResourcePage, parse_resource_uri,
 };
 pub use schedule::{SWEEP_LEASE, Scheduler, TickReport};
+pub use tool_args::{ParsedCall, parse_tool_args};
 
 use std::fmt;
 use std::sync::Arc;

@@ -450,3 +450,13 @@ impl OAuthStore for UntouchableStore {
         touched("purge_expired_oauth")
     }
 }
+
+#[async_trait]
+impl StoreGauges for UntouchableStore {
+    async fn job_gauges(&self, _now: Timestamp) -> StoreResult<Vec<JobGaugeRow>> {
+        touched("job_gauges")
+    }
+    fn pool_usage(&self) -> Vec<PoolUsage> {
+        touched("pool_usage")
+    }
+}
