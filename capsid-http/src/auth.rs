@@ -94,7 +94,10 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "caller resolution failed: store unavailable");
-            return crate::unavailable::unavailable("the store could not check the key");
+            return crate::unavailable::unavailable_because(
+                "the store could not check the key",
+                &e,
+            );
         }
     };
     let Some(caller) = resolved.caller().cloned() else {

@@ -27,7 +27,7 @@ use serde_json::json;
 
 use crate::AppState;
 use crate::health::BuildInfo;
-use crate::unavailable::unavailable;
+use crate::unavailable::{unavailable, unavailable_because};
 
 /// Upper bounds (seconds) of the tool-call latency histogram: fixed, from 0.5 ms to 30 s.
 pub const TOOL_LATENCY_BUCKETS: [f64; 15] = [
@@ -362,7 +362,7 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
         Ok(Resolved::Unauthenticated) => return unauthorized(),
         Err(e) => {
             tracing::error!(error = %e, "metrics: caller resolution failed");
-            return unavailable("the store could not check the key");
+            return unavailable_because("the store could not check the key", &e);
         }
     };
     if let Err(e) = state.service.check_metrics_scrape(&caller) {

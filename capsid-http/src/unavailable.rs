@@ -28,6 +28,14 @@ pub(crate) fn unavailable(reason: &str) -> Response {
     resp
 }
 
+/// 503 for `what` failing on `e`, naming the store's condition when it is an outage.
+pub(crate) fn unavailable_because(what: &str, e: &Error) -> Response {
+    match e {
+        Error::StoreUnavailable(reason) => unavailable(&format!("{what}: {reason}")),
+        _ => unavailable(what),
+    }
+}
+
 /// Adds `Retry-After` to a 503 built elsewhere.
 pub(crate) fn with_retry_after(resp: &mut Response) {
     resp.headers_mut()

@@ -9,7 +9,7 @@ use capsid_core::ports::{StoreError, StoreResult};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Connection, Row, Sqlite, Transaction};
 
 use crate::error::backend;
 
@@ -83,6 +83,16 @@ impl SqliteStore {
             .max_connections(1)
             .min_connections(1)
             .acquire_timeout(ACQUIRE_TIMEOUT)
+            // SQLite rolls a transaction back by itself on some errors (a full disk); the
+            // driver's own rollback then fails and it still counts the transaction as open,
+            // so every later write would be refused. Such a connection is closed on release
+            // (the ping waits for the queued rollback first) and the pool opens a fresh one.
+            .after_release(|conn, _| {
+                Box::pin(async move {
+                    conn.ping().await?;
+                    Ok(!conn.is_in_transaction())
+                })
+            })
             .connect_with(writer_options)
             .await
             .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
