@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds every fuzz target of fuzz/ on the stable toolchain (`-s none`: no sanitizer, which
-# would need nightly) and runs each for SECONDS (default 12) over the committed seeds in
+# would need nightly) and runs each for SECONDS (default 12; scripts/test.sh passes 10) over the committed seeds in
 # fuzz/seeds plus what earlier runs found (fuzz/corpus, not committed). A crash fails the run;
 # libFuzzer leaves the input in fuzz/artifacts/<target>/, and `cargo fuzz run -s none <target>
 # <that file>` reproduces it. Installs cargo-fuzz from crates.io when it is missing.
