@@ -42,6 +42,12 @@ fi
 step "cargo test"
 cargo test --workspace --locked
 
+step "fuzz: build every cargo-fuzz target (stable, no sanitizer), run each for a bounded time"
+# The replica (capsid-cli/tests/replicas.rs) and fault (tests/tests/operations) tests ran
+# above with the rest of cargo test. Fuzzing: cargo-fuzz from crates.io when missing; new
+# inputs go to fuzz/corpus (ignored), the committed seeds in fuzz/seeds are only read.
+scripts/fuzz.sh "${CAPSID_FUZZ_SECONDS:-10}"
+
 step "MCP conformance suite (fixture on capsid's transport configuration)"
 # Exit 3 means Node 22 or the suite could not be installed (no npm or no npm registry).
 conformance_status=0

@@ -7,6 +7,7 @@ mod doctor;
 mod owner;
 mod serve;
 mod system;
+mod test_clock;
 
 use std::process::ExitCode;
 

@@ -38,6 +38,18 @@ pub struct ServeArgs {
     /// The owner's GitHub login (OAuth on /mcp, the console).
     #[command(flatten)]
     pub owner: crate::owner::OwnerArgs,
+    /// Milliseconds between scheduler ticks (each periodic task still runs only when due).
+    #[arg(
+        long,
+        env = "CAPSID_TICK_INTERVAL_MS",
+        default_value_t = 30_000,
+        hide = true
+    )]
+    pub tick_interval_ms: u64,
+    /// Test hook: read "now" (milliseconds since the epoch) from this file instead of the
+    /// system clock, so a test can drive several server processes through one clock.
+    #[arg(long, env = "CAPSID_TEST_CLOCK_FILE", hide = true)]
+    pub test_clock_file: Option<std::path::PathBuf>,
 }
 
 /// The build's provenance.
@@ -94,8 +106,16 @@ async fn shutdown_signal() {
 pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     let (store, version) = config::open_store(global, !args.no_migrate).await?;
     let secret = config::signing_secret(global)?;
-    let mut service = config::service(
+    let clock: std::sync::Arc<dyn capsid_core::time::Clock> = match &args.test_clock_file {
+        Some(path) => {
+            tracing::warn!(path = %path.display(), "TEST CLOCK: time is read from a file; never run a real server like this");
+            std::sync::Arc::new(crate::test_clock::FileClock::new(path.clone()))
+        }
+        None => std::sync::Arc::new(crate::system::SystemClock),
+    };
+    let mut service = config::service_on(
         store.clone(),
+        clock,
         Some(secret),
         args.operator_key_hash.as_deref(),
     );
@@ -159,11 +179,17 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         service.clone(),
         format!("{}:{}", hostname(), std::process::id()),
     );
+    let state = AppState::new(service, http);
+    let metrics = state.metrics.clone();
+    let tick_every = Duration::from_millis(args.tick_interval_ms.max(10));
     let ticker = tokio::spawn(async move {
-        let mut every = tokio::time::interval(Duration::from_secs(30));
+        let mut every = tokio::time::interval(tick_every);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
-            match scheduler.tick().await {
+            let result = scheduler.tick().await;
+            metrics.record_tick("lease_sweep", &result);
+            match result {
                 Ok(report) if report.swept > 0 => tracing::info!(
                     swept = report.swept,
                     "lease sweep returned expired jobs to the queue"
@@ -173,7 +199,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
             }
         }
     });
-    let app = capsid_http::router(AppState::new(service, http));
+    let app = capsid_http::router(state);
     // The peer address feeds the per-address limits (registrations, CSP reports).
     let app = app.into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app)

@@ -115,11 +115,10 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "caller resolution failed: store unavailable");
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                axum::Json(json!({"error": "store unavailable"})),
-            )
-                .into_response();
+            return crate::unavailable::unavailable_because(
+                "the store could not check the key",
+                &e,
+            );
         }
     };
     let Some(caller) = resolved.caller().cloned() else {
@@ -164,7 +163,12 @@ pub(crate) async fn serve_as(
     }
     tracing::Span::current().record("actor", actor.as_str());
     req.extensions_mut().insert(caller);
+    let fault = crate::unavailable::StoreFault::default();
+    req.extensions_mut().insert(fault.clone());
     let resp = next.run(req).await;
+    if let Some(reason) = fault.take() {
+        return crate::unavailable::unavailable(&format!("the store is unavailable: {reason}"));
+    }
     if session.is_none()
         && let Some(new_id) = resp
             .headers()

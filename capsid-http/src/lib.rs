@@ -5,7 +5,7 @@
 //! point. Routes: `POST /ops/mcp` (bearer keys: minted agents, then operator keys),
 //! `/mcp` (the owner's OAuth route, the same MCP handler behind an OAuth bearer check), the
 //! authorization server (`oauth`), the admin console (`console`), `POST /csp-report`,
-//! `GET /health`.
+//! `GET /health`, `GET /metrics` (`metrics`).
 
 // Handlers return `Result<_, Response>` so a refusal is the ready response, carried once up
 // the stack on an error path; boxing it would only add an allocation there.
@@ -20,9 +20,11 @@ mod health;
 mod html;
 mod jsonrpc;
 mod mcp;
+mod metrics;
 mod middleware;
 mod oauth;
 mod owner;
+mod unavailable;
 mod webhook;
 
 use std::sync::Arc;
@@ -37,7 +39,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 pub use health::{BuildInfo, health_report};
 pub use jsonrpc::{JsonRpcGuard, MAX_MCP_BODY};
 pub use mcp::CapsidMcp;
+pub use metrics::{Metrics, TOOL_LATENCY_BUCKETS};
 pub use owner::{Owner, OwnerConfig};
+pub use unavailable::RETRY_AFTER_SECONDS;
 pub use webhook::{WebhookNotifier, install_tls_provider};
 
 /// How the HTTP surface is configured.
@@ -72,6 +76,8 @@ pub struct AppState {
     pub last_seen: auth::LastSeen,
     /// The owner's login, when configured.
     pub owner: Option<Arc<Owner>>,
+    /// The process's figures for `/metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
@@ -86,6 +92,7 @@ impl AppState {
         AppState {
             owner_service: OwnerService::new(service.clone()),
             service,
+            metrics: Arc::new(Metrics::new(&config.build)),
             config: Arc::new(config),
             sessions: auth::SessionOwners::default(),
             last_seen: auth::LastSeen::default(),
@@ -149,8 +156,9 @@ fn mcp_service(
 ) -> JsonRpcGuard<StreamableHttpService<CapsidMcp, LocalSessionManager>> {
     let config = transport_config(&state.config.public_url, state.config.mcp_sessions);
     let service = state.service.clone();
+    let metrics = state.metrics.clone();
     JsonRpcGuard::new(StreamableHttpService::new(
-        move || Ok(CapsidMcp::new(service.clone())),
+        move || Ok(CapsidMcp::new(service.clone()).with_metrics(metrics.clone())),
         LocalSessionManager::default().into(),
         config,
     ))
@@ -176,12 +184,17 @@ pub fn router(state: AppState) -> Router {
     };
     Router::new()
         .route("/health", get(health::health))
+        .route("/metrics", get(metrics::metrics))
         .route("/csp-report", axum::routing::post(csp::csp_report))
         .merge(owner_mcp)
         .merge(oauth::routes())
         .merge(console::routes())
         .merge(ops)
         .fallback(middleware::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::count_request,
+        ))
         .layer(axum::middleware::from_fn(middleware::security_headers))
         .layer(axum::middleware::from_fn(middleware::request_log))
         .with_state(state)

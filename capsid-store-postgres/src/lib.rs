@@ -14,6 +14,7 @@ mod agents;
 mod audit;
 mod documents;
 mod error;
+mod gauges;
 pub mod glob;
 mod health;
 mod improve;
@@ -41,8 +42,9 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// The pool size [`PgStore::connect`] uses.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 
-/// How long a caller waits for a pooled connection before the call fails.
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a caller waits for a pooled connection before the call fails as unavailable
+/// (the HTTP answer is then 503 with `Retry-After`, quickly, instead of a hung request).
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The Postgres store: a pool of connections. Cloning is cheap (the pool is shared).
 #[derive(Clone)]
@@ -68,6 +70,16 @@ impl PgStore {
     /// sets `synchronous_commit=on` and READ COMMITTED, whatever the server's defaults.
     /// Does not migrate.
     pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgStore, StoreError> {
+        Self::connect_pool(url, max_connections, ACQUIRE_TIMEOUT).await
+    }
+
+    /// As [`PgStore::connect_with`], waiting at most `acquire_timeout` for a pooled
+    /// connection before a call fails as [`StoreError::Unavailable`].
+    pub async fn connect_pool(
+        url: &str,
+        max_connections: u32,
+        acquire_timeout: Duration,
+    ) -> Result<PgStore, StoreError> {
         // The URL may hold a password: never echo it.
         let options = PgConnectOptions::from_str(url)
             .map_err(|_| StoreError::Backend("the Postgres URL could not be parsed".to_owned()))?
@@ -77,7 +89,7 @@ impl PgStore {
             ]);
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
-            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .acquire_timeout(acquire_timeout)
             .connect_with(options)
             .await
             .map_err(translate)?;

@@ -11,6 +11,7 @@ mod agents;
 mod audit;
 mod documents;
 mod error;
+mod gauges;
 mod health;
 mod improve;
 mod jobs;

@@ -57,6 +57,8 @@ pub struct TestServer {
     pub store: Arc<dyn Store>,
     /// The clock it reads.
     pub clock: Arc<ManualClock>,
+    /// The process figures `/metrics` serves (a test records scheduler ticks into them).
+    pub metrics: Arc<capsid_http::Metrics>,
     /// Raw SQL on the same database (tests that corrupt a row on purpose).
     pub probe: Option<crate::harness::Probe>,
     stop: Option<oneshot::Sender<()>>,
@@ -123,7 +125,9 @@ impl TestServer {
             },
             owner,
         };
-        let app = capsid_http::router(AppState::new(service.clone(), http))
+        let state = AppState::new(service.clone(), http);
+        let metrics = state.metrics.clone();
+        let app = capsid_http::router(state)
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -138,6 +142,7 @@ impl TestServer {
             service,
             store,
             clock,
+            metrics,
             probe: None,
             stop: Some(stop),
             task: Some(task),

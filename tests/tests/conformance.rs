@@ -43,6 +43,7 @@ macro_rules! conformance_suite {
 }
 
 conformance_suite! {
+    store gauges::job_gauges_group_by_namespace_and_status;
     store documents_write::write_create_update_upsert_snapshots;
     store documents_write::write_defaults_and_null_inputs;
     store documents_write::write_links_replace_clear_and_ignore_duplicates;

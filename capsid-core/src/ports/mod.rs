@@ -2,7 +2,7 @@
 //!
 //! Store ports are small role traits ([`DocumentStore`], [`NamespaceStore`], [`AuditLog`],
 //! [`AgentStore`], [`JobStore`], [`SettingsStore`], [`LeaderLease`], [`ImproveStore`],
-//! [`SkillStore`], [`StoreHealth`]) with a composite [`Store`] for callers that need them all.
+//! [`SkillStore`], [`StoreHealth`], [`StoreGauges`]) with a composite [`Store`] for callers that need them all.
 //! Every method that changes more than one row is one atomic unit of work: the adapter runs
 //! it in one transaction, so the core never holds a transaction. Every conditional change is a
 //! keyed `UPDATE ... RETURNING` (or an equivalent guard) whose loss is reported as
@@ -14,6 +14,7 @@
 mod agents;
 mod blobs;
 mod documents;
+mod gauges;
 mod improve;
 mod jobs;
 mod notifier;
@@ -30,6 +31,7 @@ pub use documents::{
     NamespaceRow, NamespaceStore, Order, Packet, PacketRows, Prefix, SearchHit, Selection,
     VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
+pub use gauges::{JobGaugeRow, PoolUsage, StoreGauges};
 pub use improve::{ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore};
 pub use jobs::{
     Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, JobCounts,
@@ -66,6 +68,11 @@ pub enum StoreError {
     /// The store failed; the message is for logs, not for callers.
     #[error("storage error: {0}")]
     Backend(String),
+    /// The store cannot serve the call now (connection lost, no pooled connection in time,
+    /// disk full); nothing was written and the call may be retried. The message names the
+    /// condition in words a caller may read (never a URL or a driver's detail).
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Shorthand for store results.
@@ -149,6 +156,7 @@ pub trait Store:
     + SkillStore
     + StoreHealth
     + OAuthStore
+    + StoreGauges
 {
 }
 
@@ -164,5 +172,6 @@ impl<T> Store for T where
         + SkillStore
         + StoreHealth
         + OAuthStore
+        + StoreGauges
 {
 }

@@ -13,6 +13,7 @@ mod documents;
 mod improve;
 mod jobs;
 mod maintenance;
+pub mod metrics;
 pub mod registry;
 mod repo;
 mod schedule;
@@ -27,7 +28,7 @@ pub use documents::{
 pub use improve::StatusArgs as ImproveStatusArgs;
 pub use jobs::JobsArgs;
 pub(crate) use jobs::ResumeTo;
-pub use registry::{CallObserver, REGISTRY, ToolEntry, ToolListing};
+pub use registry::{CallObserver, ParsedCall, REGISTRY, ToolEntry, ToolListing, parse_tool_args};
 pub use schedule::{SWEEP_LEASE, Scheduler, TickReport};
 
 pub(crate) use confirm::require_confirmation;

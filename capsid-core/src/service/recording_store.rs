@@ -478,3 +478,14 @@ impl OAuthStore for RecordingStore {
         Err(self.touched("purge_expired_oauth"))
     }
 }
+
+#[async_trait]
+impl StoreGauges for RecordingStore {
+    async fn job_gauges(&self, _now: Timestamp) -> StoreResult<Vec<JobGaugeRow>> {
+        Err(self.touched("job_gauges"))
+    }
+    fn pool_usage(&self) -> Vec<PoolUsage> {
+        self.touched("pool_usage");
+        Vec::new()
+    }
+}

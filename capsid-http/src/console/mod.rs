@@ -94,7 +94,7 @@ async fn session(
 fn core_error(e: &Error) -> Response {
     let status = match e {
         Error::Forbidden(_) | Error::Denied(_) => StatusCode::FORBIDDEN,
-        Error::Internal(_) | Error::Unavailable(_) => {
+        Error::Internal(_) | Error::Unavailable(_) | Error::StoreUnavailable(_) => {
             tracing::error!(error = %e, "console failed");
             StatusCode::SERVICE_UNAVAILABLE
         }
@@ -109,6 +109,9 @@ fn core_error(e: &Error) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        crate::unavailable::with_retry_after(&mut resp);
+    }
     resp
 }
 

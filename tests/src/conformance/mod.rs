@@ -8,6 +8,7 @@ pub mod documents_paths;
 pub mod documents_read;
 pub mod documents_search;
 pub mod documents_write;
+pub mod gauges;
 pub mod hostile;
 pub mod jobs_claim;
 pub mod jobs_flow;
