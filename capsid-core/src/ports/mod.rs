@@ -12,6 +12,7 @@
 //! [`crate::time::Clock`] and [`crate::ids::Entropy`] ports.
 
 mod agents;
+mod backup;
 mod blobs;
 mod documents;
 mod improve;
@@ -22,7 +23,8 @@ mod repo_host;
 mod settings;
 
 pub use agents::{AgentRow, AgentStore, NewAgent};
-pub use blobs::{BlobError, BlobStore};
+pub use backup::{BackupStore, DumpSink, Pruned, RowSource, TransferError};
+pub use blobs::{BlobError, BlobMeta, BlobReader, BlobStore, BlobWriter};
 pub use documents::{
     Backlinks, BriefRows, DocFilter, DocWithActor, DocumentStore, DocumentWrite, LintRows,
     NamespaceRow, NamespaceStore, SearchHit, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
@@ -145,6 +147,7 @@ pub trait Store:
     + SkillStore
     + StoreHealth
     + OAuthStore
+    + BackupStore
 {
 }
 
@@ -160,5 +163,6 @@ impl<T> Store for T where
         + SkillStore
         + StoreHealth
         + OAuthStore
+    + BackupStore
 {
 }

@@ -10,6 +10,7 @@
 mod agents;
 pub mod args;
 mod auth;
+mod backup;
 mod confirm;
 mod console;
 mod documents;
@@ -35,6 +36,9 @@ mod schedule;
 mod writes;
 
 pub use auth::Resolved;
+pub use backup::{
+    BackupCredential, CredentialError, CredentialObject, RestoreError, RestoreReport, TableCheck,
+};
 pub use confirm::{Confirmer, Consent, NoConfirmer};
 pub use console::{ACTIVITY_ROWS, CONSOLE_ACTIONS, ConsoleAction};
 pub use oauth::{AuthorizeCheck, ConsoleLogin, RateExceeded, console_return_path_ok};
@@ -89,6 +93,7 @@ pub struct Service {
     pub(crate) notifier: Option<Arc<dyn Notifier>>,
     pub(crate) config: Arc<ServiceConfig>,
     pub(crate) repo_reads: Arc<repo_cache::RepoReadCache>,
+    pub(crate) backups: backup::BackupWiring,
 }
 
 impl fmt::Debug for Service {
@@ -126,6 +131,7 @@ impl Service {
             notifier: None,
             config: Arc::new(config),
             repo_reads: Arc::default(),
+            backups: backup::BackupWiring::default(),
         }
     }
 

@@ -450,3 +450,33 @@ impl OAuthStore for UntouchableStore {
         touched("purge_expired_oauth")
     }
 }
+
+#[async_trait]
+impl BackupStore for UntouchableStore {
+    fn engine(&self) -> &'static str {
+        "untouchable"
+    }
+    async fn export_tables(
+        &self,
+        _tables: &[&'static crate::backup::tables::TableSpec],
+        _page_rows: usize,
+        _sink: &mut dyn DumpSink,
+    ) -> Result<(), TransferError> {
+        touched("export_tables")
+    }
+    async fn count_rows(
+        &self,
+        _tables: &[&'static crate::backup::tables::TableSpec],
+    ) -> StoreResult<Vec<u64>> {
+        touched("count_rows")
+    }
+    async fn import_tables(&self, _source: &mut dyn RowSource) -> Result<u64, TransferError> {
+        touched("import_tables")
+    }
+    async fn prune_history(
+        &self,
+        _cutoffs: crate::backup::retention::PruneCutoffs,
+    ) -> StoreResult<Pruned> {
+        touched("prune_history")
+    }
+}
