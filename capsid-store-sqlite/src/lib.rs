@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod agents;
+mod backup;
 mod audit;
 mod documents;
 mod error;
