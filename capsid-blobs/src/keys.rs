@@ -17,7 +17,11 @@ pub fn path_of_key(key: &str) -> Result<Path, BlobError> {
 /// The key a listed path stands for.
 pub fn key_of_path(path: &Path) -> String {
     path.parts()
-        .map(|part| percent_decode_str(part.as_ref()).decode_utf8_lossy().into_owned())
+        .map(|part| {
+            percent_decode_str(part.as_ref())
+                .decode_utf8_lossy()
+                .into_owned()
+        })
         .collect::<Vec<_>>()
         .join("/")
 }

@@ -89,13 +89,16 @@ impl ObjectBlobStore {
         let mut out: Vec<BlobMeta> = listing
             .map_err(backend)
             .try_filter_map(|meta| {
-                let found = self.key(&meta.location).filter(|k| k.starts_with(prefix)).map(|key| {
-                    BlobMeta {
+                let found = self
+                    .key(&meta.location)
+                    .filter(|k| k.starts_with(prefix))
+                    .map(|key| BlobMeta {
                         key,
                         size: meta.size,
-                        last_modified: Timestamp::from_millis(meta.last_modified.timestamp_millis()),
-                    }
-                });
+                        last_modified: Timestamp::from_millis(
+                            meta.last_modified.timestamp_millis(),
+                        ),
+                    });
                 futures::future::ready(Ok(found))
             })
             .try_collect()

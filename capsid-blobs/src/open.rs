@@ -31,7 +31,9 @@ pub fn parse_blob_url(url: &str) -> Result<BlobUrl, String> {
     if let Some(rest) = url.strip_prefix("s3://") {
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
-            return Err(format!("{url}: an s3:// URL names a bucket: s3://bucket[/prefix]"));
+            return Err(format!(
+                "{url}: an s3:// URL names a bucket: s3://bucket[/prefix]"
+            ));
         }
         let prefix = prefix.trim_matches('/');
         let prefix = if prefix.is_empty() {
@@ -46,12 +48,16 @@ pub fn parse_blob_url(url: &str) -> Result<BlobUrl, String> {
     }
     if let Some(path) = url.strip_prefix("file://") {
         if !path.starts_with('/') {
-            return Err(format!("{url}: a file:// URL names an absolute folder: file:///path"));
+            return Err(format!(
+                "{url}: a file:// URL names an absolute folder: file:///path"
+            ));
         }
         return Ok(BlobUrl::Folder(PathBuf::from(path)));
     }
     if url.contains("://") {
-        return Err(format!("{url}: use file:///folder, a folder path, or s3://bucket[/prefix]"));
+        return Err(format!(
+            "{url}: use file:///folder, a folder path, or s3://bucket[/prefix]"
+        ));
     }
     if url.is_empty() {
         return Err("an empty blob store location".to_owned());
@@ -70,9 +76,8 @@ impl ObjectBlobStore {
 
     /// A local folder.
     pub fn folder(folder: PathBuf) -> Result<ObjectBlobStore, BlobError> {
-        std::fs::create_dir_all(&folder).map_err(|e| {
-            BlobError::Backend(format!("cannot create {}: {e}", folder.display()))
-        })?;
+        std::fs::create_dir_all(&folder)
+            .map_err(|e| BlobError::Backend(format!("cannot create {}: {e}", folder.display())))?;
         let store = LocalFileSystem::new_with_prefix(&folder)
             .map_err(|e| BlobError::Backend(e.to_string()))?
             .with_automatic_cleanup(true);

@@ -67,7 +67,7 @@ impl SessionOwners {
     }
 }
 
-fn unauthorized() -> Response {
+pub(crate) fn unauthorized() -> Response {
     let mut resp = (
         StatusCode::UNAUTHORIZED,
         axum::Json(json!({

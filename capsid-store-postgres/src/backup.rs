@@ -8,9 +8,7 @@ use async_trait::async_trait;
 use capsid_core::backup::retention::PruneCutoffs;
 use capsid_core::backup::rows::{Cell, Row};
 use capsid_core::backup::tables::{ColumnKind, TableSpec};
-use capsid_core::ports::{
-    BackupStore, DumpSink, Pruned, RowSource, StoreResult, TransferError,
-};
+use capsid_core::ports::{BackupStore, DumpSink, Pruned, RowSource, StoreResult, TransferError};
 use futures::TryStreamExt;
 use sqlx::postgres::{PgRow, Postgres};
 use sqlx::{PgConnection, QueryBuilder, Row as _};
@@ -30,9 +28,15 @@ fn select_all(table: &TableSpec) -> QueryBuilder<Postgres> {
 
 fn cell(row: &PgRow, at: usize, kind: ColumnKind) -> Result<Cell, sqlx::Error> {
     Ok(match kind {
-        ColumnKind::Text => row.try_get::<Option<String>, _>(at)?.map_or(Cell::Null, Cell::Text),
-        ColumnKind::Integer => row.try_get::<Option<i64>, _>(at)?.map_or(Cell::Null, Cell::Int),
-        ColumnKind::Real => row.try_get::<Option<f64>, _>(at)?.map_or(Cell::Null, Cell::Real),
+        ColumnKind::Text => row
+            .try_get::<Option<String>, _>(at)?
+            .map_or(Cell::Null, Cell::Text),
+        ColumnKind::Integer => row
+            .try_get::<Option<i64>, _>(at)?
+            .map_or(Cell::Null, Cell::Int),
+        ColumnKind::Real => row
+            .try_get::<Option<f64>, _>(at)?
+            .map_or(Cell::Null, Cell::Real),
     })
 }
 

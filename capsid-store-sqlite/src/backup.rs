@@ -8,9 +8,7 @@ use async_trait::async_trait;
 use capsid_core::backup::retention::PruneCutoffs;
 use capsid_core::backup::rows::{Cell, Row};
 use capsid_core::backup::tables::{ColumnKind, TableSpec};
-use capsid_core::ports::{
-    BackupStore, DumpSink, Pruned, RowSource, StoreResult, TransferError,
-};
+use capsid_core::ports::{BackupStore, DumpSink, Pruned, RowSource, StoreResult, TransferError};
 use futures::TryStreamExt;
 use sqlx::sqlite::{Sqlite, SqliteRow};
 use sqlx::{QueryBuilder, Row as _};
@@ -32,9 +30,15 @@ fn select_all(table: &TableSpec) -> QueryBuilder<Sqlite> {
 
 fn cell(row: &SqliteRow, at: usize, kind: ColumnKind) -> Result<Cell, sqlx::Error> {
     Ok(match kind {
-        ColumnKind::Text => row.try_get::<Option<String>, _>(at)?.map_or(Cell::Null, Cell::Text),
-        ColumnKind::Integer => row.try_get::<Option<i64>, _>(at)?.map_or(Cell::Null, Cell::Int),
-        ColumnKind::Real => row.try_get::<Option<f64>, _>(at)?.map_or(Cell::Null, Cell::Real),
+        ColumnKind::Text => row
+            .try_get::<Option<String>, _>(at)?
+            .map_or(Cell::Null, Cell::Text),
+        ColumnKind::Integer => row
+            .try_get::<Option<i64>, _>(at)?
+            .map_or(Cell::Null, Cell::Int),
+        ColumnKind::Real => row
+            .try_get::<Option<f64>, _>(at)?
+            .map_or(Cell::Null, Cell::Real),
     })
 }
 
@@ -128,11 +132,12 @@ impl BackupStore for SqliteStore {
         let mut tx = self.begin_read().await?;
         let mut out = Vec::with_capacity(tables.len());
         for table in tables {
-            let n: i64 = QueryBuilder::<Sqlite>::new(format!("SELECT COUNT(*) FROM {}", table.name))
-                .build_query_scalar()
-                .fetch_one(&mut *tx)
-                .await
-                .db()?;
+            let n: i64 =
+                QueryBuilder::<Sqlite>::new(format!("SELECT COUNT(*) FROM {}", table.name))
+                    .build_query_scalar()
+                    .fetch_one(&mut *tx)
+                    .await
+                    .db()?;
             out.push(count(n));
         }
         tx.rollback().await.db()?;

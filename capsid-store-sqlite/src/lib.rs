@@ -8,8 +8,8 @@
 #![forbid(unsafe_code)]
 
 mod agents;
-mod backup;
 mod audit;
+mod backup;
 mod documents;
 mod error;
 mod health;

@@ -43,7 +43,9 @@ pub enum CredentialRefusal {
     #[error("{SIGNATURE_HEADER} does not verify for this body and timestamp")]
     BadSignature,
     /// The body is too large or not `{"jti": "<1-256 chars>"}` (400).
-    #[error("the body must be JSON {{\"jti\": string of 1-256 characters}} of at most {MAX_BODY_BYTES} bytes: {0}")]
+    #[error(
+        "the body must be JSON {{\"jti\": string of 1-256 characters}} of at most {MAX_BODY_BYTES} bytes: {0}"
+    )]
     BadBody(String),
     /// The `jti` was used before (409).
     #[error("jti '{0}' was already used: sign a fresh request")]
@@ -107,7 +109,9 @@ pub fn verify_request(
         serde_json::from_slice(body).map_err(|e| CredentialRefusal::BadBody(e.to_string()))?;
     let n = parsed.jti.chars().count();
     if !(1..=256).contains(&n) {
-        return Err(CredentialRefusal::BadBody(format!("jti has {n} characters")));
+        return Err(CredentialRefusal::BadBody(format!(
+            "jti has {n} characters"
+        )));
     }
     Ok(parsed.jti)
 }
@@ -169,7 +173,10 @@ mod tests {
 
     #[test]
     fn the_key_is_the_backup_context_hmac() {
-        assert_eq!(credential_key(ROOT), hmac_sha256_hex(ROOT, "capsid-backup-credential:v1"));
+        assert_eq!(
+            credential_key(ROOT),
+            hmac_sha256_hex(ROOT, "capsid-backup-credential:v1")
+        );
         let secs = (now().as_millis() / 1000).to_string();
         let body = br#"{"jti":"a"}"#;
         let by_hand = hmac_sha256_hex(credential_key(ROOT), format!("{secs}.{{\"jti\":\"a\"}}"));
@@ -186,7 +193,10 @@ mod tests {
             verify_request(None, Some(&secs), Some("x"), body, now()),
             Err(CredentialRefusal::NotConfigured)
         );
-        assert_eq!(signed("yesterday", body), Err(CredentialRefusal::BadTimestamp));
+        assert_eq!(
+            signed("yesterday", body),
+            Err(CredentialRefusal::BadTimestamp)
+        );
         let early = ((now().as_millis() - 31 * MINUTE_MS) / 1000).to_string();
         assert_eq!(signed(&early, body), Err(CredentialRefusal::OutsideWindow));
         assert_eq!(
@@ -198,8 +208,14 @@ mod tests {
             verify_request(Some(ROOT), Some(&secs), Some(&other_root), body, now()),
             Err(CredentialRefusal::BadSignature)
         );
-        assert!(matches!(signed(&secs, br#"{"jti":""}"#), Err(CredentialRefusal::BadBody(_))));
-        assert!(matches!(signed(&secs, b"nope"), Err(CredentialRefusal::BadBody(_))));
+        assert!(matches!(
+            signed(&secs, br#"{"jti":""}"#),
+            Err(CredentialRefusal::BadBody(_))
+        ));
+        assert!(matches!(
+            signed(&secs, b"nope"),
+            Err(CredentialRefusal::BadBody(_))
+        ));
         assert!(matches!(
             signed(&secs, br#"{"jti":"a","more":1}"#),
             Err(CredentialRefusal::BadBody(_))
@@ -211,10 +227,20 @@ mod tests {
         let token = mint_read_token(ROOT, now().plus_millis(READ_TOKEN_TTL_MS));
         let key = "backups/json/2026-03-01T09-00-00-000Z/manifest.json";
         assert!(read_token_allows(ROOT, &token, key, now()));
-        assert!(!read_token_allows(ROOT, &token, key, now().plus_millis(READ_TOKEN_TTL_MS)));
+        assert!(!read_token_allows(
+            ROOT,
+            &token,
+            key,
+            now().plus_millis(READ_TOKEN_TTL_MS)
+        ));
         assert!(!read_token_allows("other", &token, key, now()));
         assert!(!read_token_allows(ROOT, &token, "reports/x", now()));
-        assert!(!read_token_allows(ROOT, &token, "backups/../signing.key", now()));
+        assert!(!read_token_allows(
+            ROOT,
+            &token,
+            "backups/../signing.key",
+            now()
+        ));
         assert!(!read_token_allows(ROOT, &token, "backups/", now()));
         let forged = token.replacen('.', "9.", 1);
         assert!(!read_token_allows(ROOT, &forged, key, now()));

@@ -180,10 +180,7 @@ pub fn parse_manifest(key: &str, bytes: &[u8]) -> Result<Manifest, DumpRefusal> 
     let manifest: Manifest =
         serde_json::from_slice(bytes).map_err(|e| bad(format!("not a manifest: {e}")))?;
     if manifest.format != FORMAT {
-        return Err(bad(format!(
-            "format '{}' is not {FORMAT}",
-            manifest.format
-        )));
+        return Err(bad(format!("format '{}' is not {FORMAT}", manifest.format)));
     }
     if Timestamp::parse(&manifest.exported_at).is_none() {
         return Err(bad(format!(
@@ -296,7 +293,10 @@ mod tests {
         let b = a.plus_millis(1);
         assert_eq!(run_id(a), "2026-03-01T09-00-00-000Z");
         assert!(run_id(a) < run_id(b));
-        assert_eq!(run_date(&run_id(a)).map(Timestamp::date), Some("2026-03-01".into()));
+        assert_eq!(
+            run_date(&run_id(a)).map(Timestamp::date),
+            Some("2026-03-01".into())
+        );
         assert_eq!(run_date("garbage"), None);
         assert_eq!(run_of_key("backups/json/r1/documents.json"), Some("r1"));
         assert_eq!(run_of_key("backups/json/r1"), None);
@@ -324,7 +324,10 @@ mod tests {
         let mut missing = m.clone();
         missing.tables.retain(|t| t.table != "jobs");
         let bytes = serde_json::to_vec(&missing).expect("render");
-        assert!(matches!(parse_manifest("k", &bytes), Err(DumpRefusal::Torn(_))));
+        assert!(matches!(
+            parse_manifest("k", &bytes),
+            Err(DumpRefusal::Torn(_))
+        ));
         assert!(parse_manifest("k", b"{not json").is_err());
     }
 
@@ -345,7 +348,12 @@ mod tests {
         let m = manifest();
         let listed = &m.tables[0];
         assert!(check_file_header(&m, listed, Some("documents"), Some(&m.exported_at)).is_ok());
-        let torn = check_file_header(&m, listed, Some("documents"), Some("2026-03-01T09:00:05.000Z"));
+        let torn = check_file_header(
+            &m,
+            listed,
+            Some("documents"),
+            Some("2026-03-01T09:00:05.000Z"),
+        );
         assert!(matches!(torn, Err(DumpRefusal::Torn(ref why)) if why.contains("one snapshot")));
         assert!(check_file_header(&m, listed, Some("jobs"), Some(&m.exported_at)).is_err());
         assert!(check_row_count(listed, 1).is_ok());

@@ -78,7 +78,11 @@ mod tests {
         let runs: Vec<String> = (0..20).map(|w| run_id(day(w * 7))).collect();
         let now = day(400);
         let gone = runs_to_delete(&runs, now);
-        assert_eq!(gone.len(), 6, "all but the 14 newest are older than 90 days");
+        assert_eq!(
+            gone.len(),
+            6,
+            "all but the 14 newest are older than 90 days"
+        );
         for run in &runs[6..] {
             assert!(!gone.contains(run), "{run} is among the 14 newest");
         }

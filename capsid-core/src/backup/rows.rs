@@ -52,12 +52,9 @@ pub fn row_from_json(table: &TableSpec, object: Map<String, Value>) -> Result<Ro
     let mut object = object;
     let mut row = Vec::with_capacity(table.columns.len());
     for column in table.columns {
-        let value = object.remove(column.name).ok_or_else(|| {
-            format!(
-                "{}: a row lacks column '{}'",
-                table.name, column.name
-            )
-        })?;
+        let value = object
+            .remove(column.name)
+            .ok_or_else(|| format!("{}: a row lacks column '{}'", table.name, column.name))?;
         let cell = match (column.kind, value) {
             (_, Value::Null) => Cell::Null,
             (ColumnKind::Text, Value::String(s)) => Cell::Text(s),
@@ -402,7 +399,11 @@ mod tests {
         assert!(split_all(cut, 5).unwrap_err().contains("truncated"));
         assert!(split_all(b"[1,2]", 3).is_err());
         assert!(split_all(br#"{"table":"x","rows":[1]}"#, 3).is_err());
-        assert!(split_all(br#"{"table":"x"}"#, 3).unwrap_err().contains("no rows"));
+        assert!(
+            split_all(br#"{"table":"x"}"#, 3)
+                .unwrap_err()
+                .contains("no rows")
+        );
     }
 
     #[test]
@@ -411,13 +412,25 @@ mod tests {
         object.insert("key".into(), Value::from("k"));
         object.insert("value".into(), Value::from(3));
         object.insert("expires_at".into(), Value::Null);
-        assert!(row_from_json(&SETTINGS, object.clone()).unwrap_err().contains("'value'"));
+        assert!(
+            row_from_json(&SETTINGS, object.clone())
+                .unwrap_err()
+                .contains("'value'")
+        );
         object.insert("value".into(), Value::from("v"));
         object.insert("surprise".into(), Value::Null);
-        assert!(row_from_json(&SETTINGS, object.clone()).unwrap_err().contains("surprise"));
+        assert!(
+            row_from_json(&SETTINGS, object.clone())
+                .unwrap_err()
+                .contains("surprise")
+        );
         object.remove("surprise");
         object.remove("expires_at");
-        assert!(row_from_json(&SETTINGS, object).unwrap_err().contains("lacks"));
+        assert!(
+            row_from_json(&SETTINGS, object)
+                .unwrap_err()
+                .contains("lacks")
+        );
     }
 
     #[test]

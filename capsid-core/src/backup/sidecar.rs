@@ -10,7 +10,14 @@ use crate::improve::roster::ROSTER;
 
 /// Whether the settings sidecar carries `key`.
 pub fn carried_setting(key: &str) -> bool {
-    if [IMPROVE_MODE_KEY, BUDGET_KEY, META_LAST_KEY, BACKUP_LAST_OK_KEY].contains(&key) {
+    if [
+        IMPROVE_MODE_KEY,
+        BUDGET_KEY,
+        META_LAST_KEY,
+        BACKUP_LAST_OK_KEY,
+    ]
+    .contains(&key)
+    {
         return true;
     }
     ROSTER

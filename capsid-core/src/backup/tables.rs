@@ -392,7 +392,10 @@ pub const NOT_EXPORTED: [(&str, &str); 11] = [
         "oauth_clients",
         "OAuth clients register again against the restored server",
     ),
-    ("oauth_approvals", "bound to OAuth clients, which re-register"),
+    (
+        "oauth_approvals",
+        "bound to OAuth clients, which re-register",
+    ),
     ("oauth_login_states", "login round trips in flight"),
     ("oauth_codes", "OAuth codes are short-lived secrets"),
     ("oauth_grants", "OAuth grants end with their clients"),

@@ -163,6 +163,6 @@ impl<T> Store for T where
         + SkillStore
         + StoreHealth
         + OAuthStore
-    + BackupStore
+        + BackupStore
 {
 }

@@ -81,11 +81,7 @@ impl DumpSink for DumpWriter<'_> {
     async fn begin_table(&mut self, table: &'static TableSpec) -> Result<(), String> {
         self.abandon().await;
         let key = file_key(&self.run, table);
-        let writer = self
-            .media
-            .writer(&key)
-            .await
-            .map_err(|e| e.to_string())?;
+        let writer = self.media.writer(&key).await.map_err(|e| e.to_string())?;
         self.progress.table_started(table.name, None);
         self.current = Some(Open {
             table,

@@ -35,7 +35,10 @@ fn text(row: &[Cell], at: usize) -> Option<&str> {
 }
 
 /// Mirrors the documents of `manifest`'s dump and prunes stale mirror files.
-pub(crate) async fn mirror_documents(media: &dyn BlobStore, manifest: &Manifest) -> Result<Mirrored> {
+pub(crate) async fn mirror_documents(
+    media: &dyn BlobStore,
+    manifest: &Manifest,
+) -> Result<Mirrored> {
     let (ns_at, path_at, body_at) = (column("namespace"), column("path"), column("body"));
     let listed = manifest
         .table(&DOCUMENTS)

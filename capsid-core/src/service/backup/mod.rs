@@ -60,6 +60,42 @@ impl Service {
         })
     }
 
+    /// `POST /ops/backup`: a run on demand for a caller holding the write grant (a read-only
+    /// key is refused before anything is touched).
+    pub async fn backup_as(
+        &self,
+        caller: &crate::caller::Caller,
+        progress: &dyn Progress,
+    ) -> Result<BackupSummary> {
+        if !caller.scopes.has_grant(crate::scope::Grant::Write) {
+            return Err(Error::Forbidden(format!(
+                "{} holds no write grant: a backup run prunes history, so it needs a key with the write grant",
+                caller.actor()
+            )));
+        }
+        self.run_backup(progress).await
+    }
+
+    /// The scheduler's daily run: runs a backup when one is due (09:00 UTC, none since) and a
+    /// media store is configured; whether it ran.
+    pub async fn daily_backup_if_due(&self) -> Result<bool> {
+        if self.backups.media.is_none() {
+            return Ok(false);
+        }
+        let now = self.now();
+        let last_ok = self
+            .store
+            .setting(BACKUP_LAST_OK_KEY, now)
+            .await?
+            .as_deref()
+            .and_then(Timestamp::parse);
+        if !crate::backup::daily_run_due(now, last_ok) {
+            return Ok(false);
+        }
+        let summary = self.run_backup(&crate::backup::summary::NoProgress).await?;
+        Ok(summary.ran)
+    }
+
     /// Runs one backup now, unless another run holds the lease (then `ran: false,
     /// skipped: "lease-held"`).
     pub async fn run_backup(&self, progress: &dyn Progress) -> Result<BackupSummary> {
@@ -217,7 +253,11 @@ impl Service {
     pub(crate) async fn fts_finds_a_document(&self) -> Result<String> {
         let sample = self.store.list_documents(&DocFilter::default(), 5).await?;
         for summary in sample {
-            let Some(doc) = self.store.document(&summary.namespace, &summary.path).await? else {
+            let Some(doc) = self
+                .store
+                .document(&summary.namespace, &summary.path)
+                .await?
+            else {
                 continue;
             };
             let Some(term) = probe_term(doc.title.as_deref(), doc.body.as_deref()) else {

@@ -12,8 +12,8 @@ use super::Service;
 use super::files::TableFile;
 use crate::backup::PAGE_ROWS;
 use crate::backup::manifest::{
-    DumpRefusal, JSON_PREFIX, MANIFEST, Manifest, check_file_header, check_row_count,
-    check_schema, parse_manifest, run_key, run_of_key,
+    DumpRefusal, JSON_PREFIX, MANIFEST, Manifest, check_file_header, check_row_count, check_schema,
+    parse_manifest, run_key, run_of_key,
 };
 use crate::backup::summary::Progress;
 use crate::backup::tables::{EXPORTED, SETTINGS, TableSpec};
@@ -130,9 +130,9 @@ impl Service {
         }
         progress.step("checking that every table is from one snapshot");
         for table in &order {
-            let listed = manifest
-                .table(table)
-                .ok_or_else(|| DumpRefusal::Torn(format!("the manifest lists no {}", table.name)))?;
+            let listed = manifest.table(table).ok_or_else(|| {
+                DumpRefusal::Torn(format!("the manifest lists no {}", table.name))
+            })?;
             let mut file = match TableFile::open(source, &listed.key, table).await {
                 Ok(file) => file,
                 Err(BlobError::NotFound(_)) => {
@@ -242,7 +242,10 @@ impl DumpSource<'_> {
         };
         let table = self.order[self.next - 1];
         let Some(listed) = self.manifest.table(table) else {
-            return Err(self.refuse(DumpRefusal::Torn(format!("no manifest line for {}", table.name))));
+            return Err(self.refuse(DumpRefusal::Torn(format!(
+                "no manifest line for {}",
+                table.name
+            ))));
         };
         let checked = check_file_header(
             self.manifest,
@@ -268,7 +271,10 @@ impl RowSource for DumpSource<'_> {
         };
         self.next += 1;
         let Some(listed) = self.manifest.table(table) else {
-            return Err(self.refuse(DumpRefusal::Torn(format!("no manifest line for {}", table.name))));
+            return Err(self.refuse(DumpRefusal::Torn(format!(
+                "no manifest line for {}",
+                table.name
+            ))));
         };
         let file = TableFile::open(self.source, &listed.key, table)
             .await
