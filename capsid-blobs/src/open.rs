@@ -91,10 +91,26 @@ impl ObjectBlobStore {
 
     /// An S3-compatible bucket, configured from the `AWS_*` environment.
     pub fn s3(bucket: &str, prefix: &str) -> Result<ObjectBlobStore, BlobError> {
+        Self::s3_with(bucket, prefix, &[])
+    }
+
+    /// As [`ObjectBlobStore::s3`], with `config` pairs (`aws_endpoint`, `aws_allow_http`, …)
+    /// set over the environment's.
+    pub fn s3_with(
+        bucket: &str,
+        prefix: &str,
+        config: &[(&str, &str)],
+    ) -> Result<ObjectBlobStore, BlobError> {
         // Every HTTPS client of the process uses ring (no C toolchain needed).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let s3 = AmazonS3Builder::from_env()
-            .with_bucket_name(bucket)
+        let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+        for (key, value) in config {
+            let key = key
+                .parse()
+                .map_err(|e| BlobError::Backend(format!("S3 setting {key}: {e}")))?;
+            builder = builder.with_config(key, *value);
+        }
+        let s3 = builder
             .build()
             .map_err(|e| BlobError::Backend(format!("S3 bucket {bucket}: {e}")))?;
         let s3 = Arc::new(s3);
