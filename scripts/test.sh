@@ -29,6 +29,20 @@ elif ! capsid_pg_start; then
   echo "postgres: NOT AVAILABLE - the Postgres cases will report that they did not run" >&2
 fi
 
+step "moto_server (the S3-compatible server the S3 tests start on loopback)"
+# PyPI's moto runs an S3 API offline; the blob-store and backup tests spawn it themselves.
+if ! command -v moto_server >/dev/null 2>&1; then
+  pip install --quiet 'moto[server]' || echo "moto: pip install 'moto[server]' failed" >&2
+fi
+if command -v moto_server >/dev/null 2>&1; then
+  echo "moto_server: $(command -v moto_server)"
+elif [ "${CI:-}" = "true" ]; then
+  echo "moto_server: not installed, and CI requires the S3 cases to run" >&2
+  exit 1
+else
+  echo "moto_server: NOT AVAILABLE - the S3 cases will report that they did not run" >&2
+fi
+
 step "headless Chromium (the console test renders the page in it)"
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${CAPSID_CHROMIUM:-}" ]; then
   # Debian's package; CI starts from a clean machine with only package registries reachable.
