@@ -64,7 +64,10 @@ impl Moto {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("moto_server did not answer on {} within 30 s", moto.endpoint);
+        panic!(
+            "moto_server did not answer on {} within 30 s",
+            moto.endpoint
+        );
     }
 
     /// Creates `bucket`.

@@ -26,12 +26,24 @@ async fn s3(moto: &Moto, bucket: &str) -> ObjectBlobStore {
 /// The port's behaviour, the same on every store.
 async fn blob_store_behaves(store: &dyn BlobStore) {
     store.put("a/one.txt", b"one".to_vec()).await.expect("put");
-    store.put("a/one.txt", b"uno".to_vec()).await.expect("put replaces");
+    store
+        .put("a/one.txt", b"uno".to_vec())
+        .await
+        .expect("put replaces");
     assert_eq!(store.get("a/one.txt").await.expect("get"), b"uno");
-    assert!(matches!(store.get("a/none.txt").await, Err(BlobError::NotFound(_))));
-    store.put_new("a/new.txt", b"first".to_vec()).await.expect("create");
+    assert!(matches!(
+        store.get("a/none.txt").await,
+        Err(BlobError::NotFound(_))
+    ));
+    store
+        .put_new("a/new.txt", b"first".to_vec())
+        .await
+        .expect("create");
     assert!(
-        matches!(store.put_new("a/new.txt", b"second".to_vec()).await, Err(BlobError::Exists(_))),
+        matches!(
+            store.put_new("a/new.txt", b"second".to_vec()).await,
+            Err(BlobError::Exists(_))
+        ),
         "a conditional create never clobbers"
     );
     assert_eq!(store.get("a/new.txt").await.expect("get"), b"first");
@@ -52,7 +64,11 @@ async fn blob_store_behaves(store: &dyn BlobStore) {
     let aborted = store.writer("big/aborted.bin").await.expect("writer");
     aborted.abort().await.expect("abort");
     store
-        .put_many((0..30).map(|n| (format!("many/{n:02}.md"), vec![b'x'; n])).collect())
+        .put_many(
+            (0..30)
+                .map(|n| (format!("many/{n:02}.md"), vec![b'x'; n]))
+                .collect(),
+        )
         .await
         .expect("put many");
     let listed = store.list("many/").await.expect("list");
@@ -61,12 +77,26 @@ async fn blob_store_behaves(store: &dyn BlobStore) {
     let meta = store.list_meta("many/2").await.expect("list");
     assert_eq!(meta.len(), 10);
     assert_eq!(meta[9].size, 29);
-    assert!(store.list("big/").await.expect("list").iter().all(|k| k != "big/aborted.bin"));
+    assert!(
+        store
+            .list("big/")
+            .await
+            .expect("list")
+            .iter()
+            .all(|k| k != "big/aborted.bin")
+    );
     let odd = "odd/a b#c [d] 100%.md";
     store.put(odd, b"odd".to_vec()).await.expect("put");
-    assert_eq!(store.list("odd/").await.expect("list"), vec![odd.to_owned()], "keys round-trip");
+    assert_eq!(
+        store.list("odd/").await.expect("list"),
+        vec![odd.to_owned()],
+        "keys round-trip"
+    );
     store.delete_many(listed).await.expect("delete many");
-    store.delete("a/none.txt").await.expect("deleting nothing is fine");
+    store
+        .delete("a/none.txt")
+        .await
+        .expect("deleting nothing is fine");
     assert!(store.list("many/").await.expect("list").is_empty());
 }
 
@@ -75,7 +105,13 @@ async fn local_folder_blob_store() {
     let dir = tempfile::tempdir().expect("a folder");
     let store = ObjectBlobStore::folder(dir.path().join("media")).expect("a folder store");
     blob_store_behaves(&store).await;
-    assert_eq!(store.signed_read_url("a/one.txt", 60_000).await.expect("sign"), None);
+    assert_eq!(
+        store
+            .signed_read_url("a/one.txt", 60_000)
+            .await
+            .expect("sign"),
+        None
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,7 +126,12 @@ async fn s3_blob_store_on_moto() {
         .await
         .expect("sign")
         .expect("S3 signs URLs");
-    let body = reqwest::get(&url).await.expect("get").bytes().await.expect("bytes");
+    let body = reqwest::get(&url)
+        .await
+        .expect("get")
+        .bytes()
+        .await
+        .expect("bytes");
     assert_eq!(&body[..], b"uno");
 }
 
@@ -111,13 +152,28 @@ async fn backup_to_s3_lists_prunes_old_runs_and_restores() {
     s.namespace("alpha").await;
     s.admin("write", json!({"namespace": "alpha", "path": "core.md", "title": "Core", "body": "Stored in a bucket of narwhals.\n"})).await;
     let now = s.service.now();
-    let old: Vec<String> = (0..15).map(|d| run_id(now.plus_millis(-(120 + d) * DAY_MS))).collect();
+    let old: Vec<String> = (0..15)
+        .map(|d| run_id(now.plus_millis(-(120 + d) * DAY_MS)))
+        .collect();
     for run in &old {
-        media.put(&run_key(run, MANIFEST), b"{}".to_vec()).await.expect("put");
+        media
+            .put(&run_key(run, MANIFEST), b"{}".to_vec())
+            .await
+            .expect("put");
     }
-    let summary = s.service.run_backup(&NoProgress).await.expect("a run to S3");
-    assert!(summary.ran && summary.prune_refused.is_none(), "{summary:?}");
-    assert_eq!(summary.json_backups_pruned, 2, "16 runs: the 14 newest stay");
+    let summary = s
+        .service
+        .run_backup(&NoProgress)
+        .await
+        .expect("a run to S3");
+    assert!(
+        summary.ran && summary.prune_refused.is_none(),
+        "{summary:?}"
+    );
+    assert_eq!(
+        summary.json_backups_pruned, 2,
+        "16 runs: the 14 newest stay"
+    );
     let mut runs: Vec<String> = media
         .list(JSON_PREFIX)
         .await
@@ -129,12 +185,20 @@ async fn backup_to_s3_lists_prunes_old_runs_and_restores() {
     assert_eq!(runs.len(), 14);
     assert!(!runs.contains(&old[14]) && !runs.contains(&old[13]));
     let this = summary.run.clone().expect("a run id");
-    assert!(matches!(
-        media.put_new(&run_key(&this, MANIFEST), b"{}".to_vec()).await,
-        Err(BlobError::Exists(_))
-    ), "the manifest is written by conditional create");
+    assert!(
+        matches!(
+            media
+                .put_new(&run_key(&this, MANIFEST), b"{}".to_vec())
+                .await,
+            Err(BlobError::Exists(_))
+        ),
+        "the manifest is written by conditional create"
+    );
     assert_eq!(
-        media.get("backups/markdown/alpha/core.md").await.expect("the mirror"),
+        media
+            .get("backups/markdown/alpha/core.md")
+            .await
+            .expect("the mirror"),
         b"Stored in a bucket of narwhals.\n"
     );
     let restorer = capsid_core::service::Service::new(

@@ -22,8 +22,9 @@ pub const BACKUP_LEASE_KEY: &str = "backup:lease";
 pub const BACKUP_LEASE_MS: i64 = 900 * crate::time::SECOND_MS;
 /// Rows per page between a store and a dump.
 pub const PAGE_ROWS: usize = 500;
-/// Mirror files written at a time.
-pub const MIRROR_BATCH: usize = 20;
+/// Mirror files handed to the blob store at a time (it writes a bounded number at once:
+/// 20 for `capsid-blobs`, as the reference does).
+pub const MIRROR_BATCH: usize = 200;
 
 /// The daily run's hour (UTC).
 pub const DAILY_HOUR_UTC: i64 = 9;

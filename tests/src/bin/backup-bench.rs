@@ -98,18 +98,42 @@ impl RowSource for Seed {
             let id = Cell::Int(i as i64 + 1);
             let row = match SEEDED[self.table - 1].name {
                 "documents" => vec![
-                    id, t(&doc.namespace), t(&doc.path), doc.title.as_deref().map_or(Cell::Null, t),
-                    doc.body.as_deref().map_or(Cell::Null, t), t(doc.doc_type.as_deref().unwrap_or("note")),
-                    t("published"), Cell::Null, Cell::Null, Cell::Null, at.clone(), at,
+                    id,
+                    t(&doc.namespace),
+                    t(&doc.path),
+                    doc.title.as_deref().map_or(Cell::Null, t),
+                    doc.body.as_deref().map_or(Cell::Null, t),
+                    t(doc.doc_type.as_deref().unwrap_or("note")),
+                    t("published"),
+                    Cell::Null,
+                    Cell::Null,
+                    Cell::Null,
+                    at.clone(),
+                    at,
                 ],
                 "document_versions" => vec![
-                    id.clone(), id, t(&doc.namespace), t(&doc.path), doc.title.as_deref().map_or(Cell::Null, t),
-                    t(&format!("An earlier draft. {}", doc.body.as_deref().unwrap_or(""))),
-                    t("note"), t("draft"), Cell::Null, at,
+                    id.clone(),
+                    id,
+                    t(&doc.namespace),
+                    t(&doc.path),
+                    doc.title.as_deref().map_or(Cell::Null, t),
+                    t(&format!(
+                        "An earlier draft. {}",
+                        doc.body.as_deref().unwrap_or("")
+                    )),
+                    t("note"),
+                    t("draft"),
+                    Cell::Null,
+                    at,
                 ],
                 _ => vec![
-                    id, t("agent:bench"), t("write"), t(&doc.namespace), t(&doc.path),
-                    t("{\"mode\":\"replace\"}"), at,
+                    id,
+                    t("agent:bench"),
+                    t("write"),
+                    t(&doc.namespace),
+                    t(&doc.path),
+                    t("{\"mode\":\"replace\"}"),
+                    at,
                 ],
             };
             rows.push(row);
@@ -119,7 +143,11 @@ impl RowSource for Seed {
     }
 }
 
-async fn bench<S: Store + 'static>(source: Arc<S>, target: Arc<S>, args: &Args) -> anyhow::Result<()> {
+async fn bench<S: Store + 'static>(
+    source: Arc<S>,
+    target: Arc<S>,
+    args: &Args,
+) -> anyhow::Result<()> {
     let start = Timestamp::parse("2026-11-30T08:00:00Z").context("epoch")?;
     let clock = Arc::new(ManualClock::new(start.plus_millis(3_600_000)));
     let began = Instant::now();
@@ -141,13 +169,21 @@ async fn bench<S: Store + 'static>(source: Arc<S>, target: Arc<S>, args: &Args) 
     );
     let media_dir = tempfile::tempdir()?;
     let media = Arc::new(ObjectBlobStore::folder(media_dir.path().join("media"))?);
-    let service = Service::new(source.clone(), clock.clone(), Arc::new(TestEntropy), ServiceConfig::default())
-        .with_media(media.clone());
+    let service = Service::new(
+        source.clone(),
+        clock.clone(),
+        Arc::new(TestEntropy),
+        ServiceConfig::default(),
+    )
+    .with_media(media.clone());
 
     reset_peak();
     let rss_before = peak_rss_mb();
     let began = Instant::now();
-    let summary = service.run_backup(&NoProgress).await.context("the backup")?;
+    let summary = service
+        .run_backup(&NoProgress)
+        .await
+        .context("the backup")?;
     let backup_secs = began.elapsed().as_secs_f64();
     let backup_peak = peak_rss_mb();
     if !summary.ran || summary.prune_refused.is_some() {
@@ -181,7 +217,12 @@ async fn bench<S: Store + 'static>(source: Arc<S>, target: Arc<S>, args: &Args) 
         began.elapsed().as_secs_f64()
     );
 
-    let restorer = Service::new(target.clone(), clock, Arc::new(TestEntropy), ServiceConfig::default());
+    let restorer = Service::new(
+        target.clone(),
+        clock,
+        Arc::new(TestEntropy),
+        ServiceConfig::default(),
+    );
     reset_peak();
     let rss_before = peak_rss_mb();
     let began = Instant::now();
@@ -219,7 +260,9 @@ fn walk(dir: &std::path::Path) -> anyhow::Result<u64> {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         match args.backend {
             BackendName::Sqlite => {
@@ -227,7 +270,8 @@ fn main() -> anyhow::Result<()> {
                 let open = |name: &str| {
                     let path = dir.path().join(name);
                     async move {
-                        let store = SqliteStore::open(&format!("sqlite://{}", path.display())).await?;
+                        let store =
+                            SqliteStore::open(&format!("sqlite://{}", path.display())).await?;
                         store.migrate().await?;
                         anyhow::Ok(Arc::new(store))
                     }
@@ -246,7 +290,8 @@ fn main() -> anyhow::Result<()> {
                 ];
                 let mut stores = Vec::new();
                 for name in &names {
-                    let url = capsid_store_postgres::create_scratch_database(&admin_url, name).await?;
+                    let url =
+                        capsid_store_postgres::create_scratch_database(&admin_url, name).await?;
                     let store = PgStore::connect(&with_database(&url, name)).await?;
                     store.migrate().await?;
                     stores.push(Arc::new(store));
