@@ -2,9 +2,12 @@
 //! reads configuration, picks a store and wires adapters into the core.
 
 mod admin;
+mod backup;
+mod blobs;
 mod config;
 mod doctor;
 mod owner;
+mod restore;
 mod serve;
 mod system;
 mod test_clock;
@@ -52,6 +55,10 @@ enum Command {
     Policy(admin::PolicyCommand),
     /// Check configuration, the store and what is missing.
     Doctor(config::JsonFlag),
+    /// Back up every table, the settings sidecar and the markdown mirror to the media store.
+    Backup(backup::BackupArgs),
+    /// Restore a dump into an empty store of either engine (or rehearse it).
+    Restore(restore::RestoreArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +84,8 @@ fn main() -> ExitCode {
             Command::Namespaces(cmd) => admin::namespaces(&cli.global, cmd).await,
             Command::Policy(cmd) => admin::policy(&cli.global, cmd).await,
             Command::Doctor(json) => doctor::run(&cli.global, json.json).await,
+            Command::Backup(args) => backup::run(&cli.global, args).await,
+            Command::Restore(args) => restore::run(&cli.global, args).await,
         }
     });
     match outcome {

@@ -50,6 +50,9 @@ pub struct ServeArgs {
     /// system clock, so a test can drive several server processes through one clock.
     #[arg(long, env = "CAPSID_TEST_CLOCK_FILE", hide = true)]
     pub test_clock_file: Option<std::path::PathBuf>,
+    /// The blob stores (media: backups and the mirror; holdout: counted only).
+    #[command(flatten)]
+    pub blobs: crate::blobs::BlobArgs,
 }
 
 /// The build's provenance.
@@ -131,6 +134,17 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     if let Some(app) = github {
         service = service.with_repo_host(std::sync::Arc::new(app));
     }
+    // The media store takes the backups; the holdout store is handed on as its counts only.
+    let media = args.blobs.media(global)?;
+    let holdout = args.blobs.holdout(global)?;
+    tracing::info!(
+        media = media.describe(),
+        holdout = holdout.describe(),
+        "blob stores"
+    );
+    service = service
+        .with_media(media)
+        .with_holdout_counts(capsid_core::backup::holdout::HoldoutCounts::new(holdout));
     if let Some(url) = &args.webhook_url {
         let notifier = capsid_http::WebhookNotifier::new(url).map_err(anyhow::Error::msg)?;
         service = service.with_notifier(std::sync::Arc::new(notifier));
@@ -194,6 +208,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
                     swept = report.swept,
                     "lease sweep returned expired jobs to the queue"
                 ),
+                Ok(report) if report.backed_up => tracing::info!("the daily backup ran"),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "scheduled tick failed"),
             }

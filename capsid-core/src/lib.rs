@@ -11,6 +11,7 @@
 //! test command asserts that with `cargo tree`.
 
 pub mod autonomy;
+pub mod backup;
 pub mod caller;
 pub mod crypto;
 pub mod docs;

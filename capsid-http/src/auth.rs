@@ -70,7 +70,7 @@ impl SessionOwners {
 /// The 401 of `/ops/mcp`. With no bearer key at all it only names the scheme (RFC 6750 3.1:
 /// no error code when credentials are missing); a key that resolves to no one carries
 /// `error="invalid_token"` and says so.
-fn unauthorized(key_presented: bool) -> Response {
+pub(crate) fn unauthorized(key_presented: bool) -> Response {
     let (body, challenge) = if key_presented {
         (
             json!({

@@ -12,6 +12,7 @@
 #![allow(clippy::result_large_err)]
 
 mod auth;
+mod backup;
 mod console;
 mod cookies;
 mod csp;
@@ -189,6 +190,7 @@ pub fn router(state: AppState) -> Router {
         .merge(owner_mcp)
         .merge(oauth::routes())
         .merge(console::routes())
+        .merge(backup::routes())
         .merge(ops)
         .fallback(middleware::not_found)
         .layer(axum::middleware::from_fn_with_state(

@@ -12,6 +12,7 @@
 
 mod agents;
 mod audit;
+mod backup;
 mod documents;
 mod error;
 mod gauges;
@@ -115,4 +116,56 @@ impl PgStore {
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
+}
+
+/// `url` with its database name replaced by `database` (query parameters kept).
+pub fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let authority_start = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[authority_start..].find('/') {
+        Some(slash) => &base[..authority_start + slash],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{database}?{q}"),
+        None => format!("{base}/{database}"),
+    }
+}
+
+/// A scratch database on the server `url` names (for a restore rehearsal): created through
+/// `url`'s own database, named `name` (letters, digits and `_` only), returned as a URL.
+pub async fn create_scratch_database(url: &str, name: &str) -> Result<String, StoreError> {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(StoreError::Backend(format!(
+            "not a scratch database name: {name:?}"
+        )));
+    }
+    let admin = PgPool::connect(url).await.map_err(translate)?;
+    let created = sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+        .execute(&admin)
+        .await
+        .map_err(translate);
+    admin.close().await;
+    created?;
+    Ok(with_database(url, name))
+}
+
+/// Drops a scratch database made by [`create_scratch_database`] (connections are ended).
+pub async fn drop_scratch_database(url: &str, name: &str) -> Result<(), StoreError> {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(StoreError::Backend(format!(
+            "not a scratch database name: {name:?}"
+        )));
+    }
+    let admin = PgPool::connect(url).await.map_err(translate)?;
+    let dropped = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+    )))
+    .execute(&admin)
+    .await
+    .map_err(translate);
+    admin.close().await;
+    dropped.map(|_| ())
 }

@@ -9,6 +9,7 @@
 
 mod agents;
 mod audit;
+mod backup;
 mod documents;
 mod error;
 mod gauges;

@@ -78,6 +78,25 @@ impl TestServer {
         options: ServerOptions,
         owner: impl FnOnce(&str) -> Option<capsid_http::OwnerConfig>,
     ) -> TestServer {
+        Self::start_customized(store, options, owner, |service| service).await
+    }
+
+    /// As [`TestServer::start`], with the media store (backups) wired into the service.
+    pub async fn start_with_media(
+        store: Arc<dyn Store>,
+        options: ServerOptions,
+        media: Arc<dyn capsid_core::ports::BlobStore>,
+    ) -> TestServer {
+        Self::start_customized(store, options, |_| None, move |s| s.with_media(media)).await
+    }
+
+    /// As [`TestServer::start_with_owner`], with `customize` applied to the service first.
+    pub async fn start_customized(
+        store: Arc<dyn Store>,
+        options: ServerOptions,
+        owner: impl FnOnce(&str) -> Option<capsid_http::OwnerConfig>,
+        customize: impl FnOnce(Service) -> Service,
+    ) -> TestServer {
         // HTTP clients in this process (rmcp's, the webhook's) need the TLS provider installed.
         capsid_http::install_tls_provider();
         let now = std::time::SystemTime::now()
@@ -103,6 +122,7 @@ impl TestServer {
                 capsid_http::WebhookNotifier::new(url).expect("webhook URL"),
             ));
         }
+        let service = customize(service);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind an ephemeral port");

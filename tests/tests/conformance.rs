@@ -102,4 +102,7 @@ conformance_suite! {
     store oauth::oauth_purge_keeps_what_is_live;
     store oauth::oauth_revoke_all_grants_ends_every_client;
     shared oauth::oauth_code_race_has_one_winner;
+    store backup::backup_export_imports_row_for_row;
+    store backup::backup_import_into_empty_store;
+    store backup::backup_prune_takes_only_old_history;
 }

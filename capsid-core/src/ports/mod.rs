@@ -12,6 +12,7 @@
 //! [`crate::time::Clock`] and [`crate::ids::Entropy`] ports.
 
 mod agents;
+mod backup;
 mod blobs;
 mod documents;
 mod gauges;
@@ -23,7 +24,8 @@ mod repo_host;
 mod settings;
 
 pub use agents::{AgentRow, AgentStore, NewAgent};
-pub use blobs::{BlobError, BlobStore};
+pub use backup::{BackupStore, DumpSink, Pruned, RowSource, TransferError};
+pub use blobs::{BlobError, BlobMeta, BlobReader, BlobStore, BlobWriter};
 #[cfg(test)]
 pub use documents::MockNamespaceStore;
 pub use documents::{
@@ -157,6 +159,7 @@ pub trait Store:
     + StoreHealth
     + OAuthStore
     + StoreGauges
+    + BackupStore
 {
 }
 
@@ -173,5 +176,6 @@ impl<T> Store for T where
         + StoreHealth
         + OAuthStore
         + StoreGauges
+        + BackupStore
 {
 }

@@ -8,6 +8,7 @@
 
 mod agents;
 pub mod args;
+mod backup;
 mod confirm;
 mod documents;
 mod improve;
@@ -20,6 +21,9 @@ mod schedule;
 mod surfaces;
 
 pub use agents::Resolved;
+pub use backup::{
+    BackupCredential, CredentialError, CredentialObject, RestoreError, RestoreReport, TableCheck,
+};
 pub use confirm::{Confirmer, Consent, NoConfirmer};
 pub use documents::{
     CompletionRef, PromptArgument, PromptListing, RESOURCE_TEMPLATE, RenderedPrompt,
@@ -76,6 +80,7 @@ pub struct Service {
     pub(crate) config: Arc<ServiceConfig>,
     pub(crate) repo_reads: Arc<repo::RepoReadCache>,
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
+    pub(crate) backups: backup::BackupWiring,
 }
 
 impl fmt::Debug for Service {
@@ -103,6 +108,7 @@ impl Service {
             config: Arc::new(config),
             repo_reads: Arc::default(),
             observer: None,
+            backups: backup::BackupWiring::default(),
         }
     }
 

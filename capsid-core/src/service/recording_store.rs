@@ -489,3 +489,33 @@ impl StoreGauges for RecordingStore {
         Vec::new()
     }
 }
+
+#[async_trait]
+impl BackupStore for RecordingStore {
+    fn engine(&self) -> &'static str {
+        "recording"
+    }
+    async fn export_tables(
+        &self,
+        _tables: &[&'static crate::backup::tables::TableSpec],
+        _page_rows: usize,
+        _sink: &mut dyn DumpSink,
+    ) -> Result<(), TransferError> {
+        Err(self.touched("export_tables").into())
+    }
+    async fn count_rows(
+        &self,
+        _tables: &[&'static crate::backup::tables::TableSpec],
+    ) -> StoreResult<Vec<u64>> {
+        Err(self.touched("count_rows"))
+    }
+    async fn import_tables(&self, _source: &mut dyn RowSource) -> Result<u64, TransferError> {
+        Err(self.touched("import_tables").into())
+    }
+    async fn prune_history(
+        &self,
+        _cutoffs: crate::backup::retention::PruneCutoffs,
+    ) -> StoreResult<Pruned> {
+        Err(self.touched("prune_history"))
+    }
+}

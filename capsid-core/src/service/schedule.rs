@@ -24,6 +24,8 @@ pub struct TickReport {
     pub led: bool,
     /// Jobs returned to the queue.
     pub swept: usize,
+    /// Whether the daily backup (09:00 UTC, on the leader) ran in this tick.
+    pub backed_up: bool,
 }
 
 /// Runs the periodic tasks when they are due.
@@ -70,15 +72,18 @@ impl Scheduler {
                 due: true,
                 led: false,
                 swept: 0,
+                backed_up: false,
             });
         }
         let swept = self.service.sweep_expired_leases().await?;
         // Spent login states, codes, counters, sessions and ended grants go with the sweep.
         self.service.store.purge_expired_oauth(now).await?;
+        let backed_up = self.service.daily_backup_if_due().await?;
         Ok(TickReport {
             due: true,
             led: true,
             swept,
+            backed_up,
         })
     }
 }

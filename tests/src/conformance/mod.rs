@@ -2,6 +2,7 @@
 //! by port, that `tests/conformance.rs` runs against every backend on a fresh store.
 
 pub mod agents;
+pub mod backup;
 pub mod documents_guards;
 pub mod documents_packets;
 pub mod documents_paths;
