@@ -22,7 +22,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-const SECTIONS = ['## Five-minute tour', '## When something is wrong'];
+const SECTIONS = ['## Five-minute tour', '## When something is wrong', '## Checkmarks and the Handler API'];
 const README_PORT = '127.0.0.1:8787';
 
 const [readmePath, outArg] = process.argv.slice(2);
@@ -140,6 +140,32 @@ const searchHit = {
     updated_at: instant, snippet: (s) => typeof s === 'string' && s.includes('[widgets]'),
   }],
 };
+// The checkmarks section: the tour's agent `me` in `demo`, first working (a global entry),
+// then paused on a question that the tour answers and resumes.
+const QUESTION = 'Postgres or SQLite for the cache?';
+const ANSWER = 'Postgres: the cache is shared by replicas.';
+const SUMMARY = 'Widgets now ship in two sizes.';
+const entry = (status, fields) => ({
+  id: Number, namespace: 'demo', agent: 'me', created_at: instant, status, session_id: null,
+  summary: null, decisions: null, question: null, answer: null, answered_by: null, answered_at: null,
+  visibility: 'project', push_sha: null, ci_status: 'not_applicable', ci_checked_at: null,
+  job_id: null, cost_usd: null, turns: null, ...fields,
+});
+const globalEntry = entry('working', { summary: SUMMARY, visibility: 'global' });
+const pausedEntry = entry('paused_for_input', { question: QUESTION });
+const answeredEntry = entry('paused_for_input', {
+  question: QUESTION, answer: ANSWER, answered_by: 'agent:me', answered_at: instant,
+});
+const checkmark = (status, fields) => ({
+  id: Number, namespace: 'demo', agent: 'me', status, checkpoint_at: instant,
+  where_it_stopped: null, next_steps: [], open_question: null, answer: null, answered_by: null,
+  answered_at: null, tests_status: 'unknown', tested_at: null, build_status: 'unknown',
+  built_at: null, job_id: null, log_entry_id: Number, summary: null, session_id: null,
+  resume: null, ...fields,
+});
+const pausedMark = checkmark('paused_for_input', { where_it_stopped: 'choosing a store', open_question: QUESTION });
+const sharedEntry = { key: 'staging-url', value: 'https://staging.example.com', set_by: 'agent:me', updated_at: instant };
+const apiJson = (r) => json(r.out, 'the Handler API answer');
 const quiet = (r) => {
   if (r.out !== '') throw new Error(`expected no output, got ${r.out.slice(0, 300)}`);
 };
@@ -192,6 +218,46 @@ const CHECKS = {
       },
     }],
   }),
+  'checkpoint.1': (r) => shape(toolResult(r.out), {
+    checkmark_id: Number, log_entry_id: Number,
+    checkmark: checkmark('working', { summary: SUMMARY }), log_entry: globalEntry,
+  }),
+  'checkpoint.2': (r) => shape(toolResult(r.out), {
+    checkmark_id: Number, log_entry_id: Number, checkmark: pausedMark, log_entry: pausedEntry,
+  }),
+  'api.1': (r) => shape(apiJson(r), {
+    projects: [{ namespace: 'demo', repos: String, created_at: instant, unconsolidated: Number }],
+  }),
+  'api.2': (r) => shape(apiJson(r), { namespace: 'demo', count: 1, limit: 500, truncated: false, agents: [pausedMark] }),
+  'api.3': (r) => shape(apiJson(r), { namespace: 'demo', agent: 'me', checkmark: pausedMark }),
+  'answer.1': (r) => shape(apiJson(r), {
+    action: 'answer', resumed: true,
+    checkmark: checkmark('working', {
+      where_it_stopped: 'choosing a store', open_question: QUESTION, answer: ANSWER,
+      answered_by: 'agent:me', answered_at: instant,
+      resume: { requested_at: instant, requested_by: 'agent:me', answer: ANSWER, session_id: null },
+    }),
+    log_entry: answeredEntry,
+  }),
+  'answer.2': (r) => {
+    const log = apiJson(r);
+    shape(log, {
+      namespace: 'demo', agent: 'me', count: 2, limit: 5, truncated: false, next_cursor: null,
+      entries: [(e) => e.status === 'paused_for_input' || e.visibility === 'global'],
+    });
+    shape(log.entries[0], answeredEntry, '$.entries[0]');
+    shape(log.entries[1], globalEntry, '$.entries[1]');
+  },
+  'shared.1': (r) => shape(apiJson(r), {
+    namespace: null, visibility: 'global', count: 1, limit: 20, truncated: false, next_cursor: null,
+    entries: [globalEntry],
+  }),
+  'shared.2': (r) => shape(apiJson(r), { error: { code: 'forbidden', message: /can_write_shared/ } }),
+  'shared.3': (r) => {
+    if (!/^updated me /.test(r.out)) throw new Error(`expected "updated me ...", got ${r.out}`);
+  },
+  'shared.4': (r) => shape(apiJson(r), { action: 'set', entry: sharedEntry, previous: null }),
+  'shared.5': (r) => shape(apiJson(r), { count: 1, limit: 500, truncated: false, entries: [sharedEntry] }),
   'wrong-key': (r) => {
     const [head, body] = r.out.split(/\r?\n\r?\n/, 2);
     if (!/^HTTP\/1\.1 401 /.test(head)) throw new Error(`expected HTTP 401, got ${head.split('\n')[0]}`);

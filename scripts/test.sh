@@ -17,10 +17,26 @@ cargo fmt --all --check
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo doc (the crates' own documentation; warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+
 step "boundary: capsid-core does no IO"
 scripts/check-boundary.sh
 
+# Installs Debian packages that are missing (CI starts from a clean machine with only the
+# package registries reachable).
+apt_install() {
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@"
+}
+
 step "postgres"
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ -z "${CAPSID_TEST_POSTGRES_URL:-}" ]; then
+  echo "postgres: installing Debian's PostgreSQL 15 server"
+  apt_install postgresql-15 || echo "postgres: apt-get install postgresql-15 failed" >&2
+fi
 # shellcheck source=scripts/postgres.sh
 source scripts/postgres.sh
 trap capsid_pg_stop EXIT
@@ -50,11 +66,7 @@ fi
 
 step "headless Chromium (the console test renders the page in it)"
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${CAPSID_CHROMIUM:-}" ]; then
-  # Debian's package; CI starts from a clean machine with only package registries reachable.
-  sudo=()
-  [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium
+  apt_install chromium
 fi
 "${CAPSID_CHROMIUM:-chromium}" --version
 

@@ -10,7 +10,7 @@ use capsid_core::ports::Store;
 use capsid_core::service::{Service, ServiceConfig};
 use clap::Args;
 
-use crate::system::{OsEntropy, SystemClock};
+use capsid_http::system::{OsEntropy, SystemClock};
 
 /// Settings every command shares.
 #[derive(Debug, Clone, Args)]

@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::config::{self, GlobalArgs};
-use crate::system::SystemClock;
+use capsid_http::system::SystemClock;
 
 /// The GitHub App: whether its key parses, whether GitHub accepts its JWT (`GET /app`), and
 /// which installations it reaches. A configured App that fails any of these is reported

@@ -114,7 +114,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
             tracing::warn!(path = %path.display(), "TEST CLOCK: time is read from a file; never run a real server like this");
             std::sync::Arc::new(crate::test_clock::FileClock::new(path.clone()))
         }
-        None => std::sync::Arc::new(crate::system::SystemClock),
+        None => std::sync::Arc::new(capsid_http::system::SystemClock),
     };
     let mut service = config::service_on(
         store.clone(),
@@ -145,10 +145,6 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     service = service
         .with_media(media)
         .with_holdout_counts(capsid_core::backup::holdout::HoldoutCounts::new(holdout));
-    if let Some(url) = &args.webhook_url {
-        let notifier = capsid_http::WebhookNotifier::new(url).map_err(anyhow::Error::msg)?;
-        service = service.with_notifier(std::sync::Arc::new(notifier));
-    }
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -160,6 +156,12 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| format!("http://{bound}"))
         .trim_end_matches('/')
         .to_owned();
+    if let Some(url) = &args.webhook_url {
+        let notifier = capsid_http::WebhookNotifier::new(url)
+            .map_err(anyhow::Error::msg)?
+            .with_public_url(&public_url);
+        service = service.with_notifier(std::sync::Arc::new(notifier));
+    }
     let (owner, oauth_missing) = crate::owner::owner_config(&args.owner)?;
     let http = HttpConfig {
         public_url: public_url.clone(),

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use capsid_core::time::{Clock, Timestamp};
 
-use crate::system::SystemClock;
+use capsid_http::system::SystemClock;
 
 /// "Now" is the number in a file; the last good reading stands while the file is being
 /// rewritten or does not parse.

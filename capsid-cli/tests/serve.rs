@@ -62,7 +62,7 @@ fn serve_starts_reports_health_and_stops_on_sigterm() {
         resp.json().await.expect("json")
     });
     assert_eq!(health["status"], "ok");
-    assert_eq!(health["schema_version"], "0002_oauth");
+    assert_eq!(health["schema_version"], "0005_checkmarks");
     assert_ne!(health["sha"], "", "build provenance is stamped");
 
     let status = Command::new("kill")

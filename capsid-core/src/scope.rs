@@ -27,11 +27,13 @@ pub enum Flag {
     MoneyPaths,
     /// Comment on pull requests.
     CanCommentPr,
+    /// Write the shared context every namespace reads (SPEC 8).
+    CanWriteShared,
 }
 
 impl Flag {
-    /// All seven flags, in the reference's order.
-    pub const ALL: [Flag; 7] = [
+    /// All eight flags: the reference's seven in its order, then `can_write_shared`.
+    pub const ALL: [Flag; 8] = [
         Flag::CanMerge,
         Flag::CanDirectWrite,
         Flag::CanDispatch,
@@ -39,6 +41,7 @@ impl Flag {
         Flag::CanTouchProtected,
         Flag::MoneyPaths,
         Flag::CanCommentPr,
+        Flag::CanWriteShared,
     ];
 
     /// The flag's wire name.
@@ -51,6 +54,7 @@ impl Flag {
             Flag::CanTouchProtected => "can_touch_protected",
             Flag::MoneyPaths => "money_paths",
             Flag::CanCommentPr => "can_comment_pr",
+            Flag::CanWriteShared => "can_write_shared",
         }
     }
 
@@ -74,6 +78,9 @@ impl Flag {
             Flag::MoneyPaths => "billing and payment code moves real money",
             Flag::CanCommentPr => {
                 "a pull-request comment can carry a review verdict that gates a job"
+            }
+            Flag::CanWriteShared => {
+                "the shared context is the one store every namespace reads and trusts"
             }
         }
     }
@@ -248,7 +255,7 @@ impl Scopes {
     /// `parseScopes`: fail-closed. Null or empty text, invalid JSON, or a non-object gives
     /// [`Scopes::none`]. Within an object, a list axis that is neither `"*"` nor an array is
     /// empty, list entries are kept only if non-empty strings, grants are filtered to the two
-    /// known values, and a flag counts only if it is one of the seven and literally `true`.
+    /// known values, and a flag counts only if it is one of the eight and literally `true`.
     pub fn parse(stored: Option<&str>) -> Scopes {
         let Some(text) = stored.filter(|t| !t.trim().is_empty()) else {
             return Scopes::none();

@@ -24,6 +24,8 @@ pub enum ToolGroup {
     Improve,
     /// Agent administration (1).
     Admin,
+    /// Checkmarks, the log and the shared context (3, the sister design's).
+    Checkmarks,
 }
 
 /// Why only an admin may make a call, as the refusal tells a caller that is not one.

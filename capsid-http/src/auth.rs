@@ -1,14 +1,15 @@
-//! Who is calling: the bearer-key middleware of `/ops/mcp` (reference 3.1 order, decided by
-//! the core's `resolve_bearer`), the binding of MCP sessions to their caller, and the answer
+//! Who is calling: the bearer-key resolution of `/ops/mcp` and the Handler API (reference 3.1
+//! order, decided by the core's `resolve_bearer`), the middleware of `/ops/mcp`, the binding of MCP sessions to their caller, and the answer
 //! of `/mcp` while the owner's OAuth login is not configured.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use capsid_core::caller::Caller;
 use capsid_core::service::Resolved;
 use serde_json::json;
 
@@ -104,29 +105,49 @@ const INVALID_KEY: &str = "the bearer key was not recognised: it is not a live a
     (it may have been revoked, or minted on another server or data folder) nor an operator key \
     of this server; mint one with `capsid agents mint` and send it as Authorization: Bearer <key>";
 
-/// Resolves the bearer key into a [`capsid_core::caller::Caller`] in the request's
-/// extensions, or answers 401. A minted agent's `last_seen` is stamped after the answer.
-pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let header = req
-        .headers()
+/// A caller whose bearer key resolved: who, and whether it is a minted agent (whose
+/// `last_seen` is stamped).
+pub(crate) struct Bearer {
+    /// The caller.
+    pub(crate) caller: Caller,
+    /// Whether it is a minted agent.
+    pub(crate) minted: bool,
+}
+
+/// Why a request has no caller.
+pub(crate) enum NoCaller {
+    /// No key, or a key that resolves to no one (`presented`: a key was sent at all).
+    Nobody {
+        /// Whether the request carried a bearer key.
+        presented: bool,
+    },
+    /// The store could not be asked (why).
+    Unavailable(Box<capsid_core::error::Error>),
+}
+
+/// Resolves the request's bearer key: the one resolution of every bearer route (`/ops/mcp`,
+/// the Handler API).
+pub(crate) async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Bearer, NoCaller> {
+    let header = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let resolved = match state.service.resolve_bearer(header).await {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "caller resolution failed: store unavailable");
-            return crate::unavailable::unavailable_because(
-                "the store could not check the key",
-                &e,
-            );
-        }
-    };
-    let Some(caller) = resolved.caller().cloned() else {
-        let presented = header.and_then(capsid_core::caller::bearer_token).is_some();
-        return unauthorized(presented);
-    };
-    let resp = serve_as(&state, caller.clone(), req, next).await;
-    if matches!(resolved, Resolved::Agent(_)) && state.last_seen.due(&caller.actor()) {
+    let resolved = state.service.resolve_bearer(header).await.map_err(|e| {
+        tracing::error!(error = %e, "caller resolution failed: store unavailable");
+        NoCaller::Unavailable(Box::new(e))
+    })?;
+    let minted = matches!(resolved, Resolved::Agent(_));
+    match resolved.caller().cloned() {
+        Some(caller) => Ok(Bearer { caller, minted }),
+        None => Err(NoCaller::Nobody {
+            presented: header.and_then(capsid_core::caller::bearer_token).is_some(),
+        }),
+    }
+}
+
+/// Stamps a minted agent's `last_seen` after its request was answered (at most once a minute,
+/// in the background, best effort).
+pub(crate) fn stamp_last_seen(state: &AppState, minted: bool, caller: Caller) {
+    if minted && state.last_seen.due(&caller.actor()) {
         let service = state.service.clone();
         tokio::spawn(async move {
             if let Err(e) = service.touch_last_seen(&caller).await {
@@ -134,6 +155,23 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
             }
         });
     }
+}
+
+/// Resolves the bearer key into a [`capsid_core::caller::Caller`] in the request's
+/// extensions, or answers 401. A minted agent's `last_seen` is stamped after the answer.
+pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let Bearer { caller, minted } = match resolve(&state, req.headers()).await {
+        Ok(bearer) => bearer,
+        Err(NoCaller::Nobody { presented }) => return unauthorized(presented),
+        Err(NoCaller::Unavailable(e)) => {
+            return crate::unavailable::unavailable_because(
+                "the store could not check the key",
+                &e,
+            );
+        }
+    };
+    let resp = serve_as(&state, caller.clone(), req, next).await;
+    stamp_last_seen(&state, minted, caller);
     resp
 }
 

@@ -10,8 +10,8 @@ use sha2::{Digest, Sha256};
 
 /// The one stylesheet of every page.
 pub const STYLE: &str = "\
-:root{color-scheme:light dark;--bg:#fbfbf8;--fg:#1d1f21;--muted:#5d6166;--line:#d9dad5;--card:#ffffff;--accent:#1f5fbf;--warn:#a33a12;--ok:#1c7a3a}\
-@media (prefers-color-scheme: dark){:root{--bg:#15171a;--fg:#e6e6e3;--muted:#a0a4a8;--line:#34383d;--card:#1d2024;--accent:#7fb0ff;--warn:#ff9b73;--ok:#6fd28f}}\
+:root{color-scheme:light dark;--bg:#fbfbf8;--fg:#1d1f21;--muted:#5d6166;--line:#d9dad5;--card:#ffffff;--accent:#1f5fbf;--warn:#a33a12;--ok:#1c7a3a;--amber:#9a6700}\
+@media (prefers-color-scheme: dark){:root{--bg:#15171a;--fg:#e6e6e3;--muted:#a0a4a8;--line:#34383d;--card:#1d2024;--accent:#7fb0ff;--warn:#ff9b73;--ok:#6fd28f;--amber:#f2c14e}}\
 *{box-sizing:border-box}\
 body{margin:0;padding:1.5rem;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,\"Segoe UI\",sans-serif}\
 h1{font-size:1.4rem;margin:0 0 .25rem}h2{font-size:1.1rem;margin:1.5rem 0 .5rem}\
@@ -26,6 +26,13 @@ form.inline{display:inline-flex;gap:.25rem;margin:0}\
 input[type=text],select{font:inherit;padding:.2rem .35rem;border:1px solid var(--line);border-radius:4px;background:var(--bg);color:var(--fg)}\
 button{font:inherit;padding:.2rem .6rem;border:1px solid var(--accent);border-radius:4px;background:var(--accent);color:var(--bg);cursor:pointer}\
 button.quiet{background:transparent;color:var(--accent)}\
+h3{font-size:1rem;margin:1rem 0 .4rem}\
+.badge{display:inline-block;padding:0 .45rem;border:1px solid currentColor;border-radius:999px;font-size:.8rem;white-space:nowrap}\
+.s-working{color:var(--accent)}.s-paused_for_input{color:var(--amber)}.s-blocked{color:var(--warn)}.s-done{color:var(--ok)}\
+.g-pass{color:var(--ok)}.g-fail{color:var(--warn)}.g-unknown,.g-skipped{color:var(--muted)}\
+form.answer{display:flex;flex-wrap:wrap;gap:.35rem;align-items:flex-start;margin:0}\
+textarea{font:inherit;flex:1 1 24rem;min-height:3.2rem;padding:.3rem .4rem;border:1px solid var(--line);border-radius:4px;background:var(--bg);color:var(--fg)}\
+a{color:var(--accent)}\
 ";
 
 /// HTML-escapes `text` (for element content and quoted attributes).
@@ -72,6 +79,13 @@ pub fn page(status: StatusCode, title: &str, body: &str, form_action: &[&str]) -
     }
     h.insert(
         "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    // A page's forms post to its own origin, whose Origin check needs the header: under
+    // `no-referrer` a browser sends `Origin: null` on every POST, so a real browser could
+    // never submit. `same-origin` still sends no referrer to any other origin.
+    h.insert(
+        header::REFERRER_POLICY,
         HeaderValue::from_static("same-origin"),
     );
     resp

@@ -4,13 +4,16 @@
 //! every tool call goes to [`capsid_core::service::Service::call_tool`], the one enforcement
 //! point. Routes: `POST /ops/mcp` (bearer keys: minted agents, then operator keys),
 //! `/mcp` (the owner's OAuth route, the same MCP handler behind an OAuth bearer check), the
-//! authorization server (`oauth`), the admin console (`console`), `POST /csp-report`,
-//! `GET /health`, `GET /metrics` (`metrics`).
+//! authorization server (`oauth`), the admin console (`console`), the Handler API under
+//! `/api/` (`api`: checkmarks, the log and the shared context for curl, bearer keys as on
+//! `/ops/mcp`), `POST /ops/backup` (`backup`), `POST /csp-report`, `GET /health`,
+//! `GET /metrics` (`metrics`).
 
 // Handlers return `Result<_, Response>` so a refusal is the ready response, carried once up
 // the stack on an error path; boxing it would only add an allocation there.
 #![allow(clippy::result_large_err)]
 
+mod api;
 mod auth;
 mod backup;
 mod console;
@@ -25,6 +28,7 @@ mod metrics;
 mod middleware;
 mod oauth;
 mod owner;
+pub mod system;
 mod unavailable;
 mod webhook;
 
@@ -191,6 +195,7 @@ pub fn router(state: AppState) -> Router {
         .merge(oauth::routes())
         .merge(console::routes())
         .merge(backup::routes())
+        .nest("/api", api::routes(&state))
         .merge(ops)
         .fallback(middleware::not_found)
         .layer(axum::middleware::from_fn_with_state(

@@ -1,7 +1,7 @@
 //! The MCP server handler: tools listed from the core's table for the caller, every call
 //! through the core's one enforcement point, resources and prompts over documents,
 //! completions for the resource template, and `logging/setLevel`. A method rmcp does not
-//! recognise is answered by `jsonrpc::unknown_method` ("method not found: <m>").
+//! recognise is answered by `jsonrpc::unknown_method` ("method not found: `<m>`").
 //!
 //! The authenticated [`Caller`] is put into the request's extensions by the auth middleware;
 //! rmcp hands each request's HTTP parts to the handler, so the caller is read per request

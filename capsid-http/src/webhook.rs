@@ -1,6 +1,7 @@
-//! The notification webhook (`CAPSID_WEBHOOK_URL`): a JSON POST when a job blocks or fails,
-//! sent in the background with a timeout. A failed delivery is logged and never affects the
-//! job.
+//! The notification webhook (`CAPSID_WEBHOOK_URL`): a JSON POST when a job blocks or fails and
+//! when an agent asks a question or blocks, sent in the background with a timeout. A console
+//! link the core gives as a path is made absolute with the public URL. A failed delivery is
+//! logged and never affects the write that caused it.
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug)]
 pub struct WebhookNotifier {
     url: String,
+    public_url: Option<String>,
     client: reqwest::Client,
 }
 
@@ -39,25 +41,47 @@ impl WebhookNotifier {
             .map_err(|e| format!("building the webhook client: {e}"))?;
         Ok(WebhookNotifier {
             url: url.to_owned(),
+            public_url: None,
             client,
         })
+    }
+
+    /// The same notifier, making console links absolute under `public_url`.
+    pub fn with_public_url(mut self, public_url: &str) -> WebhookNotifier {
+        self.public_url = Some(public_url.trim_end_matches('/').to_owned());
+        self
+    }
+}
+
+/// What a delivery's log line names: the job, or the agent.
+fn subject(n: &Notification) -> String {
+    match (&n.job_id, &n.agent) {
+        (_, Some(agent)) => format!("{}/{agent}", n.namespace),
+        (Some(job), None) => job.clone(),
+        (None, None) => n.namespace.clone(),
     }
 }
 
 #[async_trait]
 impl Notifier for WebhookNotifier {
-    async fn notify(&self, notification: Notification) {
+    async fn notify(&self, mut notification: Notification) {
+        if let (Some(base), Some(link)) = (&self.public_url, &notification.link)
+            && link.starts_with('/')
+        {
+            notification.link = Some(format!("{base}{link}"));
+        }
         let (client, url) = (self.client.clone(), self.url.clone());
         tokio::spawn(async move {
+            let about = subject(&notification);
             match client.post(&url).json(&notification).send().await {
                 Ok(resp) if resp.status().is_success() => {
-                    tracing::info!(event = %notification.event, job = %notification.job_id, "webhook delivered");
+                    tracing::info!(event = %notification.event, subject = %about, "webhook delivered");
                 }
                 Ok(resp) => {
-                    tracing::warn!(event = %notification.event, job = %notification.job_id, status = resp.status().as_u16(), "webhook refused");
+                    tracing::warn!(event = %notification.event, subject = %about, status = resp.status().as_u16(), "webhook refused");
                 }
                 Err(e) => {
-                    tracing::warn!(event = %notification.event, job = %notification.job_id, error = %e, "webhook delivery failed");
+                    tracing::warn!(event = %notification.event, subject = %about, error = %e, "webhook delivery failed");
                 }
             }
         });

@@ -7,12 +7,25 @@
 //! queued job with `FOR UPDATE SKIP LOCKED`. Every connection runs with
 //! `synchronous_commit=on`, so an acknowledged write survives a crash. Text columns are
 //! `COLLATE "C"`, so ordering and comparisons are byte-wise, as in the SQLite store.
+//!
+//! ```no_run
+//! # async fn open() -> Result<(), capsid_core::ports::StoreError> {
+//! let store = capsid_store_postgres::PgStore::connect("postgres://capsid@db.internal/capsid").await?;
+//! store.migrate().await?; // one replica at a time: migrations take an advisory lock
+//! let store: std::sync::Arc<dyn capsid_core::ports::Store> = std::sync::Arc::new(store);
+//! # Ok(()) }
+//! ```
+//!
+//! The store decides nothing: the rules are the core's, and this crate keeps atomicity,
+//! conditional updates and the Postgres dialect; the conformance suite holds it to the same
+//! behaviour as the SQLite store.
 
 #![forbid(unsafe_code)]
 
 mod agents;
 mod audit;
 mod backup;
+mod checkmarks;
 mod documents;
 mod error;
 mod gauges;

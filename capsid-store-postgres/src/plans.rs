@@ -8,6 +8,7 @@ use sqlx::{AssertSqlSafe, Row};
 use crate::PgStore;
 use crate::agents::BY_KEY_HASH;
 use crate::audit::recent_sql;
+use crate::checkmarks::{BY_NAMESPACE as CHECKMARKS_BY_NAMESPACE, feed_sql, log_sql};
 use crate::documents::search::{CANDIDATES_MAX, Parser, search_sql};
 use crate::documents::{Bind, DOCUMENT, LAST_ACTOR, VERSIONS, find_sql, list_sql, selection_sql};
 use crate::error::translate;
@@ -122,6 +123,26 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
             "agent_by_key_hash",
             BY_KEY_HASH,
             vec![text(&"0".repeat(64))],
+        ),
+        probe(
+            "checkmark_log_page",
+            &log_sql(true),
+            vec![
+                text(namespace),
+                text("driver"),
+                Param::Int(1_000),
+                Param::Int(21),
+            ],
+        ),
+        probe(
+            "global_feed_page",
+            &feed_sql(false, true),
+            vec![text("global"), Param::Int(1_000), Param::Int(21)],
+        ),
+        probe(
+            "checkmarks_of_namespace",
+            CHECKMARKS_BY_NAMESPACE,
+            vec![text(namespace), Param::Int(501)],
         ),
     ])
 }

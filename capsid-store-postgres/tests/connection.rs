@@ -90,7 +90,10 @@ async fn replicas_migrating_at_once_agree() {
         }));
     }
     for task in tasks {
-        assert_eq!(task.await.expect("replica").as_deref(), Some("0002_oauth"));
+        assert_eq!(
+            task.await.expect("replica").as_deref(),
+            Some("0005_checkmarks")
+        );
     }
     let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
         .fetch_one(first.pool())
@@ -102,7 +105,7 @@ async fn replicas_migrating_at_once_agree() {
     );
     assert_eq!(
         first.migrate().await.expect("again").as_deref(),
-        Some("0002_oauth"),
+        Some("0005_checkmarks"),
         "idempotent"
     );
     first.ping().await.expect("ping");

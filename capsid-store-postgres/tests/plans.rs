@@ -1,11 +1,19 @@
 //! `query_plans`: with seq scans disabled, every hot query is served by an index (a `Seq Scan`
-//! on documents, jobs, audit_log or document_versions means none could serve it).
+//! on documents, jobs, audit_log, document_versions, log_entries or checkmarks means none could
+//! serve it).
 
 mod common;
 
 use common::TestDb;
 
-const HOT_TABLES: [&str; 4] = ["documents", "jobs", "audit_log", "document_versions"];
+const HOT_TABLES: [&str; 6] = [
+    "documents",
+    "jobs",
+    "audit_log",
+    "document_versions",
+    "log_entries",
+    "checkmarks",
+];
 
 fn seq_scans(plan: &str) -> Vec<&str> {
     plan.lines()
@@ -48,6 +56,9 @@ async fn hot_queries_use_their_indexes() {
         "last_actor",
         "brief_open_tasks",
         "recent_audit_in_namespace",
+        "checkmark_log_page",
+        "global_feed_page",
+        "checkmarks_of_namespace",
     ] {
         assert!(
             names.contains(&required),
@@ -81,6 +92,9 @@ async fn hot_queries_use_their_indexes() {
         ("last_actor", "audit_log_doc"),
         ("list_by_namespace", "documents_namespace_path_key"),
         ("find", "documents_namespace_path_key"),
+        ("checkmark_log_page", "log_entries_agent"),
+        ("global_feed_page", "log_entries_global"),
+        ("checkmarks_of_namespace", "checkmarks_namespace_agent_key"),
     ] {
         assert!(
             plan(name).contains(index),

@@ -40,15 +40,15 @@ async fn migrating_reports_the_version_and_is_idempotent() {
     );
     assert_eq!(
         store.migrate().await.unwrap().as_deref(),
-        Some("0002_oauth")
+        Some("0005_checkmarks")
     );
     assert_eq!(
         store.migrate().await.unwrap().as_deref(),
-        Some("0002_oauth")
+        Some("0005_checkmarks")
     );
     assert_eq!(
         store.schema_version().await.unwrap().as_deref(),
-        Some("0002_oauth")
+        Some("0005_checkmarks")
     );
     store.ping().await.unwrap();
     store.close().await;

@@ -117,17 +117,19 @@ impl TestServer {
         if let Some(host) = options.repo_host.clone() {
             service = service.with_repo_host(host);
         }
-        if let Some(url) = &options.webhook {
-            service = service.with_notifier(Arc::new(
-                capsid_http::WebhookNotifier::new(url).expect("webhook URL"),
-            ));
-        }
-        let service = customize(service);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind an ephemeral port");
         let port = listener.local_addr().expect("local address").port();
         let url = format!("http://127.0.0.1:{port}");
+        if let Some(hook) = &options.webhook {
+            service = service.with_notifier(Arc::new(
+                capsid_http::WebhookNotifier::new(hook)
+                    .expect("webhook URL")
+                    .with_public_url(&url),
+            ));
+        }
+        let service = customize(service);
         let owner = owner(&url);
         let http = HttpConfig {
             public_url: url.clone(),

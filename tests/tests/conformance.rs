@@ -81,6 +81,7 @@ conformance_suite! {
     store jobs_claim::post_job_and_open_title_uniqueness;
     store jobs_claim::claim_targets_and_order;
     store jobs_claim::claim_refused_leaves_job_untouched;
+    store jobs_claim::claim_needing_a_record_changes_nothing;
     store jobs_claim::claim_failed_by_decider_marks_failed;
     store jobs_flow::transition_is_keyed_on_status_holder_and_corrections;
     store jobs_flow::transition_to_a_second_claim_is_conflict;
@@ -105,4 +106,9 @@ conformance_suite! {
     store backup::backup_export_imports_row_for_row;
     store backup::backup_import_into_empty_store;
     store backup::backup_prune_takes_only_old_history;
+    store checkmarks::checkpoint_upserts_one_checkmark_per_namespace_and_agent;
+    store checkmarks::log_pages_newest_first_and_the_feed_is_global_only;
+    store checkmarks::answers_fill_the_asking_entry_once_and_resumes_are_keyed;
+    shared checkmarks::answer_race_has_one_winner;
+    store checkmarks::shared_context_last_writer_wins_with_audit;
 }

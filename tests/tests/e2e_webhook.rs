@@ -1,5 +1,6 @@
-//! End to end: with `CAPSID_WEBHOOK_URL` set, a job that blocks or fails is POSTed to it as
-//! JSON, and a webhook that is down changes nothing for the job.
+//! End to end: with `CAPSID_WEBHOOK_URL` set, a job that blocks or fails, and an agent that
+//! asks a question or blocks, is POSTed to it as JSON; a webhook that is down changes nothing
+//! for the job or the checkpoint.
 
 use std::time::Duration;
 
@@ -111,5 +112,131 @@ async fn an_unreachable_webhook_never_affects_the_job() {
     let blocked = run_blocking_job(&s).await;
     assert_eq!(blocked["ok"], true);
     assert_eq!(blocked["job"]["status"], "blocked");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_asks_or_blocks_is_posted_to_the_webhook_with_a_console_link() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = capsid_store_sqlite::SqliteStore::open(&format!(
+        "sqlite://{}",
+        dir.path().join("w.db").display()
+    ))
+    .await
+    .expect("open");
+    store.migrate().await.expect("migrate");
+    let (url, mut rx) = receiver().await;
+    let s = TestServer::start(
+        std::sync::Arc::new(store),
+        ServerOptions {
+            webhook: Some(url),
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    s.namespace("alpha").await;
+    let key = s
+        .mint(
+            "d1",
+            "driver",
+            json!({"namespaces": ["alpha"], "grants": ["read", "write"]}),
+        )
+        .await;
+    let c = s.client(&key).await;
+    // Working: nothing to tell anyone.
+    c.ok(
+        "checkpoint",
+        json!({"namespace": "alpha", "status": "working"}),
+    )
+    .await;
+    let asked = c
+        .ok(
+            "checkpoint",
+            json!({"namespace": "alpha", "status": "paused_for_input", "question": "Which region?",
+                   "where_it_stopped": "deploy config"}),
+        )
+        .await;
+    let got = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("delivered")
+        .expect("a body");
+    assert_eq!(got["event"], "checkmark-paused_for_input", "{got}");
+    assert_eq!(got["namespace"], "alpha");
+    assert_eq!(got["agent"], "d1");
+    assert_eq!(got["question"], "Which region?");
+    assert_eq!(got["reason"], "deploy config");
+    assert_eq!(
+        got["link"],
+        format!(
+            "{}/console?log_namespace=alpha&log_agent=d1#checkmarks",
+            s.url
+        )
+    );
+    assert!(got.get("job_id").is_none(), "no job fields: {got}");
+    assert_eq!(got["at"], asked["log_entry"]["created_at"]);
+    c.ok(
+        "checkpoint",
+        json!({"namespace": "alpha", "status": "blocked", "question": "Run: gh auth login"}),
+    )
+    .await;
+    let got = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("delivered")
+        .expect("a body");
+    assert_eq!(got["event"], "checkmark-blocked", "{got}");
+    assert_eq!(got["question"], "Run: gh auth login");
+    assert!(
+        rx.try_recv().is_err(),
+        "the working checkpoint sent nothing"
+    );
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_webhook_never_affects_a_checkpoint() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = capsid_store_sqlite::SqliteStore::open(&format!(
+        "sqlite://{}",
+        dir.path().join("w.db").display()
+    ))
+    .await
+    .expect("open");
+    store.migrate().await.expect("migrate");
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hook", closed.local_addr().expect("addr"));
+    drop(closed);
+    let s = TestServer::start(
+        std::sync::Arc::new(store),
+        ServerOptions {
+            webhook: Some(url),
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    s.namespace("alpha").await;
+    let key = s
+        .mint(
+            "d1",
+            "driver",
+            json!({"namespaces": ["alpha"], "grants": ["read", "write"]}),
+        )
+        .await;
+    let c = s.client(&key).await;
+    let asked = c
+        .ok(
+            "checkpoint",
+            json!({"namespace": "alpha", "status": "paused_for_input", "question": "Which region?"}),
+        )
+        .await;
+    assert_eq!(asked["checkmark"]["status"], "paused_for_input");
+    let read = c
+        .ok(
+            "checkmarks",
+            json!({"action": "get", "namespace": "alpha", "agent": "d1"}),
+        )
+        .await;
+    assert_eq!(read["checkmark"]["open_question"], "Which region?");
     s.stop().await;
 }

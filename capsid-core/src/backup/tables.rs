@@ -126,7 +126,7 @@ pub const SETTINGS: TableSpec = TableSpec {
 };
 
 /// Every table a dump carries, documents first: the reference's seventeen.
-pub const EXPORTED: [TableSpec; 17] = [
+pub const EXPORTED: [TableSpec; 20] = [
     DOCUMENTS,
     TableSpec {
         name: "namespaces",
@@ -370,6 +370,62 @@ pub const EXPORTED: [TableSpec; 17] = [
             t("recorded_at"),
         ],
         key: &["job_id", "pr_url"],
+        identity: None,
+    },
+    // Checkmarks point at their log entry, so the log comes first.
+    TableSpec {
+        name: "log_entries",
+        columns: &[
+            i("id"),
+            t("namespace"),
+            t("agent"),
+            t("created_at"),
+            t("session_id"),
+            t("status"),
+            t("summary"),
+            t("decisions"),
+            t("question"),
+            t("answer"),
+            t("answered_by"),
+            t("answered_at"),
+            t("visibility"),
+            t("push_sha"),
+            t("ci_status"),
+            t("ci_checked_at"),
+            t("job_id"),
+            r("cost_usd"),
+            i("turns"),
+        ],
+        key: &["id"],
+        identity: Some("id"),
+    },
+    TableSpec {
+        name: "checkmarks",
+        columns: &[
+            i("id"),
+            t("namespace"),
+            t("agent"),
+            t("checkpoint_at"),
+            t("status"),
+            t("where_it_stopped"),
+            t("next_steps"),
+            t("open_question"),
+            i("log_entry_id"),
+            t("tests_status"),
+            t("tested_at"),
+            t("build_status"),
+            t("built_at"),
+            t("job_id"),
+            t("resume_requested_at"),
+            t("resume_requested_by"),
+        ],
+        key: &["id"],
+        identity: Some("id"),
+    },
+    TableSpec {
+        name: "shared_context",
+        columns: &[t("key"), t("value"), t("set_by"), t("updated_at")],
+        key: &["key"],
         identity: None,
     },
 ];

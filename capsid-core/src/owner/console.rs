@@ -1,7 +1,8 @@
-//! The admin console's core (reference 10.1): its sessions, its six actions and the one
+//! The admin console's core (reference 10.1): its sessions, its seven actions and the one
 //! object the page renders. Every action runs the same function as the tool it stands for
-//! (`improve_run`, `agents`, the jobs resume, `adminFailJob`) as the signed-in owner, and
-//! writes its own `console-<action>` audit row. Merging and minting are not among them.
+//! (`improve_run`, `agents`, the jobs resume, `adminFailJob`, `checkmarks answer`) as the
+//! signed-in owner, and writes its own `console-<action>` audit row. Merging and minting are
+//! not among them.
 
 use std::collections::BTreeMap;
 
@@ -19,14 +20,16 @@ use crate::scope::Scopes;
 use crate::service::args::parse_args;
 use crate::service::{ImproveStatusArgs as StatusArgs, JobsArgs, NoConfirmer, ResumeTo};
 
-/// The console's actions, and nothing else: no merge, no mint.
-pub const CONSOLE_ACTIONS: [&str; 6] = [
+/// The console's actions, and nothing else: no merge, no mint. The reference's six, then the
+/// answer to an agent's open question (SPEC 8).
+pub const CONSOLE_ACTIONS: [&str; 7] = [
     "pause",
     "unpause",
     "mode",
     "resume_job",
     "fail_job",
     "revoke_agent",
+    "answer",
 ];
 
 /// Audit rows the console shows.
@@ -71,6 +74,17 @@ pub enum ConsoleAction {
         /// The agent.
         name: String,
     },
+    /// Answer an agent's open question (and, with `resume`, resume it with the answer).
+    Answer {
+        /// The agent's namespace.
+        namespace: String,
+        /// The agent.
+        agent: String,
+        /// The answer.
+        answer: String,
+        /// Also resume the agent.
+        resume: bool,
+    },
 }
 
 fn field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result<String> {
@@ -81,6 +95,26 @@ fn field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result<Stri
     if v.chars().count() > max || v.chars().any(char::is_control) {
         return Err(Error::Invalid(format!(
             "console: {name} must be at most {max} printable characters"
+        )));
+    }
+    Ok(v.to_owned())
+}
+
+/// A free-text field that may span lines (an answer): trimmed, required, at most `max`
+/// characters, no control characters but line breaks and tabs (CRLF read as LF).
+fn text_field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result<String> {
+    let v = form
+        .get(name)
+        .map(|v| v.replace("\r\n", "\n"))
+        .unwrap_or_default();
+    let v = v.trim();
+    if v.is_empty() {
+        return Err(Error::Invalid(format!("console: {name} is required")));
+    }
+    let allowed = |c: char| !c.is_control() || c == '\n' || c == '\t';
+    if v.chars().count() > max || !v.chars().all(allowed) {
+        return Err(Error::Invalid(format!(
+            "console: {name} must be at most {max} characters, without control characters"
         )));
     }
     Ok(v.to_owned())
@@ -112,6 +146,12 @@ impl ConsoleAction {
             "revoke_agent" => ConsoleAction::RevokeAgent {
                 name: field(form, "name", 64)?,
             },
+            "answer" => ConsoleAction::Answer {
+                namespace: field(form, "namespace", 64)?,
+                agent: field(form, "agent", 64)?,
+                answer: text_field(form, "answer", crate::checkmarks::ANSWER_MAX)?,
+                resume: form.get("resume").map(String::as_str) == Some("yes"),
+            },
             other => {
                 return Err(Error::Invalid(format!(
                     "unknown console action {other:?}: the console does exactly {}",
@@ -130,6 +170,7 @@ impl ConsoleAction {
             ConsoleAction::ResumeJob { .. } => "resume_job",
             ConsoleAction::FailJob { .. } => "fail_job",
             ConsoleAction::RevokeAgent { .. } => "revoke_agent",
+            ConsoleAction::Answer { .. } => "answer",
         }
     }
 
@@ -150,8 +191,34 @@ impl ConsoleAction {
                 out.push(("reason", reason.clone()));
             }
             ConsoleAction::RevokeAgent { name } => out.push(("name", name.clone())),
+            ConsoleAction::Answer {
+                namespace,
+                agent,
+                answer,
+                resume,
+            } => {
+                out.push(("namespace", namespace.clone()));
+                out.push(("agent", agent.clone()));
+                out.push(("answer", answer.clone()));
+                out.push(("resume", if *resume { "yes" } else { "no" }.to_owned()));
+            }
         }
         out
+    }
+
+    /// What the click's `console-<action>` audit row records: its fields, but an answer's
+    /// length rather than its text.
+    pub(super) fn audit_params(&self) -> Value {
+        let mut params: serde_json::Map<String, Value> = self
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), json!(v)))
+            .collect();
+        if let ConsoleAction::Answer { answer, .. } = self {
+            params.remove("answer");
+            params.insert("answer_chars".into(), json!(answer.chars().count()));
+        }
+        Value::Object(params)
     }
 
     /// What the click will do, in words, for the confirmation page.
@@ -176,12 +243,25 @@ impl ConsoleAction {
             ConsoleAction::RevokeAgent { name } => format!(
                 "Revoke agent {name}: its key stops working at once, and the name is never reused."
             ),
+            ConsoleAction::Answer {
+                namespace,
+                agent,
+                answer,
+                resume,
+            } => format!(
+                "Answer the open question of {agent} in {namespace} with: \"{answer}\". {}",
+                if *resume {
+                    "Then mark it to be resumed with the answer: its checkmark turns to working, and its driver resumes the session."
+                } else {
+                    "It stays paused until somebody resumes it."
+                }
+            ),
         }
     }
 }
 
 /// Whether `caller` may use the console: the owner signed in with GitHub.
-fn require_owner(caller: &Caller) -> Result<()> {
+pub(super) fn require_owner(caller: &Caller) -> Result<()> {
     match caller.principal {
         Principal::Admin { .. } => Ok(()),
         _ => Err(Error::Forbidden(
@@ -310,20 +390,33 @@ impl OwnerService {
                     .await?;
                 (out, Some("agents".to_owned()), Some(name.clone()))
             }
+            ConsoleAction::Answer {
+                namespace,
+                agent,
+                answer,
+                resume,
+            } => {
+                let args = json!({"action": "answer", "namespace": namespace, "agent": agent,
+                                  "answer": answer, "resume": resume});
+                let out = self
+                    .tools
+                    .call_tool(caller, "checkmarks", args, &NoConfirmer)
+                    .await?;
+                (
+                    out,
+                    Some(namespace.clone()),
+                    Some(crate::checkmarks::audit_path(agent)),
+                )
+            }
         };
         let out = refused(out)?;
-        let params: serde_json::Map<String, Value> = action
-            .fields()
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), json!(v)))
-            .collect();
         self.audit_log
             .append_audit(self.audit(
                 caller,
                 &format!("console-{}", action.name()),
                 namespace.as_deref(),
                 path.as_deref(),
-                Value::Object(params),
+                action.audit_params(),
             ))
             .await?;
         Ok(out)
@@ -423,13 +516,13 @@ mod tests {
     }
 
     #[test]
-    fn exactly_six_actions_and_no_merge_or_mint() {
-        assert_eq!(CONSOLE_ACTIONS.len(), 6);
+    fn exactly_seven_actions_and_no_merge_or_mint() {
+        assert_eq!(CONSOLE_ACTIONS.len(), 7);
         for absent in ["merge", "mint", "merge_pr", "mint_agent", "manage_pr", ""] {
             let e = ConsoleAction::from_form(&form(&[("action", absent)])).unwrap_err();
             let text = e.to_string();
             assert!(
-                text.contains("pause, unpause, mode, resume_job, fail_job, revoke_agent"),
+                text.contains("pause, unpause, mode, resume_job, fail_job, revoke_agent, answer"),
                 "{text}"
             );
         }

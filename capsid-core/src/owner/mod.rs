@@ -1,13 +1,16 @@
 //! The owner's surfaces, apart from the tool service: the authorization server in front of
 //! `/mcp` (`oauth.rs`: registration, the authorization request, the GitHub round trip;
 //! `token.rs`: codes, refresh tokens and every request's access token) and the admin console
-//! (`console.rs`: its sessions, six actions and view). The console's actions run the tools'
-//! own functions through [`OwnerService::tools`].
+//! (`console.rs`: its sessions, seven actions and view; `checkmarks.rs`: its checkmarks
+//! panel). The console's actions and panels run the tools' own functions through
+//! [`OwnerService::tools`].
 
+mod checkmarks;
 mod console;
 mod oauth;
 mod token;
 
+pub use checkmarks::{CONSOLE_FEED_ROWS, CONSOLE_LOG_ROWS, LogSelection};
 pub use console::{ACTIVITY_ROWS, CONSOLE_ACTIONS, ConsoleAction};
 pub use oauth::{AuthorizeCheck, ConsoleLogin, RateExceeded, console_return_path_ok};
 pub use token::{AccessRefusal, TokenRequest};

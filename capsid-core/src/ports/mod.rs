@@ -2,7 +2,8 @@
 //!
 //! Store ports are small role traits ([`DocumentStore`], [`NamespaceStore`], [`AuditLog`],
 //! [`AgentStore`], [`JobStore`], [`SettingsStore`], [`LeaderLease`], [`ImproveStore`],
-//! [`SkillStore`], [`StoreHealth`], [`StoreGauges`]) with a composite [`Store`] for callers that need them all.
+//! [`SkillStore`], [`StoreHealth`], [`StoreGauges`], [`BackupStore`], [`CheckmarkStore`]) with
+//! a composite [`Store`] for callers that need them all.
 //! Every method that changes more than one row is one atomic unit of work: the adapter runs
 //! it in one transaction, so the core never holds a transaction. Every conditional change is a
 //! keyed `UPDATE ... RETURNING` (or an equivalent guard) whose loss is reported as
@@ -14,6 +15,7 @@
 mod agents;
 mod backup;
 mod blobs;
+mod checkmarks;
 mod documents;
 mod gauges;
 mod improve;
@@ -26,6 +28,10 @@ mod settings;
 pub use agents::{AgentRow, AgentStore, NewAgent};
 pub use backup::{BackupStore, DumpSink, Pruned, RowSource, TransferError};
 pub use blobs::{BlobError, BlobMeta, BlobReader, BlobStore, BlobWriter};
+pub use checkmarks::{
+    AnswerFill, CheckmarkRow, CheckmarkStore, CheckmarkTransition, CheckmarkView,
+    CheckpointAuditFn, LogEntryRow, NewCheckpoint, SharedEntry,
+};
 #[cfg(test)]
 pub use documents::MockNamespaceStore;
 pub use documents::{
@@ -160,6 +166,7 @@ pub trait Store:
     + OAuthStore
     + StoreGauges
     + BackupStore
+    + CheckmarkStore
 {
 }
 
@@ -177,5 +184,6 @@ impl<T> Store for T where
         + OAuthStore
         + StoreGauges
         + BackupStore
+        + CheckmarkStore
 {
 }

@@ -76,6 +76,45 @@ fn stored_form_round_trips() {
 }
 
 #[test]
+fn the_eighth_flag_parses_fail_closed_like_the_others() {
+    assert_eq!(Flag::ALL.len(), 8);
+    assert_eq!(Flag::parse("can_write_shared"), Some(Flag::CanWriteShared));
+    assert_eq!(Flag::parse("can_write_Shared"), None);
+    let held = s(r#"{"flags":{"can_write_shared":true}}"#);
+    assert!(held.flags.contains(&Flag::CanWriteShared));
+    for not_held in [
+        r#"{"flags":{"can_write_shared":"yes"}}"#,
+        r#"{"flags":{"can_write_shared":1}}"#,
+        r#"{"flags":["can_write_shared"]}"#,
+        r#"{"can_write_shared":true}"#,
+    ] {
+        assert!(s(not_held).flags.is_empty(), "{not_held}");
+    }
+    let json = Scopes::unrestricted().to_json();
+    assert_eq!(json["flags"]["can_write_shared"], true);
+    assert_eq!(
+        Scopes::mint_defaults(Axis::All).to_json()["flags"]["can_write_shared"],
+        false,
+        "shown, and off by default"
+    );
+    let refusal = check_scope(
+        &Scopes::mint_defaults(Axis::All),
+        &Need {
+            tool: "shared",
+            action: Some("set"),
+            grant: Some(Grant::Read),
+            flags: vec![Flag::CanWriteShared],
+            ..Need::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        refusal.to_string().contains("can_write_shared"),
+        "{refusal}"
+    );
+}
+
+#[test]
 fn tool_action_narrowing() {
     let tools = Axis::Only(vec!["jobs".into(), "jobs.post".into(), "read".into()]);
     assert!(allows_tool_action(&tools, "jobs", None));
@@ -283,6 +322,7 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
                     "money_paths",
                     "admin",
                     "can_dispatch",
+                    "can_write_shared",
                 ])
                 .prop_map(str::to_owned),
                 inner,
@@ -351,7 +391,7 @@ fn scopes() -> impl Strategy<Value = Scopes> {
         axis(),
         axis(),
         prop::collection::btree_set(prop::sample::select(vec![Grant::Read, Grant::Write]), 0..3),
-        prop::collection::btree_set(prop::sample::select(Flag::ALL.to_vec()), 0..8),
+        prop::collection::btree_set(prop::sample::select(Flag::ALL.to_vec()), 0..9),
     )
         .prop_map(|(namespaces, repos, tools, grants, flags)| Scopes {
             namespaces,

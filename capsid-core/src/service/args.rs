@@ -205,6 +205,11 @@ pub trait ScopeArgs {
     fn flags(&self) -> Vec<crate::scope::Flag> {
         Vec::new()
     }
+    /// Whether the call reads only what is shared with every namespace by design (the log's
+    /// `global` feed), so omitting the namespace does not widen a narrowed caller.
+    fn reads_only_shared(&self) -> bool {
+        false
+    }
 }
 
 /// Implements [`ScopeArgs`] for argument structs with a `namespace` field (and optionally a

@@ -52,6 +52,9 @@ fn reference_rule(tool: &str, action: Option<&str>) -> (Grant, bool, Vec<Flag>) 
             _,
         ) => (Read, false, vec![]),
         ("jobs", Some("list") | None) | ("lint", Some("gather") | None) => (Read, false, vec![]),
+        ("checkmarks", Some("list" | "get" | "log" | "feed") | None) => (Read, false, vec![]),
+        ("shared", Some("get" | "list") | None) => (Read, false, vec![]),
+        ("shared", Some("set" | "delete")) => (Write, false, vec![Flag::CanWriteShared]),
         ("manage_pr", Some("merge")) => (Write, false, vec![Flag::CanMerge]),
         ("manage_pr", Some("comment")) => (Write, false, vec![Flag::CanCommentPr]),
         ("ci_dispatch", _) => (Write, false, vec![Flag::CanDispatch]),
@@ -87,6 +90,8 @@ fn actions_of(tool: &str) -> &'static [&'static str] {
         ],
         "manage_pr" => &["merge", "close", "comment"],
         "agents" => &["list", "mint", "revoke", "update_scopes"],
+        "checkmarks" => &["list", "get", "log", "feed", "answer", "resume"],
+        "shared" => &["list", "get", "set", "delete"],
         _ => &[],
     }
 }
@@ -111,7 +116,8 @@ fn base_args(tool: &str) -> Value {
         "create_branch" | "delete_branch" => json!({"branch": "b"}),
         "open_pr" => json!({"title": "t", "head": "h"}),
         "manage_pr" => json!({"number": 1, "action": "close"}),
-        "jobs" | "agents" => json!({"action": "list"}),
+        "jobs" | "agents" | "checkmarks" | "shared" => json!({"action": "list"}),
+        "checkpoint" => json!({"status": "working"}),
         _ => json!({}),
     }
 }
@@ -119,8 +125,10 @@ fn base_args(tool: &str) -> Value {
 /// Whether the tool's arguments have a namespace field, and whether it is required.
 fn namespace_field(tool: &str) -> (bool, bool) {
     match tool {
-        "namespaces" | "agents" => (false, false),
-        "list" | "find" | "search" | "jobs" | "improve_run" | "improve_status" => (true, false),
+        "namespaces" | "agents" | "shared" => (false, false),
+        "list" | "find" | "search" | "jobs" | "improve_run" | "improve_status" | "checkmarks" => {
+            (true, false)
+        }
         _ => (true, true),
     }
 }
@@ -169,7 +177,7 @@ fn scopes() -> impl Strategy<Value = Scopes> {
         axis(&REPOS),
         tools_axis(),
         proptest::sample::subsequence(vec![Grant::Read, Grant::Write], 0..=2),
-        proptest::sample::subsequence(Flag::ALL.to_vec(), 0..=7),
+        proptest::sample::subsequence(Flag::ALL.to_vec(), 0..=Flag::ALL.len()),
     )
         .prop_map(|(namespaces, repos, tools, grants, flags)| Scopes {
             namespaces,
@@ -250,7 +258,10 @@ fn allowed(
     let ns_ok = ns.is_none_or(|n| s.namespaces.allows(n));
     let repo_ok = repo.is_none_or(|r| s.repos.allows(r));
     let flags_ok = flags.iter().all(|f| s.flags.contains(f));
-    let omitted = namespace_field(tool).0 && ns.is_none() && !s.namespaces.is_all();
+    // The global feed is shared with every namespace by design: omitting the namespace there
+    // widens nothing.
+    let feed = tool == "checkmarks" && action == Some("feed");
+    let omitted = namespace_field(tool).0 && ns.is_none() && !s.namespaces.is_all() && !feed;
     tools_ok
         && s.grants.contains(&grant)
         && ns_ok
@@ -273,9 +284,9 @@ proptest! {
             (false, Some(i)) => Some(actions[i % actions.len()]),
             _ => None,
         };
-        // The jobs, agents and manage_pr schemas require an action; the others default it.
+        // These schemas require an action; the others default it.
         let action = action.or_else(|| {
-            ["jobs", "agents", "manage_pr"]
+            ["jobs", "agents", "manage_pr", "checkmarks", "shared"]
                 .contains(&tool)
                 .then(|| args[action_field(tool)].as_str())
                 .flatten()

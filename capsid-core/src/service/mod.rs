@@ -9,6 +9,7 @@
 mod agents;
 pub mod args;
 mod backup;
+mod checkmarks;
 mod confirm;
 mod documents;
 mod improve;
@@ -118,7 +119,7 @@ impl Service {
         self
     }
 
-    /// Adds a notifier for blocked and failed jobs.
+    /// Adds a notifier for blocked and failed jobs, and agents that ask or block.
     pub fn with_notifier(mut self, notifier: Arc<dyn Notifier>) -> Service {
         self.notifier = Some(notifier);
         self
@@ -197,6 +198,18 @@ impl Service {
             audit_log: &*self.store,
             config: &self.config,
             entropy: &*self.entropy,
+            clock: &*self.clock,
+        }
+    }
+
+    /// The checkmarks area.
+    pub(crate) fn checkmarks(&self) -> checkmarks::CheckmarksCx<'_> {
+        checkmarks::CheckmarksCx {
+            checkmarks: &*self.store,
+            namespaces: &*self.store,
+            agents: &*self.store,
+            jobs: &*self.store,
+            notifier: &self.notifier,
             clock: &*self.clock,
         }
     }

@@ -519,3 +519,67 @@ impl BackupStore for RecordingStore {
         Err(self.touched("prune_history"))
     }
 }
+
+#[async_trait]
+impl CheckmarkStore for RecordingStore {
+    async fn checkpoint(
+        &self,
+        _checkpoint: NewCheckpoint,
+        _audit: CheckpointAuditFn,
+    ) -> StoreResult<CheckmarkView> {
+        Err(self.touched("checkpoint"))
+    }
+    async fn checkmark(
+        &self,
+        _namespace: &str,
+        _agent: &str,
+    ) -> StoreResult<Option<CheckmarkView>> {
+        Err(self.touched("checkmark"))
+    }
+    async fn checkmarks(&self, _namespace: &str, _limit: usize) -> StoreResult<Vec<CheckmarkView>> {
+        Err(self.touched("checkmarks"))
+    }
+    async fn log_entries(
+        &self,
+        _namespace: &str,
+        _agent: &str,
+        _before: Option<i64>,
+        _limit: usize,
+    ) -> StoreResult<Vec<LogEntryRow>> {
+        Err(self.touched("log_entries"))
+    }
+    async fn global_entries(
+        &self,
+        _namespace: Option<&str>,
+        _before: Option<i64>,
+        _limit: usize,
+    ) -> StoreResult<Vec<LogEntryRow>> {
+        Err(self.touched("global_entries"))
+    }
+    async fn transition_checkmark(
+        &self,
+        _transition: CheckmarkTransition,
+    ) -> StoreResult<Option<CheckmarkView>> {
+        Err(self.touched("transition_checkmark"))
+    }
+    async fn shared_entry(&self, _key: &str) -> StoreResult<Option<SharedEntry>> {
+        Err(self.touched("shared_entry"))
+    }
+    async fn shared_entries(&self, _limit: usize) -> StoreResult<Vec<SharedEntry>> {
+        Err(self.touched("shared_entries"))
+    }
+    async fn set_shared(
+        &self,
+        _entry: SharedEntry,
+        _audit: AuditEntry,
+    ) -> StoreResult<Option<SharedEntry>> {
+        Err(self.touched("set_shared"))
+    }
+    async fn delete_shared(
+        &self,
+        _key: &str,
+        _audit: AuditEntry,
+    ) -> StoreResult<Option<SharedEntry>> {
+        Err(self.touched("delete_shared"))
+    }
+}

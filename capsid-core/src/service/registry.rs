@@ -119,7 +119,7 @@ fn invoke<'a, T: Tool>(
             action: parsed.action(),
             namespace: parsed.namespace(),
             repo: parsed.repo(),
-            takes_namespace: takes_namespace(spec.name),
+            takes_namespace: takes_namespace(spec.name) && !parsed.reads_only_shared(),
             flags: parsed.flags(),
         };
         match gate_call(caller, spec, &call) {
@@ -142,10 +142,10 @@ fn invoke<'a, T: Tool>(
     })
 }
 
-use super::{agents, documents, improve, jobs, maintenance, repo};
+use super::{agents, checkmarks, documents, improve, jobs, maintenance, repo};
 
-/// Every served tool, in the reference's order.
-pub static REGISTRY: [ToolEntry; 32] = [
+/// Every served tool: the reference's 32 in its order, then the sister design's three.
+pub static REGISTRY: [ToolEntry; 35] = [
     entry::<documents::List>(),
     entry::<documents::Read>(),
     entry::<documents::Brief>(),
@@ -178,6 +178,9 @@ pub static REGISTRY: [ToolEntry; 32] = [
     entry::<improve::ImproveRun>(),
     entry::<improve::ImproveStatus>(),
     entry::<agents::Agents>(),
+    entry::<checkmarks::Checkpoint>(),
+    entry::<checkmarks::Checkmarks>(),
+    entry::<checkmarks::Shared>(),
 ];
 
 /// The entry named `name`.

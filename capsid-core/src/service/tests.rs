@@ -263,8 +263,9 @@ fn every_registered_tool_is_served_and_nothing_else() {
     assert_eq!(err.to_string(), "unknown tool: no_such_tool");
 }
 
-/// Every tool's parameters as reference section 2 names them; `*` marks a required one.
-const REFERENCE_PARAMETERS: [(&str, &[&str]); 32] = [
+/// Every tool's parameters as reference section 2 names them (and, for the three tools of the
+/// sister design, as SPEC 8 and issue 13 do); `*` marks a required one.
+const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
     ("list", &["namespace", "type", "status"]),
     ("read", &["*namespace", "*path"]),
     ("brief", &["*namespace"]),
@@ -456,6 +457,41 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 32] = [
             "flags",
         ],
     ),
+    (
+        "checkpoint",
+        &[
+            "*namespace",
+            "agent",
+            "*status",
+            "where_it_stopped",
+            "next_steps",
+            "question",
+            "summary",
+            "decisions",
+            "tests_status",
+            "build_status",
+            "clean_tree",
+            "visibility",
+            "push_sha",
+            "job_id",
+            "session_id",
+            "cost_usd",
+            "turns",
+        ],
+    ),
+    (
+        "checkmarks",
+        &[
+            "*action",
+            "namespace",
+            "agent",
+            "cursor",
+            "limit",
+            "answer",
+            "resume",
+        ],
+    ),
+    ("shared", &["*action", "key", "value"]),
 ];
 
 #[test]

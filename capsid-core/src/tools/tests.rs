@@ -43,11 +43,11 @@ fn call<'a>(namespace: Option<&'a str>, action: Option<&'a str>) -> Call<'a> {
 }
 
 #[test]
-fn registry_has_thirty_two_unique_tools_in_the_reference_groups() {
+fn registry_has_thirty_five_unique_tools_in_their_groups() {
     let mut names: Vec<_> = specs().map(|t| t.name).collect();
     names.sort_unstable();
     names.dedup();
-    assert_eq!(names.len(), 32);
+    assert_eq!(names.len(), 35);
     let count = |g| specs().filter(|t| t.group == g).count();
     assert_eq!(
         [
@@ -56,9 +56,10 @@ fn registry_has_thirty_two_unique_tools_in_the_reference_groups() {
             count(ToolGroup::Repo),
             count(ToolGroup::Jobs),
             count(ToolGroup::Improve),
-            count(ToolGroup::Admin)
+            count(ToolGroup::Admin),
+            count(ToolGroup::Checkmarks)
         ],
-        [12, 3, 13, 1, 2, 1]
+        [12, 3, 13, 1, 2, 1, 3]
     );
 }
 

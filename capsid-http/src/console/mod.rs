@@ -1,9 +1,10 @@
 //! The admin console (reference 10.1): `GET /console`, `GET /console.json` (the very object
-//! the page renders), `POST /console` (six actions, CSRF checked before anything else, a
+//! the page renders), `POST /console` (seven actions, CSRF checked before anything else, a
 //! confirmation page stating the effect, then post/redirect/get), its own GitHub sign-in at
 //! `/console/callback`, and `POST /console/logout` ending this session or every session.
 //! Sessions live server-side for twelve hours. Bearer callers are turned away with 403.
 
+mod checkmarks;
 mod page;
 
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ use capsid_core::caller::Caller;
 use capsid_core::crypto::{ct_eq, sha256_hex};
 use capsid_core::error::Error;
 use capsid_core::oauth::{CONSOLE_SESSION_TTL_MS, LoginPurpose, STATE_TTL_MS};
-use capsid_core::owner::{ConsoleAction, console_return_path_ok};
+use capsid_core::owner::{ConsoleAction, LogSelection, console_return_path_ok};
 use capsid_core::ports::AuditFilter;
 use rand::RngExt;
 use serde_json::{Map, Value, json};
@@ -167,6 +168,19 @@ async fn view(
         .console_view(caller, filter)
         .await
         .map_err(|e| core_error(&e))?;
+    let selection = match (pick("log_namespace"), pick("log_agent")) {
+        (Some(namespace), Some(agent)) => Some(LogSelection {
+            namespace,
+            agent,
+            cursor: pick("log_cursor"),
+        }),
+        _ => None,
+    };
+    let checkmarks = state
+        .owner_service
+        .console_checkmarks(caller, selection.as_ref())
+        .await
+        .map_err(|e| core_error(&e))?;
     let (_, health) = crate::health::health_report(&state.service, &state.config.build).await;
     let mut out = Map::new();
     if let Value::Object(fields) = core {
@@ -177,6 +191,7 @@ async fn view(
             }
         }
     }
+    out.insert("checkmarks".into(), checkmarks);
     Ok(Value::Object(out))
 }
 

@@ -1,7 +1,8 @@
 //! The console's HTML, rendered from exactly the object `/console.json` answers: a header
 //! (build, schema, backup, improve mode and spend), namespaces with their queues and blocked
-//! jobs (each with the command it waits on), open jobs, agents with their records, and the
-//! latest activity; every action a small CSRF-carrying form. And the confirmation page.
+//! jobs (each with the command it waits on), the checkmarks panel (`checkmarks.rs`), open
+//! jobs, agents with their records, and the latest activity; every action a small
+//! CSRF-carrying form. And the confirmation page.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use crate::html::{esc, page};
 
 /// A JSON value as display text (`—` for null).
-fn text(v: &Value) -> String {
+pub(super) fn text(v: &Value) -> String {
     match v {
         Value::Null => "—".into(),
         Value::String(s) => s.clone(),
@@ -21,11 +22,11 @@ fn text(v: &Value) -> String {
     }
 }
 
-fn cell(v: &Value) -> String {
+pub(super) fn cell(v: &Value) -> String {
     format!("<td>{}</td>", esc(&text(v)))
 }
 
-fn hidden(csrf: &str, fields: &[(&str, &str)]) -> String {
+pub(super) fn hidden(csrf: &str, fields: &[(&str, &str)]) -> String {
     let mut out = format!(
         "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
         esc(csrf)
@@ -282,9 +283,10 @@ fn activity(view: &Value, csrf: &str) -> String {
 /// The console page for `view` (the `/console.json` object), its forms carrying `csrf`.
 pub fn console_page(view: &Value, csrf: &str) -> Response {
     let body = format!(
-        "{}{}{}{}{}",
+        "{}{}{}{}{}{}",
         header(view, csrf),
         namespaces(view, csrf),
+        super::checkmarks::panel(view, csrf),
         jobs(view, csrf),
         agents(view, csrf),
         activity(view, csrf)

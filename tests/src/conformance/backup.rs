@@ -10,6 +10,10 @@ use capsid_core::backup::tables::{
 };
 use capsid_core::ports::{DumpSink, RowSource, Store};
 
+use capsid_core::checkmarks::AgentStatus;
+use capsid_core::ports::SharedEntry;
+
+use super::checkmarks::{cp, plain_audit, record};
 use super::support::{at, audit, put, write};
 
 /// Collects every exported row in memory (test tables are small).
@@ -122,6 +126,20 @@ async fn seed<S: Store>(store: &S) {
         .put_setting("improve_mode", "off", None)
         .await
         .expect("setting");
+    // An agent's checkmark, its log entry and a shared fact are the user's data too.
+    record(store, cp("alpha", "builder", AgentStatus::Working, 5)).await;
+    store
+        .set_shared(
+            SharedEntry {
+                key: "staging-url".into(),
+                value: "https://staging.example".into(),
+                set_by: "agent:builder".into(),
+                updated_at: at(6).to_string(),
+            },
+            plain_audit("shared-set", None, "staging-url", at(6)),
+        )
+        .await
+        .expect("shared");
 }
 
 /// Export is ordered and complete; an import into an empty store reproduces every row.
@@ -151,6 +169,14 @@ pub async fn backup_export_imports_row_for_row<S: Store>(store: &S) {
         .find(|(t, _)| t.name == "document_versions")
         .expect("versions");
     assert_eq!(versions.1.len(), 1);
+    for name in ["log_entries", "checkmarks", "shared_context"] {
+        let (_, rows) = sink
+            .tables
+            .iter()
+            .find(|(t, _)| t.name == name)
+            .unwrap_or_else(|| panic!("{name} is exported"));
+        assert_eq!(rows.len(), 1, "{name}");
+    }
     let counts = store.count_rows(&all_tables()).await.expect("counts");
     for ((table, rows), n) in sink.tables.iter().zip(&counts) {
         assert_eq!(rows.len() as u64, *n, "{}", table.name);
@@ -296,7 +322,8 @@ pub async fn backup_prune_takes_only_old_history<S: Store>(store: &S) {
         .count_rows(&[&DOCUMENT_VERSIONS, &AUDIT_LOG])
         .await
         .expect("counts");
-    assert_eq!(before, vec![1, 5]);
+    // Five rows of the documents seeded at minutes 0 to 4, the checkpoint (5), the shared fact (6).
+    assert_eq!(before, vec![1, 7]);
     // Versions before minute 3 (the one at minute 2), audit before minute 2 (minutes 0, 1).
     let pruned = store
         .prune_history(PruneCutoffs {
@@ -312,7 +339,7 @@ pub async fn backup_prune_takes_only_old_history<S: Store>(store: &S) {
             .count_rows(&[&DOCUMENT_VERSIONS, &AUDIT_LOG])
             .await
             .expect("counts"),
-        vec![0, 3]
+        vec![0, 5]
     );
     assert!(
         !store

@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod backup;
+pub mod checkmarks;
 pub mod documents_guards;
 pub mod documents_packets;
 pub mod documents_paths;

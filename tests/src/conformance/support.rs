@@ -242,6 +242,15 @@ impl ClaimDecider for RefuseDecider {
     }
 }
 
+/// Asks for the claimer's track record about every candidate.
+pub struct NeedsRecordDecider;
+
+impl ClaimDecider for NeedsRecordDecider {
+    fn decide(&self, _job: &Job) -> ClaimVerdict {
+        ClaimVerdict::NeedsRecord
+    }
+}
+
 /// A claim request with a four-hour lease.
 pub fn claim<'a>(target: ClaimTarget, decider: &'a SignatureDecider) -> ClaimRequest<'a> {
     ClaimRequest {

@@ -1,4 +1,6 @@
-//! The console rendered by headless Chromium, light and dark.
+//! The console rendered by headless Chromium, light and dark, with a paused agent on its
+//! checkmarks panel; and an answer typed into the panel's form and submitted by Chromium itself
+//! (its cookies, CSRF field and Origin), confirmed on the confirmation page.
 
 use std::path::PathBuf;
 
@@ -6,7 +8,9 @@ use capsid_core::caller::Caller;
 use capsid_core::service::NoConfirmer;
 use serde_json::json;
 
+use crate::cdp::Chrome;
 use crate::console::blocked_job;
+use crate::console_checkmarks::paused_agent;
 use crate::env::*;
 
 fn chromium() -> String {
@@ -65,6 +69,7 @@ async fn run_chromium(args: &[String], url: &str) -> std::process::Output {
 async fn console_renders_in_headless_chromium_light_and_dark() {
     let env = Env::start().await;
     let id = blocked_job(&env).await;
+    paused_agent(&env).await;
     env.server.namespace("beta").await;
     env.server
         .service
@@ -97,6 +102,12 @@ async fn console_renders_in_headless_chromium_light_and_dark() {
         "worker",
         "Recent activity",
         "github:octo",
+        "Checkmarks",
+        "badge s-paused_for_input",
+        "Postgres or SQLite for the cache?",
+        "Answer &amp; resume",
+        "Global feed",
+        "Shared context",
     ] {
         assert!(html.contains(want), "the page shows {want}");
     }
@@ -118,7 +129,7 @@ async fn console_renders_in_headless_chromium_light_and_dark() {
         let _ = std::fs::remove_file(&path);
         let mut args = flags;
         args.push(format!("--screenshot={}", path.display()));
-        args.push("--window-size=1400,1800".into());
+        args.push("--window-size=1400,2600".into());
         let out = run_chromium(&args, &url).await;
         let meta = std::fs::metadata(&path).unwrap_or_else(|_| {
             panic!(
@@ -143,4 +154,86 @@ async fn console_renders_in_headless_chromium_light_and_dark() {
             .iter()
             .any(|(a, _)| a.starts_with("console-"))
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chromium_answers_a_paused_agent_through_the_console_form() {
+    let env = Env::start().await;
+    paused_agent(&env).await;
+    let mut chrome = Chrome::open(
+        &chromium(),
+        &env.url("/console"),
+        &["--window-size=1400,2000".into()],
+    )
+    .await;
+    // Chromium signs in by itself: console, fake GitHub, callback, console.
+    chrome
+        .wait_for(
+            "document.title === 'Capsid console' && document.querySelector('form.answer') !== null",
+            "the console with the answer form",
+        )
+        .await;
+    let text = chrome.text().await;
+    assert!(text.contains("Postgres or SQLite for the cache?"), "{text}");
+    let typed = chrome
+        .eval(
+            "(() => { const f = document.querySelector('form.answer'); \
+               f.querySelector('textarea').value = 'Postgres, typed in Chromium'; \
+               f.querySelector('button[value=yes]').click(); return true; })()",
+        )
+        .await;
+    assert_eq!(typed, Ok(json!(true)));
+    chrome
+        .wait_for(
+            "document.title === 'Confirm a console action'",
+            "the confirmation page",
+        )
+        .await;
+    let text = chrome.text().await;
+    assert!(text.contains("Confirm: answer"), "{text}");
+    assert!(text.contains("Postgres, typed in Chromium"), "{text}");
+    let nothing_yet = env
+        .server
+        .admin(
+            "checkmarks",
+            json!({"action": "get", "namespace": "alpha", "agent": "d1"}),
+        )
+        .await;
+    assert_eq!(
+        nothing_yet["checkmark"]["answer"],
+        json!(null),
+        "confirming changes nothing yet"
+    );
+    let clicked = chrome
+        .eval("(() => { document.querySelector('form button[type=submit]').click(); return true; })()")
+        .await;
+    assert_eq!(clicked, Ok(json!(true)));
+    chrome
+        .wait_for(
+            "document.title === 'Capsid console' && document.body.innerText.includes('answered by github:octo')",
+            "the console showing the answer",
+        )
+        .await;
+    let mark = env
+        .server
+        .admin(
+            "checkmarks",
+            json!({"action": "get", "namespace": "alpha", "agent": "d1"}),
+        )
+        .await;
+    assert_eq!(mark["checkmark"]["answer"], "Postgres, typed in Chromium");
+    assert_eq!(mark["checkmark"]["status"], "working");
+    assert_eq!(mark["checkmark"]["resume"]["requested_by"], "github:octo");
+    assert!(
+        env.audit_actions()
+            .await
+            .contains(&("console-answer".into(), "github:octo".into()))
+    );
+    let png = chrome.screenshot().await;
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+    std::fs::write(artifacts().join("console-answered.png"), png).expect("write the screenshot");
 }

@@ -3,11 +3,13 @@
 //! fake GitHub ending with a real MCP client on `/mcp`, `/csp-report`, and the console (also
 //! rendered by headless Chromium). Every server runs over SQLite with a `ManualClock`.
 
+mod cdp;
 mod env;
 
 mod codes_and_pkce;
 mod consent;
 mod console;
+mod console_checkmarks;
 mod console_chromium;
 mod csp_report;
 mod github_round_trip;

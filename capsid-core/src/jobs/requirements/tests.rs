@@ -176,7 +176,7 @@ fn missing_for_job_asks_grant_namespace_then_flags() {
 
 fn any_requirements() -> impl Strategy<Value = JobRequirements> {
     (
-        proptest::sample::subsequence(Flag::ALL.to_vec(), 0..=7),
+        proptest::sample::subsequence(Flag::ALL.to_vec(), 0..=Flag::ALL.len()),
         proptest::option::of(1u64..1_000_000),
         any::<bool>(),
     )

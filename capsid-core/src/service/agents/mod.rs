@@ -68,7 +68,7 @@ impl AgentsAction {
     }
 }
 
-/// The seven flags, each optional.
+/// The eight flags, each optional.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 pub struct FlagsArg {
     /// Merge pull requests.
@@ -85,6 +85,8 @@ pub struct FlagsArg {
     pub money_paths: Option<bool>,
     /// Comment on pull requests.
     pub can_comment_pr: Option<bool>,
+    /// Write the shared context every namespace reads.
+    pub can_write_shared: Option<bool>,
 }
 
 impl FlagsArg {
@@ -97,6 +99,7 @@ impl FlagsArg {
             ("can_touch_protected", self.can_touch_protected),
             ("money_paths", self.money_paths),
             ("can_comment_pr", self.can_comment_pr),
+            ("can_write_shared", self.can_write_shared),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))

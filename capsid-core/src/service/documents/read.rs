@@ -225,11 +225,13 @@ impl DocumentsCx<'_> {
 
     pub(crate) async fn namespaces(
         &self,
-        _: &Caller,
+        caller: &Caller,
         _: NoArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
-        let rows = self.namespaces.namespaces().await?;
+        // A narrowed caller sees only its own scope (SPEC 8).
+        let mut rows = self.namespaces.namespaces().await?;
+        rows.retain(|r| caller.scopes.namespaces.allows(&r.namespace));
         to_json(rows)
     }
 

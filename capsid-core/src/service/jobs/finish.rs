@@ -340,10 +340,13 @@ impl JobsCx<'_> {
                     }
                     .into(),
                     namespace: updated.namespace.clone(),
-                    job_id: updated.id.clone(),
-                    title: updated.title.clone(),
+                    job_id: Some(updated.id.clone()),
+                    title: Some(updated.title.clone()),
+                    agent: None,
+                    question: None,
                     reason: text.clone().unwrap_or_default(),
                     command: command.map(str::to_owned),
+                    link: None,
                     at: now.to_string(),
                 })
                 .await;

@@ -194,9 +194,6 @@ struct Decider<'a> {
     lease: Timestamp,
 }
 
-/// Marks a refusal that only means "compute the claimer's record and ask again".
-const NEEDS_RECORD: &str = "\u{0}needs-record";
-
 impl Decider<'_> {
     fn audit(&self, job: &Job, action: &str, params: Value) -> AuditEntry {
         job_audit(&self.actor, action, job, params, self.now)
@@ -233,7 +230,7 @@ impl ClaimDecider for Decider<'_> {
         }
         if let Some(bar) = requirements.min_prs_merged.filter(|b| *b > 0) {
             let Some(record) = self.record else {
-                return ClaimVerdict::Refuse(NEEDS_RECORD.into());
+                return ClaimVerdict::NeedsRecord;
             };
             if let Some(short) = min_record_refusal(bar, record) {
                 return ClaimVerdict::Refuse(format!(
@@ -507,7 +504,7 @@ impl JobsCx<'_> {
                         a.namespace.as_ref().map_or("", |n| n.as_str())
                     ),
                 ),
-                ClaimOutcome::Refused(job, why) if why == NEEDS_RECORD => {
+                ClaimOutcome::NeedsRecord(job) => {
                     record = Some(self.record_of(caller).await?);
                     target = ClaimTarget::Id(job.id);
                     continue;

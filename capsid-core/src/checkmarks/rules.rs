@@ -1,0 +1,546 @@
+//! What a checkpoint may say, and when an answer or a resume is accepted.
+//!
+//! A checkpoint is the agent's own account, so its claims are held to the gates: `done` only
+//! with a passing test run (or `skipped`, which a clean tree with nothing shipped may claim,
+//! as a scout does); an agent waiting on a human says what it needs (`question`), and only
+//! such an agent asks one. An answer fills exactly the entry that asked, once; a resume of an
+//! agent paused on a question carries its answer, so it needs one.
+
+use super::state::{CheckmarkEvent, IllegalTransition, Step, step};
+use super::status::{AgentStatus, GateStatus};
+use super::{COST_USD_MAX, NEXT_STEPS_MAX};
+
+/// What a checkpoint claims, as its rules read it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CheckpointClaims<'a> {
+    /// The status it records.
+    pub status: AgentStatus,
+    /// Its question, if any.
+    pub question: Option<&'a str>,
+    /// What the test run said.
+    pub tests_status: GateStatus,
+    /// Whether the working tree is clean (nothing changed).
+    pub clean_tree: bool,
+    /// The commit it pushed, if any.
+    pub push_sha: Option<&'a str>,
+    /// What comes next.
+    pub next_steps: &'a [String],
+    /// What the session cost, if reported.
+    pub cost_usd: Option<f64>,
+}
+
+/// Why a checkpoint was refused; each names the field and the rule. Nothing is written.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CheckpointRefusal {
+    /// `done` without a passing test run.
+    #[error(
+        "status: done needs tests_status pass (or skipped, for a clean tree with nothing pushed); this checkpoint says tests_status {tests}"
+    )]
+    DoneWithoutPassingTests {
+        /// What it said.
+        tests: GateStatus,
+    },
+    /// `skipped` claimed for a tree that changed or shipped something.
+    #[error(
+        "tests_status: skipped is only for a clean tree with nothing shipped; pass clean_tree: true and no push_sha"
+    )]
+    SkippedNeedsCleanTree,
+    /// An agent waiting on a human did not say what it needs.
+    #[error("question: status {status} needs a question saying what the agent needs from a human")]
+    QuestionNeeded {
+        /// The status.
+        status: AgentStatus,
+    },
+    /// A question from an agent that does not wait for its answer.
+    #[error(
+        "question: only a paused_for_input or blocked checkpoint asks a question; this one is {status}"
+    )]
+    QuestionNotAllowed {
+        /// The status.
+        status: AgentStatus,
+    },
+    /// A push that does not name a commit.
+    #[error("push_sha: must be 7 to 64 hexadecimal characters (a commit sha)")]
+    BadPushSha,
+    /// A blank next step.
+    #[error("next_steps: step {index} is empty; every step is a non-empty string")]
+    EmptyStep {
+        /// Its position, from 0.
+        index: usize,
+    },
+    /// Too many next steps.
+    #[error("next_steps: at most {NEXT_STEPS_MAX} steps; this checkpoint lists {count}")]
+    TooManySteps {
+        /// How many it listed.
+        count: usize,
+    },
+    /// A cost that is not a sum of money.
+    #[error("cost_usd: must be a finite number from 0 to {COST_USD_MAX}")]
+    BadCost,
+}
+
+fn is_commit_sha(sha: &str) -> bool {
+    (7..=64).contains(&sha.len()) && sha.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn blank(text: Option<&str>) -> bool {
+    text.is_none_or(|t| t.trim().is_empty())
+}
+
+/// Checks a checkpoint's claims, in a fixed order: next steps, the push, the cost, the
+/// question, then the test gate.
+pub fn check_checkpoint(c: &CheckpointClaims<'_>) -> Result<(), CheckpointRefusal> {
+    if c.next_steps.len() > NEXT_STEPS_MAX {
+        return Err(CheckpointRefusal::TooManySteps {
+            count: c.next_steps.len(),
+        });
+    }
+    if let Some(index) = c.next_steps.iter().position(|s| s.trim().is_empty()) {
+        return Err(CheckpointRefusal::EmptyStep { index });
+    }
+    if c.push_sha.is_some_and(|sha| !is_commit_sha(sha)) {
+        return Err(CheckpointRefusal::BadPushSha);
+    }
+    if c.cost_usd
+        .is_some_and(|usd| !usd.is_finite() || !(0.0..=COST_USD_MAX).contains(&usd))
+    {
+        return Err(CheckpointRefusal::BadCost);
+    }
+    match (c.status.waits_on_a_human(), blank(c.question)) {
+        (true, true) => return Err(CheckpointRefusal::QuestionNeeded { status: c.status }),
+        (false, false) => return Err(CheckpointRefusal::QuestionNotAllowed { status: c.status }),
+        _ => {}
+    }
+    let clean_and_unshipped = c.clean_tree && c.push_sha.is_none();
+    if c.tests_status == GateStatus::Skipped && !clean_and_unshipped {
+        return Err(CheckpointRefusal::SkippedNeedsCleanTree);
+    }
+    if c.status == AgentStatus::Done
+        && !matches!(c.tests_status, GateStatus::Pass | GateStatus::Skipped)
+    {
+        return Err(CheckpointRefusal::DoneWithoutPassingTests {
+            tests: c.tests_status,
+        });
+    }
+    Ok(())
+}
+
+/// Who answered an entry, and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answered<'a> {
+    /// The answering actor.
+    pub by: &'a str,
+    /// When (as stored).
+    pub at: &'a str,
+}
+
+/// What an answer or a resume reads of a checkmark: its status and the entry it links to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiting<'a> {
+    /// The checkmark's status.
+    pub status: AgentStatus,
+    /// The linked entry's question.
+    pub question: Option<&'a str>,
+    /// The linked entry's answer, once given.
+    pub answered: Option<Answered<'a>>,
+}
+
+/// Why an answer or a resume was refused. Nothing is written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerRefusal {
+    /// The table does not allow it from the checkmark's status.
+    #[error(transparent)]
+    Illegal(#[from] IllegalTransition),
+    /// The entry the checkmark links to asked nothing.
+    #[error("the agent's latest entry asked no question; there is nothing to answer")]
+    NoQuestion,
+    /// The entry was answered already.
+    #[error("the question was already answered by {by} at {at}; an answer is given once")]
+    AlreadyAnswered {
+        /// Who answered.
+        by: String,
+        /// When.
+        at: String,
+    },
+    /// A resume of an agent paused on a question that nobody answered.
+    #[error("answer the question first: a resume carries the answer to the agent")]
+    Unanswered,
+}
+
+/// The step an answer takes (`resume`: answer and resume), or why it is refused: the agent must
+/// wait on a human, its entry must have asked, and nobody may have answered yet.
+pub fn answer_step(w: &Waiting<'_>, resume: bool) -> Result<Step, AnswerRefusal> {
+    let event = if resume {
+        CheckmarkEvent::AnswerAndResume
+    } else {
+        CheckmarkEvent::Answer
+    };
+    let step = step(w.status, event)?;
+    if blank(w.question) {
+        return Err(AnswerRefusal::NoQuestion);
+    }
+    if let Some(a) = w.answered {
+        return Err(AnswerRefusal::AlreadyAnswered {
+            by: a.by.to_owned(),
+            at: a.at.to_owned(),
+        });
+    }
+    Ok(step)
+}
+
+/// The step a resume takes, or why it is refused: the agent must wait on a human, and one paused
+/// on a question needs its answer first (a blocked agent resumes once the human acted).
+pub fn resume_step(w: &Waiting<'_>) -> Result<Step, AnswerRefusal> {
+    let step = step(w.status, CheckmarkEvent::Resume)?;
+    if w.status == AgentStatus::PausedForInput && w.answered.is_none() {
+        return Err(AnswerRefusal::Unanswered);
+    }
+    Ok(step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    use AgentStatus as S;
+    use GateStatus as G;
+
+    fn claims(
+        status: AgentStatus,
+        question: Option<&str>,
+        tests: GateStatus,
+    ) -> CheckpointClaims<'_> {
+        CheckpointClaims {
+            status,
+            question,
+            tests_status: tests,
+            clean_tree: false,
+            push_sha: None,
+            next_steps: &[],
+            cost_usd: None,
+        }
+    }
+
+    #[test]
+    fn done_needs_a_passing_test_run_or_a_clean_skip() {
+        assert!(check_checkpoint(&claims(S::Done, None, G::Pass)).is_ok());
+        for tests in [G::Fail, G::Unknown] {
+            let err = check_checkpoint(&claims(S::Done, None, tests)).unwrap_err();
+            assert_eq!(err, CheckpointRefusal::DoneWithoutPassingTests { tests });
+            assert!(
+                err.to_string()
+                    .starts_with("status: done needs tests_status pass")
+            );
+        }
+        let skipped = claims(S::Done, None, G::Skipped);
+        assert_eq!(
+            check_checkpoint(&skipped),
+            Err(CheckpointRefusal::SkippedNeedsCleanTree)
+        );
+        let scout = CheckpointClaims {
+            clean_tree: true,
+            ..skipped
+        };
+        assert!(check_checkpoint(&scout).is_ok(), "a scout on a clean tree");
+        let shipped = CheckpointClaims {
+            push_sha: Some("0123abc"),
+            ..scout
+        };
+        assert_eq!(
+            check_checkpoint(&shipped),
+            Err(CheckpointRefusal::SkippedNeedsCleanTree),
+            "something shipped: the gate cannot be skipped"
+        );
+    }
+
+    #[test]
+    fn waiting_agents_ask_and_only_they_do() {
+        for status in [S::PausedForInput, S::Blocked] {
+            assert_eq!(
+                check_checkpoint(&claims(status, Some("  "), G::Unknown)),
+                Err(CheckpointRefusal::QuestionNeeded { status })
+            );
+            assert!(check_checkpoint(&claims(status, Some("which db?"), G::Unknown)).is_ok());
+        }
+        for status in [S::Working, S::Done] {
+            assert_eq!(
+                check_checkpoint(&claims(status, Some("why?"), G::Pass)),
+                Err(CheckpointRefusal::QuestionNotAllowed { status })
+            );
+        }
+    }
+
+    #[test]
+    fn steps_pushes_and_costs_are_checked_naming_the_field() {
+        let long: Vec<String> = (0..51).map(|i| format!("step {i}")).collect();
+        let c = CheckpointClaims {
+            next_steps: &long,
+            ..claims(S::Working, None, G::Unknown)
+        };
+        assert!(
+            check_checkpoint(&c)
+                .unwrap_err()
+                .to_string()
+                .starts_with("next_steps:")
+        );
+        let blank = vec!["ok".to_owned(), " ".to_owned()];
+        let c = CheckpointClaims {
+            next_steps: &blank,
+            ..claims(S::Working, None, G::Unknown)
+        };
+        assert_eq!(
+            check_checkpoint(&c),
+            Err(CheckpointRefusal::EmptyStep { index: 1 })
+        );
+        for sha in ["abc", "zzzzzzz", &"a".repeat(65)] {
+            let c = CheckpointClaims {
+                push_sha: Some(sha),
+                ..claims(S::Working, None, G::Unknown)
+            };
+            assert_eq!(
+                check_checkpoint(&c),
+                Err(CheckpointRefusal::BadPushSha),
+                "{sha}"
+            );
+        }
+        for usd in [-0.01, f64::NAN, f64::INFINITY, 2e6] {
+            let c = CheckpointClaims {
+                cost_usd: Some(usd),
+                ..claims(S::Working, None, G::Unknown)
+            };
+            assert_eq!(
+                check_checkpoint(&c),
+                Err(CheckpointRefusal::BadCost),
+                "{usd}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_answer_fills_the_asking_entry_once() {
+        let asked = Waiting {
+            status: S::PausedForInput,
+            question: Some("which db?"),
+            answered: None,
+        };
+        assert_eq!(answer_step(&asked, false).unwrap().to, S::PausedForInput);
+        assert_eq!(answer_step(&asked, true).unwrap().to, S::Working);
+        let again = Waiting {
+            answered: Some(Answered {
+                by: "github:octo",
+                at: "2026-03-01T09:00:00.000Z",
+            }),
+            ..asked
+        };
+        let err = answer_step(&again, false).unwrap_err();
+        assert!(err.to_string().contains("github:octo"), "{err}");
+        let silent = Waiting {
+            question: None,
+            ..asked
+        };
+        assert_eq!(answer_step(&silent, false), Err(AnswerRefusal::NoQuestion));
+        let working = Waiting {
+            status: S::Working,
+            ..asked
+        };
+        assert!(matches!(
+            answer_step(&working, false),
+            Err(AnswerRefusal::Illegal(_))
+        ));
+        assert_eq!(resume_step(&asked), Err(AnswerRefusal::Unanswered));
+        assert_eq!(resume_step(&again).unwrap().to, S::Working);
+        let blocked = Waiting {
+            status: S::Blocked,
+            ..asked
+        };
+        assert_eq!(
+            resume_step(&blocked).unwrap().to,
+            S::Working,
+            "the human acted"
+        );
+    }
+
+    /// One thing that can happen to a checkmark, as the property drives it.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Checkpoint {
+            status: AgentStatus,
+            asks: bool,
+            tests: GateStatus,
+            clean: bool,
+            pushed: bool,
+        },
+        Answer {
+            resume: bool,
+        },
+        Resume,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (
+                proptest::sample::select(S::ALL.to_vec()),
+                any::<bool>(),
+                proptest::sample::select(G::ALL.to_vec()),
+                any::<bool>(),
+                any::<bool>()
+            )
+                .prop_map(|(status, asks, tests, clean, pushed)| Op::Checkpoint {
+                    status,
+                    asks,
+                    tests,
+                    clean,
+                    pushed
+                }),
+            any::<bool>().prop_map(|resume| Op::Answer { resume }),
+            Just(Op::Resume),
+        ]
+    }
+
+    /// A checkmark and the entry it links to, as the model and the rules see it.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    struct Mark {
+        status: AgentStatus,
+        question: Option<String>,
+        answered: bool,
+        resume_requested: bool,
+    }
+
+    /// The model, stated from the rules' prose and nothing else.
+    fn model(mark: &Option<Mark>, op: &Op) -> Option<Mark> {
+        match op {
+            Op::Checkpoint {
+                status,
+                asks,
+                tests,
+                clean,
+                pushed,
+            } => {
+                let waits = matches!(status, S::PausedForInput | S::Blocked);
+                let clean_skip = *clean && !pushed;
+                let ok = *asks == waits
+                    && (*tests != G::Skipped || clean_skip)
+                    && (*status != S::Done || *tests == G::Pass || *tests == G::Skipped);
+                ok.then(|| Mark {
+                    status: *status,
+                    question: asks.then(|| "what now?".to_owned()),
+                    answered: false,
+                    resume_requested: false,
+                })
+            }
+            Op::Answer { resume } => {
+                let m = mark.as_ref()?;
+                let waits = matches!(m.status, S::PausedForInput | S::Blocked);
+                (waits && m.question.is_some() && !m.answered).then(|| Mark {
+                    status: if *resume { S::Working } else { m.status },
+                    answered: true,
+                    resume_requested: m.resume_requested || *resume,
+                    ..m.clone()
+                })
+            }
+            Op::Resume => {
+                let m = mark.as_ref()?;
+                let ok = m.status == S::Blocked || (m.status == S::PausedForInput && m.answered);
+                ok.then(|| Mark {
+                    status: S::Working,
+                    resume_requested: true,
+                    ..m.clone()
+                })
+            }
+        }
+    }
+
+    /// The rules, applied as the service and the store apply them.
+    fn rules(mark: &Option<Mark>, op: &Op) -> Option<Mark> {
+        fn waiting(m: &Mark) -> Waiting<'_> {
+            Waiting {
+                status: m.status,
+                question: m.question.as_deref(),
+                answered: m.answered.then_some(Answered {
+                    by: "agent:other",
+                    at: "t",
+                }),
+            }
+        }
+        match op {
+            Op::Checkpoint {
+                status,
+                asks,
+                tests,
+                clean,
+                pushed,
+            } => {
+                let question = asks.then(|| "what now?".to_owned());
+                let c = CheckpointClaims {
+                    status: *status,
+                    question: question.as_deref(),
+                    tests_status: *tests,
+                    clean_tree: *clean,
+                    push_sha: pushed.then_some("0123456789abcdef"),
+                    next_steps: &[],
+                    cost_usd: None,
+                };
+                check_checkpoint(&c).ok()?;
+                let to = crate::checkmarks::transition(
+                    mark.as_ref().map(|m| m.status),
+                    CheckmarkEvent::Checkpoint(*status),
+                )
+                .ok()?;
+                Some(Mark {
+                    status: to,
+                    question,
+                    answered: false,
+                    resume_requested: false,
+                })
+            }
+            Op::Answer { resume } => {
+                let m = mark.as_ref()?;
+                let s = answer_step(&waiting(m), *resume).ok()?;
+                assert_eq!(s.from, m.status);
+                Some(Mark {
+                    status: s.to,
+                    answered: true,
+                    resume_requested: m.resume_requested || s.event.resumes(),
+                    ..m.clone()
+                })
+            }
+            Op::Resume => {
+                let m = mark.as_ref()?;
+                let s = resume_step(&waiting(m)).ok()?;
+                Some(Mark {
+                    status: s.to,
+                    resume_requested: true,
+                    ..m.clone()
+                })
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn checkmark_rules_follow_the_model(ops in proptest::collection::vec(op(), 0..40)) {
+            let mut mark: Option<Mark> = None;
+            let mut answers_to_this_entry = 0;
+            for op in ops {
+                let want = model(&mark, &op);
+                let got = rules(&mark, &op);
+                prop_assert_eq!(&got, &want, "{:?} from {:?}", op, mark);
+                if let Some(next) = got {
+                    match op {
+                        Op::Checkpoint { tests, .. } => {
+                            answers_to_this_entry = 0;
+                            if next.status == S::Done {
+                                prop_assert!(matches!(tests, G::Pass | G::Skipped));
+                            }
+                        }
+                        Op::Answer { .. } => answers_to_this_entry += 1,
+                        Op::Resume => {}
+                    }
+                    prop_assert!(answers_to_this_entry <= 1, "an entry is answered once");
+                    mark = Some(next);
+                }
+            }
+        }
+    }
+}

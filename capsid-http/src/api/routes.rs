@@ -1,0 +1,340 @@
+//! The Handler API's routes, each the tool call it stands for: path segments and query
+//! parameters become the tool's arguments (which it bounds and checks), a JSON body's known
+//! fields too.
+
+use std::collections::BTreeMap;
+
+use axum::Extension;
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use capsid_core::caller::Caller;
+use serde_json::{Map, Value, json};
+
+use super::{BODY_LIMIT, call, call_value, error};
+use crate::AppState;
+
+/// Every route.
+pub(super) fn table() -> Router<AppState> {
+    Router::new()
+        .route("/projects", get(projects))
+        .route("/projects/{ns}/agents", get(agents))
+        .route("/projects/{ns}/agents/{name}/checkmark", get(checkmark))
+        .route("/projects/{ns}/agents/{name}/log", get(log))
+        .route("/projects/{ns}/agents/{name}/answer", post(answer))
+        .route("/projects/{ns}/agents/{name}/resume", post(resume))
+        .route("/shared/log", get(shared_log))
+        .route("/shared/context", get(shared_list))
+        .route(
+            "/shared/context/{key}",
+            get(shared_get).put(shared_put).delete(shared_delete),
+        )
+}
+
+type Segments<T> = Result<Path<T>, PathRejection>;
+
+fn segments<T>(path: Segments<T>) -> Result<T, Response> {
+    path.map(|Path(p)| p).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            &format!("the path could not be read: {e}"),
+        )
+    })
+}
+
+/// The query string's parameters; each appears at most once.
+fn query(raw: Option<String>) -> Result<BTreeMap<String, String>, Response> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw.as_deref().unwrap_or(""))
+        .map_err(|e| {
+            error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                &format!("the query string could not be read: {e}"),
+            )
+        })?;
+    let mut out = BTreeMap::new();
+    for (k, v) in pairs {
+        if out.insert(k.clone(), v).is_some() {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                &format!("query parameter {k} is given twice"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Copies the paging parameters (`cursor`, `limit`, and for the feed `namespace`) into `args`.
+fn paging(
+    params: &BTreeMap<String, String>,
+    args: &mut Value,
+    allowed: &[&str],
+) -> Result<(), Response> {
+    for key in params.keys() {
+        if !allowed.contains(&key.as_str()) {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                &format!(
+                    "unknown query parameter {key}; this route takes {}",
+                    allowed.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(c) = params.get("cursor") {
+        args["cursor"] = json!(c);
+    }
+    if let Some(ns) = params.get("namespace") {
+        args["namespace"] = json!(ns);
+    }
+    if let Some(l) = params.get("limit") {
+        let n: u32 = l.parse().map_err(|_| {
+            error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                &format!("limit must be a whole number from 1 to 100, got {l:?}"),
+            )
+        })?;
+        args["limit"] = json!(n);
+    }
+    Ok(())
+}
+
+/// The request body as a JSON object (an empty body is an empty object).
+async fn body_object(body: Body) -> Result<Map<String, Value>, Response> {
+    let bytes = to_bytes(body, BODY_LIMIT).await.map_err(|_| {
+        error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            &format!("the body is larger than {BODY_LIMIT} bytes"),
+        )
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "the body must be a JSON object",
+        )),
+        Err(e) => Err(error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            &format!("the body is not JSON: {e}"),
+        )),
+    }
+}
+
+/// Copies the body's `fields` into `args`, refusing any other field by name.
+fn fields(body: Map<String, Value>, args: &mut Value, allowed: &[&str]) -> Result<(), Response> {
+    for (k, v) in body {
+        if !allowed.contains(&k.as_str()) {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                &format!("unknown field {k}; this route takes {}", allowed.join(", ")),
+            ));
+        }
+        args[k] = v;
+    }
+    Ok(())
+}
+
+/// `GET /api/projects`: the namespaces the caller may read (the `namespaces` tool).
+async fn projects(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Response {
+    match call_value(&state, &caller, "namespaces", json!({})).await {
+        Ok(list) => axum::Json(json!({ "projects": list })).into_response(),
+        Err(r) => r,
+    }
+}
+
+/// `GET /api/projects/{ns}/agents`: `checkmarks list`.
+async fn agents(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<String>,
+) -> Response {
+    let ns = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    call(
+        &state,
+        &caller,
+        "checkmarks",
+        json!({"action": "list", "namespace": ns}),
+    )
+    .await
+}
+
+/// `GET /api/projects/{ns}/agents/{name}/checkmark`: `checkmarks get`.
+async fn checkmark(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<(String, String)>,
+) -> Response {
+    let (ns, name) = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let args = json!({"action": "get", "namespace": ns, "agent": name});
+    call(&state, &caller, "checkmarks", args).await
+}
+
+/// `GET /api/projects/{ns}/agents/{name}/log?cursor=&limit=`: `checkmarks log`.
+async fn log(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<(String, String)>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let (ns, name) = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let mut args = json!({"action": "log", "namespace": ns, "agent": name});
+    if let Err(r) = query(raw).and_then(|q| paging(&q, &mut args, &["cursor", "limit"])) {
+        return r;
+    }
+    call(&state, &caller, "checkmarks", args).await
+}
+
+/// `POST /api/projects/{ns}/agents/{name}/answer` `{"answer": "...", "resume": false}`:
+/// `checkmarks answer`.
+async fn answer(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<(String, String)>,
+    body: Body,
+) -> Response {
+    let (ns, name) = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let mut args = json!({"action": "answer", "namespace": ns, "agent": name});
+    match body_object(body).await {
+        Ok(b) => {
+            if let Err(r) = fields(b, &mut args, &["answer", "resume"]) {
+                return r;
+            }
+        }
+        Err(r) => return r,
+    }
+    call(&state, &caller, "checkmarks", args).await
+}
+
+/// `POST /api/projects/{ns}/agents/{name}/resume`: `checkmarks resume`.
+async fn resume(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<(String, String)>,
+    body: Body,
+) -> Response {
+    let (ns, name) = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let mut args = json!({"action": "resume", "namespace": ns, "agent": name});
+    match body_object(body).await {
+        Ok(b) => {
+            if let Err(r) = fields(b, &mut args, &[]) {
+                return r;
+            }
+        }
+        Err(r) => return r,
+    }
+    call(&state, &caller, "checkmarks", args).await
+}
+
+/// `GET /api/shared/log?cursor=&limit=&namespace=`: `checkmarks feed`.
+async fn shared_log(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let mut args = json!({"action": "feed"});
+    if let Err(r) =
+        query(raw).and_then(|q| paging(&q, &mut args, &["cursor", "limit", "namespace"]))
+    {
+        return r;
+    }
+    call(&state, &caller, "checkmarks", args).await
+}
+
+/// `GET /api/shared/context`: `shared list`.
+async fn shared_list(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    call(&state, &caller, "shared", json!({"action": "list"})).await
+}
+
+/// `GET /api/shared/context/{key}`: `shared get`.
+async fn shared_get(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<String>,
+) -> Response {
+    let key = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    call(
+        &state,
+        &caller,
+        "shared",
+        json!({"action": "get", "key": key}),
+    )
+    .await
+}
+
+/// `PUT /api/shared/context/{key}` `{"value": "..."}`: `shared set` (needs can_write_shared).
+async fn shared_put(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<String>,
+    body: Body,
+) -> Response {
+    let key = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let mut args = json!({"action": "set", "key": key});
+    match body_object(body).await {
+        Ok(b) => {
+            if let Err(r) = fields(b, &mut args, &["value"]) {
+                return r;
+            }
+        }
+        Err(r) => return r,
+    }
+    call(&state, &caller, "shared", args).await
+}
+
+/// `DELETE /api/shared/context/{key}`: `shared delete` (needs can_write_shared).
+async fn shared_delete(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<String>,
+) -> Response {
+    let key = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    call(
+        &state,
+        &caller,
+        "shared",
+        json!({"action": "delete", "key": key}),
+    )
+    .await
+}

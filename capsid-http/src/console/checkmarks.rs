@@ -1,0 +1,270 @@
+//! The console's checkmarks panel, rendered from the `checkmarks` object of `/console.json`:
+//! per namespace every agent with a status badge, where it stopped, next steps, the open
+//! question (and its answer), tests and build badges and age; an Answer and an Answer &
+//! resume form on an agent waiting for an answer; the selected agent's log in pages; the
+//! global feed; the shared context. Script-free, every value escaped.
+
+use serde_json::Value;
+
+use super::page::{cell, hidden, text};
+use crate::html::esc;
+
+fn badge(kind: &str, value: &Value) -> String {
+    let v = value.as_str().unwrap_or("unknown");
+    format!("<span class=\"badge {kind}-{}\">{}</span>", esc(v), esc(v))
+}
+
+/// Query-escapes `text` for a link.
+fn q(text: &str) -> String {
+    serde_urlencoded::to_string([("", text)])
+        .map(|s| s.trim_start_matches('=').to_owned())
+        .unwrap_or_default()
+}
+
+fn log_link(namespace: &str, agent: &str, cursor: Option<&str>, label: &str) -> String {
+    let cursor = cursor.map_or(String::new(), |c| format!("&log_cursor={}", q(c)));
+    format!(
+        "<a href=\"/console?log_namespace={}&amp;log_agent={}{}#checkmarks\">{}</a>",
+        esc(&q(namespace)),
+        esc(&q(agent)),
+        esc(&cursor),
+        esc(label)
+    )
+}
+
+/// The Answer and Answer & resume form of an agent waiting for an answer.
+fn answer_form(csrf: &str, namespace: &str, agent: &str) -> String {
+    format!(
+        "<form method=\"post\" action=\"/console\" class=\"answer\">{}\
+         <textarea name=\"answer\" required maxlength=\"{}\" placeholder=\"your answer to {}\"></textarea>\
+         <button type=\"submit\" name=\"resume\" value=\"no\">Answer</button> \
+         <button type=\"submit\" name=\"resume\" value=\"yes\">Answer &amp; resume</button></form>",
+        hidden(
+            csrf,
+            &[
+                ("action", "answer"),
+                ("namespace", namespace),
+                ("agent", agent)
+            ]
+        ),
+        capsid_core::checkmarks::ANSWER_MAX,
+        esc(agent)
+    )
+}
+
+fn question(c: &Value) -> String {
+    let asked = text(&c["open_question"]);
+    match c["answer"].as_str() {
+        Some(a) => format!(
+            "{}<br><span class=\"ok\">answered by {}: {}</span>",
+            esc(&asked),
+            esc(&text(&c["answered_by"])),
+            esc(a)
+        ),
+        None => esc(&asked),
+    }
+}
+
+fn agents_table(ns: &Value, csrf: &str) -> String {
+    let name = ns["namespace"].as_str().unwrap_or_default();
+    let mut rows = String::new();
+    for c in ns["agents"].as_array().into_iter().flatten() {
+        let agent = c["agent"].as_str().unwrap_or_default();
+        let waiting = matches!(c["status"].as_str(), Some("paused_for_input" | "blocked"))
+            && c["open_question"].is_string()
+            && c["answer"].is_null();
+        let age = c["age_minutes"]
+            .as_i64()
+            .map_or("—".to_owned(), |m| format!("{m} min"));
+        let resume = if c["resume"].is_null() {
+            String::new()
+        } else {
+            " <span class=\"muted\">(resume requested)</span>".to_owned()
+        };
+        rows.push_str(&format!(
+            "<tr><td><strong>{}</strong></td><td>{}{resume}</td>{}{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(agent),
+            badge("s", &c["status"]),
+            cell(&c["where_it_stopped"]),
+            cell(&c["next_steps"]),
+            question(c),
+            badge("g", &c["tests_status"]),
+            badge("g", &c["build_status"]),
+            esc(&age),
+            log_link(name, agent, None, "log"),
+        ));
+        if waiting {
+            rows.push_str(&format!(
+                "<tr><td></td><td colspan=\"8\">{}</td></tr>",
+                answer_form(csrf, name, agent)
+            ));
+        }
+    }
+    if rows.is_empty() {
+        rows.push_str(
+            "<tr><td colspan=\"9\" class=\"muted\">No agent has checkpointed here yet.</td></tr>",
+        );
+    }
+    format!(
+        "<h3>{}</h3><table><tr><th>agent</th><th>status</th><th>where it stopped</th><th>next steps</th><th>open question</th><th>tests</th><th>build</th><th>age</th><th></th></tr>{rows}</table>",
+        esc(name)
+    )
+}
+
+fn entries_table(entries: &Value, with_agent: bool) -> String {
+    let mut rows = String::new();
+    for e in entries.as_array().into_iter().flatten() {
+        let who = if with_agent {
+            format!(
+                "<td>{} / {}</td>",
+                esc(&text(&e["namespace"])),
+                esc(&text(&e["agent"]))
+            )
+        } else {
+            String::new()
+        };
+        rows.push_str(&format!(
+            "<tr>{}{who}<td>{}</td>{}{}{}{}<td><code>{}</code> {}</td></tr>",
+            cell(&e["created_at"]),
+            badge("s", &e["status"]),
+            cell(&e["summary"]),
+            cell(&e["question"]),
+            cell(&e["answer"]),
+            cell(&e["visibility"]),
+            esc(&text(&e["push_sha"])),
+            esc(&text(&e["ci_status"])),
+        ));
+    }
+    let span = if with_agent { 8 } else { 7 };
+    if rows.is_empty() {
+        rows.push_str(&format!(
+            "<tr><td colspan=\"{span}\" class=\"muted\">No entries.</td></tr>"
+        ));
+    }
+    let agent_head = if with_agent { "<th>agent</th>" } else { "" };
+    format!(
+        "<table><tr><th>at</th>{agent_head}<th>status</th><th>summary</th><th>question</th><th>answer</th><th>visibility</th><th>push · CI</th></tr>{rows}</table>"
+    )
+}
+
+fn selected_log(log: &Value) -> String {
+    if log.is_null() {
+        return "<p class=\"muted\">Choose an agent's <em>log</em> link to read its log here.</p>"
+            .to_owned();
+    }
+    let ns = log["namespace"].as_str().unwrap_or_default();
+    let agent = log["agent"].as_str().unwrap_or_default();
+    if let Some(e) = log["error"].as_str() {
+        return format!(
+            "<h3>Log of {} in {}</h3><p class=\"warn\">{}</p>",
+            esc(agent),
+            esc(ns),
+            esc(e)
+        );
+    }
+    let older = log["next_cursor"].as_str().map_or(String::new(), |c| {
+        format!(" · {}", log_link(ns, agent, Some(c), "older entries"))
+    });
+    format!(
+        "<h3>Log of {} in {}</h3>{}<p>{}{older}</p>",
+        esc(agent),
+        esc(ns),
+        entries_table(&log["entries"], false),
+        log_link(ns, agent, None, "newest entries"),
+    )
+}
+
+fn shared_table(shared: &Value) -> String {
+    let mut rows = String::new();
+    for s in shared["entries"].as_array().into_iter().flatten() {
+        rows.push_str(&format!(
+            "<tr><td><code>{}</code></td>{}{}{}</tr>",
+            esc(&text(&s["key"])),
+            cell(&s["value"]),
+            cell(&s["set_by"]),
+            cell(&s["updated_at"]),
+        ));
+    }
+    if rows.is_empty() {
+        rows.push_str("<tr><td colspan=\"4\" class=\"muted\">Nothing shared yet.</td></tr>");
+    }
+    format!(
+        "<table><tr><th>key</th><th>value</th><th>set by</th><th>updated</th></tr>{rows}</table>"
+    )
+}
+
+/// The whole panel, from the view's `checkmarks` object.
+pub(super) fn panel(view: &Value, csrf: &str) -> String {
+    let c = &view["checkmarks"];
+    let namespaces: String = c["namespaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|ns| agents_table(ns, csrf))
+        .collect();
+    let namespaces = if namespaces.is_empty() {
+        "<p class=\"muted\">No namespaces registered yet.</p>".to_owned()
+    } else {
+        namespaces
+    };
+    format!(
+        "<h2 id=\"checkmarks\">Checkmarks</h2>{namespaces}{}\
+         <h2>Global feed</h2>{}<h2>Shared context</h2>{}",
+        selected_log(&c["log"]),
+        entries_table(&c["feed"]["entries"], true),
+        shared_table(&c["shared"]),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn view() -> Value {
+        json!({"checkmarks": {
+            "namespaces": [{"namespace": "alpha", "agents": [
+                {"agent": "d1", "status": "paused_for_input", "where_it_stopped": "<b>schema</b>",
+                 "next_steps": ["pick a db", "migrate"], "open_question": "Postgres or SQLite?",
+                 "answer": null, "tests_status": "pass", "build_status": "unknown", "age_minutes": 7, "resume": null},
+                {"agent": "d2", "status": "working", "open_question": null, "answer": null,
+                 "tests_status": "unknown", "build_status": "unknown", "age_minutes": 1, "resume": null}
+            ]}],
+            "log": {"namespace": "alpha", "agent": "d1", "next_cursor": "eyJiIjo0fQ", "entries": [
+                {"created_at": "t", "status": "paused_for_input", "summary": "s", "question": "q", "answer": null, "visibility": "project"}
+            ]},
+            "feed": {"entries": [{"namespace": "beta", "agent": "b1", "status": "done", "visibility": "global", "summary": "shipped"}]},
+            "shared": {"entries": [{"key": "staging-url", "value": "https://staging", "set_by": "agent:b1", "updated_at": "t"}]}
+        }})
+    }
+
+    #[test]
+    fn the_panel_shows_checkmarks_forms_log_feed_and_shared_context_escaped() {
+        let html = panel(&view(), "tok");
+        assert!(html.contains("badge s-paused_for_input"));
+        assert!(html.contains("&lt;b&gt;schema&lt;/b&gt;") && !html.contains("<b>schema</b>"));
+        assert!(html.contains("pick a db, migrate"));
+        assert!(html.contains("Postgres or SQLite?"));
+        assert_eq!(
+            html.matches("name=\"action\" value=\"answer\"").count(),
+            1,
+            "only the paused agent gets the form"
+        );
+        assert!(html.contains("value=\"yes\">Answer &amp; resume</button>"));
+        assert!(html.contains("name=\"csrf\" value=\"tok\""));
+        assert!(html.contains("log_cursor=eyJiIjo0fQ"), "the next page link");
+        assert!(html.contains("shipped") && html.contains("beta / b1"));
+        assert!(html.contains("staging-url") && html.contains("https://staging"));
+        assert!(!html.contains("<script"));
+    }
+
+    #[test]
+    fn an_answered_question_shows_its_answer_and_no_form() {
+        let mut v = view();
+        v["checkmarks"]["namespaces"][0]["agents"][0]["answer"] = json!("Postgres");
+        v["checkmarks"]["namespaces"][0]["agents"][0]["answered_by"] = json!("github:octo");
+        let html = panel(&v, "tok");
+        assert!(html.contains("answered by github:octo: Postgres"));
+        assert!(!html.contains("value=\"answer\""));
+    }
+}
