@@ -205,6 +205,11 @@ pub trait ScopeArgs {
     fn flags(&self) -> Vec<crate::scope::Flag> {
         Vec::new()
     }
+    /// The repositories (`owner/name`) the call maps to a namespace (`register_namespace`),
+    /// each asked of the repos axis by the one check as a selector is.
+    fn new_mapping(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Implements [`ScopeArgs`] for argument structs with a `namespace` field (and optionally a

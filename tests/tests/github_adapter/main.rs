@@ -12,6 +12,8 @@
 //!   bound, GitHub's statuses as errors, `capsid doctor`, and the logs.
 //! - `read_tools`: the read tools (tree, files, refs, history, code search) and their budgets.
 //! - `write_tools`: file writes, branches and pull requests, bad input, the audit failure.
+//! - `boundaries`: pr mode never reaches the default branch, landed mutations are audited, the
+//!   namespace mapping is admin-only to change, the repos axis holds for the resolved repo.
 //! - `ci`: CI status and dispatch.
 //! - `outcomes`: the facts other features read, outcome verification and the review gate.
 
@@ -21,6 +23,7 @@ use capsid_tests::server::{Client, TestServer};
 use serde_json::{Value, json};
 
 mod adapter;
+mod boundaries;
 mod ci;
 mod outcomes;
 mod read_tools;

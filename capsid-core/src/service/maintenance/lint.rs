@@ -250,7 +250,7 @@ impl MaintenanceCx<'_> {
             count_claims: scan_count_claims(&standing_docs, authoritative.as_ref()),
             docs,
             // The primary repository's tree; `None` (not checked) when it cannot be read.
-            repo_paths: self.repo.primary_repo_paths(ns).await,
+            repo_paths: self.repo.primary_repo_paths(caller, ns).await,
             namespaces,
         };
         let report = build_truth_report(&input);

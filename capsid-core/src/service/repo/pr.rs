@@ -95,7 +95,7 @@ impl RepoCx<'_> {
                 "{TOOL}: action comment needs body, the comment's text"
             )));
         }
-        let t = self.repo_target(TOOL, ns, sel).await?;
+        let t = self.repo_target(caller, TOOL, ns, sel).await?;
         let err = |e| host_error(TOOL, e);
         let number = a.number;
         let mut out = match a.action {
@@ -147,7 +147,7 @@ impl RepoCx<'_> {
         let branch = a.branch.as_str();
         check_ref(TOOL, "branch", Some(branch))?;
         let force = a.force == Some(true);
-        let t = self.repo_target(TOOL, ns, sel).await?;
+        let t = self.repo_target(caller, TOOL, ns, sel).await?;
         let full = t.full();
         let default = self.default_branch(TOOL, &t).await?;
         // Checked before force is read: force never lifts this one.
