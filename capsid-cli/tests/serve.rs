@@ -62,7 +62,12 @@ fn serve_starts_reports_health_and_stops_on_sigterm() {
         resp.json().await.expect("json")
     });
     assert_eq!(health["status"], "ok");
-    assert_eq!(health["schema_version"], "0002_oauth");
+    let newest = capsid_store_sqlite::MIGRATOR
+        .iter()
+        .last()
+        .map(|m| format!("{:04}_{}", m.version, m.description.replace(' ', "_")))
+        .expect("a migration");
+    assert_eq!(health["schema_version"], newest.as_str());
     assert_ne!(health["sha"], "", "build provenance is stamped");
 
     let status = Command::new("kill")

@@ -132,9 +132,9 @@ fn namespace_field(tool: &str) -> (bool, bool) {
 fn takes_repo(tool: &str) -> bool {
     tool == "register_namespace"
         || REGISTRY
-        .iter()
-        .find(|e| e.spec.name == tool)
-        .is_some_and(|e| e.spec.group == crate::tools::ToolGroup::Repo)
+            .iter()
+            .find(|e| e.spec.name == tool)
+            .is_some_and(|e| e.spec.group == crate::tools::ToolGroup::Repo)
 }
 
 #[derive(Clone, Debug)]

@@ -4,7 +4,7 @@
 //! admin and never reaches outside the caller's repos, and the repos axis holds for the
 //! repository a call resolves to, selector or not.
 
-use capsid_core::ports::{AuditFilter, AuditLog, AuditRow, NamespaceStore};
+use capsid_core::ports::{AuditFilter, AuditRow};
 use capsid_tests::fake_github::FakeGitHub;
 use capsid_tests::server::{Client, TestServer};
 use serde_json::{Value, json};
@@ -159,7 +159,9 @@ async fn a_commit_that_landed_is_audited_when_the_pull_request_fails(
         "{params}"
     );
     assert!(
-        params["error"].as_str().is_some_and(|e| e.contains("pull request")),
+        params["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("pull request")),
         "the row says which step failed: {params}"
     );
 
@@ -187,7 +189,10 @@ async fn the_namespace_mapping_changes_only_by_an_admin_and_within_the_repos_axi
     g: &FakeGitHub,
 ) {
     setup_alpha(s, g).await;
-    g.add_repo("octo/secret", &[("private.txt", "the other namespace's code\n")]);
+    g.add_repo(
+        "octo/secret",
+        &[("private.txt", "the other namespace's code\n")],
+    );
     s.namespace("secret").await;
     let w = agent(s, "writer", &["read", "write"], json!({})).await;
     // A write-grant agent of the namespace cannot point it at another namespace's repository.
@@ -205,12 +210,17 @@ async fn the_namespace_mapping_changes_only_by_an_admin_and_within_the_repos_axi
         .expect("read")
         .expect("alpha");
     assert!(
-        row.repos.as_deref().unwrap_or_default().contains("octo/alpha")
+        row.repos
+            .as_deref()
+            .unwrap_or_default()
+            .contains("octo/alpha")
             && !row.repos.as_deref().unwrap_or_default().contains("secret"),
         "the mapping is unchanged: {row:?}"
     );
     assert!(
-        !w.tool_names().await.contains(&"update_namespace".to_owned()),
+        !w.tool_names()
+            .await
+            .contains(&"update_namespace".to_owned()),
         "an admin-only tool is not listed to a minted agent"
     );
     // The CLI (an admin) still remaps.

@@ -10,6 +10,7 @@ mod cache;
 mod ci;
 mod pr;
 mod read;
+mod review;
 mod search;
 mod tools;
 mod write;
@@ -38,6 +39,8 @@ pub struct RepoCx<'a> {
     pub namespaces: &'a dyn crate::ports::NamespaceStore,
     /// Audit rows of repo mutations.
     pub audit_log: &'a dyn crate::ports::AuditLog,
+    /// Review verdicts posted through `manage_pr` (with their audit rows).
+    pub reviews: &'a dyn crate::ports::ReviewStore,
     /// The GitHub App, when configured.
     pub repo_host: &'a Option<Arc<dyn RepoHost>>,
     /// Recent reads, dropped by writes.

@@ -85,7 +85,9 @@ impl RepoCx<'_> {
         let git_ref = a.git_ref.as_ref().map(|r| r.as_str());
         check_ref(TOOL, "ref", git_ref)?;
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(caller, TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         let key = format!("tree\n{path}\n{}", git_ref.unwrap_or_default());
         if let Some(hit) = self.cached_read(&t.repo, &key) {
             return Ok(hit);
@@ -175,7 +177,9 @@ impl RepoCx<'_> {
         let git_ref = a.git_ref.as_ref().map(|r| r.as_str());
         check_ref(TOOL, "ref", git_ref)?;
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(caller, TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         let Some(paths) = paths else {
             let path = a.path.as_ref().map(|p| p.as_str()).unwrap_or_default();
             return self.read_one(&t, path, git_ref).await;
@@ -217,7 +221,9 @@ impl RepoCx<'_> {
     ) -> Result<Value> {
         const TOOL: &str = "repo_refs";
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(caller, TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         if let Some(hit) = self.cached_read(&t.repo, "refs") {
             return Ok(hit);
         }
@@ -325,7 +331,9 @@ impl RepoCx<'_> {
             .clamp(1, REPO_HISTORY_MAX_LIMIT);
         let patch = a.patch == Some(true);
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(caller, TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         let key = format!("history\n{sha:?}\n{compare:?}\n{git_ref:?}\n{limit}\n{patch}");
         if let Some(hit) = self.cached_read(&t.repo, &key) {
             return Ok(hit);

@@ -101,7 +101,9 @@ impl RepoCx<'_> {
         let max_files = a.max_files.unwrap_or(DEFAULT_SCAN_FILES).min(MAX_SCAN_CAP) as usize;
         let start = a.start.unwrap_or(0) as usize;
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(caller, TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         let git_ref = match git_ref {
             Some(r) => r.to_owned(),
             None => self.default_branch(TOOL, &t).await?,

@@ -126,7 +126,9 @@ impl RepoCx<'_> {
         check_path(p.tool, "path", Some(p.path))?;
         check_ref(p.tool, "branch", p.branch)?;
         workflow_write_refusal(p.tool, p.path, p.allow_workflow_write)?;
-        let target = self.repo_target(caller, p.tool, p.namespace, p.selector).await?;
+        let target = self
+            .repo_target(caller, p.tool, p.namespace, p.selector)
+            .await?;
         let default_branch = self.default_branch(p.tool, &target).await?;
         let err = |e| host_error(p.tool, e);
         let branch = match (p.mode, p.branch) {
@@ -340,10 +342,12 @@ impl RepoCx<'_> {
                         out,
                     )
                     .await?;
-                Err(match recorded.get("audit_warning").and_then(Value::as_str) {
-                    Some(warning) => amend(e, warning),
-                    None => e,
-                })
+                Err(
+                    match recorded.get("audit_warning").and_then(Value::as_str) {
+                        Some(warning) => amend(e, warning),
+                        None => e,
+                    },
+                )
             }
             Err(e) => Err(e),
         }
@@ -515,7 +519,12 @@ mod tests {
 
     #[test]
     fn pr_mode_never_targets_the_default_or_a_protected_branch() {
-        for (branch, default) in [("main", "main"), ("trunk", "trunk"), ("master", "trunk"), ("main", "trunk")] {
+        for (branch, default) in [
+            ("main", "main"),
+            ("trunk", "trunk"),
+            ("master", "trunk"),
+            ("main", "trunk"),
+        ] {
             let err = pr_branch_refusal("write_repo_file", branch, default).unwrap_err();
             assert!(
                 err.to_string().contains("can_direct_write")
@@ -523,7 +532,11 @@ mod tests {
                 "{branch} on {default}: {err}"
             );
         }
-        for (branch, default) in [("feature/x", "main"), ("main-2", "main"), ("capsid/x", "trunk")] {
+        for (branch, default) in [
+            ("feature/x", "main"),
+            ("main-2", "main"),
+            ("capsid/x", "trunk"),
+        ] {
             assert!(pr_branch_refusal("t", branch, default).is_ok(), "{branch}");
         }
     }
