@@ -546,7 +546,7 @@ impl ImproveCx<'_> {
         let sha = sha256_hex(&sealed);
         let audit = self.audit(
             caller,
-            "policy-signed",
+            crate::autonomy::anchor::POLICY_SIGNED_ACTION,
             Some(POLICY_NAMESPACE),
             Some(path),
             json!({"signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),
