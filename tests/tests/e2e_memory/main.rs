@@ -2,6 +2,7 @@
 //! Postgres; credentials and the one enforcement point as callers meet them. Each module holds
 //! its scenarios and expands them once per store.
 
+mod bounds;
 mod credentials;
 mod enforcement;
 mod round_trip;

@@ -183,6 +183,9 @@ impl DocumentsCx<'_> {
     }
 
     pub(crate) async fn find(&self, _: &Caller, a: FindArgs, _: &dyn Confirmer) -> Result<Value> {
+        if let Some(problem) = crate::docs::glob::glob_work_problem(a.glob.as_str()) {
+            return Err(Error::Invalid(format!("find: {problem}")));
+        }
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let rows = self
             .docs

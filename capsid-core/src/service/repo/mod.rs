@@ -59,6 +59,9 @@ impl super::Area for RepoCx<'_> {
 pub const REPO_BATCH_MAX_FILES: usize = 20;
 /// Each file of a batch read is cut at this many bytes (`truncated: true`).
 pub const REPO_FILE_BUDGET: usize = 200 * 1024;
+/// A single-file read is cut at this many bytes (`truncated: true` and a note), the body
+/// bound's size, so one answer (and one cache entry) stays bounded.
+pub const REPO_READ_BUDGET: usize = 1_000_000;
 /// `repo_history`'s default and largest commit counts.
 pub const REPO_HISTORY_DEFAULT_LIMIT: u32 = 20;
 /// See [`REPO_HISTORY_DEFAULT_LIMIT`].

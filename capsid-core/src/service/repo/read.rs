@@ -12,7 +12,7 @@ use crate::service::Confirmer;
 use crate::service::repo::args::{ListTreeArgs, ReadFileArgs, RepoHistoryArgs, RepoRefsArgs};
 use crate::service::repo::{
     REPO_BATCH_MAX_FILES, REPO_FILE_BUDGET, REPO_HISTORY_DEFAULT_LIMIT, REPO_HISTORY_MAX_LIMIT,
-    REPO_PATCH_BUDGET, Target, check_path, check_positive, check_ref, host_error,
+    REPO_PATCH_BUDGET, REPO_READ_BUDGET, Target, check_path, check_positive, check_ref, host_error,
 };
 
 /// `text` cut to at most `max` bytes on a character boundary, and whether it was cut.
@@ -134,8 +134,17 @@ impl RepoCx<'_> {
                 )));
             }
         };
-        let out = json!({"repo": t.full(), "path": path, "size": file.size, "sha": file.sha,
-                         "content": String::from_utf8_lossy(&file.bytes)});
+        let text = String::from_utf8_lossy(&file.bytes);
+        let (kept, truncated) = cut(&text, REPO_READ_BUDGET);
+        let mut out = json!({"repo": t.full(), "path": path, "size": file.size, "sha": file.sha,
+                             "truncated": truncated, "content": kept});
+        if truncated {
+            out["note"] = json!(format!(
+                "{path} is {} bytes; only its first {} bytes are shown (the single-file budget is {REPO_READ_BUDGET} bytes). Find lines past the cut with search_code.",
+                file.bytes.len(),
+                kept.len()
+            ));
+        }
         self.keep_read(&t.repo, &key, &out);
         Ok(out)
     }
