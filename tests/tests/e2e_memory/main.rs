@@ -5,6 +5,7 @@
 mod bounds;
 mod credentials;
 mod enforcement;
+mod metadata;
 mod round_trip;
 mod surfaces;
 mod writes;

@@ -127,7 +127,12 @@ impl DocumentsCx<'_> {
         })
     }
 
-    pub(crate) async fn brief(&self, _: &Caller, a: BriefArgs, _: &dyn Confirmer) -> Result<Value> {
+    pub(crate) async fn brief(
+        &self,
+        caller: &Caller,
+        a: BriefArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
         let ns = a.namespace.as_str();
         let rows = self.docs.brief_rows(ns).await?;
         let outgoing = rows
@@ -139,10 +144,12 @@ impl DocumentsCx<'_> {
                 to_ns: to_ns.clone(),
                 to_path: to_path.clone(),
             });
+        // An edge from a namespace the caller may not name is that namespace's content.
         let incoming = rows
             .core_links
             .incoming
             .iter()
+            .filter(|(_, from_ns, _)| caller.scopes.namespaces.allows(from_ns))
             .map(|(t, from_ns, from_path)| IncomingLink {
                 link_type: t.clone(),
                 from_ns: from_ns.clone(),
@@ -163,7 +170,7 @@ impl DocumentsCx<'_> {
 
     pub(crate) async fn backlinks(
         &self,
-        _: &Caller,
+        caller: &Caller,
         a: ReadArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
@@ -174,9 +181,11 @@ impl DocumentsCx<'_> {
             .iter()
             .map(|(t, n, p)| json!({"type": t, "to_ns": n, "to_path": p}))
             .collect();
+        // An edge from a namespace the caller may not name is that namespace's content.
         let incoming: Vec<_> = links
             .incoming
             .iter()
+            .filter(|(_, n, _)| caller.scopes.namespaces.allows(n))
             .map(|(t, n, p)| json!({"type": t, "from_ns": n, "from_path": p}))
             .collect();
         Ok(json!({ "namespace": ns, "path": path, "outgoing": outgoing, "incoming": incoming }))
@@ -224,13 +233,20 @@ impl DocumentsCx<'_> {
         ))
     }
 
+    /// The registered namespaces the caller may name (SPEC 8: metadata stays in scope).
     pub(crate) async fn namespaces(
         &self,
-        _: &Caller,
+        caller: &Caller,
         _: NoArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
-        let rows = self.namespaces.namespaces().await?;
+        let rows: Vec<_> = self
+            .namespaces
+            .namespaces()
+            .await?
+            .into_iter()
+            .filter(|row| caller.scopes.namespaces.allows(&row.namespace))
+            .collect();
         to_json(rows)
     }
 
