@@ -5,6 +5,7 @@ mod admin;
 mod config;
 mod doctor;
 mod owner;
+mod proxies;
 mod serve;
 mod system;
 

@@ -127,12 +127,22 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         .trim_end_matches('/')
         .to_owned();
     let (owner, oauth_missing) = crate::owner::owner_config(&args.owner)?;
+    // A bad CAPSID_TRUSTED_PROXIES stops the start, naming the entry.
+    let trusted_proxies = crate::proxies::from_env()?;
+    if !trusted_proxies.is_empty() {
+        tracing::info!(proxies = ?trusted_proxies, "client addresses come from X-Forwarded-For of these peers");
+    } else if public_url.starts_with("https://") {
+        tracing::warn!(
+            "CAPSID_PUBLIC_URL is https:// but CAPSID_TRUSTED_PROXIES is not set: behind a reverse proxy every client shares its address and its rate limits"
+        );
+    }
     let http = HttpConfig {
         public_url: public_url.clone(),
         mcp_sessions: args.mcp_sessions,
         build: build_info(),
         oauth_missing,
         owner,
+        trusted_proxies,
     };
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {

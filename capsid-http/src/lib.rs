@@ -12,6 +12,7 @@
 #![allow(clippy::result_large_err)]
 
 mod auth;
+mod client_addr;
 mod console;
 mod cookies;
 mod csp;
@@ -35,6 +36,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 pub use health::{BuildInfo, health_report};
+pub use ipnet::IpNet;
 pub use jsonrpc::{JsonRpcGuard, MAX_MCP_BODY};
 pub use mcp::CapsidMcp;
 pub use owner::{Owner, OwnerConfig};
@@ -55,6 +57,9 @@ pub struct HttpConfig {
     /// The owner's GitHub login; `None` turns `/mcp`, the console and the OAuth endpoints off
     /// (503 naming `oauth_missing`).
     pub owner: Option<OwnerConfig>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (`CAPSID_TRUSTED_PROXIES`);
+    /// empty: the socket peer is the client.
+    pub trusted_proxies: Vec<IpNet>,
 }
 
 /// Shared state of every route.

@@ -45,6 +45,8 @@ pub struct ServerOptions {
     pub repo_host: Option<Arc<dyn capsid_core::ports::RepoHost>>,
     /// `CAPSID_WEBHOOK_URL`.
     pub webhook: Option<String>,
+    /// `CAPSID_TRUSTED_PROXIES`.
+    pub trusted_proxies: Vec<capsid_http::IpNet>,
 }
 
 /// A running server.
@@ -122,6 +124,7 @@ impl TestServer {
                 vec!["CAPSID_GITHUB_CLIENT_ID".into()]
             },
             owner,
+            trusted_proxies: options.trusted_proxies.clone(),
         };
         let app = capsid_http::router(AppState::new(service.clone(), http))
             .into_make_service_with_connect_info::<std::net::SocketAddr>();

@@ -40,6 +40,7 @@ fn options() -> ServerOptions {
         sessions: false,
         repo_host: Some(host()),
         webhook: None,
+        ..ServerOptions::default()
     }
 }
 

@@ -28,6 +28,7 @@ pub(crate) fn options() -> ServerOptions {
         sessions: false,
         repo_host: None,
         webhook: None,
+        ..ServerOptions::default()
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod env;
 
+mod behind_a_proxy;
 mod codes_and_pkce;
 mod consent;
 mod console;

@@ -273,7 +273,8 @@ impl DocumentsCx<'_> {
     /// may not name is not looked up: whether it exists is that namespace's business, so the
     /// warning says the same of it either way.
     async fn dangling_warning(&self, caller: &Caller, links: &[Link]) -> Option<String> {
-        let (refs, unchecked): (Vec<(String, String)>, Vec<(String, String)>) = links
+        type Refs = Vec<(String, String)>;
+        let (refs, unchecked): (Refs, Refs) = links
             .iter()
             .map(|l| (l.to_ns.as_str().to_owned(), l.to_path.as_str().to_owned()))
             .partition(|(n, _)| caller.scopes.namespaces.allows(n));
