@@ -6,9 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use axum::serve::ListenerExt;
 use capsid_core::service::Scheduler;
-use capsid_http::{AppState, BuildInfo, HttpConfig};
+use capsid_http::{AppState, BuildInfo, HttpConfig, ServeLimits};
 use clap::Args;
 
 use crate::config::{self, GlobalArgs};
@@ -144,11 +143,6 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         owner,
         trusted_proxies,
     };
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
     tracing::info!(
         url = %public_url,
         database = %global.database_display(),
@@ -184,12 +178,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         }
     });
     let app = capsid_http::router(AppState::new(service, http));
-    // The peer address feeds the per-address limits (registrations, CSP reports).
-    let app = app.into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    // Header and body deadlines and a connection bound; the peer address feeds the
+    // per-address limits (registrations, CSP reports).
+    capsid_http::serve(listener, app, ServeLimits::default(), shutdown_signal()).await;
     ticker.abort();
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)

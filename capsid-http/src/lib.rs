@@ -20,6 +20,7 @@ mod github;
 mod health;
 mod html;
 mod jsonrpc;
+mod listen;
 mod mcp;
 mod middleware;
 mod oauth;
@@ -38,6 +39,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 pub use health::{BuildInfo, health_report};
 pub use ipnet::IpNet;
 pub use jsonrpc::{JsonRpcGuard, MAX_MCP_BODY};
+pub use listen::{ServeLimits, serve};
 pub use mcp::CapsidMcp;
 pub use owner::{Owner, OwnerConfig};
 pub use webhook::{WebhookNotifier, install_tls_provider};
@@ -96,6 +98,14 @@ impl AppState {
             last_seen: auth::LastSeen::default(),
             owner,
         }
+    }
+}
+
+impl AppState {
+    /// The same state remembering at most `capacity` MCP sessions' owners (default 10,000).
+    pub fn with_session_capacity(mut self, capacity: usize) -> AppState {
+        self.sessions = auth::SessionOwners::with_capacity(capacity);
+        self
     }
 }
 
