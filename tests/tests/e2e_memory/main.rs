@@ -7,6 +7,7 @@ mod credentials;
 mod enforcement;
 mod metadata;
 mod round_trip;
+mod slow_clients;
 mod surfaces;
 mod writes;
 

@@ -1,5 +1,5 @@
-//! The other surfaces: resources and prompts, malformed requests (never a 500, nothing
-//! changed), and `/health`.
+//! The other surfaces: resources and prompts, malformed and slow requests (never a 500,
+//! nothing changed), and `/health`.
 
 use capsid_tests::e2e_cases;
 use capsid_tests::server::TestServer;
@@ -209,6 +209,7 @@ async fn malformed_requests_never_500_and_change_nothing(s: &TestServer) {
         *statuses.entry(status).or_insert(0) += 1;
     }
     eprintln!("malformed-request statuses: {statuses:?}");
+    crate::slow_clients::slow_clients_are_cut_off(s, crate::options(), &key).await;
     let list = s.admin("list", json!({"namespace": "alpha"})).await;
     assert_eq!(list["count"], 2, "the store is unchanged: {list}");
     assert_eq!(
