@@ -11,6 +11,7 @@ mod blobs;
 mod config;
 mod doctor;
 mod owner;
+mod proxies;
 mod restore;
 mod serve;
 mod test_clock;

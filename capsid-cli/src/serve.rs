@@ -6,9 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use axum::serve::ListenerExt;
 use capsid_core::service::Scheduler;
-use capsid_http::{AppState, BuildInfo, HttpConfig};
+use capsid_http::{AppState, BuildInfo, HttpConfig, ServeLimits};
 use clap::Args;
 
 use crate::config::{self, GlobalArgs};
@@ -163,18 +162,23 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         service = service.with_notifier(std::sync::Arc::new(notifier));
     }
     let (owner, oauth_missing) = crate::owner::owner_config(&args.owner)?;
+    // A bad CAPSID_TRUSTED_PROXIES stops the start, naming the entry.
+    let trusted_proxies = crate::proxies::from_env()?;
+    if !trusted_proxies.is_empty() {
+        tracing::info!(proxies = ?trusted_proxies, "client addresses come from X-Forwarded-For of these peers");
+    } else if public_url.starts_with("https://") {
+        tracing::warn!(
+            "CAPSID_PUBLIC_URL is https:// but CAPSID_TRUSTED_PROXIES is not set: behind a reverse proxy every client shares its address and its rate limits"
+        );
+    }
     let http = HttpConfig {
         public_url: public_url.clone(),
         mcp_sessions: args.mcp_sessions,
         build: build_info(),
         oauth_missing,
         owner,
+        trusted_proxies,
     };
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
     tracing::info!(
         url = %public_url,
         database = %global.database_display(),
@@ -217,12 +221,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         }
     });
     let app = capsid_http::router(state);
-    // The peer address feeds the per-address limits (registrations, CSP reports).
-    let app = app.into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    // Header and body deadlines and a connection bound; the peer address feeds the
+    // per-address limits (registrations, CSP reports).
+    capsid_http::serve(listener, app, ServeLimits::default(), shutdown_signal()).await;
     ticker.abort();
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)

@@ -22,7 +22,7 @@ use capsid_core::caller::Caller;
 use capsid_core::ports::Store;
 use capsid_core::service::{NoConfirmer, Service, ServiceConfig};
 use capsid_http::system::{OsEntropy, SystemClock};
-use capsid_http::{AppState, BuildInfo, HttpConfig};
+use capsid_http::{AppState, BuildInfo, HttpConfig, ServeLimits};
 use capsid_store_sqlite::SqliteStore;
 use serde_json::json;
 
@@ -83,6 +83,7 @@ async fn main() -> anyhow::Result<()> {
         },
         oauth_missing: vec!["an owner login (this example configures none)".into()],
         owner: None,
+        trusted_proxies: Vec::new(),
     };
     let capsid = capsid_http::router(AppState::new(service, http));
 
@@ -94,10 +95,11 @@ async fn main() -> anyhow::Result<()> {
         )
         .merge(capsid);
     println!("serving on {public_url} (MCP at {public_url}/ops/mcp)");
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .await
-    .context("serving")
+    // Capsid's accept loop: header and body deadlines and a connection bound, for the host
+    // application's routes too. `axum::serve` works as well, without those bounds.
+    capsid_http::serve(listener, app, ServeLimits::default(), async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await;
+    Ok(())
 }

@@ -16,6 +16,7 @@
 mod api;
 mod auth;
 mod backup;
+mod client_addr;
 mod console;
 mod cookies;
 mod csp;
@@ -23,6 +24,7 @@ mod github;
 mod health;
 mod html;
 mod jsonrpc;
+mod listen;
 mod mcp;
 mod metrics;
 mod middleware;
@@ -42,7 +44,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 pub use health::{BuildInfo, health_report};
+pub use ipnet::IpNet;
 pub use jsonrpc::{JsonRpcGuard, MAX_MCP_BODY};
+pub use listen::{ServeLimits, serve};
 pub use mcp::CapsidMcp;
 pub use metrics::{Metrics, TOOL_LATENCY_BUCKETS};
 pub use owner::{Owner, OwnerConfig};
@@ -64,6 +68,9 @@ pub struct HttpConfig {
     /// The owner's GitHub login; `None` turns `/mcp`, the console and the OAuth endpoints off
     /// (503 naming `oauth_missing`).
     pub owner: Option<OwnerConfig>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (`CAPSID_TRUSTED_PROXIES`);
+    /// empty: the socket peer is the client.
+    pub trusted_proxies: Vec<IpNet>,
 }
 
 /// Shared state of every route.
@@ -103,6 +110,14 @@ impl AppState {
             last_seen: auth::LastSeen::default(),
             owner,
         }
+    }
+}
+
+impl AppState {
+    /// The same state remembering at most `capacity` MCP sessions' owners (default 10,000).
+    pub fn with_session_capacity(mut self, capacity: usize) -> AppState {
+        self.sessions = auth::SessionOwners::with_capacity(capacity);
+        self
     }
 }
 

@@ -36,6 +36,7 @@ mod jobs;
 mod namespaces;
 mod oauth;
 mod plans;
+mod reviews;
 mod rows;
 mod settings;
 mod sql;

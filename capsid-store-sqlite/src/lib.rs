@@ -31,6 +31,7 @@ mod improve;
 mod jobs;
 mod namespaces;
 mod oauth;
+mod reviews;
 mod rows;
 mod settings;
 mod store;

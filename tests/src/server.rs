@@ -45,6 +45,12 @@ pub struct ServerOptions {
     pub repo_host: Option<Arc<dyn capsid_core::ports::RepoHost>>,
     /// `CAPSID_WEBHOOK_URL`.
     pub webhook: Option<String>,
+    /// `CAPSID_TRUSTED_PROXIES`.
+    pub trusted_proxies: Vec<capsid_http::IpNet>,
+    /// Header and body deadlines and the connection bound (`None`: the server's defaults).
+    pub limits: Option<capsid_http::ServeLimits>,
+    /// How many MCP sessions' owners are remembered (`None`: the server's default).
+    pub session_capacity: Option<usize>,
 }
 
 /// A running server.
@@ -146,19 +152,20 @@ impl TestServer {
                 vec!["CAPSID_GITHUB_CLIENT_ID".into()]
             },
             owner,
+            trusted_proxies: options.trusted_proxies.clone(),
         };
-        let state = AppState::new(service.clone(), http);
+        let mut state = AppState::new(service.clone(), http);
+        if let Some(capacity) = options.session_capacity {
+            state = state.with_session_capacity(capacity);
+        }
         let metrics = state.metrics.clone();
-        let app = capsid_http::router(state)
-            .into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let app = capsid_http::router(state);
+        let limits = options.limits.unwrap_or_default();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        // The server as `capsid serve` runs it: the same accept loop and bounds.
+        let task = tokio::spawn(capsid_http::serve(listener, app, limits, async {
+            let _ = stopped.await;
+        }));
         TestServer {
             url,
             service,

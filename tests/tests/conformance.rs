@@ -70,6 +70,8 @@ conformance_suite! {
     store documents_packets::last_actor_follows_the_newest_audit_row;
     store registry::namespaces_register_update_and_count;
     store registry::recent_audit_filters_and_orders;
+    store reviews::reviews_record_with_audit_newest_first;
+    store reviews::newest_audit_of_an_action_on_a_path;
     store agents::agents_mint_lookup_revoke_rescope;
     store settings::settings_put_get_expire_delete;
     store settings::settings_compare_and_set;

@@ -126,7 +126,7 @@ pub const SETTINGS: TableSpec = TableSpec {
 };
 
 /// Every table a dump carries, documents first: the reference's seventeen.
-pub const EXPORTED: [TableSpec; 20] = [
+pub const EXPORTED: [TableSpec; 21] = [
     DOCUMENTS,
     TableSpec {
         name: "namespaces",
@@ -311,6 +311,7 @@ pub const EXPORTED: [TableSpec; 20] = [
             t("recorded_at"),
             t("skill_ids_offered"),
             t("skill_ids_used"),
+            t("reviewed_by"),
         ],
         key: &["job_id"],
         identity: None,
@@ -418,6 +419,24 @@ pub const EXPORTED: [TableSpec; 20] = [
             t("job_id"),
             t("resume_requested_at"),
             t("resume_requested_by"),
+        ],
+        key: &["id"],
+        identity: Some("id"),
+    },
+    // A review verdict is what a review gate's approval rests on: it moves with its jobs.
+    TableSpec {
+        name: "review_verdicts",
+        columns: &[
+            i("id"),
+            t("repo"),
+            i("number"),
+            t("namespace"),
+            t("reviewer"),
+            t("verdict"),
+            t("said"),
+            t("head_sha"),
+            t("comment_url"),
+            t("created_at"),
         ],
         key: &["id"],
         identity: Some("id"),

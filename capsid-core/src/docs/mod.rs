@@ -8,6 +8,7 @@ pub mod bounds;
 pub mod brief;
 pub mod counts;
 pub mod document;
+pub mod glob;
 pub mod kinds;
 pub mod links;
 pub mod lint;

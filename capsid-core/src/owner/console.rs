@@ -441,7 +441,12 @@ impl OwnerService {
             .await?;
         let rows = self.agents.agents().await?;
         let mut agents = Vec::new();
-        for inv in self.tools.improve().agent_inventory().await? {
+        for inv in self
+            .tools
+            .improve()
+            .agent_inventory(&crate::scope::Axis::All)
+            .await?
+        {
             let name = inv["name"].as_str().unwrap_or_default();
             let scopes = rows
                 .iter()

@@ -2,8 +2,8 @@
 //!
 //! Store ports are small role traits ([`DocumentStore`], [`NamespaceStore`], [`AuditLog`],
 //! [`AgentStore`], [`JobStore`], [`SettingsStore`], [`LeaderLease`], [`ImproveStore`],
-//! [`SkillStore`], [`StoreHealth`], [`StoreGauges`], [`BackupStore`], [`CheckmarkStore`]) with
-//! a composite [`Store`] for callers that need them all.
+//! [`SkillStore`], [`StoreHealth`], [`StoreGauges`], [`BackupStore`], [`CheckmarkStore`],
+//! [`ReviewStore`]) with a composite [`Store`] for callers that need them all.
 //! Every method that changes more than one row is one atomic unit of work: the adapter runs
 //! it in one transaction, so the core never holds a transaction. Every conditional change is a
 //! keyed `UPDATE ... RETURNING` (or an equivalent guard) whose loss is reported as
@@ -23,6 +23,7 @@ mod jobs;
 mod notifier;
 mod oauth;
 mod repo_host;
+mod reviews;
 mod settings;
 
 pub use agents::{AgentRow, AgentStore, NewAgent};
@@ -57,6 +58,7 @@ pub use repo_host::{
     PostedComment, PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError,
     RepoRef, RepoResult, RunJob, RunQuery, RunStep, TreeEntry, WorkflowRun,
 };
+pub use reviews::{NewReview, ReviewRow, ReviewStore};
 pub use settings::{Expect, LeaderLease, SettingChange, SettingsStore};
 
 use serde_json::Value;
@@ -138,6 +140,14 @@ pub trait AuditLog: Send + Sync {
     async fn append_audit(&self, entry: AuditEntry) -> StoreResult<()>;
     /// The newest rows matching `filter`, newest first, at most `limit`.
     async fn recent_audit(&self, filter: &AuditFilter, limit: usize) -> StoreResult<Vec<AuditRow>>;
+    /// The newest row with `action` on `namespace`/`path` (e.g. the `policy-signed` row of a
+    /// policy document), if any.
+    async fn newest_audit(
+        &self,
+        action: &str,
+        namespace: &str,
+        path: &str,
+    ) -> StoreResult<Option<AuditRow>>;
 }
 
 /// Liveness probes for `/health` and `capsid doctor`.
@@ -167,6 +177,7 @@ pub trait Store:
     + StoreGauges
     + BackupStore
     + CheckmarkStore
+    + ReviewStore
 {
 }
 
@@ -185,5 +196,6 @@ impl<T> Store for T where
         + StoreGauges
         + BackupStore
         + CheckmarkStore
+        + ReviewStore
 {
 }

@@ -541,3 +541,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn axes_overlap_when_some_value_is_in_both() {
+    let only = |v: &[&str]| Axis::Only(v.iter().map(|s| (*s).to_owned()).collect());
+    assert!(Axis::All.overlaps(&Axis::All));
+    assert!(Axis::All.overlaps(&only(&["a"])));
+    assert!(only(&["a"]).overlaps(&Axis::All));
+    assert!(!Axis::All.overlaps(&only(&[])));
+    assert!(only(&["a", "b"]).overlaps(&only(&["c", "b"])));
+    assert!(!only(&["a"]).overlaps(&only(&["b"])));
+    assert!(!only(&[]).overlaps(&only(&[])));
+}

@@ -165,6 +165,7 @@ impl Service {
         repo::RepoCx {
             namespaces: &*self.store,
             audit_log: &*self.store,
+            reviews: &*self.store,
             repo_host: &self.repo_host,
             repo_reads: &self.repo_reads,
             clock: &*self.clock,
@@ -178,6 +179,8 @@ impl Service {
             namespaces: &*self.store,
             docs: &*self.store,
             improve: &*self.store,
+            reviews: &*self.store,
+            audit_log: &*self.store,
             repo_host: &self.repo_host,
             notifier: &self.notifier,
             config: &self.config,

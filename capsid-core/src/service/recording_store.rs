@@ -181,6 +181,29 @@ impl AuditLog for RecordingStore {
     ) -> StoreResult<Vec<AuditRow>> {
         Err(self.touched("recent_audit"))
     }
+    async fn newest_audit(
+        &self,
+        _action: &str,
+        _namespace: &str,
+        _path: &str,
+    ) -> StoreResult<Option<AuditRow>> {
+        Err(self.touched("newest_audit"))
+    }
+}
+
+#[async_trait]
+impl ReviewStore for RecordingStore {
+    async fn record_review(&self, _review: NewReview, _audit: AuditEntry) -> StoreResult<()> {
+        Err(self.touched("record_review"))
+    }
+    async fn reviews(
+        &self,
+        _repo: &str,
+        _number: u64,
+        _limit: usize,
+    ) -> StoreResult<Vec<ReviewRow>> {
+        Err(self.touched("reviews"))
+    }
 }
 
 #[async_trait]

@@ -121,6 +121,7 @@ fn invoke<'a, T: Tool>(
             repo: parsed.repo(),
             takes_namespace: takes_namespace(spec.name) && !parsed.reads_only_shared(),
             flags: parsed.flags(),
+            new_mapping: parsed.new_mapping(),
         };
         match gate_call(caller, spec, &call) {
             Ok(()) => {}

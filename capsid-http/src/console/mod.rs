@@ -221,7 +221,7 @@ pub async fn console_get(State(state): State<AppState>, req: Request) -> Respons
         } else {
             "/console"
         };
-        let addr = crate::oauth::client_addr(&req);
+        let addr = crate::oauth::client_addr(&state, &req);
         if let Some((why, retry)) = crate::oauth::over_limit(&state, "login", &addr).await {
             return crate::oauth::too_many_page(&why, retry);
         }

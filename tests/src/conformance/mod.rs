@@ -18,5 +18,6 @@ pub mod jobs_records;
 pub mod oauth;
 pub mod races;
 pub mod registry;
+pub mod reviews;
 pub mod settings;
 pub mod support;

@@ -289,6 +289,7 @@ pub fn outcome_row(job: &Job, agent: &str, when: Timestamp) -> OutcomeRow {
         verified: r#"{"prs_opened":false,"prs_merged":false,"commits":false,"files_changed":false,"ci_green":false}"#
             .to_owned(),
         recorded_at: when.to_string(),
+        reviewed_by: None,
     }
 }
 

@@ -27,7 +27,7 @@ use crate::jobs::block::command_from_summary;
 use crate::jobs::record::{ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums};
 use crate::jobs::signature::{seal_task, split_signed};
 use crate::ports::{DocumentWrite, Expect, JobFilter, SettingChange, StoreError, WriteGuard};
-use crate::scope::Scopes;
+use crate::scope::{Axis, Scopes};
 use crate::scope_args;
 use crate::time::Timestamp;
 
@@ -204,7 +204,7 @@ impl ImproveCx<'_> {
             "budget": { "caps": { "actions_minutes_month": caps.actions_minutes_cap(), "model_usd_month": caps.model_usd_cap() },
                         "month_to_date": { "ci_minutes": spend.ci_minutes, "cost_usd": spend.cost_usd } },
             "protected_paths": protected,
-            "agents": self.agent_inventory().await?,
+            "agents": self.agent_inventory(&caller.scopes.namespaces).await?,
             "awaiting_seat": awaiting,
             "namespaces": namespaces,
         });
@@ -264,8 +264,10 @@ impl ImproveCx<'_> {
         }))
     }
 
-    /// Every agent with its measured record (reference 6.8).
-    pub(crate) async fn agent_inventory(&self) -> Result<Vec<Value>> {
+    /// Every agent whose namespaces overlap `seen_from` (the caller's namespace axis: all of
+    /// them for the admin), with its measured record (reference 6.8; SPEC 8 keeps a narrowed
+    /// caller's view of the inventory within its own scope).
+    pub(crate) async fn agent_inventory(&self, seen_from: &Axis) -> Result<Vec<Value>> {
         let agents = self.agents.agents().await?;
         let outcomes = self.jobs.outcomes(None).await?;
         let counts: Vec<ClaimedJobCount> = self
@@ -293,6 +295,9 @@ impl ImproveCx<'_> {
         let mut out = Vec::with_capacity(agents.len());
         for row in agents {
             let scopes = Scopes::parse(Some(&row.scopes));
+            if !seen_from.overlaps(&scopes.namespaces) {
+                continue;
+            }
             let actor = format!("agent:{}", row.name);
             let attempts = (AgentKind::parse(&row.kind) == Some(AgentKind::Driver))
                 .then(|| attempt_sums(&runs, &scopes.namespaces));
@@ -562,7 +567,7 @@ impl ImproveCx<'_> {
         let sha = sha256_hex(&sealed);
         let audit = self.audit(
             caller,
-            "policy-signed",
+            crate::autonomy::anchor::POLICY_SIGNED_ACTION,
             Some(POLICY_NAMESPACE),
             Some(path),
             json!({"signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),

@@ -48,6 +48,10 @@ pub struct JobsCx<'a> {
     pub docs: &'a dyn crate::ports::DocumentStore,
     /// The loop's run totals.
     pub improve: &'a dyn crate::ports::ImproveStore,
+    /// Review verdicts recorded through `manage_pr` (the review gate).
+    pub reviews: &'a dyn crate::ports::ReviewStore,
+    /// The audit log (the `policy-signed` row a policy's signature must match).
+    pub audit_log: &'a dyn crate::ports::AuditLog,
     /// The GitHub App, when configured.
     pub repo_host: &'a Option<std::sync::Arc<dyn crate::ports::RepoHost>>,
     /// Who is told of blocked and failed jobs.
