@@ -6,16 +6,37 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Incremental caches are several gigabytes for this workspace and a CI run is always cold: off.
+export CARGO_INCREMENTAL=0
+# Free disk, printed at each heavy step: a full disk shows up as Postgres "out of room" errors.
+disk() { df -h --output=avail,target . /tmp 2>/dev/null | sed 's/^/disk: /'; }
+
 step "cargo fmt --check"
 cargo fmt --all --check
 
 step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo doc (the crates' own documentation; warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+
 step "boundary: capsid-core does no IO"
 scripts/check-boundary.sh
 
+# Installs Debian packages that are missing (CI starts from a clean machine with only the
+# package registries reachable).
+apt_install() {
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@"
+}
+
 step "postgres"
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ -z "${CAPSID_TEST_POSTGRES_URL:-}" ]; then
+  echo "postgres: installing Debian's PostgreSQL 15 server"
+  apt_install postgresql-15 || echo "postgres: apt-get install postgresql-15 failed" >&2
+fi
 # shellcheck source=scripts/postgres.sh
 source scripts/postgres.sh
 trap capsid_pg_stop EXIT
@@ -29,13 +50,23 @@ elif ! capsid_pg_start; then
   echo "postgres: NOT AVAILABLE - the Postgres cases will report that they did not run" >&2
 fi
 
+step "moto_server (the S3-compatible server the S3 tests start on loopback)"
+# PyPI's moto runs an S3 API offline; the blob-store and backup tests spawn it themselves.
+if ! command -v moto_server >/dev/null 2>&1; then
+  pip install --quiet 'moto[server]' || echo "moto: pip install 'moto[server]' failed" >&2
+fi
+if command -v moto_server >/dev/null 2>&1; then
+  echo "moto_server: $(command -v moto_server)"
+elif [ "${CI:-}" = "true" ]; then
+  echo "moto_server: not installed, and CI requires the S3 cases to run" >&2
+  exit 1
+else
+  echo "moto_server: NOT AVAILABLE - the S3 cases will report that they did not run" >&2
+fi
+
 step "headless Chromium (the console test renders the page in it)"
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${CAPSID_CHROMIUM:-}" ]; then
-  # Debian's package; CI starts from a clean machine with only package registries reachable.
-  sudo=()
-  [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium
+  apt_install chromium
 fi
 "${CAPSID_CHROMIUM:-chromium}" --version
 
@@ -50,7 +81,15 @@ git --version
 tmux -V
 
 step "cargo test"
+disk
 cargo test --workspace --locked
+
+step "fuzz: build every cargo-fuzz target (stable, no sanitizer), run each for a bounded time"
+# The replica (capsid-cli/tests/replicas.rs) and fault (tests/tests/operations) tests ran
+# above with the rest of cargo test. Fuzzing: cargo-fuzz from crates.io when missing; new
+# inputs go to fuzz/corpus (ignored), the committed seeds in fuzz/seeds are only read.
+disk
+scripts/fuzz.sh "${CAPSID_FUZZ_SECONDS:-10}"
 
 step "MCP conformance suite (fixture on capsid's transport configuration)"
 # Exit 3 means Node 22 or the suite could not be installed (no npm or no npm registry).

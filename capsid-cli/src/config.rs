@@ -10,7 +10,7 @@ use capsid_core::ports::Store;
 use capsid_core::service::{Service, ServiceConfig};
 use clap::Args;
 
-use crate::system::{OsEntropy, SystemClock};
+use capsid_http::system::{OsEntropy, SystemClock};
 
 /// Settings every command shares.
 #[derive(Debug, Clone, Args)]
@@ -230,11 +230,21 @@ pub fn service(
     signing_secret: Option<String>,
     operator_keys: Option<&str>,
 ) -> Service {
+    service_on(store, Arc::new(SystemClock), signing_secret, operator_keys)
+}
+
+/// The core service over `store`, reading time from `clock`.
+pub fn service_on(
+    store: Arc<dyn Store>,
+    clock: Arc<dyn capsid_core::time::Clock>,
+    signing_secret: Option<String>,
+    operator_keys: Option<&str>,
+) -> Service {
     let config = ServiceConfig {
         signing_secret,
         operator_keys: operator_keys.map(parse_operator_keys).unwrap_or_default(),
     };
-    Service::new(store, Arc::new(SystemClock), Arc::new(OsEntropy), config)
+    Service::new(store, clock, Arc::new(OsEntropy), config)
 }
 
 /// The GitHub App's settings (`CAPSID_GITHUB_APP_CLIENT_ID`, `CAPSID_GITHUB_APP_PRIVATE_KEY`,

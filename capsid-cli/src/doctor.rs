@@ -6,7 +6,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::config::{self, GlobalArgs};
-use crate::system::SystemClock;
+use capsid_http::system::SystemClock;
 
 /// The GitHub App: whether its key parses, whether GitHub accepts its JWT (`GET /app`), and
 /// which installations it reaches. A configured App that fails any of these is reported
@@ -94,6 +94,10 @@ pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
     ];
     checks.push(json!({"check": "owner login (OAuth on /mcp, console)",
                        "missing": oauth.iter().filter(|k| !present(k)).collect::<Vec<_>>()}));
+    let (proxies, proxies_ok) =
+        crate::proxies::doctor_check(std::env::var("CAPSID_PUBLIC_URL").ok().as_deref());
+    healthy &= proxies_ok;
+    checks.push(proxies);
     checks.push(json!({"check": "operator keys", "value": if present("CAPSID_OPERATOR_KEY_HASH") { "configured" } else { "none (mint agents instead)" }}));
     if json_out {
         println!(

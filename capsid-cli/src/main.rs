@@ -1,14 +1,22 @@
 //! `capsid`: the server and its admin commands. The composition root: the only place that
 //! reads configuration, picks a store and wires adapters into the core.
 
+// The doc comments of the command-line arguments are clap's `--help` text, where
+// `<data-dir>` and `<path>` are placeholders a reader types, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod admin;
+mod backup;
+mod blobs;
 mod config;
 mod doctor;
 mod drive;
 mod hook;
 mod owner;
+mod proxies;
+mod restore;
 mod serve;
-mod system;
+mod test_clock;
 
 use std::process::ExitCode;
 
@@ -58,6 +66,10 @@ enum Command {
     /// Claude Code's hooks: the test gate at Stop, the push gate at PreToolUse.
     #[command(subcommand)]
     Hook(hook::HookCommand),
+    /// Back up every table, the settings sidecar and the markdown mirror to the media store.
+    Backup(backup::BackupArgs),
+    /// Restore a dump into an empty store of either engine (or rehearse it).
+    Restore(restore::RestoreArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +97,8 @@ fn main() -> ExitCode {
             Command::Doctor(json) => doctor::run(&cli.global, json.json).await,
             Command::Drive(args) => drive::run(args).await,
             Command::Hook(cmd) => hook::run(cmd).await,
+            Command::Backup(args) => backup::run(&cli.global, args).await,
+            Command::Restore(args) => restore::run(&cli.global, args).await,
         }
     });
     match outcome {

@@ -6,9 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use axum::serve::ListenerExt;
 use capsid_core::service::Scheduler;
-use capsid_http::{AppState, BuildInfo, HttpConfig};
+use capsid_http::{AppState, BuildInfo, HttpConfig, ServeLimits};
 use clap::Args;
 
 use crate::config::{self, GlobalArgs};
@@ -38,6 +37,21 @@ pub struct ServeArgs {
     /// The owner's GitHub login (OAuth on /mcp, the console).
     #[command(flatten)]
     pub owner: crate::owner::OwnerArgs,
+    /// Milliseconds between scheduler ticks (each periodic task still runs only when due).
+    #[arg(
+        long,
+        env = "CAPSID_TICK_INTERVAL_MS",
+        default_value_t = 30_000,
+        hide = true
+    )]
+    pub tick_interval_ms: u64,
+    /// Test hook: read "now" (milliseconds since the epoch) from this file instead of the
+    /// system clock, so a test can drive several server processes through one clock.
+    #[arg(long, env = "CAPSID_TEST_CLOCK_FILE", hide = true)]
+    pub test_clock_file: Option<std::path::PathBuf>,
+    /// The blob stores (media: backups and the mirror; holdout: counted only).
+    #[command(flatten)]
+    pub blobs: crate::blobs::BlobArgs,
 }
 
 /// The build's provenance.
@@ -94,8 +108,16 @@ async fn shutdown_signal() {
 pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     let (store, version) = config::open_store(global, !args.no_migrate).await?;
     let secret = config::signing_secret(global)?;
-    let mut service = config::service(
+    let clock: std::sync::Arc<dyn capsid_core::time::Clock> = match &args.test_clock_file {
+        Some(path) => {
+            tracing::warn!(path = %path.display(), "TEST CLOCK: time is read from a file; never run a real server like this");
+            std::sync::Arc::new(crate::test_clock::FileClock::new(path.clone()))
+        }
+        None => std::sync::Arc::new(capsid_http::system::SystemClock),
+    };
+    let mut service = config::service_on(
         store.clone(),
+        clock,
         Some(secret),
         args.operator_key_hash.as_deref(),
     );
@@ -111,6 +133,17 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     if let Some(app) = github {
         service = service.with_repo_host(std::sync::Arc::new(app));
     }
+    // The media store takes the backups; the holdout store is handed on as its counts only.
+    let media = args.blobs.media(global)?;
+    let holdout = args.blobs.holdout(global)?;
+    tracing::info!(
+        media = media.describe(),
+        holdout = holdout.describe(),
+        "blob stores"
+    );
+    service = service
+        .with_media(media)
+        .with_holdout_counts(capsid_core::backup::holdout::HoldoutCounts::new(holdout));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -129,18 +162,23 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         service = service.with_notifier(std::sync::Arc::new(notifier));
     }
     let (owner, oauth_missing) = crate::owner::owner_config(&args.owner)?;
+    // A bad CAPSID_TRUSTED_PROXIES stops the start, naming the entry.
+    let trusted_proxies = crate::proxies::from_env()?;
+    if !trusted_proxies.is_empty() {
+        tracing::info!(proxies = ?trusted_proxies, "client addresses come from X-Forwarded-For of these peers");
+    } else if public_url.starts_with("https://") {
+        tracing::warn!(
+            "CAPSID_PUBLIC_URL is https:// but CAPSID_TRUSTED_PROXIES is not set: behind a reverse proxy every client shares its address and its rate limits"
+        );
+    }
     let http = HttpConfig {
         public_url: public_url.clone(),
         mcp_sessions: args.mcp_sessions,
         build: build_info(),
         oauth_missing,
         owner,
+        trusted_proxies,
     };
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
     tracing::info!(
         url = %public_url,
         database = %global.database_display(),
@@ -161,27 +199,31 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         service.clone(),
         format!("{}:{}", hostname(), std::process::id()),
     );
+    let state = AppState::new(service, http);
+    let metrics = state.metrics.clone();
+    let tick_every = Duration::from_millis(args.tick_interval_ms.max(10));
     let ticker = tokio::spawn(async move {
-        let mut every = tokio::time::interval(Duration::from_secs(30));
+        let mut every = tokio::time::interval(tick_every);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
-            match scheduler.tick().await {
+            let result = scheduler.tick().await;
+            metrics.record_tick("lease_sweep", &result);
+            match result {
                 Ok(report) if report.swept > 0 => tracing::info!(
                     swept = report.swept,
                     "lease sweep returned expired jobs to the queue"
                 ),
+                Ok(report) if report.backed_up => tracing::info!("the daily backup ran"),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "scheduled tick failed"),
             }
         }
     });
-    let app = capsid_http::router(AppState::new(service, http));
-    // The peer address feeds the per-address limits (registrations, CSP reports).
-    let app = app.into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .context("serving HTTP")?;
+    let app = capsid_http::router(state);
+    // Header and body deadlines and a connection bound; the peer address feeds the
+    // per-address limits (registrations, CSP reports).
+    capsid_http::serve(listener, app, ServeLimits::default(), shutdown_signal()).await;
     ticker.abort();
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)

@@ -62,7 +62,12 @@ fn serve_starts_reports_health_and_stops_on_sigterm() {
         resp.json().await.expect("json")
     });
     assert_eq!(health["status"], "ok");
-    assert_eq!(health["schema_version"], "0014_drive");
+    let newest = capsid_store_sqlite::MIGRATOR
+        .iter()
+        .last()
+        .map(|m| format!("{:04}_{}", m.version, m.description.replace(' ', "_")))
+        .expect("a migration");
+    assert_eq!(health["schema_version"], newest.as_str());
     assert_ne!(health["sha"], "", "build provenance is stamped");
 
     let status = Command::new("kill")
@@ -235,5 +240,77 @@ fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
     assert!(
         !seen.contains("ghs_") && !rest.iter().any(|l| l.contains("ghs_")),
         "no installation token in the server's logs"
+    );
+}
+
+/// The trusted-proxy check of `capsid doctor`, as `--json` reports it.
+fn proxy_check(
+    dir: &std::path::Path,
+    public_url: &str,
+    proxies: Option<&str>,
+) -> (bool, serde_json::Value) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_capsid"));
+    cmd.args(["doctor", "--json"])
+        .env("CAPSID_DATA_DIR", dir)
+        .env_remove("CAPSID_DATABASE_URL")
+        .env_remove("CAPSID_GITHUB_APP_CLIENT_ID")
+        .env_remove("CAPSID_GITHUB_APP_PRIVATE_KEY")
+        .env("CAPSID_PUBLIC_URL", public_url);
+    match proxies {
+        Some(p) => cmd.env("CAPSID_TRUSTED_PROXIES", p),
+        None => cmd.env_remove("CAPSID_TRUSTED_PROXIES"),
+    };
+    let (healthy, report) = run_json(cmd);
+    let check = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["check"] == "trusted proxies")
+        .cloned()
+        .unwrap_or_else(|| panic!("no trusted-proxy check: {report}"));
+    (healthy, check)
+}
+
+#[test]
+fn doctor_warns_when_an_https_url_has_no_trusted_proxy() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let capsid = || Command::new(env!("CARGO_BIN_EXE_capsid"));
+    let mut migrate = capsid();
+    migrate
+        .args(["migrate"])
+        .env("CAPSID_DATA_DIR", dir.path())
+        .env_remove("CAPSID_DATABASE_URL");
+    assert!(migrate.status().expect("migrate").success());
+    let (_, check) = proxy_check(dir.path(), "https://capsid.example.com", None);
+    let warning = check["warning"].as_str().unwrap_or_default();
+    assert!(
+        warning.contains("CAPSID_TRUSTED_PROXIES") && warning.contains("https://"),
+        "{check}"
+    );
+    let (_, check) = proxy_check(
+        dir.path(),
+        "https://capsid.example.com",
+        Some("10.0.0.0/8, 192.168.1.7"),
+    );
+    assert_eq!(check["warning"], serde_json::Value::Null, "{check}");
+    assert_eq!(
+        check["value"],
+        serde_json::json!(["10.0.0.0/8", "192.168.1.7/32"]),
+        "{check}"
+    );
+    let (_, check) = proxy_check(dir.path(), "http://127.0.0.1:8787", None);
+    assert_eq!(check["warning"], serde_json::Value::Null, "{check}");
+    let (healthy, check) = proxy_check(
+        dir.path(),
+        "https://capsid.example.com",
+        Some("10.0.0.0/33"),
+    );
+    assert!(!healthy, "a bad value makes doctor unhealthy: {check}");
+    assert!(
+        check["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("10.0.0.0/33"),
+        "the error names the entry: {check}"
     );
 }

@@ -256,6 +256,32 @@ mod tests {
     use super::*;
     use crate::scope::Flag;
 
+    /// An agent's kind is stored and shown by its name, and only the four names parse: the
+    /// auto-merge check `author_is_driver` and the roster decide on it.
+    #[test]
+    fn agent_kinds_round_trip_by_name_and_nothing_else_parses() {
+        let names: Vec<&str> = AgentKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["session", "driver", "seat", "cron"]);
+        for kind in AgentKind::ALL {
+            assert_eq!(AgentKind::parse(kind.name()), Some(kind));
+            assert_eq!(kind.to_string(), kind.name());
+        }
+        for other in ["", "Driver", "drivers", " driver", "agent", "admin"] {
+            assert_eq!(AgentKind::parse(other), None, "{other:?}");
+        }
+    }
+
+    /// Only a minted agent has a kind; operator keys and the CLI have none.
+    #[test]
+    fn only_minted_agents_have_a_kind() {
+        for kind in AgentKind::ALL {
+            let agent = Caller::agent("agent_000000000001", "d", kind, Scopes::none());
+            assert_eq!(agent.agent_kind(), Some(kind));
+        }
+        assert_eq!(Caller::operator_key(Grant::Write, "ab").agent_kind(), None);
+        assert_eq!(Caller::cli("admin").agent_kind(), None);
+    }
+
     #[test]
     fn operator_keys_parse_like_the_worker() {
         let keys = parse_operator_keys(" ABC , ro:Def,, ro: ,ghi");

@@ -41,6 +41,11 @@ pub enum Error {
     /// A dependency (GitHub, the blob store) is not configured or not reachable.
     #[error("{0}")]
     Unavailable(String),
+    /// The store cannot serve the call now (connection lost, pool exhausted, disk full):
+    /// nothing was changed, and the same call may be retried once the store recovers. The
+    /// HTTP adapter answers it with 503 and `Retry-After`.
+    #[error("the store is unavailable ({0}); nothing was changed; retry shortly")]
+    StoreUnavailable(String),
     /// Something failed inside Capsid; details are in the logs, not in the message.
     #[error("internal error: {0}")]
     Internal(String),
@@ -52,6 +57,7 @@ impl From<StoreError> for Error {
             StoreError::NotFound(m) => Error::NotFound(m),
             StoreError::Conflict(m) => Error::Conflict(m),
             StoreError::Backend(m) => Error::Internal(m),
+            StoreError::Unavailable(m) => Error::StoreUnavailable(m),
         }
     }
 }

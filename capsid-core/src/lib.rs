@@ -10,8 +10,42 @@
 //!
 //! It depends on no database, HTTP, MCP or GitHub crate and reads no clock; the workspace's
 //! test command asserts that with `cargo tree`.
+//!
+//! # Using it
+//!
+//! An application builds one [`service::Service`] from a store (any type implementing the
+//! composite [`ports::Store`]: `capsid-store-sqlite` or `capsid-store-postgres`), a clock,
+//! an entropy source and a [`service::ServiceConfig`], then hands every tool call to
+//! [`service::Service::call_tool`], the one enforcement point: it parses and bounds the
+//! arguments, runs the scope check of the tool's registry entry, and only then the handler.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use capsid_core::caller::Caller;
+//! use capsid_core::service::{NoConfirmer, Service, ServiceConfig};
+//!
+//! async fn list_alpha(store: Arc<dyn capsid_core::ports::Store>,
+//!                     clock: Arc<dyn capsid_core::time::Clock>,
+//!                     entropy: Arc<dyn capsid_core::ids::Entropy>) -> serde_json::Value {
+//!     let config = ServiceConfig { signing_secret: Some("from your secret store".into()),
+//!                                  operator_keys: Vec::new() };
+//!     let service = Service::new(store, clock, entropy, config);
+//!     // The CLI's caller is an admin holding the database; an HTTP adapter resolves
+//!     // a bearer key into a Caller with `Service::resolve_bearer` instead.
+//!     service
+//!         .call_tool(&Caller::cli("example"), "list",
+//!                    serde_json::json!({"namespace": "alpha"}), &NoConfirmer)
+//!         .await
+//!         .unwrap_or_else(|e| serde_json::json!({"error": e.to_string()}))
+//! }
+//! ```
+//!
+//! `capsid-http` carries the service over MCP and HTTP (its `embed` example mounts it inside
+//! another axum application); `ARCHITECTURE.md` at the repository's root is the map, with
+//! "How to add a tool".
 
 pub mod autonomy;
+pub mod backup;
 pub mod caller;
 pub mod checkmarks;
 pub mod crypto;

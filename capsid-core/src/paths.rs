@@ -176,6 +176,50 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Repo paths and result refs are bounded at 512 characters (as JavaScript counts them):
+    /// 512 is accepted, 513 refused.
+    #[test]
+    fn repo_paths_and_result_refs_stop_at_512_characters() {
+        let path = |n: usize| "a".repeat(n);
+        assert_eq!(repo_path_problem(&path(512)), None);
+        assert_eq!(
+            repo_path_problem(&path(513)),
+            Some("path is longer than 512 characters")
+        );
+        let url = |n: usize| format!("https://github.com/{}", "a".repeat(n - 19));
+        assert_eq!(js_len(&url(512)), 512);
+        assert_eq!(result_ref_problem(&url(512)), None);
+        assert_eq!(
+            result_ref_problem(&url(513)),
+            Some("result_ref is longer than 512 characters")
+        );
+        assert_eq!(result_ref_problem(&path(512)), None);
+    }
+
+    /// A result URL is refused for whitespace alone and for a control character alone.
+    #[test]
+    fn result_ref_urls_refuse_whitespace_or_control_characters() {
+        let why = Some("result_ref URL must not contain whitespace or control characters");
+        assert_eq!(result_ref_problem("https://github.com/o/r/pull/1 x"), why);
+        assert_eq!(
+            result_ref_problem("https://github.com/o/r/pull/1\u{7f}"),
+            why
+        );
+        assert_eq!(result_ref_problem("https://github.com/o/r/pull/1"), None);
+    }
+
+    /// Only a path under the top-level `archive/` folder is archived (lint skips it, the
+    /// consolidation moves there).
+    #[test]
+    fn only_the_top_level_archive_folder_is_archived() {
+        let doc = |p: &str| DocPath::parse(p).unwrap();
+        assert!(doc("archive/old.md").is_archived());
+        assert!(doc("archive/a/b.md").is_archived());
+        for live in ["notes/archive/x.md", "archived.md", "archive.md", "core.md"] {
+            assert!(!doc(live).is_archived(), "{live}");
+        }
+    }
+
     #[test]
     fn doc_paths_follow_the_reference() {
         for ok in [

@@ -95,6 +95,17 @@ pub fn resolve_repo(
     list: &[RepoEntry],
     selector: Option<&str>,
 ) -> Result<RepoRef, String> {
+    let entry = resolve_entry(namespace, list, selector)?;
+    RepoRef::parse(&entry.repo)
+        .ok_or_else(|| format!("mapped repo {:?} is not owner/name", entry.repo))
+}
+
+/// The mapping entry a selector names (see [`resolve_repo`]), with its label.
+pub fn resolve_entry<'a>(
+    namespace: &str,
+    list: &'a [RepoEntry],
+    selector: Option<&str>,
+) -> Result<&'a RepoEntry, String> {
     if list.is_empty() {
         return Err(format!(
             "namespace {namespace} has no repo mapping; add one with update_namespace"
@@ -119,8 +130,7 @@ pub fn resolve_repo(
             }
         },
     };
-    RepoRef::parse(&entry.repo)
-        .ok_or_else(|| format!("mapped repo {:?} is not owner/name", entry.repo))
+    Ok(entry)
 }
 
 #[cfg(test)]

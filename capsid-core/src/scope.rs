@@ -150,6 +150,15 @@ impl Axis {
         matches!(self, Axis::All)
     }
 
+    /// Whether some value is allowed by both axes (a wildcard meets any non-empty list).
+    pub fn overlaps(&self, other: &Axis) -> bool {
+        match (self, other) {
+            (Axis::All, Axis::All) => true,
+            (Axis::All, Axis::Only(list)) | (Axis::Only(list), Axis::All) => !list.is_empty(),
+            (Axis::Only(a), Axis::Only(b)) => a.iter().any(|v| b.contains(v)),
+        }
+    }
+
     /// How refusals print the axis: `*`, `(none)`, or a comma list.
     pub fn describe(&self) -> String {
         match self {

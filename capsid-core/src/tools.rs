@@ -266,6 +266,9 @@ pub struct Call<'a> {
     /// The flags the call's arguments need (a repo mutation's [`repo_write_flags`], the
     /// improve-path opt-in), asked after the rule's own.
     pub flags: Vec<Flag>,
+    /// The repositories the call maps to a namespace (`register_namespace`), each asked of
+    /// the repos axis as a selector is.
+    pub new_mapping: Vec<String>,
 }
 
 /// Why the registrar check refused a call.
@@ -287,8 +290,9 @@ pub enum GateRefusal {
 /// The registrar wrapper's check (`guardRegistrations`), the one every tool call passes before
 /// its handler: the rule of the call's action from `spec` with the call's namespace, repo and
 /// every flag (the rule's, then the arguments'), in `check_scope`'s order (tool or
-/// `tool.action`, grant, namespace, repo, flags); then the rule that a narrowed caller may not
-/// omit the namespace of a tool that takes one; then admin-only.
+/// `tool.action`, grant, namespace, repo, flags); then each repository the call maps to a
+/// namespace against the repos axis; then the rule that a narrowed caller may not omit the
+/// namespace of a tool that takes one; then admin-only.
 pub fn gate_call(caller: &Caller, spec: &ToolSpec, call: &Call<'_>) -> Result<(), GateRefusal> {
     let scopes = &caller.scopes;
     let (action, rule) = match spec.requirement {
@@ -311,6 +315,17 @@ pub fn gate_call(caller: &Caller, spec: &ToolSpec, call: &Call<'_>) -> Result<()
             flags,
         },
     )?;
+    for repo in &call.new_mapping {
+        check_scope(
+            scopes,
+            &Need {
+                tool: spec.name,
+                action,
+                repo: Some(repo),
+                ..Need::default()
+            },
+        )?;
+    }
     if call.takes_namespace && call.namespace.is_none() && !scopes.namespaces.is_all() {
         return Err(ScopeRefusal::NamespaceOmitted {
             tool: spec.name.to_owned(),

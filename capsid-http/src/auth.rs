@@ -15,9 +15,17 @@ use serde_json::json;
 
 use crate::AppState;
 
-/// Which caller opened each MCP session, so a session id is useless to anyone else.
-#[derive(Clone, Debug, Default)]
-pub struct SessionOwners(Arc<Mutex<HashMap<String, String>>>);
+/// Which caller opened each MCP session, so a session id is useless to anyone else. Bounded:
+/// past its capacity the least recently used session is forgotten, and a forgotten session
+/// is refused like one that never existed (404; the client opens a new one).
+#[derive(Clone, Debug)]
+pub struct SessionOwners(Arc<Mutex<lru::LruCache<String, String>>>);
+
+impl Default for SessionOwners {
+    fn default() -> SessionOwners {
+        SessionOwners::with_capacity(MAX_SESSIONS)
+    }
+}
 
 /// When each agent's `last_seen` was last stamped, so a busy agent costs one write a minute
 /// rather than one per call.
@@ -47,23 +55,31 @@ impl LastSeen {
     }
 }
 
-/// Sessions remembered at most; the oldest half is dropped beyond it.
+/// Sessions remembered at most (and agents' `last_seen` stamps); past it the least recently
+/// used session is forgotten.
 const MAX_SESSIONS: usize = 10_000;
 
 impl SessionOwners {
+    /// A map remembering at most `capacity` sessions (at least one).
+    pub fn with_capacity(capacity: usize) -> SessionOwners {
+        let capacity = std::num::NonZeroUsize::new(capacity).unwrap_or(std::num::NonZeroUsize::MIN);
+        SessionOwners(Arc::new(Mutex::new(lru::LruCache::new(capacity))))
+    }
+
+    /// Who opened session `id` (and marks it used), `None` for a session not known here.
     pub(crate) fn owner(&self, id: &str) -> Option<String> {
         self.0.lock().ok()?.get(id).cloned()
     }
 
     pub(crate) fn record(&self, id: String, actor: String) {
         if let Ok(mut map) = self.0.lock() {
-            if map.len() >= MAX_SESSIONS {
-                let drop: Vec<String> = map.keys().take(MAX_SESSIONS / 2).cloned().collect();
-                for k in drop {
-                    map.remove(&k);
-                }
-            }
-            map.insert(id, actor);
+            map.put(id, actor);
+        }
+    }
+
+    fn forget(&self, id: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.pop(id);
         }
     }
 }
@@ -71,7 +87,7 @@ impl SessionOwners {
 /// The 401 of `/ops/mcp`. With no bearer key at all it only names the scheme (RFC 6750 3.1:
 /// no error code when credentials are missing); a key that resolves to no one carries
 /// `error="invalid_token"` and says so.
-fn unauthorized(key_presented: bool) -> Response {
+pub(crate) fn unauthorized(key_presented: bool) -> Response {
     let (body, challenge) = if key_presented {
         (
             json!({
@@ -121,8 +137,8 @@ pub(crate) enum NoCaller {
         /// Whether the request carried a bearer key.
         presented: bool,
     },
-    /// The store could not be asked.
-    Unavailable,
+    /// The store could not be asked (why).
+    Unavailable(Box<capsid_core::error::Error>),
 }
 
 /// Resolves the request's bearer key: the one resolution of every bearer route (`/ops/mcp`,
@@ -133,7 +149,7 @@ pub(crate) async fn resolve(state: &AppState, headers: &HeaderMap) -> Result<Bea
         .and_then(|v| v.to_str().ok());
     let resolved = state.service.resolve_bearer(header).await.map_err(|e| {
         tracing::error!(error = %e, "caller resolution failed: store unavailable");
-        NoCaller::Unavailable
+        NoCaller::Unavailable(Box::new(e))
     })?;
     let minted = matches!(resolved, Resolved::Agent(_));
     match resolved.caller().cloned() {
@@ -163,12 +179,11 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
     let Bearer { caller, minted } = match resolve(&state, req.headers()).await {
         Ok(bearer) => bearer,
         Err(NoCaller::Nobody { presented }) => return unauthorized(presented),
-        Err(NoCaller::Unavailable) => {
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                axum::Json(json!({"error": "store unavailable"})),
-            )
-                .into_response();
+        Err(NoCaller::Unavailable(e)) => {
+            return crate::unavailable::unavailable_because(
+                "the store could not check the key",
+                &e,
+            );
         }
     };
     let resp = serve_as(&state, caller.clone(), req, next).await;
@@ -177,8 +192,9 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
 }
 
 /// Serves `req` as `caller`, with the session bound to the caller that opened it: another
-/// caller's session id looks exactly like one that does not exist (404), and a session the
-/// response opens is recorded under this caller. Both MCP routes end here.
+/// caller's session id looks exactly like one that does not exist (404), so does a session id
+/// this server does not know, a session the response opens is recorded under this caller,
+/// and one the client ends (`DELETE`) is forgotten. Both MCP routes end here.
 pub(crate) async fn serve_as(
     state: &AppState,
     caller: capsid_core::caller::Caller,
@@ -191,8 +207,10 @@ pub(crate) async fn serve_as(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    // A session this server does not know (never opened, ended, forgotten) or one another
+    // caller opened: 404, as the MCP transport says for a session that does not exist.
     if let Some(id) = &session
-        && state.sessions.owner(id).is_some_and(|owner| owner != actor)
+        && state.sessions.owner(id).is_none_or(|owner| owner != actor)
     {
         return (
             StatusCode::NOT_FOUND,
@@ -202,7 +220,19 @@ pub(crate) async fn serve_as(
     }
     tracing::Span::current().record("actor", actor.as_str());
     req.extensions_mut().insert(caller);
+    let fault = crate::unavailable::StoreFault::default();
+    req.extensions_mut().insert(fault.clone());
+    let ending = req.method() == axum::http::Method::DELETE;
     let resp = next.run(req).await;
+    if let Some(reason) = fault.take() {
+        return crate::unavailable::unavailable(&format!("the store is unavailable: {reason}"));
+    }
+    if ending
+        && resp.status().is_success()
+        && let Some(id) = &session
+    {
+        state.sessions.forget(id);
+    }
     if session.is_none()
         && let Some(new_id) = resp
             .headers()

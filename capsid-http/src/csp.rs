@@ -41,7 +41,7 @@ fn short(v: &Value) -> String {
 
 /// The route.
 pub async fn csp_report(State(state): State<AppState>, req: Request) -> Response {
-    let addr = client_addr(&req);
+    let addr = client_addr(&state, &req);
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)

@@ -1,6 +1,6 @@
 //! `GET /health`: store probes (a trivial query and a full-text probe), the schema version,
 //! build provenance and backup age. 200 when every probe is ok, else 503 `degraded` naming
-//! the failing probe.
+//! the failing probe (with `Retry-After`).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -96,5 +96,9 @@ pub async fn health(State(state): State<AppState>) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, axum::Json(report)).into_response()
+    let mut resp = (status, axum::Json(report)).into_response();
+    if !ok {
+        crate::unavailable::with_retry_after(&mut resp);
+    }
+    resp
 }

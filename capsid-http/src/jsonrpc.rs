@@ -14,7 +14,7 @@
 //! [`Outcome`] slot in the request's extensions.
 //!
 //! [`unknown_method`] is the handler's answer to a method rmcp did not recognise: "method not
-//! found: <m>", or, for a method MCP defines whose params did not parse, `-32602` naming why.
+//! found: `<m>`", or, for a method MCP defines whose params did not parse, `-32602` naming why.
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -6,7 +6,8 @@
 //! `/mcp` (the owner's OAuth route, the same MCP handler behind an OAuth bearer check), the
 //! authorization server (`oauth`), the admin console (`console`), the Handler API under
 //! `/api/` (`api`: checkmarks, the log and the shared context for curl, bearer keys as on
-//! `/ops/mcp`), `POST /csp-report`, `GET /health`.
+//! `/ops/mcp`), `POST /ops/backup` (`backup`), `POST /csp-report`, `GET /health`,
+//! `GET /metrics` (`metrics`).
 
 // Handlers return `Result<_, Response>` so a refusal is the ready response, carried once up
 // the stack on an error path; boxing it would only add an allocation there.
@@ -14,6 +15,8 @@
 
 mod api;
 mod auth;
+mod backup;
+mod client_addr;
 mod console;
 mod cookies;
 mod csp;
@@ -21,10 +24,14 @@ mod github;
 mod health;
 mod html;
 mod jsonrpc;
+mod listen;
 mod mcp;
+mod metrics;
 mod middleware;
 mod oauth;
 mod owner;
+pub mod system;
+mod unavailable;
 mod webhook;
 
 use std::sync::Arc;
@@ -37,9 +44,13 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 pub use health::{BuildInfo, health_report};
+pub use ipnet::IpNet;
 pub use jsonrpc::{JsonRpcGuard, MAX_MCP_BODY};
+pub use listen::{ServeLimits, serve};
 pub use mcp::CapsidMcp;
+pub use metrics::{Metrics, TOOL_LATENCY_BUCKETS};
 pub use owner::{Owner, OwnerConfig};
+pub use unavailable::RETRY_AFTER_SECONDS;
 pub use webhook::{WebhookNotifier, install_tls_provider};
 
 /// How the HTTP surface is configured.
@@ -57,6 +68,9 @@ pub struct HttpConfig {
     /// The owner's GitHub login; `None` turns `/mcp`, the console and the OAuth endpoints off
     /// (503 naming `oauth_missing`).
     pub owner: Option<OwnerConfig>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (`CAPSID_TRUSTED_PROXIES`);
+    /// empty: the socket peer is the client.
+    pub trusted_proxies: Vec<IpNet>,
 }
 
 /// Shared state of every route.
@@ -74,6 +88,8 @@ pub struct AppState {
     pub last_seen: auth::LastSeen,
     /// The owner's login, when configured.
     pub owner: Option<Arc<Owner>>,
+    /// The process's figures for `/metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
@@ -88,11 +104,20 @@ impl AppState {
         AppState {
             owner_service: OwnerService::new(service.clone()),
             service,
+            metrics: Arc::new(Metrics::new(&config.build)),
             config: Arc::new(config),
             sessions: auth::SessionOwners::default(),
             last_seen: auth::LastSeen::default(),
             owner,
         }
+    }
+}
+
+impl AppState {
+    /// The same state remembering at most `capacity` MCP sessions' owners (default 10,000).
+    pub fn with_session_capacity(mut self, capacity: usize) -> AppState {
+        self.sessions = auth::SessionOwners::with_capacity(capacity);
+        self
     }
 }
 
@@ -151,8 +176,9 @@ fn mcp_service(
 ) -> JsonRpcGuard<StreamableHttpService<CapsidMcp, LocalSessionManager>> {
     let config = transport_config(&state.config.public_url, state.config.mcp_sessions);
     let service = state.service.clone();
+    let metrics = state.metrics.clone();
     JsonRpcGuard::new(StreamableHttpService::new(
-        move || Ok(CapsidMcp::new(service.clone())),
+        move || Ok(CapsidMcp::new(service.clone()).with_metrics(metrics.clone())),
         LocalSessionManager::default().into(),
         config,
     ))
@@ -178,13 +204,19 @@ pub fn router(state: AppState) -> Router {
     };
     Router::new()
         .route("/health", get(health::health))
+        .route("/metrics", get(metrics::metrics))
         .route("/csp-report", axum::routing::post(csp::csp_report))
         .merge(owner_mcp)
         .merge(oauth::routes())
         .merge(console::routes())
+        .merge(backup::routes())
         .nest("/api", api::routes(&state))
         .merge(ops)
         .fallback(middleware::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::count_request,
+        ))
         .layer(axum::middleware::from_fn(middleware::security_headers))
         .layer(axum::middleware::from_fn(middleware::request_log))
         .with_state(state)

@@ -1,7 +1,7 @@
 //! The MCP server handler: tools listed from the core's table for the caller, every call
 //! through the core's one enforcement point, resources and prompts over documents,
 //! completions for the resource template, and `logging/setLevel`. A method rmcp does not
-//! recognise is answered by `jsonrpc::unknown_method` ("method not found: <m>").
+//! recognise is answered by `jsonrpc::unknown_method` ("method not found: `<m>`").
 //!
 //! The authenticated [`Caller`] is put into the request's extensions by the auth middleware;
 //! rmcp hands each request's HTTP parts to the handler, so the caller is read per request
@@ -12,9 +12,11 @@
 #![allow(deprecated)]
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use capsid_core::caller::Caller;
 use capsid_core::error::Error;
+use capsid_core::service::metrics::{outcome_label, tool_label};
 use capsid_core::service::{CompletionRef, Confirmer, Consent, Service, ToolListing, pretty};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
@@ -35,6 +37,7 @@ use crate::jsonrpc::Outcome;
 #[derive(Clone)]
 pub struct CapsidMcp {
     service: Service,
+    metrics: Option<Arc<crate::Metrics>>,
 }
 
 impl std::fmt::Debug for CapsidMcp {
@@ -46,7 +49,16 @@ impl std::fmt::Debug for CapsidMcp {
 impl CapsidMcp {
     /// A handler over `service`.
     pub fn new(service: Service) -> CapsidMcp {
-        CapsidMcp { service }
+        CapsidMcp {
+            service,
+            metrics: None,
+        }
+    }
+
+    /// Counts every tool call (tool, outcome, latency) into `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<crate::Metrics>) -> CapsidMcp {
+        self.metrics = Some(metrics);
+        self
     }
 }
 
@@ -98,6 +110,12 @@ fn protocol_error(e: Error) -> McpError {
         }
         other => McpError::invalid_request(other.to_string(), None),
     }
+}
+
+/// A core error on a non-tool request: a store outage is noted for the 503, then mapped.
+fn failed(ctx: &RequestContext<RoleServer>, e: Error) -> McpError {
+    crate::unavailable::note_in(&ctx.extensions, &e);
+    protocol_error(e)
 }
 
 /// Asks the human through an MCP elicitation, when the client declared it can.
@@ -181,11 +199,19 @@ impl ServerHandler for CapsidMcp {
         let caller = caller_of(&ctx)?;
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let confirmer = Elicitor { ctx: &ctx };
-        let result = match self
+        let started = std::time::Instant::now();
+        let answer = self
             .service
             .call_tool(&caller, &request.name, args, &confirmer)
-            .await
-        {
+            .await;
+        if let Some(m) = &self.metrics {
+            m.record_tool_call(
+                tool_label(&request.name),
+                outcome_label(&answer),
+                started.elapsed().as_secs_f64(),
+            );
+        }
+        let result = match answer {
             Ok(value) => {
                 Outcome::note(&ctx, "ok");
                 CallToolResult::success(vec![ContentBlock::text(pretty(&value))])
@@ -193,6 +219,7 @@ impl ServerHandler for CapsidMcp {
             Err(e) => {
                 Outcome::note(&ctx, "refused");
                 tracing::debug!(tool = %request.name, refusal = %e, "tool refused");
+                crate::unavailable::note_in(&ctx.extensions, &e);
                 tool_error(&request.name, &e)
             }
         };
@@ -210,7 +237,7 @@ impl ServerHandler for CapsidMcp {
             .service
             .list_resources(&caller, cursor.as_deref())
             .await
-            .map_err(protocol_error)?;
+            .map_err(|e| failed(&ctx, e))?;
         let resources = page
             .resources
             .into_iter()
@@ -262,7 +289,7 @@ impl ServerHandler for CapsidMcp {
                 m,
                 Some(serde_json::json!({"uri": request.uri})),
             )),
-            Err(e) => Err(protocol_error(e)),
+            Err(e) => Err(failed(&ctx, e)),
         }
     }
 
@@ -276,7 +303,7 @@ impl ServerHandler for CapsidMcp {
             .service
             .list_prompts(&caller)
             .await
-            .map_err(protocol_error)?
+            .map_err(|e| failed(&ctx, e))?
             .into_iter()
             .map(|p| {
                 let args = p
@@ -306,7 +333,7 @@ impl ServerHandler for CapsidMcp {
             .service
             .get_prompt(&caller, &request.name, &args)
             .await
-            .map_err(protocol_error)?;
+            .map_err(|e| failed(&ctx, e))?;
         // The body is a document any write-grant caller could have written: it is handed over
         // as an embedded resource, never as the operator's own words.
         let message = PromptMessage::new_resource(

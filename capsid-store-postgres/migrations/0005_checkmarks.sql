@@ -39,7 +39,7 @@ CREATE TABLE checkmarks (
     checkpoint_at       TEXT COLLATE "C" NOT NULL,
     status              TEXT COLLATE "C" NOT NULL,
     where_it_stopped    TEXT COLLATE "C",
-    next_steps          JSONB NOT NULL DEFAULT '[]',
+    next_steps          TEXT COLLATE "C" NOT NULL DEFAULT '[]',
     open_question       TEXT COLLATE "C",
     log_entry_id        BIGINT NOT NULL REFERENCES log_entries (id),
     tests_status        TEXT COLLATE "C" NOT NULL DEFAULT 'unknown',

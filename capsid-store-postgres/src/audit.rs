@@ -11,6 +11,8 @@ use crate::error::{TxResult, limit, translate};
 use crate::rows;
 use crate::sql::SqlText;
 
+const NEWEST_AUDIT: &str = "SELECT id, actor, action, namespace, path, params, at FROM audit_log \
+     WHERE namespace = $1 AND path = $2 AND action = $3 ORDER BY id DESC LIMIT 1";
 const INSERT_AUDIT: &str = "INSERT INTO audit_log (actor, action, namespace, path, params, at) VALUES ($1, $2, $3, $4, $5, $6)";
 
 /// Wraps a change that returns the changed row (`UPDATE`/`INSERT ... RETURNING`) so that
@@ -105,6 +107,22 @@ impl AuditLog for PgStore {
             .map(rows::audit)
             .collect::<Result<_, _>>()
             .map_err(translate)
+    }
+
+    async fn newest_audit(
+        &self,
+        action: &str,
+        namespace: &str,
+        path: &str,
+    ) -> StoreResult<Option<AuditRow>> {
+        let row = sqlx::query(NEWEST_AUDIT)
+            .bind(namespace)
+            .bind(path)
+            .bind(action)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(translate)?;
+        row.as_ref().map(rows::audit).transpose().map_err(translate)
     }
 }
 

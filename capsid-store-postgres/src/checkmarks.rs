@@ -31,7 +31,7 @@ macro_rules! view_select {
     () => {
         "SELECT c.id AS c_id, c.namespace AS c_namespace, c.agent AS c_agent, \
          c.checkpoint_at AS c_checkpoint_at, c.status AS c_status, \
-         c.where_it_stopped AS c_where_it_stopped, c.next_steps::text AS c_next_steps, \
+         c.where_it_stopped AS c_where_it_stopped, c.next_steps AS c_next_steps, \
          c.open_question AS c_open_question, c.log_entry_id AS c_log_entry_id, \
          c.tests_status AS c_tests_status, c.tested_at AS c_tested_at, \
          c.build_status AS c_build_status, c.built_at AS c_built_at, c.job_id AS c_job_id, \
@@ -60,7 +60,7 @@ const INSERT_ENTRY: &str = concat!(
 const UPSERT_CHECKMARK: &str = "INSERT INTO checkmarks (namespace, agent, checkpoint_at, status, \
      where_it_stopped, next_steps, open_question, log_entry_id, tests_status, tested_at, \
      build_status, built_at, job_id, resume_requested_at, resume_requested_by) \
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, $13, NULL, NULL) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, NULL, NULL) \
      ON CONFLICT (namespace, agent) DO UPDATE SET checkpoint_at = EXCLUDED.checkpoint_at, \
      status = EXCLUDED.status, where_it_stopped = EXCLUDED.where_it_stopped, \
      next_steps = EXCLUDED.next_steps, open_question = EXCLUDED.open_question, \

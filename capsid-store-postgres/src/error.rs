@@ -74,11 +74,56 @@ fn is_retryable(error: &sqlx::Error) -> bool {
     }
 }
 
+/// Why the database cannot serve the call now, in words a caller may read, when `error` is
+/// such a condition (the connection is lost, the server is restarting or out of room, no
+/// pooled connection came free in time) rather than a fault of the call.
+pub(crate) fn unavailable(error: &sqlx::Error) -> Option<&'static str> {
+    match error {
+        sqlx::Error::PoolTimedOut => Some("no database connection became free in time"),
+        sqlx::Error::PoolClosed => Some("the store is shutting down"),
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => {
+            Some("the database connection failed")
+        }
+        sqlx::Error::WorkerCrashed => Some("the database connection failed"),
+        sqlx::Error::Database(db) => {
+            let code = db.code()?;
+            match code.as_ref() {
+                c if c.starts_with("08") => Some("the database connection failed"),
+                ADMIN_SHUTDOWN | CRASH_SHUTDOWN | CANNOT_CONNECT_NOW => {
+                    Some("the database server is restarting")
+                }
+                TOO_MANY_CONNECTIONS => Some("the database server has no connection to spare"),
+                DISK_FULL | OUT_OF_MEMORY => Some("the database server is out of room"),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// SQLSTATE: the server is shutting down on an administrator's command.
+const ADMIN_SHUTDOWN: &str = "57P01";
+/// SQLSTATE: the server is shutting down after a crash.
+const CRASH_SHUTDOWN: &str = "57P02";
+/// SQLSTATE: the server is starting up or shutting down.
+const CANNOT_CONNECT_NOW: &str = "57P03";
+/// SQLSTATE: no connection slot is free.
+const TOO_MANY_CONNECTIONS: &str = "53300";
+/// SQLSTATE: the disk is full.
+const DISK_FULL: &str = "53100";
+/// SQLSTATE: the server ran out of memory.
+const OUT_OF_MEMORY: &str = "53200";
+
 /// Translates a driver error: unique violations become `Conflict` naming what collided, a
-/// missing row `NotFound`, everything else `Backend`.
+/// missing row `NotFound`, a lost connection, a restarting server or an exhausted pool
+/// `Unavailable`, everything else `Backend`.
 pub(crate) fn translate(error: sqlx::Error) -> StoreError {
     if let Some(constraint) = unique_violation(&error) {
         return StoreError::Conflict(describe_constraint(constraint));
+    }
+    if let Some(why) = unavailable(&error) {
+        tracing::warn!(error = %error, "postgres store unavailable");
+        return StoreError::Unavailable(why.to_owned());
     }
     match error {
         sqlx::Error::RowNotFound => StoreError::NotFound("row".to_owned()),
@@ -186,8 +231,21 @@ mod tests {
             StoreError::NotFound(_)
         ));
         assert!(matches!(
-            translate(sqlx::Error::PoolTimedOut),
+            translate(sqlx::Error::ColumnNotFound("x".into())),
             StoreError::Backend(_)
+        ));
+    }
+
+    #[test]
+    fn an_exhausted_pool_or_a_lost_connection_is_unavailable() {
+        assert_eq!(
+            translate(sqlx::Error::PoolTimedOut),
+            StoreError::Unavailable("no database connection became free in time".into())
+        );
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        assert!(matches!(
+            translate(sqlx::Error::Io(refused)),
+            StoreError::Unavailable(_)
         ));
     }
 

@@ -7,15 +7,29 @@
 //! queued job with `FOR UPDATE SKIP LOCKED`. Every connection runs with
 //! `synchronous_commit=on`, so an acknowledged write survives a crash. Text columns are
 //! `COLLATE "C"`, so ordering and comparisons are byte-wise, as in the SQLite store.
+//!
+//! ```no_run
+//! # async fn open() -> Result<(), capsid_core::ports::StoreError> {
+//! let store = capsid_store_postgres::PgStore::connect("postgres://capsid@db.internal/capsid").await?;
+//! store.migrate().await?; // one replica at a time: migrations take an advisory lock
+//! let store: std::sync::Arc<dyn capsid_core::ports::Store> = std::sync::Arc::new(store);
+//! # Ok(()) }
+//! ```
+//!
+//! The store decides nothing: the rules are the core's, and this crate keeps atomicity,
+//! conditional updates and the Postgres dialect; the conformance suite holds it to the same
+//! behaviour as the SQLite store.
 
 #![forbid(unsafe_code)]
 
 mod agents;
 mod audit;
+mod backup;
 mod checkmarks;
 mod ci;
 mod documents;
 mod error;
+mod gauges;
 pub mod glob;
 mod health;
 mod improve;
@@ -23,6 +37,7 @@ mod jobs;
 mod namespaces;
 mod oauth;
 mod plans;
+mod reviews;
 mod rows;
 mod settings;
 mod sql;
@@ -43,8 +58,9 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// The pool size [`PgStore::connect`] uses.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 
-/// How long a caller waits for a pooled connection before the call fails.
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a caller waits for a pooled connection before the call fails as unavailable
+/// (the HTTP answer is then 503 with `Retry-After`, quickly, instead of a hung request).
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The Postgres store: a pool of connections. Cloning is cheap (the pool is shared).
 #[derive(Clone)]
@@ -70,6 +86,16 @@ impl PgStore {
     /// sets `synchronous_commit=on` and READ COMMITTED, whatever the server's defaults.
     /// Does not migrate.
     pub async fn connect_with(url: &str, max_connections: u32) -> Result<PgStore, StoreError> {
+        Self::connect_pool(url, max_connections, ACQUIRE_TIMEOUT).await
+    }
+
+    /// As [`PgStore::connect_with`], waiting at most `acquire_timeout` for a pooled
+    /// connection before a call fails as [`StoreError::Unavailable`].
+    pub async fn connect_pool(
+        url: &str,
+        max_connections: u32,
+        acquire_timeout: Duration,
+    ) -> Result<PgStore, StoreError> {
         // The URL may hold a password: never echo it.
         let options = PgConnectOptions::from_str(url)
             .map_err(|_| StoreError::Backend("the Postgres URL could not be parsed".to_owned()))?
@@ -79,7 +105,7 @@ impl PgStore {
             ]);
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
-            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .acquire_timeout(acquire_timeout)
             .connect_with(options)
             .await
             .map_err(translate)?;
@@ -105,4 +131,56 @@ impl PgStore {
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
+}
+
+/// `url` with its database name replaced by `database` (query parameters kept).
+pub fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let authority_start = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[authority_start..].find('/') {
+        Some(slash) => &base[..authority_start + slash],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{database}?{q}"),
+        None => format!("{base}/{database}"),
+    }
+}
+
+/// A scratch database on the server `url` names (for a restore rehearsal): created through
+/// `url`'s own database, named `name` (letters, digits and `_` only), returned as a URL.
+pub async fn create_scratch_database(url: &str, name: &str) -> Result<String, StoreError> {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(StoreError::Backend(format!(
+            "not a scratch database name: {name:?}"
+        )));
+    }
+    let admin = PgPool::connect(url).await.map_err(translate)?;
+    let created = sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+        .execute(&admin)
+        .await
+        .map_err(translate);
+    admin.close().await;
+    created?;
+    Ok(with_database(url, name))
+}
+
+/// Drops a scratch database made by [`create_scratch_database`] (connections are ended).
+pub async fn drop_scratch_database(url: &str, name: &str) -> Result<(), StoreError> {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(StoreError::Backend(format!(
+            "not a scratch database name: {name:?}"
+        )));
+    }
+    let admin = PgPool::connect(url).await.map_err(translate)?;
+    let dropped = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+    )))
+    .execute(&admin)
+    .await
+    .map_err(translate);
+    admin.close().await;
+    dropped.map(|_| ())
 }

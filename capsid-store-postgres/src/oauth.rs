@@ -6,8 +6,8 @@
 
 use async_trait::async_trait;
 use capsid_core::ports::{
-    CodeRow, ConsoleSessionRow, LoginStateRow, NewGrant, NewToken, OAuthClientRow, OAuthStore,
-    Redemption, Rotation, StoreError, StoreResult, TokenKind, TokenRow,
+    AuditEntry, CodeRow, ConsoleSessionRow, LoginStateRow, NewGrant, NewToken, OAuthClientRow,
+    OAuthStore, Redemption, Rotation, StoreError, StoreResult, TokenKind, TokenRow,
 };
 use capsid_core::time::Timestamp;
 use sqlx::postgres::PgRow;
@@ -556,7 +556,11 @@ impl OAuthStore for PgStore {
         Ok(ended.len() as u64)
     }
 
-    async fn revoke_all_grants(&self, now: Timestamp) -> StoreResult<u64> {
+    async fn revoke_all_grants(
+        &self,
+        now: Timestamp,
+        audit_of: &(dyn Fn(u64) -> AuditEntry + Send + Sync),
+    ) -> StoreResult<u64> {
         let pool = &self.pool;
         let now = now.to_string();
         let now = &now;
@@ -581,7 +585,9 @@ impl OAuthStore for PgStore {
                     sqlx::query("DELETE FROM oauth_approvals")
                         .execute(&mut *tx)
                         .await?;
-                    Ok(revoked.len() as u64)
+                    let count = revoked.len() as u64;
+                    crate::audit::insert(&mut tx, &audit_of(count)).await?;
+                    Ok(count)
                 }
                 .await;
                 finish(tx, result, always).await

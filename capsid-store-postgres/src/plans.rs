@@ -1,6 +1,7 @@
 //! `PgStore::query_plans`: `EXPLAIN` of the exact SQL of the hot queries with seq scans
 //! disabled, so a test can fail on a `Seq Scan` that no index could replace.
 
+use capsid_core::docs::packets::brief_packet;
 use capsid_core::ports::{AuditFilter, DocFilter, StoreError};
 use sqlx::{AssertSqlSafe, Row};
 
@@ -9,7 +10,7 @@ use crate::agents::BY_KEY_HASH;
 use crate::audit::recent_sql;
 use crate::checkmarks::{BY_NAMESPACE as CHECKMARKS_BY_NAMESPACE, feed_sql, log_sql};
 use crate::documents::search::{CANDIDATES_MAX, Parser, search_sql};
-use crate::documents::{DOCUMENT, LAST_ACTOR, OPEN_TASKS, VERSIONS, find_sql, list_sql};
+use crate::documents::{Bind, DOCUMENT, LAST_ACTOR, VERSIONS, find_sql, list_sql, selection_sql};
 use crate::error::translate;
 use crate::glob;
 use crate::jobs::{BEST_CANDIDATE, HELD, SWEEP};
@@ -17,6 +18,7 @@ use crate::jobs::{BEST_CANDIDATE, HELD, SWEEP};
 /// One bound parameter of a probe.
 enum Param {
     Text(String),
+    Texts(Vec<String>),
     Int(i64),
 }
 
@@ -96,7 +98,19 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
             vec![text(namespace), text(path), Param::Int(101)],
         ),
         probe("last_actor", LAST_ACTOR, vec![text(namespace), text(path)]),
-        probe("brief_open_tasks", OPEN_TASKS, vec![text(namespace)]),
+        {
+            let open_tasks = brief_packet(namespace).selections.swap_remove(0);
+            let (sql, binds) = selection_sql(&open_tasks);
+            let params = binds
+                .into_iter()
+                .map(|b| match b {
+                    Bind::Text(v) => Param::Text(v),
+                    Bind::Texts(v) => Param::Texts(v),
+                    Bind::Int(v) => Param::Int(v),
+                })
+                .collect();
+            probe("brief_open_tasks", &sql, params)
+        },
         probe(
             "recent_audit_in_namespace",
             &recent_sql(&AuditFilter {
@@ -151,6 +165,7 @@ impl PgStore {
             for param in &probe.params {
                 query = match param {
                     Param::Text(value) => query.bind(value.as_str()),
+                    Param::Texts(values) => query.bind(values.clone()),
                     Param::Int(value) => query.bind(*value),
                 };
             }

@@ -143,6 +143,7 @@ pub(crate) fn outcome(row: &PgRow) -> Result<OutcomeRow, sqlx::Error> {
         result_kind,
         verified: row.try_get("verified")?,
         recorded_at: row.try_get("recorded_at")?,
+        reviewed_by: row.try_get("reviewed_by")?,
     })
 }
 

@@ -3,11 +3,15 @@
 //! Every change is one statement whose `WHERE` is the condition, so it is atomic.
 
 use async_trait::async_trait;
-use capsid_core::ports::{LeaderLease, SettingsStore, StoreResult};
+use capsid_core::ports::{
+    AuditEntry, Expect, LeaderLease, SettingChange, SettingsStore, StoreResult,
+};
 use capsid_core::time::Timestamp;
+use sqlx::PgConnection;
 
 use crate::PgStore;
-use crate::error::translate;
+use crate::audit;
+use crate::error::{finish, translate, with_retry};
 
 const SETTING: &str =
     "SELECT value FROM settings WHERE key = $1 AND (expires_at IS NULL OR expires_at > $2)";
@@ -39,6 +43,77 @@ const ACQUIRE_LEASE: &str = "INSERT INTO leader_leases (name, holder, expires_at
      WHERE leader_leases.holder = EXCLUDED.holder OR leader_leases.expires_at <= $3 RETURNING 1";
 const RELEASE_LEASE: &str = "DELETE FROM leader_leases WHERE name = $1 AND holder = $2";
 
+async fn put_on(
+    conn: &mut PgConnection,
+    key: &str,
+    value: &str,
+    expires_at: Option<Timestamp>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(PUT)
+        .bind(key)
+        .bind(value)
+        .bind(expires_at.map(|t| t.to_string()))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+async fn delete_on(conn: &mut PgConnection, key: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(DELETE).bind(key).execute(conn).await?;
+    Ok(())
+}
+
+/// Compare-and-set as one statement whose `WHERE` is the condition.
+async fn compare_and_set_on(
+    conn: &mut PgConnection,
+    key: &str,
+    expected: Option<&str>,
+    new: Option<&str>,
+    expires_at: Option<Timestamp>,
+    now: Timestamp,
+) -> Result<bool, sqlx::Error> {
+    let now = now.to_string();
+    let expires_at = expires_at.map(|t| t.to_string());
+    let applied: Option<i32> = match (expected, new) {
+        (None, Some(new)) => {
+            sqlx::query_scalar(CAS_CREATE)
+                .bind(key)
+                .bind(new)
+                .bind(expires_at)
+                .bind(now)
+                .fetch_optional(conn)
+                .await?
+        }
+        (Some(expected), Some(new)) => {
+            sqlx::query_scalar(CAS_REPLACE)
+                .bind(key)
+                .bind(expected)
+                .bind(new)
+                .bind(expires_at)
+                .bind(now)
+                .fetch_optional(conn)
+                .await?
+        }
+        (Some(expected), None) => {
+            sqlx::query_scalar(CAS_DELETE)
+                .bind(key)
+                .bind(expected)
+                .bind(now)
+                .fetch_optional(conn)
+                .await?
+        }
+        (None, None) => {
+            let absent: bool = sqlx::query_scalar(CAS_ABSENT)
+                .bind(key)
+                .bind(now)
+                .fetch_one(conn)
+                .await?;
+            return Ok(absent);
+        }
+    };
+    Ok(applied.is_some())
+}
+
 #[async_trait]
 impl SettingsStore for PgStore {
     async fn setting(&self, key: &str, now: Timestamp) -> StoreResult<Option<String>> {
@@ -56,23 +131,15 @@ impl SettingsStore for PgStore {
         value: &str,
         expires_at: Option<Timestamp>,
     ) -> StoreResult<()> {
-        sqlx::query(PUT)
-            .bind(key)
-            .bind(value)
-            .bind(expires_at.map(|t| t.to_string()))
-            .execute(&self.pool)
+        let mut conn = self.pool.acquire().await.map_err(translate)?;
+        put_on(&mut conn, key, value, expires_at)
             .await
-            .map_err(translate)?;
-        Ok(())
+            .map_err(translate)
     }
 
     async fn delete_setting(&self, key: &str) -> StoreResult<()> {
-        sqlx::query(DELETE)
-            .bind(key)
-            .execute(&self.pool)
-            .await
-            .map_err(translate)?;
-        Ok(())
+        let mut conn = self.pool.acquire().await.map_err(translate)?;
+        delete_on(&mut conn, key).await.map_err(translate)
     }
 
     async fn compare_and_set_setting(
@@ -83,48 +150,57 @@ impl SettingsStore for PgStore {
         expires_at: Option<Timestamp>,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        let now = now.to_string();
-        let expires_at = expires_at.map(|t| t.to_string());
-        let applied: Option<i32> = match (expected, new) {
-            (None, Some(new)) => {
-                sqlx::query_scalar(CAS_CREATE)
-                    .bind(key)
-                    .bind(new)
-                    .bind(expires_at)
-                    .bind(now)
-                    .fetch_optional(&self.pool)
-                    .await
-            }
-            (Some(expected), Some(new)) => {
-                sqlx::query_scalar(CAS_REPLACE)
-                    .bind(key)
-                    .bind(expected)
-                    .bind(new)
-                    .bind(expires_at)
-                    .bind(now)
-                    .fetch_optional(&self.pool)
-                    .await
-            }
-            (Some(expected), None) => {
-                sqlx::query_scalar(CAS_DELETE)
-                    .bind(key)
-                    .bind(expected)
-                    .bind(now)
-                    .fetch_optional(&self.pool)
-                    .await
-            }
-            (None, None) => {
-                let absent: bool = sqlx::query_scalar(CAS_ABSENT)
-                    .bind(key)
-                    .bind(now)
-                    .fetch_one(&self.pool)
-                    .await
-                    .map_err(translate)?;
-                return Ok(absent);
-            }
-        }
-        .map_err(translate)?;
-        Ok(applied.is_some())
+        let mut conn = self.pool.acquire().await.map_err(translate)?;
+        compare_and_set_on(&mut conn, key, expected, new, expires_at, now)
+            .await
+            .map_err(translate)
+    }
+
+    async fn change_settings(
+        &self,
+        changes: &[SettingChange],
+        audit: AuditEntry,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let pool = &self.pool;
+        let audit = &audit;
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result = async {
+                    for c in changes {
+                        let applied = match &c.expected {
+                            Expect::Anything => {
+                                match &c.value {
+                                    Some(v) => put_on(&mut tx, &c.key, v, c.expires_at).await?,
+                                    None => delete_on(&mut tx, &c.key).await?,
+                                }
+                                true
+                            }
+                            Expect::Value(expected) => {
+                                compare_and_set_on(
+                                    &mut tx,
+                                    &c.key,
+                                    expected.as_deref(),
+                                    c.value.as_deref(),
+                                    c.expires_at,
+                                    now,
+                                )
+                                .await?
+                            }
+                        };
+                        if !applied {
+                            return Ok(false);
+                        }
+                    }
+                    audit::insert(&mut tx, audit).await?;
+                    Ok(true)
+                }
+                .await;
+                finish(tx, result, |applied| *applied).await
+            })
+        })
+        .await
     }
 
     async fn claim_nonce(&self, scope: &str, jti: &str, at: Timestamp) -> StoreResult<bool> {

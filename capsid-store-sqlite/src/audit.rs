@@ -48,4 +48,23 @@ impl AuditLog for SqliteStore {
         let rows = qb.build().fetch_all(self.reader()).await.db()?;
         rows.iter().map(audit_row).collect::<Result<_, _>>().db()
     }
+
+    async fn newest_audit(
+        &self,
+        action: &str,
+        namespace: &str,
+        path: &str,
+    ) -> StoreResult<Option<AuditRow>> {
+        let row = sqlx::query(
+            "SELECT id, actor, action, namespace, path, params, at FROM audit_log \
+             WHERE namespace = ? AND path = ? AND action = ? ORDER BY id DESC LIMIT 1",
+        )
+        .bind(namespace)
+        .bind(path)
+        .bind(action)
+        .fetch_optional(self.reader())
+        .await
+        .db()?;
+        row.as_ref().map(audit_row).transpose().db()
+    }
 }

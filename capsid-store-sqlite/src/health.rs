@@ -2,14 +2,15 @@
 //! `EXPLAIN QUERY PLAN` of the exact SQL of the hot queries, so a test can refuse a full scan.
 
 use async_trait::async_trait;
+use capsid_core::docs::packets::brief_packet;
 use capsid_core::ports::{AuditFilter, DocFilter, StoreError, StoreHealth, StoreResult};
 use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool};
 use sqlx::{Arguments, QueryBuilder, Row};
 
 use crate::audit::push_recent_audit;
 use crate::documents::{
-    BRIEF_OPEN_TASKS_SQL, LAST_ACTOR_SQL, VERSIONS_SQL, filtered_expression, push_find, push_list,
-    push_search,
+    LAST_ACTOR_SQL, VERSIONS_SQL, filtered_expression, push_find, push_list, push_search,
+    push_selection,
 };
 use crate::error::DbResult;
 use crate::jobs::{BEST_QUEUED_SQL, HELD_SQL, SWEEP_SQL};
@@ -132,10 +133,10 @@ impl SqliteStore {
             "last actor",
             explain_static(LAST_ACTOR_SQL, &[Text(&ns), Text("core.md")])?,
         ));
-        plans.push((
-            "brief open tasks",
-            explain_static(BRIEF_OPEN_TASKS_SQL, &[Text(&ns)])?,
-        ));
+        let open_tasks = brief_packet(&ns).selections.swap_remove(0);
+        let mut qb = explain();
+        push_selection(&mut qb, &open_tasks);
+        plans.push(("brief open tasks", qb));
         let mut qb = explain();
         let filter = AuditFilter {
             namespace: Some(ns.clone()),

@@ -4,20 +4,35 @@
 //! writer connection, each multi-statement unit of work in one `BEGIN IMMEDIATE` transaction;
 //! reads come from a small pool of `query_only` connections. Queries are runtime `sqlx`
 //! queries with explicit row mapping; driver errors become [`capsid_core::ports::StoreError`].
+//!
+//! ```no_run
+//! # async fn open() -> Result<(), capsid_core::ports::StoreError> {
+//! let store = capsid_store_sqlite::SqliteStore::open("sqlite:///var/lib/capsid/capsid.db").await?;
+//! store.migrate().await?; // applies `migrations/`, returns the new schema version if any
+//! let store: std::sync::Arc<dyn capsid_core::ports::Store> = std::sync::Arc::new(store);
+//! # Ok(()) }
+//! ```
+//!
+//! The store decides nothing: the rules are the core's, and this crate keeps atomicity,
+//! conditional updates and the SQLite dialect. The conformance suite (`tests/src/conformance`)
+//! runs every port method against it and against the Postgres store alike.
 
 #![forbid(unsafe_code)]
 
 mod agents;
 mod audit;
+mod backup;
 mod checkmarks;
 mod ci;
 mod documents;
 mod error;
+mod gauges;
 mod health;
 mod improve;
 mod jobs;
 mod namespaces;
 mod oauth;
+mod reviews;
 mod rows;
 mod settings;
 mod store;

@@ -5,14 +5,15 @@
 
 use async_trait::async_trait;
 use capsid_core::ports::{
-    CodeRow, ConsoleSessionRow, LoginStateRow, NewGrant, NewToken, OAuthClientRow, OAuthStore,
-    Redemption, Rotation, StoreError, StoreResult, TokenKind, TokenRow,
+    AuditEntry, CodeRow, ConsoleSessionRow, LoginStateRow, NewGrant, NewToken, OAuthClientRow,
+    OAuthStore, Redemption, Rotation, StoreError, StoreResult, TokenKind, TokenRow,
 };
 use capsid_core::time::Timestamp;
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{Error, Row};
 
 use crate::error::{DbResult, conflict_or_backend};
+use crate::rows::insert_audit;
 use crate::store::{SqliteStore, commit};
 
 macro_rules! client_cols {
@@ -526,7 +527,11 @@ impl OAuthStore for SqliteStore {
         Ok(ended.len() as u64)
     }
 
-    async fn revoke_all_grants(&self, now: Timestamp) -> StoreResult<u64> {
+    async fn revoke_all_grants(
+        &self,
+        now: Timestamp,
+        audit: &(dyn Fn(u64) -> AuditEntry + Send + Sync),
+    ) -> StoreResult<u64> {
         let now = now.to_string();
         let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE oauth_tokens SET revoked_at = ?1 WHERE revoked_at IS NULL")
@@ -550,8 +555,10 @@ impl OAuthStore for SqliteStore {
             .execute(&mut *tx)
             .await
             .db()?;
+        let count = revoked.len() as u64;
+        insert_audit(&mut tx, &audit(count)).await.db()?;
         commit(tx).await?;
-        Ok(revoked.len() as u64)
+        Ok(count)
     }
 
     async fn purge_expired_oauth(&self, now: Timestamp) -> StoreResult<u64> {

@@ -154,6 +154,7 @@ pub(crate) fn outcome(row: &SqliteRow) -> Result<OutcomeRow, Error> {
         result_kind,
         verified: row.try_get("verified")?,
         recorded_at: row.try_get("recorded_at")?,
+        reviewed_by: row.try_get("reviewed_by")?,
     })
 }
 

@@ -3,11 +3,14 @@
 //! at or before `now` is absent, and a lease whose `expires_at` is at or before `now` is free.
 
 use async_trait::async_trait;
-use capsid_core::ports::{LeaderLease, SettingsStore, StoreResult};
+use capsid_core::ports::{
+    AuditEntry, Expect, LeaderLease, SettingChange, SettingsStore, StoreResult,
+};
 use capsid_core::time::Timestamp;
 use sqlx::sqlite::SqliteConnection;
 
 use crate::error::DbResult;
+use crate::rows::insert_audit;
 use crate::store::{SqliteStore, commit};
 
 const LIVE_SETTING_SQL: &str =
@@ -93,6 +96,29 @@ impl SettingsStore for SqliteStore {
             Some(value) => put_on(&mut tx, key, value, expires_at).await?,
             None => delete_on(&mut tx, key).await?,
         }
+        commit(tx).await?;
+        Ok(true)
+    }
+
+    async fn change_settings(
+        &self,
+        changes: &[SettingChange],
+        audit: AuditEntry,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let mut tx = self.begin_write().await?;
+        for change in changes {
+            if let Expect::Value(expected) = &change.expected
+                && live_setting(&mut tx, &change.key, now).await? != *expected
+            {
+                return Ok(false);
+            }
+            match &change.value {
+                Some(value) => put_on(&mut tx, &change.key, value, change.expires_at).await?,
+                None => delete_on(&mut tx, &change.key).await?,
+            }
+        }
+        insert_audit(&mut tx, &audit).await.db()?;
         commit(tx).await?;
         Ok(true)
     }

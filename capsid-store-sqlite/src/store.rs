@@ -9,12 +9,15 @@ use capsid_core::ports::{StoreError, StoreResult};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Connection, Row, Sqlite, Transaction};
 
 use crate::error::backend;
 
 /// How long a connection waits on a lock held by another connection or process.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a call waits for the writer (or a reader) before it fails as unavailable: a
+/// quick 503 with `Retry-After` rather than a hung request.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Read connections: enough for a 2-core machine, each one a SQLite worker thread.
 const READERS: u32 = 4;
 /// The WAL is truncated back to this size after a checkpoint (bounds its growth).
@@ -79,11 +82,23 @@ impl SqliteStore {
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            // SQLite rolls a transaction back by itself on some errors (a full disk); the
+            // driver's own rollback then fails and it still counts the transaction as open,
+            // so every later write would be refused. Such a connection is closed on release
+            // (the ping waits for the queued rollback first) and the pool opens a fresh one.
+            .after_release(|conn, _| {
+                Box::pin(async move {
+                    conn.ping().await?;
+                    Ok(!conn.is_in_transaction())
+                })
+            })
             .connect_with(writer_options)
             .await
             .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
         let reader = SqlitePoolOptions::new()
             .max_connections(READERS)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(base.pragma("query_only", "ON"))
             .await
             .map_err(|e| {
@@ -140,6 +155,22 @@ impl SqliteStore {
             }
         }
         Ok(out)
+    }
+
+    /// Caps the database at `pages` pages (`PRAGMA max_page_count` on the writer connection,
+    /// for that connection's life) and returns the cap SQLite set, which is never below the
+    /// pages already in use. A write past the cap is refused as [`StoreError::Unavailable`]
+    /// ("the database is full") with nothing written: what a full disk looks like, without
+    /// filling one. Tests of that refusal use it.
+    pub async fn cap_pages(&self, pages: u64) -> StoreResult<u64> {
+        let mut conn = self.inner.writer.acquire().await.map_err(backend)?;
+        let set: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "PRAGMA max_page_count = {pages}"
+        )))
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(backend)?;
+        Ok(u64::try_from(set).unwrap_or(0))
     }
 
     /// The single writer connection's pool.

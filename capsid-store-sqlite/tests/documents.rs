@@ -4,6 +4,7 @@
 
 mod common;
 
+use capsid_core::docs::packets::{BriefRows, LintRows, brief_packet, lint_packet};
 use capsid_core::ports::{
     AuditFilter, AuditLog, DocFilter, DocumentStore, NamespaceStore, StoreError, WriteGuard,
 };
@@ -347,7 +348,7 @@ async fn namespaces_gathers_and_pages() {
     assert_eq!(ns.unconsolidated, 5, "archive/ is case-sensitive");
     assert_eq!(store.namespaces().await.unwrap().len(), 1);
 
-    let brief = store.brief_rows("n").await.unwrap();
+    let brief = BriefRows::from_packet(store.read_packet(&brief_packet("n")).await.unwrap());
     assert_eq!(
         brief.conventions.unwrap().last_actor.as_deref(),
         Some("agent:tester")
@@ -371,13 +372,13 @@ async fn namespaces_gathers_and_pages() {
         [("references".into(), "n".into(), "tasks/t1.md".into())]
     );
 
-    let lint = store.lint_rows("n").await.unwrap();
+    let lint = LintRows::from_packet(store.read_packet(&lint_packet("n")).await.unwrap());
     assert_eq!(lint.wiki.len(), 1);
     assert_eq!(lint.unconsolidated.len(), 5);
     assert_eq!(lint.rules.len(), 1);
     let others: Vec<_> = lint.others.iter().map(|d| d.path.as_str()).collect();
     assert_eq!(others, ["tasks/t1.md", "tasks/t2.md"]);
-    let capsid = store.lint_rows("capsid").await.unwrap();
+    let capsid = LintRows::from_packet(store.read_packet(&lint_packet("capsid")).await.unwrap());
     assert_eq!(capsid.rules.len(), 1);
     assert!(
         capsid.others.is_empty(),

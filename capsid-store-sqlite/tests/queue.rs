@@ -123,6 +123,7 @@ fn outcome_for(job: &Job, recorded: Timestamp, urls: &[&str]) -> OutcomeRecord {
             result_kind: ResultKind::Pr,
             verified: "{}".to_owned(),
             recorded_at: recorded.to_string(),
+            reviewed_by: None,
         },
         pr_urls: urls.iter().map(|u| (*u).to_owned()).collect(),
     }

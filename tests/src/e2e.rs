@@ -1,5 +1,5 @@
 //! Runs an end-to-end scenario against a real server over each backend: the macro
-//! [`e2e_cases!`] expands every scenario once per store, each on a fresh store.
+//! [`e2e_cases!`](crate::e2e_cases) expands every scenario once per store, each on a fresh store.
 
 /// Expands `sqlite::<case>` and `postgres::<case>` tests for each scenario `case(&TestServer)`
 /// in the calling file, with the given server options.

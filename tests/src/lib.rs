@@ -8,5 +8,7 @@ pub mod fake_github_login;
 pub mod fake_repo;
 pub mod harness;
 pub mod load;
+pub mod moto;
+pub mod pg_cluster;
 pub mod server;
 pub mod textgen;

@@ -45,6 +45,12 @@ pub struct ServerOptions {
     pub repo_host: Option<Arc<dyn capsid_core::ports::RepoHost>>,
     /// `CAPSID_WEBHOOK_URL`.
     pub webhook: Option<String>,
+    /// `CAPSID_TRUSTED_PROXIES`.
+    pub trusted_proxies: Vec<capsid_http::IpNet>,
+    /// Header and body deadlines and the connection bound (`None`: the server's defaults).
+    pub limits: Option<capsid_http::ServeLimits>,
+    /// How many MCP sessions' owners are remembered (`None`: the server's default).
+    pub session_capacity: Option<usize>,
 }
 
 /// A running server.
@@ -57,6 +63,8 @@ pub struct TestServer {
     pub store: Arc<dyn Store>,
     /// The clock it reads.
     pub clock: Arc<ManualClock>,
+    /// The process figures `/metrics` serves (a test records scheduler ticks into them).
+    pub metrics: Arc<capsid_http::Metrics>,
     /// Raw SQL on the same database (tests that corrupt a row on purpose).
     pub probe: Option<crate::harness::Probe>,
     stop: Option<oneshot::Sender<()>>,
@@ -75,6 +83,25 @@ impl TestServer {
         store: Arc<dyn Store>,
         options: ServerOptions,
         owner: impl FnOnce(&str) -> Option<capsid_http::OwnerConfig>,
+    ) -> TestServer {
+        Self::start_customized(store, options, owner, |service| service).await
+    }
+
+    /// As [`TestServer::start`], with the media store (backups) wired into the service.
+    pub async fn start_with_media(
+        store: Arc<dyn Store>,
+        options: ServerOptions,
+        media: Arc<dyn capsid_core::ports::BlobStore>,
+    ) -> TestServer {
+        Self::start_customized(store, options, |_| None, move |s| s.with_media(media)).await
+    }
+
+    /// As [`TestServer::start_with_owner`], with `customize` applied to the service first.
+    pub async fn start_customized(
+        store: Arc<dyn Store>,
+        options: ServerOptions,
+        owner: impl FnOnce(&str) -> Option<capsid_http::OwnerConfig>,
+        customize: impl FnOnce(Service) -> Service,
     ) -> TestServer {
         // HTTP clients in this process (rmcp's, the webhook's) need the TLS provider installed.
         capsid_http::install_tls_provider();
@@ -108,6 +135,7 @@ impl TestServer {
                     .with_public_url(&url),
             ));
         }
+        let service = customize(service);
         let owner = owner(&url);
         let http = HttpConfig {
             public_url: url.clone(),
@@ -124,22 +152,26 @@ impl TestServer {
                 vec!["CAPSID_GITHUB_CLIENT_ID".into()]
             },
             owner,
+            trusted_proxies: options.trusted_proxies.clone(),
         };
-        let app = capsid_http::router(AppState::new(service.clone(), http))
-            .into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let mut state = AppState::new(service.clone(), http);
+        if let Some(capacity) = options.session_capacity {
+            state = state.with_session_capacity(capacity);
+        }
+        let metrics = state.metrics.clone();
+        let app = capsid_http::router(state);
+        let limits = options.limits.unwrap_or_default();
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        // The server as `capsid serve` runs it: the same accept loop and bounds.
+        let task = tokio::spawn(capsid_http::serve(listener, app, limits, async {
+            let _ = stopped.await;
+        }));
         TestServer {
             url,
             service,
             store,
             clock,
+            metrics,
             probe: None,
             stop: Some(stop),
             task: Some(task),

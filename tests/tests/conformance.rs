@@ -43,6 +43,7 @@ macro_rules! conformance_suite {
 }
 
 conformance_suite! {
+    store gauges::job_gauges_group_by_namespace_and_status;
     store documents_write::write_create_update_upsert_snapshots;
     store documents_write::write_defaults_and_null_inputs;
     store documents_write::write_links_replace_clear_and_ignore_duplicates;
@@ -69,9 +70,12 @@ conformance_suite! {
     store documents_packets::last_actor_follows_the_newest_audit_row;
     store registry::namespaces_register_update_and_count;
     store registry::recent_audit_filters_and_orders;
+    store reviews::reviews_record_with_audit_newest_first;
+    store reviews::newest_audit_of_an_action_on_a_path;
     store agents::agents_mint_lookup_revoke_rescope;
     store settings::settings_put_get_expire_delete;
     store settings::settings_compare_and_set;
+    store settings::settings_change_with_its_audit_row;
     store settings::nonce_is_claimed_once;
     store settings::leader_lease_acquire_renew_release;
     store settings::skills_and_improve_totals;
@@ -79,6 +83,7 @@ conformance_suite! {
     store jobs_claim::post_job_and_open_title_uniqueness;
     store jobs_claim::claim_targets_and_order;
     store jobs_claim::claim_refused_leaves_job_untouched;
+    store jobs_claim::claim_needing_a_record_changes_nothing;
     store jobs_claim::claim_failed_by_decider_marks_failed;
     store jobs_flow::transition_is_keyed_on_status_holder_and_corrections;
     store jobs_flow::transition_to_a_second_claim_is_conflict;
@@ -100,6 +105,9 @@ conformance_suite! {
     store oauth::oauth_purge_keeps_what_is_live;
     store oauth::oauth_revoke_all_grants_ends_every_client;
     shared oauth::oauth_code_race_has_one_winner;
+    store backup::backup_export_imports_row_for_row;
+    store backup::backup_import_into_empty_store;
+    store backup::backup_prune_takes_only_old_history;
     store checkmarks::checkpoint_upserts_one_checkmark_per_namespace_and_agent;
     store checkmarks::log_pages_newest_first_and_the_feed_is_global_only;
     store checkmarks::answers_fill_the_asking_entry_once_and_resumes_are_keyed;

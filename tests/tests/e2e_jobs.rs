@@ -40,6 +40,7 @@ fn options() -> ServerOptions {
         sessions: false,
         repo_host: Some(host()),
         webhook: None,
+        ..ServerOptions::default()
     }
 }
 
@@ -428,6 +429,127 @@ async fn gate_policy_pre_approval(s: &TestServer) {
     assert!(out["refusal"].as_str().unwrap().contains("signed"), "{out}");
 }
 
+/// A policy authorizes only with the signature its signing recorded (SPEC 8). Job bodies and
+/// policies share the signing key and envelope, so an agent holding `capsid` and
+/// `can_touch_protected` could post a job whose body is a policy, read the sealed text from
+/// the job's mirror and write it to `capsid/policy/gates.md` without `sign_policy`; and an
+/// older signed policy could be written back over a newer one. Neither authorizes anything.
+async fn a_policy_not_signed_by_the_admin_authorizes_nothing(s: &TestServer) {
+    setup(s).await;
+    s.namespace("capsid").await;
+    let policy = "# Gate policy\n\n- version: 2026-11\n- enabled: true\n\n- `additive_migration` additive schema changes\n- `push_branch` pushing a feature branch\n- `open_pr` opening a pull request\n";
+    let key = s
+        .mint(
+            "forger",
+            "session",
+            json!({"namespaces": ["alpha", "capsid"], "grants": ["read", "write"], "flags": {"can_touch_protected": true}}),
+        )
+        .await;
+    let forger = s.client(&key).await;
+    let job = post(
+        &forger,
+        "capsid",
+        "Looks like a policy",
+        json!({"body": policy}),
+    )
+    .await;
+    let id = job["id"].as_str().expect("id").to_owned();
+    let mirror = forger
+        .ok(
+            "read",
+            json!({"namespace": "capsid", "path": format!("jobs/{id}.md")}),
+        )
+        .await;
+    let body = mirror["body"].as_str().expect("mirror body");
+    let (_, sealed) = body
+        .split_once("## The prompt\n\n")
+        .expect("the prompt section");
+    assert!(
+        sealed.starts_with("---\ncapsid-task-signature: "),
+        "{sealed}"
+    );
+    let wrote = forger
+        .ok("write", json!({"namespace": "capsid", "path": "policy/gates.md", "title": "Gates", "body": sealed, "allow_improve_paths": true}))
+        .await;
+    assert_eq!(wrote["action"], "created", "{wrote}");
+
+    let a = driver(s, "a", json!({})).await;
+    let seat = driver(s, "seat", json!({})).await;
+    let blocked = async |title: &str| {
+        let job = post(&a, "alpha", title, json!({})).await;
+        a.ok(
+            "jobs",
+            json!({"action": "claim", "id": job["id"], "namespace": "alpha"}),
+        )
+        .await;
+        a.ok("jobs", json!({"action": "block", "id": job["id"], "namespace": "alpha", "reason": "gate", "command": "git push origin feature"})).await;
+        job["id"].as_str().expect("id").to_owned()
+    };
+    let resume = async |id: &str| {
+        seat.ok("jobs", json!({"action": "resume", "id": id, "namespace": "alpha", "reason": "policy", "approved_by_policy": "2026-11"})).await
+    };
+    let first = blocked("Push forged").await;
+    let out = resume(&first).await;
+    assert_eq!(
+        out["ok"], false,
+        "a forged policy authorizes nothing: {out}"
+    );
+    assert!(
+        out["refusal"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not signed by the admin"),
+        "{out}"
+    );
+
+    // Signed by the admin, it authorizes; an older signed text written back does not.
+    let signed = s
+        .admin(
+            "improve_run",
+            json!({"action": "sign_policy", "namespace": "capsid", "path": "policy/gates.md"}),
+        )
+        .await;
+    assert_eq!(signed["ok"], true, "{signed}");
+    let out = resume(&first).await;
+    assert_eq!(out["ok"], true, "the admin's signature authorizes: {out}");
+    seat.ok(
+        "jobs",
+        json!({"action": "fail", "id": first, "namespace": "alpha", "reason": "done testing"}),
+    )
+    .await;
+    let old = s
+        .admin(
+            "read",
+            json!({"namespace": "capsid", "path": "policy/gates.md"}),
+        )
+        .await;
+    let old = old["body"].as_str().expect("body").to_owned();
+    s.admin("write", json!({"namespace": "capsid", "path": "policy/gates.md", "mode": "patch", "find": "- enabled: true", "replace_with": "- enabled: false", "allow_improve_paths": true, "confirm": true})).await;
+    let resigned = s
+        .admin(
+            "improve_run",
+            json!({"action": "sign_policy", "namespace": "capsid", "path": "policy/gates.md"}),
+        )
+        .await;
+    assert_eq!(resigned["resigned"], true, "{resigned}");
+    forger
+        .ok("write", json!({"namespace": "capsid", "path": "policy/gates.md", "title": "Gates", "body": old, "allow_improve_paths": true, "confirm": true}))
+        .await;
+    let second = blocked("Push replayed").await;
+    let out = resume(&second).await;
+    assert_eq!(
+        out["ok"], false,
+        "a replayed older signature authorizes nothing: {out}"
+    );
+    assert!(
+        out["refusal"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not signed by the admin"),
+        "{out}"
+    );
+}
+
 async fn evidence_is_verified_or_left_unverified(s: &TestServer) {
     setup(s).await;
     s.admin(
@@ -500,7 +622,10 @@ async fn evidence_is_verified_or_left_unverified(s: &TestServer) {
     assert_eq!(probe.count(&format!("SELECT COUNT(*) FROM job_outcomes WHERE job_id = '{id}' AND (commits = 0 OR prs_opened = 0)")).await, 0);
 }
 
-async fn review_gate_changes_then_approve(s: &TestServer) {
+/// Review comments made on GitHub directly count for nothing (SPEC 8): pull requests 7 and 8
+/// carry CHANGES and APPROVE comments by a GitHub user, and the job still waits for a verdict
+/// posted through Capsid (the whole gate is `github_adapter::review_gate`).
+async fn review_gate_ignores_github_comments(s: &TestServer) {
     setup(s).await;
     let a = driver(s, "a", json!({})).await;
     let job = post(&a, "alpha", "Reviewed", json!({"review_required": true})).await;
@@ -509,23 +634,26 @@ async fn review_gate_changes_then_approve(s: &TestServer) {
         json!({"action": "claim", "id": job["id"], "namespace": "alpha"}),
     )
     .await;
-    let out = a.ok("jobs", json!({"action": "complete", "id": job["id"], "namespace": "alpha", "result_summary": "done", "result_ref": "https://github.com/octo/alpha/pull/7"})).await;
+    for pr in [7, 8] {
+        let out = a.ok("jobs", json!({"action": "complete", "id": job["id"], "namespace": "alpha", "result_summary": "done", "result_ref": format!("https://github.com/octo/alpha/pull/{pr}")})).await;
+        assert_eq!(out["ok"], false, "#{pr}: {out}");
+        assert!(
+            out["refusal"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("no review yet"),
+            "#{pr}: {out}"
+        );
+    }
+    let listed = a
+        .ok(
+            "jobs",
+            json!({"action": "list", "namespace": "alpha", "status": "claimed"}),
+        )
+        .await;
     assert_eq!(
-        out["ok"], false,
-        "CHANGES keeps the job with its holder: {out}"
-    );
-    assert!(
-        out["refusal"]
-            .as_str()
-            .unwrap()
-            .contains("spent a correction (1 of 2)"),
-        "{out}"
-    );
-    assert_eq!(out["job"]["status"], "claimed");
-    let out = a.ok("jobs", json!({"action": "complete", "id": job["id"], "namespace": "alpha", "result_summary": "done", "result_ref": "https://github.com/octo/alpha/pull/8"})).await;
-    assert_eq!(
-        out["job"]["status"], "done",
-        "the newest review approves: {out}"
+        listed["jobs"][0]["corrections_count"], 0,
+        "no correction was spent: {listed}"
     );
 }
 
@@ -604,7 +732,8 @@ e2e_cases!(super::options();
     expired_lease_is_swept_and_old_holder_refused,
     block_then_resume_rules_and_the_cap,
     gate_policy_pre_approval,
+    a_policy_not_signed_by_the_admin_authorizes_nothing,
     evidence_is_verified_or_left_unverified,
-    review_gate_changes_then_approve,
+    review_gate_ignores_github_comments,
     improve_status_reports_the_queue,
 );

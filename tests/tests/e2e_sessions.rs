@@ -12,6 +12,7 @@ fn sessions() -> ServerOptions {
         sessions: true,
         repo_host: None,
         webhook: None,
+        ..ServerOptions::default()
     }
 }
 

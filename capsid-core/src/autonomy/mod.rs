@@ -4,6 +4,7 @@
 //! The documents name the checks and classes; the code enforces them. A policy that names
 //! fewer than the code enforces is refused at load.
 
+pub mod anchor;
 pub mod auto_merge;
 pub mod gates;
 pub mod policy;

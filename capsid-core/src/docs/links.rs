@@ -292,6 +292,19 @@ pub fn dangling_targets_warning(targets: &[String]) -> Option<String> {
     ))
 }
 
+/// The note a `write` adds for link targets in namespaces the caller may not name: they
+/// were not looked up, so it says the same whether they exist or not.
+pub fn unchecked_targets_warning(targets: &[String]) -> Option<String> {
+    if targets.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{} link target(s) are in namespaces outside this caller's scope, so whether they exist was not checked: {}. The edge was still written.",
+        targets.len(),
+        targets.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::Regex;
 use thiserror::Error;
 
 use super::JS_SPACE_CLASS;
+use crate::paths::js_len;
 
 // `\{\{\s*([A-Za-z0-9_]+)\s*\}\}` with JavaScript's `\s`.
 static PLACEHOLDER: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -21,6 +22,23 @@ static PLACEHOLDER: LazyLock<Option<Regex>> = LazyLock::new(|| {
 pub struct MissingArguments {
     /// The placeholders with no value, in order of first appearance.
     pub names: Vec<String>,
+}
+
+/// The most characters (UTF-16 units) a rendered prompt may have: the body bound, so one
+/// `prompts/get` of a small prompt with a large argument cannot render gigabytes.
+pub const RENDERED_PROMPT_MAX: usize = super::bounds::BODY;
+
+/// Why a prompt could not be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RenderError {
+    /// Some placeholders have no value.
+    #[error(transparent)]
+    Missing(#[from] MissingArguments),
+    /// The rendered text would pass [`RENDERED_PROMPT_MAX`].
+    #[error(
+        "the rendered prompt would be longer than {RENDERED_PROMPT_MAX} characters (the body bound); pass shorter arguments"
+    )]
+    TooLong,
 }
 
 /// The distinct placeholder names in `body`, in order of first appearance.
@@ -39,29 +57,40 @@ pub fn prompt_variables(body: &str) -> Vec<String> {
 }
 
 /// Substitutes every placeholder in one pass (a value containing `{{x}}` stays literal), or
-/// refuses naming every placeholder without a value. Extra arguments are ignored.
-pub fn render_prompt(
-    body: &str,
-    args: &BTreeMap<String, String>,
-) -> Result<String, MissingArguments> {
+/// refuses naming every placeholder without a value. Extra arguments are ignored. Rendering
+/// stops as soon as the text passes [`RENDERED_PROMPT_MAX`].
+pub fn render_prompt(body: &str, args: &BTreeMap<String, String>) -> Result<String, RenderError> {
     let Some(placeholder) = PLACEHOLDER.as_ref() else {
         return Ok(body.to_owned());
     };
-    let mut missing: Vec<String> = Vec::new();
-    let text = placeholder.replace_all(body, |caps: &Captures<'_>| match args.get(&caps[1]) {
-        Some(value) => value.clone(),
-        None => {
-            if !missing.iter().any(|m| m == &caps[1]) {
-                missing.push(caps[1].to_owned());
-            }
-            caps[0].to_owned()
-        }
-    });
-    if missing.is_empty() {
-        Ok(text.into_owned())
-    } else {
-        Err(MissingArguments { names: missing })
+    let missing: Vec<String> = prompt_variables(body)
+        .into_iter()
+        .filter(|name| !args.contains_key(name))
+        .collect();
+    if !missing.is_empty() {
+        return Err(MissingArguments { names: missing }.into());
     }
+    let mut out = String::new();
+    let mut len = 0usize;
+    let mut push = |out: &mut String, text: &str| {
+        len += js_len(text);
+        if len > RENDERED_PROMPT_MAX {
+            return Err(RenderError::TooLong);
+        }
+        out.push_str(text);
+        Ok(())
+    };
+    let mut last = 0;
+    for caps in placeholder.captures_iter(body) {
+        let (Some(whole), Some(name)) = (caps.get(0), caps.get(1)) else {
+            continue;
+        };
+        push(&mut out, &body[last..whole.start()])?;
+        push(&mut out, args.get(name.as_str()).map_or("", String::as_str))?;
+        last = whole.end();
+    }
+    push(&mut out, &body[last..])?;
+    Ok(out)
 }
 
 /// The prompt's name: `<namespace>/<path without a trailing .md>`.
@@ -140,10 +169,27 @@ mod tests {
     #[test]
     fn render_refuses_listing_every_missing_argument() {
         let err = render_prompt("{{a}} {{b}} {{c}} {{b}}", &args(&[("a", "1")])).unwrap_err();
-        assert_eq!(err.names, ["b", "c"]);
+        let RenderError::Missing(missing) = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(missing.names, ["b", "c"]);
         assert!(
             err.to_string()
                 .contains("missing arguments for prompt: b, c")
+        );
+    }
+
+    #[test]
+    fn rendering_stops_at_the_body_bound() {
+        let bomb = "{{a}}".repeat(20_000);
+        let err = render_prompt(&bomb, &args(&[("a", &"x".repeat(5_000))])).unwrap_err();
+        assert_eq!(err, RenderError::TooLong);
+        assert!(err.to_string().contains("1000000"), "{err}");
+        let exact = render_prompt("{{a}}{{a}}", &args(&[("a", &"y".repeat(500_000))])).unwrap();
+        assert_eq!(exact.len(), RENDERED_PROMPT_MAX);
+        assert_eq!(
+            render_prompt("{{a}}{{a}}!", &args(&[("a", &"y".repeat(500_000))])),
+            Err(RenderError::TooLong)
         );
     }
 

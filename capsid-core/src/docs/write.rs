@@ -6,6 +6,7 @@
 use serde::Serialize;
 use thiserror::Error;
 
+use super::bounds::BODY;
 use super::document::Document;
 use super::kinds::{DocStatus, DocType, KindError};
 use super::links::{Link, LinkError, parse_links};
@@ -13,7 +14,7 @@ use super::normalize::{normalize_body, normalize_title};
 use super::write_mode::{WriteInput, WriteMode, WriteModeError, assemble_body};
 use crate::crypto::sha256_hex;
 use crate::guards::improve_write_refusal;
-use crate::paths::Namespace;
+use crate::paths::{Namespace, js_len};
 
 /// Why a `write` (or the `if_match` part of `restore`) refused. Nothing is written.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -63,6 +64,24 @@ pub enum WriteError {
     /// The improve control-surface guard refused the final body.
     #[error("{0}")]
     ImproveGuard(String),
+    /// The assembled body would pass the body bound (`append` and `patch` grow a body the
+    /// caller did not send whole).
+    #[error(
+        "{} would make the body of {namespace}/{path} {len} characters long; the limit is {max}. Nothing was written. Split the document, or archive part of it.",
+        mode.as_str()
+    )]
+    BodyTooLong {
+        /// Namespace.
+        namespace: String,
+        /// Path.
+        path: String,
+        /// The write's mode.
+        mode: WriteMode,
+        /// The assembled body's length in UTF-16 units.
+        len: usize,
+        /// The bound.
+        max: usize,
+    },
     /// Another writer created the document after this write read it as missing.
     #[error(
         "create collision on {namespace}/{path}: the document did not exist when this write started and it does \
@@ -191,7 +210,9 @@ pub struct PreparedWrite {
 }
 
 /// Steps 3-5: assemble the body for `mode`, normalize wide dashes in the title and (except
-/// for `meta`) the body, then run the improve control-surface guard on the final body.
+/// for `meta`) the body, refuse a body past the body bound (SPEC 8: `append` and `patch`
+/// never grow a document past it), then run the improve control-surface guard on the final
+/// body.
 pub fn prepare_write(
     namespace: &str,
     path: &str,
@@ -212,6 +233,16 @@ pub fn prepare_write(
     } else {
         normalize_body(&assembled)
     };
+    let len = js_len(&body);
+    if len > BODY {
+        return Err(WriteError::BodyTooLong {
+            namespace: namespace.to_owned(),
+            path: path.to_owned(),
+            mode,
+            len,
+            max: BODY,
+        });
+    }
     if let Some(refusal) =
         improve_write_refusal(namespace, path, stored_body, &body, allow_improve_paths)
     {

@@ -57,6 +57,15 @@ mod tests {
         assert_eq!(lease_expiry(now).to_string(), "2026-11-30T08:09:01.123Z");
     }
 
+    /// The reference's constants: a claim holds for `JOB_LEASE_SECONDS` = 14,400 s, the sweep
+    /// runs every five minutes and a driver heartbeats every fifteen.
+    #[test]
+    fn lease_and_sweep_periods_are_the_references() {
+        assert_eq!(JOB_LEASE_MS, 14_400 * SECOND_MS);
+        assert_eq!(LEASE_SWEEP_INTERVAL_MS, 300 * SECOND_MS);
+        assert_eq!(HEARTBEAT_INTERVAL_MS, 900 * SECOND_MS);
+    }
+
     #[test]
     fn expiry_is_strictly_before_now() {
         let now = at("2026-11-30T08:00:00Z");

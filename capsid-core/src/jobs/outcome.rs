@@ -137,6 +137,8 @@ pub struct OutcomeRow {
     pub verified: String,
     /// When recorded.
     pub recorded_at: String,
+    /// The agent whose approval let a `review_required` job complete (SPEC 8), if any.
+    pub reviewed_by: Option<String>,
 }
 
 /// The row plus the notes the response carries.
@@ -369,6 +371,7 @@ pub fn build_outcome(job: &Job, verdict: EvidenceVerdict, now: Timestamp) -> Out
         result_kind: result_kind(job.result_ref.as_deref()),
         verified: verdict.verified.to_json(),
         recorded_at: now.to_string(),
+        reviewed_by: None,
     };
     Outcome {
         row,

@@ -1,9 +1,15 @@
-//! The review gate (reference 6.6): reading a reviewer's verdict off a pull request's
-//! issue comments, and what that verdict does to a job on `complete` or `block`.
+//! The review gate (reference 6.6, hardened by SPEC 8): which pull request gates a job, the
+//! verdict that decides, and what it does to a job on `complete` or `block`.
+//!
+//! A verdict counts only when a minted agent other than the job's holder posted it through
+//! `manage_pr` action `comment`, so Capsid recorded it with the pull request's head at that
+//! moment (any GitHub user's comment counts for nothing); a newer commit on the head
+//! invalidates it. A `review_required` job completes only with a `result_ref` that is a pull
+//! request of one of the namespace's mapped repositories.
 //!
 //! The envelope is deliberately strict: `REVIEW:` at the start (any case) and one of three
 //! words at the end. The verdict word matches case-insensitively, as `src/review.ts`
-//! upper-cases the trailing word before comparing. The newest review wins.
+//! upper-cases the trailing word before comparing. The newest counting verdict wins.
 
 use std::sync::LazyLock;
 
@@ -11,7 +17,6 @@ use regex::Regex;
 
 use super::block::CORRECTION_CAP;
 use super::pr_url::{PrUrl, review_pr};
-use crate::time::Timestamp;
 
 /// The prefix a review comment opens with (compared case-insensitively).
 pub const REVIEW_PREFIX: &str = "REVIEW:";
@@ -41,28 +46,42 @@ impl Verdict {
     }
 }
 
-/// One issue comment on the pull request, as the adapter reads it.
+/// A verdict as Capsid recorded it: posted through `manage_pr` action `comment` by a minted
+/// agent, pinned to the pull request's head commit at that moment.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReviewComment {
-    /// The author's login (names the reviewer; authorizes nothing).
-    pub login: String,
-    /// The comment text.
-    pub body: String,
-    /// GitHub's `created_at`, as given.
-    pub created_at: String,
+pub struct RecordedVerdict {
+    /// The reviewing agent's actor string.
+    pub reviewer: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What the comment said besides the verdict.
+    pub said: String,
+    /// The head commit it reviewed.
+    pub head_sha: String,
+    /// When it was recorded.
+    pub at: String,
 }
 
-/// A comment that is a review.
+/// A review that decides.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Review {
     /// The verdict.
     pub verdict: Verdict,
-    /// Who wrote it.
+    /// Who gave it (an agent's actor string).
     pub by: String,
-    /// When, as given.
+    /// When it was recorded.
     pub at: String,
     /// The comment with its envelope stripped.
     pub said: String,
+    /// The head commit it reviewed.
+    pub head_sha: String,
+}
+
+impl Verdict {
+    /// The verdict named `word` (exact upper-case spelling, as recorded).
+    pub fn parse(word: &str) -> Option<Verdict> {
+        Verdict::ALL.into_iter().find(|v| v.as_str() == word)
+    }
 }
 
 fn pattern(source: &str) -> Regex {
@@ -94,39 +113,86 @@ pub fn verdict_of(body: &str) -> Option<(Verdict, String)> {
     Some((verdict, said))
 }
 
-/// The review that decides: the newest by `created_at`. Unparseable timestamps rank below
-/// every parseable one; ties go to the later comment in the list.
-pub fn latest_review(comments: &[ReviewComment]) -> Option<Review> {
-    let mut best: Option<(Option<Timestamp>, Review)> = None;
-    for comment in comments {
-        let Some((verdict, said)) = verdict_of(&comment.body) else {
-            continue;
-        };
-        let rank = Timestamp::parse(&comment.created_at);
-        // `None < Some(_)`, so an unparseable timestamp wins only when nothing else does.
-        if best
-            .as_ref()
-            .is_none_or(|(best_rank, _)| rank >= *best_rank)
-        {
-            let review = Review {
-                verdict,
-                by: comment.login.clone(),
-                at: comment.created_at.clone(),
-                said,
-            };
-            best = Some((rank, review));
-        }
-    }
-    best.map(|(_, review)| review)
+/// Why no recorded verdict decides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum NoReview {
+    /// Nobody but the holder gave one.
+    None,
+    /// The newest one by somebody else reviewed an older head.
+    Stale(RecordedVerdict),
 }
 
-/// The pull request whose review gates this job, when the gate applies: the job requires a
-/// review and its `result_ref` is an anchored PR URL. Otherwise the job proceeds ungated.
-pub fn review_target(review_required: bool, result_ref: Option<&str>) -> Option<PrUrl> {
+/// The verdict that decides, from `recorded` (newest first): the newest by an agent other
+/// than `holder` on the pull request's current `head`. A verdict on an older head no longer
+/// counts (a newer commit invalidates it), and the holder's own never does.
+fn deciding<'a>(
+    holder: &str,
+    head: &str,
+    recorded: &'a [RecordedVerdict],
+) -> Result<&'a RecordedVerdict, NoReview> {
+    let mut others = recorded.iter().filter(|r| r.reviewer != holder).peekable();
+    let newest = others.peek().map(|r| (*r).clone());
+    others.find(|r| r.head_sha == head).ok_or(match newest {
+        Some(stale) => NoReview::Stale(stale),
+        None => NoReview::None,
+    })
+}
+
+/// Whether and how the review gate applies to a job that tries to complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReviewTarget {
+    /// The job was not posted with `review_required`.
+    Ungated,
+    /// The pull request whose reviews gate it, on a repository the namespace maps (spelled
+    /// as the mapping spells it).
+    Gated(PrUrl),
+    /// It requires a review but names no pull request of the namespace's repositories, so
+    /// it cannot complete.
+    Refused(String),
+}
+
+/// The review gate's target: a `review_required` job completes only with a `result_ref`
+/// that is a pull request of one of `mapped` (the namespace's repositories, `owner/name`,
+/// compared case-insensitively as GitHub does).
+pub fn review_target(
+    review_required: bool,
+    result_ref: Option<&str>,
+    namespace: &str,
+    mapped: &[String],
+) -> ReviewTarget {
     if !review_required {
-        return None;
+        return ReviewTarget::Ungated;
     }
-    review_pr(result_ref?)
+    let shape = "https://github.com/<owner>/<repo>/pull/<n>";
+    let Some(reference) = result_ref.map(str::trim).filter(|r| !r.is_empty()) else {
+        return ReviewTarget::Refused(format!(
+            "this job was posted with review_required, so it completes only with result_ref naming its pull request ({shape}) on a repository mapped to namespace {namespace}, reviewed by another agent"
+        ));
+    };
+    let Some(pr) = review_pr(reference) else {
+        return ReviewTarget::Refused(format!(
+            "this job was posted with review_required, and result_ref {reference:?} is not a pull request URL ({shape}); a reviewed job completes only with its pull request"
+        ));
+    };
+    let full = pr.full_repo();
+    match mapped.iter().find(|m| m.eq_ignore_ascii_case(&full)) {
+        Some(m) => {
+            let (owner, repo) = m.split_once('/').unwrap_or((m.as_str(), ""));
+            ReviewTarget::Gated(PrUrl {
+                owner: owner.to_owned(),
+                repo: repo.to_owned(),
+                number: pr.number,
+            })
+        }
+        None => ReviewTarget::Refused(format!(
+            "result_ref names a pull request on {full}, which is not mapped to namespace {namespace} (mapped: {}); the review gate reads only the namespace's own repositories",
+            if mapped.is_empty() {
+                "none".to_owned()
+            } else {
+                mapped.join(", ")
+            }
+        )),
+    }
 }
 
 /// What the gate does to a job that tries to complete or block.
@@ -169,30 +235,57 @@ fn verdict_line(review: &Review) -> String {
     }
 }
 
-/// The gate's outcome for `pr` given its comments, or the reason they could not be read.
-pub fn review_gate(pr: &PrUrl, comments: Result<&[ReviewComment], &str>) -> ReviewGate {
-    let comments = match comments {
-        Ok(comments) => comments,
+/// The gate's outcome for `pr`, held by `holder`, given the pull request's current head (or
+/// why it could not be read) and the verdicts Capsid recorded for it, newest first.
+pub fn review_gate(
+    pr: &PrUrl,
+    holder: &str,
+    head: Result<&str, &str>,
+    recorded: &[RecordedVerdict],
+) -> ReviewGate {
+    let at = format!("{}#{}", pr.full_repo(), pr.number);
+    let head = match head {
+        Ok(head) => head,
         Err(why) => {
             return ReviewGate::Unreadable {
                 reason: format!(
-                    "the review comments on {}#{} could not be read ({why}); the job stays held, because an unreadable review is never an approval",
-                    pr.full_repo(),
-                    pr.number
+                    "the head of {at} could not be read ({why}), so no review can be matched to what it reviewed; the job stays held, because an unreadable review is never an approval"
                 ),
             };
         }
     };
-    let Some(review) = latest_review(comments) else {
-        let words: Vec<&str> = Verdict::ALL.iter().map(|v| v.as_str()).collect();
-        return ReviewGate::Waiting {
-            reason: format!(
-                "no review yet. This job was posted with review_required, so it waits for a comment on {}#{} starting with '{REVIEW_PREFIX}' and ending with {}.",
-                pr.full_repo(),
-                pr.number,
-                words.join(", ")
-            ),
-        };
+    let words: Vec<&str> = Verdict::ALL.iter().map(|v| v.as_str()).collect();
+    let how = format!(
+        "a verdict from an agent other than the holder, posted through manage_pr action comment ('{REVIEW_PREFIX} ... ' ending with {}); a comment made on GitHub directly does not count",
+        words.join(", ")
+    );
+    let recorded = match deciding(holder, head, recorded) {
+        Ok(r) => r,
+        Err(NoReview::None) => {
+            return ReviewGate::Waiting {
+                reason: format!(
+                    "no review yet. This job was posted with review_required, so it waits for {how}, on {at}."
+                ),
+            };
+        }
+        Err(NoReview::Stale(stale)) => {
+            return ReviewGate::Waiting {
+                reason: format!(
+                    "the newest review of {at} ({} by {}) was of head {}, and the head is now {}: a newer commit needs a new review, {how}.",
+                    stale.verdict.as_str(),
+                    stale.reviewer,
+                    short(&stale.head_sha),
+                    short(head)
+                ),
+            };
+        }
+    };
+    let review = Review {
+        verdict: recorded.verdict,
+        by: recorded.reviewer.clone(),
+        at: recorded.at.clone(),
+        said: recorded.said.clone(),
+        head_sha: recorded.head_sha.clone(),
     };
     match review.verdict {
         Verdict::Approve => ReviewGate::Approved(review),
@@ -205,6 +298,11 @@ pub fn review_gate(pr: &PrUrl, comments: Result<&[ReviewComment], &str>) -> Revi
             review,
         },
     }
+}
+
+/// The first 12 characters of a sha, for messages.
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
 }
 
 /// The note a CHANGES verdict returns: which correction this was, out of the cap.

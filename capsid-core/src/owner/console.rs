@@ -317,16 +317,16 @@ impl OwnerService {
     /// audited as `console-revoke_grants` naming the person. How many live grants ended.
     pub async fn console_revoke_grants(&self, caller: &Caller) -> Result<u64> {
         require_owner(caller)?;
-        let revoked = self.oauth.revoke_all_grants(self.now()).await?;
-        self.audit_log
-            .append_audit(self.audit(
+        let audit = |revoked: u64| {
+            self.audit(
                 caller,
                 "console-revoke_grants",
                 None,
                 None,
                 json!({"grants_revoked": revoked}),
-            ))
-            .await?;
+            )
+        };
+        let revoked = self.oauth.revoke_all_grants(self.now(), &audit).await?;
         Ok(revoked)
     }
 
@@ -441,7 +441,12 @@ impl OwnerService {
             .await?;
         let rows = self.agents.agents().await?;
         let mut agents = Vec::new();
-        for inv in self.tools.improve().agent_inventory().await? {
+        for inv in self
+            .tools
+            .improve()
+            .agent_inventory(&crate::scope::Axis::All)
+            .await?
+        {
             let name = inv["name"].as_str().unwrap_or_default();
             let scopes = rows
                 .iter()

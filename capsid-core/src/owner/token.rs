@@ -62,6 +62,34 @@ pub enum AccessRefusal {
 }
 
 impl OwnerService {
+    /// Whom a `POST /token` request is counted against by the rate limiter (SPEC 8): a
+    /// refresh with a live refresh token is counted per client (`client:<id>`), so junk from
+    /// anyone sharing the owner's address cannot starve the owner's refreshes; everything
+    /// else (codes, junk, unknown tokens) is counted per address, `addr`. A store that cannot
+    /// be read counts against the address.
+    pub async fn token_rate_key(&self, req: &TokenRequest, addr: &str) -> String {
+        if req.grant_type.as_deref() != Some("refresh_token") {
+            return addr.to_owned();
+        }
+        let Some(token) = req
+            .refresh_token
+            .as_deref()
+            .filter(|t| !t.is_empty() && t.len() <= 256)
+        else {
+            return addr.to_owned();
+        };
+        match self.oauth.token(&sha256_hex(token)).await {
+            Ok(Some(row))
+                if row.kind == TokenKind::Refresh
+                    && row.revoked_at.is_none()
+                    && req.client_id.as_deref().is_none_or(|c| c == row.client_id) =>
+            {
+                format!("client:{}", row.client_id)
+            }
+            _ => addr.to_owned(),
+        }
+    }
+
     /// `POST /token`.
     pub async fn oauth_token(
         &self,

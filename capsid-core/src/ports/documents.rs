@@ -92,44 +92,89 @@ pub struct Backlinks {
 /// A document together with the actor of its newest audit row (the brief's input row).
 pub type DocWithActor = crate::docs::brief::BriefSource;
 
-/// Everything `brief` reads, in one read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BriefRows {
-    /// `capsid/conventions.md`.
-    pub conventions: Option<DocWithActor>,
-    /// `capsid/repo-structure.md`.
-    pub repo_structure: Option<DocWithActor>,
-    /// `<ns>/core.md`.
-    pub core: Option<DocWithActor>,
-    /// Open tasks: type `task`, status not `closed`, not under `archive/`, newest update first.
-    pub open_tasks: Vec<DocWithActor>,
-    /// The 3 newest episodics not under `archive/`.
-    pub recent_episodics: Vec<DocWithActor>,
-    /// Edges out of and into `core.md`.
-    pub core_links: Backlinks,
+/// Which document types a [`Selection`] takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kinds {
+    /// Every type.
+    Any,
+    /// Only these types.
+    Only(Vec<String>),
+    /// Every type but these.
+    Except(Vec<String>),
 }
 
-/// Everything `lint gather` and `lint report` read, in one read.
+/// Which paths a [`Selection`] takes, by prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prefix {
+    /// Every path.
+    Any,
+    /// Only paths starting with it.
+    Inside(String),
+    /// Only paths not starting with it.
+    Outside(String),
+}
+
+/// The order of a [`Selection`]'s rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// By path.
+    Path,
+    /// Oldest created first.
+    OldestFirst,
+    /// Newest update first.
+    NewestUpdateFirst,
+}
+
+/// Some of one namespace's documents, as a packet reads them. The core decides which (the
+/// brief's open tasks, lint's unconsolidated material); the store only filters and orders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    /// The namespace.
+    pub namespace: String,
+    /// Which types.
+    pub kinds: Kinds,
+    /// Which paths.
+    pub prefix: Prefix,
+    /// Leave out rows with this status.
+    pub status_not: Option<String>,
+    /// Leave out these paths of the namespace.
+    pub except_paths: Vec<String>,
+    /// Row order.
+    pub order: Order,
+    /// At most this many rows.
+    pub limit: Option<usize>,
+}
+
+/// A packet: named documents, selections, the links of some documents and the edges touching
+/// a namespace, all read from one snapshot.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LintRows {
-    /// `<ns>/core.md`.
-    pub core: Option<Document>,
-    /// Types `concept` and `decision`, not under `archive/`.
-    pub wiki: Vec<Document>,
-    /// Types `episodic` and `source`, not under `archive/`, oldest first (status ignored).
-    pub unconsolidated: Vec<Document>,
-    /// `capsid/schema.md` and `capsid/conventions.md`, when present.
-    pub rules: Vec<Document>,
-    /// Every other document of the namespace not under `archive/` (for the truth report).
-    pub others: Vec<Document>,
-    /// Every document of the namespace under `archive/` (for the truth report's counts).
-    pub archived: Vec<Document>,
-    /// Every edge with either endpoint in the namespace:
-    /// `(type, from_ns, from_path, to_ns, to_path)`, sorted.
-    pub edges: Vec<(String, String, String, String, String)>,
-    /// Edges with either endpoint in the namespace whose other endpoint is missing:
-    /// `(type, from_ns, from_path, to_ns, to_path)`.
-    pub dangling_edges: Vec<(String, String, String, String, String)>,
+pub struct Packet {
+    /// Documents by `(namespace, path)`.
+    pub documents: Vec<(String, String)>,
+    /// Selections.
+    pub selections: Vec<Selection>,
+    /// Documents whose typed links to read, by `(namespace, path)`.
+    pub links_of: Vec<(String, String)>,
+    /// The namespace whose edges (and dangling edges) to read.
+    pub edges_of: Option<String>,
+}
+
+/// An edge as `(type, from_ns, from_path, to_ns, to_path)`.
+pub type EdgeTuple = (String, String, String, String, String);
+
+/// What a [`Packet`] read, in the request's order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PacketRows {
+    /// One per requested document (`None`: absent), each with its last actor.
+    pub documents: Vec<Option<DocWithActor>>,
+    /// One list per selection, each row with its last actor.
+    pub selections: Vec<Vec<DocWithActor>>,
+    /// One per `links_of` document.
+    pub links: Vec<Backlinks>,
+    /// Every edge with either endpoint in `edges_of`, sorted.
+    pub edges: Vec<EdgeTuple>,
+    /// Those edges whose other endpoint (or either endpoint) is missing, sorted.
+    pub dangling_edges: Vec<EdgeTuple>,
 }
 
 /// A namespace row with its unconsolidated count.
@@ -250,10 +295,9 @@ pub trait DocumentStore: Send + Sync {
     async fn backlinks(&self, namespace: &str, path: &str) -> StoreResult<Backlinks>;
     /// Which of `(namespace, path)` pairs exist, in order.
     async fn documents_exist(&self, refs: &[(String, String)]) -> StoreResult<Vec<bool>>;
-    /// What `brief` needs for `namespace`.
-    async fn brief_rows(&self, namespace: &str) -> StoreResult<BriefRows>;
-    /// What `lint` needs for `namespace`.
-    async fn lint_rows(&self, namespace: &str) -> StoreResult<LintRows>;
+    /// Reads `packet` from one snapshot (the brief's and lint's packets, which the core
+    /// assembles from the rows).
+    async fn read_packet(&self, packet: &Packet) -> StoreResult<PacketRows>;
     /// Documents of the given type in readable namespaces, keyset-paginated by
     /// `(namespace, path)` after `after`, at most `limit` (resources and prompts).
     async fn page_documents(

@@ -118,6 +118,9 @@ pub enum ClaimVerdict {
     Claim(AuditEntry),
     /// Refuse; the job stays as it is.
     Refuse(String),
+    /// The job asks a track record the decider was not given: nothing changes, and the caller
+    /// asks again with the claimer's record.
+    NeedsRecord,
     /// Mark it failed (a tampered or corrupt job): summary, audit row, outcome row.
     Fail {
         /// The failure reason stored as the result summary.
@@ -167,6 +170,8 @@ pub enum ClaimOutcome {
     NothingQueued,
     /// The decider refused; nothing changed.
     Refused(Job, String),
+    /// The decider needs the claimer's track record to decide about this job; nothing changed.
+    NeedsRecord(Job),
     /// The decider failed the job: the updated row and the reason.
     Failed(Job, String),
     /// Another claimer took the candidate first.

@@ -2,7 +2,8 @@
 //!
 //! Store ports are small role traits ([`DocumentStore`], [`NamespaceStore`], [`AuditLog`],
 //! [`AgentStore`], [`JobStore`], [`SettingsStore`], [`LeaderLease`], [`ImproveStore`],
-//! [`SkillStore`], [`StoreHealth`], [`CheckmarkStore`]) with a composite [`Store`] for callers that need them all.
+//! [`SkillStore`], [`StoreHealth`], [`StoreGauges`], [`BackupStore`], [`CheckmarkStore`],
+//! [`ReviewStore`]) with a composite [`Store`] for callers that need them all.
 //! Every method that changes more than one row is one atomic unit of work: the adapter runs
 //! it in one transaction, so the core never holds a transaction. Every conditional change is a
 //! keyed `UPDATE ... RETURNING` (or an equivalent guard) whose loss is reported as
@@ -12,19 +13,23 @@
 //! [`crate::time::Clock`] and [`crate::ids::Entropy`] ports.
 
 mod agents;
+mod backup;
 mod blobs;
 mod checkmarks;
 mod ci;
 mod documents;
+mod gauges;
 mod improve;
 mod jobs;
 mod notifier;
 mod oauth;
 mod repo_host;
+mod reviews;
 mod settings;
 
 pub use agents::{AgentRow, AgentStore, NewAgent};
-pub use blobs::{BlobError, BlobStore};
+pub use backup::{BackupStore, DumpSink, Pruned, RowSource, TransferError};
+pub use blobs::{BlobError, BlobMeta, BlobReader, BlobStore, BlobWriter};
 pub use checkmarks::{
     AnswerFill, CheckmarkRow, CheckmarkStore, CheckmarkTransition, CheckmarkView,
     CheckpointAuditFn, LogEntryRow, NewCheckpoint, SharedEntry,
@@ -33,9 +38,11 @@ pub use ci::{CiStore, PendingCi};
 #[cfg(test)]
 pub use documents::MockNamespaceStore;
 pub use documents::{
-    Backlinks, BriefRows, DocFilter, DocWithActor, DocumentStore, DocumentWrite, LintRows,
-    NamespaceRow, NamespaceStore, SearchHit, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
+    Backlinks, DocFilter, DocWithActor, DocumentStore, DocumentWrite, EdgeTuple, Kinds,
+    NamespaceRow, NamespaceStore, Order, Packet, PacketRows, Prefix, SearchHit, Selection,
+    VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
+pub use gauges::{JobGaugeRow, PoolUsage, StoreGauges};
 pub use improve::{ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore};
 pub use jobs::{
     Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, JobCounts,
@@ -54,7 +61,8 @@ pub use repo_host::{
     PostedComment, PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError,
     RepoRef, RepoResult, RunJob, RunQuery, RunStep, TreeEntry, WorkflowRun,
 };
-pub use settings::{LeaderLease, SettingsStore};
+pub use reviews::{NewReview, ReviewRow, ReviewStore};
+pub use settings::{Expect, LeaderLease, SettingChange, SettingsStore};
 
 use serde_json::Value;
 
@@ -73,6 +81,11 @@ pub enum StoreError {
     /// The store failed; the message is for logs, not for callers.
     #[error("storage error: {0}")]
     Backend(String),
+    /// The store cannot serve the call now (connection lost, no pooled connection in time,
+    /// disk full); nothing was written and the call may be retried. The message names the
+    /// condition in words a caller may read (never a URL or a driver's detail).
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Shorthand for store results.
@@ -130,6 +143,14 @@ pub trait AuditLog: Send + Sync {
     async fn append_audit(&self, entry: AuditEntry) -> StoreResult<()>;
     /// The newest rows matching `filter`, newest first, at most `limit`.
     async fn recent_audit(&self, filter: &AuditFilter, limit: usize) -> StoreResult<Vec<AuditRow>>;
+    /// The newest row with `action` on `namespace`/`path` (e.g. the `policy-signed` row of a
+    /// policy document), if any.
+    async fn newest_audit(
+        &self,
+        action: &str,
+        namespace: &str,
+        path: &str,
+    ) -> StoreResult<Option<AuditRow>>;
 }
 
 /// Liveness probes for `/health` and `capsid doctor`.
@@ -156,8 +177,11 @@ pub trait Store:
     + SkillStore
     + StoreHealth
     + OAuthStore
+    + StoreGauges
+    + BackupStore
     + CheckmarkStore
     + CiStore
+    + ReviewStore
 {
 }
 
@@ -173,7 +197,10 @@ impl<T> Store for T where
         + SkillStore
         + StoreHealth
         + OAuthStore
+        + StoreGauges
+        + BackupStore
         + CheckmarkStore
         + CiStore
+        + ReviewStore
 {
 }

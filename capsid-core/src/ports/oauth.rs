@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 
-use super::StoreResult;
+use super::{AuditEntry, StoreResult};
 use crate::time::Timestamp;
 
 /// A registered client.
@@ -268,8 +268,13 @@ pub trait OAuthStore: Send + Sync {
     /// Revokes a grant and every token in it.
     async fn revoke_grant(&self, grant_id: &str, now: Timestamp) -> StoreResult<()>;
     /// Revokes every live grant and token, and forgets every remembered approval (each
-    /// client must ask for consent again); how many live grants were revoked.
-    async fn revoke_all_grants(&self, now: Timestamp) -> StoreResult<u64>;
+    /// client must ask for consent again), with the audit row `audit` builds from how many
+    /// live grants ended, in one transaction; returns that count.
+    async fn revoke_all_grants(
+        &self,
+        now: Timestamp,
+        audit: &(dyn Fn(u64) -> AuditEntry + Send + Sync),
+    ) -> StoreResult<u64>;
     /// Stores a console session.
     async fn insert_console_session(&self, session: ConsoleSessionRow) -> StoreResult<()>;
     /// The console session `session_hash` if it is live at `now` (not expired, not ended).

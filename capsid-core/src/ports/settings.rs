@@ -3,15 +3,61 @@
 
 use async_trait::async_trait;
 
-use super::StoreResult;
+use super::{AuditEntry, StoreResult};
 use crate::time::Timestamp;
+
+/// What a setting must hold for a change to apply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Anything (an unconditional change).
+    Anything,
+    /// Exactly this live value (`None`: absent or expired).
+    Value(Option<String>),
+}
+
+/// One setting's change inside [`SettingsStore::change_settings`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingChange {
+    /// The key.
+    pub key: String,
+    /// What it must hold first.
+    pub expected: Expect,
+    /// The new value (`None` deletes it).
+    pub value: Option<String>,
+    /// When the new value expires.
+    pub expires_at: Option<Timestamp>,
+}
+
+impl SettingChange {
+    /// Sets `key` to `value` whatever it held.
+    pub fn put(key: impl Into<String>, value: impl Into<String>) -> SettingChange {
+        SettingChange {
+            key: key.into(),
+            expected: Expect::Anything,
+            value: Some(value.into()),
+            expires_at: None,
+        }
+    }
+
+    /// Removes `key` whatever it held.
+    pub fn delete(key: impl Into<String>) -> SettingChange {
+        SettingChange {
+            key: key.into(),
+            expected: Expect::Anything,
+            value: None,
+            expires_at: None,
+        }
+    }
+}
 
 /// Key/value settings with optional expiry. An expired value reads as absent.
 #[async_trait]
 pub trait SettingsStore: Send + Sync {
     /// The live value of `key` at `now`.
     async fn setting(&self, key: &str, now: Timestamp) -> StoreResult<Option<String>>;
-    /// Sets `key` unconditionally (with an optional expiry).
+    /// Sets `key` unconditionally (with an optional expiry): the server's own bookkeeping;
+    /// a change someone asked for goes through [`SettingsStore::change_settings`] with its
+    /// audit row.
     async fn put_setting(
         &self,
         key: &str,
@@ -28,6 +74,15 @@ pub trait SettingsStore: Send + Sync {
         expected: Option<&str>,
         new: Option<&str>,
         expires_at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// One unit of work for a change someone asked for (a mode, a pause, a budget, a lease):
+    /// every change's expectation holds at `now`, then every change applies and `audit` is
+    /// appended, in one transaction; otherwise nothing is written. Returns whether it applied.
+    async fn change_settings(
+        &self,
+        changes: &[SettingChange],
+        audit: AuditEntry,
         now: Timestamp,
     ) -> StoreResult<bool>;
     /// Claims `(scope, jti)` in the replay cache: `true` the first time, `false` on a replay

@@ -287,6 +287,32 @@ fn patch_applies_only_named_axes() {
     assert!(err.contains("unknown grant"), "{err}");
 }
 
+/// An axis given at mint or update time may not hold an empty (or blank) entry: it would
+/// name nothing and read as a mistake. Each axis says so by name; nothing is patched.
+#[test]
+fn patch_refuses_empty_list_entries_naming_the_axis() {
+    let list = || Some(vec!["alpha".to_owned(), "  ".to_owned()]);
+    let cases = [
+        (
+            ScopePatch::from_input(list(), None, None, None, None),
+            "namespaces",
+        ),
+        (
+            ScopePatch::from_input(None, list(), None, None, None),
+            "repos",
+        ),
+        (
+            ScopePatch::from_input(None, None, list(), None, None),
+            "tools",
+        ),
+    ];
+    for (got, field) in cases {
+        let err = got.expect_err(field);
+        assert_eq!(err, format!("{field}: entries must be non-empty strings"));
+    }
+    assert!(ScopePatch::from_input(Some(vec!["alpha".into()]), None, None, None, None).is_ok());
+}
+
 // ---- properties ----
 
 const NAMES: [&str; 5] = ["alpha", "beta", "*", "jobs", "jobs.post"];
@@ -514,4 +540,16 @@ proptest! {
             prop_assert!(check_scope(&s, &need).is_ok());
         }
     }
+}
+
+#[test]
+fn axes_overlap_when_some_value_is_in_both() {
+    let only = |v: &[&str]| Axis::Only(v.iter().map(|s| (*s).to_owned()).collect());
+    assert!(Axis::All.overlaps(&Axis::All));
+    assert!(Axis::All.overlaps(&only(&["a"])));
+    assert!(only(&["a"]).overlaps(&Axis::All));
+    assert!(!Axis::All.overlaps(&only(&[])));
+    assert!(only(&["a", "b"]).overlaps(&only(&["c", "b"])));
+    assert!(!only(&["a"]).overlaps(&only(&["b"])));
+    assert!(!only(&[]).overlaps(&only(&[])));
 }

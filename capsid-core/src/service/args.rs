@@ -210,6 +210,11 @@ pub trait ScopeArgs {
     fn reads_only_shared(&self) -> bool {
         false
     }
+    /// The repositories (`owner/name`) the call maps to a namespace (`register_namespace`),
+    /// each asked of the repos axis by the one check as a selector is.
+    fn new_mapping(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Implements [`ScopeArgs`] for argument structs with a `namespace` field (and optionally a

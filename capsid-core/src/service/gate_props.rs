@@ -60,6 +60,8 @@ fn reference_rule(tool: &str, action: Option<&str>) -> (Grant, bool, Vec<Flag>) 
         ("ci_dispatch", _) => (Write, false, vec![Flag::CanDispatch]),
         ("improve_run", Some("mint_operator_key" | "sign_policy")) => (Write, true, vec![]),
         ("agents", _) => (Write, true, vec![]),
+        // SPEC 8: the namespace mapping is the authorization boundary, so remapping is admin only.
+        ("update_namespace", _) => (Write, true, vec![]),
         _ => (Write, false, vec![]),
     }
 }
@@ -133,11 +135,14 @@ fn namespace_field(tool: &str) -> (bool, bool) {
     }
 }
 
+/// Whether the tool's arguments name a repository the repos axis judges (a selector, or the
+/// repository `register_namespace` maps).
 fn takes_repo(tool: &str) -> bool {
-    REGISTRY
-        .iter()
-        .find(|e| e.spec.name == tool)
-        .is_some_and(|e| e.spec.group == crate::tools::ToolGroup::Repo)
+    tool == "register_namespace"
+        || REGISTRY
+            .iter()
+            .find(|e| e.spec.name == tool)
+            .is_some_and(|e| e.spec.group == crate::tools::ToolGroup::Repo)
 }
 
 #[derive(Clone, Debug)]

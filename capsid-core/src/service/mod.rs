@@ -8,18 +8,23 @@
 
 mod agents;
 pub mod args;
+mod backup;
 mod checkmarks;
 mod confirm;
 mod documents;
 mod improve;
 mod jobs;
 mod maintenance;
+pub mod metrics;
 pub mod registry;
 mod repo;
 mod schedule;
 mod surfaces;
 
 pub use agents::Resolved;
+pub use backup::{
+    BackupCredential, CredentialError, CredentialObject, RestoreError, RestoreReport, TableCheck,
+};
 pub use confirm::{Confirmer, Consent, NoConfirmer};
 pub use documents::{
     CompletionRef, PromptArgument, PromptListing, RESOURCE_TEMPLATE, RenderedPrompt,
@@ -28,7 +33,7 @@ pub use documents::{
 pub use improve::StatusArgs as ImproveStatusArgs;
 pub use jobs::JobsArgs;
 pub(crate) use jobs::ResumeTo;
-pub use registry::{CallObserver, REGISTRY, ToolEntry, ToolListing};
+pub use registry::{CallObserver, ParsedCall, REGISTRY, ToolEntry, ToolListing, parse_tool_args};
 pub use schedule::{SWEEP_LEASE, Scheduler, TickReport};
 
 pub(crate) use confirm::require_confirmation;
@@ -76,6 +81,7 @@ pub struct Service {
     pub(crate) config: Arc<ServiceConfig>,
     pub(crate) repo_reads: Arc<repo::RepoReadCache>,
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
+    pub(crate) backups: backup::BackupWiring,
 }
 
 impl fmt::Debug for Service {
@@ -103,6 +109,7 @@ impl Service {
             config: Arc::new(config),
             repo_reads: Arc::default(),
             observer: None,
+            backups: backup::BackupWiring::default(),
         }
     }
 
@@ -158,6 +165,7 @@ impl Service {
         repo::RepoCx {
             namespaces: &*self.store,
             audit_log: &*self.store,
+            reviews: &*self.store,
             repo_host: &self.repo_host,
             repo_reads: &self.repo_reads,
             clock: &*self.clock,
@@ -171,6 +179,8 @@ impl Service {
             namespaces: &*self.store,
             docs: &*self.store,
             improve: &*self.store,
+            reviews: &*self.store,
+            audit_log: &*self.store,
             repo_host: &self.repo_host,
             notifier: &self.notifier,
             config: &self.config,

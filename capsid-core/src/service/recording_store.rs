@@ -91,11 +91,8 @@ impl DocumentStore for RecordingStore {
     async fn documents_exist(&self, _refs: &[(String, String)]) -> StoreResult<Vec<bool>> {
         Err(self.touched("documents_exist"))
     }
-    async fn brief_rows(&self, _namespace: &str) -> StoreResult<BriefRows> {
-        Err(self.touched("brief_rows"))
-    }
-    async fn lint_rows(&self, _namespace: &str) -> StoreResult<LintRows> {
-        Err(self.touched("lint_rows"))
+    async fn read_packet(&self, _packet: &Packet) -> StoreResult<PacketRows> {
+        Err(self.touched("read_packet"))
     }
     async fn page_documents(
         &self,
@@ -191,6 +188,29 @@ impl AuditLog for RecordingStore {
         _limit: usize,
     ) -> StoreResult<Vec<AuditRow>> {
         Err(self.touched("recent_audit"))
+    }
+    async fn newest_audit(
+        &self,
+        _action: &str,
+        _namespace: &str,
+        _path: &str,
+    ) -> StoreResult<Option<AuditRow>> {
+        Err(self.touched("newest_audit"))
+    }
+}
+
+#[async_trait]
+impl ReviewStore for RecordingStore {
+    async fn record_review(&self, _review: NewReview, _audit: AuditEntry) -> StoreResult<()> {
+        Err(self.touched("record_review"))
+    }
+    async fn reviews(
+        &self,
+        _repo: &str,
+        _number: u64,
+        _limit: usize,
+    ) -> StoreResult<Vec<ReviewRow>> {
+        Err(self.touched("reviews"))
     }
 }
 
@@ -289,6 +309,14 @@ impl SettingsStore for RecordingStore {
     }
     async fn delete_setting(&self, _key: &str) -> StoreResult<()> {
         Err(self.touched("delete_setting"))
+    }
+    async fn change_settings(
+        &self,
+        _changes: &[SettingChange],
+        _audit: AuditEntry,
+        _now: Timestamp,
+    ) -> StoreResult<bool> {
+        Err(self.touched("change_settings"))
     }
     async fn compare_and_set_setting(
         &self,
@@ -454,7 +482,11 @@ impl OAuthStore for RecordingStore {
     async fn revoke_grant(&self, _grant_id: &str, _now: Timestamp) -> StoreResult<()> {
         Err(self.touched("revoke_grant"))
     }
-    async fn revoke_all_grants(&self, _now: Timestamp) -> StoreResult<u64> {
+    async fn revoke_all_grants(
+        &self,
+        _now: Timestamp,
+        _audit: &(dyn Fn(u64) -> AuditEntry + Send + Sync),
+    ) -> StoreResult<u64> {
         Err(self.touched("revoke_all_grants"))
     }
     async fn insert_console_session(&self, _session: ConsoleSessionRow) -> StoreResult<()> {
@@ -475,6 +507,47 @@ impl OAuthStore for RecordingStore {
     }
     async fn purge_expired_oauth(&self, _now: Timestamp) -> StoreResult<u64> {
         Err(self.touched("purge_expired_oauth"))
+    }
+}
+
+#[async_trait]
+impl StoreGauges for RecordingStore {
+    async fn job_gauges(&self, _now: Timestamp) -> StoreResult<Vec<JobGaugeRow>> {
+        Err(self.touched("job_gauges"))
+    }
+    fn pool_usage(&self) -> Vec<PoolUsage> {
+        self.touched("pool_usage");
+        Vec::new()
+    }
+}
+
+#[async_trait]
+impl BackupStore for RecordingStore {
+    fn engine(&self) -> &'static str {
+        "recording"
+    }
+    async fn export_tables(
+        &self,
+        _tables: &[&'static crate::backup::tables::TableSpec],
+        _page_rows: usize,
+        _sink: &mut dyn DumpSink,
+    ) -> Result<(), TransferError> {
+        Err(self.touched("export_tables").into())
+    }
+    async fn count_rows(
+        &self,
+        _tables: &[&'static crate::backup::tables::TableSpec],
+    ) -> StoreResult<Vec<u64>> {
+        Err(self.touched("count_rows"))
+    }
+    async fn import_tables(&self, _source: &mut dyn RowSource) -> Result<u64, TransferError> {
+        Err(self.touched("import_tables").into())
+    }
+    async fn prune_history(
+        &self,
+        _cutoffs: crate::backup::retention::PruneCutoffs,
+    ) -> StoreResult<Pruned> {
+        Err(self.touched("prune_history"))
     }
 }
 

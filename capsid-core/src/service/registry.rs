@@ -47,6 +47,44 @@ pub struct ToolEntry {
     pub spec: ToolSpec,
     schema: fn() -> Map<String, Value>,
     invoke: Invoke,
+    parse: fn(Value) -> Result<ParsedCall>,
+}
+
+/// What the one check is asked about a call whose arguments parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParsedCall {
+    /// The action (action tools).
+    pub action: Option<String>,
+    /// The namespace the call names.
+    pub namespace: Option<String>,
+    /// The repo selector it names.
+    pub repo: Option<String>,
+    /// The flags its arguments need.
+    pub flags: Vec<crate::scope::Flag>,
+}
+
+/// Parses `args` for `tool` exactly as [`Service::call_tool`] does before its check (the same
+/// function), without a caller or a store: what the fuzz target of tool arguments drives.
+pub fn parse_tool_args(tool: &str, args: Value) -> Result<ParsedCall> {
+    match lookup(tool) {
+        Some(entry) => (entry.parse)(args),
+        None => Err(Error::Invalid(format!("unknown tool: {tool}"))),
+    }
+}
+
+/// The arguments of tool `T`, parsed and bounded.
+fn parse_args_of<T: Tool>(args: Value) -> Result<T::Args> {
+    parse_args(T::SPEC.name, args)
+}
+
+fn parse_only<T: Tool>(args: Value) -> Result<ParsedCall> {
+    let parsed = parse_args_of::<T>(args)?;
+    Ok(ParsedCall {
+        action: parsed.action().map(str::to_owned),
+        namespace: parsed.namespace().map(str::to_owned),
+        repo: parsed.repo().map(str::to_owned),
+        flags: parsed.flags(),
+    })
 }
 
 impl std::fmt::Debug for ToolEntry {
@@ -63,6 +101,7 @@ pub const fn entry<T: Tool>() -> ToolEntry {
         spec: T::SPEC,
         schema: input_schema::<T::Args>,
         invoke: invoke::<T>,
+        parse: parse_only::<T>,
     }
 }
 
@@ -75,13 +114,14 @@ fn invoke<'a, T: Tool>(
 ) -> ToolFuture<'a> {
     Box::pin(async move {
         let spec = &T::SPEC;
-        let parsed: T::Args = parse_args(spec.name, args)?;
+        let parsed = parse_args_of::<T>(args)?;
         let call = Call {
             action: parsed.action(),
             namespace: parsed.namespace(),
             repo: parsed.repo(),
             takes_namespace: takes_namespace(spec.name) && !parsed.reads_only_shared(),
             flags: parsed.flags(),
+            new_mapping: parsed.new_mapping(),
         };
         match gate_call(caller, spec, &call) {
             Ok(()) => {}

@@ -26,6 +26,8 @@ pub struct TickReport {
     pub swept: usize,
     /// Pushed checkpoints whose CI verdict this tick resolved.
     pub ci_resolved: usize,
+    /// Whether the daily backup (09:00 UTC, on the leader) ran in this tick.
+    pub backed_up: bool,
 }
 
 /// Runs the periodic tasks when they are due.
@@ -79,11 +81,13 @@ impl Scheduler {
         self.service.store.purge_expired_oauth(now).await?;
         // The CI follow-through of pushed checkpoints rides the same leader lease.
         let ci = self.service.poll_ci().await?;
+        let backed_up = self.service.daily_backup_if_due().await?;
         Ok(TickReport {
             due: true,
             led: true,
             swept,
             ci_resolved: ci.resolved,
+            backed_up,
         })
     }
 }

@@ -54,6 +54,15 @@ fn core_error(e: &Error) -> Response {
         | Error::ConfirmationRequired(_)
         | Error::Declined(_) => (StatusCode::CONFLICT, "conflict"),
         Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        Error::StoreUnavailable(_) => {
+            let mut resp = error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                &e.to_string(),
+            );
+            crate::unavailable::with_retry_after(&mut resp);
+            return resp;
+        }
         Error::Internal(detail) => {
             tracing::error!(error = %detail, "handler API call failed");
             return error(
@@ -93,12 +102,14 @@ async fn api_caller(State(state): State<AppState>, mut req: Request, next: Next)
     let Bearer { caller, minted } = match resolve(&state, req.headers()).await {
         Ok(bearer) => bearer,
         Err(NoCaller::Nobody { presented }) => return unauthorized(presented),
-        Err(NoCaller::Unavailable) => {
-            return error(
+        Err(NoCaller::Unavailable(_)) => {
+            let mut resp = error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
                 "Capsid could not reach its store to check the key; try again",
             );
+            crate::unavailable::with_retry_after(&mut resp);
+            return resp;
         }
     };
     tracing::Span::current().record("actor", caller.actor().as_str());

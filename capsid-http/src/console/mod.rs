@@ -95,7 +95,7 @@ async fn session(
 fn core_error(e: &Error) -> Response {
     let status = match e {
         Error::Forbidden(_) | Error::Denied(_) => StatusCode::FORBIDDEN,
-        Error::Internal(_) | Error::Unavailable(_) => {
+        Error::Internal(_) | Error::Unavailable(_) | Error::StoreUnavailable(_) => {
             tracing::error!(error = %e, "console failed");
             StatusCode::SERVICE_UNAVAILABLE
         }
@@ -110,6 +110,9 @@ fn core_error(e: &Error) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        crate::unavailable::with_retry_after(&mut resp);
+    }
     resp
 }
 
@@ -218,7 +221,7 @@ pub async fn console_get(State(state): State<AppState>, req: Request) -> Respons
         } else {
             "/console"
         };
-        let addr = crate::oauth::client_addr(&req);
+        let addr = crate::oauth::client_addr(&state, &req);
         if let Some((why, retry)) = crate::oauth::over_limit(&state, "login", &addr).await {
             return crate::oauth::too_many_page(&why, retry);
         }

@@ -176,7 +176,7 @@ pub async fn authorize_get(State(state): State<AppState>, req: Request) -> Respo
         Ok(o) => o,
         Err(r) => return r,
     };
-    let addr = super::client_addr(&req);
+    let addr = super::client_addr(&state, &req);
     if let Some((why, retry)) = super::over_limit(&state, "authorize", &addr).await {
         return super::too_many_page(&why, retry);
     }
@@ -214,7 +214,7 @@ pub async fn authorize_post(State(state): State<AppState>, req: Request) -> Resp
         Ok(o) => o,
         Err(r) => return r,
     };
-    let addr = super::client_addr(&req);
+    let addr = super::client_addr(&state, &req);
     if let Some((why, retry)) = super::over_limit(&state, "authorize", &addr).await {
         return super::too_many_page(&why, retry);
     }

@@ -71,11 +71,7 @@ pub async fn oauth_caller(State(state): State<AppState>, req: Request, next: Nex
         }
         Err(AccessRefusal::Unavailable(e)) => {
             tracing::error!(error = %e, "access token check failed: store unavailable");
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                axum::Json(json!({"error": "store unavailable"})),
-            )
-                .into_response();
+            return crate::unavailable::unavailable("the store could not check the token");
         }
     };
     crate::auth::serve_as(&state, caller, req, next).await

@@ -11,12 +11,11 @@ mod register;
 mod token;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -74,11 +73,10 @@ pub fn unconfigured(state: &AppState) -> Response {
         .into_response()
 }
 
-/// The client's address, for rate limits (`unknown` when the server does not know it).
-pub(crate) fn client_addr(req: &Request) -> String {
-    req.extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string())
+/// The client's address, for rate limits (`unknown` when the server does not know it),
+/// through the trusted proxies when there are any.
+pub(crate) fn client_addr(state: &AppState, req: &Request) -> String {
+    crate::client_addr::client_addr(&state.config.trusted_proxies, req)
 }
 
 /// Counts one request of `what` (`token`, `authorize`, `login`) from `addr` against its

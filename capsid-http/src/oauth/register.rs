@@ -15,7 +15,7 @@ pub async fn register(State(state): State<AppState>, req: Request) -> Response {
     if let Err(r) = owner(&state) {
         return r;
     }
-    let addr = client_addr(&req);
+    let addr = client_addr(&state, &req);
     let bytes = match read_body(req.into_body(), MAX_REGISTRATION_BYTES).await {
         Ok(b) => b,
         Err(BodyError::TooLarge) => {

@@ -64,14 +64,7 @@ pub async fn token(State(state): State<AppState>, req: Request) -> Response {
         Ok(o) => o,
         Err(r) => return r,
     };
-    let addr = super::client_addr(&req);
-    if let Some((why, retry)) = super::over_limit(&state, "token", &addr).await {
-        let mut resp = error_json(&OAuthError::rate_limited(why));
-        if let Ok(v) = HeaderValue::from_str(&retry.to_string()) {
-            resp.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        return resp;
-    }
+    let addr = super::client_addr(&state, &req);
     let basic = match basic_credentials(req.headers()) {
         Ok(b) => b,
         Err(e) => return error_json(&e),
@@ -94,6 +87,15 @@ pub async fn token(State(state): State<AppState>, req: Request) -> Response {
         }
         request.client_id = Some(id);
         request.client_secret = Some(secret);
+    }
+    // Counted once the form is read (it is bounded): a live refresh token counts per client.
+    let key = state.owner_service.token_rate_key(&request, &addr).await;
+    if let Some((why, retry)) = super::over_limit(&state, "token", &key).await {
+        let mut resp = error_json(&OAuthError::rate_limited(why));
+        if let Ok(v) = HeaderValue::from_str(&retry.to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return resp;
     }
     match state
         .owner_service

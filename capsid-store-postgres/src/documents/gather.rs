@@ -1,14 +1,16 @@
-//! The one-read packets of `brief` and `lint`: several queries in one read-only
-//! REPEATABLE READ transaction, so every row comes from the same snapshot.
+//! Packets (the core decides what `brief` and `lint` select): named documents, selections,
+//! links and edges, several queries in one read-only REPEATABLE READ transaction, so every row
+//! comes from the same snapshot.
 
-use capsid_core::docs::document::Document;
-use capsid_core::ports::{BriefRows, DocWithActor, LintRows, StoreResult};
+use capsid_core::ports::{
+    DocWithActor, Kinds, Order, Packet, PacketRows, Prefix, Selection, StoreResult,
+};
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, PgPool, Row};
+use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 
 use super::{EdgeRow, fetch_backlinks};
 use crate::error::translate;
-use crate::rows::{self, doc_cols, doc_cols_d};
+use crate::rows::{self, doc_cols_d};
 
 const SNAPSHOT_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
@@ -26,58 +28,6 @@ macro_rules! with_actor {
 
 const DOC_WITH_ACTOR: &str = concat!(with_actor!(), " WHERE d.namespace = $1 AND d.path = $2");
 
-/// Open tasks: type `task`, status not `closed`, not under `archive/`, newest update first.
-pub(crate) const OPEN_TASKS: &str = concat!(
-    with_actor!(),
-    " WHERE d.namespace = $1 AND d.type = 'task' AND d.status <> 'closed' \
-     AND d.path NOT LIKE 'archive/%' ORDER BY d.updated_at DESC, d.id DESC"
-);
-
-const RECENT_EPISODICS: &str = concat!(
-    with_actor!(),
-    " WHERE d.namespace = $1 AND d.type = 'episodic' AND d.path NOT LIKE 'archive/%' \
-     ORDER BY d.updated_at DESC, d.id DESC LIMIT 3"
-);
-
-const WIKI: &str = concat!(
-    "SELECT ",
-    doc_cols!(),
-    " FROM documents WHERE namespace = $1 AND type IN ('concept', 'decision') \
-     AND path NOT LIKE 'archive/%' ORDER BY path"
-);
-
-const UNCONSOLIDATED: &str = concat!(
-    "SELECT ",
-    doc_cols!(),
-    " FROM documents WHERE namespace = $1 AND type IN ('episodic', 'source') \
-     AND path NOT LIKE 'archive/%' ORDER BY created_at, id"
-);
-
-/// `capsid/schema.md` then `capsid/conventions.md` (the port's order), when present.
-const RULES: &str = concat!(
-    "SELECT ",
-    doc_cols!(),
-    " FROM documents WHERE namespace = 'capsid' AND path IN ('schema.md', 'conventions.md') \
-     ORDER BY path DESC"
-);
-
-/// Everything else of the namespace not under `archive/`: not `core.md`, not wiki, not
-/// unconsolidated, not a rules document.
-const OTHERS: &str = concat!(
-    "SELECT ",
-    doc_cols!(),
-    " FROM documents WHERE namespace = $1 AND path NOT LIKE 'archive/%' AND path <> 'core.md' \
-     AND type NOT IN ('concept', 'decision', 'episodic', 'source') \
-     AND NOT (namespace = 'capsid' AND path IN ('schema.md', 'conventions.md')) ORDER BY path"
-);
-
-/// Every document of the namespace under `archive/`.
-const ARCHIVED: &str = concat!(
-    "SELECT ",
-    doc_cols!(),
-    " FROM documents WHERE namespace = $1 AND path LIKE 'archive/%' ORDER BY path"
-);
-
 /// Every edge with either endpoint in the namespace.
 const EDGES: &str = "SELECT type, from_ns, from_path, to_ns, to_path FROM document_links \
      WHERE from_ns = $1 OR to_ns = $1 ORDER BY type, from_ns, from_path, to_ns, to_path";
@@ -88,6 +38,70 @@ const DANGLING_EDGES: &str = "SELECT l.type, l.from_ns, l.from_path, l.to_ns, l.
      AND (NOT EXISTS (SELECT 1 FROM documents d WHERE d.namespace = l.from_ns AND d.path = l.from_path) \
        OR NOT EXISTS (SELECT 1 FROM documents d WHERE d.namespace = l.to_ns AND d.path = l.to_path)) \
      ORDER BY l.type, l.from_ns, l.from_path, l.to_ns, l.to_path";
+
+/// One bound value of a selection's query.
+pub(crate) enum Bind {
+    /// Text.
+    Text(String),
+    /// A list of text (`= ANY($n)`).
+    Texts(Vec<String>),
+    /// A number.
+    Int(i64),
+}
+
+/// The query of one selection and its bound values (also what the plan check explains). A
+/// prefix is compared with `left`, so no character of it is a pattern.
+pub(crate) fn selection_sql(selection: &Selection) -> (String, Vec<Bind>) {
+    let mut sql = String::from(concat!(with_actor!(), " WHERE d.namespace = $1"));
+    let mut binds = vec![Bind::Text(selection.namespace.clone())];
+    let next = |bind: Bind, binds: &mut Vec<Bind>| {
+        binds.push(bind);
+        format!("${}", binds.len())
+    };
+    match &selection.kinds {
+        Kinds::Any => {}
+        Kinds::Only(types) => {
+            let n = next(Bind::Texts(types.clone()), &mut binds);
+            sql.push_str(&format!(" AND d.type = ANY({n})"));
+        }
+        Kinds::Except(types) => {
+            let n = next(Bind::Texts(types.clone()), &mut binds);
+            sql.push_str(&format!(" AND NOT (d.type = ANY({n}))"));
+        }
+    }
+    match &selection.prefix {
+        Prefix::Any => {}
+        Prefix::Inside(prefix) => {
+            let n = next(Bind::Text(prefix.clone()), &mut binds);
+            sql.push_str(&format!(" AND left(d.path, length({n})) = {n}"));
+        }
+        Prefix::Outside(prefix) => {
+            let n = next(Bind::Text(prefix.clone()), &mut binds);
+            sql.push_str(&format!(" AND left(d.path, length({n})) <> {n}"));
+        }
+    }
+    if let Some(status) = &selection.status_not {
+        let n = next(Bind::Text(status.clone()), &mut binds);
+        sql.push_str(&format!(" AND d.status <> {n}"));
+    }
+    if !selection.except_paths.is_empty() {
+        let n = next(Bind::Texts(selection.except_paths.clone()), &mut binds);
+        sql.push_str(&format!(" AND NOT (d.path = ANY({n}))"));
+    }
+    sql.push_str(match selection.order {
+        Order::Path => " ORDER BY d.path",
+        Order::OldestFirst => " ORDER BY d.created_at, d.id",
+        Order::NewestUpdateFirst => " ORDER BY d.updated_at DESC, d.id DESC",
+    });
+    if let Some(limit) = selection.limit {
+        let n = next(
+            Bind::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+            &mut binds,
+        );
+        sql.push_str(&format!(" LIMIT {n}"));
+    }
+    (sql, binds)
+}
 
 fn with_actor(row: &PgRow) -> Result<DocWithActor, sqlx::Error> {
     Ok(DocWithActor {
@@ -109,26 +123,21 @@ async fn one_with_actor(
     row.as_ref().map(with_actor).transpose()
 }
 
-async fn many_with_actor(
+async fn selected(
     conn: &mut PgConnection,
-    sql: &'static str,
-    namespace: &str,
+    selection: &Selection,
 ) -> Result<Vec<DocWithActor>, sqlx::Error> {
-    let rows = sqlx::query(sql).bind(namespace).fetch_all(conn).await?;
-    rows.iter().map(with_actor).collect()
-}
-
-async fn documents(
-    conn: &mut PgConnection,
-    sql: &'static str,
-    namespace: Option<&str>,
-) -> Result<Vec<Document>, sqlx::Error> {
-    let mut query = sqlx::query(sql);
-    if let Some(namespace) = namespace {
-        query = query.bind(namespace);
+    let (sql, binds) = selection_sql(selection);
+    let mut query = sqlx::query(AssertSqlSafe(sql));
+    for bind in binds {
+        query = match bind {
+            Bind::Text(v) => query.bind(v),
+            Bind::Texts(v) => query.bind(v),
+            Bind::Int(v) => query.bind(v),
+        };
     }
     let rows = query.fetch_all(conn).await?;
-    rows.iter().map(rows::document).collect()
+    rows.iter().map(with_actor).collect()
 }
 
 /// Edge rows `(type, from_ns, from_path, to_ns, to_path)` of `sql` for `namespace`.
@@ -151,47 +160,28 @@ async fn edge_rows(
         .collect()
 }
 
-/// `DocumentStore::brief_rows`.
-pub(crate) async fn brief_rows(pool: &PgPool, namespace: &str) -> StoreResult<BriefRows> {
+/// `DocumentStore::read_packet`: every part from one read-only REPEATABLE READ transaction.
+pub(crate) async fn read_packet(pool: &PgPool, packet: &Packet) -> StoreResult<PacketRows> {
     let read = async {
         let mut tx = pool.begin_with(SNAPSHOT_READ).await?;
-        let rows = BriefRows {
-            conventions: one_with_actor(&mut tx, "capsid", "conventions.md").await?,
-            repo_structure: one_with_actor(&mut tx, "capsid", "repo-structure.md").await?,
-            core: one_with_actor(&mut tx, namespace, "core.md").await?,
-            open_tasks: many_with_actor(&mut tx, OPEN_TASKS, namespace).await?,
-            recent_episodics: many_with_actor(&mut tx, RECENT_EPISODICS, namespace).await?,
-            core_links: fetch_backlinks(&mut tx, namespace, "core.md").await?,
-        };
+        let mut out = PacketRows::default();
+        for (namespace, path) in &packet.documents {
+            out.documents
+                .push(one_with_actor(&mut tx, namespace, path).await?);
+        }
+        for selection in &packet.selections {
+            out.selections.push(selected(&mut tx, selection).await?);
+        }
+        for (namespace, path) in &packet.links_of {
+            out.links
+                .push(fetch_backlinks(&mut tx, namespace, path).await?);
+        }
+        if let Some(namespace) = &packet.edges_of {
+            out.edges = edge_rows(&mut tx, EDGES, namespace).await?;
+            out.dangling_edges = edge_rows(&mut tx, DANGLING_EDGES, namespace).await?;
+        }
         tx.commit().await?;
-        Ok::<_, sqlx::Error>(rows)
-    };
-    read.await.map_err(translate)
-}
-
-/// `DocumentStore::lint_rows`.
-pub(crate) async fn lint_rows(pool: &PgPool, namespace: &str) -> StoreResult<LintRows> {
-    let read = async {
-        let mut tx = pool.begin_with(SNAPSHOT_READ).await?;
-        let core = super::fetch_document(&mut tx, namespace, "core.md").await?;
-        let wiki = documents(&mut tx, WIKI, Some(namespace)).await?;
-        let unconsolidated = documents(&mut tx, UNCONSOLIDATED, Some(namespace)).await?;
-        let rules = documents(&mut tx, RULES, None).await?;
-        let others = documents(&mut tx, OTHERS, Some(namespace)).await?;
-        let archived = documents(&mut tx, ARCHIVED, Some(namespace)).await?;
-        let edges = edge_rows(&mut tx, EDGES, namespace).await?;
-        let dangling_edges = edge_rows(&mut tx, DANGLING_EDGES, namespace).await?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(LintRows {
-            core,
-            wiki,
-            unconsolidated,
-            rules,
-            others,
-            archived,
-            edges,
-            dangling_edges,
-        })
+        Ok::<_, sqlx::Error>(out)
     };
     read.await.map_err(translate)
 }

@@ -3,7 +3,7 @@
 
 mod gather;
 
-pub(crate) use gather::OPEN_TASKS;
+pub(crate) use gather::{Bind, selection_sql};
 pub(crate) mod search;
 mod write;
 
@@ -12,7 +12,7 @@ pub(crate) use write::write_in_tx;
 use async_trait::async_trait;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::ports::{
-    AuditEntry, Backlinks, BriefRows, DocFilter, DocumentStore, DocumentWrite, LintRows, SearchHit,
+    AuditEntry, Backlinks, DocFilter, DocumentStore, DocumentWrite, Packet, PacketRows, SearchHit,
     StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
@@ -213,12 +213,25 @@ impl DocumentStore for PgStore {
                 query = query.bind(upper);
             }
         }
-        let rows = query
-            .bind(limit(max))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(translate)?;
-        summaries(&rows)
+        // Bounded in work as search is: read-only under a statement timeout. A glob the
+        // database cancels finds nothing (and is logged), as a cancelled search does.
+        let found = async {
+            let mut tx = self.pool.begin_with(search::BOUNDED_READ).await?;
+            let rows = query.bind(limit(max)).fetch_all(&mut *tx).await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(rows)
+        }
+        .await;
+        match found {
+            Ok(rows) => summaries(&rows),
+            Err(sqlx::Error::Database(e))
+                if e.code().as_deref() == Some(search::QUERY_CANCELED) =>
+            {
+                tracing::warn!(pattern = %pattern.regex, "find cancelled by its statement timeout; answering with no rows");
+                Ok(Vec::new())
+            }
+            Err(e) => Err(translate(e)),
+        }
     }
 
     async fn search_documents(
@@ -320,12 +333,8 @@ impl DocumentStore for PgStore {
         Ok(exist)
     }
 
-    async fn brief_rows(&self, namespace: &str) -> StoreResult<BriefRows> {
-        gather::brief_rows(&self.pool, namespace).await
-    }
-
-    async fn lint_rows(&self, namespace: &str) -> StoreResult<LintRows> {
-        gather::lint_rows(&self.pool, namespace).await
+    async fn read_packet(&self, packet: &Packet) -> StoreResult<PacketRows> {
+        gather::read_packet(&self.pool, packet).await
     }
 
     async fn page_documents(

@@ -55,11 +55,11 @@ const QUERY_CHARS_MAX: usize = 1_024;
 /// planned for its own text: how many rows a word matches decides the plan (a sequential
 /// pass for a word in every document, the GIN index for a rare one), and a generic plan of
 /// the prepared statement would pick one for every word.
-const BOUNDED_READ: &str = "BEGIN READ ONLY; SET LOCAL statement_timeout = 1000; \
+pub(crate) const BOUNDED_READ: &str = "BEGIN READ ONLY; SET LOCAL statement_timeout = 1000; \
      SET LOCAL plan_cache_mode = force_custom_plan";
 
 /// SQLSTATE of a statement cancelled by `statement_timeout`.
-const QUERY_CANCELED: &str = "57014";
+pub(crate) const QUERY_CANCELED: &str = "57014";
 
 /// The tsquery the snippets mark: an OR of the text's distinct lexemes, each quoted for the
 /// tsquery syntax (`'` doubled, `\` escaped), so `ts_headline` stays cheap whatever

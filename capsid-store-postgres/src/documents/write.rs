@@ -4,6 +4,7 @@
 //! anything is written, and the transaction is rolled back before the caller hears it.
 
 use capsid_core::docs::links::Link;
+use capsid_core::docs::packets::{DEFAULT_STATUS, DEFAULT_TYPE};
 use capsid_core::ports::{
     AuditEntry, DocumentWrite, StoreError, StoreResult, WriteGuard, WriteReceipt,
 };
@@ -34,7 +35,7 @@ const SNAPSHOT_AND_UPDATE: &str = concat!(
 /// Inserts a new row with the defaults; nothing when another transaction created it first.
 const INSERT_DOCUMENT: &str = concat!(
     "INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
-    "VALUES ($1, $2, $3, $4, coalesce($5, 'note'), coalesce($6, 'published'), $7, $8, $8) ",
+    "VALUES ($1, $2, $3, $4, coalesce($5, $9), coalesce($6, $10), $7, $8, $8) ",
     "ON CONFLICT (namespace, path) DO NOTHING RETURNING ",
     doc_cols!()
 );
@@ -55,7 +56,7 @@ const UPSERT: &str = concat!(
     doc_cols_d!(),
     ", false AS created), ",
     "inserted AS (INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
-    "SELECT $1, $2, $3, $4, coalesce($5, 'note'), coalesce($6, 'published'), $7, $8, $8 ",
+    "SELECT $1, $2, $3, $4, coalesce($5, $9), coalesce($6, $10), $7, $8, $8 ",
     "WHERE NOT EXISTS (SELECT 1 FROM prior) ON CONFLICT (namespace, path) DO NOTHING RETURNING ",
     doc_cols!(),
     ", true AS created) ",
@@ -167,6 +168,9 @@ async fn create(
         .bind(write.status.as_deref())
         .bind(write.tags.as_deref())
         .bind(at)
+        // A new row's type and status when the write names none: the core's defaults.
+        .bind(DEFAULT_TYPE.as_str())
+        .bind(DEFAULT_STATUS.as_str())
         .fetch_optional(conn)
         .await?;
     match row {
@@ -195,6 +199,9 @@ async fn upsert(
             .bind(write.status.as_deref())
             .bind(write.tags.as_deref())
             .bind(at)
+            // A new row's type and status when the write names none: the core's defaults.
+            .bind(DEFAULT_TYPE.as_str())
+            .bind(DEFAULT_STATUS.as_str())
             .fetch_optional(&mut *conn)
             .await?;
         if let Some(row) = row {

@@ -118,6 +118,9 @@ async fn decide_and_apply(
         ClaimVerdict::Refuse(reason) => {
             return Ok(Attempt::Done(ClaimOutcome::Refused(candidate, reason)));
         }
+        ClaimVerdict::NeedsRecord => {
+            return Ok(Attempt::Done(ClaimOutcome::NeedsRecord(candidate)));
+        }
         ClaimVerdict::Claim(entry) => {
             let query = sqlx::query(CLAIM)
                 .bind(&candidate.id)

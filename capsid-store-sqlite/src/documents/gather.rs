@@ -1,8 +1,11 @@
-//! The multi-part reads: `brief` and `lint` packets (each from one read snapshot) and the
-//! keyset-paginated document pages of resources and prompts.
+//! The multi-part reads: packets (named documents, selections, links and edges from one read
+//! snapshot; the core decides what `brief` and `lint` select) and the keyset-paginated
+//! document pages of resources and prompts.
 
-use capsid_core::docs::document::{Document, DocumentSummary};
-use capsid_core::ports::{BriefRows, DocWithActor, LintRows, StoreResult};
+use capsid_core::docs::document::DocumentSummary;
+use capsid_core::ports::{
+    DocWithActor, Kinds, Order, Packet, PacketRows, Prefix, Selection, StoreResult,
+};
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
 use sqlx::{QueryBuilder, Row};
 
@@ -11,34 +14,19 @@ use crate::error::DbResult;
 use crate::rows::{self, doc_columns, limit as sql_limit, summary_columns};
 use crate::store::SqliteStore;
 
-/// The namespace holding the shared conventions and rules documents.
-const CAPSID: &str = "capsid";
-
-/// Documents with the actor of their newest audit row (a correlated lookup on
-/// `audit_log_doc`), of one namespace.
-macro_rules! with_actor_from {
+/// A document row with the actor of its newest audit row (a correlated lookup on
+/// `audit_log_doc`).
+macro_rules! with_actor_select {
     () => {
         concat!(
             "SELECT ",
             doc_columns!(),
             ", (SELECT a.actor FROM audit_log AS a WHERE a.namespace = documents.namespace \
              AND a.path = documents.path ORDER BY a.id DESC LIMIT 1) AS last_actor \
-             FROM documents WHERE namespace = ? "
+             FROM documents WHERE namespace = "
         )
     };
 }
-
-/// `brief`'s open tasks: type `task`, status not `closed`, not under `archive/`, newest
-/// update first. (`GLOB` is case-sensitive, like the core's `archive/` test.)
-pub(crate) const BRIEF_OPEN_TASKS_SQL: &str = concat!(
-    with_actor_from!(),
-    "AND type = 'task' AND status != 'closed' AND NOT (path GLOB 'archive/*') ORDER BY updated_at DESC, id DESC"
-);
-
-const BRIEF_RECENT_EPISODICS_SQL: &str = concat!(
-    with_actor_from!(),
-    "AND type = 'episodic' AND NOT (path GLOB 'archive/*') ORDER BY updated_at DESC, id DESC LIMIT 3"
-);
 
 fn with_actor(row: &SqliteRow) -> Result<DocWithActor, sqlx::Error> {
     Ok(DocWithActor {
@@ -62,89 +50,75 @@ async fn doc_with_actor(
     }))
 }
 
-pub(crate) async fn brief_rows(store: &SqliteStore, namespace: &str) -> StoreResult<BriefRows> {
-    let mut tx = store.begin_read().await?;
-    let conventions = doc_with_actor(&mut tx, CAPSID, "conventions.md")
-        .await
-        .db()?;
-    let repo_structure = doc_with_actor(&mut tx, CAPSID, "repo-structure.md")
-        .await
-        .db()?;
-    let core = doc_with_actor(&mut tx, namespace, "core.md").await.db()?;
-    let tasks = sqlx::query(BRIEF_OPEN_TASKS_SQL)
-        .bind(namespace)
-        .fetch_all(&mut *tx)
-        .await
-        .db()?;
-    let episodics = sqlx::query(BRIEF_RECENT_EPISODICS_SQL)
-        .bind(namespace)
-        .fetch_all(&mut *tx)
-        .await
-        .db()?;
-    let core_links = backlinks_on(&mut tx, namespace, "core.md").await.db()?;
-    Ok(BriefRows {
-        conventions,
-        repo_structure,
-        core,
-        open_tasks: rows::all(&tasks, with_actor).db()?,
-        recent_episodics: rows::all(&episodics, with_actor).db()?,
-        core_links,
-    })
+/// Pushes `, 'a', 'b'` ... as bound values.
+fn push_list(qb: &mut QueryBuilder<Sqlite>, values: &[String]) {
+    let mut list = qb.separated(", ");
+    for value in values {
+        list.push_bind(value.clone());
+    }
 }
 
-const LINT_WIKI_SQL: &str = concat!(
-    "SELECT ",
-    doc_columns!(),
-    " FROM documents WHERE namespace = ? AND type IN ('concept', 'decision') AND NOT (path GLOB 'archive/*') \
-     ORDER BY path"
-);
-
-const LINT_UNCONSOLIDATED_SQL: &str = concat!(
-    "SELECT ",
-    doc_columns!(),
-    " FROM documents WHERE namespace = ? AND type IN ('episodic', 'source') AND NOT (path GLOB 'archive/*') \
-     ORDER BY created_at, id"
-);
-
-/// Everything else of the namespace not under `archive/`: not `core.md`, not wiki, not
-/// unconsolidated, not a rules document.
-const LINT_OTHERS_SQL: &str = concat!(
-    "SELECT ",
-    doc_columns!(),
-    " FROM documents WHERE namespace = ? AND path != 'core.md' \
-     AND type NOT IN ('concept', 'decision', 'episodic', 'source') AND NOT (path GLOB 'archive/*') \
-     AND NOT (namespace = 'capsid' AND path IN ('schema.md', 'conventions.md')) ORDER BY path"
-);
-
-const LINT_ARCHIVED_SQL: &str = concat!(
-    "SELECT ",
-    doc_columns!(),
-    " FROM documents WHERE namespace = ? AND path GLOB 'archive/*' ORDER BY path"
-);
+/// Pushes the query of one selection onto `qb` (also what the plan check explains). A prefix
+/// is compared with `substr`, so no character of it is a pattern.
+pub(crate) fn push_selection(qb: &mut QueryBuilder<Sqlite>, selection: &Selection) {
+    qb.push(with_actor_select!());
+    qb.push_bind(selection.namespace.clone());
+    match &selection.kinds {
+        Kinds::Any => {}
+        Kinds::Only(types) => {
+            qb.push(" AND type IN (");
+            push_list(qb, types);
+            qb.push(")");
+        }
+        Kinds::Except(types) => {
+            qb.push(" AND type NOT IN (");
+            push_list(qb, types);
+            qb.push(")");
+        }
+    }
+    match &selection.prefix {
+        Prefix::Any => {}
+        Prefix::Inside(prefix) => {
+            qb.push(" AND substr(path, 1, ")
+                .push_bind(prefix.chars().count() as i64)
+                .push(") = ")
+                .push_bind(prefix.clone());
+        }
+        Prefix::Outside(prefix) => {
+            qb.push(" AND substr(path, 1, ")
+                .push_bind(prefix.chars().count() as i64)
+                .push(") != ")
+                .push_bind(prefix.clone());
+        }
+    }
+    if let Some(status) = &selection.status_not {
+        qb.push(" AND status != ").push_bind(status.clone());
+    }
+    if !selection.except_paths.is_empty() {
+        qb.push(" AND path NOT IN (");
+        push_list(qb, &selection.except_paths);
+        qb.push(")");
+    }
+    qb.push(match selection.order {
+        Order::Path => " ORDER BY path",
+        Order::OldestFirst => " ORDER BY created_at, id",
+        Order::NewestUpdateFirst => " ORDER BY updated_at DESC, id DESC",
+    });
+    if let Some(limit) = selection.limit {
+        qb.push(" LIMIT ").push_bind(sql_limit(limit));
+    }
+}
 
 /// Every edge with an end in the namespace (indexes `document_links_from`/`_to`).
-const LINT_EDGES_SQL: &str = "SELECT type, from_ns, from_path, to_ns, to_path FROM document_links \
+const EDGES_SQL: &str = "SELECT type, from_ns, from_path, to_ns, to_path FROM document_links \
      WHERE from_ns = ?1 OR to_ns = ?1 ORDER BY type, from_ns, from_path, to_ns, to_path";
 
 /// Edges with an end in the namespace and an endpoint (either one) that does not exist.
-const LINT_DANGLING_SQL: &str = "SELECT l.type, l.from_ns, l.from_path, l.to_ns, l.to_path \
+const DANGLING_SQL: &str = "SELECT l.type, l.from_ns, l.from_path, l.to_ns, l.to_path \
      FROM document_links AS l WHERE (l.from_ns = ?1 OR l.to_ns = ?1) \
      AND (NOT EXISTS (SELECT 1 FROM documents AS s WHERE s.namespace = l.from_ns AND s.path = l.from_path) \
        OR NOT EXISTS (SELECT 1 FROM documents AS t WHERE t.namespace = l.to_ns AND t.path = l.to_path)) \
      ORDER BY l.type, l.from_ns, l.from_path, l.to_ns, l.to_path";
-
-async fn documents_where(
-    conn: &mut SqliteConnection,
-    sql: &'static str,
-    namespace: &str,
-) -> StoreResult<Vec<Document>> {
-    let found = sqlx::query(sql)
-        .bind(namespace)
-        .fetch_all(conn)
-        .await
-        .db()?;
-    rows::all(&found, rows::document).db()
-}
 
 /// An edge as `(type, from_ns, from_path, to_ns, to_path)`.
 pub(crate) type EdgeTuple = (String, String, String, String, String);
@@ -178,31 +152,29 @@ async fn edges_where(
     rows::all(&found, edge_tuple).db()
 }
 
-pub(crate) async fn lint_rows(store: &SqliteStore, namespace: &str) -> StoreResult<LintRows> {
+/// `DocumentStore::read_packet`: every part from one read transaction.
+pub(crate) async fn read_packet(store: &SqliteStore, packet: &Packet) -> StoreResult<PacketRows> {
     let mut tx = store.begin_read().await?;
-    let core = document_on(&mut tx, namespace, "core.md").await.db()?;
-    let wiki = documents_where(&mut tx, LINT_WIKI_SQL, namespace).await?;
-    let unconsolidated = documents_where(&mut tx, LINT_UNCONSOLIDATED_SQL, namespace).await?;
-    let mut rules = Vec::new();
-    for path in ["schema.md", "conventions.md"] {
-        if let Some(doc) = document_on(&mut tx, CAPSID, path).await.db()? {
-            rules.push(doc);
-        }
+    let mut out = PacketRows::default();
+    for (namespace, path) in &packet.documents {
+        out.documents
+            .push(doc_with_actor(&mut tx, namespace, path).await.db()?);
     }
-    let others = documents_where(&mut tx, LINT_OTHERS_SQL, namespace).await?;
-    let archived = documents_where(&mut tx, LINT_ARCHIVED_SQL, namespace).await?;
-    let edges = edges_where(&mut tx, LINT_EDGES_SQL, namespace).await?;
-    let dangling_edges = edges_where(&mut tx, LINT_DANGLING_SQL, namespace).await?;
-    Ok(LintRows {
-        core,
-        wiki,
-        unconsolidated,
-        rules,
-        others,
-        archived,
-        edges,
-        dangling_edges,
-    })
+    for selection in &packet.selections {
+        let mut qb = QueryBuilder::<Sqlite>::new("");
+        push_selection(&mut qb, selection);
+        let found = qb.build().fetch_all(&mut *tx).await.db()?;
+        out.selections.push(rows::all(&found, with_actor).db()?);
+    }
+    for (namespace, path) in &packet.links_of {
+        out.links
+            .push(backlinks_on(&mut tx, namespace, path).await.db()?);
+    }
+    if let Some(namespace) = &packet.edges_of {
+        out.edges = edges_where(&mut tx, EDGES_SQL, namespace).await?;
+        out.dangling_edges = edges_where(&mut tx, DANGLING_SQL, namespace).await?;
+    }
+    Ok(out)
 }
 
 pub(crate) async fn page_documents(

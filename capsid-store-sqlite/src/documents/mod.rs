@@ -8,7 +8,7 @@ mod write;
 use async_trait::async_trait;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::ports::{
-    AuditEntry, Backlinks, BriefRows, DocFilter, DocumentStore, DocumentWrite, LintRows, SearchHit,
+    AuditEntry, Backlinks, DocFilter, DocumentStore, DocumentWrite, Packet, PacketRows, SearchHit,
     StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
@@ -19,7 +19,7 @@ use crate::error::DbResult;
 use crate::rows::{self, doc_columns, limit as sql_limit, summary_columns};
 use crate::store::SqliteStore;
 
-pub(crate) use gather::BRIEF_OPEN_TASKS_SQL;
+pub(crate) use gather::push_selection;
 pub(crate) use search::{as_phrase, filtered_expression, push_search};
 pub(crate) use write::{apply_write, live_row};
 
@@ -264,12 +264,8 @@ impl DocumentStore for SqliteStore {
         Ok(exist)
     }
 
-    async fn brief_rows(&self, namespace: &str) -> StoreResult<BriefRows> {
-        gather::brief_rows(self, namespace).await
-    }
-
-    async fn lint_rows(&self, namespace: &str) -> StoreResult<LintRows> {
-        gather::lint_rows(self, namespace).await
+    async fn read_packet(&self, packet: &Packet) -> StoreResult<PacketRows> {
+        gather::read_packet(self, packet).await
     }
 
     async fn page_documents(

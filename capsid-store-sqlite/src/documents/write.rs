@@ -2,6 +2,7 @@
 //! and archive, each one `BEGIN IMMEDIATE` transaction that commits whole or not at all.
 
 use capsid_core::docs::document::Document;
+use capsid_core::docs::packets::{DEFAULT_STATUS, DEFAULT_TYPE};
 use capsid_core::ports::{
     AuditEntry, DocumentWrite, StoreError, StoreResult, WriteGuard, WriteReceipt,
 };
@@ -54,7 +55,7 @@ async fn snapshot(
 
 const UPSERT_SQL: &str = concat!(
     "INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) \
-     VALUES (?1, ?2, ?3, ?4, COALESCE(?5, 'note'), COALESCE(?6, 'published'), ?7, ?8, ?8) \
+     VALUES (?1, ?2, ?3, ?4, COALESCE(?5, ?9), COALESCE(?6, ?10), ?7, ?8, ?8) \
      ON CONFLICT (namespace, path) DO UPDATE SET \
      title = COALESCE(?3, title), body = COALESCE(?4, body), type = COALESCE(?5, type), \
      status = COALESCE(?6, status), tags = COALESCE(?7, tags), updated_at = ?8 \
@@ -82,6 +83,9 @@ pub(crate) async fn apply_write(
         .bind(&write.status)
         .bind(&write.tags)
         .bind(write.at.to_string())
+        // A new row's type and status when the write names none: the core's defaults.
+        .bind(DEFAULT_TYPE.as_str())
+        .bind(DEFAULT_STATUS.as_str())
         .fetch_one(&mut *conn)
         .await
         .db()?;

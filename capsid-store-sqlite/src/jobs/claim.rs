@@ -77,6 +77,7 @@ pub(crate) async fn claim_job(
     let (updated, outcome) = match request.decider.decide(&candidate) {
         // Dropping the transaction rolls it back: nothing was written.
         ClaimVerdict::Refuse(reason) => return Ok(ClaimOutcome::Refused(candidate, reason)),
+        ClaimVerdict::NeedsRecord => return Ok(ClaimOutcome::NeedsRecord(candidate)),
         ClaimVerdict::Claim(audit) => {
             let row = sqlx::query(CLAIM_SQL)
                 .bind(&request.actor)

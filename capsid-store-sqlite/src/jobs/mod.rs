@@ -49,8 +49,8 @@ pub(crate) async fn record_outcome(
     let row = &outcome.row;
     let inserted: Option<String> = sqlx::query_scalar(
         "INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, \
-         tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
+         tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, \
+         reviewed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
     )
     .bind(&row.job_id)
     .bind(&row.agent)
@@ -67,6 +67,7 @@ pub(crate) async fn record_outcome(
     .bind(result_kind_text(row.result_kind))
     .bind(&row.verified)
     .bind(&row.recorded_at)
+    .bind(&row.reviewed_by)
     .fetch_optional(&mut *conn)
     .await
     .db()?;
@@ -281,7 +282,7 @@ impl JobStore for SqliteStore {
     async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
         let mut qb = QueryBuilder::<Sqlite>::new(
             "SELECT job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, tests_added, ci_green, \
-             blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at FROM job_outcomes",
+             blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, reviewed_by FROM job_outcomes",
         );
         if let Some(agent) = agent {
             qb.push(" WHERE agent = ").push_bind(agent.to_owned());

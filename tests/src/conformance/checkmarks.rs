@@ -20,7 +20,7 @@ use tokio::sync::Barrier;
 use super::support::{at, audit_count};
 
 /// A checkpoint of `agent` in `namespace` with `status` at minute `when`.
-fn cp(namespace: &str, agent: &str, status: AgentStatus, when: i64) -> NewCheckpoint {
+pub(crate) fn cp(namespace: &str, agent: &str, status: AgentStatus, when: i64) -> NewCheckpoint {
     let asks = status.waits_on_a_human();
     NewCheckpoint {
         namespace: namespace.to_owned(),
@@ -58,7 +58,7 @@ fn checkpoint_audit(agent: &str, namespace: &str, when: Timestamp) -> Checkpoint
     })
 }
 
-async fn record<S: Store + ?Sized>(store: &S, c: NewCheckpoint) -> CheckmarkView {
+pub(crate) async fn record<S: Store + ?Sized>(store: &S, c: NewCheckpoint) -> CheckmarkView {
     let audit = checkpoint_audit(&c.agent, &c.namespace, c.at);
     let what = format!("{}/{}", c.namespace, c.agent);
     store
@@ -67,7 +67,12 @@ async fn record<S: Store + ?Sized>(store: &S, c: NewCheckpoint) -> CheckmarkView
         .unwrap_or_else(|e| panic!("checkpoint {what}: {e}"))
 }
 
-fn plain_audit(action: &str, namespace: Option<&str>, path: &str, when: Timestamp) -> AuditEntry {
+pub(crate) fn plain_audit(
+    action: &str,
+    namespace: Option<&str>,
+    path: &str,
+    when: Timestamp,
+) -> AuditEntry {
     AuditEntry {
         actor: "github:owner".into(),
         action: action.into(),

@@ -1,6 +1,7 @@
 //! Conformance cases for the one-read packets (`brief_rows`, `lint_rows`) and `last_actor`.
 
 use capsid_core::docs::kinds::LinkType;
+use capsid_core::docs::packets::{BriefRows, LintRows, brief_packet, lint_packet};
 use capsid_core::ports::{DocWithActor, DocumentWrite, Store, WriteGuard};
 
 use super::support::{at, audit, link, typed, write};
@@ -136,7 +137,12 @@ pub async fn brief_rows_contents<S: Store>(store: &S) {
     )
     .await;
 
-    let rows = store.brief_rows("proj").await.expect("brief rows");
+    let rows = BriefRows::from_packet(
+        store
+            .read_packet(&brief_packet("proj"))
+            .await
+            .expect("brief rows"),
+    );
     let conventions = rows.conventions.expect("conventions");
     assert_eq!(
         (
@@ -196,7 +202,12 @@ pub async fn brief_rows_contents<S: Store>(store: &S) {
         t(&[("depends-on", "proj", "spec.md")])
     );
 
-    let empty = store.brief_rows("nobody").await.expect("brief rows");
+    let empty = BriefRows::from_packet(
+        store
+            .read_packet(&brief_packet("nobody"))
+            .await
+            .expect("brief rows"),
+    );
     assert!(
         empty.core.is_none() && empty.open_tasks.is_empty() && empty.recent_episodics.is_empty()
     );
@@ -334,7 +345,12 @@ pub async fn lint_rows_contents<S: Store>(store: &S) {
     y.links = Some(vec![link(LinkType::Governs, "other", "ghost3.md")]);
     put_as(store, "agent:a", y).await;
 
-    let rows = store.lint_rows("proj").await.expect("lint rows");
+    let rows = LintRows::from_packet(
+        store
+            .read_packet(&lint_packet("proj"))
+            .await
+            .expect("lint rows"),
+    );
     assert_eq!(rows.core.as_ref().map(|d| d.path.as_str()), Some("core.md"));
     let mut wiki: Vec<&str> = rows.wiki.iter().map(|d| d.path.as_str()).collect();
     wiki.sort_unstable();

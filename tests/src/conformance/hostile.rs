@@ -148,6 +148,12 @@ pub fn hostile_globs() -> Vec<String> {
     .collect();
     globs.push("*".repeat(512));
     globs.push("[".repeat(512));
+    // Work bombs (SPEC 8): the core refuses them at `find`; a store asked anyway still
+    // answers, within its own bound (Postgres's statement timeout).
+    globs.push("*a".repeat(256));
+    globs.push("*?".repeat(256));
+    globs.push(format!("*[{}]", "bcdefghijklmnopqrstuvwxyz".repeat(20)));
+    globs.push(format!("{}*", "?".repeat(511)));
     globs
 }
 

@@ -11,8 +11,9 @@ use capsid_core::ports::{
 use capsid_core::time::Timestamp;
 
 use super::support::{
-    RefuseDecider, SECRET, SignatureDecider, Toward, assert_mirror, at, audit_count, best, claim,
-    complete_patch, doc, fail_patch, job_audit, job_id, mirror, new_job, transition,
+    NeedsRecordDecider, RefuseDecider, SECRET, SignatureDecider, Toward, assert_mirror, at,
+    audit_count, best, claim, complete_patch, doc, fail_patch, job_audit, job_id, mirror, new_job,
+    transition,
 };
 
 /// Posts a job, panicking on failure.
@@ -333,6 +334,35 @@ pub async fn claim_refused_leaves_job_untouched<S: Store>(store: &S) {
     assert_eq!(audit_count(store).await, audits);
     assert_eq!(store.held_job("agent:a").await.expect("held"), None);
     assert!(store.outcomes(None).await.expect("outcomes").is_empty());
+}
+
+/// A decider that needs the claimer's record changes nothing and names the job it asked about,
+/// for a targeted claim and for the best queued one alike.
+pub async fn claim_needing_a_record_changes_nothing<S: Store>(store: &S) {
+    let job = post(store, &job_id(2), "proj", "Needs a record", 0, at(0)).await;
+    let mirror_before = doc(store, "proj", &job_doc_path(&job.id)).await;
+    let audits = audit_count(store).await;
+    for target in [ClaimTarget::Id(job.id.clone()), best("proj")] {
+        let outcome = store
+            .claim_job(ClaimRequest {
+                target,
+                actor: "agent:a".into(),
+                now: at(5),
+                lease_expires: at(245),
+                decider: &NeedsRecordDecider,
+                mirror: mirror(at(5)),
+            })
+            .await
+            .expect("claim");
+        assert_eq!(outcome, ClaimOutcome::NeedsRecord(job.clone()));
+    }
+    assert_eq!(store.job(&job.id).await.expect("job"), Some(job.clone()));
+    assert_eq!(
+        doc(store, "proj", &job_doc_path(&job.id)).await,
+        mirror_before
+    );
+    assert_eq!(audit_count(store).await, audits);
+    assert_eq!(store.held_job("agent:a").await.expect("held"), None);
 }
 
 /// A failing decider (a tampered body) marks the job failed with its summary, audit,

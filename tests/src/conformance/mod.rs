@@ -2,6 +2,7 @@
 //! by port, that `tests/conformance.rs` runs against every backend on a fresh store.
 
 pub mod agents;
+pub mod backup;
 pub mod checkmarks;
 pub mod documents_guards;
 pub mod documents_packets;
@@ -9,6 +10,7 @@ pub mod documents_paths;
 pub mod documents_read;
 pub mod documents_search;
 pub mod documents_write;
+pub mod gauges;
 pub mod hostile;
 pub mod jobs_claim;
 pub mod jobs_flow;
@@ -16,5 +18,6 @@ pub mod jobs_records;
 pub mod oauth;
 pub mod races;
 pub mod registry;
+pub mod reviews;
 pub mod settings;
 pub mod support;

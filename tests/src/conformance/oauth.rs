@@ -13,7 +13,7 @@ use capsid_core::ports::{
 use capsid_core::time::Timestamp;
 use tokio::sync::Barrier;
 
-use super::support::at;
+use super::support::{at, audit, audit_count};
 
 fn client(id: &str, expires: Timestamp) -> OAuthClientRow {
     OAuthClientRow {
@@ -465,10 +465,33 @@ pub async fn oauth_revoke_all_grants_ends_every_client<S: Store>(store: &S) {
         .await
         .expect("redeem");
     store.revoke_grant("g2", at(4)).await.expect("revoke one");
+    let audits = audit_count(store).await;
+    let row = |n: u64| {
+        let mut entry = audit("github:owner", "console-revoke_grants", "-", "-", at(5));
+        entry.params = serde_json::json!({ "grants_revoked": n });
+        entry
+    };
     assert_eq!(
-        store.revoke_all_grants(at(5)).await.expect("revoke all"),
+        store
+            .revoke_all_grants(at(5), &row)
+            .await
+            .expect("revoke all"),
         1,
         "only the live grant counts"
+    );
+    let newest = store
+        .recent_audit(&Default::default(), 1)
+        .await
+        .expect("audit");
+    assert_eq!(
+        audit_count(store).await,
+        audits + 1,
+        "its audit row came with it"
+    );
+    assert_eq!(
+        newest[0].params.as_deref(),
+        Some(r#"{"grants_revoked":1}"#),
+        "the row records the count the transaction saw"
     );
     for t in ["t1-access", "t1-refresh"] {
         let row = store.token(t).await.expect("token").expect("kept");
@@ -489,7 +512,7 @@ pub async fn oauth_revoke_all_grants_ends_every_client<S: Store>(store: &S) {
         "approvals are forgotten"
     );
     assert_eq!(
-        store.revoke_all_grants(at(7)).await.expect("again"),
+        store.revoke_all_grants(at(7), &row).await.expect("again"),
         0,
         "nothing left"
     );

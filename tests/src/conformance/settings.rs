@@ -1,9 +1,108 @@
 //! Conformance cases for settings (expiry by the passed `now`, compare-and-set), the replay
 //! cache, the leader lease, the improve and skill tables, and the health probes.
 
-use capsid_core::ports::{SkillEvaluationRow, SkillRow, Store};
+use capsid_core::ports::{Expect, SettingChange, SkillEvaluationRow, SkillRow, Store};
 
 use super::support::{at, audit, audit_count, put, write};
+
+/// A change someone asked for: every expectation holds, then every change and the audit row
+/// commit together; one failed expectation writes nothing at all (no value, no row).
+pub async fn settings_change_with_its_audit_row<S: Store>(store: &S) {
+    store
+        .put_setting("lease", "agent:a", None)
+        .await
+        .expect("put");
+    let audits = audit_count(store).await;
+    let refused = [
+        SettingChange::put("pause:x", "holiday"),
+        SettingChange {
+            key: "lease".into(),
+            expected: Expect::Value(Some("agent:b".into())),
+            value: Some("agent:c".into()),
+            expires_at: Some(at(60)),
+        },
+    ];
+    let applied = store
+        .change_settings(
+            &refused,
+            audit("agent:c", "improve-claim", "x", "-", at(1)),
+            at(1),
+        )
+        .await
+        .expect("change");
+    assert!(!applied, "the lease is agent:a's, not agent:b's");
+    assert_eq!(
+        store.setting("pause:x", at(1)).await.expect("get"),
+        None,
+        "nothing applied"
+    );
+    assert_eq!(
+        store.setting("lease", at(1)).await.expect("get").as_deref(),
+        Some("agent:a")
+    );
+    assert_eq!(
+        audit_count(store).await,
+        audits,
+        "no audit row for a change that did not happen"
+    );
+
+    let taken = [
+        SettingChange::put("pause:x", "holiday"),
+        SettingChange::delete("pause:y"),
+        SettingChange {
+            key: "lease".into(),
+            expected: Expect::Value(Some("agent:a".into())),
+            value: Some("agent:c".into()),
+            expires_at: Some(at(60)),
+        },
+        SettingChange {
+            key: "fresh".into(),
+            expected: Expect::Value(None),
+            value: Some("v".into()),
+            expires_at: None,
+        },
+    ];
+    assert!(
+        store
+            .change_settings(
+                &taken,
+                audit("agent:c", "improve-claim", "x", "-", at(2)),
+                at(2)
+            )
+            .await
+            .expect("change")
+    );
+    assert_eq!(
+        store
+            .setting("pause:x", at(2))
+            .await
+            .expect("get")
+            .as_deref(),
+        Some("holiday")
+    );
+    assert_eq!(
+        store
+            .setting("lease", at(59))
+            .await
+            .expect("get")
+            .as_deref(),
+        Some("agent:c")
+    );
+    assert_eq!(
+        store.setting("lease", at(60)).await.expect("get"),
+        None,
+        "it expires"
+    );
+    assert_eq!(
+        store.setting("fresh", at(2)).await.expect("get").as_deref(),
+        Some("v")
+    );
+    assert_eq!(
+        audit_count(store).await,
+        audits + 1,
+        "one row for the whole change"
+    );
+}
 
 /// Put, get, expiry judged at the passed `now`, delete.
 pub async fn settings_put_get_expire_delete<S: Store>(store: &S) {

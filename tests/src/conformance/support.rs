@@ -243,6 +243,15 @@ impl ClaimDecider for RefuseDecider {
     }
 }
 
+/// Asks for the claimer's track record about every candidate.
+pub struct NeedsRecordDecider;
+
+impl ClaimDecider for NeedsRecordDecider {
+    fn decide(&self, _job: &Job) -> ClaimVerdict {
+        ClaimVerdict::NeedsRecord
+    }
+}
+
 /// A claim request with a four-hour lease.
 pub fn claim<'a>(target: ClaimTarget, decider: &'a SignatureDecider) -> ClaimRequest<'a> {
     ClaimRequest {
@@ -281,6 +290,7 @@ pub fn outcome_row(job: &Job, agent: &str, when: Timestamp) -> OutcomeRow {
         verified: r#"{"prs_opened":false,"prs_merged":false,"commits":false,"files_changed":false,"ci_green":false}"#
             .to_owned(),
         recorded_at: when.to_string(),
+        reviewed_by: None,
     }
 }
 

@@ -186,6 +186,17 @@ impl Repo {
         sha
     }
 
+    /// Points `branch` at `sha`; an open pull request whose head is `branch` follows it, as
+    /// GitHub's does when a commit is pushed to its head.
+    pub fn move_branch(&mut self, branch: &str, sha: &str) {
+        self.branches.insert(branch.to_owned(), sha.to_owned());
+        for pull in self.pulls.values_mut() {
+            if pull.head == branch && pull.state == "open" {
+                pull.head_sha = sha.to_owned();
+            }
+        }
+    }
+
     /// Every commit reachable from `sha`.
     pub fn ancestors(&self, sha: &str) -> BTreeSet<String> {
         let mut seen = BTreeSet::new();

@@ -183,7 +183,7 @@ pub fn repo(
             };
             let msg = body["message"].as_str().unwrap_or_default();
             let sha = repo.commit(vec![head], tree, msg, &date);
-            repo.branches.insert(branch, sha.clone());
+            repo.move_branch(&branch, &sha);
             let content = content.map(|b| json!({"path": path, "sha": blob_sha(&b)}));
             reply(
                 if m == "PUT" && current.is_none() {
@@ -365,6 +365,12 @@ pub fn repo(
             }
             let ba = repo.ancestors(&bs);
             let commits = repo.ancestors(&hs).difference(&ba).count() as u64;
+            if commits == 0 {
+                return message(
+                    422,
+                    &format!("Validation Failed: No commits between {base} and {head}"),
+                );
+            }
             let changed = diff(&repo.commits[&bs].tree, &repo.commits[&hs].tree).len() as u64;
             let number = fresh;
             let pull = Pull {

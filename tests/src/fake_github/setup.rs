@@ -66,6 +66,16 @@ impl FakeGitHub {
         st.repos.insert(full.into(), repo);
     }
 
+    /// Makes `branch` (cut from the current default branch's head) the default branch of
+    /// `full`.
+    pub fn set_default_branch(&self, full: &str, branch: &str) {
+        self.with_repo(full, |repo| {
+            let head = repo.branches[&repo.default_branch].clone();
+            repo.branches.insert(branch.to_owned(), head);
+            repo.default_branch = branch.to_owned();
+        });
+    }
+
     /// Commits `files` (`None` deletes) on `branch` (cut from the default branch when
     /// missing); returns the commit.
     pub fn commit(
@@ -91,7 +101,7 @@ impl FakeGitHub {
                 };
             }
             let sha = repo.commit(vec![parent], tree, message, &date);
-            repo.branches.insert(branch.to_owned(), sha.clone());
+            repo.move_branch(branch, &sha);
             sha
         })
     }

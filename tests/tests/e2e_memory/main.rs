@@ -2,9 +2,12 @@
 //! Postgres; credentials and the one enforcement point as callers meet them. Each module holds
 //! its scenarios and expands them once per store.
 
+mod bounds;
 mod credentials;
 mod enforcement;
+mod metadata;
 mod round_trip;
+mod slow_clients;
 mod surfaces;
 mod writes;
 
@@ -26,6 +29,7 @@ pub(crate) fn options() -> ServerOptions {
         sessions: false,
         repo_host: None,
         webhook: None,
+        ..ServerOptions::default()
     }
 }
 

@@ -256,8 +256,17 @@ async fn memory_tools_round_trip(s: &TestServer) {
         "repo drift is not checked without repo access"
     );
 
-    // update_namespace keeps the previous mapping.
-    let upd = c
+    // update_namespace is admin only (SPEC 8); a legacy write key is an admin, and the
+    // remap keeps the previous mapping.
+    let err = c
+        .err(
+            "update_namespace",
+            json!({"namespace": "alpha", "repos": "[{\"repo\":\"octo/alpha2\"}]"}),
+        )
+        .await;
+    assert!(err.contains("admin only"), "{err}");
+    let op = s.client(crate::OP_WRITE).await;
+    let upd = op
         .ok(
             "update_namespace",
             json!({"namespace": "alpha", "repos": "[{\"repo\":\"octo/alpha2\"}]"}),

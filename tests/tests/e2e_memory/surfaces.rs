@@ -1,5 +1,5 @@
-//! The other surfaces: resources and prompts, malformed requests (never a 500, nothing
-//! changed), and `/health`.
+//! The other surfaces: resources and prompts, malformed and slow requests (never a 500,
+//! nothing changed), and `/health`.
 
 use capsid_tests::e2e_cases;
 use capsid_tests::server::TestServer;
@@ -161,6 +161,42 @@ async fn malformed_requests_never_500_and_change_nothing(s: &TestServer) {
         );
         i += 1;
     }
+    // SPEC 8's hostile cases: a prompt bomb (100 kB of placeholders, a 5 kB argument), an
+    // append past the body bound, and glob bombs. Each is refused by name, small, and
+    // changes nothing.
+    s.admin("write", json!({"namespace": "alpha", "path": "prompts/bomb.md", "title": "Bomb", "type": "prompt", "body": "{{a}}".repeat(20_000)}))
+        .await;
+    let bomb = json!({"jsonrpc": "2.0", "id": "bomb", "method": "prompts/get",
+                      "params": {"name": "alpha/prompts/bomb", "arguments": {"a": "x".repeat(5_000)}}});
+    let append = json!({"jsonrpc": "2.0", "id": "grow", "method": "tools/call",
+                        "params": {"name": "write", "arguments": {"namespace": "alpha", "path": "keep.md", "mode": "append", "body": "g".repeat(999_999)}}});
+    let mut refused_by_name = vec![
+        (bomb.to_string(), "1000000"),
+        (append.to_string(), "1000000"),
+    ];
+    for glob in [
+        "*a".repeat(256),
+        "?*".repeat(256),
+        format!("*[{}]", "z".repeat(500)),
+    ] {
+        let find = json!({"jsonrpc": "2.0", "id": "glob", "method": "tools/call",
+                          "params": {"name": "find", "arguments": {"namespace": "alpha", "glob": glob}}});
+        refused_by_name.push((find.to_string(), "limit"));
+    }
+    for (body, named) in &refused_by_name {
+        let (status, text, _) = raw_post(&url, Some(&key), body).await;
+        assert!(
+            status < 500,
+            "status {status}: {}",
+            &text[..text.len().min(300)]
+        );
+        assert!(
+            text.contains(named) && text.len() < 10_000,
+            "refused by name, and small ({} bytes): {}",
+            text.len(),
+            &text[..text.len().min(300)]
+        );
+    }
     let mut statuses = std::collections::BTreeMap::new();
     for body in &bodies {
         let (status, text, _) = raw_post(&url, Some(&key), body).await;
@@ -173,8 +209,9 @@ async fn malformed_requests_never_500_and_change_nothing(s: &TestServer) {
         *statuses.entry(status).or_insert(0) += 1;
     }
     eprintln!("malformed-request statuses: {statuses:?}");
+    crate::slow_clients::slow_clients_are_cut_off(s, crate::options(), &key).await;
     let list = s.admin("list", json!({"namespace": "alpha"})).await;
-    assert_eq!(list["count"], 1, "the store is unchanged: {list}");
+    assert_eq!(list["count"], 2, "the store is unchanged: {list}");
     assert_eq!(
         s.admin("read", json!({"namespace": "alpha", "path": "keep.md"}))
             .await["body"],

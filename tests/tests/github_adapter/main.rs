@@ -12,8 +12,11 @@
 //!   bound, GitHub's statuses as errors, `capsid doctor`, and the logs.
 //! - `read_tools`: the read tools (tree, files, refs, history, code search) and their budgets.
 //! - `write_tools`: file writes, branches and pull requests, bad input, the audit failure.
+//! - `boundaries`: pr mode never reaches the default branch, landed mutations are audited, the
+//!   namespace mapping is admin-only to change, the repos axis holds for the resolved repo.
 //! - `ci`: CI status and dispatch.
-//! - `outcomes`: the facts other features read, outcome verification and the review gate.
+//! - `outcomes`: the facts other features read and outcome verification.
+//! - `review_gate`: verdicts through Capsid by another agent, pinned to the head they reviewed.
 
 use capsid_core::ports::RepoRef;
 use capsid_tests::fake_github::FakeGitHub;
@@ -21,10 +24,12 @@ use capsid_tests::server::{Client, TestServer};
 use serde_json::{Value, json};
 
 mod adapter;
+mod boundaries;
 mod ci;
 mod ci_poller;
 mod outcomes;
 mod read_tools;
+mod review_gate;
 mod write_tools;
 
 const REPO: &str = "octo/alpha";

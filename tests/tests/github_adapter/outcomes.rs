@@ -1,6 +1,5 @@
-//! What outcome verification and the review gate read from GitHub: the adapter's facts
-//! (pull requests, their files, check runs, workflow runs, comments), then both features end
-//! to end (once per store).
+//! What outcome verification reads from GitHub: the adapter's facts (pull requests, their
+//! files, check runs, workflow runs, comments), then verification end to end (once per store).
 
 use capsid_core::ports::{RepoHost, RepoHostError};
 use capsid_tests::fake_github::FakeGitHub;
@@ -9,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{ALPHA, REPO, agent, fake, repo, setup_alpha};
 
-capsid_tests::github_cases!(outcome_verification_and_review_gate_read_github,);
+capsid_tests::github_cases!(outcome_verification_reads_github,);
 
 #[tokio::test]
 async fn the_facts_other_features_read() {
@@ -103,7 +102,7 @@ async fn the_facts_other_features_read() {
     assert!(gh.refusals().is_empty(), "{:?}", gh.refusals());
 }
 
-async fn outcome_verification_and_review_gate_read_github(s: &TestServer, g: &FakeGitHub) {
+async fn outcome_verification_reads_github(s: &TestServer, g: &FakeGitHub) {
     setup_alpha(s, g).await;
     let a = agent(s, "driver-a", &["read", "write"], json!({})).await;
     // Two merged PRs; CI green on the last one's head.
@@ -163,18 +162,10 @@ async fn outcome_verification_and_review_gate_read_github(s: &TestServer, g: &Fa
     assert!(g.count("GET", &format!("/pulls/{pr2}")) >= 1);
     assert!(g.count("GET", "/actions/runs") >= 1);
 
-    // The review gate reads issue comments through the adapter.
-    g.commit(ALPHA, "three", &[("e.txt", Some("e"))], "Three");
-    let pr3 = g.open_pull(ALPHA, "three", "main", "Three", "");
-    g.comment(
-        ALPHA,
-        pr3,
-        "rev",
-        "REVIEW: needs a test. CHANGES",
-        "2026-11-01T00:00:00Z",
-    );
+    // Evidence that cannot be read stays driver-reported and unverified. (The review gate,
+    // which reads verdicts recorded through Capsid, is `review_gate`.)
     let post = a
-        .ok("jobs", json!({"action": "post", "namespace": "alpha", "title": "Reviewed", "body": "Do it.\n", "review_required": true}))
+        .ok("jobs", json!({"action": "post", "namespace": "alpha", "title": "Unreadable", "body": "Do it.\n"}))
         .await;
     let id = post["job"]["id"].clone();
     a.ok(
@@ -182,63 +173,6 @@ async fn outcome_verification_and_review_gate_read_github(s: &TestServer, g: &Fa
         json!({"action": "claim", "id": id, "namespace": "alpha"}),
     )
     .await;
-    let out = a
-        .ok("jobs", json!({"action": "complete", "id": id, "namespace": "alpha", "result_summary": "done", "result_ref": url(pr3)}))
-        .await;
-    assert_eq!(out["ok"], false, "{out}");
-    assert!(
-        out["refusal"]
-            .to_string()
-            .contains("spent a correction (1 of 2)"),
-        "{out}"
-    );
-    g.comment(
-        ALPHA,
-        pr3,
-        "rev",
-        "REVIEW: good now. **APPROVE**",
-        "2026-11-02T00:00:00Z",
-    );
-    let out = a
-        .ok("jobs", json!({"action": "complete", "id": id, "namespace": "alpha", "result_summary": "done", "result_ref": url(pr3)}))
-        .await;
-    assert_eq!(out["job"]["status"], "done", "{out}");
-    assert!(g.count("GET", &format!("/issues/{pr3}/comments")) >= 2);
-
-    // GitHub unreadable: the review gate holds the job (never an approval) ...
-    let post = a
-        .ok("jobs", json!({"action": "post", "namespace": "alpha", "title": "Held", "body": "Do it.\n", "review_required": true}))
-        .await;
-    let id = post["job"]["id"].clone();
-    a.ok(
-        "jobs",
-        json!({"action": "claim", "id": id, "namespace": "alpha"}),
-    )
-    .await;
-    g.fault("GET", "/comments", 502, &[], "upstream broke", 1);
-    let out = a
-        .call("jobs", json!({"action": "complete", "id": id, "namespace": "alpha", "result_summary": "done", "result_ref": url(pr3)}))
-        .await;
-    let text = match &out {
-        Ok(v) => v.to_string(),
-        Err(e) => e.clone(),
-    };
-    assert!(
-        out.as_ref().map_or(true, |v| v["ok"] == false),
-        "an unreadable review is no approval: {text}"
-    );
-    let listed = a
-        .ok(
-            "jobs",
-            json!({"action": "list", "namespace": "alpha", "status": "claimed"}),
-        )
-        .await;
-    let held = listed["jobs"]
-        .as_array()
-        .and_then(|jobs| jobs.iter().find(|j| j["id"] == id))
-        .unwrap_or_else(|| panic!("the job is listed: {listed}"));
-    assert_eq!(held["status"], "claimed", "the job is held: {held}");
-    // ... and evidence that cannot be read stays driver-reported and unverified.
     let done = a
         .ok(
             "jobs",

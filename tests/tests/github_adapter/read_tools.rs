@@ -11,6 +11,7 @@ capsid_tests::github_cases!(
     read_tools_answer_from_the_mapped_repository,
     search_code_pages_and_never_hides_exhaustion,
     big_answers_are_cut_within_their_budgets,
+    a_single_file_read_is_cut_at_its_budget,
 );
 
 async fn read_tools_answer_from_the_mapped_repository(s: &TestServer, g: &FakeGitHub) {
@@ -302,4 +303,44 @@ async fn big_answers_are_cut_within_their_budgets(s: &TestServer, g: &FakeGitHub
             .is_some_and(|n| n.contains("max_results")),
         "{out}"
     );
+}
+
+/// A single-file read is cut at a byte budget with a note, as batch reads are (SPEC 8): a
+/// 1.5 MB file answers at most 1,000,000 bytes of content, says so, and says how large the
+/// file is.
+async fn a_single_file_read_is_cut_at_its_budget(s: &TestServer, g: &FakeGitHub) {
+    setup_alpha(s, g).await;
+    let r = agent(s, "reader", &["read"], json!({})).await;
+    let huge = "0123456789abcdé\n".repeat(100_000);
+    g.commit(ALPHA, "main", &[("huge.txt", Some(huge.as_str()))], "Huge");
+    let out = r
+        .ok(
+            "read_repo_file",
+            json!({"namespace": "alpha", "path": "huge.txt"}),
+        )
+        .await;
+    let content = out["content"].as_str().expect("content");
+    assert!(
+        content.len() <= 1_000_000 && content.len() > 900_000,
+        "{}",
+        content.len()
+    );
+    assert!(huge.starts_with(content), "cut on a character boundary");
+    assert_eq!(out["truncated"], true);
+    assert_eq!(out["size"], huge.len());
+    assert!(
+        out["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("1000000") && n.contains("search_code")),
+        "{}",
+        out["note"]
+    );
+    // A small file is whole and says so.
+    let out = r
+        .ok(
+            "read_repo_file",
+            json!({"namespace": "alpha", "path": "README.md"}),
+        )
+        .await;
+    assert_eq!(out["truncated"], false, "{out}");
 }

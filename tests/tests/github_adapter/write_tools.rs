@@ -483,7 +483,8 @@ async fn an_audit_failure_after_a_mutation_says_do_not_retry(s: &TestServer, g: 
             .await,
         0
     );
-    // Other mutations are still audited as usual.
+    // Other mutations are still audited as usual (a pull request needs a commit on its head).
+    g.commit(ALPHA, "made-anyway", &[("anyway.txt", Some("x"))], "Anyway");
     let out = w
         .ok(
             "open_pr",

@@ -42,14 +42,26 @@ impl Env {
     }
 
     pub(crate) async fn start_as(admin_login: &str) -> Env {
+        Env::start_with(admin_login, ServerOptions::default()).await
+    }
+
+    /// A server whose trusted reverse proxies are `cidrs` (CAPSID_TRUSTED_PROXIES).
+    pub(crate) async fn start_behind_proxy(cidrs: &[&str]) -> Env {
+        let options = ServerOptions {
+            trusted_proxies: cidrs.iter().map(|c| c.parse().expect("a CIDR")).collect(),
+            ..ServerOptions::default()
+        };
+        Env::start_with(OWNER, options).await
+    }
+
+    async fn start_with(admin_login: &str, options: ServerOptions) -> Env {
         let github = FakeGitHub::start(OWNER, OWNER_ID).await;
         let (dir, db, store) = sqlite().await;
         let gh = github.clone();
         let admin = admin_login.to_owned();
-        let server = TestServer::start_with_owner(store, ServerOptions::default(), move |_| {
-            Some(gh.owner_config(&admin))
-        })
-        .await;
+        let server =
+            TestServer::start_with_owner(store, options, move |_| Some(gh.owner_config(&admin)))
+                .await;
         Env {
             server,
             github,

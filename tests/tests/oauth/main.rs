@@ -6,6 +6,7 @@
 mod cdp;
 mod env;
 
+mod behind_a_proxy;
 mod codes_and_pkce;
 mod consent;
 mod console;

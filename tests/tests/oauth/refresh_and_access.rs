@@ -203,6 +203,7 @@ async fn mcp_rechecks_the_owner_on_every_request() {
         },
         oauth_missing: Vec::new(),
         owner: Some(env.github.owner_config("someone-else")),
+        trusted_proxies: Vec::new(),
     };
     let app = capsid_http::router(capsid_http::AppState::new(
         env.server.service.clone(),

@@ -4,6 +4,14 @@
 use super::*;
 use proptest::prelude::*;
 
+/// A class is shown (and recorded in the resume's audit row) by the id the policy document
+/// spells.
+#[test]
+fn classes_display_as_the_policy_spells_them() {
+    let shown: Vec<String> = GateClass::ALL.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, ["additive_migration", "push_branch", "open_pr"]);
+}
+
 fn policy(enabled: bool) -> GatePolicy {
     GatePolicy {
         version: "g1".into(),

@@ -31,6 +31,7 @@ fn row(
         result_kind: ResultKind::Pr,
         verified: verified.into(),
         recorded_at: "2026-09-12T00:00:00.000Z".into(),
+        reviewed_by: None,
     }
 }
 

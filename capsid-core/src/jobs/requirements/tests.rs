@@ -174,6 +174,31 @@ fn missing_for_job_asks_grant_namespace_then_flags() {
     ));
 }
 
+/// A claim or resume is a use of the `jobs` tool: a driver whose tools axis leaves `jobs`
+/// out may not take the job, whatever else it holds; `jobs` itself or the wildcard lets it.
+#[test]
+fn missing_for_job_asks_the_tools_axis_for_jobs() {
+    let without_jobs = Scopes {
+        tools: Axis::Only(vec!["read".into(), "write".into()]),
+        ..driver(&[])
+    };
+    assert_eq!(
+        missing_for_job(&without_jobs, "capsid", &JobRequirements::default()),
+        Err(ScopeRefusal::Tool {
+            qualified: "jobs".into(),
+            held: "read, write".into(),
+        })
+    );
+    let with_jobs = Scopes {
+        tools: Axis::Only(vec!["jobs".into()]),
+        ..driver(&[])
+    };
+    assert_eq!(
+        missing_for_job(&with_jobs, "capsid", &JobRequirements::default()),
+        Ok(())
+    );
+}
+
 fn any_requirements() -> impl Strategy<Value = JobRequirements> {
     (
         proptest::sample::subsequence(Flag::ALL.to_vec(), 0..=Flag::ALL.len()),

@@ -3,13 +3,18 @@
 use super::*;
 use proptest::prelude::*;
 
-fn comment(login: &str, body: &str, created_at: &str) -> ReviewComment {
-    ReviewComment {
-        login: login.into(),
-        body: body.into(),
-        created_at: created_at.into(),
+fn verdict(reviewer: &str, word: Verdict, said: &str, head: &str) -> RecordedVerdict {
+    RecordedVerdict {
+        reviewer: reviewer.into(),
+        verdict: word,
+        said: said.into(),
+        head_sha: head.into(),
+        at: "2026-09-12T10:00:00.000Z".into(),
     }
 }
+
+const HOLDER: &str = "agent:driver";
+const HEAD: &str = "headsha000001";
 
 fn pr() -> PrUrl {
     review_pr("https://github.com/acme/api/pull/7").unwrap()
@@ -52,111 +57,154 @@ fn the_envelope_is_strict() {
 }
 
 #[test]
-fn the_newest_review_wins() {
-    let comments = [
-        comment("a", "REVIEW: no. CHANGES", "2026-09-12T10:00:00Z"),
-        comment("b", "REVIEW: fixed. APPROVE", "2026-09-12T11:00:00Z"),
-        comment("c", "just a comment", "2026-09-12T12:00:00Z"),
-        comment("d", "REVIEW: old. BLOCK", "2026-09-12T09:00:00Z"),
+fn the_newest_verdict_of_another_agent_on_the_current_head_wins() {
+    use Verdict::{Approve, Block, Changes};
+    // Newest first, as the store answers.
+    let recorded = [
+        verdict(HOLDER, Approve, "", HEAD),
+        verdict("agent:b", Approve, "fixed", HEAD),
+        verdict("agent:a", Changes, "no", HEAD),
+        verdict("agent:c", Block, "old", "older"),
     ];
-    let review = latest_review(&comments).unwrap();
-    assert_eq!(
-        (review.by.as_str(), review.verdict),
-        ("b", Verdict::Approve)
+    let gate = review_gate(&pr(), HOLDER, Ok(HEAD), &recorded);
+    assert!(
+        matches!(&gate, ReviewGate::Approved(r) if r.by == "agent:b" && r.head_sha == HEAD),
+        "the holder's own verdict never counts: {gate:?}"
     );
-    assert_eq!(review.at, "2026-09-12T11:00:00Z");
+    let only_holder = [verdict(HOLDER, Approve, "", HEAD)];
+    let gate = review_gate(&pr(), HOLDER, Ok(HEAD), &only_holder);
+    assert!(
+        matches!(&gate, ReviewGate::Waiting { reason } if reason.starts_with("no review yet.")),
+        "{gate:?}"
+    );
 }
 
 #[test]
-fn unparseable_timestamps_rank_lowest_and_ties_go_later() {
-    let comments = [
-        comment("bad", "REVIEW: BLOCK", "yesterday"),
-        comment("good", "REVIEW: APPROVE", "2026-09-12T11:00:00Z"),
-        comment("bad2", "REVIEW: CHANGES", ""),
+fn a_newer_commit_invalidates_a_verdict() {
+    let recorded = [verdict(
+        "agent:rev",
+        Verdict::Approve,
+        "ok",
+        "oldhead00000001",
+    )];
+    let gate = review_gate(&pr(), HOLDER, Ok("newhead00000002"), &recorded);
+    let ReviewGate::Waiting { reason } = gate else {
+        panic!("{gate:?}")
+    };
+    assert!(
+        reason.contains("oldhead00000")
+            && reason.contains("newhead00000")
+            && reason.contains("new review"),
+        "{reason}"
+    );
+    // A newer verdict on the new head decides again, even after a stale one.
+    let recorded = [
+        verdict("agent:rev", Verdict::Changes, "one more", "newhead00000002"),
+        verdict("agent:rev", Verdict::Approve, "ok", "oldhead00000001"),
     ];
-    assert_eq!(latest_review(&comments).unwrap().by, "good");
-    let only_bad = [
-        comment("x", "REVIEW: BLOCK", "?"),
-        comment("y", "REVIEW: CHANGES", "??"),
-    ];
-    assert_eq!(latest_review(&only_bad).unwrap().by, "y");
-    let tie = [
-        comment("first", "REVIEW: BLOCK", "2026-09-12T11:00:00Z"),
-        comment("second", "REVIEW: APPROVE", "2026-09-12T11:00:00.000Z"),
-    ];
-    assert_eq!(latest_review(&tie).unwrap().by, "second");
-    assert_eq!(latest_review(&[]), None);
+    assert!(matches!(
+        review_gate(&pr(), HOLDER, Ok("newhead00000002"), &recorded),
+        ReviewGate::Changes { .. }
+    ));
 }
 
 #[test]
-fn the_gate_applies_only_to_a_required_review_of_a_pr() {
+fn the_gate_applies_only_to_a_pull_request_of_a_mapped_repository() {
+    let mapped = vec!["Acme/API".to_owned(), "acme/web".to_owned()];
     let url = Some("https://github.com/acme/api/pull/7");
-    assert_eq!(review_target(true, url), Some(pr()));
-    assert_eq!(review_target(false, url), None);
-    assert_eq!(review_target(true, Some("docs/result.md")), None);
-    assert_eq!(review_target(true, None), None);
+    assert_eq!(
+        review_target(true, url, "ns", &mapped),
+        ReviewTarget::Gated(PrUrl {
+            owner: "Acme".into(),
+            repo: "API".into(),
+            number: 7
+        }),
+        "matched case-insensitively, spelled as mapped"
+    );
+    assert_eq!(
+        review_target(false, Some("docs/result.md"), "ns", &mapped),
+        ReviewTarget::Ungated
+    );
+    assert_eq!(
+        review_target(false, None, "ns", &mapped),
+        ReviewTarget::Ungated
+    );
+    for (reference, wanted) in [
+        (None, "completes only with result_ref"),
+        (Some("docs/result.md"), "not a pull request URL"),
+        (Some("   "), "completes only with result_ref"),
+        (
+            Some("https://github.com/evil/repo/pull/1"),
+            "evil/repo, which is not mapped to namespace ns",
+        ),
+    ] {
+        let target = review_target(true, reference, "ns", &mapped);
+        assert!(
+            matches!(&target, ReviewTarget::Refused(why) if why.contains(wanted)),
+            "{reference:?}: {target:?}"
+        );
+    }
 }
 
 #[test]
 fn outcome_mapping() {
-    let waiting = review_gate(
-        &pr(),
-        Ok(&[comment("a", "nice work", "2026-09-12T10:00:00Z")]),
-    );
+    let waiting = review_gate(&pr(), HOLDER, Ok(HEAD), &[]);
     let ReviewGate::Waiting { reason } = waiting else {
         panic!("{waiting:?}")
     };
     assert!(reason.starts_with("no review yet."), "{reason}");
     assert!(
-        reason.contains("'REVIEW:'") && reason.contains("APPROVE, CHANGES, BLOCK"),
+        reason.contains("'REVIEW:")
+            && reason.contains("APPROVE, CHANGES, BLOCK")
+            && reason.contains("manage_pr action comment")
+            && reason.contains("acme/api#7"),
         "{reason}"
-    );
-
-    let approved = review_gate(
-        &pr(),
-        Ok(&[comment("rev", "REVIEW: ok APPROVE", "2026-09-12T10:00:00Z")]),
-    );
-    assert!(
-        matches!(approved, ReviewGate::Approved(ref r) if r.by == "rev"),
-        "{approved:?}"
     );
 
     let changes = review_gate(
         &pr(),
-        Ok(&[comment(
-            "rev",
-            "REVIEW: add a test. CHANGES",
-            "2026-09-12T10:00:00Z",
-        )]),
+        HOLDER,
+        Ok(HEAD),
+        &[verdict("agent:rev", Verdict::Changes, "add a test.", HEAD)],
     );
     let ReviewGate::Changes { summary, .. } = changes else {
         panic!("{changes:?}")
     };
-    assert_eq!(summary, "review by rev: CHANGES. add a test.");
+    assert_eq!(summary, "review by agent:rev: CHANGES. add a test.");
 
     let block = review_gate(
         &pr(),
-        Ok(&[comment(
-            "rev",
-            "REVIEW: touches billing BLOCK",
-            "2026-09-12T10:00:00Z",
-        )]),
+        HOLDER,
+        Ok(HEAD),
+        &[verdict(
+            "agent:rev",
+            Verdict::Block,
+            "touches billing",
+            HEAD,
+        )],
     );
     let ReviewGate::Block { reason, .. } = block else {
         panic!("{block:?}")
     };
-    assert_eq!(reason, "review by rev: BLOCK. touches billing");
+    assert_eq!(reason, "review by agent:rev: BLOCK. touches billing");
 
     let bare = review_gate(
         &pr(),
-        Ok(&[comment("rev", "REVIEW: BLOCK", "2026-09-12T10:00:00Z")]),
+        HOLDER,
+        Ok(HEAD),
+        &[verdict("agent:rev", Verdict::Block, "", HEAD)],
     );
     assert!(
-        matches!(bare, ReviewGate::Block { ref reason, .. } if reason == "review by rev: BLOCK."),
+        matches!(bare, ReviewGate::Block { ref reason, .. } if reason == "review by agent:rev: BLOCK."),
         "{bare:?}"
     );
 
-    let unreadable = review_gate(&pr(), Err("GitHub answered 502"));
+    let unreadable = review_gate(
+        &pr(),
+        HOLDER,
+        Err("GitHub answered 502"),
+        &[verdict("agent:rev", Verdict::Approve, "", HEAD)],
+    );
     let ReviewGate::Unreadable { reason } = unreadable else {
         panic!("{unreadable:?}")
     };
@@ -173,53 +221,51 @@ fn changes_note_counts_against_the_cap() {
     assert!(changes_note(1).ends_with("spent a correction (1 of 2)"));
 }
 
-fn model_latest(comments: &[ReviewComment]) -> Option<(usize, Verdict)> {
-    let reviews: Vec<(usize, Verdict, i64)> = comments
+/// The model: among verdicts (newest first), the first by a non-holder whose head is
+/// current.
+fn model_deciding(holder: &str, head: &str, recorded: &[RecordedVerdict]) -> Option<usize> {
+    recorded
         .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            let (v, _) = verdict_of(&c.body)?;
-            let rank = Timestamp::parse(&c.created_at).map_or(i64::MIN, |t| t.as_millis());
-            Some((i, v, rank))
-        })
-        .collect();
-    let best_rank = reviews.iter().map(|r| r.2).max()?;
-    reviews
-        .iter()
-        .rev()
-        .find(|r| r.2 == best_rank)
-        .map(|r| (r.0, r.1))
+        .position(|r| r.reviewer != holder && r.head_sha == head)
 }
 
-fn any_comment() -> impl Strategy<Value = ReviewComment> {
-    let body = prop_oneof![
-        Just("REVIEW: APPROVE".to_owned()),
-        Just("review: fix it. CHANGES".to_owned()),
-        Just("REVIEW: **BLOCK**".to_owned()),
-        Just("thanks!".to_owned()),
-        any::<String>(),
-    ];
-    let at = prop_oneof![
-        (0i64..5).prop_map(|h| format!("2026-09-12T1{h}:00:00Z")),
-        Just("not a time".to_owned()),
-        Just(String::new()),
-    ];
-    (0u8..4, body, at).prop_map(|(who, body, at)| ReviewComment {
-        login: format!("u{who}"),
-        body,
-        created_at: at,
-    })
+fn any_verdict() -> impl Strategy<Value = RecordedVerdict> {
+    (
+        0u8..3,
+        proptest::sample::select(Verdict::ALL.to_vec()),
+        0u8..3,
+    )
+        .prop_map(|(who, v, head)| RecordedVerdict {
+            reviewer: if who == 0 {
+                HOLDER.to_owned()
+            } else {
+                format!("agent:r{who}")
+            },
+            verdict: v,
+            said: String::new(),
+            head_sha: format!("head{head}"),
+            at: String::new(),
+        })
 }
 
 proptest! {
     #[test]
-    fn latest_review_matches_the_model(comments in proptest::collection::vec(any_comment(), 0..12)) {
-        let got = latest_review(&comments);
-        let want = model_latest(&comments);
-        prop_assert_eq!(got.as_ref().map(|r| r.verdict), want.map(|w| w.1));
-        if let (Some(review), Some((index, _))) = (got, want) {
-            prop_assert_eq!(&review.by, &comments[index].login);
-            prop_assert_eq!(&review.at, &comments[index].created_at);
+    fn the_deciding_verdict_matches_the_model(recorded in proptest::collection::vec(any_verdict(), 0..10), head in 0u8..3) {
+        let head = format!("head{head}");
+        let gate = review_gate(&pr(), HOLDER, Ok(&head), &recorded);
+        match model_deciding(HOLDER, &head, &recorded) {
+            Some(i) => {
+                let r = &recorded[i];
+                let by = match &gate {
+                    ReviewGate::Approved(review) => Some((review.verdict, review.by.clone())),
+                    ReviewGate::Changes { review, .. } | ReviewGate::Block { review, .. } => {
+                        Some((review.verdict, review.by.clone()))
+                    }
+                    _ => None,
+                };
+                prop_assert_eq!(by, Some((r.verdict, r.reviewer.clone())));
+            }
+            None => prop_assert!(matches!(gate, ReviewGate::Waiting { .. }), "{:?}", gate),
         }
     }
 

@@ -10,6 +10,7 @@ use crate::caller::Caller;
 use crate::docs::brief::{BriefInput, assemble_brief};
 use crate::docs::document::{LIST_ADVICE, LIST_ADVICE_IN_NAMESPACE};
 use crate::docs::links::{IncomingLink, OutgoingLink};
+use crate::docs::packets::{BriefRows, brief_packet};
 use crate::docs::versions::{HISTORY_DELETED_NOTE, version_not_found};
 use crate::docs::{HISTORY_ROWS, MAX_ROWS, ReadView, SEARCH_ROWS, bound_rows};
 use crate::docs::{bounds, mutations};
@@ -127,9 +128,15 @@ impl DocumentsCx<'_> {
         })
     }
 
-    pub(crate) async fn brief(&self, _: &Caller, a: BriefArgs, _: &dyn Confirmer) -> Result<Value> {
+    pub(crate) async fn brief(
+        &self,
+        caller: &Caller,
+        a: BriefArgs,
+        _: &dyn Confirmer,
+    ) -> Result<Value> {
         let ns = a.namespace.as_str();
-        let rows = self.docs.brief_rows(ns).await?;
+        let packet = self.docs.read_packet(&brief_packet(ns)).await?;
+        let rows = BriefRows::from_packet(packet);
         let outgoing = rows
             .core_links
             .outgoing
@@ -139,10 +146,12 @@ impl DocumentsCx<'_> {
                 to_ns: to_ns.clone(),
                 to_path: to_path.clone(),
             });
+        // An edge from a namespace the caller may not name is that namespace's content.
         let incoming = rows
             .core_links
             .incoming
             .iter()
+            .filter(|(_, from_ns, _)| caller.scopes.namespaces.allows(from_ns))
             .map(|(t, from_ns, from_path)| IncomingLink {
                 link_type: t.clone(),
                 from_ns: from_ns.clone(),
@@ -163,7 +172,7 @@ impl DocumentsCx<'_> {
 
     pub(crate) async fn backlinks(
         &self,
-        _: &Caller,
+        caller: &Caller,
         a: ReadArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
@@ -174,15 +183,20 @@ impl DocumentsCx<'_> {
             .iter()
             .map(|(t, n, p)| json!({"type": t, "to_ns": n, "to_path": p}))
             .collect();
+        // An edge from a namespace the caller may not name is that namespace's content.
         let incoming: Vec<_> = links
             .incoming
             .iter()
+            .filter(|(_, n, _)| caller.scopes.namespaces.allows(n))
             .map(|(t, n, p)| json!({"type": t, "from_ns": n, "from_path": p}))
             .collect();
         Ok(json!({ "namespace": ns, "path": path, "outgoing": outgoing, "incoming": incoming }))
     }
 
     pub(crate) async fn find(&self, _: &Caller, a: FindArgs, _: &dyn Confirmer) -> Result<Value> {
+        if let Some(problem) = crate::docs::glob::glob_work_problem(a.glob.as_str()) {
+            return Err(Error::Invalid(format!("find: {problem}")));
+        }
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let rows = self
             .docs
@@ -221,6 +235,7 @@ impl DocumentsCx<'_> {
         ))
     }
 
+    /// The registered namespaces the caller may name (SPEC 8: metadata stays in scope).
     pub(crate) async fn namespaces(
         &self,
         caller: &Caller,

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::caller::Caller;
 use crate::crypto::sha256_hex;
 use crate::docs::links::Link;
-use crate::docs::links::{Edge, dangling_targets_warning};
+use crate::docs::links::{Edge, dangling_targets_warning, unchecked_targets_warning};
 use crate::docs::mutations::{self, DeleteOutcome, MoveOutcome};
 use crate::docs::versions::{
     RestoreOutcome, VersionSnapshot, plan_restore, restore_confirmation, version_not_found,
@@ -261,7 +261,7 @@ impl DocumentsCx<'_> {
         let mut outcome = WriteOutcome::new(ns, path, mode, &prepared.body, prior_body.as_deref());
         if let Some(links) = &meta.links {
             outcome.links = Some(links.len());
-            outcome.warning = self.dangling_warning(links).await;
+            outcome.warning = self.dangling_warning(caller, links).await;
         }
         let updated_at = prior.as_ref().and_then(|d| Timestamp::parse(&d.updated_at));
         outcome.concurrency_warning =
@@ -269,11 +269,15 @@ impl DocumentsCx<'_> {
         to_json(outcome)
     }
 
-    async fn dangling_warning(&self, links: &[Link]) -> Option<String> {
-        let refs: Vec<(String, String)> = links
+    /// The warning for link targets that do not exist. A target in a namespace the caller
+    /// may not name is not looked up: whether it exists is that namespace's business, so the
+    /// warning says the same of it either way.
+    async fn dangling_warning(&self, caller: &Caller, links: &[Link]) -> Option<String> {
+        type Refs = Vec<(String, String)>;
+        let (refs, unchecked): (Refs, Refs) = links
             .iter()
             .map(|l| (l.to_ns.as_str().to_owned(), l.to_path.as_str().to_owned()))
-            .collect();
+            .partition(|(n, _)| caller.scopes.namespaces.allows(n));
         let exists = self.docs.documents_exist(&refs).await.ok()?;
         let missing: Vec<String> = refs
             .iter()
@@ -281,7 +285,15 @@ impl DocumentsCx<'_> {
             .filter(|(_, e)| !e)
             .map(|((n, p), _)| format!("{n}/{p}"))
             .collect();
-        dangling_targets_warning(&missing)
+        let unchecked: Vec<String> = unchecked.iter().map(|(n, p)| format!("{n}/{p}")).collect();
+        let warnings: Vec<String> = [
+            dangling_targets_warning(&missing),
+            unchecked_targets_warning(&unchecked),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!warnings.is_empty()).then(|| warnings.join(" "))
     }
 
     pub(crate) async fn delete(

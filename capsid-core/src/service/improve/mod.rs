@@ -26,8 +26,8 @@ use crate::jobs::JobStatus;
 use crate::jobs::block::command_from_summary;
 use crate::jobs::record::{ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums};
 use crate::jobs::signature::{seal_task, split_signed};
-use crate::ports::{DocumentWrite, JobFilter, StoreError, WriteGuard};
-use crate::scope::Scopes;
+use crate::ports::{DocumentWrite, Expect, JobFilter, SettingChange, StoreError, WriteGuard};
+use crate::scope::{Axis, Scopes};
 use crate::scope_args;
 use crate::time::Timestamp;
 
@@ -204,7 +204,7 @@ impl ImproveCx<'_> {
             "budget": { "caps": { "actions_minutes_month": caps.actions_minutes_cap(), "model_usd_month": caps.model_usd_cap() },
                         "month_to_date": { "ci_minutes": spend.ci_minutes, "cost_usd": spend.cost_usd } },
             "protected_paths": protected,
-            "agents": self.agent_inventory().await?,
+            "agents": self.agent_inventory(&caller.scopes.namespaces).await?,
             "awaiting_seat": awaiting,
             "namespaces": namespaces,
         });
@@ -264,8 +264,10 @@ impl ImproveCx<'_> {
         }))
     }
 
-    /// Every agent with its measured record (reference 6.8).
-    pub(crate) async fn agent_inventory(&self) -> Result<Vec<Value>> {
+    /// Every agent whose namespaces overlap `seen_from` (the caller's namespace axis: all of
+    /// them for the admin), with its measured record (reference 6.8; SPEC 8 keeps a narrowed
+    /// caller's view of the inventory within its own scope).
+    pub(crate) async fn agent_inventory(&self, seen_from: &Axis) -> Result<Vec<Value>> {
         let agents = self.agents.agents().await?;
         let outcomes = self.jobs.outcomes(None).await?;
         let counts: Vec<ClaimedJobCount> = self
@@ -293,6 +295,9 @@ impl ImproveCx<'_> {
         let mut out = Vec::with_capacity(agents.len());
         for row in agents {
             let scopes = Scopes::parse(Some(&row.scopes));
+            if !seen_from.overlaps(&scopes.namespaces) {
+                continue;
+            }
             let actor = format!("agent:{}", row.name);
             let attempts = (AgentKind::parse(&row.kind) == Some(AgentKind::Driver))
                 .then(|| attempt_sums(&runs, &scopes.namespaces));
@@ -347,17 +352,10 @@ impl ImproveCx<'_> {
                     }
                 }
                 if !dry {
+                    let audit =
+                        self.audit(caller, "improve-mode", None, None, json!({"value": "off"}));
                     self.settings
-                        .put_setting(IMPROVE_MODE_KEY, "off", None)
-                        .await?;
-                    self.audit_log
-                        .append_audit(self.audit(
-                            caller,
-                            "improve-mode",
-                            None,
-                            None,
-                            json!({"value": "off"}),
-                        ))
+                        .change_settings(&[SettingChange::put(IMPROVE_MODE_KEY, "off")], audit, now)
                         .await?;
                 }
                 let stored = self.settings.setting(IMPROVE_MODE_KEY, now).await?;
@@ -380,29 +378,26 @@ impl ImproveCx<'_> {
                     vec![target.clone()]
                 };
                 if !dry {
-                    for t in &targets {
-                        if action == RunAction::Pause {
-                            let reason = a
-                                .reason
-                                .as_ref()
-                                .map_or("paused by an operator", |r| r.as_str());
-                            self.settings
-                                .put_setting(&paused_key(t), reason, None)
-                                .await?;
-                        } else {
-                            self.settings.delete_setting(&paused_key(t)).await?;
-                        }
-                    }
+                    let reason = a
+                        .reason
+                        .as_ref()
+                        .map_or("paused by an operator", |r| r.as_str());
+                    let changes: Vec<SettingChange> = targets
+                        .iter()
+                        .map(|t| match action {
+                            RunAction::Pause => SettingChange::put(paused_key(t), reason),
+                            _ => SettingChange::delete(paused_key(t)),
+                        })
+                        .collect();
                     let params = json!({"namespaces": targets, "reason": a.reason.as_ref().map(|r| r.as_str())});
-                    self.audit_log
-                        .append_audit(self.audit(
-                            caller,
-                            &format!("improve-{name}"),
-                            Some(&target),
-                            None,
-                            params,
-                        ))
-                        .await?;
+                    let audit = self.audit(
+                        caller,
+                        &format!("improve-{name}"),
+                        Some(&target),
+                        None,
+                        params,
+                    );
+                    self.settings.change_settings(&changes, audit, now).await?;
                 }
                 Ok(json!({"ok": true, "action": name, "namespaces": targets, "dry_run": dry}))
             }
@@ -414,17 +409,19 @@ impl ImproveCx<'_> {
                     .updated(a.actions_minutes_month, a.model_usd_month)
                     .map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
                 if !dry {
+                    let audit = self.audit(
+                        caller,
+                        "improve-budget",
+                        None,
+                        None,
+                        json!({"caps": updated.to_setting()}),
+                    );
                     self.settings
-                        .put_setting(BUDGET_KEY, &updated.to_setting(), None)
-                        .await?;
-                    self.audit_log
-                        .append_audit(self.audit(
-                            caller,
-                            "improve-budget",
-                            None,
-                            None,
-                            json!({"caps": updated.to_setting()}),
-                        ))
+                        .change_settings(
+                            &[SettingChange::put(BUDGET_KEY, updated.to_setting())],
+                            audit,
+                            now,
+                        )
                         .await?;
                 }
                 Ok(
@@ -463,24 +460,48 @@ impl ImproveCx<'_> {
                             format!("{holder} does not hold the driver lease of {target}"),
                         ));
                     }
-                    self.settings
-                        .compare_and_set_setting(&key, Some(&holder), None, None, now)
-                        .await?;
+                    let release = SettingChange {
+                        key: key.clone(),
+                        expected: Expect::Value(Some(holder.clone())),
+                        value: None,
+                        expires_at: None,
+                    };
+                    let audit = self.audit(
+                        caller,
+                        "improve-release",
+                        Some(&target),
+                        None,
+                        json!({"lease": key}),
+                    );
+                    if !self
+                        .settings
+                        .change_settings(&[release], audit, now)
+                        .await?
+                    {
+                        return Ok(refuse(
+                            &name,
+                            format!("{holder} no longer holds the driver lease of {target}"),
+                        ));
+                    }
                     return Ok(
                         json!({"ok": true, "action": name, "namespace": target, "released": true}),
                     );
                 }
                 let until = now.plus_millis(DRIVER_LEASE_MS);
-                let won = self
-                    .settings
-                    .compare_and_set_setting(
-                        &key,
-                        current.as_deref().filter(|c| *c == holder),
-                        Some(&holder),
-                        Some(until),
-                        now,
-                    )
-                    .await?;
+                let take = SettingChange {
+                    key: key.clone(),
+                    expected: Expect::Value(current.clone().filter(|c| *c == holder)),
+                    value: Some(holder.clone()),
+                    expires_at: Some(until),
+                };
+                let audit = self.audit(
+                    caller,
+                    "improve-claim",
+                    Some(&target),
+                    None,
+                    json!({"lease": key, "expires": until.to_string()}),
+                );
+                let won = self.settings.change_settings(&[take], audit, now).await?;
                 if !won {
                     return Ok(refuse(
                         &name,
@@ -546,7 +567,7 @@ impl ImproveCx<'_> {
         let sha = sha256_hex(&sealed);
         let audit = self.audit(
             caller,
-            "policy-signed",
+            crate::autonomy::anchor::POLICY_SIGNED_ACTION,
             Some(POLICY_NAMESPACE),
             Some(path),
             json!({"signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),

@@ -1,6 +1,11 @@
 //! `complete`, `fail` and `block`: holder-keyed transitions out of `claimed`, with the review
-//! gate (complete and block), evidence verified against the repository host, and the
-//! write-once outcome row in the same unit of work as the transition.
+//! gate (complete and block: a `review_required` job completes only with its pull request on
+//! a mapped repository, approved by another agent through Capsid on its current head),
+//! evidence verified against the repository host, and the write-once outcome row (naming the
+//! approving reviewer) in the same unit of work as the transition.
+
+/// At most this many recorded verdicts of one pull request are read by the gate.
+const REVIEWS_READ: usize = 100;
 
 use super::JobsCx;
 use crate::service::Area;
@@ -14,7 +19,10 @@ use crate::jobs::outcome::{
     PrFacts, WorkflowRun, build_outcome, ci_head_to_check, prs_to_verify, verify_evidence,
 };
 use crate::jobs::post::refuse_swallowed_tag;
-use crate::jobs::review::{ReviewComment, ReviewGate, changes_note, review_gate, review_target};
+use crate::jobs::pr_url::PrUrl;
+use crate::jobs::review::{
+    RecordedVerdict, ReviewGate, ReviewTarget, Verdict, changes_note, review_gate, review_target,
+};
 use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{Job, JobStatus};
 use crate::paths::result_ref_problem;
@@ -84,35 +92,33 @@ impl JobsCx<'_> {
             return self.holder_refusal(act, &job.id, &actor).await;
         }
         let mut block_reason = reason.map(str::to_owned);
+        let mut reviewed_by = None;
         if act != JobsAction::Fail {
             let result_ref = a
                 .result_ref
                 .as_ref()
                 .map(|r| r.as_str())
                 .or(job.result_ref.as_deref());
-            if let Some(pr) = review_target(job.review_required, result_ref) {
-                let repo = RepoRef {
-                    owner: pr.owner.clone(),
-                    name: pr.repo.clone(),
-                };
-                let comments = match &self.repo_host {
-                    None => Err("GitHub App not configured".to_owned()),
-                    Some(host) => host
-                        .issue_comments(&repo, pr.number)
-                        .await
-                        .map(|cs| {
-                            cs.into_iter()
-                                .map(|c| ReviewComment {
-                                    login: c.login,
-                                    body: c.body,
-                                    created_at: c.created_at,
-                                })
-                                .collect::<Vec<_>>()
-                        })
-                        .map_err(|e| e.to_string()),
-                };
-                match review_gate(&pr, comments.as_deref().map_err(String::as_str)) {
-                    ReviewGate::Approved(_) => {}
+            let mapped = self.mapped_repos(&job.namespace).await;
+            let pr = match review_target(job.review_required, result_ref, &job.namespace, &mapped) {
+                ReviewTarget::Ungated => None,
+                ReviewTarget::Gated(pr) => Some(pr),
+                ReviewTarget::Refused(why) if act == JobsAction::Complete => {
+                    return Ok(refuse(act, why));
+                }
+                // A driver may stop at a human gate before it has a pull request to show.
+                ReviewTarget::Refused(_) => None,
+            };
+            if let Some(pr) = pr {
+                let head = self.pull_head(&pr).await;
+                let recorded = self.recorded_verdicts(&pr).await?;
+                match review_gate(
+                    &pr,
+                    &actor,
+                    head.as_deref().map_err(String::as_str),
+                    &recorded,
+                ) {
+                    ReviewGate::Approved(review) => reviewed_by = Some(review.by),
                     ReviewGate::Waiting { reason } | ReviewGate::Unreadable { reason } => {
                         return Ok(refuse(act, reason));
                     }
@@ -127,6 +133,7 @@ impl JobsCx<'_> {
                                 &job,
                                 JobsAction::Block,
                                 Some(reason),
+                                None,
                                 None,
                                 None,
                                 None,
@@ -152,8 +159,60 @@ impl JobsCx<'_> {
             command,
             a.result_ref.as_ref().map(|r| r.0.clone()),
             evidence,
+            reviewed_by,
         )
         .await
+    }
+
+    /// The namespace's mapped repositories (`owner/name`); none when it cannot be read.
+    async fn mapped_repos(&self, namespace: &str) -> Vec<String> {
+        match self.namespaces.namespace(namespace).await {
+            Ok(Some(row)) => stored_repos(namespace, row.repos.as_deref())
+                .map(|l| l.into_iter().map(|e| e.repo).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The pull request's head commit, or why it could not be read.
+    async fn pull_head(&self, pr: &PrUrl) -> std::result::Result<String, String> {
+        let repo = RepoRef {
+            owner: pr.owner.clone(),
+            name: pr.repo.clone(),
+        };
+        match &self.repo_host {
+            None => Err("GitHub App not configured".to_owned()),
+            Some(host) => host
+                .pull_request(&repo, pr.number)
+                .await
+                .map(|p| p.head_sha)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The verdicts Capsid recorded for `pr`, newest first (a row whose verdict does not
+    /// parse counts for nothing).
+    async fn recorded_verdicts(&self, pr: &PrUrl) -> Result<Vec<RecordedVerdict>> {
+        let rows = self
+            .reviews
+            .reviews(
+                &pr.full_repo().to_ascii_lowercase(),
+                pr.number,
+                REVIEWS_READ,
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| {
+                Some(RecordedVerdict {
+                    verdict: Verdict::parse(&r.verdict)?,
+                    reviewer: r.reviewer,
+                    said: r.said,
+                    head_sha: r.head_sha,
+                    at: r.created_at,
+                })
+            })
+            .collect())
     }
 
     /// A CHANGES review: the job stays claimed by its holder, its summary becomes the review,
@@ -204,12 +263,7 @@ impl JobsCx<'_> {
         evidence: Option<&Evidence>,
     ) -> crate::jobs::outcome::Outcome {
         let now = self.now();
-        let mapped: Vec<String> = match self.namespaces.namespace(&job.namespace).await {
-            Ok(Some(row)) => stored_repos(&job.namespace, row.repos.as_deref())
-                .map(|l| l.into_iter().map(|e| e.repo).collect())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
+        let mapped = self.mapped_repos(&job.namespace).await;
         let plan = prs_to_verify(evidence, &job.namespace, &mapped);
         let mut facts: Vec<Result<PrFacts, String>> = Vec::new();
         let mut ci: Option<Result<Vec<WorkflowRun>, String>> = None;
@@ -269,6 +323,7 @@ impl JobsCx<'_> {
         command: Option<&str>,
         result_ref: Option<String>,
         evidence: Option<Evidence>,
+        reviewed_by: Option<String>,
     ) -> Result<Value> {
         let actor = caller.actor();
         let now = self.now();
@@ -294,7 +349,9 @@ impl JobsCx<'_> {
             after.result_ref = Some(r.clone());
         }
         let outcome = if matches!(status, JobStatus::Done | JobStatus::Failed) {
-            Some(self.outcome_for(&after, evidence.as_ref()).await)
+            let mut outcome = self.outcome_for(&after, evidence.as_ref()).await;
+            outcome.row.reviewed_by = reviewed_by;
+            Some(outcome)
         } else {
             None
         };

@@ -50,6 +50,10 @@ pub struct JobsCx<'a> {
     pub docs: &'a dyn crate::ports::DocumentStore,
     /// The loop's run totals.
     pub improve: &'a dyn crate::ports::ImproveStore,
+    /// Review verdicts recorded through `manage_pr` (the review gate).
+    pub reviews: &'a dyn crate::ports::ReviewStore,
+    /// The audit log (the `policy-signed` row a policy's signature must match).
+    pub audit_log: &'a dyn crate::ports::AuditLog,
     /// The GitHub App, when configured.
     pub repo_host: &'a Option<std::sync::Arc<dyn crate::ports::RepoHost>>,
     /// Who is told of blocked and failed jobs.
@@ -199,9 +203,6 @@ struct Decider<'a> {
     lease: Timestamp,
 }
 
-/// Marks a refusal that only means "compute the claimer's record and ask again".
-const NEEDS_RECORD: &str = "\u{0}needs-record";
-
 impl Decider<'_> {
     fn audit(&self, job: &Job, action: &str, params: Value) -> AuditEntry {
         job_audit(&self.actor, action, job, params, self.now)
@@ -238,7 +239,7 @@ impl ClaimDecider for Decider<'_> {
         }
         if let Some(bar) = requirements.min_prs_merged.filter(|b| *b > 0) {
             let Some(record) = self.record else {
-                return ClaimVerdict::Refuse(NEEDS_RECORD.into());
+                return ClaimVerdict::NeedsRecord;
             };
             if let Some(short) = min_record_refusal(bar, record) {
                 return ClaimVerdict::Refuse(format!(
@@ -536,7 +537,7 @@ impl JobsCx<'_> {
                         a.namespace.as_ref().map_or("", |n| n.as_str())
                     ),
                 ),
-                ClaimOutcome::Refused(job, why) if why == NEEDS_RECORD => {
+                ClaimOutcome::NeedsRecord(job) => {
                     record = Some(self.record_of(caller).await?);
                     target = ClaimTarget::Id(job.id);
                     continue;

@@ -6,6 +6,7 @@ use super::JobsCx;
 use crate::service::Area;
 use serde_json::{Value, json};
 
+use crate::autonomy::anchor::{POLICY_SIGNED_ACTION, signed_by_the_admin};
 use crate::autonomy::gates::{Approval, PreApproval, approve_migration, pre_approve};
 use crate::autonomy::policy::{GATE_POLICY_PATH, POLICY_NAMESPACE, parse_gate_policy};
 use crate::caller::Caller;
@@ -312,6 +313,20 @@ impl JobsCx<'_> {
                 )));
             }
         };
+        // A valid envelope is not enough: job bodies share it. The signature must be the one
+        // the newest signing of this path recorded.
+        let signed = self
+            .audit_log
+            .newest_audit(POLICY_SIGNED_ACTION, POLICY_NAMESPACE, GATE_POLICY_PATH)
+            .await?;
+        if let Err(why) = signed_by_the_admin(
+            doc.body_text(),
+            signed.as_ref().and_then(|row| row.params.as_deref()),
+        ) {
+            return Ok(Err(format!(
+                "the gate policy is {why}; it authorizes nothing"
+            )));
+        }
         let policy = match parse_gate_policy(&body) {
             Ok(p) => p,
             Err(e) => return Ok(Err(e.to_string())),

@@ -17,13 +17,14 @@ use crate::docs::lint::{
     FINALIZE_AUDIT_ACTION, FinalizeOutcome, GatherInput, LintError, LintMode, finalize_plan,
     gather_packet,
 };
+use crate::docs::packets::{LintRows, lint_packet};
 use crate::docs::truth_report::{
     REPORT_AUDIT_ACTION, ReportOutcome, TruthInput, build_truth_report, render_truth_report,
     report_path, report_title,
 };
 use crate::docs::write::ConfirmationText;
 use crate::error::{Error, Result};
-use crate::ports::{DocumentWrite, LintRows, StoreError, WriteGuard};
+use crate::ports::{DocumentWrite, StoreError, WriteGuard};
 use crate::service::args::{DocPathArg, NamespaceArg};
 use crate::service::registry::REGISTRY;
 use crate::service::{Confirmer, Service, to_json};
@@ -105,7 +106,7 @@ impl MaintenanceCx<'_> {
         let mode = a.mode.unwrap_or(LintMode::Gather);
         let ns = a.namespace.as_str();
         match mode {
-            LintMode::Gather => self.lint_gather(ns).await,
+            LintMode::Gather => self.lint_gather(caller, ns).await,
             LintMode::Finalize => {
                 self.lint_finalize(
                     caller,
@@ -120,8 +121,8 @@ impl MaintenanceCx<'_> {
         }
     }
 
-    async fn lint_gather(&self, ns: &str) -> Result<Value> {
-        let rows = self.docs.lint_rows(ns).await?;
+    async fn lint_gather(&self, caller: &Caller, ns: &str) -> Result<Value> {
+        let rows = LintRows::from_packet(self.docs.read_packet(&lint_packet(ns)).await?);
         let docs = standing(&rows);
         let present = |n: &str, p: &str| docs.iter().any(|d| d.namespace == n && d.path == p);
         let authoritative = authoritative_for(ns, artifact_counts());
@@ -131,7 +132,7 @@ impl MaintenanceCx<'_> {
             wiki: rows.wiki.clone(),
             unconsolidated: rows.unconsolidated.clone(),
             rules: rows.rules.clone(),
-            dangling_edges: self.resolve_dangling(ns, &rows, &present).await,
+            dangling_edges: self.resolve_dangling(caller, ns, &rows, &present).await,
             authoritative_counts: authoritative,
             count_claims: scan_count_claims(&docs, authoritative.as_ref()),
         });
@@ -139,17 +140,21 @@ impl MaintenanceCx<'_> {
     }
 
     /// Dangling edges with their missing ends decided: an end in this namespace is judged from
-    /// the rows read; an end elsewhere is looked up.
+    /// the rows read; an end elsewhere is looked up, unless it lies outside the caller's
+    /// namespaces: whether a document exists there is not the caller's to learn, so such an
+    /// end is taken as present (never reported either way).
     async fn resolve_dangling(
         &self,
+        caller: &Caller,
         ns: &str,
         rows: &LintRows,
         local: &(dyn Fn(&str, &str) -> bool + Sync),
     ) -> Vec<DanglingEdge> {
+        let hidden = |n: &str| !caller.scopes.namespaces.allows(n);
         let mut foreign: Vec<(String, String)> = Vec::new();
         for t in &rows.dangling_edges {
             for (n, p) in [(&t.1, &t.2), (&t.3, &t.4)] {
-                if n != ns && !foreign.iter().any(|(a, b)| a == n && b == p) {
+                if n != ns && !hidden(n) && !foreign.iter().any(|(a, b)| a == n && b == p) {
                     foreign.push((n.clone(), p.clone()));
                 }
             }
@@ -162,6 +167,7 @@ impl MaintenanceCx<'_> {
         let found: BTreeMap<(String, String), bool> = foreign.into_iter().zip(exists).collect();
         let known = |n: &str, p: &str| {
             local(n, p)
+                || (n != ns && hidden(n))
                 || found
                     .get(&(n.to_owned(), p.to_owned()))
                     .copied()
@@ -229,7 +235,7 @@ impl MaintenanceCx<'_> {
 
     async fn lint_report(&self, caller: &Caller, ns: &str) -> Result<Value> {
         let now = self.now();
-        let rows = self.docs.lint_rows(ns).await?;
+        let rows = LintRows::from_packet(self.docs.read_packet(&lint_packet(ns)).await?);
         let standing_docs = standing(&rows);
         let mut docs = standing_docs.clone();
         docs.extend(rows.archived.iter().cloned());
@@ -245,12 +251,12 @@ impl MaintenanceCx<'_> {
         let input = TruthInput {
             namespace: ns.to_owned(),
             now,
-            dangling_edges: self.resolve_dangling(ns, &rows, &present).await,
+            dangling_edges: self.resolve_dangling(caller, ns, &rows, &present).await,
             edges: rows.edges.iter().map(edge).collect(),
             count_claims: scan_count_claims(&standing_docs, authoritative.as_ref()),
             docs,
             // The primary repository's tree; `None` (not checked) when it cannot be read.
-            repo_paths: self.repo.primary_repo_paths(ns).await,
+            repo_paths: self.repo.primary_repo_paths(caller, ns).await,
             namespaces,
         };
         let report = build_truth_report(&input);

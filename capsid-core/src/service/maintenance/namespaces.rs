@@ -1,5 +1,6 @@
-//! `register_namespace` and `update_namespace`: create-only registration with its repos, and
-//! remapping with the previous mapping kept in the audit row.
+//! `register_namespace` and `update_namespace`: create-only registration with its repos (each
+//! within the caller's repos axis, asked at the one check), and remapping, admin only, with
+//! the previous mapping kept in the audit row.
 
 use super::MaintenanceCx;
 use crate::service::Area;
@@ -14,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::ports::StoreError;
 use crate::repos::{RepoEntry, is_repo_shape, parse_repos_list, require_single_primary};
 use crate::scope_args;
-use crate::service::args::{Bounded, NamespaceArg};
+use crate::service::args::{Bounded, NamespaceArg, ScopeArgs};
 use crate::service::{Confirmer, Service};
 
 /// `register_namespace`.
@@ -29,7 +30,23 @@ pub struct RegisterArgs {
     /// Several repositories: JSON `[{"repo":"owner/name","label":"primary"}, ...]`.
     pub repos: Option<Bounded<{ bounds::REPOS_JSON }>>,
 }
-scope_args!(RegisterArgs, namespace);
+
+impl ScopeArgs for RegisterArgs {
+    fn namespace(&self) -> Option<&str> {
+        Some(self.namespace.as_str())
+    }
+    /// Every repository the registration maps, asked of the repos axis at the one check (an
+    /// unparseable `repos` maps none, and the handler refuses it).
+    fn new_mapping(&self) -> Vec<String> {
+        match (&self.repos, &self.repo) {
+            (Some(repos), _) => parse_repos_list(repos.as_str())
+                .map(|list| list.into_iter().map(|e| e.repo).collect())
+                .unwrap_or_default(),
+            (None, Some(repo)) => vec![repo.0.clone()],
+            (None, None) => Vec::new(),
+        }
+    }
+}
 
 /// `update_namespace`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -244,6 +261,9 @@ mod registered {
         }
     }
 
+    /// Why `update_namespace` is admin only.
+    pub const UPDATE_NAMESPACE_ADMIN_ONLY: &str = "update_namespace is admin only (the owner, a legacy write operator key, or the CLI): a namespace's repository mapping is the authorization boundary of repo access, so an agent that could remap its namespace could point it at any repository the GitHub App reaches, another namespace's included";
+
     /// `update_namespace`.
     #[derive(Debug)]
     pub struct UpdateNamespace;
@@ -252,8 +272,8 @@ mod registered {
         const SPEC: ToolSpec = ToolSpec::new(
             "update_namespace",
             Maintenance,
-            Fixed(Rule::write()),
-            "Replace a namespace's repository mapping (exactly one labelled primary), or (admin only) its runner settings for agent hosts.",
+            Fixed(Rule::write().admin_only(UPDATE_NAMESPACE_ADMIN_ONLY)),
+            "Replace a namespace's repository mapping (exactly one labelled primary), or its runner settings for agent hosts (admin only).",
         )
         .destructive();
         fn run<'a>(

@@ -29,6 +29,7 @@ fn with<T>(
         repo: RepoCx {
             namespaces,
             audit_log: &rest,
+            reviews: &rest,
             repo_host: &host,
             repo_reads: &reads,
             clock: &clock,

@@ -2,6 +2,8 @@
 //! entry of a repository dropped when a mutation through Capsid lands on it, so a read after
 //! a write never serves what the write replaced. Process memory only: a restarted or second
 //! replica loses nothing but this cache (another replica's entries expire within the TTL).
+//! Bounded in entries and in bytes (SPEC 8): past either bound, expired answers go first,
+//! then the oldest; an answer larger than the whole byte budget is not kept.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -11,50 +13,144 @@ use serde_json::Value;
 use crate::ports::RepoRef;
 use crate::time::Timestamp;
 
-/// Most entries kept; past it, expired entries go first, then everything.
+/// Most entries kept.
 const MAX_ENTRIES: usize = 512;
+/// Most bytes of answers kept (their text, roughly).
+pub const MAX_BYTES: usize = 16 * 1024 * 1024;
+
+/// The rough size of an answer: its strings and keys, plus a little per value.
+fn size_of(value: &Value) -> usize {
+    const NODE: usize = 16;
+    NODE + match value {
+        Value::String(s) => s.len(),
+        Value::Array(items) => items.iter().map(size_of).sum(),
+        Value::Object(map) => map.iter().map(|(k, v)| k.len() + size_of(v)).sum(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+    }
+}
+
+struct Entry {
+    expires: Timestamp,
+    value: Value,
+    bytes: usize,
+    /// Insertion order: the smallest is the oldest.
+    seq: u64,
+}
+
+#[derive(Default)]
+struct Entries {
+    map: HashMap<(RepoRef, String), Entry>,
+    bytes: usize,
+    next_seq: u64,
+}
+
+impl Entries {
+    fn remove(&mut self, key: &(RepoRef, String)) {
+        if let Some(old) = self.map.remove(key) {
+            self.bytes -= old.bytes;
+        }
+    }
+
+    /// Makes room for one more answer of `bytes`: expired answers first, then the oldest.
+    fn make_room(&mut self, bytes: usize, now: Timestamp) {
+        let full = |e: &Entries| e.map.len() >= MAX_ENTRIES || e.bytes + bytes > MAX_BYTES;
+        if full(self) {
+            let expired: Vec<_> = self
+                .map
+                .iter()
+                .filter(|(_, e)| e.expires <= now)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in expired {
+                self.remove(&key);
+            }
+        }
+        while full(self) {
+            let Some(oldest) = self
+                .map
+                .iter()
+                .min_by_key(|(_, e)| e.seq)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            self.remove(&oldest);
+        }
+    }
+}
 
 /// Cached read answers, keyed by repository and by the tool's question.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct RepoReadCache {
-    entries: Mutex<HashMap<(RepoRef, String), (Timestamp, Value)>>,
+    entries: Mutex<Entries>,
+}
+
+impl std::fmt::Debug for RepoReadCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let e = self.lock();
+        f.debug_struct("RepoReadCache")
+            .field("entries", &e.map.len())
+            .field("bytes", &e.bytes)
+            .finish()
+    }
 }
 
 impl RepoReadCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(RepoRef, String), (Timestamp, Value)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The answer to `key` on `repo`, when it has not expired at `now`.
     pub fn get(&self, repo: &RepoRef, key: &str, now: Timestamp) -> Option<Value> {
-        let map = self.lock();
-        match map.get(&(repo.clone(), key.to_owned())) {
-            Some((expires, value)) if *expires > now => Some(value.clone()),
+        let entries = self.lock();
+        match entries.map.get(&(repo.clone(), key.to_owned())) {
+            Some(e) if e.expires > now => Some(e.value.clone()),
             _ => None,
         }
     }
 
     /// Keeps `value` as the answer to `key` on `repo` until `expires`.
     pub fn put(&self, repo: &RepoRef, key: &str, value: Value, expires: Timestamp) {
-        let mut map = self.lock();
-        if map.len() >= MAX_ENTRIES {
-            let now_ish = expires.plus_millis(-crate::service::repo::READ_CACHE_TTL_MS);
-            map.retain(|_, (e, _)| *e > now_ish);
-            if map.len() >= MAX_ENTRIES {
-                map.clear();
-            }
+        let bytes = size_of(&value);
+        let mut entries = self.lock();
+        let k = (repo.clone(), key.to_owned());
+        entries.remove(&k);
+        if bytes > MAX_BYTES {
+            return;
         }
-        map.insert((repo.clone(), key.to_owned()), (expires, value));
+        let now_ish = expires.plus_millis(-crate::service::repo::READ_CACHE_TTL_MS);
+        entries.make_room(bytes, now_ish);
+        let seq = entries.next_seq;
+        entries.next_seq += 1;
+        entries.bytes += bytes;
+        entries.map.insert(
+            k,
+            Entry {
+                expires,
+                value,
+                bytes,
+                seq,
+            },
+        );
     }
 
     /// Drops every answer about `repo`.
     pub fn invalidate(&self, repo: &RepoRef) {
-        self.lock().retain(|(r, _), _| r != repo);
+        let mut entries = self.lock();
+        let keys: Vec<_> = entries
+            .map
+            .keys()
+            .filter(|(r, _)| r == repo)
+            .cloned()
+            .collect();
+        for key in keys {
+            entries.remove(&key);
+        }
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().map.len()
     }
 }
 
@@ -82,5 +178,39 @@ mod tests {
             cache.put(&a, &format!("k{i}"), json!(i), t0.plus_millis(60_000));
         }
         assert!(cache.len() <= MAX_ENTRIES);
+    }
+
+    #[test]
+    fn the_cache_is_bounded_in_bytes_not_only_in_entries() {
+        let cache = RepoReadCache::default();
+        let repo = RepoRef::parse("o/a").unwrap();
+        let t0 = Timestamp::from_millis(1_000_000);
+        let mib = "x".repeat(1024 * 1024);
+        for i in 0..64 {
+            cache.put(
+                &repo,
+                &format!("file{i}"),
+                json!({"content": mib}),
+                t0.plus_millis(60_000),
+            );
+        }
+        // 64 answers of 1 MiB each would hold 64 MiB; the cache keeps at most 16 MiB.
+        assert!(cache.len() <= 16, "{} entries kept", cache.len());
+        assert!(cache.len() >= 8, "the newest still fit: {}", cache.len());
+        assert_eq!(
+            cache.get(&repo, "file63", t0),
+            Some(json!({"content": mib})),
+            "the newest answer is kept"
+        );
+        assert_eq!(cache.get(&repo, "file0", t0), None, "the oldest went first");
+        // An answer larger than the whole budget is never kept.
+        let huge = "y".repeat(17 * 1024 * 1024);
+        cache.put(
+            &repo,
+            "huge",
+            json!({"content": huge}),
+            t0.plus_millis(60_000),
+        );
+        assert_eq!(cache.get(&repo, "huge", t0), None);
     }
 }

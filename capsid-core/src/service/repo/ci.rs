@@ -105,7 +105,9 @@ impl RepoCx<'_> {
         let limit = a.limit.map_or(10, |l| l.min(20));
         let log_tail = caller.scopes.has_grant(Grant::Write);
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         let full = t.full();
         let (runs, filter) = if let Some(id) = a.run_id {
             let run = t
@@ -291,7 +293,7 @@ impl RepoCx<'_> {
                 )));
             }
         }
-        let t = self.repo_target(TOOL, ns, sel).await?;
+        let t = self.repo_target(caller, TOOL, ns, sel).await?;
         let full = t.full();
         if let Some(base) = basename {
             // A scorer under another name still posts to the score endpoint. A read failure

@@ -10,6 +10,7 @@ mod cache;
 mod ci;
 mod pr;
 mod read;
+mod review;
 mod search;
 mod tools;
 mod write;
@@ -26,7 +27,8 @@ use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::paths::repo_path_problem;
 use crate::ports::{RepoHost, RepoHostError, RepoRef};
-use crate::repos::{resolve_repo, stored_repos};
+use crate::repos::{resolve_entry, stored_repos};
+use crate::scope::{Need, check_scope};
 
 /// What the repo area's handlers reach: the namespace mapping (the authorization boundary),
 /// the audit log (a GitHub mutation cannot join a transaction), the GitHub App and the read
@@ -37,6 +39,8 @@ pub struct RepoCx<'a> {
     pub namespaces: &'a dyn crate::ports::NamespaceStore,
     /// Audit rows of repo mutations.
     pub audit_log: &'a dyn crate::ports::AuditLog,
+    /// Review verdicts posted through `manage_pr` (with their audit rows).
+    pub reviews: &'a dyn crate::ports::ReviewStore,
     /// The GitHub App, when configured.
     pub repo_host: &'a Option<Arc<dyn RepoHost>>,
     /// Recent reads, dropped by writes.
@@ -55,6 +59,9 @@ impl super::Area for RepoCx<'_> {
 pub const REPO_BATCH_MAX_FILES: usize = 20;
 /// Each file of a batch read is cut at this many bytes (`truncated: true`).
 pub const REPO_FILE_BUDGET: usize = 200 * 1024;
+/// A single-file read is cut at this many bytes (`truncated: true` and a note), the body
+/// bound's size, so one answer (and one cache entry) stays bounded.
+pub const REPO_READ_BUDGET: usize = 1_000_000;
 /// `repo_history`'s default and largest commit counts.
 pub const REPO_HISTORY_DEFAULT_LIMIT: u32 = 20;
 /// See [`REPO_HISTORY_DEFAULT_LIMIT`].
@@ -127,6 +134,43 @@ pub(crate) fn host_error(tool: &str, e: RepoHostError) -> Error {
     }
 }
 
+/// The repos axis for a repository resolved without a selector: allowed when the caller could
+/// have named it, by its label or by its `owner/name`; refused naming the `owner/name`.
+pub(crate) fn resolved_repo_allowed(
+    caller: &Caller,
+    tool: &str,
+    label: &str,
+    full: &str,
+) -> Result<()> {
+    let ask = |repo: &str| {
+        check_scope(
+            &caller.scopes,
+            &Need {
+                tool,
+                repo: Some(repo),
+                ..Need::default()
+            },
+        )
+    };
+    match ask(label) {
+        Ok(()) => Ok(()),
+        Err(_) => ask(full).map_err(Error::Denied),
+    }
+}
+
+/// `e` with `note` added to its message (same kind of error).
+pub(crate) fn amend(e: Error, note: &str) -> Error {
+    match e {
+        Error::NotFound(m) => Error::NotFound(format!("{m} {note}")),
+        Error::Forbidden(m) => Error::Forbidden(format!("{m} {note}")),
+        Error::Conflict(m) => Error::Conflict(format!("{m} {note}")),
+        Error::Unavailable(m) => Error::Unavailable(format!("{m} {note}")),
+        Error::Invalid(m) => Error::Invalid(format!("{m} {note}")),
+        Error::Internal(m) => Error::Internal(format!("{m} {note}")),
+        other => other,
+    }
+}
+
 /// The repository a call targets, and the host that reaches it.
 pub(crate) struct Target {
     /// The mapped repository.
@@ -144,9 +188,13 @@ impl Target {
 
 impl RepoCx<'_> {
     /// Resolves the namespace's mapped repository (the authorization boundary) and the
-    /// GitHub App; without one, says what to configure.
+    /// GitHub App; without one, says what to configure. A selector was checked against the
+    /// caller's repos axis at the one check; without one, the repository it resolves to is
+    /// asked of the same check here, under its label or its `owner/name` (either of which the
+    /// caller could have passed), so omitting `repo` never widens a narrowed caller.
     pub(crate) async fn repo_target(
         &self,
+        caller: &Caller,
         tool: &str,
         namespace: &str,
         selector: Option<&str>,
@@ -156,7 +204,13 @@ impl RepoCx<'_> {
                 Error::NotFound(crate::docs::mutations::unknown_namespace(namespace))
             })?;
         let list = stored_repos(namespace, row.repos.as_deref()).map_err(Error::Internal)?;
-        let repo = resolve_repo(namespace, &list, selector).map_err(Error::Forbidden)?;
+        let entry = resolve_entry(namespace, &list, selector).map_err(Error::Forbidden)?;
+        if selector.is_none_or(|s| s.trim().is_empty()) {
+            resolved_repo_allowed(caller, tool, &entry.label, &entry.repo)?;
+        }
+        let repo = RepoRef::parse(&entry.repo).ok_or_else(|| {
+            Error::Internal(format!("mapped repo {:?} is not owner/name", entry.repo))
+        })?;
         match &self.repo_host {
             Some(host) => Ok(Target {
                 repo,

@@ -1,5 +1,6 @@
 //! `manage_pr` and `delete_branch` (reference 2.3): merging (with `can_merge`), closing and
-//! commenting (with `can_comment_pr`) on pull requests with the head-branch cleanup rules,
+//! commenting (with `can_comment_pr`; a minted agent's verdict is recorded, `review.rs`) on
+//! pull requests with the head-branch cleanup rules,
 //! and deleting branches with the refusals that protect the default branch, the improve
 //! loop's branches and branches with open pull requests.
 
@@ -95,9 +96,15 @@ impl RepoCx<'_> {
                 "{TOOL}: action comment needs body, the comment's text"
             )));
         }
-        let t = self.repo_target(TOOL, ns, sel).await?;
+        let t = self.repo_target(caller, TOOL, ns, sel).await?;
         let err = |e| host_error(TOOL, e);
         let number = a.number;
+        let pending = match (a.action, body) {
+            (PrAction::Comment, Some(body)) => {
+                self.pending_verdict(caller, &t, number, body).await?
+            }
+            _ => None,
+        };
         let mut out = match a.action {
             PrAction::Merge => {
                 let method = a.merge_method.unwrap_or_default();
@@ -124,6 +131,11 @@ impl RepoCx<'_> {
                        "comment_id": posted.id, "url": posted.url})
             }
         };
+        if let Some(pending) = pending {
+            return self
+                .record_verdict(caller, ns, &t, number, pending, out)
+                .await;
+        }
         // A merge changes the base branch: every cached read of the repository may be stale.
         self.repo_reads.invalidate(&t.repo);
         if a.action != PrAction::Comment
@@ -147,7 +159,7 @@ impl RepoCx<'_> {
         let branch = a.branch.as_str();
         check_ref(TOOL, "branch", Some(branch))?;
         let force = a.force == Some(true);
-        let t = self.repo_target(TOOL, ns, sel).await?;
+        let t = self.repo_target(caller, TOOL, ns, sel).await?;
         let full = t.full();
         let default = self.default_branch(TOOL, &t).await?;
         // Checked before force is read: force never lifts this one.

@@ -12,7 +12,7 @@ use crate::service::Confirmer;
 use crate::service::repo::args::{ListTreeArgs, ReadFileArgs, RepoHistoryArgs, RepoRefsArgs};
 use crate::service::repo::{
     REPO_BATCH_MAX_FILES, REPO_FILE_BUDGET, REPO_HISTORY_DEFAULT_LIMIT, REPO_HISTORY_MAX_LIMIT,
-    REPO_PATCH_BUDGET, Target, check_path, check_positive, check_ref, host_error,
+    REPO_PATCH_BUDGET, REPO_READ_BUDGET, Target, check_path, check_positive, check_ref, host_error,
 };
 
 /// `text` cut to at most `max` bytes on a character boundary, and whether it was cut.
@@ -75,7 +75,7 @@ pub(crate) fn files_with_budget(files: &[FileChange], want_patch: bool) -> Value
 impl RepoCx<'_> {
     pub(crate) async fn list_repo_tree(
         &self,
-        _: &Caller,
+        caller: &Caller,
         a: ListTreeArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
@@ -85,7 +85,9 @@ impl RepoCx<'_> {
         let git_ref = a.git_ref.as_ref().map(|r| r.as_str());
         check_ref(TOOL, "ref", git_ref)?;
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         let key = format!("tree\n{path}\n{}", git_ref.unwrap_or_default());
         if let Some(hit) = self.cached_read(&t.repo, &key) {
             return Ok(hit);
@@ -132,15 +134,24 @@ impl RepoCx<'_> {
                 )));
             }
         };
-        let out = json!({"repo": t.full(), "path": path, "size": file.size, "sha": file.sha,
-                         "content": String::from_utf8_lossy(&file.bytes)});
+        let text = String::from_utf8_lossy(&file.bytes);
+        let (kept, truncated) = cut(&text, REPO_READ_BUDGET);
+        let mut out = json!({"repo": t.full(), "path": path, "size": file.size, "sha": file.sha,
+                             "truncated": truncated, "content": kept});
+        if truncated {
+            out["note"] = json!(format!(
+                "{path} is {} bytes; only its first {} bytes are shown (the single-file budget is {REPO_READ_BUDGET} bytes). Find lines past the cut with search_code.",
+                file.bytes.len(),
+                kept.len()
+            ));
+        }
         self.keep_read(&t.repo, &key, &out);
         Ok(out)
     }
 
     pub(crate) async fn read_repo_file(
         &self,
-        _: &Caller,
+        caller: &Caller,
         a: ReadFileArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
@@ -175,7 +186,9 @@ impl RepoCx<'_> {
         let git_ref = a.git_ref.as_ref().map(|r| r.as_str());
         check_ref(TOOL, "ref", git_ref)?;
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         let Some(paths) = paths else {
             let path = a.path.as_ref().map(|p| p.as_str()).unwrap_or_default();
             return self.read_one(&t, path, git_ref).await;
@@ -211,13 +224,15 @@ impl RepoCx<'_> {
 
     pub(crate) async fn repo_refs(
         &self,
-        _: &Caller,
+        caller: &Caller,
         a: RepoRefsArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
         const TOOL: &str = "repo_refs";
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         if let Some(hit) = self.cached_read(&t.repo, "refs") {
             return Ok(hit);
         }
@@ -265,7 +280,7 @@ impl RepoCx<'_> {
 
     pub(crate) async fn repo_history(
         &self,
-        _: &Caller,
+        caller: &Caller,
         a: RepoHistoryArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
@@ -325,7 +340,9 @@ impl RepoCx<'_> {
             .clamp(1, REPO_HISTORY_MAX_LIMIT);
         let patch = a.patch == Some(true);
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         let key = format!("history\n{sha:?}\n{compare:?}\n{git_ref:?}\n{limit}\n{patch}");
         if let Some(hit) = self.cached_read(&t.repo, &key) {
             return Ok(hit);

@@ -71,7 +71,7 @@ pub fn is_candidate(item: &GitTreeItem, prefix: &str) -> bool {
 impl RepoCx<'_> {
     pub(crate) async fn search_code(
         &self,
-        _: &Caller,
+        caller: &Caller,
         a: SearchCodeArgs,
         _: &dyn Confirmer,
     ) -> Result<Value> {
@@ -101,7 +101,9 @@ impl RepoCx<'_> {
         let max_files = a.max_files.unwrap_or(DEFAULT_SCAN_FILES).min(MAX_SCAN_CAP) as usize;
         let start = a.start.unwrap_or(0) as usize;
         let sel = a.repo.as_ref().map(|r| r.as_str());
-        let t = self.repo_target(TOOL, a.namespace.as_str(), sel).await?;
+        let t = self
+            .repo_target(caller, TOOL, a.namespace.as_str(), sel)
+            .await?;
         let git_ref = match git_ref {
             Some(r) => r.to_owned(),
             None => self.default_branch(TOOL, &t).await?,
@@ -199,9 +201,13 @@ impl RepoCx<'_> {
     /// Every blob path on the namespace's primary repository's default branch, for the truth
     /// report's doc-vs-code drift check. `None` (the check does not run) when there is no
     /// GitHub App, no mapping, or the tree cannot be read whole; never an empty set.
-    pub(crate) async fn primary_repo_paths(&self, namespace: &str) -> Option<BTreeSet<String>> {
+    pub(crate) async fn primary_repo_paths(
+        &self,
+        caller: &Caller,
+        namespace: &str,
+    ) -> Option<BTreeSet<String>> {
         const TOOL: &str = "lint";
-        let t = self.repo_target(TOOL, namespace, None).await.ok()?;
+        let t = self.repo_target(caller, TOOL, namespace, None).await.ok()?;
         let git_ref = self.default_branch(TOOL, &t).await.ok()?;
         let tree = t.host.tree(&t.repo, &git_ref).await.ok()?;
         if tree.truncated || tree.items.len() > SEARCH_TREE_LIMIT {

@@ -2,6 +2,11 @@
 //! (reference 2.3): content is written verbatim, through a new branch and a pull request by
 //! default or to the default branch with `can_direct_write`; the workflow directory needs
 //! the explicit opt-in; every flag comes from `repo_write_flags` at the one check.
+//!
+//! Pull-request mode never commits to the repository's default branch (as GitHub reports it)
+//! nor to a protected branch name: that would be a direct write without `can_direct_write`.
+//! A mutation that landed is audited even when a later step of the same call fails (the
+//! commit is on GitHub whatever happens to the pull request).
 
 use super::RepoCx;
 use crate::service::Area;
@@ -15,7 +20,7 @@ use crate::service::Confirmer;
 use crate::service::repo::args::{
     CreateBranchArgs, DeleteFileArgs, OpenPrArgs, WriteFileArgs, WriteMode,
 };
-use crate::service::repo::{Target, check_path, check_ref, host_error};
+use crate::service::repo::{Target, amend, check_path, check_ref, host_error};
 
 /// A branch-name fragment from a path.
 fn branch_slug(path: &str) -> String {
@@ -57,6 +62,25 @@ pub(crate) fn workflow_write_refusal(tool: &str, path: &str, allow: bool) -> Res
     )))
 }
 
+/// Branch names a pull-request-mode change never commits to, besides the repository's
+/// default branch.
+pub const PROTECTED_BRANCHES: [&str; 2] = ["main", "master"];
+
+/// Why a pull-request-mode change may not commit to `branch` of a repository whose default
+/// branch is `default_branch`: it is that default branch or a protected branch name.
+pub(crate) fn pr_branch_refusal(tool: &str, branch: &str, default_branch: &str) -> Result<()> {
+    let what = if branch == default_branch {
+        "the repository's default branch"
+    } else if PROTECTED_BRANCHES.contains(&branch) {
+        "a protected branch"
+    } else {
+        return Ok(());
+    };
+    Err(Error::Forbidden(format!(
+        "{tool} refuses: branch {branch} is {what}, and mode \"pr\" commits to a work branch and opens a pull request a human reviews. Name another branch (or none, for a fresh one), or pass mode: \"direct\" to commit to {default_branch} (needs can_direct_write)."
+    )))
+}
+
 /// How a file change lands, decided before anything is written.
 struct Plan<'a> {
     tool: &'static str,
@@ -74,17 +98,37 @@ struct Landed {
     target: Target,
     branch: String,
     default_branch: String,
+    /// The sha a work branch still to be cut starts from (pr mode with no branch named: the
+    /// file is read on the default branch first, so a doomed call cuts nothing).
+    cut_from: Option<String>,
+    /// Whether this call created the work branch (a mutation already on GitHub).
+    created_branch: bool,
+}
+
+impl Landed {
+    /// The ref the file is read at before the change: the work branch, or the default branch
+    /// it is still to be cut from.
+    fn read_ref(&self) -> &str {
+        if self.cut_from.is_some() {
+            &self.default_branch
+        } else {
+            &self.branch
+        }
+    }
 }
 
 impl RepoCx<'_> {
     /// The checks every file change passes after the flags (asked at `gate_call`): arguments,
-    /// the workflow opt-in (all before any GitHub call), then the mapped repository; then the work
-    /// branch is cut in pr mode.
-    async fn prepare_change(&self, p: &Plan<'_>) -> Result<Landed> {
+    /// the workflow opt-in (all before any GitHub call), then the mapped repository and its
+    /// default branch, which pr mode never commits to; a branch the caller named is cut now
+    /// (or found to exist), a fresh one by [`RepoCx::cut_fresh_branch`] once the file was read.
+    async fn prepare_change(&self, caller: &Caller, p: &Plan<'_>) -> Result<Landed> {
         check_path(p.tool, "path", Some(p.path))?;
         check_ref(p.tool, "branch", p.branch)?;
         workflow_write_refusal(p.tool, p.path, p.allow_workflow_write)?;
-        let target = self.repo_target(p.tool, p.namespace, p.selector).await?;
+        let target = self
+            .repo_target(caller, p.tool, p.namespace, p.selector)
+            .await?;
         let default_branch = self.default_branch(p.tool, &target).await?;
         let err = |e| host_error(p.tool, e);
         let branch = match (p.mode, p.branch) {
@@ -100,27 +144,42 @@ impl RepoCx<'_> {
                 format!("{prefix}{}-{}", branch_slug(p.path), base36(stamp))
             }
         };
-        if p.mode == WriteMode::Pr {
-            let head = target
-                .host
-                .commit(&target.repo, &default_branch)
-                .await
-                .map_err(err)?;
-            match target
-                .host
-                .create_branch(&target.repo, &branch, &head.commit.sha)
-                .await
-            {
-                // A branch that already exists is fine: the caller named one to add to.
-                Ok(()) | Err(RepoHostError::Rejected(_)) => {}
-                Err(e) => return Err(err(e)),
-            }
-        }
-        Ok(Landed {
+        let mut landed = Landed {
             target,
             branch,
             default_branch,
-        })
+            cut_from: None,
+            created_branch: false,
+        };
+        if p.mode == WriteMode::Pr {
+            pr_branch_refusal(p.tool, &landed.branch, &landed.default_branch)?;
+            let t = &landed.target;
+            let head = t
+                .host
+                .commit(&t.repo, &landed.default_branch)
+                .await
+                .map_err(err)?;
+            landed.cut_from = Some(head.commit.sha);
+            if p.branch.is_some() {
+                self.cut_fresh_branch(p, &mut landed).await?;
+            }
+        }
+        Ok(landed)
+    }
+
+    /// Cuts the work branch when it is still to be cut. One that already exists is fine: the
+    /// caller named it to add to.
+    async fn cut_fresh_branch(&self, p: &Plan<'_>, landed: &mut Landed) -> Result<()> {
+        let Some(sha) = landed.cut_from.take() else {
+            return Ok(());
+        };
+        let t = &landed.target;
+        match t.host.create_branch(&t.repo, &landed.branch, &sha).await {
+            Ok(()) => landed.created_branch = true,
+            Err(RepoHostError::Rejected(_)) => {}
+            Err(e) => return Err(host_error(p.tool, e)),
+        }
+        Ok(())
     }
 
     /// Opens the pull request of a pr-mode change.
@@ -142,17 +201,21 @@ impl RepoCx<'_> {
                 body,
             )
             .await
-            .map_err(|e| {
-                host_error(
+            .map_err(|e| match e {
+                RepoHostError::Rejected(m) => host_error(
                     p.tool,
-                    match e {
-                        RepoHostError::Rejected(m) => RepoHostError::Rejected(format!(
-                            "the commit landed on branch {} but the pull request could not be opened: {m}",
-                            landed.branch
-                        )),
-                        other => other,
-                    },
-                )
+                    RepoHostError::Rejected(format!(
+                        "the commit landed on branch {} but the pull request could not be opened: {m}",
+                        landed.branch
+                    )),
+                ),
+                other => amend(
+                    host_error(p.tool, other),
+                    &format!(
+                        "(the commit landed on branch {}; the pull request could not be opened)",
+                        landed.branch
+                    ),
+                ),
             })?;
         Ok(json!({"number": pr.number, "url": pr.url}))
     }
@@ -173,11 +236,29 @@ impl RepoCx<'_> {
             branch: a.branch.as_ref().map(|b| b.as_str()),
             allow_workflow_write: a.allow_workflow_write == Some(true),
         };
-        let landed = self.prepare_change(&plan).await?;
-        let (t, err) = (&landed.target, |e| host_error(plan.tool, e));
+        let mut landed = self.prepare_change(caller, &plan).await?;
+        let mut out = json!({"repo": landed.target.full(), "mode": plan.mode.as_str(),
+                             "branch": landed.branch, "path": plan.path});
+        let steps = self
+            .write_steps(&plan, &mut landed, a.content.as_str(), &mut out)
+            .await;
+        self.finish_change(caller, &plan, &landed, out, steps).await
+    }
+
+    /// `write_repo_file` after the branch: the commit, then (pr mode) the pull request; what
+    /// landed goes into `out` as it lands.
+    async fn write_steps(
+        &self,
+        plan: &Plan<'_>,
+        landed: &mut Landed,
+        content: &str,
+        out: &mut Value,
+    ) -> Result<()> {
+        let err = |e| host_error(plan.tool, e);
+        let t = &landed.target;
         let existing = match t
             .host
-            .contents(&t.repo, plan.path, Some(&landed.branch))
+            .contents(&t.repo, plan.path, Some(landed.read_ref()))
             .await
         {
             Ok(Contents::File(f)) => Some(f.sha),
@@ -187,19 +268,21 @@ impl RepoCx<'_> {
                     plan.tool,
                     plan.path,
                     t.full(),
-                    landed.branch
+                    landed.read_ref()
                 )));
             }
             Err(RepoHostError::NotFound(_)) => None,
             Err(e) => return Err(err(e)),
         };
+        self.cut_fresh_branch(plan, landed).await?;
+        let t = &landed.target;
         let commit = t
             .host
             .put_file(
                 &t.repo,
                 &FileWrite {
                     path: plan.path,
-                    content: a.content.as_str(),
+                    content,
                     message: plan.message,
                     branch: &landed.branch,
                     sha: existing.as_deref(),
@@ -208,26 +291,66 @@ impl RepoCx<'_> {
             .await
             .map_err(err)?;
         self.repo_reads.invalidate(&t.repo);
-        let mut out = json!({"repo": t.full(), "mode": plan.mode.as_str(), "branch": landed.branch,
-                             "path": plan.path, "commitSha": commit.commit_sha});
+        out["commitSha"] = json!(commit.commit_sha);
         if plan.mode == WriteMode::Direct {
             out["fileSha"] = json!(commit.file_sha);
         } else {
             let body = format!("Automated change to `{}` via Capsid.", plan.path);
-            out["pr"] = self.open_change_pr(&plan, &landed, &body).await?;
+            out["pr"] = self.open_change_pr(plan, landed, &body).await?;
         }
-        if plan.allow_workflow_write {
-            out["allow_workflow_write"] = json!(true);
+        Ok(())
+    }
+
+    /// Audits a file change: the whole result when every step succeeded; what landed and the
+    /// step that failed when a later step failed after a mutation reached GitHub (the error
+    /// then goes back to the caller, with the audit row written); nothing when nothing landed.
+    async fn finish_change(
+        &self,
+        caller: &Caller,
+        plan: &Plan<'_>,
+        landed: &Landed,
+        mut out: Value,
+        steps: Result<()>,
+    ) -> Result<Value> {
+        let t = &landed.target;
+        match steps {
+            Ok(()) => {
+                if plan.allow_workflow_write {
+                    out["allow_workflow_write"] = json!(true);
+                }
+                self.record_repo_mutation(
+                    caller,
+                    plan.tool,
+                    plan.namespace,
+                    Some(plan.path),
+                    &t.repo,
+                    out,
+                )
+                .await
+            }
+            Err(e) if landed.created_branch || out.get("commitSha").is_some() => {
+                self.repo_reads.invalidate(&t.repo);
+                out["created_branch"] = json!(landed.created_branch);
+                out["error"] = json!(e.to_string());
+                let recorded = self
+                    .record_repo_mutation(
+                        caller,
+                        plan.tool,
+                        plan.namespace,
+                        Some(plan.path),
+                        &t.repo,
+                        out,
+                    )
+                    .await?;
+                Err(
+                    match recorded.get("audit_warning").and_then(Value::as_str) {
+                        Some(warning) => amend(e, warning),
+                        None => e,
+                    },
+                )
+            }
+            Err(e) => Err(e),
         }
-        self.record_repo_mutation(
-            caller,
-            plan.tool,
-            plan.namespace,
-            Some(plan.path),
-            &t.repo,
-            out,
-        )
-        .await
     }
 
     pub(crate) async fn delete_repo_file(
@@ -246,12 +369,27 @@ impl RepoCx<'_> {
             branch: a.branch.as_ref().map(|b| b.as_str()),
             allow_workflow_write: a.allow_workflow_write == Some(true),
         };
-        let landed = self.prepare_change(&plan).await?;
-        let (t, err) = (&landed.target, |e| host_error(plan.tool, e));
+        let mut landed = self.prepare_change(caller, &plan).await?;
+        let mut out = json!({"repo": landed.target.full(), "mode": plan.mode.as_str(),
+                             "branch": landed.branch, "path": plan.path});
+        let steps = self.delete_steps(&plan, &mut landed, &mut out).await;
+        self.finish_change(caller, &plan, &landed, out, steps).await
+    }
+
+    /// `delete_repo_file` after the branch: the deleting commit, then (pr mode) the pull
+    /// request; what landed goes into `out` as it lands.
+    async fn delete_steps(
+        &self,
+        plan: &Plan<'_>,
+        landed: &mut Landed,
+        out: &mut Value,
+    ) -> Result<()> {
+        let err = |e| host_error(plan.tool, e);
+        let t = &landed.target;
         // GitHub's delete needs the current blob, so a missing file is an error, not a no-op.
         let sha = match t
             .host
-            .contents(&t.repo, plan.path, Some(&landed.branch))
+            .contents(&t.repo, plan.path, Some(landed.read_ref()))
             .await
         {
             Ok(Contents::File(f)) => f.sha,
@@ -261,7 +399,7 @@ impl RepoCx<'_> {
                     plan.tool,
                     plan.path,
                     t.full(),
-                    landed.branch
+                    landed.read_ref()
                 )));
             }
             Err(RepoHostError::NotFound(_)) => {
@@ -270,35 +408,25 @@ impl RepoCx<'_> {
                     plan.tool,
                     plan.path,
                     t.full(),
-                    landed.branch
+                    landed.read_ref()
                 )));
             }
             Err(e) => return Err(err(e)),
         };
+        self.cut_fresh_branch(plan, landed).await?;
+        let t = &landed.target;
         let commit = t
             .host
             .delete_file(&t.repo, plan.path, plan.message, &sha, &landed.branch)
             .await
             .map_err(err)?;
         self.repo_reads.invalidate(&t.repo);
-        let mut out = json!({"repo": t.full(), "mode": plan.mode.as_str(), "branch": landed.branch,
-                             "path": plan.path, "commitSha": commit});
+        out["commitSha"] = json!(commit);
         if plan.mode == WriteMode::Pr {
             let body = format!("Delete `{}` via Capsid.", plan.path);
-            out["pr"] = self.open_change_pr(&plan, &landed, &body).await?;
+            out["pr"] = self.open_change_pr(plan, landed, &body).await?;
         }
-        if plan.allow_workflow_write {
-            out["allow_workflow_write"] = json!(true);
-        }
-        self.record_repo_mutation(
-            caller,
-            plan.tool,
-            plan.namespace,
-            Some(plan.path),
-            &t.repo,
-            out,
-        )
-        .await
+        Ok(())
     }
 
     pub(crate) async fn create_branch(
@@ -313,7 +441,7 @@ impl RepoCx<'_> {
         check_ref(TOOL, "branch", Some(branch))?;
         let from = a.from.as_ref().map(|f| f.as_str());
         check_ref(TOOL, "from", from)?;
-        let t = self.repo_target(TOOL, ns, sel).await?;
+        let t = self.repo_target(caller, TOOL, ns, sel).await?;
         let base = match from {
             Some(f) => f.to_owned(),
             None => self.default_branch(TOOL, &t).await?,
@@ -358,7 +486,7 @@ impl RepoCx<'_> {
         if a.title.as_str().trim().is_empty() {
             return Err(Error::Invalid(format!("{TOOL}: title is empty")));
         }
-        let t = self.repo_target(TOOL, ns, sel).await?;
+        let t = self.repo_target(caller, TOOL, ns, sel).await?;
         let base = match base {
             Some(b) => b.to_owned(),
             None => self.default_branch(TOOL, &t).await?,
@@ -387,6 +515,30 @@ mod tests {
         assert_eq!(base36(0), "0");
         assert_eq!(base36(35), "z");
         assert_eq!(base36(36), "10");
+    }
+
+    #[test]
+    fn pr_mode_never_targets_the_default_or_a_protected_branch() {
+        for (branch, default) in [
+            ("main", "main"),
+            ("trunk", "trunk"),
+            ("master", "trunk"),
+            ("main", "trunk"),
+        ] {
+            let err = pr_branch_refusal("write_repo_file", branch, default).unwrap_err();
+            assert!(
+                err.to_string().contains("can_direct_write")
+                    && err.to_string().contains("mode: \"direct\""),
+                "{branch} on {default}: {err}"
+            );
+        }
+        for (branch, default) in [
+            ("feature/x", "main"),
+            ("main-2", "main"),
+            ("capsid/x", "trunk"),
+        ] {
+            assert!(pr_branch_refusal("t", branch, default).is_ok(), "{branch}");
+        }
     }
 
     #[test]

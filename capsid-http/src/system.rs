@@ -1,4 +1,5 @@
-//! The system's clock and entropy, behind the core's ports.
+//! The system's clock and entropy, behind the core's ports: what a process that hosts the
+//! service (the `capsid` binary, or an application embedding it) hands [`capsid_core::service::Service::new`].
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -1,0 +1,165 @@
+//! The real binary: `capsid backup` writes a dump and says so (`--json` summary, exit 0);
+//! `capsid restore --rehearse` restores it into a throwaway store and verifies it (exit 0);
+//! `capsid restore` into the non-empty source is refused (exit 2) and into an empty file
+//! succeeds; a folder with no dump is refused.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn capsid(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_capsid"))
+        .args(args)
+        .env("CAPSID_DATA_DIR", data)
+        .env_remove("CAPSID_DATABASE_URL")
+        .env_remove("CAPSID_SIGNING_SECRET")
+        .env_remove("CAPSID_MEDIA_URL")
+        .env_remove("CAPSID_HOLDOUT_URL")
+        .env("CAPSID_LOG", "warn")
+        .output()
+        .expect("run capsid")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn backup_then_restore_with_exit_codes() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let data = dir.path().join("data");
+    let registered = capsid(
+        &data,
+        &["namespaces", "register", "alpha", "--repo", "octo/alpha"],
+    );
+    assert!(
+        registered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&registered.stderr)
+    );
+    let minted = capsid(
+        &data,
+        &[
+            "agents",
+            "mint",
+            "--name",
+            "me",
+            "--kind",
+            "session",
+            "--namespaces",
+            "*",
+            "--grants",
+            "read,write",
+        ],
+    );
+    assert!(
+        minted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&minted.stderr)
+    );
+
+    let backup = capsid(&data, &["backup", "--json"]);
+    assert_eq!(
+        backup.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&backup.stderr)
+    );
+    let summary = json(&backup);
+    assert_eq!(summary["ran"], true, "{summary}");
+    // No documents yet: the dump is written, pruning refused by the preflight.
+    assert_eq!(summary["prune_refused"], "documents-empty");
+    let media = data.join("media");
+    assert!(media.join("backups/json").is_dir());
+
+    let rehearse = capsid(
+        &data,
+        &[
+            "restore",
+            "--from",
+            media.to_str().expect("utf-8"),
+            "--rehearse",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        rehearse.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&rehearse.stderr)
+    );
+    let report = json(&rehearse);
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["rehearsal"], true);
+    let agents = report["report"]["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .find(|t| t["table"] == "agents")
+        .cloned()
+        .expect("agents");
+    assert_eq!(
+        (agents["expected"].as_u64(), agents["restored"].as_u64()),
+        (Some(1), Some(1))
+    );
+
+    let into_source = capsid(
+        &data,
+        &["restore", "--from", media.to_str().expect("utf-8")],
+    );
+    assert_eq!(
+        into_source.status.code(),
+        Some(2),
+        "refused: {}",
+        String::from_utf8_lossy(&into_source.stderr)
+    );
+    assert!(String::from_utf8_lossy(&into_source.stderr).contains("not empty"));
+
+    let fresh = dir.path().join("restored.db");
+    let url = format!("sqlite://{}", fresh.display());
+    let restored = capsid(
+        &data,
+        &[
+            "restore",
+            "--from",
+            media.to_str().expect("utf-8"),
+            "--database-url",
+            &url,
+        ],
+    );
+    assert_eq!(
+        restored.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&restored.stderr)
+    );
+    assert!(String::from_utf8_lossy(&restored.stdout).contains("verified"));
+    let listed = capsid(&data, &["--database-url", &url, "agents", "list", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("\"me\""),
+        "the agent moved"
+    );
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("a folder");
+    let nothing = capsid(
+        &data,
+        &[
+            "restore",
+            "--from",
+            empty.to_str().expect("utf-8"),
+            "--rehearse",
+        ],
+    );
+    assert_eq!(
+        nothing.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&nothing.stderr)
+    );
+}

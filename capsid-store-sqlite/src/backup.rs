@@ -1,0 +1,206 @@
+//! The `BackupStore` port: every table streamed from one read transaction (a WAL snapshot) in
+//! key order, a dump imported in one `BEGIN IMMEDIATE` transaction (the FTS triggers rebuild
+//! the index as documents arrive; AUTOINCREMENT counters follow the explicit ids), row counts,
+//! and the history pruning after a dump. Table and column names come from the core's
+//! `TableSpec` constants, never from input.
+
+use async_trait::async_trait;
+use capsid_core::backup::retention::PruneCutoffs;
+use capsid_core::backup::rows::{Cell, Row};
+use capsid_core::backup::tables::{ColumnKind, TableSpec};
+use capsid_core::ports::{BackupStore, DumpSink, Pruned, RowSource, StoreResult, TransferError};
+use futures::TryStreamExt;
+use sqlx::sqlite::{Sqlite, SqliteRow};
+use sqlx::{QueryBuilder, Row as _};
+
+use crate::error::{DbResult, backend};
+use crate::rows::count;
+use crate::store::{SqliteStore, commit};
+
+/// `SELECT <columns> FROM <table> ORDER BY <key>`.
+fn select_all(table: &TableSpec) -> QueryBuilder<Sqlite> {
+    let columns: Vec<&str> = table.column_names().collect();
+    QueryBuilder::new(format!(
+        "SELECT {} FROM {} ORDER BY {}",
+        columns.join(", "),
+        table.name,
+        table.key.join(", ")
+    ))
+}
+
+fn cell(row: &SqliteRow, at: usize, kind: ColumnKind) -> Result<Cell, sqlx::Error> {
+    Ok(match kind {
+        ColumnKind::Text => row
+            .try_get::<Option<String>, _>(at)?
+            .map_or(Cell::Null, Cell::Text),
+        ColumnKind::Integer => row
+            .try_get::<Option<i64>, _>(at)?
+            .map_or(Cell::Null, Cell::Int),
+        ColumnKind::Real => row
+            .try_get::<Option<f64>, _>(at)?
+            .map_or(Cell::Null, Cell::Real),
+    })
+}
+
+fn to_row(table: &TableSpec, row: &SqliteRow) -> Result<Row, sqlx::Error> {
+    table
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(at, column)| cell(row, at, column.kind))
+        .collect()
+}
+
+/// Cells per statement: well under SQLite's 32,766 bound variables.
+const MAX_CELLS: usize = 16_000;
+
+async fn insert_rows(
+    tx: &mut sqlx::SqliteConnection,
+    table: &TableSpec,
+    rows: &[Row],
+) -> Result<(), TransferError> {
+    let columns: Vec<&str> = table.column_names().collect();
+    let per_statement = (MAX_CELLS / columns.len().max(1)).max(1);
+    for chunk in rows.chunks(per_statement) {
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(format!(
+            "INSERT INTO {} ({}) ",
+            table.name,
+            columns.join(", ")
+        ));
+        let mut bad = None;
+        qb.push_values(chunk, |mut values, row| {
+            if row.len() != table.columns.len() {
+                bad = Some(row.len());
+            }
+            for (column, cell) in table.columns.iter().zip(row) {
+                match (cell, column.kind) {
+                    (Cell::Int(n), _) => values.push_bind(*n),
+                    (Cell::Real(x), _) => values.push_bind(*x),
+                    (Cell::Text(s), _) => values.push_bind(s.clone()),
+                    (Cell::Null, _) => values.push_bind(None::<String>),
+                };
+            }
+        });
+        if let Some(n) = bad {
+            return Err(TransferError::Peer(format!(
+                "{}: a row has {n} cells for {} columns",
+                table.name,
+                table.columns.len()
+            )));
+        }
+        qb.build().execute(&mut *tx).await.map_err(backend)?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl BackupStore for SqliteStore {
+    fn engine(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn export_tables(
+        &self,
+        tables: &[&'static TableSpec],
+        page_rows: usize,
+        sink: &mut dyn DumpSink,
+    ) -> Result<(), TransferError> {
+        let mut tx = self.begin_read().await?;
+        for table in tables {
+            sink.begin_table(table).await.map_err(TransferError::Peer)?;
+            let mut qb = select_all(table);
+            let mut stream = qb.build().fetch(&mut *tx);
+            let mut page = Vec::with_capacity(page_rows);
+            while let Some(row) = stream.try_next().await.map_err(backend)? {
+                page.push(to_row(table, &row).map_err(backend)?);
+                if page.len() >= page_rows.max(1) {
+                    let full = std::mem::replace(&mut page, Vec::with_capacity(page_rows));
+                    sink.rows(full).await.map_err(TransferError::Peer)?;
+                }
+            }
+            drop(stream);
+            if !page.is_empty() {
+                sink.rows(page).await.map_err(TransferError::Peer)?;
+            }
+            sink.end_table().await.map_err(TransferError::Peer)?;
+        }
+        tx.rollback().await.map_err(backend)?;
+        Ok(())
+    }
+
+    async fn count_rows(&self, tables: &[&'static TableSpec]) -> StoreResult<Vec<u64>> {
+        let mut tx = self.begin_read().await?;
+        let mut out = Vec::with_capacity(tables.len());
+        for table in tables {
+            let n: i64 =
+                QueryBuilder::<Sqlite>::new(format!("SELECT COUNT(*) FROM {}", table.name))
+                    .build_query_scalar()
+                    .fetch_one(&mut *tx)
+                    .await
+                    .db()?;
+            out.push(count(n));
+        }
+        tx.rollback().await.db()?;
+        Ok(out)
+    }
+
+    async fn import_tables(&self, source: &mut dyn RowSource) -> Result<u64, TransferError> {
+        let mut tx = self.begin_write().await?;
+        let mut total = 0u64;
+        let outcome: Result<(), TransferError> = async {
+            while let Some(table) = source.next_table().await.map_err(TransferError::Peer)? {
+                while let Some(rows) = source.next_rows().await.map_err(TransferError::Peer)? {
+                    insert_rows(&mut tx, table, &rows).await?;
+                    total += rows.len() as u64;
+                }
+            }
+            Ok(())
+        }
+        .await;
+        match outcome {
+            Ok(()) => {
+                commit(tx).await?;
+                Ok(total)
+            }
+            Err(e) => {
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn prune_history(&self, cutoffs: PruneCutoffs) -> StoreResult<Pruned> {
+        let mut tx = self.begin_write().await?;
+        let mut prune = async |table: &str, column: &str, before: String| -> StoreResult<u64> {
+            let n: i64 = QueryBuilder::<Sqlite>::new(format!(
+                "SELECT COUNT(*) FROM {table} WHERE {column} < "
+            ))
+            .push_bind(before.clone())
+            .build_query_scalar()
+            .fetch_one(&mut *tx)
+            .await
+            .db()?;
+            QueryBuilder::<Sqlite>::new(format!("DELETE FROM {table} WHERE {column} < "))
+                .push_bind(before)
+                .build()
+                .execute(&mut *tx)
+                .await
+                .db()?;
+            Ok(count(n))
+        };
+        let versions = prune(
+            "document_versions",
+            "snapshot_at",
+            cutoffs.versions_before.to_string(),
+        )
+        .await?;
+        let audit = prune("audit_log", "at", cutoffs.audit_before.to_string()).await?;
+        let nonces = prune("improve_jti", "seen_at", cutoffs.nonces_before.to_string()).await?;
+        commit(tx).await?;
+        Ok(Pruned {
+            versions,
+            audit,
+            nonces,
+        })
+    }
+}
