@@ -9,6 +9,11 @@ use anyhow::{Context, Result, bail};
 
 use super::proc::git;
 
+/// Serializes the worktree changes of one driver process: `--max-parallel` runs jobs side by
+/// side, and two `git worktree add` in one repository at once can read each other's
+/// half-written `.git/worktrees/<id>` ("failed to read .../commondir").
+static WORKTREE_CHANGES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// How long a kept worktree stays before it is pruned.
 pub const KEEP_FAILED: Duration = Duration::from_secs(24 * 3600);
 
@@ -57,6 +62,7 @@ async fn exclude_capsid(root: &Path) -> Result<()> {
 /// The job's worktree: reused when it exists (a resumed job), else created from `base`.
 pub async fn ensure(root: &Path, job_id: &str, base: &str) -> Result<PathBuf> {
     let id = checked_id(job_id)?;
+    let _one_at_a_time = WORKTREE_CHANGES.lock().await;
     exclude_capsid(root).await?;
     let path = worktrees_dir(root).join(id);
     if path.join(".git").exists() {
@@ -86,6 +92,7 @@ pub async fn ensure(root: &Path, job_id: &str, base: &str) -> Result<PathBuf> {
 
 /// Removes a finished job's worktree (its branch, with the commits, stays).
 pub async fn remove(root: &Path, path: &Path) -> Result<()> {
+    let _one_at_a_time = WORKTREE_CHANGES.lock().await;
     git(
         root,
         &["worktree", "remove", "--force", &path.display().to_string()],
@@ -130,5 +137,6 @@ pub async fn prune_stale(root: &Path) {
         }
         let _ = std::fs::remove_file(entry.path());
     }
+    let _one_at_a_time = WORKTREE_CHANGES.lock().await;
     let _ = git(root, &["worktree", "prune"]).await;
 }

@@ -97,7 +97,7 @@ pub fn runner_settings_come_from_the_namespace(w: &World) {
         json!({"namespace": "demo", "agent_command": "rm -rf /"}),
     );
     assert!(
-        changed.contains("the runner settings (what agent hosts run) are the admin's to change"),
+        changed.contains("update_namespace is admin only"),
         "{changed}"
     );
 }

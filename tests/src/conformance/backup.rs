@@ -247,6 +247,7 @@ pub async fn backup_import_into_empty_store<S: Store>(store: &S) {
                 text("alpha"),
                 Cell::Null,
                 text("2026-03-01T09:00:00.000Z"),
+                Cell::Null,
             ]],
         ),
         (
