@@ -1,5 +1,6 @@
 //! The self-improvement loop (reference 8): the roster and its switches, the settings keys,
-//! the `scores.md` document and its pin, keep/revert scoring, and the monthly budget.
+//! the `scores.md` document and its pin, keep/revert scoring, the signed score report, and the
+//! monthly budget.
 //!
 //! Everything here is a pure function of documents, settings values and reported metrics;
 //! the service reads and writes them.
@@ -7,6 +8,7 @@
 pub mod anchors;
 pub mod budget;
 pub mod keys;
+pub mod report;
 pub mod roster;
 pub mod scores;
 pub mod verdict;
