@@ -102,6 +102,27 @@ impl fmt::Display for Timestamp {
     }
 }
 
+/// Serialized as its fixed-width RFC 3339 form, so a typed field renders exactly as the
+/// string it replaced.
+impl serde::Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Read from any form [`Timestamp::parse`] accepts; anything else is refused, never defaulted.
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Timestamp::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "'{}' is not an RFC 3339 instant",
+                text.chars().take(40).collect::<String>()
+            ))
+        })
+    }
+}
+
 /// The source of "now". Adapters read the system clock; tests drive a [`ManualClock`].
 pub trait Clock: Send + Sync {
     /// The current instant.
@@ -139,6 +160,27 @@ impl Clock for ManualClock {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn serde_carries_the_fixed_width_form() {
+        let at = Timestamp::parse("2026-11-30T04:09:01.123Z").expect("instant");
+        assert_eq!(
+            serde_json::to_value(at).expect("serializes"),
+            serde_json::json!("2026-11-30T04:09:01.123Z")
+        );
+        let back: Timestamp =
+            serde_json::from_value(serde_json::json!("2026-11-30 04:09:01.123")).unwrap_or(at);
+        assert_eq!(back, at, "a form parse() refuses does not deserialize");
+        let sqlite: Timestamp =
+            serde_json::from_value(serde_json::json!("2026-11-30 04:09:01")).expect("sqlite form");
+        assert_eq!(sqlite.to_string(), "2026-11-30T04:09:01.000Z");
+        let err = serde_json::from_value::<Timestamp>(serde_json::json!("yesterday"))
+            .expect_err("not an instant");
+        assert!(
+            err.to_string()
+                .contains("'yesterday' is not an RFC 3339 instant")
+        );
+    }
 
     #[test]
     fn renders_fixed_width_rfc3339() {

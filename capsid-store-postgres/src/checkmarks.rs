@@ -3,6 +3,7 @@
 //! concurrent checkpoint or answer makes the guard fail once its row lock is released), the
 //! log's pages, and the shared context, last writer wins.
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::checkmarks::{AgentStatus, CiStatus, GateStatus, Visibility};
 use capsid_core::ports::{
@@ -134,7 +135,7 @@ fn entry(row: &PgRow) -> Result<LogEntryRow, sqlx::Error> {
         id: row.try_get("id")?,
         namespace: row.try_get("namespace")?,
         agent: row.try_get("agent")?,
-        created_at: row.try_get("created_at")?,
+        created_at: row.time("created_at")?,
         session_id: row.try_get("session_id")?,
         status: vocabulary(row, "status", AgentStatus::parse)?,
         summary: row.try_get("summary")?,
@@ -142,11 +143,11 @@ fn entry(row: &PgRow) -> Result<LogEntryRow, sqlx::Error> {
         question: row.try_get("question")?,
         answer: row.try_get("answer")?,
         answered_by: row.try_get("answered_by")?,
-        answered_at: row.try_get("answered_at")?,
+        answered_at: row.time("answered_at")?,
         visibility: vocabulary(row, "visibility", Visibility::parse)?,
         push_sha: row.try_get("push_sha")?,
         ci_status: vocabulary(row, "ci_status", CiStatus::parse)?,
-        ci_checked_at: row.try_get("ci_checked_at")?,
+        ci_checked_at: row.time("ci_checked_at")?,
         job_id: row.try_get("job_id")?,
         cost_usd: row.try_get("cost_usd")?,
         turns: row.try_get("turns")?,
@@ -162,18 +163,18 @@ fn view(row: &PgRow) -> Result<CheckmarkView, sqlx::Error> {
             id: row.try_get("c_id")?,
             namespace: row.try_get("c_namespace")?,
             agent: row.try_get("c_agent")?,
-            checkpoint_at: row.try_get("c_checkpoint_at")?,
+            checkpoint_at: row.time("c_checkpoint_at")?,
             status: vocabulary(row, "c_status", AgentStatus::parse)?,
             where_it_stopped: row.try_get("c_where_it_stopped")?,
             next_steps,
             open_question: row.try_get("c_open_question")?,
             log_entry_id: row.try_get("c_log_entry_id")?,
             tests_status: vocabulary(row, "c_tests_status", GateStatus::parse)?,
-            tested_at: row.try_get("c_tested_at")?,
+            tested_at: row.time("c_tested_at")?,
             build_status: vocabulary(row, "c_build_status", GateStatus::parse)?,
-            built_at: row.try_get("c_built_at")?,
+            built_at: row.time("c_built_at")?,
             job_id: row.try_get("c_job_id")?,
-            resume_requested_at: row.try_get("c_resume_requested_at")?,
+            resume_requested_at: row.time("c_resume_requested_at")?,
             resume_requested_by: row.try_get("c_resume_requested_by")?,
         },
         entry: entry(row)?,
@@ -185,7 +186,7 @@ fn shared(row: &PgRow) -> Result<SharedEntry, sqlx::Error> {
         key: row.try_get("key")?,
         value: row.try_get("value")?,
         set_by: row.try_get("set_by")?,
-        updated_at: row.try_get("updated_at")?,
+        updated_at: row.time("updated_at")?,
     })
 }
 
@@ -433,7 +434,7 @@ impl CheckmarkStore for PgStore {
                         .bind(&entry.key)
                         .bind(&entry.value)
                         .bind(&entry.set_by)
-                        .bind(&entry.updated_at)
+                        .bind(entry.updated_at.to_string())
                         .execute(&mut *tx)
                         .await?;
                     audit::insert(&mut tx, audit).await?;

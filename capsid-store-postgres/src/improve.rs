@@ -1,6 +1,7 @@
 //! The `ImproveStore` port (run totals per namespace) and the `SkillStore` port (skills,
 //! evaluations, keyed status changes audited in the same transaction).
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{
     AuditEntry, ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore,
@@ -82,7 +83,7 @@ fn evaluation(row: &PgRow) -> Result<SkillEvaluationRow, sqlx::Error> {
         delta: row.try_get("delta")?,
         runs: row.try_get("runs")?,
         verdict: row.try_get("verdict")?,
-        evaluated_at: row.try_get("evaluated_at")?,
+        evaluated_at: row.time("evaluated_at")?,
     })
 }
 
@@ -169,7 +170,7 @@ impl SkillStore for PgStore {
             .bind(row.delta)
             .bind(row.runs)
             .bind(&row.verdict)
-            .bind(&row.evaluated_at)
+            .bind(row.evaluated_at.to_string())
             .execute(&self.pool)
             .await
             .map_err(translate)?;

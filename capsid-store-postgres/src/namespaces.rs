@@ -1,6 +1,7 @@
 //! The `NamespaceStore` port: namespaces with their unconsolidated counts, registration and
 //! repo updates, each audited in the same transaction.
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{AuditEntry, NamespaceRow, NamespaceStore, StoreError, StoreResult};
 use capsid_core::time::Timestamp;
@@ -34,7 +35,7 @@ fn namespace_row(row: &PgRow) -> Result<NamespaceRow, sqlx::Error> {
     Ok(NamespaceRow {
         namespace: row.try_get("namespace")?,
         repos: row.try_get("repos")?,
-        created_at: row.try_get("created_at")?,
+        created_at: row.time("created_at")?,
         unconsolidated: count(row.try_get("unconsolidated")?),
         runner: row.try_get("runner")?,
     })

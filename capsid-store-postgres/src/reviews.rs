@@ -1,6 +1,7 @@
 //! The review-verdict port: a verdict and its audit row in one transaction, and one pull
 //! request's verdicts newest first (served by the `(repo, number, id DESC)` index).
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{AuditEntry, NewReview, ReviewRow, ReviewStore, StoreResult};
 use sqlx::Row;
@@ -26,7 +27,7 @@ fn review_row(row: &PgRow) -> Result<ReviewRow, sqlx::Error> {
         said: row.try_get("said")?,
         head_sha: row.try_get("head_sha")?,
         comment_url: row.try_get("comment_url")?,
-        created_at: row.try_get("created_at")?,
+        created_at: row.time("created_at")?,
     })
 }
 

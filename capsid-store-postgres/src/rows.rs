@@ -4,6 +4,7 @@ use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{AgentRow, AuditRow};
+use capsid_core::time::Timestamp;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
@@ -52,8 +53,8 @@ pub(crate) fn document(row: &PgRow) -> Result<Document, sqlx::Error> {
         doc_type: row.try_get("type")?,
         status: row.try_get("status")?,
         tags: row.try_get("tags")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: row.time("created_at")?,
+        updated_at: row.time("updated_at")?,
         body: row.try_get("body")?,
     })
 }
@@ -68,8 +69,8 @@ pub(crate) fn summary(row: &PgRow) -> Result<DocumentSummary, sqlx::Error> {
         doc_type: row.try_get("type")?,
         status: row.try_get("status")?,
         tags: row.try_get("tags")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: row.time("created_at")?,
+        updated_at: row.time("updated_at")?,
     })
 }
 
@@ -90,8 +91,8 @@ pub(crate) fn job(row: &PgRow) -> Result<Job, sqlx::Error> {
         status: JobStatus::parse(&status).ok_or_else(|| corrupt("jobs.status", &status))?,
         posted_by: row.try_get("posted_by")?,
         claimed_by: row.try_get("claimed_by")?,
-        claimed_at: row.try_get("claimed_at")?,
-        lease_expires: row.try_get("lease_expires")?,
+        claimed_at: row.time("claimed_at")?,
+        lease_expires: row.time("lease_expires")?,
         result_ref: row.try_get("result_ref")?,
         result_summary: row.try_get("result_summary")?,
         gate_required: row.try_get::<i64, _>("gate_required")? != 0,
@@ -101,8 +102,8 @@ pub(crate) fn job(row: &PgRow) -> Result<Job, sqlx::Error> {
         corrections_count: row.try_get("corrections_count")?,
         required_scopes: row.try_get("required_scopes")?,
         min_record: row.try_get("min_record")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: row.time("created_at")?,
+        updated_at: row.time("updated_at")?,
         parent_id: row.try_get("parent_id")?,
         requested_by: row.try_get("requested_by")?,
         depth: row.try_get("depth")?,
@@ -142,7 +143,7 @@ pub(crate) fn outcome(row: &PgRow) -> Result<OutcomeRow, sqlx::Error> {
         duration_minutes: row.try_get("duration_minutes")?,
         result_kind,
         verified: row.try_get("verified")?,
-        recorded_at: row.try_get("recorded_at")?,
+        recorded_at: row.time("recorded_at")?,
         reviewed_by: row.try_get("reviewed_by")?,
     })
 }
@@ -156,9 +157,9 @@ pub(crate) fn agent(row: &PgRow) -> Result<AgentRow, sqlx::Error> {
         key_hash: row.try_get("key_hash")?,
         scopes: row.try_get("scopes")?,
         created_by: row.try_get("created_by")?,
-        created_at: row.try_get("created_at")?,
-        revoked_at: row.try_get("revoked_at")?,
-        last_seen: row.try_get("last_seen")?,
+        created_at: row.time("created_at")?,
+        revoked_at: row.time("revoked_at")?,
+        last_seen: row.time("last_seen")?,
     })
 }
 
@@ -171,6 +172,51 @@ pub(crate) fn audit(row: &PgRow) -> Result<AuditRow, sqlx::Error> {
         namespace: row.try_get("namespace")?,
         path: row.try_get("path")?,
         params: row.try_get("params")?,
-        at: row.try_get("at")?,
+        at: row.time("at")?,
     })
+}
+
+/// A column holding an instant, read as [`Timestamp`] or `Option<Timestamp>`; text no form of
+/// [`Timestamp::parse`] reads is a decode error naming the column, never a default.
+pub(crate) trait StoredTime: Sized {
+    /// Reads `column` of `row`.
+    fn read(row: &PgRow, column: &str) -> Result<Self, sqlx::Error>;
+}
+
+fn instant(column: &str, text: &str) -> Result<Timestamp, sqlx::Error> {
+    Timestamp::parse(text).ok_or_else(|| {
+        sqlx::Error::Decode(
+            format!(
+                "column {column} holds '{}', which is not an instant",
+                text.chars().take(40).collect::<String>()
+            )
+            .into(),
+        )
+    })
+}
+
+impl StoredTime for Timestamp {
+    fn read(row: &PgRow, column: &str) -> Result<Self, sqlx::Error> {
+        let text: String = row.try_get(column)?;
+        instant(column, &text)
+    }
+}
+
+impl StoredTime for Option<Timestamp> {
+    fn read(row: &PgRow, column: &str) -> Result<Self, sqlx::Error> {
+        let text: Option<String> = row.try_get(column)?;
+        text.map(|t| instant(column, &t)).transpose()
+    }
+}
+
+/// `row.time("created_at")?`: a time column through [`StoredTime`].
+pub(crate) trait TimeColumns {
+    /// Reads `column` as an instant.
+    fn time<T: StoredTime>(&self, column: &str) -> Result<T, sqlx::Error>;
+}
+
+impl TimeColumns for PgRow {
+    fn time<T: StoredTime>(&self, column: &str) -> Result<T, sqlx::Error> {
+        T::read(self, column)
+    }
 }

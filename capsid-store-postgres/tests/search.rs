@@ -222,6 +222,6 @@ async fn snippets_mark_matches_in_bounded_fragments() {
         "two fragments joined by ` ... `: {snippet:?}"
     );
     assert!(snippet.split_whitespace().count() <= 40, "{snippet:?}");
-    assert!(hits[1].id > 0 && hits[1].updated_at == at(0).to_string());
+    assert!(hits[1].id > 0 && hits[1].updated_at == at(0));
     db.finish().await;
 }

@@ -1,5 +1,6 @@
 //! The audit log port: appending a row on its own and reading the newest rows.
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{AuditEntry, AuditFilter, AuditLog, AuditRow, StoreResult};
 use sqlx::sqlite::{Sqlite, SqliteRow};
@@ -31,7 +32,7 @@ fn audit_row(row: &SqliteRow) -> Result<AuditRow, sqlx::Error> {
         namespace: row.try_get("namespace")?,
         path: row.try_get("path")?,
         params: row.try_get("params")?,
-        at: row.try_get("at")?,
+        at: row.time("at")?,
     })
 }
 

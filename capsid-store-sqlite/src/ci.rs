@@ -1,6 +1,7 @@
 //! The CI follow-through port: pending pushed entries, and the keyed backfill of their CI
 //! verdict with its audit row in one transaction.
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::checkmarks::CiStatus;
 use capsid_core::ports::{AuditEntry, CiStore, PendingCi, StoreResult};
@@ -29,8 +30,8 @@ impl CiStore for SqliteStore {
                     id: r.try_get("id")?,
                     namespace: r.try_get("namespace")?,
                     push_sha: r.try_get("push_sha")?,
-                    created_at: r.try_get("created_at")?,
-                    ci_checked_at: r.try_get("ci_checked_at")?,
+                    created_at: r.time("created_at")?,
+                    ci_checked_at: r.time("ci_checked_at")?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()

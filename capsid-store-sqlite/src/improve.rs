@@ -1,6 +1,7 @@
 //! The improve loop's run totals and the skill store (skills, evaluations, keyed status
 //! changes audited in their transaction).
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{
     AuditEntry, ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore,
@@ -48,7 +49,7 @@ fn evaluation_row(row: &SqliteRow) -> Result<SkillEvaluationRow, sqlx::Error> {
         delta: row.try_get("delta")?,
         runs: row.try_get("runs")?,
         verdict: row.try_get("verdict")?,
-        evaluated_at: row.try_get("evaluated_at")?,
+        evaluated_at: row.time("evaluated_at")?,
     })
 }
 
@@ -122,7 +123,7 @@ impl SkillStore for SqliteStore {
         .bind(evaluation.delta)
         .bind(evaluation.runs)
         .bind(&evaluation.verdict)
-        .bind(&evaluation.evaluated_at)
+        .bind(evaluation.evaluated_at.to_string())
         .execute(self.writer())
         .await
         .db()?;

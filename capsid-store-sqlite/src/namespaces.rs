@@ -1,6 +1,7 @@
 //! The namespace port: registered namespaces with their unconsolidated counts, registration
 //! and the keyed repos update, each change audited in its transaction.
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{AuditEntry, NamespaceRow, NamespaceStore, StoreError, StoreResult};
 use capsid_core::time::Timestamp;
@@ -26,7 +27,7 @@ fn namespace_row(row: &SqliteRow) -> Result<NamespaceRow, sqlx::Error> {
     Ok(NamespaceRow {
         namespace: row.try_get("namespace")?,
         repos: row.try_get("repos")?,
-        created_at: row.try_get("created_at")?,
+        created_at: row.time("created_at")?,
         unconsolidated: rows::count(row.try_get("unconsolidated")?),
         runner: row.try_get("runner")?,
     })

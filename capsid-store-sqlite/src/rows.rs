@@ -5,6 +5,7 @@ use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{AgentRow, AuditEntry};
+use capsid_core::time::Timestamp;
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{Error, Row};
 
@@ -51,8 +52,8 @@ pub(crate) fn document(row: &SqliteRow) -> Result<Document, Error> {
         doc_type: row.try_get("type")?,
         status: row.try_get("status")?,
         tags: row.try_get("tags")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: row.time("created_at")?,
+        updated_at: row.time("updated_at")?,
         body: row.try_get("body")?,
     })
 }
@@ -67,8 +68,8 @@ pub(crate) fn summary(row: &SqliteRow) -> Result<DocumentSummary, Error> {
         doc_type: row.try_get("type")?,
         status: row.try_get("status")?,
         tags: row.try_get("tags")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: row.time("created_at")?,
+        updated_at: row.time("updated_at")?,
     })
 }
 
@@ -86,8 +87,8 @@ pub(crate) fn job(row: &SqliteRow) -> Result<Job, Error> {
         status,
         posted_by: row.try_get("posted_by")?,
         claimed_by: row.try_get("claimed_by")?,
-        claimed_at: row.try_get("claimed_at")?,
-        lease_expires: row.try_get("lease_expires")?,
+        claimed_at: row.time("claimed_at")?,
+        lease_expires: row.time("lease_expires")?,
         result_ref: row.try_get("result_ref")?,
         result_summary: row.try_get("result_summary")?,
         gate_required: row.try_get::<i64, _>("gate_required")? != 0,
@@ -97,8 +98,8 @@ pub(crate) fn job(row: &SqliteRow) -> Result<Job, Error> {
         corrections_count: row.try_get("corrections_count")?,
         required_scopes: row.try_get("required_scopes")?,
         min_record: row.try_get("min_record")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
+        created_at: row.time("created_at")?,
+        updated_at: row.time("updated_at")?,
         parent_id: row.try_get("parent_id")?,
         requested_by: row.try_get("requested_by")?,
         depth: row.try_get("depth")?,
@@ -114,9 +115,9 @@ pub(crate) fn agent(row: &SqliteRow) -> Result<AgentRow, Error> {
         key_hash: row.try_get("key_hash")?,
         scopes: row.try_get("scopes")?,
         created_by: row.try_get("created_by")?,
-        created_at: row.try_get("created_at")?,
-        revoked_at: row.try_get("revoked_at")?,
-        last_seen: row.try_get("last_seen")?,
+        created_at: row.time("created_at")?,
+        revoked_at: row.time("revoked_at")?,
+        last_seen: row.time("last_seen")?,
     })
 }
 
@@ -153,7 +154,7 @@ pub(crate) fn outcome(row: &SqliteRow) -> Result<OutcomeRow, Error> {
         duration_minutes: row.try_get("duration_minutes")?,
         result_kind,
         verified: row.try_get("verified")?,
-        recorded_at: row.try_get("recorded_at")?,
+        recorded_at: row.time("recorded_at")?,
         reviewed_by: row.try_get("reviewed_by")?,
     })
 }
@@ -192,4 +193,49 @@ pub(crate) fn count(n: i64) -> u64 {
 /// A caller's row limit as a SQLite integer.
 pub(crate) fn limit(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A column holding an instant, read as [`Timestamp`] or `Option<Timestamp>`; text no form of
+/// [`Timestamp::parse`] reads is a decode error naming the column, never a default.
+pub(crate) trait StoredTime: Sized {
+    /// Reads `column` of `row`.
+    fn read(row: &SqliteRow, column: &str) -> Result<Self, sqlx::Error>;
+}
+
+fn instant(column: &str, text: &str) -> Result<Timestamp, sqlx::Error> {
+    Timestamp::parse(text).ok_or_else(|| {
+        sqlx::Error::Decode(
+            format!(
+                "column {column} holds '{}', which is not an instant",
+                text.chars().take(40).collect::<String>()
+            )
+            .into(),
+        )
+    })
+}
+
+impl StoredTime for Timestamp {
+    fn read(row: &SqliteRow, column: &str) -> Result<Self, sqlx::Error> {
+        let text: String = row.try_get(column)?;
+        instant(column, &text)
+    }
+}
+
+impl StoredTime for Option<Timestamp> {
+    fn read(row: &SqliteRow, column: &str) -> Result<Self, sqlx::Error> {
+        let text: Option<String> = row.try_get(column)?;
+        text.map(|t| instant(column, &t)).transpose()
+    }
+}
+
+/// `row.time("created_at")?`: a time column through [`StoredTime`].
+pub(crate) trait TimeColumns {
+    /// Reads `column` as an instant.
+    fn time<T: StoredTime>(&self, column: &str) -> Result<T, sqlx::Error>;
+}
+
+impl TimeColumns for SqliteRow {
+    fn time<T: StoredTime>(&self, column: &str) -> Result<T, sqlx::Error> {
+        T::read(self, column)
+    }
 }

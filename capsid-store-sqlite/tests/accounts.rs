@@ -82,7 +82,7 @@ async fn agents_mint_revoke_and_rescope() {
             .unwrap()
             .unwrap()
             .last_seen,
-        Some(at(5).to_string())
+        Some(at(5))
     );
 
     let revoked = store
@@ -93,7 +93,7 @@ async fn agents_mint_revoke_and_rescope() {
         )
         .await
         .unwrap();
-    assert_eq!(revoked.unwrap().revoked_at, Some(at(6).to_string()));
+    assert_eq!(revoked.unwrap().revoked_at, Some(at(6)));
     assert_eq!(
         store
             .revoke_agent("agent_1", at(7), audit("x", "agents", "d1", at(7)))
@@ -287,7 +287,7 @@ async fn skills_and_improve_totals() {
             delta: 0.5,
             runs: 3,
             verdict: "positive".into(),
-            evaluated_at: when.into(),
+            evaluated_at: capsid_core::time::Timestamp::parse(when).expect("instant"),
         };
         store.record_evaluation(evaluation).await.unwrap();
     }

@@ -97,7 +97,7 @@ async fn a_committed_write_survives_close_and_reopen() {
         .unwrap()
         .unwrap();
     assert_eq!(read, written.document);
-    assert_eq!(read.created_at, "2026-11-18T11:06:40.000Z");
+    assert_eq!(read.created_at.to_string(), "2026-11-18T11:06:40.000Z");
     assert_eq!(
         reopened
             .last_actor("capsid", "notes/a.md")

@@ -66,17 +66,11 @@ async fn writes_guard_snapshot_and_keep_unset_fields() {
         (Some("A"), Some("two"), "spec")
     );
     assert_eq!((d.status.as_str(), d.tags.as_deref()), ("draft", Some("x")));
-    assert_eq!(
-        (d.created_at, d.updated_at),
-        (at(0).to_string(), at(5).to_string())
-    );
+    assert_eq!((d.created_at, d.updated_at), (at(0), at(5)));
 
     let versions = store.versions("n", "a.md", 10).await.unwrap();
     assert_eq!(versions.len(), 1);
-    assert_eq!(
-        (versions[0].bytes, versions[0].snapshot_at.clone()),
-        (3, at(5).to_string())
-    );
+    assert_eq!((versions[0].bytes, versions[0].snapshot_at), (3, at(5)));
     let version = store
         .version(versions[0].id, "n", "a.md")
         .await

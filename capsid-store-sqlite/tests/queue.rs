@@ -48,7 +48,7 @@ fn mirror() -> MirrorFn {
             status: Some(m.status.to_owned()),
             tags: Some(m.tags.to_owned()),
             links: None,
-            at: Timestamp::parse(&job.updated_at).unwrap_or(Timestamp::from_millis(0)),
+            at: job.updated_at,
         }
     })
 }
@@ -122,7 +122,7 @@ fn outcome_for(job: &Job, recorded: Timestamp, urls: &[&str]) -> OutcomeRecord {
             duration_minutes: Some(5),
             result_kind: ResultKind::Pr,
             verified: "{}".to_owned(),
-            recorded_at: recorded.to_string(),
+            recorded_at: recorded,
             reviewed_by: None,
         },
         pr_urls: urls.iter().map(|u| (*u).to_owned()).collect(),
@@ -174,7 +174,7 @@ async fn posts_claims_and_verdicts() {
         (job.id.as_str(), job.claimed_by.as_deref()),
         (high.id.as_str(), Some("agent:a"))
     );
-    assert_eq!(job.lease_expires, Some(at(100).to_string()));
+    assert_eq!(job.lease_expires, Some(at(100)));
     assert!(
         store
             .document("n", "jobs/job_000000000002.md")
@@ -424,7 +424,7 @@ async fn transitions_are_keyed_and_outcomes_write_once() {
     complete.outcome = Some(outcome_for(&a, at(24), &["https://github.com/o/r/pull/3"]));
     let finished = store.transition_job(complete).await.unwrap().unwrap();
     assert_eq!(
-        (finished.status, finished.lease_expires.clone()),
+        (finished.status, finished.lease_expires),
         (JobStatus::Done, None)
     );
     assert_eq!(
@@ -434,11 +434,7 @@ async fn transitions_are_keyed_and_outcomes_write_once() {
     );
     let outcomes = store.outcomes(Some("agent:x")).await.unwrap();
     assert_eq!(outcomes.len(), 1);
-    assert_eq!(
-        outcomes[0].recorded_at,
-        at(23).to_string(),
-        "the first record stands"
-    );
+    assert_eq!(outcomes[0].recorded_at, at(23), "the first record stands");
     assert_eq!(
         store
             .document("n", "jobs/job_00000000000a.md")

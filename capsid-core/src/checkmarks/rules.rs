@@ -9,6 +9,7 @@
 use super::state::{CheckmarkEvent, IllegalTransition, Step, step};
 use super::status::{AgentStatus, GateStatus};
 use super::{COST_USD_MAX, NEXT_STEPS_MAX};
+use crate::time::Timestamp;
 
 /// What a checkpoint claims, as its rules read it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -130,8 +131,8 @@ pub fn check_checkpoint(c: &CheckpointClaims<'_>) -> Result<(), CheckpointRefusa
 pub struct Answered<'a> {
     /// The answering actor.
     pub by: &'a str,
-    /// When (as stored).
-    pub at: &'a str,
+    /// When (`None`: an answer stored without its time).
+    pub at: Option<Timestamp>,
 }
 
 /// What an answer or a resume reads of a checkmark: its status and the entry it links to.
@@ -182,7 +183,9 @@ pub fn answer_step(w: &Waiting<'_>, resume: bool) -> Result<Step, AnswerRefusal>
     if let Some(a) = w.answered {
         return Err(AnswerRefusal::AlreadyAnswered {
             by: a.by.to_owned(),
-            at: a.at.to_owned(),
+            at: a
+                .at
+                .map_or_else(|| "an unrecorded time".to_owned(), |t| t.to_string()),
         });
     }
     Ok(step)
@@ -329,7 +332,7 @@ mod tests {
         let again = Waiting {
             answered: Some(Answered {
                 by: "github:octo",
-                at: "2026-03-01T09:00:00.000Z",
+                at: Timestamp::parse("2026-03-01T09:00:00.000Z"),
             }),
             ..asked
         };
@@ -459,7 +462,7 @@ mod tests {
                 question: m.question.as_deref(),
                 answered: m.answered.then_some(Answered {
                     by: "agent:other",
-                    at: "t",
+                    at: None,
                 }),
             }
         }

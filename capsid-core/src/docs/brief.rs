@@ -8,6 +8,7 @@ use super::document::Document;
 use super::links::{IncomingLink, OutgoingLink};
 use super::{is_archived, newest_first};
 use crate::paths::js_len;
+use crate::time::Timestamp;
 
 /// Body characters (UTF-16 units) a brief aims to stay under.
 pub const BRIEF_BUDGET: usize = 40_000;
@@ -65,8 +66,8 @@ pub struct BriefDoc {
     pub doc_type: String,
     /// Body.
     pub body: Option<String>,
-    /// Last write time as stored.
-    pub updated_at: String,
+    /// Last write time.
+    pub updated_at: Timestamp,
     /// Who wrote it last.
     pub last_actor: Option<String>,
 }
@@ -80,8 +81,8 @@ pub struct BriefStub {
     pub path: String,
     /// Title.
     pub title: Option<String>,
-    /// Last write time as stored.
-    pub updated_at: String,
+    /// Last write time.
+    pub updated_at: Timestamp,
     /// Who wrote it last.
     pub last_actor: Option<String>,
     /// `(trimmed for size: read <ns>/<path>)`.

@@ -1,6 +1,7 @@
 //! The document row the store and the tools share, its wire views (`read`, `list`), and the
 //! bounded-list envelope every listing answers with.
 
+use crate::time::Timestamp;
 use serde::Serialize;
 
 /// One `documents` row, with the Worker's column names. The legacy `frontmatter` and
@@ -23,9 +24,9 @@ pub struct Document {
     /// Free-text tags, when set.
     pub tags: Option<String>,
     /// Creation time as stored.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// Last write time as stored.
-    pub updated_at: String,
+    pub updated_at: Timestamp,
     /// Markdown body.
     pub body: Option<String>,
 }
@@ -46,8 +47,8 @@ impl Document {
             doc_type: self.doc_type.clone(),
             status: self.status.clone(),
             tags: self.tags.clone(),
-            created_at: self.created_at.clone(),
-            updated_at: self.updated_at.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
         }
     }
 }
@@ -71,9 +72,9 @@ pub struct DocumentSummary {
     /// Free-text tags, when set.
     pub tags: Option<String>,
     /// Creation time as stored.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// Last write time as stored.
-    pub updated_at: String,
+    pub updated_at: Timestamp,
 }
 
 /// The `read` answer: the row's named columns, its body, and who wrote it last (the actor
@@ -141,8 +142,8 @@ mod tests {
             doc_type: "core".into(),
             status: "published".into(),
             tags: None,
-            created_at: "2026-01-01T00:00:00.000Z".into(),
-            updated_at: "2026-01-02T00:00:00.000Z".into(),
+            created_at: Timestamp::parse("2026-01-01T00:00:00.000Z").expect("instant"),
+            updated_at: Timestamp::parse("2026-01-02T00:00:00.000Z").expect("instant"),
             body: Some("hello".into()),
         }
     }

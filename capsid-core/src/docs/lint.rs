@@ -13,6 +13,7 @@ use super::links::DanglingEdge;
 use super::{ARCHIVE_PREFIX, is_archived, newest_first};
 use crate::guards::improve_write_refusal;
 use crate::paths::{doc_path_problem, js_len};
+use crate::time::Timestamp;
 
 /// Body characters (UTF-16 units) a gather packet is held to, by trimming.
 pub const GATHER_BUDGET: usize = 150_000;
@@ -73,10 +74,10 @@ pub struct PacketDoc {
     pub body: Option<String>,
     /// Creation time (selected for unconsolidated docs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<String>,
+    pub created_at: Option<Timestamp>,
     /// Last write time (not selected for rules).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub updated_at: Option<String>,
+    pub updated_at: Option<Timestamp>,
 }
 
 #[derive(Clone, Copy)]

@@ -109,13 +109,9 @@ pub(crate) fn is_js_space(c: char) -> bool {
 /// The same set as a regex character class body, for patterns ported from the Worker.
 pub(crate) const JS_SPACE_CLASS: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 
-/// Orders two stored times newest first. Stores write fixed-width times, so text order is
-/// time order; parsing first also copes with rows in the SQLite `datetime('now')` form.
-pub(crate) fn newest_first(a: &str, b: &str) -> Ordering {
-    match (Timestamp::parse(a), Timestamp::parse(b)) {
-        (Some(a), Some(b)) => b.cmp(&a),
-        _ => b.cmp(a),
-    }
+/// Orders two times newest first.
+pub(crate) fn newest_first(a: &Timestamp, b: &Timestamp) -> Ordering {
+    b.cmp(a)
 }
 
 #[cfg(test)]
@@ -161,16 +157,19 @@ mod tests {
     }
 
     #[test]
-    fn newest_first_reads_both_time_forms() {
+    fn newest_first_orders_instants_whatever_form_they_were_stored_in() {
         assert_eq!(
-            newest_first("2026-01-02 00:00:00", "2026-01-01T23:00:00.000Z"),
+            newest_first(&at("2026-01-02 00:00:00"), &at("2026-01-01T23:00:00.000Z")),
             Ordering::Less
         );
         assert_eq!(
-            newest_first("2026-01-01T00:00:00Z", "2026-01-02 00:00:00"),
+            newest_first(&at("2026-01-01T00:00:00Z"), &at("2026-01-02 00:00:00")),
             Ordering::Greater
         );
-        assert_eq!(newest_first("b", "a"), Ordering::Less);
+        assert_eq!(
+            newest_first(&at("2026-01-01T00:00:00Z"), &at("2026-01-01T00:00:00.000Z")),
+            Ordering::Equal
+        );
     }
 
     #[test]

@@ -234,10 +234,7 @@ fn stale_decisions(ns: &str, standing: &[&Document], now: Timestamp) -> TruthChe
     let stale: Vec<&&Document> = decisions
         .iter()
         .copied()
-        .filter(|d| {
-            Timestamp::parse(&d.updated_at)
-                .is_some_and(|at| now.millis_since(at).abs() > STALE_DECISION_DAYS * DAY_MS)
-        })
+        .filter(|d| now.millis_since(d.updated_at).abs() > STALE_DECISION_DAYS * DAY_MS)
         .collect();
     TruthCheck {
         check: "stale_decisions",

@@ -2,6 +2,7 @@
 //! verbatim. A restore is not a `write`: no dash normalization, and type, status, tags and
 //! links are neither validated nor restored, because a version row does not carry them.
 
+use crate::time::Timestamp;
 use serde::Serialize;
 use thiserror::Error;
 
@@ -32,7 +33,7 @@ pub struct VersionSnapshot {
     /// Body at snapshot time.
     pub body: Option<String>,
     /// When it was taken.
-    pub snapshot_at: String,
+    pub snapshot_at: Timestamp,
 }
 
 /// Why a `restore` refused. Nothing is written.
@@ -187,7 +188,7 @@ pub struct RestoreOutcome {
     /// The version put back.
     pub version_id: i64,
     /// When that version was snapshotted.
-    pub snapshot_at: String,
+    pub snapshot_at: Timestamp,
     /// sha256 of the stored body.
     pub sha256: String,
     /// UTF-8 length of the stored body.
@@ -217,7 +218,7 @@ impl RestoreOutcome {
                 RestoreAction::Recreated
             },
             version_id: version.id,
-            snapshot_at: version.snapshot_at.clone(),
+            snapshot_at: version.snapshot_at,
             sha256: sha256_hex(body),
             bytes: body.len(),
             snapshotted: existed,
@@ -245,7 +246,7 @@ mod tests {
             id: 9,
             title: Some("Old — title".into()),
             body: body.map(str::to_owned),
-            snapshot_at: "2026-11-01T00:00:00.000Z".into(),
+            snapshot_at: Timestamp::parse("2026-11-01T00:00:00.000Z").expect("instant"),
         }
     }
 

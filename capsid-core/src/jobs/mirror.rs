@@ -71,7 +71,8 @@ pub fn mirror_body(job: &Job) -> String {
         ),
         format!(
             "- lease expires: {}",
-            job.lease_expires.as_deref().unwrap_or("(no lease)")
+            job.lease_expires
+                .map_or_else(|| "(no lease)".to_owned(), |t| t.to_string())
         ),
     ];
     // Only once it has happened: a job that never hit a gate carries no line of zeroes.

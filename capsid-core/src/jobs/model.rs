@@ -4,6 +4,7 @@
 //! `gate_required` and `review_required` go out as the integers 0/1 (an MCP client written
 //! against the Worker reads numbers there); reading accepts 0/1 or booleans.
 
+use crate::time::Timestamp;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::state::JobStatus;
@@ -28,9 +29,9 @@ pub struct Job {
     /// The actor holding it (kept while blocked, cleared by the lease sweep).
     pub claimed_by: Option<String>,
     /// When the current working stretch began.
-    pub claimed_at: Option<String>,
+    pub claimed_at: Option<Timestamp>,
     /// When the lease runs out (RFC 3339), while claimed.
-    pub lease_expires: Option<String>,
+    pub lease_expires: Option<Timestamp>,
     /// A document path or an `https://` URL naming the result.
     pub result_ref: Option<String>,
     /// The holder's summary, a failure reason, or a block's reason and command.
@@ -52,9 +53,9 @@ pub struct Job {
     /// Stored `{"prs_merged":n}`, NULL for none.
     pub min_record: Option<String>,
     /// When posted.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When last changed.
-    pub updated_at: String,
+    pub updated_at: Timestamp,
     /// The job whose holder posted this one (agent-initiated dispatch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,
@@ -108,8 +109,8 @@ pub(crate) mod tests {
             status: JobStatus::Claimed,
             posted_by: "github:DrDustinEdwards".into(),
             claimed_by: Some("agent:capsid-driver".into()),
-            claimed_at: Some("2026-09-12T00:00:00.000Z".into()),
-            lease_expires: Some("2026-09-12T04:00:00.000Z".into()),
+            claimed_at: Some(Timestamp::parse("2026-09-12T00:00:00.000Z").expect("instant")),
+            lease_expires: Some(Timestamp::parse("2026-09-12T04:00:00.000Z").expect("instant")),
             result_ref: None,
             result_summary: None,
             gate_required: true,
@@ -119,8 +120,8 @@ pub(crate) mod tests {
             corrections_count: 0,
             required_scopes: None,
             min_record: None,
-            created_at: "2026-09-11T22:00:00.000Z".into(),
-            updated_at: "2026-09-12T00:00:00.000Z".into(),
+            created_at: Timestamp::parse("2026-09-11T22:00:00.000Z").expect("instant"),
+            updated_at: Timestamp::parse("2026-09-12T00:00:00.000Z").expect("instant"),
             parent_id: None,
             requested_by: None,
             depth: 0,

@@ -136,7 +136,7 @@ pub struct OutcomeRow {
     /// JSON text of [`VerifiedFields`], all five keys.
     pub verified: String,
     /// When recorded.
-    pub recorded_at: String,
+    pub recorded_at: Timestamp,
     /// The agent whose approval let a `review_required` job complete (SPEC 8), if any.
     pub reviewed_by: Option<String>,
 }
@@ -342,10 +342,10 @@ pub fn result_kind(result_ref: Option<&str>) -> ResultKind {
     }
 }
 
-/// Whole minutes from `claimed_at` to `now`, rounded half up; NULL when missing,
-/// unparseable or negative (clocks that disagree say nothing about the work).
-pub fn duration_minutes(claimed_at: Option<&str>, now: Timestamp) -> Option<i64> {
-    let started = Timestamp::parse(claimed_at?)?;
+/// Whole minutes from `claimed_at` to `now`, rounded half up; NULL when missing or
+/// negative (clocks that disagree say nothing about the work).
+pub fn duration_minutes(claimed_at: Option<Timestamp>, now: Timestamp) -> Option<i64> {
+    let started = claimed_at?;
     let elapsed = now.millis_since(started);
     (elapsed >= 0).then(|| (elapsed + MINUTE_MS / 2) / MINUTE_MS)
 }
@@ -367,10 +367,10 @@ pub fn build_outcome(job: &Job, verdict: EvidenceVerdict, now: Timestamp) -> Out
         ci_green: verdict.ci_green,
         blocked_count: job.blocked_count,
         resumed_count: job.resumed_count,
-        duration_minutes: duration_minutes(job.claimed_at.as_deref(), now),
+        duration_minutes: duration_minutes(job.claimed_at, now),
         result_kind: result_kind(job.result_ref.as_deref()),
         verified: verdict.verified.to_json(),
-        recorded_at: now.to_string(),
+        recorded_at: now,
         reviewed_by: None,
     };
     Outcome {

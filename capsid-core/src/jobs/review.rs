@@ -17,6 +17,7 @@ use regex::Regex;
 
 use super::block::CORRECTION_CAP;
 use super::pr_url::{PrUrl, review_pr};
+use crate::time::Timestamp;
 
 /// The prefix a review comment opens with (compared case-insensitively).
 pub const REVIEW_PREFIX: &str = "REVIEW:";
@@ -59,7 +60,7 @@ pub struct RecordedVerdict {
     /// The head commit it reviewed.
     pub head_sha: String,
     /// When it was recorded.
-    pub at: String,
+    pub at: Timestamp,
 }
 
 /// A review that decides.
@@ -70,7 +71,7 @@ pub struct Review {
     /// Who gave it (an agent's actor string).
     pub by: String,
     /// When it was recorded.
-    pub at: String,
+    pub at: Timestamp,
     /// The comment with its envelope stripped.
     pub said: String,
     /// The head commit it reviewed.
@@ -283,7 +284,7 @@ pub fn review_gate(
     let review = Review {
         verdict: recorded.verdict,
         by: recorded.reviewer.clone(),
-        at: recorded.at.clone(),
+        at: recorded.at,
         said: recorded.said.clone(),
         head_sha: recorded.head_sha.clone(),
     };

@@ -22,11 +22,11 @@ pub struct AgentRow {
     /// Actor who minted it.
     pub created_by: String,
     /// When minted.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When revoked, if revoked.
-    pub revoked_at: Option<String>,
+    pub revoked_at: Option<Timestamp>,
     /// Last authenticated call.
-    pub last_seen: Option<String>,
+    pub last_seen: Option<Timestamp>,
 }
 
 /// A new agent to insert.

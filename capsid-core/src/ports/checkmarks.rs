@@ -21,7 +21,7 @@ pub struct CheckmarkRow {
     /// The agent's name.
     pub agent: String,
     /// When the agent last checkpointed.
-    pub checkpoint_at: String,
+    pub checkpoint_at: Timestamp,
     /// Its status.
     pub status: AgentStatus,
     /// Where it stopped.
@@ -35,15 +35,15 @@ pub struct CheckmarkRow {
     /// What the test run said, and when.
     pub tests_status: GateStatus,
     /// When the tests ran.
-    pub tested_at: Option<String>,
+    pub tested_at: Option<Timestamp>,
     /// What the build check said.
     pub build_status: GateStatus,
     /// When the build check ran.
-    pub built_at: Option<String>,
+    pub built_at: Option<Timestamp>,
     /// The job the work belongs to, if any.
     pub job_id: Option<String>,
     /// When somebody asked for the agent to be resumed (cleared by its next checkpoint).
-    pub resume_requested_at: Option<String>,
+    pub resume_requested_at: Option<Timestamp>,
     /// Who asked.
     pub resume_requested_by: Option<String>,
 }
@@ -59,7 +59,7 @@ pub struct LogEntryRow {
     /// The agent's name.
     pub agent: String,
     /// When.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// The agent session that wrote it.
     pub session_id: Option<String>,
     /// The status it recorded.
@@ -75,7 +75,7 @@ pub struct LogEntryRow {
     /// Who answered.
     pub answered_by: Option<String>,
     /// When.
-    pub answered_at: Option<String>,
+    pub answered_at: Option<Timestamp>,
     /// Who may read it.
     pub visibility: Visibility,
     /// The commit it pushed.
@@ -83,7 +83,7 @@ pub struct LogEntryRow {
     /// CI's verdict on that commit.
     pub ci_status: CiStatus,
     /// When CI was last asked.
-    pub ci_checked_at: Option<String>,
+    pub ci_checked_at: Option<Timestamp>,
     /// The job the work belongs to.
     pub job_id: Option<String>,
     /// What the session cost, in US dollars.
@@ -189,7 +189,7 @@ pub struct SharedEntry {
     /// The actor who set it.
     pub set_by: String,
     /// When.
-    pub updated_at: String,
+    pub updated_at: Timestamp,
 }
 
 /// Checkmarks, the log and the shared context.

@@ -18,9 +18,9 @@ pub struct PendingCi {
     /// The commit it pushed.
     pub push_sha: String,
     /// When it was written.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When CI was last asked, if ever.
-    pub ci_checked_at: Option<String>,
+    pub ci_checked_at: Option<Timestamp>,
 }
 
 /// Pending CI verdicts.

@@ -36,7 +36,7 @@ pub struct SearchHit {
     /// Status.
     pub status: String,
     /// Last write.
-    pub updated_at: String,
+    pub updated_at: Timestamp,
     /// Matched text with `[`/`]` marks and ` ... ` elisions.
     pub snippet: String,
 }
@@ -47,7 +47,7 @@ pub struct VersionSummary {
     /// Version id.
     pub id: i64,
     /// When the snapshot was taken.
-    pub snapshot_at: String,
+    pub snapshot_at: Timestamp,
     /// Title at that time.
     pub title: Option<String>,
     /// Body length in bytes (UTF-8).
@@ -77,7 +77,7 @@ pub struct VersionRow {
     /// Tags at the time.
     pub tags: Option<String>,
     /// When the snapshot was taken.
-    pub snapshot_at: String,
+    pub snapshot_at: Timestamp,
 }
 
 /// Typed edges out of and into one document, sorted by type, namespace, path.
@@ -185,7 +185,7 @@ pub struct NamespaceRow {
     /// JSON text `[{repo, label}]`.
     pub repos: Option<String>,
     /// When registered.
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// `episodic`/`source` documents not under `archive/` (status ignored).
     pub unconsolidated: u64,
     /// The runner settings for agent hosts (the core's JSON), when set.

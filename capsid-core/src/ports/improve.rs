@@ -71,7 +71,7 @@ pub struct SkillEvaluationRow {
     /// `positive`, `negative` or `neutral`.
     pub verdict: String,
     /// When.
-    pub evaluated_at: String,
+    pub evaluated_at: Timestamp,
 }
 
 /// Skills and their evidence.

@@ -123,8 +123,8 @@ pub struct AuditRow {
     pub path: Option<String>,
     /// Parameters as stored JSON text.
     pub params: Option<String>,
-    /// When, as stored.
-    pub at: String,
+    /// When.
+    pub at: Timestamp,
 }
 
 /// Filter for recent audit rows.

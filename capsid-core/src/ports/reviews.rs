@@ -53,7 +53,7 @@ pub struct ReviewRow {
     /// See [`NewReview`].
     pub comment_url: String,
     /// When, as stored.
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// Recorded review verdicts.

@@ -9,6 +9,7 @@ mod write;
 
 pub(crate) use write::write_in_tx;
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::ports::{
@@ -261,7 +262,7 @@ impl DocumentStore for PgStore {
             .map(|row| {
                 Ok(VersionSummary {
                     id: row.try_get("id")?,
-                    snapshot_at: row.try_get("snapshot_at")?,
+                    snapshot_at: row.time("snapshot_at")?,
                     title: row.try_get("title")?,
                     bytes: count(row.try_get("bytes")?),
                 })
@@ -295,7 +296,7 @@ impl DocumentStore for PgStore {
                 doc_type: row.try_get("type")?,
                 status: row.try_get("status")?,
                 tags: row.try_get("tags")?,
-                snapshot_at: row.try_get("snapshot_at")?,
+                snapshot_at: row.time("snapshot_at")?,
             })
         })();
         version.map(Some).map_err(translate)

@@ -4,6 +4,7 @@
 //! namespace and path, with `ts_headline` snippets computed for the returned rows only.
 //! Every search is bounded: in words, in ranked candidates, in snippet text and in time.
 
+use crate::rows::TimeColumns;
 use capsid_core::ports::{SearchHit, StoreError, StoreResult};
 use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, PgPool, Row};
@@ -129,7 +130,7 @@ fn hit(row: &PgRow) -> Result<SearchHit, sqlx::Error> {
         title: row.try_get("title")?,
         doc_type: row.try_get("type")?,
         status: row.try_get("status")?,
-        updated_at: row.try_get("updated_at")?,
+        updated_at: row.time("updated_at")?,
         snippet: row.try_get("snippet")?,
     })
 }

@@ -119,14 +119,14 @@ pub(crate) async fn record_outcome(
         .bind(row.duration_minutes)
         .bind(rows::result_kind_str(row.result_kind))
         .bind(&row.verified)
-        .bind(&row.recorded_at)
+        .bind(row.recorded_at.to_string())
         .bind(&row.reviewed_by)
         .fetch_optional(&mut *conn)
         .await?;
     if inserted.is_some() && !record.pr_urls.is_empty() {
         sqlx::query(INSERT_OUTCOME_PRS)
             .bind(&row.job_id)
-            .bind(&row.recorded_at)
+            .bind(row.recorded_at.to_string())
             .bind(&record.pr_urls)
             .execute(conn)
             .await?;

@@ -5,6 +5,7 @@ mod gather;
 mod search;
 mod write;
 
+use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::ports::{
@@ -142,7 +143,7 @@ pub(crate) async fn backlinks_on(
 fn version_summary(row: &SqliteRow) -> Result<VersionSummary, sqlx::Error> {
     Ok(VersionSummary {
         id: row.try_get("id")?,
-        snapshot_at: row.try_get("snapshot_at")?,
+        snapshot_at: row.time("snapshot_at")?,
         title: row.try_get("title")?,
         bytes: rows::count(row.try_get("bytes")?),
     })
@@ -159,7 +160,7 @@ fn version_row(row: &SqliteRow) -> Result<VersionRow, sqlx::Error> {
         doc_type: row.try_get("type")?,
         status: row.try_get("status")?,
         tags: row.try_get("tags")?,
-        snapshot_at: row.try_get("snapshot_at")?,
+        snapshot_at: row.time("snapshot_at")?,
     })
 }
 

@@ -12,6 +12,7 @@
 //! creation order: a tie-break key would cost a second bm25 pass (reading `rank` as a column
 //! recomputes it) or a sort outside the index.
 
+use crate::rows::TimeColumns;
 use capsid_core::ports::{SearchHit, StoreResult};
 use sqlx::sqlite::{Sqlite, SqliteRow};
 use sqlx::{QueryBuilder, Row};
@@ -124,7 +125,7 @@ fn hit(row: &SqliteRow) -> Result<SearchHit, sqlx::Error> {
         title: row.try_get("title")?,
         doc_type: row.try_get("type")?,
         status: row.try_get("status")?,
-        updated_at: row.try_get("updated_at")?,
+        updated_at: row.time("updated_at")?,
         snippet: row
             .try_get::<Option<String>, _>("snippet")?
             .unwrap_or_default(),

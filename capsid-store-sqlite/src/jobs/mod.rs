@@ -66,7 +66,7 @@ pub(crate) async fn record_outcome(
     .bind(row.duration_minutes)
     .bind(result_kind_text(row.result_kind))
     .bind(&row.verified)
-    .bind(&row.recorded_at)
+    .bind(row.recorded_at.to_string())
     .bind(&row.reviewed_by)
     .fetch_optional(&mut *conn)
     .await
@@ -81,7 +81,7 @@ pub(crate) async fn record_outcome(
         )
         .bind(&row.job_id)
         .bind(url)
-        .bind(&row.recorded_at)
+        .bind(row.recorded_at.to_string())
         .execute(&mut *conn)
         .await
         .db()?;

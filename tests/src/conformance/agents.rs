@@ -40,7 +40,7 @@ pub async fn agents_mint_lookup_revoke_rescope<S: Store>(store: &S) {
         key_hash: first.key_hash.clone(),
         scopes: first.scopes.clone(),
         created_by: "github:owner".into(),
-        created_at: at(0).to_string(),
+        created_at: at(0),
         revoked_at: None,
         last_seen: None,
     };
@@ -134,7 +134,7 @@ pub async fn agents_mint_lookup_revoke_rescope<S: Store>(store: &S) {
             .expect("lookup")
             .expect("row")
             .last_seen,
-        Some(at(3).to_string())
+        Some(at(3))
     );
 
     let rescoped = store
@@ -195,8 +195,8 @@ pub async fn agents_mint_lookup_revoke_rescope<S: Store>(store: &S) {
         .expect("revoke");
     let revoked = revoked.expect("first revoke wins");
     assert_eq!(
-        (revoked.revoked_at.clone(), revoked.scopes.as_str()),
-        (Some(at(6).to_string()), r#"{"namespaces":["*"]}"#)
+        (revoked.revoked_at, revoked.scopes.as_str()),
+        (Some(at(6)), r#"{"namespaces":["*"]}"#)
     );
     let audits = audit_count(store).await;
     assert_eq!(
@@ -227,7 +227,7 @@ pub async fn agents_mint_lookup_revoke_rescope<S: Store>(store: &S) {
             .await
             .expect("lookup")
             .and_then(|a| a.revoked_at),
-        Some(at(6).to_string())
+        Some(at(6))
     );
     let after_revoke = store
         .rescope_agent(

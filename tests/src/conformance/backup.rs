@@ -134,7 +134,7 @@ async fn seed<S: Store>(store: &S) {
                 key: "staging-url".into(),
                 value: "https://staging.example".into(),
                 set_by: "agent:builder".into(),
-                updated_at: at(6).to_string(),
+                updated_at: at(6),
             },
             plain_audit("shared-set", None, "staging-url", at(6)),
         )

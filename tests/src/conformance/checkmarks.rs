@@ -125,7 +125,7 @@ pub async fn checkpoint_upserts_one_checkmark_per_namespace_and_agent<S: Store>(
     assert_eq!(first.checkmark.namespace, "alpha");
     assert_eq!(first.checkmark.agent, "d1");
     assert_eq!(first.checkmark.status, AgentStatus::Working);
-    assert_eq!(first.checkmark.checkpoint_at, at(0).to_string());
+    assert_eq!(first.checkmark.checkpoint_at, at(0));
     assert_eq!(first.checkmark.log_entry_id, first.entry.id);
     assert_eq!(
         first.checkmark.next_steps,
@@ -164,11 +164,8 @@ pub async fn checkpoint_upserts_one_checkmark_per_namespace_and_agent<S: Store>(
     assert_eq!(second.entry.question, second.checkmark.open_question);
     assert!(second.checkmark.next_steps.is_empty());
     assert_eq!(
-        (
-            second.checkmark.tests_status,
-            second.checkmark.tested_at.as_deref()
-        ),
-        (GateStatus::Pass, Some(at(1).to_string().as_str()))
+        (second.checkmark.tests_status, second.checkmark.tested_at),
+        (GateStatus::Pass, Some(at(1)))
     );
     assert_eq!(second.checkmark.build_status, GateStatus::Fail);
     assert_eq!(second.checkmark.job_id.as_deref(), Some("job_000000000001"));
@@ -336,7 +333,7 @@ pub async fn answers_fill_the_asking_entry_once_and_resumes_are_keyed<S: Store>(
     assert_eq!(answered.checkmark.status, AgentStatus::PausedForInput);
     assert_eq!(answered.entry.answer.as_deref(), Some("use Postgres"));
     assert_eq!(answered.entry.answered_by.as_deref(), Some("github:owner"));
-    assert_eq!(answered.entry.answered_at, Some(at(1).to_string()));
+    assert_eq!(answered.entry.answered_at, Some(at(1)));
     assert_eq!(
         answered.checkmark.resume_requested_at, None,
         "answered, not resumed"
@@ -387,10 +384,7 @@ pub async fn answers_fill_the_asking_entry_once_and_resumes_are_keyed<S: Store>(
         .expect("resume")
         .expect("resumed");
     assert_eq!(resumed.checkmark.status, AgentStatus::Working);
-    assert_eq!(
-        resumed.checkmark.resume_requested_at,
-        Some(at(3).to_string())
-    );
+    assert_eq!(resumed.checkmark.resume_requested_at, Some(at(3)));
     assert_eq!(
         resumed.checkmark.resume_requested_by.as_deref(),
         Some("agent:b2")
@@ -522,7 +516,7 @@ pub async fn shared_context_last_writer_wins_with_audit<S: Store>(store: &S) {
         key: key.into(),
         value: value.into(),
         set_by: by.into(),
-        updated_at: at(when).to_string(),
+        updated_at: at(when),
     };
     let first = store
         .set_shared(

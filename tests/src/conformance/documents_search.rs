@@ -93,7 +93,7 @@ pub async fn search_ranks_title_first_with_marked_snippets<S: Store>(store: &S) 
         ),
         ("proj", Some("Zebra migration"), "decision", "active")
     );
-    assert_eq!(title_hit.updated_at, at(1).to_string());
+    assert_eq!(title_hit.updated_at, at(1));
     for hit in &hits[1..] {
         assert!(
             hit.snippet.contains("[zebra]"),

@@ -52,10 +52,7 @@ pub async fn write_create_update_upsert_snapshots<S: Store>(store: &S) {
         ("decision", "draft")
     );
     assert_eq!(created.tags.as_deref(), Some("alpha beta"));
-    assert_eq!(
-        (created.created_at.clone(), created.updated_at.clone()),
-        (at(0).to_string(), at(0).to_string())
-    );
+    assert_eq!((created.created_at, created.updated_at), (at(0), at(0)));
     assert_eq!(doc(store, "proj", "decisions/db.md").await, created);
 
     let second = DocumentWrite {
@@ -98,8 +95,8 @@ pub async fn write_create_update_upsert_snapshots<S: Store>(store: &S) {
     );
     assert_eq!(updated.tags.as_deref(), Some("alpha beta"), "tags kept");
     assert_eq!(
-        (updated.created_at.as_str(), updated.updated_at.clone()),
-        (created.created_at.as_str(), at(5).to_string())
+        (updated.created_at, updated.updated_at),
+        (created.created_at, at(5))
     );
 
     let third = DocumentWrite {
@@ -135,17 +132,17 @@ pub async fn write_create_update_upsert_snapshots<S: Store>(store: &S) {
         (
             versions[0].title.as_deref(),
             versions[0].bytes,
-            versions[0].snapshot_at.clone()
+            versions[0].snapshot_at
         ),
-        (Some("Pick the database"), 14, at(9).to_string())
+        (Some("Pick the database"), 14, at(9))
     );
     assert_eq!(
         (
             versions[1].title.as_deref(),
             versions[1].bytes,
-            versions[1].snapshot_at.clone()
+            versions[1].snapshot_at
         ),
-        (Some("Pick a database"), 14, at(5).to_string())
+        (Some("Pick a database"), 14, at(5))
     );
     let oldest = store
         .version(versions[1].id, "proj", "decisions/db.md")
@@ -163,7 +160,7 @@ pub async fn write_create_update_upsert_snapshots<S: Store>(store: &S) {
             doc_type: Some("decision".into()),
             status: Some("draft".into()),
             tags: Some("alpha beta".into()),
-            snapshot_at: at(5).to_string(),
+            snapshot_at: at(5),
         })
     );
     let newer = store
@@ -258,7 +255,7 @@ pub async fn write_defaults_and_null_inputs<S: Store>(store: &S) {
         ),
         "every NULL input keeps the stored value"
     );
-    assert_eq!(d.updated_at, at(2).to_string());
+    assert_eq!(d.updated_at, at(2));
     assert_eq!(doc(store, "proj", "plain.md").await, d);
 }
 
@@ -372,14 +369,9 @@ pub async fn write_appends_audit_rows<S: Store>(store: &S) {
                 row.actor.as_deref(),
                 row.namespace.as_deref(),
                 row.path.as_deref(),
-                row.at.clone()
+                row.at
             ),
-            (
-                Some("agent:writer"),
-                Some("proj"),
-                Some("n.md"),
-                at(0).to_string()
-            )
+            (Some("agent:writer"), Some("proj"), Some("n.md"), at(0))
         );
     }
     let params: serde_json::Value =

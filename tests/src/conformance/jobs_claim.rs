@@ -95,8 +95,8 @@ pub async fn post_job_and_open_title_uniqueness<S: Store>(store: &S) {
         (
             job.posted_by.as_str(),
             job.claimed_by.clone(),
-            job.claimed_at.clone(),
-            job.lease_expires.clone()
+            job.claimed_at,
+            job.lease_expires
         ),
         ("github:owner", None, None, None)
     );
@@ -110,10 +110,7 @@ pub async fn post_job_and_open_title_uniqueness<S: Store>(store: &S) {
         ),
         (0, 0, 0, false, false)
     );
-    assert_eq!(
-        (job.created_at.clone(), job.updated_at.clone()),
-        (at(0).to_string(), at(0).to_string())
-    );
+    assert_eq!((job.created_at, job.updated_at), (at(0), at(0)));
     assert_eq!(store.job(&job.id).await.expect("job"), Some(job.clone()));
     assert_mirror(store, &job, at(0)).await;
     let rows = store
@@ -238,16 +235,16 @@ pub async fn claim_targets_and_order<S: Store>(store: &S) {
         (
             b.status,
             b.claimed_by.as_deref(),
-            b.claimed_at.clone(),
-            b.lease_expires.clone(),
-            b.updated_at.clone()
+            b.claimed_at,
+            b.lease_expires,
+            b.updated_at
         ),
         (
             JobStatus::Claimed,
             Some("agent:a"),
-            Some(at(10).to_string()),
-            Some(at(250).to_string()),
-            at(10).to_string()
+            Some(at(10)),
+            Some(at(250)),
+            at(10)
         )
     );
     assert_eq!(store.job(&b.id).await.expect("job"), Some(b.clone()));
@@ -399,10 +396,10 @@ pub async fn claim_failed_by_decider_marks_failed<S: Store>(store: &S) {
     assert_eq!(
         (
             failed.claimed_by.clone(),
-            failed.lease_expires.clone(),
-            failed.updated_at.clone()
+            failed.lease_expires,
+            failed.updated_at
         ),
-        (None, None, at(5).to_string())
+        (None, None, at(5))
     );
     assert_eq!(store.job(&job.id).await.expect("job"), Some(failed.clone()));
     assert_eq!(audit_count(store).await, audits + 1);

@@ -107,18 +107,18 @@ pub async fn transition_is_keyed_on_status_holder_and_corrections<S: Store>(stor
     assert_eq!(
         (
             renewed.corrections_count,
-            renewed.lease_expires.clone(),
-            renewed.updated_at.clone()
+            renewed.lease_expires,
+            renewed.updated_at
         ),
-        (1, Some(at(500).to_string()), at(3).to_string())
+        (1, Some(at(500)), at(3))
     );
     assert_eq!(
         (
             renewed.status,
             renewed.claimed_by.as_deref(),
-            renewed.claimed_at.clone()
+            renewed.claimed_at
         ),
-        (JobStatus::Claimed, Some("agent:a"), job.claimed_at.clone())
+        (JobStatus::Claimed, Some("agent:a"), job.claimed_at)
     );
     assert_eq!(
         store.transition_job(spend()).await.expect("transition"),
@@ -149,7 +149,7 @@ pub async fn transition_is_keyed_on_status_holder_and_corrections<S: Store>(stor
     assert_eq!(
         (
             done.status,
-            done.lease_expires.clone(),
+            done.lease_expires,
             done.result_ref.as_deref(),
             done.result_summary.as_deref()
         ),
@@ -371,8 +371,8 @@ pub async fn sweep_only_expired_claimed_jobs<S: Store>(store: &S) {
         (
             s.status,
             s.claimed_by.clone(),
-            s.claimed_at.clone(),
-            s.lease_expires.clone()
+            s.claimed_at,
+            s.lease_expires
         ),
         (JobStatus::Queued, None, None, None)
     );

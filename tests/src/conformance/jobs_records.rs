@@ -317,7 +317,7 @@ pub async fn mirror_rewritten_on_every_transition<S: Store>(store: &S) {
     assert_eq!(doc(store, "proj", &path).await.status, "closed");
     let versions = store.versions("proj", &path, 10).await.expect("versions");
     assert_eq!(versions.len(), 3, "one snapshot per rewrite: {versions:?}");
-    assert_eq!(versions[0].snapshot_at, at(3).to_string());
+    assert_eq!(versions[0].snapshot_at, at(3));
     let search = store
         .search_documents("Mirror", Some("proj"), Some("task"), 10)
         .await

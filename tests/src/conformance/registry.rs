@@ -69,12 +69,8 @@ pub async fn namespaces_register_update_and_count<S: Store>(store: &S) {
         .expect("namespace")
         .expect("exists");
     assert_eq!(
-        (
-            proj.repos.as_deref(),
-            proj.created_at.as_str(),
-            proj.unconsolidated
-        ),
-        (Some(repos), at(0).to_string().as_str(), 3)
+        (proj.repos.as_deref(), proj.created_at, proj.unconsolidated),
+        (Some(repos), at(0), 3)
     );
     assert_eq!(store.namespace("PROJ").await.expect("namespace"), None);
 
@@ -187,7 +183,7 @@ pub async fn recent_audit_filters_and_orders<S: Store>(store: &S) {
         ),
         (Some("github:owner"), None, None)
     );
-    assert_eq!(owner.at, at(3).to_string());
+    assert_eq!(owner.at, at(3));
     let params: serde_json::Value =
         serde_json::from_str(owner.params.as_deref().expect("params")).expect("json");
     assert_eq!(

@@ -61,7 +61,7 @@ pub async fn reviews_record_with_audit_newest_first<S: Store>(store: &S) {
             newest.namespace.as_str(),
             newest.said.as_str(),
             newest.comment_url.as_str(),
-            newest.created_at.as_str()
+            newest.created_at
         ),
         (
             "octo/app",
@@ -69,7 +69,7 @@ pub async fn reviews_record_with_audit_newest_first<S: Store>(store: &S) {
             "proj",
             "said by agent:b",
             "https://github.com/octo/app/pull/7#c4",
-            at(4).to_string().as_str()
+            at(4)
         )
     );
     assert_eq!(

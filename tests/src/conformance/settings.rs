@@ -416,7 +416,7 @@ pub async fn skills_and_improve_totals<S: Store>(store: &S) {
                 delta: 0.25 * i as f64 - 0.125,
                 runs: 3 + i as i64,
                 verdict: verdict.into(),
-                evaluated_at: at(10 + i as i64).to_string(),
+                evaluated_at: at(10 + i as i64),
             })
             .await
             .expect("evaluation");
@@ -435,7 +435,7 @@ pub async fn skills_and_improve_totals<S: Store>(store: &S) {
         ],
         "newest first"
     );
-    assert_eq!(evals[0].evaluated_at, at(12).to_string());
+    assert_eq!(evals[0].evaluated_at, at(12));
     assert_eq!(store.evaluations("s1").await.expect("evaluations"), vec![]);
 }
 

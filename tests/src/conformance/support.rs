@@ -289,7 +289,7 @@ pub fn outcome_row(job: &Job, agent: &str, when: Timestamp) -> OutcomeRow {
         result_kind: ResultKind::None,
         verified: r#"{"prs_opened":false,"prs_merged":false,"commits":false,"files_changed":false,"ci_green":false}"#
             .to_owned(),
-        recorded_at: when.to_string(),
+        recorded_at: when,
         reviewed_by: None,
     }
 }
@@ -380,10 +380,5 @@ pub async fn assert_mirror<S: DocumentStore + ?Sized>(store: &S, job: &Job, when
         "mirror metadata of {}",
         job.id
     );
-    assert_eq!(
-        got.updated_at,
-        when.to_string(),
-        "mirror updated_at of {}",
-        job.id
-    );
+    assert_eq!(got.updated_at, when, "mirror updated_at of {}", job.id);
 }

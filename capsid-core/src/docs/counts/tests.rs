@@ -1,4 +1,5 @@
 use super::*;
+use crate::time::Timestamp;
 
 const COUNTS: AuthoritativeCounts = AuthoritativeCounts {
     tools: 30,
@@ -16,8 +17,8 @@ fn doc(path: &str, doc_type: &str, body: &str) -> Document {
         doc_type: doc_type.into(),
         status: "published".into(),
         tags: None,
-        created_at: String::new(),
-        updated_at: String::new(),
+        created_at: Timestamp::from_millis(0),
+        updated_at: Timestamp::from_millis(0),
         body: Some(body.into()),
     }
 }

@@ -14,8 +14,8 @@ fn doc(ns: &str, path: &str, doc_type: &str, body_len: usize, created: &str) -> 
         doc_type: doc_type.into(),
         status: "published".into(),
         tags: Some("t".into()),
-        created_at: created.into(),
-        updated_at: created.into(),
+        created_at: Timestamp::parse(created).expect("instant"),
+        updated_at: Timestamp::parse(created).expect("instant"),
         body: Some("x".repeat(body_len)),
     }
 }

@@ -12,8 +12,8 @@ fn doc(path: &str, doc_type: &str, updated: &str, body: &str) -> Document {
         doc_type: doc_type.into(),
         status: "published".into(),
         tags: None,
-        created_at: updated.into(),
-        updated_at: updated.into(),
+        created_at: Timestamp::parse(updated).expect("instant"),
+        updated_at: Timestamp::parse(updated).expect("instant"),
         body: Some(body.into()),
     }
 }

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::time::Timestamp;
 
 fn ns() -> Namespace {
     Namespace::parse("n").unwrap()
@@ -15,8 +16,8 @@ fn prior() -> Document {
         doc_type: "note".into(),
         status: "published".into(),
         tags: None,
-        created_at: "2026-01-01T00:00:00.000Z".into(),
-        updated_at: "2026-01-01T00:00:00.000Z".into(),
+        created_at: Timestamp::parse("2026-01-01T00:00:00.000Z").expect("instant"),
+        updated_at: Timestamp::parse("2026-01-01T00:00:00.000Z").expect("instant"),
         body: Some("old body".into()),
     }
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::jobs::outcome::ResultKind;
+use crate::time::Timestamp;
 use proptest::prelude::*;
 
 const ME: &str = "agent:capsid-driver";
@@ -30,7 +31,7 @@ fn row(
         duration_minutes: duration,
         result_kind: ResultKind::Pr,
         verified: verified.into(),
-        recorded_at: "2026-09-12T00:00:00.000Z".into(),
+        recorded_at: Timestamp::parse("2026-09-12T00:00:00.000Z").expect("instant"),
         reviewed_by: None,
     }
 }

@@ -9,7 +9,7 @@ fn verdict(reviewer: &str, word: Verdict, said: &str, head: &str) -> RecordedVer
         verdict: word,
         said: said.into(),
         head_sha: head.into(),
-        at: "2026-09-12T10:00:00.000Z".into(),
+        at: Timestamp::parse("2026-09-12T10:00:00.000Z").expect("instant"),
     }
 }
 
@@ -244,7 +244,7 @@ fn any_verdict() -> impl Strategy<Value = RecordedVerdict> {
             verdict: v,
             said: String::new(),
             head_sha: format!("head{head}"),
-            at: String::new(),
+            at: Timestamp::from_millis(0),
         })
 }
 

@@ -21,11 +21,11 @@ fn waiting(v: &CheckmarkView) -> Waiting<'_> {
     Waiting {
         status: v.checkmark.status,
         question: v.entry.question.as_deref(),
-        answered: match (&v.entry.answered_by, &v.entry.answered_at) {
-            (Some(by), Some(at)) => Some(Answered { by, at }),
+        answered: match (&v.entry.answered_by, v.entry.answered_at) {
+            (Some(by), Some(at)) => Some(Answered { by, at: Some(at) }),
             _ if v.entry.answer.is_some() => Some(Answered {
                 by: "somebody",
-                at: "an unrecorded time",
+                at: None,
             }),
             _ => None,
         },

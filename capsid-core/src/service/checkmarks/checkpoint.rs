@@ -143,7 +143,7 @@ impl CheckmarksCx<'_> {
                 reason: where_it_stopped.unwrap_or_default().to_owned(),
                 command: None,
                 link: Some(console_path(&entry.namespace, &entry.agent)),
-                at: entry.created_at.clone(),
+                at: entry.created_at.to_string(),
             })
             .await;
     }

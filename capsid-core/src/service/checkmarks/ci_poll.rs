@@ -11,7 +11,6 @@ use crate::error::Result;
 use crate::ports::{AuditEntry, RepoRef};
 use crate::repos::{resolve_repo, stored_repos};
 use crate::service::Service;
-use crate::time::Timestamp;
 
 /// What one poll did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,8 +27,8 @@ impl Service {
         let now = self.now();
         let mut report = CiPollReport::default();
         for entry in self.store.pending_ci(CI_POLL_BATCH).await? {
-            let created = Timestamp::parse(&entry.created_at).unwrap_or(now);
-            let checked = entry.ci_checked_at.as_deref().and_then(Timestamp::parse);
+            let created = entry.created_at;
+            let checked = entry.ci_checked_at;
             if !ci_check_due(created, checked, now) {
                 continue;
             }

@@ -53,7 +53,7 @@ impl CheckmarksCx<'_> {
                     key: key.clone(),
                     value,
                     set_by: caller.actor(),
-                    updated_at: self.now().to_string(),
+                    updated_at: self.now(),
                 };
                 let audit = self.audit(
                     caller,

@@ -30,7 +30,6 @@ use crate::scope_args;
 use crate::service::args::{Bounded, DocPathArg, NamespaceArg};
 use crate::service::confirm::Confirmed;
 use crate::service::{Confirmer, Service, to_json};
-use crate::time::Timestamp;
 
 /// `write`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -263,7 +262,7 @@ impl DocumentsCx<'_> {
             outcome.links = Some(links.len());
             outcome.warning = self.dangling_warning(caller, links).await;
         }
-        let updated_at = prior.as_ref().and_then(|d| Timestamp::parse(&d.updated_at));
+        let updated_at = prior.as_ref().map(|d| d.updated_at);
         outcome.concurrency_warning =
             concurrency_warning(updated_at, self.now(), a.if_match.is_some());
         to_json(outcome)

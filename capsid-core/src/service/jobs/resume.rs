@@ -78,7 +78,8 @@ impl JobsCx<'_> {
                     held.id,
                     held.title,
                     held.namespace,
-                    held.lease_expires.as_deref().unwrap_or("(no lease)")
+                    held.lease_expires
+                        .map_or_else(|| "(no lease)".to_owned(), |t| t.to_string())
                 ),
             ));
         }
