@@ -100,7 +100,7 @@ impl AgentStore for PgStore {
                     let row = sqlx::query(MINT)
                         .bind(&agent.id)
                         .bind(&agent.name)
-                        .bind(&agent.kind)
+                        .bind(agent.kind.name())
                         .bind(&agent.key_hash)
                         .bind(&agent.scopes)
                         .bind(&agent.created_by)

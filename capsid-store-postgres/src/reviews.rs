@@ -10,6 +10,7 @@ use sqlx::postgres::PgRow;
 use crate::PgStore;
 use crate::audit;
 use crate::error::{always, finish, limit, translate, with_retry};
+use capsid_core::jobs::review::Verdict;
 
 const INSERT_REVIEW: &str = "INSERT INTO review_verdicts (repo, number, namespace, reviewer, verdict, said, \
      head_sha, comment_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
@@ -23,7 +24,7 @@ fn review_row(row: &PgRow) -> Result<ReviewRow, sqlx::Error> {
         number: u64::try_from(row.try_get::<i64, _>("number")?).unwrap_or(0),
         namespace: row.try_get("namespace")?,
         reviewer: row.try_get("reviewer")?,
-        verdict: row.try_get("verdict")?,
+        verdict: crate::rows::word(row, "verdict", Verdict::parse)?,
         said: row.try_get("said")?,
         head_sha: row.try_get("head_sha")?,
         comment_url: row.try_get("comment_url")?,
@@ -47,7 +48,7 @@ impl ReviewStore for PgStore {
                         .bind(i64::try_from(review.number).unwrap_or(i64::MAX))
                         .bind(&review.namespace)
                         .bind(&review.reviewer)
-                        .bind(&review.verdict)
+                        .bind(review.verdict.as_str())
                         .bind(&review.said)
                         .bind(&review.head_sha)
                         .bind(&review.comment_url)

@@ -1,5 +1,6 @@
 //! Column lists and explicit row mapping from `PgRow`s to the core's row types.
 
+use capsid_core::caller::AgentKind;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::{Job, JobStatus};
@@ -153,7 +154,7 @@ pub(crate) fn agent(row: &PgRow) -> Result<AgentRow, sqlx::Error> {
     Ok(AgentRow {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
-        kind: row.try_get("kind")?,
+        kind: word(row, "kind", AgentKind::parse)?,
         key_hash: row.try_get("key_hash")?,
         scopes: row.try_get("scopes")?,
         created_by: row.try_get("created_by")?,
@@ -207,6 +208,25 @@ impl StoredTime for Option<Timestamp> {
         let text: Option<String> = row.try_get(column)?;
         text.map(|t| instant(column, &t)).transpose()
     }
+}
+
+/// A column holding one word of a closed vocabulary (an agent kind, a verdict): a word the
+/// core's `parse` does not know is a decode error naming the column, never a default.
+pub(crate) fn word<T>(
+    row: &PgRow,
+    column: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<T, sqlx::Error> {
+    let text: String = row.try_get(column)?;
+    parse(&text).ok_or_else(|| {
+        sqlx::Error::Decode(
+            format!(
+                "column {column} holds '{}', which is not a known value",
+                text.chars().take(40).collect::<String>()
+            )
+            .into(),
+        )
+    })
 }
 
 /// `row.time("created_at")?`: a time column through [`StoredTime`].

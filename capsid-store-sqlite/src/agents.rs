@@ -111,7 +111,7 @@ impl AgentStore for SqliteStore {
         ))
         .bind(&agent.id)
         .bind(&agent.name)
-        .bind(&agent.kind)
+        .bind(agent.kind.name())
         .bind(&agent.key_hash)
         .bind(&agent.scopes)
         .bind(&agent.created_by)

@@ -10,6 +10,7 @@ use sqlx::sqlite::SqliteRow;
 use crate::error::DbResult;
 use crate::rows::{self, insert_audit, limit as sql_limit};
 use crate::store::{SqliteStore, commit};
+use capsid_core::jobs::review::Verdict;
 
 fn review_row(row: &SqliteRow) -> Result<ReviewRow, sqlx::Error> {
     Ok(ReviewRow {
@@ -18,7 +19,7 @@ fn review_row(row: &SqliteRow) -> Result<ReviewRow, sqlx::Error> {
         number: u64::try_from(row.try_get::<i64, _>("number")?).unwrap_or(0),
         namespace: row.try_get("namespace")?,
         reviewer: row.try_get("reviewer")?,
-        verdict: row.try_get("verdict")?,
+        verdict: crate::rows::word(row, "verdict", Verdict::parse)?,
         said: row.try_get("said")?,
         head_sha: row.try_get("head_sha")?,
         comment_url: row.try_get("comment_url")?,
@@ -38,7 +39,7 @@ impl ReviewStore for SqliteStore {
         .bind(i64::try_from(review.number).unwrap_or(i64::MAX))
         .bind(&review.namespace)
         .bind(&review.reviewer)
-        .bind(&review.verdict)
+        .bind(review.verdict.as_str())
         .bind(&review.said)
         .bind(&review.head_sha)
         .bind(&review.comment_url)

@@ -13,7 +13,7 @@ fn agent(id: &str, name: &str, key: &str) -> NewAgent {
     NewAgent {
         id: id.to_owned(),
         name: name.to_owned(),
-        kind: "driver".to_owned(),
+        kind: capsid_core::caller::AgentKind::Driver,
         key_hash: key.to_owned(),
         scopes: r#"{"grant":"read"}"#.to_owned(),
         created_by: "github:owner".to_owned(),

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 
 use super::{AuditEntry, StoreResult};
+use crate::caller::AgentKind;
 use crate::time::Timestamp;
 
 /// An `agents` row. `key_hash` is the SHA-256 of the key; the key itself is never stored.
@@ -14,7 +15,7 @@ pub struct AgentRow {
     /// Unique across all rows, revoked included.
     pub name: String,
     /// `session`, `driver`, `seat` or `cron`.
-    pub kind: String,
+    pub kind: AgentKind,
     /// SHA-256 hex of the key.
     pub key_hash: String,
     /// Stored scopes JSON (parsed fail-closed by [`crate::scope::Scopes::parse`]).
@@ -37,7 +38,7 @@ pub struct NewAgent {
     /// Unique name.
     pub name: String,
     /// Kind.
-    pub kind: String,
+    pub kind: AgentKind,
     /// SHA-256 hex of the key.
     pub key_hash: String,
     /// Scopes JSON.

@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 
 use super::{AuditEntry, StoreResult};
+use crate::jobs::review::Verdict;
 use crate::time::Timestamp;
 
 /// A verdict to record.
@@ -20,7 +21,7 @@ pub struct NewReview {
     /// The reviewing agent's actor string (`agent:<name>`).
     pub reviewer: String,
     /// `APPROVE`, `CHANGES` or `BLOCK`.
-    pub verdict: String,
+    pub verdict: Verdict,
     /// What the comment said besides the verdict.
     pub said: String,
     /// The pull request's head commit when the verdict was posted.
@@ -45,14 +46,14 @@ pub struct ReviewRow {
     /// See [`NewReview`].
     pub reviewer: String,
     /// See [`NewReview`].
-    pub verdict: String,
+    pub verdict: Verdict,
     /// See [`NewReview`].
     pub said: String,
     /// See [`NewReview`].
     pub head_sha: String,
     /// See [`NewReview`].
     pub comment_url: String,
-    /// When, as stored.
+    /// When.
     pub created_at: Timestamp,
 }
 

@@ -1,6 +1,7 @@
 //! Conformance cases for agent credentials: mint, lookups by key hash and name (revoked
 //! too), names never reused, keyed revoke and re-scope, each audited with its change.
 
+use capsid_core::caller::AgentKind;
 use capsid_core::ports::{AgentRow, NewAgent, Store, StoreError};
 
 use super::support::{at, audit, audit_count};
@@ -9,7 +10,7 @@ fn new_agent(n: u8, name: &str, when: i64) -> NewAgent {
     NewAgent {
         id: format!("agent_{n:012x}"),
         name: name.into(),
-        kind: "driver".into(),
+        kind: AgentKind::Driver,
         key_hash: format!("ab{n:02x}").repeat(16),
         scopes: format!(r#"{{"namespaces":["proj"],"n":{n}}}"#),
         created_by: "github:owner".into(),
@@ -36,7 +37,7 @@ pub async fn agents_mint_lookup_revoke_rescope<S: Store>(store: &S) {
     let want = AgentRow {
         id: first.id.clone(),
         name: first.name.clone(),
-        kind: "driver".into(),
+        kind: AgentKind::Driver,
         key_hash: first.key_hash.clone(),
         scopes: first.scopes.clone(),
         created_by: "github:owner".into(),

@@ -2,6 +2,7 @@
 //! together, one pull request's verdicts read newest first and bounded, and the newest row of
 //! an action on a path is found among many.
 
+use capsid_core::jobs::review::Verdict;
 use capsid_core::ports::{AuditFilter, NewReview, Store};
 
 use super::support::{at, audit};
@@ -12,7 +13,7 @@ fn review(repo: &str, number: u64, reviewer: &str, verdict: &str, head: &str, m:
         number,
         namespace: "proj".to_owned(),
         reviewer: reviewer.to_owned(),
-        verdict: verdict.to_owned(),
+        verdict: Verdict::parse(verdict).expect("a verdict word"),
         said: format!("said by {reviewer}"),
         head_sha: head.to_owned(),
         comment_url: format!("https://github.com/{repo}/pull/{number}#c{m}"),

@@ -3,7 +3,7 @@
 //! operator keys, else nobody.
 
 use super::AgentsCx;
-use crate::caller::{AgentKind, Caller, bearer_token, match_operator_key};
+use crate::caller::{Caller, bearer_token, match_operator_key};
 use crate::crypto::{ct_eq, sha256_hex};
 use crate::error::Result;
 use crate::scope::Scopes;
@@ -41,7 +41,7 @@ impl AgentsCx<'_> {
             if row.revoked_at.is_some() || !ct_eq(&row.key_hash, &hash) {
                 return Ok(Resolved::Unauthenticated);
             }
-            let kind = AgentKind::parse(&row.kind).unwrap_or(AgentKind::Session);
+            let kind = row.kind;
             return Ok(Resolved::Agent(Caller::agent(
                 row.id,
                 row.name,

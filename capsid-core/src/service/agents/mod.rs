@@ -238,7 +238,7 @@ impl AgentsCx<'_> {
         let new = NewAgent {
             id,
             name: name.clone(),
-            kind: kind.name().to_owned(),
+            kind,
             key_hash: hash,
             scopes: scopes.to_json().to_string(),
             created_by: caller.actor(),

@@ -21,7 +21,7 @@ use crate::jobs::outcome::{
 use crate::jobs::post::refuse_swallowed_tag;
 use crate::jobs::pr_url::PrUrl;
 use crate::jobs::review::{
-    RecordedVerdict, ReviewGate, ReviewTarget, Verdict, changes_note, review_gate, review_target,
+    RecordedVerdict, ReviewGate, ReviewTarget, changes_note, review_gate, review_target,
 };
 use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{Job, JobStatus};
@@ -203,14 +203,12 @@ impl JobsCx<'_> {
             .await?;
         Ok(rows
             .into_iter()
-            .filter_map(|r| {
-                Some(RecordedVerdict {
-                    verdict: Verdict::parse(&r.verdict)?,
-                    reviewer: r.reviewer,
-                    said: r.said,
-                    head_sha: r.head_sha,
-                    at: r.created_at,
-                })
+            .map(|r| RecordedVerdict {
+                verdict: r.verdict,
+                reviewer: r.reviewer,
+                said: r.said,
+                head_sha: r.head_sha,
+                at: r.created_at,
             })
             .collect())
     }

@@ -76,7 +76,7 @@ impl RepoCx<'_> {
             number,
             namespace: namespace.to_owned(),
             reviewer: caller.actor(),
-            verdict: pending.verdict.as_str().to_owned(),
+            verdict: pending.verdict,
             said: pending.said,
             head_sha: pending.head_sha,
             comment_url: out["url"].as_str().unwrap_or_default().to_owned(),
