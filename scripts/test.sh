@@ -84,6 +84,12 @@ step "cargo test"
 disk
 cargo test --workspace --locked
 
+step "mutation testing: the core rules this change touched (scripts/mutants.sh --bounded)"
+# The mutants of capsid-core's rule files in the lines changed since the parent commit (a
+# rotating shard when there are more than ten, or when the clone has no parent), each judged by
+# the core's own tests; a survivor fails the run. cargo-mutants is stopped after nine minutes.
+scripts/mutants.sh --bounded
+
 step "fuzz: build every cargo-fuzz target (stable, no sanitizer), run each for a bounded time"
 # The replica (capsid-cli/tests/replicas.rs) and fault (tests/tests/operations) tests ran
 # above with the rest of cargo test. Fuzzing: cargo-fuzz from crates.io when missing; new

@@ -63,3 +63,18 @@ pub const LIST_ROWS_MAX: usize = 500;
 pub fn audit_path(agent: &str) -> String {
     format!("checkmarks/{agent}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A checkmark's audit rows (checkpoint, answer, resume, the console's actions) are filed
+    /// under `checkmarks/<agent>` in the agent's namespace: the activity filter and the audit
+    /// trail of one agent find them there, apart from any document path.
+    #[test]
+    fn an_agents_audit_rows_are_filed_under_checkmarks_and_its_name() {
+        assert_eq!(audit_path("d1"), "checkmarks/d1");
+        assert_eq!(audit_path("builder-2"), "checkmarks/builder-2");
+        assert_ne!(audit_path("a"), audit_path("b"));
+    }
+}
