@@ -1,7 +1,11 @@
 //! `capsid hook`: Claude Code's hooks as Capsid runs them. Each reads one hook event (JSON)
 //! on stdin and answers on stdout as the protocol says (`capsid_core::drive::hooks` decides
 //! what); each records what it saw in the agent's checkmark when `CAPSID_MCP_URL`,
-//! `CAPSID_KEY` and `CAPSID_NAMESPACE` say where, and gates all the same when it cannot.
+//! `CAPSID_KEY` and `CAPSID_NAMESPACE` say where, and gates all the same when it cannot. A push
+//! to a protected branch or a merge passes only when the server says a different agent's
+//! approval stands for the head (`approval.rs`); when it cannot say, the hook denies.
+
+mod approval;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -10,7 +14,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use capsid_core::drive::gate::{self, GateRun, MiseTasks};
 use capsid_core::drive::hooks::{
-    Branches, HookInput, PrePlan, plan_pre_tool_use, pre_tool_use, stop_block,
+    Branches, HookInput, PrePlan, plan_pre_tool_use, plan_pre_tool_use_approved, pre_tool_use,
+    stop_block,
 };
 use capsid_core::drive::runner::RunnerSettings;
 use capsid_core::drive::settings::merge_hooks;
@@ -285,7 +290,26 @@ async fn pre_tool(
         current: current_branch(&dir).await,
         default,
     };
-    match plan_pre_tool_use(input, &branches) {
+    let mut plan = plan_pre_tool_use(input, &branches);
+    if let PrePlan::Deny {
+        reason,
+        approvable: true,
+        ..
+    } = &plan
+    {
+        plan = match approval::standing(recorder, &dir).await {
+            approval::Approval::Stands(by) => {
+                // Claude Code shows a passing hook's stderr in its transcript only.
+                eprintln!("capsid hook: a standing approval lets this through: {by}");
+                plan_pre_tool_use_approved(input, &branches, true)
+            }
+            approval::Approval::Missing(why) => {
+                print(&pre_tool_use("deny", &format!("{reason}\n{why}")));
+                return Ok(ExitCode::SUCCESS);
+            }
+        };
+    }
+    match plan {
         PrePlan::Pass => {}
         PrePlan::Deny { reason, .. } => print(&pre_tool_use("deny", &reason)),
         PrePlan::Defer { question } => {

@@ -1,5 +1,6 @@
 //! The review-verdict port: a verdict and its audit row in one transaction, and one pull
-//! request's verdicts newest first (served by the `(repo, number, id DESC)` index).
+//! request's verdicts newest first (served by the `(repo, number, id DESC)` index), and one
+//! head commit's verdicts in a namespace (a scan: the table holds one row per verdict posted).
 
 use crate::rows::TimeColumns;
 use async_trait::async_trait;
@@ -16,6 +17,9 @@ const INSERT_REVIEW: &str = "INSERT INTO review_verdicts (repo, number, namespac
      head_sha, comment_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 const REVIEWS: &str = "SELECT id, repo, number, namespace, reviewer, verdict, said, head_sha, comment_url, \
      created_at FROM review_verdicts WHERE repo = $1 AND number = $2 ORDER BY id DESC LIMIT $3";
+
+const HEAD_REVIEWS: &str = "SELECT id, repo, number, namespace, reviewer, verdict, said, head_sha, comment_url, \
+     created_at FROM review_verdicts WHERE namespace = $1 AND head_sha = $2 ORDER BY id DESC LIMIT $3";
 
 fn review_row(row: &PgRow) -> Result<ReviewRow, sqlx::Error> {
     Ok(ReviewRow {
@@ -68,6 +72,25 @@ impl ReviewStore for PgStore {
         let rows = sqlx::query(REVIEWS)
             .bind(repo)
             .bind(i64::try_from(number).unwrap_or(i64::MAX))
+            .bind(limit(max))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(translate)?;
+        rows.iter()
+            .map(review_row)
+            .collect::<Result<_, _>>()
+            .map_err(translate)
+    }
+
+    async fn head_reviews(
+        &self,
+        namespace: &str,
+        head_sha: &str,
+        max: usize,
+    ) -> StoreResult<Vec<ReviewRow>> {
+        let rows = sqlx::query(HEAD_REVIEWS)
+            .bind(namespace)
+            .bind(head_sha)
             .bind(limit(max))
             .fetch_all(&self.pool)
             .await

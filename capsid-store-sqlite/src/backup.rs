@@ -1,8 +1,12 @@
 //! The `BackupStore` port: every table streamed from one read transaction (a WAL snapshot) in
-//! key order, a dump imported in one `BEGIN IMMEDIATE` transaction (the FTS triggers rebuild
-//! the index as documents arrive; AUTOINCREMENT counters follow the explicit ids), row counts,
-//! and the history pruning after a dump. Table and column names come from the core's
-//! `TableSpec` constants, never from input.
+//! key order, a dump imported in one `BEGIN IMMEDIATE` transaction (AUTOINCREMENT counters
+//! follow the explicit ids), row counts, and the history pruning after a dump. Table and
+//! column names come from the core's `TableSpec` constants, never from input.
+//!
+//! The import suspends the full-text triggers on `documents` inside its transaction and
+//! rebuilds the index once from the content table before committing (one pass instead of a
+//! trigger per row); the triggers are recreated from their own stored SQL in the same
+//! transaction, so a failed import rolls everything back, triggers included.
 
 use async_trait::async_trait;
 use capsid_core::backup::retention::PruneCutoffs;
@@ -51,6 +55,23 @@ fn to_row(table: &TableSpec, row: &SqliteRow) -> Result<Row, sqlx::Error> {
         .collect()
 }
 
+/// The writer connection's page cache while an import runs, in KiB. An import is one
+/// transaction, and with SQLite's default 2 MB cache every index, table and full-text page
+/// of a large dump spills to the WAL and is read back from it as rows arrive; a fixed 64 MiB
+/// keeps the working set in memory (a bound that does not grow with the dump). The previous
+/// size is restored when the import ends, committed or not.
+const IMPORT_CACHE_KIB: i64 = 64 * 1024;
+
+/// `PRAGMA cache_size = <pages or -KiB>` on `conn`.
+async fn set_cache_size(conn: &mut sqlx::SqliteConnection, size: i64) -> Result<(), TransferError> {
+    QueryBuilder::<Sqlite>::new(format!("PRAGMA cache_size = {size}"))
+        .build()
+        .execute(&mut *conn)
+        .await
+        .map_err(backend)?;
+    Ok(())
+}
+
 /// Cells per statement: well under SQLite's 32,766 bound variables.
 const MAX_CELLS: usize = 16_000;
 
@@ -89,6 +110,49 @@ async fn insert_rows(
             )));
         }
         qb.build().execute(&mut *tx).await.map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Drops the triggers that keep `documents_fts` in step with `documents`, inside the
+/// import's transaction: their `CREATE TRIGGER` statements as the schema stores them.
+async fn suspend_fts_triggers(
+    tx: &mut sqlx::SqliteConnection,
+) -> Result<Vec<(String, String)>, TransferError> {
+    let triggers: Vec<(String, String)> = sqlx::query_as(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'documents' \
+         ORDER BY name",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(backend)?;
+    for (name, _) in &triggers {
+        // The name comes from the schema itself; quoted as an identifier all the same.
+        QueryBuilder::<Sqlite>::new(format!("DROP TRIGGER \"{}\"", name.replace('"', "\"\"")))
+            .build()
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+    }
+    Ok(triggers)
+}
+
+/// Rebuilds the full-text index from the imported documents in one pass, then puts the
+/// suspended triggers back exactly as they were.
+async fn rebuild_fts(
+    tx: &mut sqlx::SqliteConnection,
+    triggers: &[(String, String)],
+) -> Result<(), TransferError> {
+    sqlx::query("INSERT INTO documents_fts (documents_fts) VALUES ('rebuild')")
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+    for (_, sql) in triggers {
+        QueryBuilder::<Sqlite>::new(sql.as_str())
+            .build()
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
     }
     Ok(())
 }
@@ -146,27 +210,34 @@ impl BackupStore for SqliteStore {
 
     async fn import_tables(&self, source: &mut dyn RowSource) -> Result<u64, TransferError> {
         let mut tx = self.begin_write().await?;
+        let cache: i64 = sqlx::query_scalar("PRAGMA cache_size")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(backend)?;
         let mut total = 0u64;
         let outcome: Result<(), TransferError> = async {
+            set_cache_size(&mut tx, -IMPORT_CACHE_KIB).await?;
+            let triggers = suspend_fts_triggers(&mut tx).await?;
             while let Some(table) = source.next_table().await.map_err(TransferError::Peer)? {
                 while let Some(rows) = source.next_rows().await.map_err(TransferError::Peer)? {
                     insert_rows(&mut tx, table, &rows).await?;
                     total += rows.len() as u64;
                 }
             }
-            Ok(())
+            rebuild_fts(&mut tx, &triggers).await
         }
         .await;
-        match outcome {
-            Ok(()) => {
-                commit(tx).await?;
-                Ok(total)
-            }
+        let outcome = match outcome {
+            Ok(()) => commit(tx).await.map_err(TransferError::Store),
             Err(e) => {
                 let _ = tx.rollback().await;
                 Err(e)
             }
-        }
+        };
+        // The writer is one connection: its page cache goes back to what it was.
+        let mut conn = self.writer().acquire().await.map_err(backend)?;
+        set_cache_size(&mut conn, cache).await?;
+        outcome.map(|()| total)
     }
 
     async fn prune_history(&self, cutoffs: PruneCutoffs) -> StoreResult<Pruned> {

@@ -1,5 +1,6 @@
 //! The review-verdict port: a verdict and its audit row in one transaction, and one pull
-//! request's verdicts newest first (served by the `(repo, number, id DESC)` index).
+//! request's verdicts newest first (served by the `(repo, number, id DESC)` index), and one
+//! head commit's verdicts in a namespace (a scan: the table holds one row per verdict posted).
 
 use crate::rows::TimeColumns;
 use async_trait::async_trait;
@@ -58,6 +59,25 @@ impl ReviewStore for SqliteStore {
         )
         .bind(repo)
         .bind(i64::try_from(number).unwrap_or(i64::MAX))
+        .bind(sql_limit(limit))
+        .fetch_all(self.reader())
+        .await
+        .db()?;
+        rows::all(&found, review_row).db()
+    }
+
+    async fn head_reviews(
+        &self,
+        namespace: &str,
+        head_sha: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<ReviewRow>> {
+        let found = sqlx::query(
+            "SELECT id, repo, number, namespace, reviewer, verdict, said, head_sha, comment_url, created_at \
+             FROM review_verdicts WHERE namespace = ? AND head_sha = ? ORDER BY id DESC LIMIT ?",
+        )
+        .bind(namespace)
+        .bind(head_sha)
         .bind(sql_limit(limit))
         .fetch_all(self.reader())
         .await

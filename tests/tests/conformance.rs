@@ -71,6 +71,7 @@ conformance_suite! {
     store registry::namespaces_register_update_and_count;
     store registry::recent_audit_filters_and_orders;
     store reviews::reviews_record_with_audit_newest_first;
+    store reviews::head_reviews_are_one_namespaces_verdicts_on_one_commit;
     store reviews::newest_audit_of_an_action_on_a_path;
     store agents::agents_mint_lookup_revoke_rescope;
     store settings::settings_put_get_expire_delete;

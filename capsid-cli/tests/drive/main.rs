@@ -6,6 +6,7 @@
 //! answered over /api and resumed in the same worktree, an unresolvable credential stops the
 //! driver before any claim, and two namespaces driven at once share nothing.
 
+mod approval;
 mod bounds;
 mod support;
 

@@ -44,6 +44,8 @@ pub struct World {
     /// The human's key (all namespaces, read and write).
     pub human: String,
     runtime: tokio::runtime::Runtime,
+    /// Extra environment of every `capsid` this world runs (the GitHub App's settings).
+    env: Vec<(String, String)>,
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -64,6 +66,12 @@ fn git(dir: &Path, args: &[&str]) -> String {
 impl World {
     /// A server on `store`, or `None` when the Postgres case cannot run here (it says so).
     pub fn start(store: Store, case: &str) -> Option<World> {
+        World::start_with(store, case, Vec::new())
+    }
+
+    /// [`World::start`] with `env` set for the server and every CLI call (e.g. the GitHub
+    /// App's settings pointing at a fake GitHub).
+    pub fn start_with(store: Store, case: &str, env: Vec<(String, String)>) -> Option<World> {
         capsid_http::install_tls_provider();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -85,6 +93,7 @@ impl World {
             url: String::new(),
             human: String::new(),
             runtime,
+            env,
         };
         w.serve();
         let minted = w.cli_json(&[
@@ -117,7 +126,8 @@ impl World {
             .env_remove("CAPSID_TEST_COMMAND")
             .env_remove("CAPSID_BUILD_COMMAND")
             .env_remove("CAPSID_WEBHOOK_URL")
-            .env_remove("CAPSID_MCP_SESSIONS");
+            .env_remove("CAPSID_MCP_SESSIONS")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         match &self.database_url {
             Some(u) => c.env("CAPSID_DATABASE_URL", u),
             None => c.env_remove("CAPSID_DATABASE_URL"),

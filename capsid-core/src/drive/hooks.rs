@@ -76,13 +76,17 @@ pub enum PrePlan {
         /// The question(s), as one text.
         question: String,
     },
-    /// Refused outright (a protected branch, a merge): the reason, and the command a human
-    /// runs instead.
+    /// Refused (a protected branch, a merge): the reason, and the command a human runs
+    /// instead.
     Deny {
         /// Why, for the agent.
         reason: String,
         /// What a human must run.
         command: String,
+        /// Whether a different agent's approval standing for the current head would let it
+        /// through ([`plan_pre_tool_use_approved`]); a push of every branch, or of no known
+        /// branch, is refused either way.
+        approvable: bool,
     },
     /// A push: run the tests, then the build check, and deny on the first failure.
     RunGates,
@@ -130,8 +134,20 @@ pub fn question_text(tool_input: Option<&Value>) -> String {
     text.chars().take(QUESTION_MAX).collect()
 }
 
-/// What the hook does with a `PreToolUse` event.
+/// What the hook does with a `PreToolUse` event, knowing of no standing approval.
 pub fn plan_pre_tool_use(input: &HookInput, branches: &Branches) -> PrePlan {
+    plan_pre_tool_use_approved(input, branches, false)
+}
+
+/// What the hook does with a `PreToolUse` event when the server said whether a different
+/// agent's approval stands for the current head (`approved`): with one, a push to a
+/// protected branch runs the gates like any push and a merge passes; without one, both are
+/// denied (`approvable: true`, so the hook knows asking can help).
+pub fn plan_pre_tool_use_approved(
+    input: &HookInput,
+    branches: &Branches,
+    approved: bool,
+) -> PrePlan {
     match input.tool_name.as_deref() {
         Some("AskUserQuestion") => PrePlan::Defer {
             question: question_text(input.tool_input.as_ref()),
@@ -145,13 +161,13 @@ pub fn plan_pre_tool_use(input: &HookInput, branches: &Branches) -> PrePlan {
             else {
                 return PrePlan::Pass;
             };
-            plan_bash(line, input.cwd.as_deref(), branches)
+            plan_bash(line, input.cwd.as_deref(), branches, approved)
         }
         _ => PrePlan::Pass,
     }
 }
 
-fn plan_bash(line: &str, cwd: Option<&str>, branches: &Branches) -> PrePlan {
+fn plan_bash(line: &str, cwd: Option<&str>, branches: &Branches, approved: bool) -> PrePlan {
     let gated = classify(line);
     if gated.is_empty() {
         return PrePlan::Pass;
@@ -167,13 +183,26 @@ fn plan_bash(line: &str, cwd: Option<&str>, branches: &Branches) -> PrePlan {
             "{why} It needs a different agent's approval of the current head, and none stands; push to a feature branch and open a pull request instead, or stop and leave this for a human: `{human}`."
         ),
         command: human.clone(),
+        approvable: true,
+    };
+    let refuse = |why: String| PrePlan::Deny {
+        reason: format!(
+            "{why} No approval lets this through (an approval speaks for one commit, the current head); push named branches instead, or stop and leave this for a human: `{human}`."
+        ),
+        command: human.clone(),
+        approvable: false,
     };
     let mut pushes = false;
     for g in gated {
         match g {
-            Gated::PrMerge => return deny("`gh pr merge` merges into a protected branch.".into()),
+            Gated::PrMerge if !approved => {
+                return deny("`gh pr merge` merges into a protected branch.".into());
+            }
+            Gated::PrMerge => {}
             Gated::GitMerge => {
-                if let Some(current) = branches.current.as_deref().filter(|c| is_protected(c)) {
+                if let Some(current) = branches.current.as_deref().filter(|c| is_protected(c))
+                    && !approved
+                {
                     return deny(format!(
                         "`git merge` here merges into {current}, a protected branch."
                     ));
@@ -185,18 +214,20 @@ fn plan_bash(line: &str, cwd: Option<&str>, branches: &Branches) -> PrePlan {
             } => {
                 pushes = true;
                 if every_branch {
-                    return deny("This push sends every branch, protected ones included.".into());
+                    return refuse("This push sends every branch, protected ones included.".into());
                 }
                 let targets: Vec<&str> = if named.is_empty() {
                     branches.current.as_deref().into_iter().collect()
                 } else {
                     named.iter().map(String::as_str).collect()
                 };
-                if let Some(b) = targets.iter().find(|b| is_protected(b)) {
-                    return deny(format!("This pushes to {b}, a protected branch."));
-                }
                 if targets.is_empty() {
-                    return deny("This push names no branch and the worktree has none checked out, so where it lands is unknown.".into());
+                    return refuse("This push names no branch and the worktree has none checked out, so where it lands is unknown.".into());
+                }
+                if let Some(b) = targets.iter().find(|b| is_protected(b))
+                    && !approved
+                {
+                    return deny(format!("This pushes to {b}, a protected branch."));
                 }
             }
         }
@@ -280,17 +311,67 @@ mod tests {
             ("gh pr merge 4", "topic"),
             ("git merge topic", "trunk"),
         ] {
-            let PrePlan::Deny { reason, command } = plan_pre_tool_use(&bash(cmd), &on(branch))
+            let PrePlan::Deny {
+                reason,
+                command,
+                approvable,
+            } = plan_pre_tool_use(&bash(cmd), &on(branch))
             else {
                 panic!("{cmd} on {branch} is not denied");
             };
             assert!(reason.contains("approval"), "{reason}");
             assert_eq!(command, format!("cd /w/t && {cmd}"));
+            assert_eq!(approvable, cmd != "git push --all", "{cmd}");
         }
         assert_eq!(
             plan_pre_tool_use(&bash("git merge main"), &on("topic")),
             PrePlan::Pass
         );
+    }
+
+    #[test]
+    fn a_standing_approval_lets_protected_pushes_and_merges_through_and_nothing_else() {
+        let approved =
+            |cmd: &str, branch: &str| plan_pre_tool_use_approved(&bash(cmd), &on(branch), true);
+        // A protected push still runs the gates; a merge passes.
+        assert_eq!(approved("git push", "main"), PrePlan::RunGates);
+        assert_eq!(
+            approved("git push origin HEAD:master", "topic"),
+            PrePlan::RunGates
+        );
+        assert_eq!(approved("gh pr merge 4 --squash", "topic"), PrePlan::Pass);
+        assert_eq!(approved("git merge topic", "trunk"), PrePlan::Pass);
+        assert_eq!(
+            approved("gh pr merge 4 && git push origin trunk", "topic"),
+            PrePlan::RunGates
+        );
+        // An approval of one commit never covers every branch, or an unknown one.
+        for (cmd, branch) in [
+            ("git push --all", "topic"),
+            ("gh pr merge 4; git push --mirror", "topic"),
+        ] {
+            assert!(
+                matches!(
+                    approved(cmd, branch),
+                    PrePlan::Deny {
+                        approvable: false,
+                        ..
+                    }
+                ),
+                "{cmd}"
+            );
+        }
+        let detached = Branches {
+            current: None,
+            default: Some("trunk".into()),
+        };
+        assert!(matches!(
+            plan_pre_tool_use_approved(&bash("git push origin"), &detached, true),
+            PrePlan::Deny {
+                approvable: false,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! envelope, post/block/resume rules, the review gate, requirements, evidence, outcomes,
 //! agent records and the mirror document. Pure rules only; the service does the IO.
 
+pub mod approval;
 pub mod block;
 pub mod dispatch;
 pub mod evidence;

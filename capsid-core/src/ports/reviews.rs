@@ -65,4 +65,12 @@ pub trait ReviewStore: Send + Sync {
     /// The verdicts recorded for pull request `number` of `repo` (lower-cased), newest first,
     /// at most `limit`.
     async fn reviews(&self, repo: &str, number: u64, limit: usize) -> StoreResult<Vec<ReviewRow>>;
+    /// The verdicts recorded in `namespace` for head commit `head_sha` (any pull request),
+    /// newest first, at most `limit`: what the push hook's standing-approval check reads.
+    async fn head_reviews(
+        &self,
+        namespace: &str,
+        head_sha: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<ReviewRow>>;
 }

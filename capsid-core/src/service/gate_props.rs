@@ -51,7 +51,9 @@ fn reference_rule(tool: &str, action: Option<&str>) -> (Grant, bool, Vec<Flag>) 
             | "ci_status" | "improve_status",
             _,
         ) => (Read, false, vec![]),
-        ("jobs", Some("list") | None) | ("lint", Some("gather") | None) => (Read, false, vec![]),
+        ("jobs", Some("list" | "approval") | None) | ("lint", Some("gather") | None) => {
+            (Read, false, vec![])
+        }
         ("checkmarks", Some("list" | "get" | "log" | "feed") | None) => (Read, false, vec![]),
         ("shared", Some("get" | "list") | None) => (Read, false, vec![]),
         ("shared", Some("set" | "delete")) => (Write, false, vec![Flag::CanWriteShared]),
@@ -78,6 +80,7 @@ fn actions_of(tool: &str) -> &'static [&'static str] {
             "fail",
             "block",
             "resume",
+            "approval",
         ],
         "lint" => &["gather", "finalize", "report"],
         "improve_run" => &[

@@ -212,6 +212,14 @@ impl ReviewStore for RecordingStore {
     ) -> StoreResult<Vec<ReviewRow>> {
         Err(self.touched("reviews"))
     }
+    async fn head_reviews(
+        &self,
+        _namespace: &str,
+        _head_sha: &str,
+        _limit: usize,
+    ) -> StoreResult<Vec<ReviewRow>> {
+        Err(self.touched("head_reviews"))
+    }
 }
 
 #[async_trait]

@@ -438,6 +438,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "command",
             "approved_by_policy",
             "evidence",
+            "head_sha",
         ],
     ),
     (

@@ -106,6 +106,67 @@ pub async fn reviews_record_with_audit_newest_first<S: Store>(store: &S) {
     );
 }
 
+/// One head commit's verdicts in one namespace, newest first and bounded, whichever pull
+/// request they were posted on; other namespaces' and other commits' never come back.
+pub async fn head_reviews_are_one_namespaces_verdicts_on_one_commit<S: Store>(store: &S) {
+    let in_ns = |mut r: NewReview, ns: &str| {
+        r.namespace = ns.to_owned();
+        r
+    };
+    let rows = [
+        review("octo/app", 7, "agent:a", "APPROVE", "h1", 0),
+        review("octo/app", 8, "agent:b", "CHANGES", "h1", 1),
+        in_ns(
+            review("octo/app", 7, "agent:c", "APPROVE", "h1", 2),
+            "other",
+        ),
+        review("octo/app", 7, "agent:d", "APPROVE", "h2", 3),
+        review("octo/app", 9, "agent:e", "BLOCK", "h1", 4),
+    ];
+    for (i, r) in rows.iter().enumerate() {
+        store
+            .record_review(
+                r.clone(),
+                audit(&r.reviewer, "manage_pr", &r.namespace, "", at(i as i64)),
+            )
+            .await
+            .expect("record");
+    }
+    let got = store.head_reviews("proj", "h1", 10).await.expect("head");
+    let seen: Vec<(&str, u64, &str)> = got
+        .iter()
+        .map(|r| (r.reviewer.as_str(), r.number, r.verdict.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("agent:e", 9, "BLOCK"),
+            ("agent:b", 8, "CHANGES"),
+            ("agent:a", 7, "APPROVE")
+        ]
+    );
+    assert_eq!(got[0].head_sha, "h1");
+    assert_eq!(got[0].namespace, "proj");
+    assert_eq!(
+        store
+            .head_reviews("proj", "h1", 2)
+            .await
+            .expect("limit")
+            .len(),
+        2
+    );
+    let other = store.head_reviews("other", "h1", 10).await.expect("other");
+    assert_eq!(other.len(), 1);
+    assert_eq!(other[0].reviewer, "agent:c");
+    assert!(
+        store
+            .head_reviews("proj", "h9", 10)
+            .await
+            .expect("none")
+            .is_empty()
+    );
+}
+
 /// The newest row of an action on one path, however many other rows there are.
 pub async fn newest_audit_of_an_action_on_a_path<S: Store>(store: &S) {
     assert_eq!(

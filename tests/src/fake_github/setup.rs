@@ -146,6 +146,18 @@ impl FakeGitHub {
         number
     }
 
+    /// Points pull request `number`'s head at `sha`, a commit made outside the fake (a local
+    /// clone whose `HEAD` a hook reads), so a verdict posted now is pinned to it.
+    pub fn set_pull_head(&self, full: &str, number: u64, sha: &str) {
+        self.with_repo(full, |repo| {
+            let pull = repo
+                .pulls
+                .get_mut(&number)
+                .unwrap_or_else(|| panic!("the fake has no pull request {full}#{number}"));
+            pull.head_sha = sha.to_owned();
+        });
+    }
+
     /// Marks a pull request merged (its head merged into its base).
     pub fn merge(&self, full: &str, number: u64) {
         let date = self.now();

@@ -3,6 +3,7 @@
 //! `{ok:false, action, refusal}`; bad arguments are tool errors.
 
 mod admin;
+mod approval;
 mod finish;
 mod resume;
 
@@ -72,7 +73,7 @@ impl super::Area for JobsCx<'_> {
     }
 }
 
-/// The eight actions.
+/// The nine actions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobsAction {
@@ -92,6 +93,8 @@ pub enum JobsAction {
     Resume,
     /// List jobs.
     List,
+    /// Whether another agent's review approval stands for a head commit (the push hook asks).
+    Approval,
 }
 
 impl JobsAction {
@@ -106,6 +109,7 @@ impl JobsAction {
             JobsAction::Block => "block",
             JobsAction::Resume => "resume",
             JobsAction::List => "list",
+            JobsAction::Approval => "approval",
         }
     }
 }
@@ -113,7 +117,7 @@ impl JobsAction {
 /// `jobs`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct JobsArgs {
-    /// post, claim, heartbeat, complete, fail, block, resume or list.
+    /// post, claim, heartbeat, complete, fail, block, resume, list or approval.
     pub action: JobsAction,
     /// Namespace (post; claim without id; list filter).
     pub namespace: Option<NamespaceArg>,
@@ -156,6 +160,8 @@ pub struct JobsArgs {
     #[serde(default)]
     #[schemars(schema_with = "crate::jobs::schema::evidence")]
     pub evidence: Option<Value>,
+    /// approval: the full head commit sha (`git rev-parse HEAD`) to look for an approval of.
+    pub head_sha: Option<Bounded<64>>,
 }
 impl crate::service::args::ScopeArgs for JobsArgs {
     fn namespace(&self) -> Option<&str> {
@@ -303,6 +309,7 @@ impl JobsCx<'_> {
                 self.finish(caller, a).await
             }
             JobsAction::Resume => self.resume(caller, a).await,
+            JobsAction::Approval => self.approval(caller, a).await,
         }
     }
 
@@ -682,9 +689,10 @@ mod registered {
                     action("block", Rule::write()),
                     action("resume", Rule::write()),
                     action("list", Rule::read()),
+                    action("approval", Rule::read()),
                 ],
             },
-            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list.",
+            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list; approval: whether another agent's review approval stands for a head commit.",
         )
         .ok_false_refusals();
         fn run<'a>(

@@ -1,0 +1,54 @@
+//! The standing approval a protected push or a merge needs, asked of the server: the hook
+//! reads the worktree's head (`git rev-parse HEAD`) and calls `jobs` action `approval` over
+//! `/ops/mcp` with the agent's key, so the server's one scope check applies and the server
+//! decides whose verdict counts. Anything short of a clear "approved" (no server configured,
+//! the server unreachable, a refusal, an unreadable head) denies: the hook fails closed.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::Recorder;
+use crate::drive::mcp::Answer;
+use crate::drive::proc::git;
+
+/// What the server said about the worktree's head.
+pub(super) enum Approval {
+    /// Another agent's approval stands: who, for the record.
+    Stands(String),
+    /// None stands, or it could not be asked: why, for the agent.
+    Missing(String),
+}
+
+/// Whether a different agent's approval stands for the head of `dir`.
+pub(super) async fn standing(recorder: Option<&Recorder>, dir: &Path) -> Approval {
+    let Some(r) = recorder else {
+        return Approval::Missing(
+            "Capsid could not check for one: CAPSID_MCP_URL, CAPSID_KEY and CAPSID_NAMESPACE must name the server, this agent's key and the namespace (the driver sets them), so the hook fails closed.".to_owned(),
+        );
+    };
+    let head = match git(dir, &["rev-parse", "HEAD"]).await {
+        Ok(h) => h,
+        Err(e) => {
+            return Approval::Missing(format!(
+                "Capsid could not read the head commit ({e:#}), so no approval can be matched to it and the hook fails closed."
+            ));
+        }
+    };
+    let args = json!({"action": "approval", "namespace": r.namespace, "head_sha": head});
+    match r.mcp.call("jobs", args).await {
+        Ok(Answer::Ok(v)) if v.get("approved").and_then(Value::as_bool) == Some(true) => {
+            Approval::Stands(v["reason"].as_str().unwrap_or("approved").to_owned())
+        }
+        Ok(Answer::Ok(v)) => Approval::Missing(format!(
+            "Capsid found none: {}",
+            v["reason"].as_str().unwrap_or("the server did not say why")
+        )),
+        Ok(Answer::Refused(why)) => Approval::Missing(format!(
+            "Capsid refused the approval check ({why}), so the hook fails closed."
+        )),
+        Err(e) => Approval::Missing(format!(
+            "Capsid could not be asked whether an approval stands ({e:#}), so the hook fails closed."
+        )),
+    }
+}

@@ -1,0 +1,239 @@
+//! The standing approval, end to end on both stores: `capsid hook pre-tool-use` is fed Claude
+//! Code's exact PreToolUse stdin for a push to a protected branch and for a merge, in a real
+//! git repository, with the driver's key and the real server (its GitHub App pointed at the
+//! fake GitHub, so a reviewer's `manage_pr` comment records a verdict pinned to the pull
+//! request's head, which the test makes the repository's own HEAD). Without an approval, with
+//! the caller's own, and with one for an older commit the hook denies and says why; with
+//! another agent's approval of the current head it prints nothing and exits 0. A server that
+//! cannot be reached denies too (fail closed).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use capsid_tests::fake_github::{CLIENT_ID, FakeGitHub, test_key};
+use serde_json::{Value, json};
+
+use super::support::{BIN, Store, World, git_out, said};
+
+const ALPHA: &str = "octo/alpha";
+
+/// Claude Code's PreToolUse event for a Bash command, as its documentation shows it.
+fn bash_event(cwd: &Path, command: &str) -> String {
+    json!({
+        "session_id": "abc123",
+        "transcript_path": "/home/user/.claude/projects/p/00893aaf-19fa-41d2-8238-13269b9b3ca0.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "Run it", "timeout": 120000, "run_in_background": false},
+        "tool_use_id": "toolu_01ABC123"
+    })
+    .to_string()
+}
+
+/// `capsid hook pre-tool-use` in `dir` with `key` against `mcp_url`: exit 0 asserted.
+fn hook(dir: &Path, mcp_url: &str, key: &str, command: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(["hook", "pre-tool-use"])
+        .current_dir(dir)
+        .env("CAPSID_TEST_COMMAND", "echo 'test result: ok. 3 passed'")
+        .env("CAPSID_BUILD_COMMAND", "echo built")
+        .env("CAPSID_DEFAULT_BRANCH", "main")
+        .env("CAPSID_MCP_URL", mcp_url)
+        .env("CAPSID_KEY", key)
+        .env("CAPSID_NAMESPACE", "alpha")
+        .env_remove("CAPSID_AGENT")
+        .env_remove("CAPSID_JOB_ID")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn capsid hook");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(bash_event(dir, command).as_bytes())
+        .expect("write the event");
+    let out = child.wait_with_output().expect("capsid hook ends");
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    out
+}
+
+/// The hook's denial: exactly Claude Code's PreToolUse deny object; its reason.
+fn denied(out: &Output) -> String {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(text.lines().count(), 1, "one JSON line: {}", said(out));
+    let got: Value = serde_json::from_str(&text).expect("JSON");
+    let reason = got["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no reason in {got}"))
+        .to_owned();
+    assert_eq!(
+        got,
+        json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }}),
+        "exactly the deny object"
+    );
+    reason
+}
+
+/// The hook let the command through: no output at all.
+fn passed(out: &Output) {
+    assert!(out.stdout.is_empty(), "no output: {}", said(out));
+}
+
+fn mint(w: &World, name: &str) -> String {
+    let minted: Value = serde_json::from_str(&w.cli(&[
+        "agents",
+        "mint",
+        "--name",
+        name,
+        "--kind",
+        "driver",
+        "--namespaces",
+        "alpha",
+        "--grants",
+        "read,write",
+        "--flag",
+        "can_comment_pr",
+        "--json",
+    ]))
+    .expect("JSON");
+    minted["key"].as_str().expect("a key").to_owned()
+}
+
+/// A local repository on branch `topic`: its folder.
+fn local_repo(w: &World) -> std::path::PathBuf {
+    let dir = w.dir.path().join("alpha");
+    std::fs::create_dir_all(&dir).expect("folder");
+    git_out(&dir, &["init", "-q", "-b", "main"]);
+    git_out(&dir, &["config", "user.name", "T"]);
+    git_out(&dir, &["config", "user.email", "t@capsid.invalid"]);
+    std::fs::write(dir.join("README.md"), "alpha\n").expect("write");
+    git_out(&dir, &["add", "."]);
+    git_out(&dir, &["commit", "-qm", "init"]);
+    git_out(&dir, &["checkout", "-q", "-b", "topic"]);
+    std::fs::write(dir.join("w.txt"), "work\n").expect("write");
+    git_out(&dir, &["add", "."]);
+    git_out(&dir, &["commit", "-qm", "work"]);
+    dir
+}
+
+fn approvals_follow_the_head(store: Store, case: &str) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let gh = runtime.block_on(FakeGitHub::start());
+    gh.add_repo(ALPHA, &[("README.md", "alpha\n")]);
+    let env = vec![
+        (
+            "CAPSID_GITHUB_APP_CLIENT_ID".to_owned(),
+            CLIENT_ID.to_owned(),
+        ),
+        (
+            "CAPSID_GITHUB_APP_PRIVATE_KEY".to_owned(),
+            test_key().private_pem.clone(),
+        ),
+        ("CAPSID_GITHUB_API_URL".to_owned(), gh.url.clone()),
+    ];
+    let Some(w) = World::start_with(store, case, env) else {
+        return;
+    };
+    w.cli(&["namespaces", "register", "alpha", "--repo", ALPHA]);
+    let driver = mint(&w, "alpha-driver");
+    let reviewer = mint(&w, "alpha-reviewer");
+    let dir = local_repo(&w);
+    let head = git_out(&dir, &["rev-parse", "HEAD"]);
+    gh.commit(ALPHA, "topic", &[("w.txt", Some("work\n"))], "work");
+    let pr = gh.open_pull(ALPHA, "topic", "main", "Work", "");
+    gh.set_pull_head(ALPHA, pr, &head);
+    let mcp = format!("{}/ops/mcp", w.url);
+    let push = "git push origin HEAD:main";
+    let merge = format!("gh pr merge {pr} --squash");
+    let review = |key: &str, body: &str| {
+        let out = w.tool(
+            key,
+            "manage_pr",
+            json!({"namespace": "alpha", "number": pr, "action": "comment", "body": body}),
+        );
+        assert_eq!(out["review"]["head_sha"], json!(head), "{out}");
+    };
+
+    // No approval at all: both denied, naming the head.
+    for command in [push, merge.as_str()] {
+        let why = denied(&hook(&dir, &mcp, &driver, command));
+        assert!(
+            why.contains(&format!(
+                "no review verdict is recorded for head {} in namespace alpha",
+                &head[..12]
+            )),
+            "{command}: {why}"
+        );
+        assert!(why.contains("protected branch"), "{command}: {why}");
+    }
+
+    // The caller's own approval never counts.
+    review(&driver, "REVIEW: mine. APPROVE");
+    for command in [push, merge.as_str()] {
+        let why = denied(&hook(&dir, &mcp, &driver, command));
+        assert!(
+            why.contains("are agent:alpha-driver's own"),
+            "{command}: {why}"
+        );
+    }
+
+    // Another agent's approval of the current head: the push (its gates green) and the
+    // merge pass silently.
+    review(&reviewer, "REVIEW: looks right. APPROVE");
+    for command in [push, merge.as_str()] {
+        passed(&hook(&dir, &mcp, &driver, command));
+    }
+    // ... while a push of every branch is still refused, approval or not.
+    let why = denied(&hook(&dir, &mcp, &driver, "git push --all origin"));
+    assert!(why.contains("No approval lets this through"), "{why}");
+
+    // A new commit: the approval was of an older head and no longer stands.
+    std::fs::write(dir.join("w.txt"), "more work\n").expect("write");
+    git_out(&dir, &["commit", "-qam", "more"]);
+    let newer = git_out(&dir, &["rev-parse", "HEAD"]);
+    for command in [push, merge.as_str()] {
+        let why = denied(&hook(&dir, &mcp, &driver, command));
+        assert!(
+            why.contains(&format!(
+                "no review verdict is recorded for head {}",
+                &newer[..12]
+            )),
+            "{command}: {why}"
+        );
+    }
+
+    // A server that cannot be reached: denied, failing closed, saying so.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let gone = format!("http://{}/ops/mcp", closed.local_addr().expect("addr"));
+    drop(closed);
+    git_out(&dir, &["reset", "-q", "--hard", &head]);
+    let why = denied(&hook(&dir, &gone, &driver, push));
+    assert!(why.contains("could not be asked"), "{why}");
+    assert!(why.contains("fails closed"), "{why}");
+    // ... while the same head with the server up passes again.
+    passed(&hook(&dir, &mcp, &driver, push));
+    w.finish();
+}
+
+#[test]
+fn sqlite_protected_pushes_and_merges_need_another_agents_approval_of_the_head() {
+    approvals_follow_the_head(Store::Sqlite, "approval_sqlite");
+}
+
+#[test]
+fn postgres_protected_pushes_and_merges_need_another_agents_approval_of_the_head() {
+    approvals_follow_the_head(Store::Postgres, "approval_postgres");
+}
