@@ -5,6 +5,7 @@
 //! commit needs a new review), and a newer `CHANGES` or `BLOCK` by another agent on the same
 //! head overrides an earlier approval, as it does for a job's pull request.
 
+use crate::jobs::review::Verdict;
 use crate::ports::ReviewRow;
 
 /// At most this many verdicts on one head are read for the decision.
@@ -48,10 +49,13 @@ pub fn standing_approval(
         .iter()
         .filter(|r| r.reviewer != caller && r.head_sha.eq_ignore_ascii_case(head));
     match others.next() {
-        Some(r) if r.verdict == "APPROVE" => Standing::Approved(r.clone()),
+        Some(r) if r.verdict == Verdict::Approve => Standing::Approved(r.clone()),
         Some(r) => Standing::None(format!(
             "the newest verdict on {at} by another agent is {} by {} on {}#{}, so no approval stands; it needs {how}.",
-            r.verdict, r.reviewer, r.repo, r.number
+            r.verdict.as_str(),
+            r.reviewer,
+            r.repo,
+            r.number
         )),
         None if recorded.iter().any(|r| r.reviewer == caller) => Standing::None(format!(
             "the only verdicts on {at} are {caller}'s own, and an agent's own approval never counts; it needs {how}."
@@ -75,11 +79,11 @@ mod tests {
             number: 4,
             namespace: "alpha".into(),
             reviewer: reviewer.into(),
-            verdict: verdict.into(),
+            verdict: Verdict::parse(verdict).expect("a verdict word"),
             said: String::new(),
             head_sha: head.into(),
             comment_url: "https://github.com/octo/alpha/pull/4#c".into(),
-            created_at: "2026-12-01T10:00:00.000Z".into(),
+            created_at: crate::time::Timestamp::parse("2026-12-01T10:00:00.000Z").expect("instant"),
         }
     }
 
