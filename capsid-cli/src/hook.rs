@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use capsid_core::drive::gate::{self, GateRun, MiseTasks};
 use capsid_core::drive::hooks::{
-    Branches, HookInput, PrePlan, plan_pre_tool_use, plan_pre_tool_use_approved, pre_tool_use,
-    stop_block,
+    Branches, HookInput, PrePlan, StandingApproval, plan_pre_tool_use, plan_pre_tool_use_approved,
+    pre_tool_use, stop_block,
 };
 use capsid_core::drive::runner::RunnerSettings;
 use capsid_core::drive::settings::merge_hooks;
@@ -298,10 +298,14 @@ async fn pre_tool(
     } = &plan
     {
         plan = match approval::standing(recorder, &dir).await {
-            approval::Approval::Stands(by) => {
-                // Claude Code shows a passing hook's stderr in its transcript only.
-                eprintln!("capsid hook: a standing approval lets this through: {by}");
-                plan_pre_tool_use_approved(input, &branches, true)
+            approval::Approval::Stands(by, pr) => {
+                let plan =
+                    plan_pre_tool_use_approved(input, &branches, Some(StandingApproval { pr }));
+                if !matches!(plan, PrePlan::Deny { .. }) {
+                    // Claude Code shows a passing hook's stderr in its transcript only.
+                    eprintln!("capsid hook: a standing approval lets this through: {by}");
+                }
+                plan
             }
             approval::Approval::Missing(why) => {
                 print(&pre_tool_use("deny", &format!("{reason}\n{why}")));

@@ -14,8 +14,8 @@ use crate::drive::proc::git;
 
 /// What the server said about the worktree's head.
 pub(super) enum Approval {
-    /// Another agent's approval stands: who, for the record.
-    Stands(String),
+    /// Another agent's approval stands: who, for the record, and on which pull request.
+    Stands(String, Option<u64>),
     /// None stands, or it could not be asked: why, for the agent.
     Missing(String),
 }
@@ -38,7 +38,10 @@ pub(super) async fn standing(recorder: Option<&Recorder>, dir: &Path) -> Approva
     let args = json!({"action": "approval", "namespace": r.namespace, "head_sha": head});
     match r.mcp.call("jobs", args).await {
         Ok(Answer::Ok(v)) if v.get("approved").and_then(Value::as_bool) == Some(true) => {
-            Approval::Stands(v["reason"].as_str().unwrap_or("approved").to_owned())
+            Approval::Stands(
+                v["reason"].as_str().unwrap_or("approved").to_owned(),
+                v["approval"]["number"].as_u64(),
+            )
         }
         Ok(Answer::Ok(v)) => Approval::Missing(format!(
             "Capsid found none: {}",

@@ -13,13 +13,20 @@ pub enum Gated {
     Push {
         /// Destination branches named by refspecs (`refs/heads/` and `+` stripped).
         branches: Vec<String>,
+        /// What each destination is pushed from, in the same order: `HEAD`, a local branch
+        /// (a bare refspec pushes the branch of that name), or empty for a deletion.
+        sources: Vec<String>,
         /// `--all` or `--mirror`.
         every_branch: bool,
     },
     /// `git merge` (into the current branch).
     GitMerge,
-    /// `gh pr merge` (into the pull request's base).
-    PrMerge,
+    /// `gh pr merge` (into the pull request's base), with the pull request's number when the
+    /// command names one (`gh pr merge 12`, or its URL).
+    PrMerge {
+        /// The number named, if any (none: the current branch's pull request).
+        number: Option<u64>,
+    },
 }
 
 /// The simple commands of `line`, each as its words.
@@ -155,9 +162,14 @@ pub fn classify_words(words: &[String]) -> Option<Gated> {
                 }
             }
         }
-        return positional
-            .starts_with(&["pr", "merge"])
-            .then_some(Gated::PrMerge);
+        if !positional.starts_with(&["pr", "merge"]) {
+            return None;
+        }
+        let number = positional.get(2).and_then(|p| {
+            let tail = p.rsplit('/').next().unwrap_or(p);
+            tail.trim_start_matches('#').parse::<u64>().ok()
+        });
+        return Some(Gated::PrMerge { number });
     }
     if !is_program(program, "git") {
         return None;
@@ -207,22 +219,24 @@ fn push_targets(args: &[String]) -> Gated {
         i += 1;
     }
     // The first positional word is the remote; the rest are refspecs.
-    let branches = positional
+    let (sources, branches): (Vec<String>, Vec<String>) = positional
         .iter()
         .skip(1)
         .filter_map(|spec| {
             let spec = spec.trim_start_matches('+');
-            let dst = spec.rsplit_once(':').map_or(spec, |(_, d)| d);
+            let (src, dst) = spec.rsplit_once(':').unwrap_or((spec, spec));
             if dst.is_empty() {
-                // `:branch` deletes; `src:` is not a push of anything.
-                return spec.split_once(':').map(|(_, d)| d.to_owned());
+                // `src:` is not a push of anything.
+                return None;
             }
-            Some(dst.strip_prefix("refs/heads/").unwrap_or(dst).to_owned())
+            let strip = |r: &str| r.strip_prefix("refs/heads/").unwrap_or(r).to_owned();
+            Some((strip(src), strip(dst)))
         })
-        .filter(|b| !b.is_empty() && !b.starts_with("refs/tags/"))
-        .collect();
+        .filter(|(_, b)| !b.is_empty() && !b.starts_with("refs/tags/"))
+        .unzip();
     Gated::Push {
         branches,
+        sources,
         every_branch,
     }
 }
@@ -242,6 +256,15 @@ mod tests {
     fn push(branches: &[&str]) -> Gated {
         Gated::Push {
             branches: branches.iter().map(|b| (*b).to_owned()).collect(),
+            sources: branches.iter().map(|b| (*b).to_owned()).collect(),
+            every_branch: false,
+        }
+    }
+
+    fn push_from(src: &str, dst: &str) -> Gated {
+        Gated::Push {
+            branches: vec![dst.to_owned()],
+            sources: vec![src.to_owned()],
             every_branch: false,
         }
     }
@@ -254,11 +277,11 @@ mod tests {
             ("git push -u origin feature", push(&["feature"])),
             (
                 "git push --force-with-lease origin HEAD:main",
-                push(&["main"]),
+                push_from("HEAD", "main"),
             ),
             (
                 "git -C /tmp/wt push origin +topic:refs/heads/main",
-                push(&["main"]),
+                push_from("topic", "main"),
             ),
             ("git -c push.default=current push", push(&[])),
             ("git --no-pager push origin a b", push(&["a", "b"])),
@@ -270,7 +293,7 @@ mod tests {
             ("(cd a && git push origin y)", push(&["y"])),
             ("echo $(git push origin z)", push(&["z"])),
             ("git push -o ci.skip origin w", push(&["w"])),
-            ("git push origin :old", push(&["old"])),
+            ("git push origin :old", push_from("", "old")),
             ("sudo -E git push origin q", push(&["q"])),
         ] {
             assert_eq!(classify(line), vec![want], "{line}");
@@ -279,6 +302,7 @@ mod tests {
             classify("git push --all origin"),
             vec![Gated::Push {
                 branches: vec![],
+                sources: vec![],
                 every_branch: true
             }]
         );
@@ -286,8 +310,18 @@ mod tests {
 
     #[test]
     fn merges_are_found_and_other_commands_pass() {
-        assert_eq!(classify("gh pr merge 12 --squash"), vec![Gated::PrMerge]);
-        assert_eq!(classify("gh --repo a/b pr merge"), vec![Gated::PrMerge]);
+        assert_eq!(
+            classify("gh pr merge 12 --squash"),
+            vec![Gated::PrMerge { number: Some(12) }]
+        );
+        assert_eq!(
+            classify("gh pr merge https://github.com/a/b/pull/31"),
+            vec![Gated::PrMerge { number: Some(31) }]
+        );
+        assert_eq!(
+            classify("gh --repo a/b pr merge"),
+            vec![Gated::PrMerge { number: None }]
+        );
         assert_eq!(classify("git merge feature"), vec![Gated::GitMerge]);
         for line in [
             "git status",

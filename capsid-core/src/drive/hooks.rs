@@ -134,19 +134,30 @@ pub fn question_text(tool_input: Option<&Value>) -> String {
     text.chars().take(QUESTION_MAX).collect()
 }
 
+/// A different agent's approval standing for the current head, as the server reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StandingApproval {
+    /// The pull request whose head the verdict approved.
+    pub pr: Option<u64>,
+}
+
 /// What the hook does with a `PreToolUse` event, knowing of no standing approval.
 pub fn plan_pre_tool_use(input: &HookInput, branches: &Branches) -> PrePlan {
-    plan_pre_tool_use_approved(input, branches, false)
+    plan_pre_tool_use_approved(input, branches, None)
 }
 
 /// What the hook does with a `PreToolUse` event when the server said whether a different
-/// agent's approval stands for the current head (`approved`): with one, a push to a
-/// protected branch runs the gates like any push and a merge passes; without one, both are
-/// denied (`approvable: true`, so the hook knows asking can help).
+/// agent's approval stands for the current head (`approved`). An approval speaks for that one
+/// commit: with one, a push of the head (`HEAD`, or the checked-out branch) to a protected
+/// branch runs the gates like any push, and `gh pr merge` of the approved pull request (or of
+/// the current branch's) passes. Without one, both are denied (`approvable: true`, so the hook
+/// knows asking can help). A push of another branch or of every branch, a deletion, and
+/// `git merge` into a protected branch bring in commits nobody approved and are refused
+/// either way.
 pub fn plan_pre_tool_use_approved(
     input: &HookInput,
     branches: &Branches,
-    approved: bool,
+    approved: Option<StandingApproval>,
 ) -> PrePlan {
     match input.tool_name.as_deref() {
         Some("AskUserQuestion") => PrePlan::Defer {
@@ -167,7 +178,12 @@ pub fn plan_pre_tool_use_approved(
     }
 }
 
-fn plan_bash(line: &str, cwd: Option<&str>, branches: &Branches, approved: bool) -> PrePlan {
+fn plan_bash(
+    line: &str,
+    cwd: Option<&str>,
+    branches: &Branches,
+    approved: Option<StandingApproval>,
+) -> PrePlan {
     let gated = classify(line);
     if gated.is_empty() {
         return PrePlan::Pass;
@@ -192,42 +208,67 @@ fn plan_bash(line: &str, cwd: Option<&str>, branches: &Branches, approved: bool)
         command: human.clone(),
         approvable: false,
     };
+    let is_head = |src: &str| src == "HEAD" || branches.current.as_deref() == Some(src);
     let mut pushes = false;
     for g in gated {
         match g {
-            Gated::PrMerge if !approved => {
-                return deny("`gh pr merge` merges into a protected branch.".into());
-            }
-            Gated::PrMerge => {}
-            Gated::GitMerge => {
-                if let Some(current) = branches.current.as_deref().filter(|c| is_protected(c))
-                    && !approved
-                {
+            Gated::PrMerge { number } => match (approved, number) {
+                (None, _) => {
+                    return deny("`gh pr merge` merges into a protected branch.".into());
+                }
+                (Some(StandingApproval { pr: Some(pr) }), Some(n)) if pr != n => {
                     return deny(format!(
-                        "`git merge` here merges into {current}, a protected branch."
+                        "`gh pr merge {n}` merges into a protected branch, and the approval standing for the current head is on pull request #{pr}, not #{n}."
+                    ));
+                }
+                (Some(_), _) => {}
+            },
+            Gated::GitMerge => {
+                if let Some(current) = branches.current.as_deref().filter(|c| is_protected(c)) {
+                    return refuse(format!(
+                        "`git merge` here merges other commits into {current}, a protected branch; an approval speaks for the current head, not for what a merge brings in, so merge the pull request (`gh pr merge`) once another agent approved its head."
                     ));
                 }
             }
             Gated::Push {
                 branches: named,
+                sources,
                 every_branch,
             } => {
                 pushes = true;
                 if every_branch {
                     return refuse("This push sends every branch, protected ones included.".into());
                 }
-                let targets: Vec<&str> = if named.is_empty() {
-                    branches.current.as_deref().into_iter().collect()
+                // (destination, source): a push naming no refspec sends the current branch.
+                let targets: Vec<(&str, &str)> = if named.is_empty() {
+                    branches
+                        .current
+                        .as_deref()
+                        .map(|c| (c, "HEAD"))
+                        .into_iter()
+                        .collect()
                 } else {
-                    named.iter().map(String::as_str).collect()
+                    named
+                        .iter()
+                        .map(String::as_str)
+                        .zip(sources.iter().map(String::as_str))
+                        .collect()
                 };
                 if targets.is_empty() {
                     return refuse("This push names no branch and the worktree has none checked out, so where it lands is unknown.".into());
                 }
-                if let Some(b) = targets.iter().find(|b| is_protected(b))
-                    && !approved
-                {
-                    return deny(format!("This pushes to {b}, a protected branch."));
+                for (b, src) in targets.iter().filter(|(b, _)| is_protected(b)) {
+                    if src.is_empty() {
+                        return refuse(format!("This push deletes {b}, a protected branch."));
+                    }
+                    if !is_head(src) {
+                        return refuse(format!(
+                            "This pushes {src}, not the current head, to {b}, a protected branch."
+                        ));
+                    }
+                    if approved.is_none() {
+                        return deny(format!("This pushes to {b}, a protected branch."));
+                    }
                 }
             }
         }
@@ -321,7 +362,14 @@ mod tests {
             };
             assert!(reason.contains("approval"), "{reason}");
             assert_eq!(command, format!("cd /w/t && {cmd}"));
-            assert_eq!(approvable, cmd != "git push --all", "{cmd}");
+            // Only a push of the head and a pull request's merge can be approved: pushing
+            // another local branch, every branch, or merging into a protected branch brings
+            // in commits no approval of the head covers.
+            let can = !matches!(
+                cmd,
+                "git push --all" | "git push origin trunk" | "git merge topic"
+            );
+            assert_eq!(approvable, can, "{cmd}");
         }
         assert_eq!(
             plan_pre_tool_use(&bash("git merge main"), &on("topic")),
@@ -331,24 +379,46 @@ mod tests {
 
     #[test]
     fn a_standing_approval_lets_protected_pushes_and_merges_through_and_nothing_else() {
-        let approved =
-            |cmd: &str, branch: &str| plan_pre_tool_use_approved(&bash(cmd), &on(branch), true);
-        // A protected push still runs the gates; a merge passes.
+        let on_pr = |pr| Some(StandingApproval { pr });
+        let approved = |cmd: &str, branch: &str| {
+            plan_pre_tool_use_approved(&bash(cmd), &on(branch), on_pr(Some(4)))
+        };
+        // A protected push of the head still runs the gates; the approved PR's merge passes.
         assert_eq!(approved("git push", "main"), PrePlan::RunGates);
+        assert_eq!(approved("git push origin main", "main"), PrePlan::RunGates);
         assert_eq!(
             approved("git push origin HEAD:master", "topic"),
             PrePlan::RunGates
         );
-        assert_eq!(approved("gh pr merge 4 --squash", "topic"), PrePlan::Pass);
-        assert_eq!(approved("git merge topic", "trunk"), PrePlan::Pass);
         assert_eq!(
-            approved("gh pr merge 4 && git push origin trunk", "topic"),
+            approved("git push origin topic:master", "topic"),
             PrePlan::RunGates
         );
-        // An approval of one commit never covers every branch, or an unknown one.
+        assert_eq!(approved("gh pr merge 4 --squash", "topic"), PrePlan::Pass);
+        assert_eq!(approved("gh pr merge", "topic"), PrePlan::Pass);
+        assert_eq!(
+            plan_pre_tool_use_approved(&bash("gh pr merge 9"), &on("topic"), on_pr(None)),
+            PrePlan::Pass
+        );
+        assert_eq!(
+            approved("gh pr merge 4 && git push origin HEAD:trunk", "topic"),
+            PrePlan::RunGates
+        );
+        // The approval stands on #4: merging #5 is denied, and asking again cannot help
+        // unless #5's head is approved.
+        let PrePlan::Deny { reason, .. } = approved("gh pr merge 5", "topic") else {
+            panic!("an approval of #4 merged #5");
+        };
+        assert!(reason.contains("#4, not #5"), "{reason}");
+        // An approval of one commit never covers every branch, an unknown one, another
+        // local branch, a deletion, or what `git merge` brings in.
         for (cmd, branch) in [
             ("git push --all", "topic"),
             ("gh pr merge 4; git push --mirror", "topic"),
+            ("git push origin trunk", "topic"),
+            ("git push origin other:main", "topic"),
+            ("git push origin :main", "topic"),
+            ("git merge topic", "trunk"),
         ] {
             assert!(
                 matches!(
@@ -366,7 +436,7 @@ mod tests {
             default: Some("trunk".into()),
         };
         assert!(matches!(
-            plan_pre_tool_use_approved(&bash("git push origin"), &detached, true),
+            plan_pre_tool_use_approved(&bash("git push origin"), &detached, on_pr(Some(4))),
             PrePlan::Deny {
                 approvable: false,
                 ..
