@@ -80,6 +80,8 @@ pub enum Principal {
     },
     /// The server's own periodic work (lease sweep, loop ticks).
     ImproveLoop,
+    /// The watcher: posts its findings as jobs, scoped to `jobs.post` in `capsid`, no flags.
+    Watcher,
     /// The `capsid` command line, run by whoever holds the database: an admin.
     Cli {
         /// The operating-system user who ran it.
@@ -153,6 +155,17 @@ impl Caller {
         }
     }
 
+    /// The watcher (reference 10.3): it may post jobs in the `capsid` namespace and nothing
+    /// else (no flags, not an admin), checked at the one enforcement point like any caller.
+    pub fn watcher() -> Caller {
+        Caller {
+            principal: Principal::Watcher,
+            scopes: Scopes::parse(Some(
+                r#"{"namespaces":["capsid"],"tools":["jobs.post"],"grants":["write"]}"#,
+            )),
+        }
+    }
+
     /// The actor string written to audit rows, `claimed_by` and outcome rows.
     pub fn actor(&self) -> String {
         match &self.principal {
@@ -160,6 +173,7 @@ impl Caller {
             Principal::OperatorKey { fingerprint, .. } => format!("opkey:{fingerprint}"),
             Principal::Admin { login } => format!("github:{login}"),
             Principal::ImproveLoop => "improve-loop".to_owned(),
+            Principal::Watcher => "watcher".to_owned(),
             Principal::Cli { user } => format!("cli:{user}"),
         }
     }

@@ -453,6 +453,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "release",
             "condition",
             "path",
+            "op",
+            "task",
         ],
     ),
     ("improve_status", &["namespace", "task_path"]),

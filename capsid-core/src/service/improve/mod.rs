@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use super::args::{Bounded, DocPathArg, NamespaceArg};
 use super::{Confirmer, Service, to_json};
+
+mod roster;
 use crate::autonomy::policy::POLICY_NAMESPACE;
 use crate::caller::{AgentKind, Caller};
 use crate::crypto::sha256_hex;
@@ -94,12 +96,28 @@ pub enum RunAction {
     Claim,
     /// Sign a stored policy document (admin only).
     SignPolicy,
+    /// Add, remove or list the roster's namespaces (admin only).
+    Roster,
+    /// Run the due periodic tasks now, or one by name (admin only).
+    Tick,
+}
+
+/// What `improve_run` action `roster` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RosterOp {
+    /// Put a registered namespace on the roster.
+    Add,
+    /// Take a namespace off the roster.
+    Remove,
+    /// The roster as stored.
+    List,
 }
 
 /// `improve_run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
-    /// run (default), mode, pause, unpause, budget, mint_operator_key, claim or sign_policy.
+    /// run (default), mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster or tick.
     pub action: Option<RunAction>,
     /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid).
     pub namespace: Option<NamespaceArg>,
@@ -119,6 +137,10 @@ pub struct RunArgs {
     pub condition: Option<Bounded<16>>,
     /// sign_policy: the policy document's path (policy/...).
     pub path: Option<DocPathArg>,
+    /// roster: add, remove or list (default list).
+    pub op: Option<RosterOp>,
+    /// tick: only this periodic task (sweep, ci-poll, backup, auto-merge, watcher), run whether due or not.
+    pub task: Option<Bounded<32>>,
 }
 impl RunAction {
     /// The wire name.
@@ -132,6 +154,8 @@ impl RunAction {
             RunAction::MintOperatorKey => "mint_operator_key",
             RunAction::Claim => "claim",
             RunAction::SignPolicy => "sign_policy",
+            RunAction::Roster => "roster",
+            RunAction::Tick => "tick",
         }
     }
 }
@@ -149,7 +173,7 @@ fn refuse(action: &str, why: impl Into<String>) -> Value {
     json!({ "ok": false, "action": action, "refusal": why.into() })
 }
 
-fn month_start(now: Timestamp) -> Timestamp {
+pub(crate) fn month_start(now: Timestamp) -> Timestamp {
     Timestamp::parse(&format!("{}-01T00:00:00Z", now.month())).unwrap_or(now)
 }
 
@@ -206,6 +230,7 @@ impl ImproveCx<'_> {
             "protected_paths": protected,
             "agents": self.agent_inventory(&caller.scopes.namespaces).await?,
             "awaiting_seat": awaiting,
+            "autonomy": self.autonomy_status().await?,
             "namespaces": namespaces,
         });
         if let Some(path) = &a.task_path {
@@ -377,6 +402,16 @@ impl ImproveCx<'_> {
                 } else {
                     vec![target.clone()]
                 };
+                if let Some(r) = a.reason.as_ref().filter(|r| {
+                    r.as_str()
+                        .starts_with(crate::autonomy::watcher::LOOP_PAUSE_PREFIX)
+                }) {
+                    return Err(Error::Invalid(format!(
+                        "improve_run: reason: may not start with '{}', which marks the loop's own pauses (got {:?})",
+                        crate::autonomy::watcher::LOOP_PAUSE_PREFIX,
+                        r.as_str()
+                    )));
+                }
                 if !dry {
                     let reason = a
                         .reason
@@ -519,6 +554,11 @@ impl ImproveCx<'_> {
                 self.sign_policy(caller, ns.as_deref(), a.path.as_ref().map(|p| p.as_str()))
                     .await
             }
+            RunAction::Roster => self.roster_action(caller, a.op, ns.as_deref(), dry).await,
+            // The registry entry runs a tick on the service before this context is built.
+            RunAction::Tick => Err(Error::Internal(
+                "improve_run tick is dispatched by its registry entry".into(),
+            )),
         }
     }
 
@@ -640,9 +680,21 @@ mod registered {
                             "signing a policy is admin only: a minted agent that could sign could authorize itself",
                         ),
                     ),
+                    action(
+                        "roster",
+                        Rule::write().admin_only(
+                            "the roster decides which namespaces' repositories autonomy reaches: admin only",
+                        ),
+                    ),
+                    action(
+                        "tick",
+                        Rule::write().admin_only(
+                            "running the periodic tasks on demand (auto-merge among them) is admin only",
+                        ),
+                    ),
                 ],
             },
-            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy.",
+            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now).",
         )
         .ok_false_refusals();
         fn run<'a>(
@@ -651,7 +703,12 @@ mod registered {
             a: RunArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(async move { s.improve().improve_run(c, a, k).await })
+            Box::pin(async move {
+                if a.action == Some(RunAction::Tick) {
+                    return s.improve_tick(c, a.task.as_ref().map(|t| t.as_str())).await;
+                }
+                s.improve().improve_run(c, a, k).await
+            })
         }
     }
 
