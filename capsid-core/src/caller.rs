@@ -161,7 +161,7 @@ impl Caller {
         Caller {
             principal: Principal::Watcher,
             scopes: Scopes::parse(Some(
-                r#"{"namespaces":["capsid"],"tools":["jobs.post"],"grants":["write"]}"#,
+                r#"{"namespaces":["capsid"],"tools":["jobs","jobs.post"],"grants":["write"]}"#,
             )),
         }
     }

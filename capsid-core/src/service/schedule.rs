@@ -1,7 +1,7 @@
 //! Periodic work on one leader: the lease sweep (and the purge of expired login state), the CI
 //! poller, the daily backup, the auto-merge tick and the watcher, each at its own cadence
-//! stored in settings (`schedule::Task`). A tick renews the store's leader lease when a task is
-//! due; each due task is then claimed by compare-and-set on its last-run key, so replicas
+//! stored in settings (`schedule::Task`). Every tick renews the store's leader lease (so the
+//! leader keeps leading while it ticks); each due task is then claimed by compare-and-set on its last-run key, so replicas
 //! sharing a store run it once per cadence; each runs bounded in time (the `Deadline` port), and
 //! a failing task is reported with its error without stopping the others. Time comes from the
 //! clock port, so a test drives the ticks by moving a `ManualClock`; no test waits.
@@ -63,7 +63,7 @@ pub struct TickReport {
     pub at: String,
     /// Whether any task was due (or asked for).
     pub due: bool,
-    /// Whether this replica led (held the leader lease, or ran on demand).
+    /// Whether this replica leads (holds the leader lease, or runs on demand).
     pub led: bool,
     /// Jobs returned to the queue.
     pub swept: usize,
@@ -129,10 +129,8 @@ impl Service {
                 due.push((task, last));
             }
         }
-        if due.is_empty() {
-            return Ok(report);
-        }
-        report.due = true;
+        report.due = !due.is_empty();
+        // The leader renews its lease on every tick, due or not, so it keeps leading.
         if let Some(replica) = replica {
             let until = now.plus_millis(LEADER_LEASE_MS);
             if !self
@@ -144,6 +142,9 @@ impl Service {
             }
         }
         report.led = true;
+        if due.is_empty() {
+            return Ok(report);
+        }
         let stamp = now.to_string();
         for (task, last) in due {
             let claimed = self

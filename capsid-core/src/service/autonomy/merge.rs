@@ -217,7 +217,10 @@ impl AutonomyCx<'_> {
                     passed,
                 } => (failed.name().to_owned(), why, passed),
                 MergeVerdict::Merge { passed } => {
-                    match host.merge_pull(&repo, pull.number, MERGE_METHOD).await {
+                    match host
+                        .merge_pull(&repo, pull.number, MERGE_METHOD, Some(&facts.head_sha))
+                        .await
+                    {
                         Ok(out) if out.merged => {
                             report.merged += 1;
                             let params = merged_params(
