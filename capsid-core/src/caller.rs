@@ -335,6 +335,38 @@ mod tests {
     }
 
     #[test]
+    fn the_watcher_may_post_jobs_in_capsid_and_nothing_else() {
+        use crate::scope::{Need, check_scope};
+        let w = Caller::watcher();
+        assert_eq!(w.actor(), "watcher");
+        assert!(!w.is_admin());
+        assert!(w.scopes.flags.is_empty(), "no flags");
+        let need = |tool, action, namespace| Need {
+            tool,
+            action,
+            namespace,
+            repo: None,
+            grant: Some(Grant::Write),
+            flags: Vec::new(),
+        };
+        assert_eq!(
+            check_scope(&w.scopes, &need("jobs", Some("post"), Some("capsid"))),
+            Ok(())
+        );
+        for (tool, action, ns) in [
+            ("jobs", Some("claim"), Some("capsid")),
+            ("jobs", Some("post"), Some("alpha")),
+            ("write", None, Some("capsid")),
+            ("improve_run", Some("tick"), Some("capsid")),
+        ] {
+            assert!(
+                check_scope(&w.scopes, &need(tool, action, ns)).is_err(),
+                "{tool} {action:?} {ns:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_minted_agent_is_never_admin() {
         let a = Caller::agent("agent_1", "bot", AgentKind::Seat, Scopes::unrestricted());
         assert!(!a.is_admin(), "even with every scope and flag");

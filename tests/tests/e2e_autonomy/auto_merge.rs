@@ -131,7 +131,7 @@ async fn another_base_is_declined_at_base_is_default_branch(s: &TestServer, g: &
         "feat/c",
         "develop",
         &[("src/c.rs", Some("x"))],
-        &format!("{job}"),
+        &job,
         GREEN,
     );
     let p = declined_at(
@@ -183,7 +183,7 @@ async fn a_lockfile_is_declined_at_paths_unprotected(s: &TestServer, g: &FakeGit
         "feat/e",
         "main",
         &[("package-lock.json", Some("{}"))],
-        &format!("{job}"),
+        &job,
         GREEN,
     );
     let p = declined_at(s, g, n, "paths_unprotected", &BEFORE_PATHS).await;
@@ -200,7 +200,7 @@ async fn a_billing_path_is_declined_at_paths_not_money(s: &TestServer, g: &FakeG
         "feat/f",
         "main",
         &[("src/billing/invoice.rs", Some("x"))],
-        &format!("{job}"),
+        &job,
         GREEN,
     );
     let mut passed = BEFORE_PATHS.to_vec();
@@ -228,7 +228,7 @@ async fn a_migration_is_declined_before_it_can_merge(s: &TestServer, g: &FakeGit
             "db/migrations/0002_add.sql",
             Some("ALTER TABLE t ADD COLUMN c TEXT;"),
         )],
-        &format!("{job}"),
+        &job,
         GREEN,
     );
     let p = declined_at(s, g, n, "paths_unprotected", &BEFORE_PATHS).await;
@@ -310,14 +310,7 @@ async fn a_pr_passing_all_seven_is_merged_with_merge_and_audited(s: &TestServer,
 
 async fn a_policy_edited_after_signing_merges_nothing(s: &TestServer, g: &FakeGitHub) {
     let job = ready(s, g).await;
-    let (n, _) = pull(
-        g,
-        "feat/i",
-        "main",
-        &[("src/i.rs", Some("x"))],
-        &format!("{job}"),
-        GREEN,
-    );
+    let (n, _) = pull(g, "feat/i", "main", &[("src/i.rs", Some("x"))], &job, GREEN);
     let edited = s
         .admin(
             "write",
@@ -356,14 +349,7 @@ async fn a_disabled_policy_merges_nothing(s: &TestServer, g: &FakeGitHub) {
     setup(s, g).await;
     sign_merge_policy(s, &merge_policy("v8", false, "alpha")).await;
     let job = claimed_job(s, "d1", "driver").await;
-    let (n, _) = pull(
-        g,
-        "feat/j",
-        "main",
-        &[("src/j.rs", Some("x"))],
-        &format!("{job}"),
-        GREEN,
-    );
+    let (n, _) = pull(g, "feat/j", "main", &[("src/j.rs", Some("x"))], &job, GREEN);
     let report = auto_merge_tick(s).await;
     assert_eq!(report["evaluated"], 0, "{report}");
     assert!(
@@ -395,7 +381,7 @@ async fn three_ticks_are_one_row_and_a_push_is_a_second_evaluation(s: &TestServe
         "feat/k",
         "main",
         &[("src/k.rs", Some("x"))],
-        &format!("{job}"),
+        &job,
         &[("queued", None)],
     );
     for tick in 0..3 {
@@ -437,14 +423,7 @@ async fn three_ticks_are_one_row_and_a_push_is_a_second_evaluation(s: &TestServe
 
 async fn a_merge_github_refuses_is_declined_once_with_its_reason(s: &TestServer, g: &FakeGitHub) {
     let job = ready(s, g).await;
-    let (n, _) = pull(
-        g,
-        "feat/l",
-        "main",
-        &[("src/l.rs", Some("x"))],
-        &format!("{job}"),
-        GREEN,
-    );
+    let (n, _) = pull(g, "feat/l", "main", &[("src/l.rs", Some("x"))], &job, GREEN);
     g.block_merge(
         ALPHA,
         n,
