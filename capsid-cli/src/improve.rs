@@ -1,5 +1,6 @@
-//! `capsid improve roster add|remove|list`: the namespaces autonomy and the loop may touch,
-//! through `improve_run` action `roster` (audited), as the CLI's admin caller.
+//! `capsid improve roster add|remove|list` (the namespaces autonomy and the loop may touch)
+//! and `capsid improve cadence <task> [<minutes>]` (a periodic task's cadence), through
+//! `improve_run` (audited), as the CLI's admin caller.
 
 use std::process::ExitCode;
 
@@ -16,6 +17,16 @@ pub enum ImproveCommand {
     /// The roster: which namespaces autonomy (auto-merge, the watcher) and the loop may touch.
     #[command(subcommand)]
     Roster(RosterCommand),
+    /// A periodic task's cadence in minutes: shown, or set when minutes are given.
+    Cadence {
+        /// The task (sweep, ci-poll, backup, auto-merge, watcher).
+        task: String,
+        /// The new cadence, in whole minutes.
+        minutes: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `capsid improve roster`.
@@ -47,7 +58,14 @@ pub enum RosterCommand {
 
 /// Runs `capsid improve`.
 pub async fn run(global: &GlobalArgs, cmd: ImproveCommand) -> Result<ExitCode> {
-    let ImproveCommand::Roster(cmd) = cmd;
+    let cmd = match cmd {
+        ImproveCommand::Roster(cmd) => cmd,
+        ImproveCommand::Cadence {
+            task,
+            minutes,
+            json,
+        } => return cadence(global, &task, minutes.as_deref(), json).await,
+    };
     let (args, json_out) = match &cmd {
         RosterCommand::Add { namespace, json } => (
             json!({"action": "roster", "op": "add", "namespace": namespace}),
@@ -76,5 +94,33 @@ pub async fn run(global: &GlobalArgs, cmd: ImproveCommand) -> Result<ExitCode> {
         } else {
             list.join("\n")
         }
+    }))
+}
+
+async fn cadence(
+    global: &GlobalArgs,
+    task: &str,
+    minutes: Option<&str>,
+    json_out: bool,
+) -> Result<ExitCode> {
+    let mut args = json!({"action": "cadence", "task": task});
+    if let Some(m) = minutes {
+        args["value"] = json!(m);
+    }
+    let answer = match call_improve(global, args).await? {
+        Ok(v) => v,
+        Err(message) => {
+            eprintln!("refused: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    Ok(finish(answer, json_out, |v| {
+        format!(
+            "{}: every {} minutes (default {}, at least {})",
+            v["task"].as_str().unwrap_or(task),
+            v["cadence_minutes"],
+            v["default_minutes"],
+            v["floor_minutes"]
+        )
     }))
 }

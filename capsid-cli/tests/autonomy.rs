@@ -80,6 +80,15 @@ fn the_roster_and_a_tick_on_demand_through_the_binary() {
         ["capsid", "dustinedwards", "foxhound", "germomics", "alpha"]
     );
 
+    let cadence = capsid(&data, &["improve", "cadence", "watcher", "45"]);
+    assert!(cadence.status.success(), "{}", text(&cadence));
+    assert_eq!(
+        String::from_utf8_lossy(&cadence.stdout).trim(),
+        "watcher: every 45 minutes (default 30, at least 5)"
+    );
+    let too_often = capsid(&data, &["improve", "cadence", "watcher", "1"]);
+    assert_eq!(too_often.status.code(), Some(2), "{}", text(&too_often));
+
     // Every task is due on a fresh store; each takes its turn and reports.
     let tick = capsid(&data, &["tick", "--json"]);
     assert!(tick.status.success(), "{}", text(&tick));

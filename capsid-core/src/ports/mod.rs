@@ -9,7 +9,8 @@
 //! keyed `UPDATE ... RETURNING` (or an equivalent guard) whose loss is reported as
 //! [`StoreError::Conflict`] or as an explicit "lost" outcome, never as a silent overwrite.
 //!
-//! Outside the store: [`RepoHost`] (GitHub), [`BlobStore`], [`Notifier`], plus the
+//! Outside the store: [`RepoHost`] (GitHub), [`BlobStore`], [`Notifier`], [`Deadline`] (the
+//! timer that bounds each periodic task), plus the
 //! [`crate::time::Clock`] and [`crate::ids::Entropy`] ports.
 
 mod agents;

@@ -146,26 +146,33 @@ impl Service {
             return Ok(report);
         }
         let stamp = now.to_string();
+        // Who holds a task while it runs: unique per tick, so two ticks on demand exclude
+        // each other too.
+        let holder = format!(
+            "{}:{}",
+            replica.unwrap_or("on-demand"),
+            crate::ids::new_token(&*self.entropy)
+        );
         for (task, last) in due {
-            let claimed = self
-                .store
-                .compare_and_set_setting(
-                    &task.last_run_key(),
-                    last.as_deref(),
-                    Some(&stamp),
-                    None,
-                    now,
-                )
-                .await?;
-            let run = if claimed {
-                self.bounded(task).await
-            } else {
-                TaskRun {
+            let run = match self
+                .claim_turn(task, last.as_deref(), &stamp, &holder)
+                .await?
+            {
+                true => {
+                    let run = self.bounded(task).await;
+                    // A failed release only delays the next turn: the lease runs out itself.
+                    let _ = self
+                        .store
+                        .release_lease(&running_lease(task), &holder)
+                        .await;
+                    run
+                }
+                false => TaskRun {
                     task: task.name(),
                     outcome: TaskOutcome::RanElsewhere,
                     report: Value::Null,
                     error: None,
-                }
+                },
             };
             match task {
                 Task::Sweep => report.swept = count(&run.report, "swept"),
@@ -176,6 +183,36 @@ impl Service {
             report.ran.push(run);
         }
         Ok(report)
+    }
+
+    /// Takes `task`'s turn: its running lease (no other tick is running it; held for its time
+    /// bound), then its last-run key by compare-and-set from `last` (no other tick ran it
+    /// since this one read it). Either lost: another tick has the turn.
+    async fn claim_turn(
+        &self,
+        task: Task,
+        last: Option<&str>,
+        stamp: &str,
+        holder: &str,
+    ) -> Result<bool> {
+        let now = self.now();
+        let bound = i64::try_from(task.time_bound_ms()).unwrap_or(i64::MAX);
+        let lease = running_lease(task);
+        if !self
+            .store
+            .acquire_lease(&lease, holder, now, now.plus_millis(bound))
+            .await?
+        {
+            return Ok(false);
+        }
+        let claimed = self
+            .store
+            .compare_and_set_setting(&task.last_run_key(), last, Some(stamp), None, now)
+            .await?;
+        if !claimed {
+            let _ = self.store.release_lease(&lease, holder).await;
+        }
+        Ok(claimed)
     }
 
     /// Runs `task` within its time bound.
@@ -239,6 +276,11 @@ impl Service {
             .await?;
         Ok(swept.len())
     }
+}
+
+/// The lease a task's run holds (in the leader-lease table, which backups leave out).
+fn running_lease(task: Task) -> String {
+    format!("task:{}", task.name())
 }
 
 fn count(report: &Value, key: &str) -> usize {

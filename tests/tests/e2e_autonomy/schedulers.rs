@@ -46,11 +46,36 @@ async fn two_schedulers_over_one_store_run_each_tick_once(s: &TestServer, g: &Fa
         Scheduler::new(s.service.clone(), "replica-a"),
         Scheduler::new(s.service.clone(), "replica-b"),
     );
-    // The auto-merge task's cadence is a setting: ten minutes.
-    s.store
-        .put_setting(&Task::AutoMerge.cadence_key(), "10", None)
-        .await
-        .expect("a cadence");
+    // The auto-merge task's cadence is a setting the admin sets: ten minutes (audited); the
+    // watcher's floor is five.
+    let set = s
+        .admin(
+            "improve_run",
+            serde_json::json!({"action": "cadence", "task": "auto-merge", "value": "10"}),
+        )
+        .await;
+    assert_eq!(set["cadence_minutes"], 10, "{set}");
+    assert_eq!(audit_rows(s, "improve-cadence").await.len(), 1);
+    let floor = s
+        .service
+        .call_tool(
+            &capsid_core::caller::Caller::cli("test"),
+            "improve_run",
+            serde_json::json!({"action": "cadence", "task": "watcher", "value": "2"}),
+            &capsid_core::service::NoConfirmer,
+        )
+        .await;
+    assert!(floor.is_err_and(|e| {
+        e.to_string()
+            .contains("value: watcher's cadence is whole minutes from 5")
+    }));
+    let shown = s
+        .admin(
+            "improve_run",
+            serde_json::json!({"action": "cadence", "task": "watcher"}),
+        )
+        .await;
+    assert_eq!(shown["cadence_minutes"], 30, "{shown}");
     let mut leaders = Vec::new();
     let mut runs = std::collections::BTreeMap::<Task, Vec<u32>>::new();
     // Both replicas tick every minute for twenty minutes.

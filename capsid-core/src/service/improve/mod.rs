@@ -100,6 +100,8 @@ pub enum RunAction {
     Roster,
     /// Run the due periodic tasks now, or one by name (admin only).
     Tick,
+    /// Read or set a periodic task's cadence in minutes (admin only).
+    Cadence,
 }
 
 /// What `improve_run` action `roster` does.
@@ -121,7 +123,7 @@ pub struct RunArgs {
     pub action: Option<RunAction>,
     /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid).
     pub namespace: Option<NamespaceArg>,
-    /// mode: off, subscription or api.
+    /// mode: off, subscription or api; cadence: minutes.
     pub value: Option<Bounded<16>>,
     /// pause: why.
     pub reason: Option<Bounded<64>>,
@@ -139,7 +141,7 @@ pub struct RunArgs {
     pub path: Option<DocPathArg>,
     /// roster: add, remove or list (default list).
     pub op: Option<RosterOp>,
-    /// tick: only this periodic task (sweep, ci-poll, backup, auto-merge, watcher), run whether due or not.
+    /// tick: only this periodic task (sweep, ci-poll, backup, auto-merge, watcher), run whether due or not; cadence: the task.
     pub task: Option<Bounded<32>>,
 }
 impl RunAction {
@@ -156,6 +158,7 @@ impl RunAction {
             RunAction::SignPolicy => "sign_policy",
             RunAction::Roster => "roster",
             RunAction::Tick => "tick",
+            RunAction::Cadence => "cadence",
         }
     }
 }
@@ -555,6 +558,15 @@ impl ImproveCx<'_> {
                     .await
             }
             RunAction::Roster => self.roster_action(caller, a.op, ns.as_deref(), dry).await,
+            RunAction::Cadence => {
+                self.cadence_action(
+                    caller,
+                    a.task.as_ref().map(|t| t.as_str()),
+                    a.value.as_ref().map(|v| v.as_str()),
+                    dry,
+                )
+                .await
+            }
             // The registry entry runs a tick on the service before this context is built.
             RunAction::Tick => Err(Error::Internal(
                 "improve_run tick is dispatched by its registry entry".into(),
@@ -692,9 +704,13 @@ mod registered {
                             "running the periodic tasks on demand (auto-merge among them) is admin only",
                         ),
                     ),
+                    action(
+                        "cadence",
+                        Rule::write().admin_only("a periodic task's cadence is admin only"),
+                    ),
                 ],
             },
-            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now).",
+            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes).",
         )
         .ok_false_refusals();
         fn run<'a>(

@@ -1,6 +1,7 @@
 //! `improve_run` actions `roster` (the namespaces autonomy and the loop may touch, a setting
-//! the admin edits, audited with the change in one transaction) and `tick` (the periodic
-//! tasks on demand, answering the tick report, audited).
+//! the admin edits, audited with the change in one transaction), `cadence` (a periodic task's
+//! minutes, the same way) and `tick` (the periodic tasks on demand, answering the tick
+//! report, audited).
 
 use serde_json::{Value, json};
 
@@ -12,6 +13,7 @@ use crate::improve::roster::Roster;
 use crate::ports::{Expect, SettingChange};
 use crate::schedule::Task;
 use crate::service::{Area, Service, require_namespace, to_json};
+use crate::time::{DAY_MS, MINUTE_MS};
 
 impl ImproveCx<'_> {
     pub(crate) async fn roster_action(
@@ -71,6 +73,61 @@ impl ImproveCx<'_> {
             json!({"ok": true, "action": name, "op": op_name, "namespace": ns,
                   "roster": next.namespaces(), "dry_run": dry}),
         )
+    }
+}
+
+impl ImproveCx<'_> {
+    pub(crate) async fn cadence_action(
+        &self,
+        caller: &Caller,
+        task: Option<&str>,
+        value: Option<&str>,
+        dry: bool,
+    ) -> Result<Value> {
+        let name = "cadence";
+        let Some(task) = task else {
+            return Ok(refuse(name, "cadence needs a task"));
+        };
+        let task = Task::parse(task).map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
+        let now = self.now();
+        let key = task.cadence_key();
+        let answer = |minutes: i64, dry: bool| {
+            json!({"ok": true, "action": name, "task": task.name(), "cadence_minutes": minutes,
+                   "default_minutes": task.default_cadence_minutes(),
+                   "floor_minutes": task.floor_minutes(), "dry_run": dry})
+        };
+        let Some(value) = value else {
+            let stored = self.settings.setting(&key, now).await?;
+            return Ok(answer(
+                task.cadence_ms(stored.as_deref()) / MINUTE_MS,
+                false,
+            ));
+        };
+        let most = 7 * DAY_MS / MINUTE_MS;
+        let minutes = value
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|m| (task.floor_minutes()..=most).contains(m))
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "improve_run: value: {task}'s cadence is whole minutes from {} to {most} (got {value:?})",
+                    task.floor_minutes()
+                ))
+            })?;
+        if !dry {
+            let audit = self.audit(
+                caller,
+                "improve-cadence",
+                None,
+                None,
+                json!({"task": task.name(), "minutes": minutes}),
+            );
+            self.settings
+                .change_settings(&[SettingChange::put(key, minutes.to_string())], audit, now)
+                .await?;
+        }
+        Ok(answer(minutes, dry))
     }
 }
 
