@@ -2,6 +2,8 @@
 //! agent with its measured record; the loop itself is not part of this build, so its parts
 //! say "off" and the run action refuses. The control actions that need no loop (pause,
 //! unpause, budget, the driver lease, a read-only operator key, policy signing) are real.
+//! The status's `autonomy` block is `service::autonomy::status`; the roster, cadence and
+//! tick actions are `roster.rs`, signing `sign.rs`, the agent inventory `inventory.rs`.
 
 use crate::service::Area;
 use schemars::JsonSchema;
@@ -9,11 +11,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::args::{Bounded, DocPathArg, NamespaceArg};
-use super::{Confirmer, Service, to_json};
+use super::{Confirmer, Service};
 
+mod inventory;
 mod roster;
-use crate::autonomy::policy::POLICY_NAMESPACE;
-use crate::caller::{AgentKind, Caller};
+mod sign;
+use crate::caller::Caller;
 use crate::crypto::sha256_hex;
 use crate::docs::truth_report::integrity_of;
 use crate::error::{Error, Result};
@@ -26,10 +29,7 @@ use crate::improve::keys::{
 use crate::improve::roster::{DRIVER_LEASE_MS, ImproveMode};
 use crate::jobs::JobStatus;
 use crate::jobs::block::command_from_summary;
-use crate::jobs::record::{ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums};
-use crate::jobs::signature::{seal_task, split_signed};
-use crate::ports::{DocumentWrite, Expect, JobFilter, SettingChange, StoreError, WriteGuard};
-use crate::scope::{Axis, Scopes};
+use crate::ports::{Expect, JobFilter, SettingChange};
 use crate::scope_args;
 use crate::time::Timestamp;
 
@@ -292,52 +292,6 @@ impl ImproveCx<'_> {
         }))
     }
 
-    /// Every agent whose namespaces overlap `seen_from` (the caller's namespace axis: all of
-    /// them for the admin), with its measured record (reference 6.8; SPEC 8 keeps a narrowed
-    /// caller's view of the inventory within its own scope).
-    pub(crate) async fn agent_inventory(&self, seen_from: &Axis) -> Result<Vec<Value>> {
-        let agents = self.agents.agents().await?;
-        let outcomes = self.jobs.outcomes(None).await?;
-        let counts: Vec<ClaimedJobCount> = self
-            .jobs
-            .job_status_counts()
-            .await?
-            .into_iter()
-            .map(|c| ClaimedJobCount {
-                claimed_by: c.claimed_by,
-                status: c.status,
-                n: i64::try_from(c.count).unwrap_or(i64::MAX),
-            })
-            .collect();
-        let runs: Vec<NamespaceRuns> = self
-            .improve
-            .run_totals(None)
-            .await?
-            .into_iter()
-            .map(|t| NamespaceRuns {
-                namespace: t.namespace,
-                kept: t.kept as i64,
-                reverts: t.reverts as i64,
-            })
-            .collect();
-        let mut out = Vec::with_capacity(agents.len());
-        for row in agents {
-            let scopes = Scopes::parse(Some(&row.scopes));
-            if !seen_from.overlaps(&scopes.namespaces) {
-                continue;
-            }
-            let actor = format!("agent:{}", row.name);
-            let attempts = (AgentKind::parse(&row.kind) == Some(AgentKind::Driver))
-                .then(|| attempt_sums(&runs, &scopes.namespaces));
-            let record = agent_record(&actor, &outcomes, &counts, attempts);
-            out.push(json!({
-                "name": row.name, "kind": row.kind, "namespaces": scopes.to_json()["namespaces"],
-                "revoked_at": row.revoked_at, "last_seen": row.last_seen, "record": to_json(&record)?,
-            }));
-        }
-        Ok(out)
-    }
-
     pub(crate) async fn improve_run(
         &self,
         caller: &Caller,
@@ -571,90 +525,6 @@ impl ImproveCx<'_> {
             RunAction::Tick => Err(Error::Internal(
                 "improve_run tick is dispatched by its registry entry".into(),
             )),
-        }
-    }
-
-    /// Signs the stored body of a policy document (reference 7.2): admin only, namespace
-    /// `capsid`, path under `policy/`, the body must exist; snapshot, upsert, audit.
-    pub(crate) async fn sign_policy(
-        &self,
-        caller: &Caller,
-        ns: Option<&str>,
-        path: Option<&str>,
-    ) -> Result<Value> {
-        let name = "sign_policy";
-        if ns != Some(POLICY_NAMESPACE) {
-            return Ok(refuse(
-                name,
-                format!("policies live in namespace {POLICY_NAMESPACE}"),
-            ));
-        }
-        let Some(path) = path.filter(|p| p.starts_with("policy/") && !p.contains("..")) else {
-            return Ok(refuse(name, "sign_policy needs a path under policy/"));
-        };
-        let Some(secret) = self.config.signing_secret() else {
-            return Ok(refuse(
-                name,
-                "signing is not configured (CAPSID_SIGNING_SECRET)",
-            ));
-        };
-        let Some(doc) = self.docs.document(POLICY_NAMESPACE, path).await? else {
-            return Ok(refuse(
-                name,
-                format!("no document {POLICY_NAMESPACE}/{path}: write it first, then sign it"),
-            ));
-        };
-        let stored = doc.body_text();
-        let (unsigned, resigned) = match split_signed(stored) {
-            Ok(parts) => (parts.body.to_owned(), true),
-            Err(_) => (stored.to_owned(), false),
-        };
-        if unsigned.trim().is_empty() {
-            return Ok(refuse(name, "the policy body is empty"));
-        }
-        let sealed = seal_task(secret, &unsigned);
-        let signature = split_signed(&sealed)
-            .map(|p| p.signature.to_owned())
-            .unwrap_or_default();
-        let sha = sha256_hex(&sealed);
-        let audit = self.audit(
-            caller,
-            crate::autonomy::anchor::POLICY_SIGNED_ACTION,
-            Some(POLICY_NAMESPACE),
-            Some(path),
-            json!({"signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),
-        );
-        let write = DocumentWrite {
-            namespace: POLICY_NAMESPACE.into(),
-            path: path.into(),
-            title: doc.title.clone(),
-            body: Some(sealed.clone()),
-            doc_type: None,
-            status: None,
-            tags: None,
-            links: None,
-            at: self.now(),
-        };
-        match self
-            .docs
-            .write_document(
-                write,
-                WriteGuard::Update {
-                    expected_body: Some(stored.to_owned()),
-                },
-                vec![audit],
-            )
-            .await
-        {
-            Ok(_) => Ok(
-                json!({"ok": true, "action": name, "namespace": POLICY_NAMESPACE, "path": path,
-                               "signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),
-            ),
-            Err(StoreError::Conflict(_)) | Err(StoreError::NotFound(_)) => Ok(refuse(
-                name,
-                "the policy changed while it was being signed; read it again and re-sign",
-            )),
-            Err(e) => Err(e.into()),
         }
     }
 }
