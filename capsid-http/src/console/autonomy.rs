@@ -29,9 +29,21 @@ pub(super) fn panel(view: &Value) -> String {
             esc(&text(&tick["unchanged"])),
         )
     };
-    let note = policy["note"].as_str().map_or(String::new(), |n| {
-        format!("<br><span class=\"warn\">{}</span>", esc(n))
-    });
+    let note_of = |p: &Value| {
+        p["note"].as_str().map_or(String::new(), |n| {
+            format!("<br><span class=\"warn\">{}</span>", esc(n))
+        })
+    };
+    let note = note_of(policy);
+    let gates = &a["gates"]["policy"];
+    let gates_line = format!(
+        "Gate policy: present {} · signed {} · enabled {} · version {}{}",
+        esc(&text(&gates["present"])),
+        esc(&text(&gates["signed"])),
+        esc(&text(&gates["enabled"])),
+        esc(&text(&gates["version"])),
+        note_of(gates),
+    );
     let mut seat = String::new();
     for pr in a["awaiting_seat"].as_array().into_iter().flatten() {
         seat.push_str(&format!(
@@ -84,7 +96,7 @@ pub(super) fn panel(view: &Value) -> String {
     }
     format!(
         "<h2>Autonomy</h2><div class=\"card\">Roster {roster}<br>\
-         Auto-merge policy: present {present} · signed {signed} · enabled {enabled} · version {version}{note}<br>{tick_line}</div>\
+         Auto-merge policy: present {present} · signed {signed} · enabled {enabled} · version {version}{note}<br>{tick_line}<br>{gates_line}</div>\
          <h3>Awaiting the seat</h3>{seat}<h3>Watcher</h3>{watcher_line}\
          <h3>Periodic tasks</h3><table><tr><th>task</th><th>every (min)</th><th>last run</th></tr>{tasks}</table>",
         roster = esc(&text(&a["roster"])),
@@ -112,6 +124,7 @@ mod tests {
                                "why": "CI on abc is pending", "at": "t", "head_sha": "abc"}],
             "watcher": {"at": "w", "findings": [{"fingerprint": "backup-stale", "summary": "no successful backup is recorded"}]},
             "tasks": [{"task": "watcher", "cadence_minutes": 30, "last_run": null}],
+            "gates": {"policy": {"present": true, "signed": true, "enabled": false, "version": "g2", "note": "disabled"}},
         }}});
         let html = panel(&view);
         for want in [
@@ -123,6 +136,7 @@ mod tests {
             "CI on abc is pending",
             "<code>backup-stale</code>",
             "<td>watcher</td><td>30</td>",
+            "Gate policy: present true · signed true · enabled false · version g2",
         ] {
             assert!(html.contains(want), "{want} in {html}");
         }

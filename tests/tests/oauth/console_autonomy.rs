@@ -25,6 +25,15 @@ async fn console_shows_autonomy_as_improve_status_reports_it() {
         )
         .await;
     assert_eq!(signed["ok"], true, "{signed}");
+    let gates = "- version: g-console\n- enabled: false\n\n- `additive_migration`\n- `push_branch`\n- `open_pr`\n";
+    s.admin("write", json!({"namespace": "capsid", "path": "policy/gates.md", "title": "Gates", "body": gates, "allow_improve_paths": true})).await;
+    let signed = s
+        .admin(
+            "improve_run",
+            json!({"action": "sign_policy", "namespace": "capsid", "path": "policy/gates.md"}),
+        )
+        .await;
+    assert_eq!(signed["ok"], true, "{signed}");
     let tick = s.admin("improve_run", json!({"action": "tick"})).await;
     assert_eq!(tick["ok"], true, "{tick}");
     // A PR a previous tick declined, as the awaiting-seat list records it.
@@ -49,9 +58,17 @@ async fn console_shows_autonomy_as_improve_status_reports_it() {
         "octo/capsid#41",
         "CI on abcdef0 is pending",
         "<code>backup-stale</code>",
+        "Gate policy: present true · signed true · enabled false · version g-console",
     ] {
         assert!(page.body.contains(want), "{want} in {}", page.body);
     }
+    assert!(
+        status["gates"]["policy"]["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("disabled"),
+        "{status}"
+    );
     let view = browser.get(&env.url("/console.json")).await.json();
     assert_eq!(
         view["improve"]["autonomy"], status,

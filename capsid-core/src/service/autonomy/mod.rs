@@ -13,7 +13,9 @@ use serde::Serialize;
 use super::{Area, Service};
 use crate::autonomy::anchor::{POLICY_SIGNED_ACTION, signed_by_the_admin};
 use crate::autonomy::parse_auto_merge_policy;
-use crate::autonomy::policy::{AUTO_MERGE_POLICY_PATH, AutoMergePolicy, POLICY_NAMESPACE};
+use crate::autonomy::policy::{
+    AUTO_MERGE_POLICY_PATH, AutoMergePolicy, GATE_POLICY_PATH, POLICY_NAMESPACE,
+};
 use crate::error::Result;
 use crate::improve::keys::ROSTER_KEY;
 use crate::improve::roster::Roster;
@@ -180,4 +182,54 @@ pub(crate) async fn load_auto_merge_policy(
         return Ok((state, None));
     }
     Ok((state, Some(policy)))
+}
+
+/// The gate policy's state (reference 7.4) as `jobs resume` with `approved_by_policy` would
+/// load it now: present, signed by the admin, parsed, enabled, its version or why not.
+pub(crate) async fn gate_policy_state(
+    docs: &dyn crate::ports::DocumentStore,
+    audit_log: &dyn crate::ports::AuditLog,
+    config: &super::ServiceConfig,
+) -> Result<PolicyState> {
+    let mut state = PolicyState::default();
+    let Some(doc) = docs.document(POLICY_NAMESPACE, GATE_POLICY_PATH).await? else {
+        state.note = Some(format!(
+            "there is no {POLICY_NAMESPACE}/{GATE_POLICY_PATH}: every gate waits for a human"
+        ));
+        return Ok(state);
+    };
+    state.present = true;
+    let stored = doc.body_text();
+    let body = match verify_task(config.signing_secret().unwrap_or(""), stored) {
+        Ok(body) => body.to_owned(),
+        Err(e) => {
+            state.note = Some(format!(
+                "the gate policy is not validly signed ({e}); an unsigned policy, or one edited after signing, authorizes nothing"
+            ));
+            return Ok(state);
+        }
+    };
+    let signed = audit_log
+        .newest_audit(POLICY_SIGNED_ACTION, POLICY_NAMESPACE, GATE_POLICY_PATH)
+        .await?;
+    if let Err(why) = signed_by_the_admin(stored, signed.as_ref().and_then(|r| r.params.as_deref()))
+    {
+        state.note = Some(format!("the gate policy is {why}; it authorizes nothing"));
+        return Ok(state);
+    }
+    state.signed = true;
+    match crate::autonomy::parse_gate_policy(&body) {
+        Ok(policy) => {
+            state.enabled = policy.enabled;
+            if !policy.enabled {
+                state.note = Some(format!(
+                    "the gate policy (version {}) is disabled: it pre-approves nothing",
+                    policy.version
+                ));
+            }
+            state.version = Some(policy.version);
+        }
+        Err(e) => state.note = Some(format!("{e}; it authorizes nothing")),
+    }
+    Ok(state)
 }

@@ -1,13 +1,13 @@
 //! What `improve_status` (and so the console, which renders that report) says about autonomy:
-//! the roster, the auto-merge policy's state as the tick would load it now, the last
+//! the roster, the auto-merge and gate policies' state as they would load now, the last
 //! auto-merge tick's time and counts, the PRs awaiting the seat, the watcher's last findings,
 //! and each periodic task's cadence and last run.
 
 use serde_json::{Value, json};
 
-use super::load_auto_merge_policy;
 use super::merge::{LAST_TICK_KEY, last_tick};
 use super::watcher::{WATCHER_LAST_KEY, last_pass};
+use super::{gate_policy_state, load_auto_merge_policy};
 use crate::autonomy::auto_merge::audit::awaiting_from_setting;
 use crate::error::Result;
 use crate::improve::keys::AWAITING_SEAT_KEY;
@@ -24,6 +24,7 @@ impl ImproveCx<'_> {
         let (policy, _) =
             load_auto_merge_policy(self.docs, self.audit_log, self.settings, self.config, now)
                 .await?;
+        let gates = gate_policy_state(self.docs, self.audit_log, self.config).await?;
         let last = last_tick(self.settings.setting(LAST_TICK_KEY, now).await?.as_deref());
         let awaiting = awaiting_from_setting(
             self.settings
@@ -57,6 +58,7 @@ impl ImproveCx<'_> {
                     "declined": t["declined"], "unchanged": t["unchanged"], "notes": t["notes"],
                 })),
             },
+            "gates": {"policy": to_json(&gates)?},
             "awaiting_seat": to_json(&awaiting)?,
             "watcher": watcher.as_ref().map(|w| json!({
                 "at": w["at"], "findings": w["findings"], "posted": w["posted"],
