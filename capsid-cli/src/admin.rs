@@ -193,7 +193,11 @@ async fn service(global: &GlobalArgs) -> Result<Service> {
 }
 
 /// Prints an answer and turns it into an exit code: refusals (`ok: false`) exit 2.
-fn finish(answer: Value, json_out: bool, text: impl FnOnce(&Value) -> String) -> ExitCode {
+pub(crate) fn finish(
+    answer: Value,
+    json_out: bool,
+    text: impl FnOnce(&Value) -> String,
+) -> ExitCode {
     let refused = answer.get("ok") == Some(&Value::Bool(false));
     if json_out {
         println!(
@@ -390,6 +394,14 @@ fn strip_nulls(v: Value) -> Value {
         }
         other => other,
     }
+}
+
+/// `improve_run` with `args` as the CLI's admin caller: the answer, or the refusal's message.
+pub(crate) async fn call_improve(
+    global: &GlobalArgs,
+    args: Value,
+) -> Result<std::result::Result<Value, String>> {
+    call(&service(global).await?, "improve_run", args).await
 }
 
 /// `capsid policy sign`.

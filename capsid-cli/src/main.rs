@@ -12,11 +12,13 @@ mod config;
 mod doctor;
 mod drive;
 mod hook;
+mod improve;
 mod owner;
 mod proxies;
 mod restore;
 mod serve;
 mod test_clock;
+mod tick;
 
 use std::process::ExitCode;
 
@@ -70,6 +72,11 @@ enum Command {
     Backup(backup::BackupArgs),
     /// Restore a dump into an empty store of either engine (or rehearse it).
     Restore(restore::RestoreArgs),
+    /// Run the scheduler's periodic tasks now: the due ones, or one by name.
+    Tick(tick::TickArgs),
+    /// The self-improvement loop's and autonomy's settings (the roster).
+    #[command(subcommand)]
+    Improve(improve::ImproveCommand),
 }
 
 fn main() -> ExitCode {
@@ -99,6 +106,8 @@ fn main() -> ExitCode {
             Command::Hook(cmd) => hook::run(cmd).await,
             Command::Backup(args) => backup::run(&cli.global, args).await,
             Command::Restore(args) => restore::run(&cli.global, args).await,
+            Command::Tick(args) => tick::run(&cli.global, args).await,
+            Command::Improve(cmd) => improve::run(&cli.global, cmd).await,
         }
     });
     match outcome {

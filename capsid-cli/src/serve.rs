@@ -133,6 +133,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     if let Some(app) = github {
         service = service.with_repo_host(std::sync::Arc::new(app));
     }
+    // Each periodic task runs bounded in time.
+    service = service.with_deadline(std::sync::Arc::new(capsid_http::system::TokioDeadline));
     // The media store takes the backups; the holdout store is handed on as its counts only.
     let media = args.blobs.media(global)?;
     let holdout = args.blobs.holdout(global)?;
@@ -210,12 +212,10 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
             let result = scheduler.tick().await;
             metrics.record_tick("lease_sweep", &result);
             match result {
-                Ok(report) if report.swept > 0 => tracing::info!(
-                    swept = report.swept,
-                    "lease sweep returned expired jobs to the queue"
-                ),
-                Ok(report) if report.backed_up => tracing::info!("the daily backup ran"),
-                Ok(_) => {}
+                Ok(report) => {
+                    metrics.record_task_runs(&report);
+                    crate::tick::log_report(&report);
+                }
                 Err(e) => tracing::warn!(error = %e, "scheduled tick failed"),
             }
         }

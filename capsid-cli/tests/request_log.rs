@@ -179,7 +179,7 @@ fn one_info_line_per_request_with_tool_and_actor_and_no_peer_info() {
     // clock may be past 09:00 UTC); that line says what the schedule did and is the one exception.
     let info: Vec<&String> = serving
         .iter()
-        .filter(|l| l.contains(" INFO ") && !l.ends_with("capsid::serve: the daily backup ran"))
+        .filter(|l| l.contains(" INFO ") && !l.ends_with("capsid::tick: the daily backup ran"))
         .collect();
     let requests = info.iter().filter(|l| l.contains("request{")).count();
     assert_eq!(requests, 4, "{info:#?}");

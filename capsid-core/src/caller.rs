@@ -87,6 +87,8 @@ pub enum Principal {
     },
     /// The server's own periodic work (lease sweep, loop ticks).
     ImproveLoop,
+    /// The watcher: posts its findings as jobs, scoped to `jobs.post` in `capsid`, no flags.
+    Watcher,
     /// The `capsid` command line, run by whoever holds the database: an admin.
     Cli {
         /// The operating-system user who ran it.
@@ -160,6 +162,17 @@ impl Caller {
         }
     }
 
+    /// The watcher (reference 10.3): it may post jobs in the `capsid` namespace and nothing
+    /// else (no flags, not an admin), checked at the one enforcement point like any caller.
+    pub fn watcher() -> Caller {
+        Caller {
+            principal: Principal::Watcher,
+            scopes: Scopes::parse(Some(
+                r#"{"namespaces":["capsid"],"tools":["jobs","jobs.post"],"grants":["write"]}"#,
+            )),
+        }
+    }
+
     /// The actor string written to audit rows, `claimed_by` and outcome rows.
     pub fn actor(&self) -> String {
         match &self.principal {
@@ -167,6 +180,7 @@ impl Caller {
             Principal::OperatorKey { fingerprint, .. } => format!("opkey:{fingerprint}"),
             Principal::Admin { login } => format!("github:{login}"),
             Principal::ImproveLoop => "improve-loop".to_owned(),
+            Principal::Watcher => "watcher".to_owned(),
             Principal::Cli { user } => format!("cli:{user}"),
         }
     }
@@ -325,6 +339,38 @@ mod tests {
         assert!(!r.is_admin());
         assert!(r.scopes.flags.is_empty());
         assert!(!r.scopes.has_grant(Grant::Write));
+    }
+
+    #[test]
+    fn the_watcher_may_post_jobs_in_capsid_and_nothing_else() {
+        use crate::scope::{Need, check_scope};
+        let w = Caller::watcher();
+        assert_eq!(w.actor(), "watcher");
+        assert!(!w.is_admin());
+        assert!(w.scopes.flags.is_empty(), "no flags");
+        let need = |tool, action, namespace| Need {
+            tool,
+            action,
+            namespace,
+            repo: None,
+            grant: Some(Grant::Write),
+            flags: Vec::new(),
+        };
+        assert_eq!(
+            check_scope(&w.scopes, &need("jobs", Some("post"), Some("capsid"))),
+            Ok(())
+        );
+        for (tool, action, ns) in [
+            ("jobs", Some("claim"), Some("capsid")),
+            ("jobs", Some("post"), Some("alpha")),
+            ("write", None, Some("capsid")),
+            ("improve_run", Some("tick"), Some("capsid")),
+        ] {
+            assert!(
+                check_scope(&w.scopes, &need(tool, action, ns)).is_err(),
+                "{tool} {action:?} {ns:?}"
+            );
+        }
     }
 
     #[test]

@@ -61,6 +61,7 @@ pub mod owner;
 pub mod paths;
 pub mod ports;
 pub mod repos;
+pub mod schedule;
 pub mod scope;
 pub mod service;
 pub mod skills;

@@ -141,8 +141,9 @@ impl RepoHost for GitHubApp {
         repo: &RepoRef,
         number: u64,
         method: &str,
+        head: Option<&str>,
     ) -> RepoResult<MergeOutcome> {
-        self.write_merge(repo, number, method).await
+        self.write_merge(repo, number, method, head).await
     }
     async fn close_pull(&self, repo: &RepoRef, number: u64) -> RepoResult<ClosedPull> {
         self.write_close(repo, number).await

@@ -134,17 +134,16 @@ impl GitHubApp {
         repo: &RepoRef,
         number: u64,
         method: &str,
+        head: Option<&str>,
     ) -> Result<MergeOutcome, RepoHostError> {
         let what = format!("merge pull request #{number} of {repo}");
         let path = format!("{}/pulls/{number}/merge", base(repo)?);
+        let mut body = json!({"merge_method": method});
+        if let Some(sha) = head {
+            body["sha"] = json!(sha);
+        }
         let v = self
-            .send_json(
-                repo,
-                Method::PUT,
-                &path,
-                &json!({"merge_method": method}),
-                &what,
-            )
+            .send_json(repo, Method::PUT, &path, &body, &what)
             .await?;
         Ok(MergeOutcome {
             merged: v["merged"].as_bool().unwrap_or(false),

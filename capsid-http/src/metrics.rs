@@ -16,7 +16,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use capsid_core::error::Error;
 use capsid_core::service::metrics::Gauges;
-use capsid_core::service::{Resolved, TickReport};
+use capsid_core::service::{Resolved, TaskOutcome, TickReport};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -165,6 +165,25 @@ impl Metrics {
         self.ticks
             .get_or_create(&TickLabels { task, outcome })
             .inc();
+    }
+
+    /// Counts each periodic task's turn in a tick, by task name (`sweep`, `ci-poll`,
+    /// `backup`, `auto-merge`, `watcher`) and outcome (`ran`, `failed`, `timed_out`,
+    /// `ran_elsewhere`); failed and timed-out turns also count as that task's errors.
+    pub fn record_task_runs(&self, report: &TickReport) {
+        for run in &report.ran {
+            if matches!(run.outcome, TaskOutcome::Failed | TaskOutcome::TimedOut) {
+                self.tick_errors
+                    .get_or_create(&TaskLabel { task: run.task })
+                    .inc();
+            }
+            self.ticks
+                .get_or_create(&TickLabels {
+                    task: run.task,
+                    outcome: run.outcome.name(),
+                })
+                .inc();
+        }
     }
 
     /// A registry for one scrape: the process figures and, when the store answered, its own.

@@ -30,3 +30,20 @@ impl Entropy for OsEntropy {
         rand::fill(buf);
     }
 }
+
+/// Periodic tasks bounded by tokio's timer.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TokioDeadline;
+
+#[async_trait::async_trait]
+impl capsid_core::ports::Deadline for TokioDeadline {
+    async fn within<'a>(
+        &self,
+        limit_ms: u64,
+        task: capsid_core::ports::TaskFuture<'a>,
+    ) -> Option<capsid_core::error::Result<serde_json::Value>> {
+        tokio::time::timeout(std::time::Duration::from_millis(limit_ms), task)
+            .await
+            .ok()
+    }
+}

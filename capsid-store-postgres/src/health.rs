@@ -45,6 +45,13 @@ impl StoreHealth for PgStore {
             .map_err(translate)?;
         Ok(newest.map(|(version, description)| version_name(version, &description)))
     }
+
+    fn newest_migration(&self) -> Option<String> {
+        crate::MIGRATOR
+            .iter()
+            .map(|m| version_name(m.version, &m.description))
+            .next_back()
+    }
 }
 
 #[cfg(test)]

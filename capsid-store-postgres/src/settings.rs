@@ -162,8 +162,17 @@ impl SettingsStore for PgStore {
         audit: AuditEntry,
         now: Timestamp,
     ) -> StoreResult<bool> {
+        self.change_settings_audited(changes, std::slice::from_ref(&audit), now)
+            .await
+    }
+
+    async fn change_settings_audited(
+        &self,
+        changes: &[SettingChange],
+        audits: &[AuditEntry],
+        now: Timestamp,
+    ) -> StoreResult<bool> {
         let pool = &self.pool;
-        let audit = &audit;
         with_retry(|| {
             Box::pin(async move {
                 let mut tx = pool.begin().await?;
@@ -193,7 +202,9 @@ impl SettingsStore for PgStore {
                             return Ok(false);
                         }
                     }
-                    audit::insert(&mut tx, audit).await?;
+                    for audit in audits {
+                        audit::insert(&mut tx, audit).await?;
+                    }
                     Ok(true)
                 }
                 .await;

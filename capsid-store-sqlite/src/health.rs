@@ -190,4 +190,11 @@ impl StoreHealth for SqliteStore {
     async fn schema_version(&self) -> StoreResult<Option<String>> {
         schema_version(self.reader()).await
     }
+
+    fn newest_migration(&self) -> Option<String> {
+        crate::MIGRATOR
+            .iter()
+            .map(|m| format!("{:04}_{}", m.version, m.description.replace(' ', "_")))
+            .next_back()
+    }
 }

@@ -106,6 +106,16 @@ impl SettingsStore for SqliteStore {
         audit: AuditEntry,
         now: Timestamp,
     ) -> StoreResult<bool> {
+        self.change_settings_audited(changes, std::slice::from_ref(&audit), now)
+            .await
+    }
+
+    async fn change_settings_audited(
+        &self,
+        changes: &[SettingChange],
+        audits: &[AuditEntry],
+        now: Timestamp,
+    ) -> StoreResult<bool> {
         let mut tx = self.begin_write().await?;
         for change in changes {
             if let Expect::Value(expected) = &change.expected
@@ -118,7 +128,9 @@ impl SettingsStore for SqliteStore {
                 None => delete_on(&mut tx, &change.key).await?,
             }
         }
-        insert_audit(&mut tx, &audit).await.db()?;
+        for audit in audits {
+            insert_audit(&mut tx, audit).await.db()?;
+        }
         commit(tx).await?;
         Ok(true)
     }

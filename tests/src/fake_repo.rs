@@ -285,7 +285,13 @@ impl RepoHost for FakeRepoHost {
     ) -> RepoResult<OpenedPull> {
         not_faked("create_pull")
     }
-    async fn merge_pull(&self, _: &RepoRef, _: u64, _: &str) -> RepoResult<MergeOutcome> {
+    async fn merge_pull(
+        &self,
+        _: &RepoRef,
+        _: u64,
+        _: &str,
+        _: Option<&str>,
+    ) -> RepoResult<MergeOutcome> {
         not_faked("merge_pull")
     }
     async fn close_pull(&self, _: &RepoRef, _: u64) -> RepoResult<ClosedPull> {

@@ -77,6 +77,7 @@ conformance_suite! {
     store settings::settings_put_get_expire_delete;
     store settings::settings_compare_and_set;
     store settings::settings_change_with_its_audit_row;
+    store settings::settings_change_with_many_audit_rows;
     store settings::nonce_is_claimed_once;
     store settings::leader_lease_acquire_renew_release;
     store settings::skills_and_improve_totals;

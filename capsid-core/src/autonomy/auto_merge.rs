@@ -9,13 +9,11 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::caller::AgentKind;
 use crate::guards::{is_migration_workflow_or_lockfile, is_money_path, protected_match};
 
 /// The merge method used on a pass: a merge commit, so the audited head sha survives.
 pub const MERGE_METHOD: &str = "merge";
-
-/// The agent kind whose work may auto-merge.
-pub const DRIVER_KIND: &str = "driver";
 
 /// One of the seven checks, in evaluation order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -91,7 +89,7 @@ pub struct DriverAgent {
     /// The agent's name.
     pub name: String,
     /// The agent's kind (`driver`, `cron`, ...).
-    pub kind: String,
+    pub kind: AgentKind,
     /// Whether it has been revoked.
     pub revoked: bool,
 }
@@ -336,7 +334,7 @@ fn author_is_driver(facts: &PrFacts) -> Result<(), String> {
             "{job} was held by {claimed_by}, which is not a minted agent; only a driver agent's work auto-merges"
         ));
     };
-    if agent.kind != DRIVER_KIND {
+    if agent.kind != AgentKind::Driver {
         return Err(format!(
             "{} is kind '{}', not a driver",
             agent.name, agent.kind

@@ -8,6 +8,7 @@ pub mod anchor;
 pub mod auto_merge;
 pub mod gates;
 pub mod policy;
+pub mod watcher;
 
 pub use auto_merge::{CheckId, MergeVerdict, PrFacts, evaluate_pr};
 pub use gates::{

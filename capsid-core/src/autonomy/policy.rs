@@ -13,7 +13,7 @@ use regex::Regex;
 
 use crate::autonomy::auto_merge::CheckId;
 use crate::autonomy::gates::GateClass;
-use crate::improve::roster::on_roster;
+use crate::improve::roster::Roster;
 
 /// The namespace both policy documents live in.
 pub const POLICY_NAMESPACE: &str = "capsid";
@@ -152,9 +152,12 @@ fn require_enforced_ids(kind: PolicyKind, body: &str) -> Result<(), PolicyError>
     }
 }
 
-/// Loads the auto-merge policy: version, enabled, namespaces (non-empty, all on the roster),
+/// Loads the auto-merge policy: version, enabled, namespaces (non-empty, all on `roster`),
 /// then every enforced check named.
-pub fn parse_auto_merge_policy(body: &str) -> Result<AutoMergePolicy, PolicyError> {
+pub fn parse_auto_merge_policy(
+    body: &str,
+    roster: &Roster,
+) -> Result<AutoMergePolicy, PolicyError> {
     let kind = PolicyKind::AutoMerge;
     let (version, enabled) = version_and_enabled(kind, body)?;
     let namespaces: Vec<String> = field(body, "namespaces")
@@ -169,7 +172,7 @@ pub fn parse_auto_merge_policy(body: &str) -> Result<AutoMergePolicy, PolicyErro
     }
     let off_roster: Vec<String> = namespaces
         .iter()
-        .filter(|n| !on_roster(n))
+        .filter(|n| !roster.contains(n))
         .cloned()
         .collect();
     if !off_roster.is_empty() {

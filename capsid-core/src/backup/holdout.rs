@@ -7,7 +7,6 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::improve::roster::ROSTER;
 use crate::ports::{BlobError, BlobStore};
 
 /// One namespace's holdout manifest, as the sidecar records it.
@@ -45,9 +44,9 @@ impl HoldoutCounts {
     }
 
     /// The count of every roster namespace that has a readable manifest.
-    pub async fn counts(&self) -> Result<Vec<HoldoutCount>, BlobError> {
+    pub async fn counts(&self, roster: &[String]) -> Result<Vec<HoldoutCount>, BlobError> {
         let mut out = Vec::new();
-        for namespace in ROSTER {
+        for namespace in roster {
             let bytes = match self.store.get(&holdout_manifest_key(namespace)).await {
                 Ok(bytes) => bytes,
                 Err(BlobError::NotFound(_)) => continue,

@@ -1,26 +1,32 @@
 //! The settings a dump carries (`_kv.json`, reference 10.4): the loop's mode, budget and
-//! meta marker, the backup stamp, and per roster namespace the best record, the pause and the
-//! pinned anchor. Nothing else: no lease, no cache, no counter.
+//! meta marker, the backup stamp, the roster and the tick cadences, and per roster namespace
+//! the best record, the pause and the pinned anchor. Nothing else: no lease, no cache, no
+//! counter, no tick bookkeeping.
 
 use crate::improve::keys::{
-    BACKUP_LAST_OK_KEY, BUDGET_KEY, IMPROVE_MODE_KEY, META_LAST_KEY, anchor_key, best_key,
-    paused_key,
+    BACKUP_LAST_OK_KEY, BUDGET_KEY, IMPROVE_MODE_KEY, META_LAST_KEY, ROSTER_KEY,
+    WATCHER_CADENCE_KEY, anchor_key, best_key, paused_key,
 };
-use crate::improve::roster::ROSTER;
+use crate::improve::roster::Roster;
+use crate::schedule::Task;
 
-/// Whether the settings sidecar carries `key`.
-pub fn carried_setting(key: &str) -> bool {
+/// Whether the settings sidecar carries `key`, given the roster the store holds.
+pub fn carried_setting(key: &str, roster: &Roster) -> bool {
     if [
         IMPROVE_MODE_KEY,
         BUDGET_KEY,
         META_LAST_KEY,
         BACKUP_LAST_OK_KEY,
+        ROSTER_KEY,
+        WATCHER_CADENCE_KEY,
     ]
     .contains(&key)
+        || Task::ALL.iter().any(|t| key == t.cadence_key())
     {
         return true;
     }
-    ROSTER
+    roster
+        .namespaces()
         .iter()
         .any(|ns| key == best_key(ns) || key == paused_key(ns) || key == anchor_key(ns))
 }
@@ -40,9 +46,15 @@ mod tests {
             "improve:best:capsid",
             "improve:paused:foxing",
             "improve:anchor:germomics",
+            "improve:roster",
+            "watcher:cadence-minutes",
+            "tick:cadence-minutes:auto-merge",
         ] {
-            assert!(carried_setting(key), "{key}");
+            assert!(carried_setting(key, &Roster::default()), "{key}");
         }
+        let configured = Roster::from_setting(Some(r#"["alpha"]"#));
+        assert!(carried_setting("improve:paused:alpha", &configured));
+        assert!(!carried_setting("improve:paused:capsid", &configured));
         for key in [
             "backup:lease",
             "improve:awaiting-seat",
@@ -50,8 +62,10 @@ mod tests {
             "improve:best:not-on-roster",
             "github:installation-token",
             "improve:best:capsid ",
+            "tick:last:auto-merge",
+            "autonomy:last-tick",
         ] {
-            assert!(!carried_setting(key), "{key}");
+            assert!(!carried_setting(key, &Roster::default()), "{key}");
         }
     }
 }

@@ -15,6 +15,8 @@ pub const META_LAST_KEY: &str = "improve:meta:last";
 pub const BACKUP_LAST_OK_KEY: &str = "backup:last-ok";
 /// Days between skill evaluation cycles.
 pub const SKILLS_CADENCE_KEY: &str = "skills:evaluate:cadence-days";
+/// The roster: a JSON array of the namespaces that may take part in autonomy and the loop.
+pub const ROSTER_KEY: &str = "improve:roster";
 /// Minutes between watcher passes.
 pub const WATCHER_CADENCE_KEY: &str = "watcher:cadence-minutes";
 

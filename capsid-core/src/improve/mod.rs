@@ -14,6 +14,8 @@ pub mod scores;
 pub mod verdict;
 
 pub use budget::{BudgetCaps, BudgetError, MonthSpend, over_cap};
-pub use roster::{DRIVER_LEASE_MS, ImproveMode, ROSTER, RosterError, RunCondition, on_roster};
+pub use roster::{
+    DRIVER_LEASE_MS, ImproveMode, ROSTER, Roster, RosterError, RunCondition, on_roster,
+};
 pub use scores::{ScoresDoc, ScoresProblem, ScoresRefusal, parse_scores, verify_anchor_pin};
 pub use verdict::{Judgement, MetricMap, Verdict, judge};

@@ -1,30 +1,158 @@
-//! The loop's vocabulary (reference 8.1, 8.2): the closed roster, the mode switch, the
-//! experimental run conditions, and the driver lease length.
+//! The loop's vocabulary (reference 8.1, 8.2): the roster (a setting the admin edits, the
+//! Worker's five namespaces until then), the mode switch, the experimental run conditions,
+//! and the driver lease length.
 
 use std::fmt;
 
 use crate::time::HOUR_MS;
 
-/// The namespaces the loop may touch. A closed list: nothing joins by merely existing.
+/// The Worker's closed roster: the roster while `improve:roster` was never set.
 pub const ROSTER: [&str; 5] = ["capsid", "dustinedwards", "foxhound", "foxing", "germomics"];
+
+/// The most namespaces the roster holds (every tick walks each of them).
+pub const ROSTER_MAX: usize = 64;
 
 /// How long the subscription-mode driver lease (`improve:driver:<ns>`) lives.
 pub const DRIVER_LEASE_MS: i64 = 6 * HOUR_MS;
 
-/// Whether `namespace` is on the roster (exact spelling).
+/// Whether `namespace` is on the Worker's default roster (exact spelling).
 pub fn on_roster(namespace: &str) -> bool {
     ROSTER.contains(&namespace)
+}
+
+/// The namespaces that may take part in autonomy and the loop, in the order they joined.
+/// Nothing joins by merely existing: the admin adds it (`improve_run` action `roster`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Roster {
+    namespaces: Vec<String>,
+    /// Why the stored value was not read, when it was not (the roster is then empty).
+    pub unreadable: Option<String>,
+}
+
+impl Default for Roster {
+    fn default() -> Roster {
+        Roster {
+            namespaces: ROSTER.iter().map(|n| (*n).to_owned()).collect(),
+            unreadable: None,
+        }
+    }
+}
+
+impl Roster {
+    /// The roster a stored `improve:roster` value means: unset is the Worker's five; a value
+    /// that is not a JSON array of valid namespace names is an empty roster (fail closed:
+    /// nothing takes part until the admin rewrites it), with the reason kept.
+    pub fn from_setting(raw: Option<&str>) -> Roster {
+        let Some(raw) = raw else {
+            return Roster::default();
+        };
+        let closed = |why: String| Roster {
+            namespaces: Vec::new(),
+            unreadable: Some(why),
+        };
+        let list: Vec<String> = match serde_json::from_str(raw) {
+            Ok(list) => list,
+            Err(e) => {
+                return closed(format!(
+                    "the stored roster is not a JSON array of names ({e}); nothing is on it"
+                ));
+            }
+        };
+        let mut roster = Roster {
+            namespaces: Vec::new(),
+            unreadable: None,
+        };
+        for ns in list {
+            if let Err(e) = crate::paths::Namespace::parse(ns.as_str()) {
+                return closed(format!(
+                    "the stored roster holds a bad name ({e}); nothing is on it"
+                ));
+            }
+            if !roster.contains(&ns) {
+                roster.namespaces.push(ns);
+            }
+        }
+        roster.namespaces.truncate(ROSTER_MAX);
+        roster
+    }
+
+    /// The value `improve:roster` stores.
+    pub fn to_setting(&self) -> String {
+        serde_json::to_string(&self.namespaces).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// The namespaces, in order.
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+
+    /// Whether `namespace` is on it (exact spelling).
+    pub fn contains(&self, namespace: &str) -> bool {
+        self.namespaces.iter().any(|n| n == namespace)
+    }
+
+    /// The roster with `namespace` added (a name already on it changes nothing).
+    pub fn with(&self, namespace: &str) -> Result<Roster, RosterError> {
+        crate::paths::Namespace::parse(namespace).map_err(|why| RosterError::BadName { why })?;
+        let mut next = Roster {
+            namespaces: self.namespaces.clone(),
+            unreadable: None,
+        };
+        if !next.contains(namespace) {
+            if next.namespaces.len() >= ROSTER_MAX {
+                return Err(RosterError::Full);
+            }
+            next.namespaces.push(namespace.to_owned());
+        }
+        Ok(next)
+    }
+
+    /// The roster without `namespace` (a name not on it changes nothing).
+    pub fn without(&self, namespace: &str) -> Roster {
+        Roster {
+            namespaces: self
+                .namespaces
+                .iter()
+                .filter(|n| *n != namespace)
+                .cloned()
+                .collect(),
+            unreadable: None,
+        }
+    }
+
+    /// Refuses a namespace that is not on it.
+    pub fn require(&self, namespace: &str) -> Result<(), RosterError> {
+        if self.contains(namespace) {
+            Ok(())
+        } else {
+            Err(RosterError::OffRoster {
+                namespace: namespace.to_owned(),
+                roster: self.namespaces.join(", "),
+            })
+        }
+    }
 }
 
 /// Refusals of the loop's vocabulary.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RosterError {
     /// A namespace the loop was asked to touch is not on the roster.
-    #[error("namespace '{namespace}' is not on the improve roster ({})", ROSTER.join(", "))]
+    #[error("namespace '{namespace}' is not on the improve roster ({roster})")]
     OffRoster {
         /// The namespace as asked.
         namespace: String,
+        /// The roster, comma-separated.
+        roster: String,
     },
+    /// A name that is no namespace.
+    #[error("roster: {why}")]
+    BadName {
+        /// Which rule it breaks.
+        why: String,
+    },
+    /// The roster holds [`ROSTER_MAX`] names already.
+    #[error("roster: the roster holds {ROSTER_MAX} namespaces already; remove one first")]
+    Full,
     /// `condition` named something other than the three conditions.
     #[error(
         "condition '{value}' is not one of full, no-memory, no-transfer; an unrecognised condition is refused, not defaulted"
@@ -35,15 +163,9 @@ pub enum RosterError {
     },
 }
 
-/// Refuses a namespace that is not on the roster.
+/// Refuses a namespace that is not on the Worker's default roster.
 pub fn require_roster(namespace: &str) -> Result<(), RosterError> {
-    if on_roster(namespace) {
-        Ok(())
-    } else {
-        Err(RosterError::OffRoster {
-            namespace: namespace.to_owned(),
-        })
-    }
+    Roster::default().require(namespace)
 }
 
 /// The loop's mode (`improve_mode`).
@@ -171,6 +293,46 @@ mod tests {
         assert!(
             refusal.contains("'recova'") && refusal.contains("not on the improve roster"),
             "{refusal}"
+        );
+    }
+
+    #[test]
+    fn the_roster_setting_is_read_fail_closed_and_edited_exactly() {
+        assert_eq!(Roster::from_setting(None), Roster::default());
+        assert!(Roster::from_setting(None).contains("foxing"));
+        let r = Roster::from_setting(Some(r#"["alpha","beta","alpha"]"#));
+        assert_eq!(r.namespaces(), ["alpha", "beta"]);
+        assert!(r.unreadable.is_none());
+        for bad in ["not json", r#"{"a":1}"#, r#"["a/b"]"#, r#"[1]"#] {
+            let r = Roster::from_setting(Some(bad));
+            assert!(r.namespaces().is_empty(), "{bad}");
+            assert!(r.unreadable.is_some(), "{bad}");
+        }
+        let r = Roster::from_setting(Some("[]"));
+        let r = r
+            .with("alpha")
+            .unwrap()
+            .with("alpha")
+            .unwrap()
+            .with("beta")
+            .unwrap();
+        assert_eq!(r.to_setting(), r#"["alpha","beta"]"#);
+        assert_eq!(r.without("alpha").namespaces(), ["beta"]);
+        assert_eq!(r.without("zeta"), r);
+        assert!(matches!(r.with("not/ok"), Err(RosterError::BadName { .. })));
+        let err = r.require("gamma").unwrap_err().to_string();
+        assert!(
+            err.contains("'gamma'") && err.contains("alpha, beta"),
+            "{err}"
+        );
+        let mut full = Roster::from_setting(Some("[]"));
+        for i in 0..ROSTER_MAX {
+            full = full.with(&format!("ns{i}")).unwrap();
+        }
+        assert_eq!(full.with("one-more"), Err(RosterError::Full));
+        assert!(
+            full.with("ns0").is_ok(),
+            "a name already on it changes nothing"
         );
     }
 

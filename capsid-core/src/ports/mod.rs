@@ -9,7 +9,8 @@
 //! keyed `UPDATE ... RETURNING` (or an equivalent guard) whose loss is reported as
 //! [`StoreError::Conflict`] or as an explicit "lost" outcome, never as a silent overwrite.
 //!
-//! Outside the store: [`RepoHost`] (GitHub), [`BlobStore`], [`Notifier`], plus the
+//! Outside the store: [`RepoHost`] (GitHub), [`BlobStore`], [`Notifier`], [`Deadline`] (the
+//! timer that bounds each periodic task), plus the
 //! [`crate::time::Clock`] and [`crate::ids::Entropy`] ports.
 
 mod agents;
@@ -17,6 +18,7 @@ mod backup;
 mod blobs;
 mod checkmarks;
 mod ci;
+mod deadline;
 mod documents;
 mod gauges;
 mod improve;
@@ -35,6 +37,7 @@ pub use checkmarks::{
     CheckpointAuditFn, LogEntryRow, NewCheckpoint, SharedEntry,
 };
 pub use ci::{CiStore, PendingCi};
+pub use deadline::{Deadline, TaskFuture};
 #[cfg(test)]
 pub use documents::MockNamespaceStore;
 pub use documents::{
@@ -162,6 +165,8 @@ pub trait StoreHealth: Send + Sync {
     async fn fts_probe(&self, term: &str) -> StoreResult<u64>;
     /// The newest applied migration, e.g. `0001_init`.
     async fn schema_version(&self) -> StoreResult<Option<String>>;
+    /// The newest migration this build of the store carries (the watcher's "schema behind").
+    fn newest_migration(&self) -> Option<String>;
 }
 
 /// Every store port at once, for the application service.

@@ -176,12 +176,15 @@ pub trait RepoHost: Send + Sync {
         base: &str,
         body: &str,
     ) -> RepoResult<OpenedPull>;
-    /// Merges a pull request with `method` (`merge`, `squash` or `rebase`).
+    /// Merges a pull request with `method` (`merge`, `squash` or `rebase`); with `head`, only
+    /// if the PR's head is still that commit (GitHub's `sha`: 409 otherwise), so what merges
+    /// is what was evaluated.
     async fn merge_pull(
         &self,
         repo: &RepoRef,
         number: u64,
         method: &str,
+        head: Option<&str>,
     ) -> RepoResult<MergeOutcome>;
     /// Closes a pull request.
     async fn close_pull(&self, repo: &RepoRef, number: u64) -> RepoResult<ClosedPull>;

@@ -85,6 +85,16 @@ pub trait SettingsStore: Send + Sync {
         audit: AuditEntry,
         now: Timestamp,
     ) -> StoreResult<bool>;
+    /// [`SettingsStore::change_settings`] with any number of audit rows (the server's own
+    /// decisions, such as a tick's auto-merge rows with the `improve:awaiting-seat` list they
+    /// explain): every expectation holds, every change applies and every row is appended in
+    /// one transaction, or nothing is written.
+    async fn change_settings_audited(
+        &self,
+        changes: &[SettingChange],
+        audits: &[AuditEntry],
+        now: Timestamp,
+    ) -> StoreResult<bool>;
     /// Claims `(scope, jti)` in the replay cache: `true` the first time, `false` on a replay
     /// (`INSERT ... ON CONFLICT DO NOTHING RETURNING`).
     async fn claim_nonce(&self, scope: &str, jti: &str, at: Timestamp) -> StoreResult<bool>;

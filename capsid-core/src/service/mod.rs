@@ -8,6 +8,7 @@
 
 mod agents;
 pub mod args;
+mod autonomy;
 mod backup;
 mod checkmarks;
 mod confirm;
@@ -34,7 +35,7 @@ pub use improve::StatusArgs as ImproveStatusArgs;
 pub use jobs::JobsArgs;
 pub(crate) use jobs::ResumeTo;
 pub use registry::{CallObserver, ParsedCall, REGISTRY, ToolEntry, ToolListing, parse_tool_args};
-pub use schedule::{SWEEP_LEASE, Scheduler, TickReport};
+pub use schedule::{SWEEP_LEASE, Scheduler, TaskOutcome, TaskRun, TickReport};
 
 pub(crate) use confirm::require_confirmation;
 
@@ -82,6 +83,7 @@ pub struct Service {
     pub(crate) repo_reads: Arc<repo::RepoReadCache>,
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
     pub(crate) backups: backup::BackupWiring,
+    pub(crate) deadline: Option<Arc<dyn crate::ports::Deadline>>,
 }
 
 impl fmt::Debug for Service {
@@ -110,7 +112,14 @@ impl Service {
             repo_reads: Arc::default(),
             observer: None,
             backups: backup::BackupWiring::default(),
+            deadline: None,
         }
+    }
+
+    /// Adds the timer that bounds each periodic task (without one, tasks run unbounded).
+    pub fn with_deadline(mut self, deadline: Arc<dyn crate::ports::Deadline>) -> Service {
+        self.deadline = Some(deadline);
+        self
     }
 
     /// Adds the repository host (the GitHub App).

@@ -326,6 +326,14 @@ impl SettingsStore for RecordingStore {
     ) -> StoreResult<bool> {
         Err(self.touched("change_settings"))
     }
+    async fn change_settings_audited(
+        &self,
+        _changes: &[SettingChange],
+        _audits: &[AuditEntry],
+        _now: Timestamp,
+    ) -> StoreResult<bool> {
+        Err(self.touched("change_settings_audited"))
+    }
     async fn compare_and_set_setting(
         &self,
         _key: &str,
@@ -405,6 +413,9 @@ impl StoreHealth for RecordingStore {
     }
     async fn schema_version(&self) -> StoreResult<Option<String>> {
         Err(self.touched("schema_version"))
+    }
+    fn newest_migration(&self) -> Option<String> {
+        None
     }
 }
 

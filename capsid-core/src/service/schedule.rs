@@ -1,33 +1,85 @@
-//! Periodic work: the lease sweep (and the purge of expired login state) every five minutes, run by one replica at a time (the
-//! store's leader lease decides which). Time comes from the clock port, so a test drives the
-//! ticks by moving a `ManualClock`; no test waits.
+//! Periodic work on one leader: the lease sweep (and the purge of expired login state), the CI
+//! poller, the daily backup, the auto-merge tick and the watcher, each at its own cadence
+//! stored in settings (`schedule::Task`). Every tick renews the store's leader lease (so the
+//! leader keeps leading while it ticks); each due task is then claimed by compare-and-set on its last-run key, so replicas
+//! sharing a store run it once per cadence; each runs bounded in time (the `Deadline` port), and
+//! a failing task is reported with its error without stopping the others. Time comes from the
+//! clock port, so a test drives the ticks by moving a `ManualClock`; no test waits.
 
-use std::sync::Mutex;
-
-use serde_json::json;
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use super::Service;
 use super::jobs::{job_audit, mirror_fn};
 use crate::error::Result;
-use crate::jobs::lease::LEASE_SWEEP_INTERVAL_MS;
-use crate::time::Timestamp;
+use crate::schedule::{LEADER_LEASE_MS, Task, is_due};
 
-/// The leader lease guarding the sweep.
+/// The leader lease the scheduler's replicas compete for.
 pub const SWEEP_LEASE: &str = "lease-sweep";
 
+/// How a task's turn in a tick ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskOutcome {
+    /// It ran to the end.
+    Ran,
+    /// It failed; the error is in the run.
+    Failed,
+    /// It ran out of its time bound and was abandoned.
+    TimedOut,
+    /// Another replica (or an on-demand tick) claimed this turn first.
+    RanElsewhere,
+}
+
+impl TaskOutcome {
+    /// The label the metrics use.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskOutcome::Ran => "ran",
+            TaskOutcome::Failed => "failed",
+            TaskOutcome::TimedOut => "timed_out",
+            TaskOutcome::RanElsewhere => "ran_elsewhere",
+        }
+    }
+}
+
+/// One task's turn in a tick.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TaskRun {
+    /// Its name (`schedule::Task::name`).
+    pub task: &'static str,
+    /// How it ended.
+    pub outcome: TaskOutcome,
+    /// What it reported, when it ran.
+    pub report: Value,
+    /// Its error, when it failed or timed out.
+    pub error: Option<String>,
+}
+
 /// What one tick did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct TickReport {
-    /// Whether the sweep was due.
+    /// When.
+    pub at: String,
+    /// Whether any task was due (or asked for).
     pub due: bool,
-    /// Whether this replica led it.
+    /// Whether this replica leads (holds the leader lease, or runs on demand).
     pub led: bool,
     /// Jobs returned to the queue.
     pub swept: usize,
     /// Pushed checkpoints whose CI verdict this tick resolved.
     pub ci_resolved: usize,
-    /// Whether the daily backup (09:00 UTC, on the leader) ran in this tick.
+    /// Whether the daily backup ran in this tick.
     pub backed_up: bool,
+    /// Every task that took its turn, in run order.
+    pub ran: Vec<TaskRun>,
+}
+
+impl TickReport {
+    /// The run of `task`, if it took a turn.
+    pub fn run_of(&self, task: Task) -> Option<&TaskRun> {
+        self.ran.iter().find(|r| r.task == task.name())
+    }
 }
 
 /// Runs the periodic tasks when they are due.
@@ -35,7 +87,6 @@ pub struct TickReport {
 pub struct Scheduler {
     service: Service,
     replica: String,
-    last_sweep: Mutex<Option<Timestamp>>,
 }
 
 impl Scheduler {
@@ -44,55 +95,168 @@ impl Scheduler {
         Scheduler {
             service,
             replica: replica.into(),
-            last_sweep: Mutex::new(None),
         }
     }
 
-    /// Runs whatever is due now.
+    /// Runs whatever is due now, if this replica leads.
     pub async fn tick(&self) -> Result<TickReport> {
-        let now = self.service.now();
-        let due = {
-            let mut last = self.last_sweep.lock().unwrap_or_else(|p| p.into_inner());
-            let due = last.is_none_or(|t| now.millis_since(t) >= LEASE_SWEEP_INTERVAL_MS);
-            if due {
-                *last = Some(now);
-            }
-            due
-        };
-        if !due {
-            return Ok(TickReport::default());
-        }
-        // Hold the lease a little less than an interval, so the next tick anywhere can lead.
-        let until = now.plus_millis(LEASE_SWEEP_INTERVAL_MS - 1_000);
-        if !self
-            .service
-            .store
-            .acquire_lease(SWEEP_LEASE, &self.replica, now, until)
-            .await?
-        {
-            return Ok(TickReport {
-                due: true,
-                led: false,
-                ..TickReport::default()
-            });
-        }
-        let swept = self.service.sweep_expired_leases().await?;
-        // Spent login states, codes, counters, sessions and ended grants go with the sweep.
-        self.service.store.purge_expired_oauth(now).await?;
-        // The CI follow-through of pushed checkpoints rides the same leader lease.
-        let ci = self.service.poll_ci().await?;
-        let backed_up = self.service.daily_backup_if_due().await?;
-        Ok(TickReport {
-            due: true,
-            led: true,
-            swept,
-            ci_resolved: ci.resolved,
-            backed_up,
-        })
+        self.service.run_tick(Some(&self.replica), None).await
     }
 }
 
 impl Service {
+    /// A tick on demand (`capsid tick`, `improve_run` action `tick`): the due tasks now, or
+    /// only `task` whether due or not. It needs no leader lease, but claims each task's turn
+    /// like any tick, so a task the leader is running is not run twice.
+    pub async fn tick_now(&self, task: Option<Task>) -> Result<TickReport> {
+        self.run_tick(None, task).await
+    }
+
+    async fn run_tick(&self, replica: Option<&str>, only: Option<Task>) -> Result<TickReport> {
+        let now = self.now();
+        let mut report = TickReport {
+            at: now.to_string(),
+            ..TickReport::default()
+        };
+        let mut due = Vec::new();
+        for task in Task::ALL {
+            if only.is_some_and(|o| o != task) {
+                continue;
+            }
+            let cadence = self.store.setting(&task.cadence_key(), now).await?;
+            let last = self.store.setting(&task.last_run_key(), now).await?;
+            if only.is_some() || is_due(last.as_deref(), now, task.cadence_ms(cadence.as_deref())) {
+                due.push((task, last));
+            }
+        }
+        report.due = !due.is_empty();
+        // The leader renews its lease on every tick, due or not, so it keeps leading.
+        if let Some(replica) = replica {
+            let until = now.plus_millis(LEADER_LEASE_MS);
+            if !self
+                .store
+                .acquire_lease(SWEEP_LEASE, replica, now, until)
+                .await?
+            {
+                return Ok(report);
+            }
+        }
+        report.led = true;
+        if due.is_empty() {
+            return Ok(report);
+        }
+        let stamp = now.to_string();
+        // Who holds a task while it runs: unique per tick, so two ticks on demand exclude
+        // each other too.
+        let holder = format!(
+            "{}:{}",
+            replica.unwrap_or("on-demand"),
+            crate::ids::new_token(&*self.entropy)
+        );
+        for (task, last) in due {
+            let run = match self
+                .claim_turn(task, last.as_deref(), &stamp, &holder)
+                .await?
+            {
+                true => {
+                    let run = self.bounded(task).await;
+                    // A failed release only delays the next turn: the lease runs out itself.
+                    let _ = self
+                        .store
+                        .release_lease(&running_lease(task), &holder)
+                        .await;
+                    run
+                }
+                false => TaskRun {
+                    task: task.name(),
+                    outcome: TaskOutcome::RanElsewhere,
+                    report: Value::Null,
+                    error: None,
+                },
+            };
+            match task {
+                Task::Sweep => report.swept = count(&run.report, "swept"),
+                Task::CiPoll => report.ci_resolved = count(&run.report, "resolved"),
+                Task::Backup => report.backed_up = run.report["backed_up"] == json!(true),
+                Task::AutoMerge | Task::Watcher => {}
+            }
+            report.ran.push(run);
+        }
+        Ok(report)
+    }
+
+    /// Takes `task`'s turn: its running lease (no other tick is running it; held for its time
+    /// bound), then its last-run key by compare-and-set from `last` (no other tick ran it
+    /// since this one read it). Either lost: another tick has the turn.
+    async fn claim_turn(
+        &self,
+        task: Task,
+        last: Option<&str>,
+        stamp: &str,
+        holder: &str,
+    ) -> Result<bool> {
+        let now = self.now();
+        let bound = i64::try_from(task.time_bound_ms()).unwrap_or(i64::MAX);
+        let lease = running_lease(task);
+        if !self
+            .store
+            .acquire_lease(&lease, holder, now, now.plus_millis(bound))
+            .await?
+        {
+            return Ok(false);
+        }
+        let claimed = self
+            .store
+            .compare_and_set_setting(&task.last_run_key(), last, Some(stamp), None, now)
+            .await?;
+        if !claimed {
+            let _ = self.store.release_lease(&lease, holder).await;
+        }
+        Ok(claimed)
+    }
+
+    /// Runs `task` within its time bound.
+    async fn bounded(&self, task: Task) -> TaskRun {
+        let future = Box::pin(self.run_task(task));
+        let result = match &self.deadline {
+            Some(deadline) => deadline.within(task.time_bound_ms(), future).await,
+            None => Some(future.await),
+        };
+        let (outcome, report, error) = match result {
+            Some(Ok(v)) => (TaskOutcome::Ran, v, None),
+            Some(Err(e)) => (TaskOutcome::Failed, Value::Null, Some(e.to_string())),
+            None => (
+                TaskOutcome::TimedOut,
+                Value::Null,
+                Some(format!(
+                    "{task} ran longer than its bound of {} s and was abandoned",
+                    task.time_bound_ms() / 1000
+                )),
+            ),
+        };
+        TaskRun {
+            task: task.name(),
+            outcome,
+            report,
+            error,
+        }
+    }
+
+    async fn run_task(&self, task: Task) -> Result<Value> {
+        match task {
+            Task::Sweep => {
+                let swept = self.sweep_expired_leases().await?;
+                // Spent login states, codes, counters, sessions and ended grants go with it.
+                self.store.purge_expired_oauth(self.now()).await?;
+                Ok(json!({"swept": swept}))
+            }
+            Task::CiPoll => Ok(json!({"resolved": self.poll_ci().await?.resolved})),
+            Task::Backup => Ok(json!({"backed_up": self.daily_backup_if_due().await?})),
+            Task::AutoMerge => super::to_json(self.autonomy().auto_merge_tick().await?),
+            Task::Watcher => super::to_json(self.watcher_tick().await?),
+        }
+    }
+
     /// Returns every claimed job whose lease ran out to the queue (reference 6.2), each with
     /// an audit row by `improve-loop` and its mirror rewritten.
     pub async fn sweep_expired_leases(&self) -> Result<usize> {
@@ -112,4 +276,16 @@ impl Service {
             .await?;
         Ok(swept.len())
     }
+}
+
+/// The lease a task's run holds (in the leader-lease table, which backups leave out).
+fn running_lease(task: Task) -> String {
+    format!("task:{}", task.name())
+}
+
+fn count(report: &Value, key: &str) -> usize {
+    report[key]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0)
 }

@@ -454,6 +454,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "release",
             "condition",
             "path",
+            "op",
+            "task",
         ],
     ),
     ("improve_status", &["namespace", "task_path"]),

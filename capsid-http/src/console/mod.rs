@@ -4,6 +4,7 @@
 //! `/console/callback`, and `POST /console/logout` ending this session or every session.
 //! Sessions live server-side for twelve hours. Bearer callers are turned away with 403.
 
+mod autonomy;
 mod checkmarks;
 mod page;
 

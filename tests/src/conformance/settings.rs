@@ -446,6 +446,11 @@ pub async fn health_probes<S: Store>(store: &S) {
         store.schema_version().await.expect("schema version"),
         Some(crate::harness::newest_migration())
     );
+    assert_eq!(
+        store.newest_migration(),
+        Some(crate::harness::newest_migration()),
+        "the newest migration this build carries is the one applied"
+    );
     assert_eq!(store.fts_probe("capybara").await.expect("probe"), 0);
     for (i, body) in [
         "a capybara",
@@ -474,4 +479,67 @@ pub async fn health_probes<S: Store>(store: &S) {
     )
     .await;
     assert_eq!(store.fts_probe("capybara").await.expect("probe"), 4);
+}
+
+/// The server's own decisions (a tick's audit rows with the list they explain): every row and
+/// every change in one transaction; a failed expectation writes no row and no change; no
+/// changes at all still appends the rows.
+pub async fn settings_change_with_many_audit_rows<S: Store>(store: &S) {
+    let audits = audit_count(store).await;
+    let rows = [
+        audit("improve-loop", "auto-merged", "alpha", "pulls/1", at(1)),
+        audit(
+            "improve-loop",
+            "auto-merge-declined",
+            "alpha",
+            "pulls/2",
+            at(1),
+        ),
+    ];
+    let stale = [SettingChange {
+        key: "improve:awaiting-seat".into(),
+        expected: Expect::Value(Some("[]".into())),
+        value: Some("[{}]".into()),
+        expires_at: None,
+    }];
+    assert!(
+        !store
+            .change_settings_audited(&stale, &rows, at(1))
+            .await
+            .expect("change"),
+        "the list was never []"
+    );
+    assert_eq!(
+        audit_count(store).await,
+        audits,
+        "no row without its change"
+    );
+    let fresh = [SettingChange {
+        key: "improve:awaiting-seat".into(),
+        expected: Expect::Value(None),
+        value: Some("[]".into()),
+        expires_at: None,
+    }];
+    assert!(
+        store
+            .change_settings_audited(&fresh, &rows, at(2))
+            .await
+            .expect("change")
+    );
+    assert_eq!(audit_count(store).await, audits + 2);
+    assert_eq!(
+        store
+            .setting("improve:awaiting-seat", at(2))
+            .await
+            .expect("get")
+            .as_deref(),
+        Some("[]")
+    );
+    assert!(
+        store
+            .change_settings_audited(&[], &rows[..1], at(3))
+            .await
+            .expect("rows alone")
+    );
+    assert_eq!(audit_count(store).await, audits + 3);
 }

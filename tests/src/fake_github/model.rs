@@ -32,6 +32,8 @@ pub struct Pull {
     pub commits: u64,
     pub changed_files: u64,
     pub updated_at: String,
+    /// GitHub's refusal of a merge (status, message): conflicts, branch protection.
+    pub merge_block: Option<(u16, String)>,
 }
 
 /// A step of a job.
@@ -83,6 +85,8 @@ pub struct Repo {
     pub workflows: BTreeMap<String, (bool, bool)>,
     pub check_runs: BTreeMap<String, Vec<(String, Option<String>)>>,
     pub reruns: Vec<u64>,
+    /// Merges asked through the API: (number, merge_method, the `sha` it had to match).
+    pub merge_requests: Vec<(u64, String, Option<String>)>,
 }
 
 /// An installation token the fake handed out.

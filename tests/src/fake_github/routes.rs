@@ -386,6 +386,7 @@ pub fn repo(
                 commits,
                 changed_files: changed,
                 updated_at: date,
+                merge_block: None,
             };
             let out = pull_json(full, &pull);
             repo.pulls.insert(number, pull);
@@ -461,8 +462,20 @@ fn pull_route(
         }
         ("PUT", ["merge"]) => {
             let p = repo.pulls[&number].clone();
+            let method = body["merge_method"].as_str().unwrap_or("merge").to_owned();
+            let sha = body["sha"].as_str().map(str::to_owned);
+            repo.merge_requests.push((number, method, sha.clone()));
             if p.state != "open" {
                 return message(405, "Pull Request is not mergeable");
+            }
+            if let Some((status, why)) = &p.merge_block {
+                return message(*status, why);
+            }
+            if sha.as_ref().is_some_and(|s| *s != p.head_sha) {
+                return message(
+                    409,
+                    "Head branch was modified. Review and try the merge again.",
+                );
             }
             let (Some(base_sha), Some(head)) = (
                 repo.branches.get(&p.base).cloned(),

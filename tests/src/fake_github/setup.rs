@@ -140,6 +140,7 @@ impl FakeGitHub {
                     commits,
                     changed_files: changed,
                     updated_at: date,
+                    merge_block: None,
                 },
             );
         });
@@ -298,6 +299,11 @@ impl FakeGitHub {
         })
     }
 
+    /// The commit `branch` points at.
+    pub fn branch_head(&self, full: &str, branch: &str) -> Option<String> {
+        self.with_repo(full, |repo| repo.branches.get(branch).cloned())
+    }
+
     /// Branch names.
     pub fn branch_names(&self, full: &str) -> Vec<String> {
         self.with_repo(full, |repo| repo.branches.keys().cloned().collect())
@@ -335,6 +341,21 @@ impl FakeGitHub {
                 .map(|r| (r.id, r.event.clone(), r.head_branch.clone()))
                 .collect()
         })
+    }
+
+    /// Makes GitHub refuse merging a pull request with `status` and `message` (405 for a
+    /// conflict or branch protection, 409 for a moved head), as its API answers.
+    pub fn block_merge(&self, full: &str, number: u64, status: u16, message: &str) {
+        self.with_repo(full, |repo| {
+            if let Some(p) = repo.pulls.get_mut(&number) {
+                p.merge_block = Some((status, message.to_owned()));
+            }
+        });
+    }
+
+    /// Merges asked through the API: (number, merge_method, the head sha it had to match).
+    pub fn merge_requests(&self, full: &str) -> Vec<(u64, String, Option<String>)> {
+        self.with_repo(full, |repo| repo.merge_requests.clone())
     }
 
     /// Check runs on a commit.

@@ -10,6 +10,7 @@ mod behind_a_proxy;
 mod codes_and_pkce;
 mod consent;
 mod console;
+mod console_autonomy;
 mod console_checkmarks;
 mod console_chromium;
 mod csp_report;

@@ -169,6 +169,9 @@ pub(crate) async fn metrics_need_a_read_key_and_serve_every_family(s: &TestServe
     // A scheduler tick of this process, as `capsid serve` records it.
     let tick = Scheduler::new(s.service.clone(), "replica-a").tick().await;
     s.metrics.record_tick("lease_sweep", &tick);
+    if let Ok(report) = &tick {
+        s.metrics.record_task_runs(report);
+    }
 
     let scraped = scrape(s, &scraper).await;
     let names: BTreeSet<&str> = scraped.samples.iter().map(|x| x.metric.as_str()).collect();
@@ -243,6 +246,18 @@ pub(crate) async fn metrics_need_a_read_key_and_serve_every_family(s: &TestServe
         ),
         1.0
     );
+    // Each periodic task is counted by its name.
+    for task in ["sweep", "ci-poll", "backup", "auto-merge", "watcher"] {
+        assert_eq!(
+            one(
+                &scraped,
+                "capsid_scheduler_ticks_total",
+                &[("task", task), ("outcome", "ran")]
+            ),
+            1.0,
+            "{task}"
+        );
+    }
     assert_eq!(one(&scraped, "capsid_store_up", &[]), 1.0);
     assert_eq!(
         one(&scraped, "capsid_build_info", &[("version", "test")]),

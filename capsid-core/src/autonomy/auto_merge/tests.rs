@@ -20,7 +20,7 @@ fn green() -> PrFacts {
         job_claimed_by: Some("agent:foxing-driver".into()),
         driver_agent: Some(DriverAgent {
             name: "foxing-driver".into(),
-            kind: "driver".into(),
+            kind: AgentKind::Driver,
             revoked: false,
         }),
         check_runs: Some(vec![
@@ -81,7 +81,7 @@ fn each_check_refuses_alone() {
             |f| {
                 f.driver_agent = Some(DriverAgent {
                     name: "foxing-driver".into(),
-                    kind: "cron".into(),
+                    kind: AgentKind::Cron,
                     revoked: false,
                 })
             },
@@ -92,7 +92,7 @@ fn each_check_refuses_alone() {
             |f| {
                 f.driver_agent = Some(DriverAgent {
                     name: "foxing-driver".into(),
-                    kind: "driver".into(),
+                    kind: AgentKind::Driver,
                     revoked: true,
                 })
             },

@@ -1,6 +1,7 @@
 //! Policy document tests: the load refusals of reference 7.1, in their order.
 
 use super::*;
+use crate::improve::roster::Roster;
 
 const MERGE: &str = "# Auto-merge policy\n\n- version: 2026-09-10\n- enabled: true\n- namespaces: capsid, foxing\n\n\
     Checks, in order:\n\n\
@@ -12,7 +13,7 @@ const GATES: &str = "- version: g1\n- enabled: TRUE\n\n- `additive_migration`: C
 
 #[test]
 fn a_complete_merge_policy_loads() {
-    let policy = parse_auto_merge_policy(MERGE).expect("loads");
+    let policy = parse_auto_merge_policy(MERGE, &Roster::default()).expect("loads");
     assert_eq!(
         policy,
         AutoMergePolicy {
@@ -22,7 +23,7 @@ fn a_complete_merge_policy_loads() {
         }
     );
     assert_eq!(
-        parse_auto_merge_policy(&MERGE.replace("\n", "\r\n")),
+        parse_auto_merge_policy(&MERGE.replace("\n", "\r\n"), &Roster::default()),
         Ok(policy),
         "CRLF documents load too"
     );
@@ -81,25 +82,42 @@ fn merge_policy_refusals() {
         ),
     ];
     for (body, want) in table {
-        assert_eq!(parse_auto_merge_policy(&body), Err(want.clone()), "{body}");
+        assert_eq!(
+            parse_auto_merge_policy(&body, &Roster::default()),
+            Err(want.clone()),
+            "{body}"
+        );
     }
 }
 
 #[test]
 fn refusal_wording_names_what_is_missing() {
-    let missing = parse_auto_merge_policy(&MERGE.replace("- `ci_green`\n", ""))
+    let missing = parse_auto_merge_policy(&MERGE.replace("- `ci_green`\n", ""), &Roster::default())
         .unwrap_err()
         .to_string();
     assert!(
         missing.contains("ci_green") && missing.contains("describes less than the code"),
         "{missing}"
     );
-    let roster = parse_auto_merge_policy(&MERGE.replace("capsid, foxing", "recova"))
-        .unwrap_err()
-        .to_string();
+    let roster = parse_auto_merge_policy(
+        &MERGE.replace("capsid, foxing", "recova"),
+        &Roster::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         roster.contains("recova") && roster.contains("not on the improve roster"),
         "{roster}"
+    );
+    // The roster is the setting the admin edits: a namespace added to it may be named.
+    let widened = Roster::from_setting(Some(r#"["recova"]"#));
+    assert!(parse_auto_merge_policy(&MERGE.replace("capsid, foxing", "recova"), &widened).is_ok());
+    let err = parse_auto_merge_policy(MERGE, &widened)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("capsid, foxing") && err.contains("not on the improve roster"),
+        "{err}"
     );
     let version = parse_gate_policy("- enabled: true")
         .unwrap_err()
@@ -165,7 +183,7 @@ fn gate_policy_must_name_all_three_classes_and_extra_ids_are_ignored() {
         })
     );
     let extra_merge = format!("{MERGE}- `merge_on_friday`\n");
-    assert!(parse_auto_merge_policy(&extra_merge).is_ok());
+    assert!(parse_auto_merge_policy(&extra_merge, &Roster::default()).is_ok());
 }
 
 #[test]

@@ -15,6 +15,7 @@ use crate::backup::rows::{
 use crate::backup::sidecar::carried_setting;
 use crate::backup::summary::Progress;
 use crate::backup::tables::{SETTINGS, TableSpec};
+use crate::improve::roster::Roster;
 use crate::ports::{BlobReader, BlobStore, BlobWriter, DumpSink};
 
 /// Bytes gathered before one write to the blob store.
@@ -37,6 +38,7 @@ pub(crate) struct DumpWriter<'a> {
     progress: &'a dyn Progress,
     current: Option<Open>,
     counts: Vec<(&'static TableSpec, u64)>,
+    roster: Roster,
 }
 
 struct Open {
@@ -52,6 +54,7 @@ impl<'a> DumpWriter<'a> {
         run: &str,
         exported_at: &str,
         progress: &'a dyn Progress,
+        roster: Roster,
     ) -> DumpWriter<'a> {
         DumpWriter {
             media,
@@ -60,6 +63,7 @@ impl<'a> DumpWriter<'a> {
             progress,
             current: None,
             counts: Vec::new(),
+            roster,
         }
     }
 
@@ -100,7 +104,7 @@ impl DumpSink for DumpWriter<'_> {
         for row in rows {
             // The settings sidecar carries allowlisted keys only.
             if open.table.name == SETTINGS.name
-                && !matches!(row.first(), Some(Cell::Text(key)) if carried_setting(key))
+                && !matches!(row.first(), Some(Cell::Text(key)) if carried_setting(key, &self.roster))
             {
                 continue;
             }

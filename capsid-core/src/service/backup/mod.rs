@@ -130,7 +130,9 @@ impl Service {
         let exported_at = now.to_string();
         let mut tables: Vec<&'static TableSpec> = EXPORTED.iter().collect();
         tables.push(&SETTINGS);
-        let mut sink = files::DumpWriter::new(media.clone(), run, &exported_at, progress);
+        let roster = self.roster().await?;
+        let mut sink =
+            files::DumpWriter::new(media.clone(), run, &exported_at, progress, roster.clone());
         let exported = self
             .store
             .export_tables(&tables, PAGE_ROWS, &mut sink)
@@ -148,7 +150,10 @@ impl Service {
         let mut json_keys = counts.len() as u64;
         let holdout_manifests = match &self.backups.holdout {
             Some(holdout) => {
-                let manifests = holdout.counts().await.map_err(blob_error)?;
+                let manifests = holdout
+                    .counts(roster.namespaces())
+                    .await
+                    .map_err(blob_error)?;
                 let key = run_key(run, HOLDOUT_SIDECAR);
                 let body = json!({"exported_at": exported_at, "manifests": manifests});
                 media

@@ -2,6 +2,8 @@
 //! agent with its measured record; the loop itself is not part of this build, so its parts
 //! say "off" and the run action refuses. The control actions that need no loop (pause,
 //! unpause, budget, the driver lease, a read-only operator key, policy signing) are real.
+//! The status's `autonomy` block is `service::autonomy::status`; the roster, cadence and
+//! tick actions are `roster.rs`, signing `sign.rs`, the agent inventory `inventory.rs`.
 
 use crate::service::Area;
 use schemars::JsonSchema;
@@ -9,9 +11,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::args::{Bounded, DocPathArg, NamespaceArg};
-use super::{Confirmer, Service, to_json};
-use crate::autonomy::policy::POLICY_NAMESPACE;
-use crate::caller::{AgentKind, Caller};
+use super::{Confirmer, Service};
+
+mod inventory;
+mod roster;
+mod sign;
+use crate::caller::Caller;
 use crate::crypto::sha256_hex;
 use crate::docs::truth_report::integrity_of;
 use crate::error::{Error, Result};
@@ -24,10 +29,7 @@ use crate::improve::keys::{
 use crate::improve::roster::{DRIVER_LEASE_MS, ImproveMode};
 use crate::jobs::JobStatus;
 use crate::jobs::block::command_from_summary;
-use crate::jobs::record::{ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums};
-use crate::jobs::signature::{seal_task, split_signed};
-use crate::ports::{DocumentWrite, Expect, JobFilter, SettingChange, StoreError, WriteGuard};
-use crate::scope::{Axis, Scopes};
+use crate::ports::{Expect, JobFilter, SettingChange};
 use crate::scope_args;
 use crate::time::Timestamp;
 
@@ -94,16 +96,34 @@ pub enum RunAction {
     Claim,
     /// Sign a stored policy document (admin only).
     SignPolicy,
+    /// Add, remove or list the roster's namespaces (admin only).
+    Roster,
+    /// Run the due periodic tasks now, or one by name (admin only).
+    Tick,
+    /// Read or set a periodic task's cadence in minutes (admin only).
+    Cadence,
+}
+
+/// What `improve_run` action `roster` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RosterOp {
+    /// Put a registered namespace on the roster.
+    Add,
+    /// Take a namespace off the roster.
+    Remove,
+    /// The roster as stored.
+    List,
 }
 
 /// `improve_run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
-    /// run (default), mode, pause, unpause, budget, mint_operator_key, claim or sign_policy.
+    /// run (default), mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster or tick.
     pub action: Option<RunAction>,
     /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid).
     pub namespace: Option<NamespaceArg>,
-    /// mode: off, subscription or api.
+    /// mode: off, subscription or api; cadence: minutes.
     pub value: Option<Bounded<16>>,
     /// pause: why.
     pub reason: Option<Bounded<64>>,
@@ -119,6 +139,10 @@ pub struct RunArgs {
     pub condition: Option<Bounded<16>>,
     /// sign_policy: the policy document's path (policy/...).
     pub path: Option<DocPathArg>,
+    /// roster: add, remove or list (default list).
+    pub op: Option<RosterOp>,
+    /// tick: only this periodic task (sweep, ci-poll, backup, auto-merge, watcher), run whether due or not; cadence: the task.
+    pub task: Option<Bounded<32>>,
 }
 impl RunAction {
     /// The wire name.
@@ -132,6 +156,9 @@ impl RunAction {
             RunAction::MintOperatorKey => "mint_operator_key",
             RunAction::Claim => "claim",
             RunAction::SignPolicy => "sign_policy",
+            RunAction::Roster => "roster",
+            RunAction::Tick => "tick",
+            RunAction::Cadence => "cadence",
         }
     }
 }
@@ -149,7 +176,7 @@ fn refuse(action: &str, why: impl Into<String>) -> Value {
     json!({ "ok": false, "action": action, "refusal": why.into() })
 }
 
-fn month_start(now: Timestamp) -> Timestamp {
+pub(crate) fn month_start(now: Timestamp) -> Timestamp {
     Timestamp::parse(&format!("{}-01T00:00:00Z", now.month())).unwrap_or(now)
 }
 
@@ -206,6 +233,7 @@ impl ImproveCx<'_> {
             "protected_paths": protected,
             "agents": self.agent_inventory(&caller.scopes.namespaces).await?,
             "awaiting_seat": awaiting,
+            "autonomy": self.autonomy_status().await?,
             "namespaces": namespaces,
         });
         if let Some(path) = &a.task_path {
@@ -262,52 +290,6 @@ impl ImproveCx<'_> {
                       "done_today": counts.done_today, "blocked_jobs": blocked_jobs },
             "integrity": integrity,
         }))
-    }
-
-    /// Every agent whose namespaces overlap `seen_from` (the caller's namespace axis: all of
-    /// them for the admin), with its measured record (reference 6.8; SPEC 8 keeps a narrowed
-    /// caller's view of the inventory within its own scope).
-    pub(crate) async fn agent_inventory(&self, seen_from: &Axis) -> Result<Vec<Value>> {
-        let agents = self.agents.agents().await?;
-        let outcomes = self.jobs.outcomes(None).await?;
-        let counts: Vec<ClaimedJobCount> = self
-            .jobs
-            .job_status_counts()
-            .await?
-            .into_iter()
-            .map(|c| ClaimedJobCount {
-                claimed_by: c.claimed_by,
-                status: c.status,
-                n: i64::try_from(c.count).unwrap_or(i64::MAX),
-            })
-            .collect();
-        let runs: Vec<NamespaceRuns> = self
-            .improve
-            .run_totals(None)
-            .await?
-            .into_iter()
-            .map(|t| NamespaceRuns {
-                namespace: t.namespace,
-                kept: t.kept as i64,
-                reverts: t.reverts as i64,
-            })
-            .collect();
-        let mut out = Vec::with_capacity(agents.len());
-        for row in agents {
-            let scopes = Scopes::parse(Some(&row.scopes));
-            if !seen_from.overlaps(&scopes.namespaces) {
-                continue;
-            }
-            let actor = format!("agent:{}", row.name);
-            let attempts =
-                (row.kind == AgentKind::Driver).then(|| attempt_sums(&runs, &scopes.namespaces));
-            let record = agent_record(&actor, &outcomes, &counts, attempts);
-            out.push(json!({
-                "name": row.name, "kind": row.kind, "namespaces": scopes.to_json()["namespaces"],
-                "revoked_at": row.revoked_at, "last_seen": row.last_seen, "record": to_json(&record)?,
-            }));
-        }
-        Ok(out)
     }
 
     pub(crate) async fn improve_run(
@@ -377,6 +359,16 @@ impl ImproveCx<'_> {
                 } else {
                     vec![target.clone()]
                 };
+                if let Some(r) = a.reason.as_ref().filter(|r| {
+                    r.as_str()
+                        .starts_with(crate::autonomy::watcher::LOOP_PAUSE_PREFIX)
+                }) {
+                    return Err(Error::Invalid(format!(
+                        "improve_run: reason: may not start with '{}', which marks the loop's own pauses (got {:?})",
+                        crate::autonomy::watcher::LOOP_PAUSE_PREFIX,
+                        r.as_str()
+                    )));
+                }
                 if !dry {
                     let reason = a
                         .reason
@@ -519,90 +511,20 @@ impl ImproveCx<'_> {
                 self.sign_policy(caller, ns.as_deref(), a.path.as_ref().map(|p| p.as_str()))
                     .await
             }
-        }
-    }
-
-    /// Signs the stored body of a policy document (reference 7.2): admin only, namespace
-    /// `capsid`, path under `policy/`, the body must exist; snapshot, upsert, audit.
-    pub(crate) async fn sign_policy(
-        &self,
-        caller: &Caller,
-        ns: Option<&str>,
-        path: Option<&str>,
-    ) -> Result<Value> {
-        let name = "sign_policy";
-        if ns != Some(POLICY_NAMESPACE) {
-            return Ok(refuse(
-                name,
-                format!("policies live in namespace {POLICY_NAMESPACE}"),
-            ));
-        }
-        let Some(path) = path.filter(|p| p.starts_with("policy/") && !p.contains("..")) else {
-            return Ok(refuse(name, "sign_policy needs a path under policy/"));
-        };
-        let Some(secret) = self.config.signing_secret() else {
-            return Ok(refuse(
-                name,
-                "signing is not configured (CAPSID_SIGNING_SECRET)",
-            ));
-        };
-        let Some(doc) = self.docs.document(POLICY_NAMESPACE, path).await? else {
-            return Ok(refuse(
-                name,
-                format!("no document {POLICY_NAMESPACE}/{path}: write it first, then sign it"),
-            ));
-        };
-        let stored = doc.body_text();
-        let (unsigned, resigned) = match split_signed(stored) {
-            Ok(parts) => (parts.body.to_owned(), true),
-            Err(_) => (stored.to_owned(), false),
-        };
-        if unsigned.trim().is_empty() {
-            return Ok(refuse(name, "the policy body is empty"));
-        }
-        let sealed = seal_task(secret, &unsigned);
-        let signature = split_signed(&sealed)
-            .map(|p| p.signature.to_owned())
-            .unwrap_or_default();
-        let sha = sha256_hex(&sealed);
-        let audit = self.audit(
-            caller,
-            crate::autonomy::anchor::POLICY_SIGNED_ACTION,
-            Some(POLICY_NAMESPACE),
-            Some(path),
-            json!({"signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),
-        );
-        let write = DocumentWrite {
-            namespace: POLICY_NAMESPACE.into(),
-            path: path.into(),
-            title: doc.title.clone(),
-            body: Some(sealed.clone()),
-            doc_type: None,
-            status: None,
-            tags: None,
-            links: None,
-            at: self.now(),
-        };
-        match self
-            .docs
-            .write_document(
-                write,
-                WriteGuard::Update {
-                    expected_body: Some(stored.to_owned()),
-                },
-                vec![audit],
-            )
-            .await
-        {
-            Ok(_) => Ok(
-                json!({"ok": true, "action": name, "namespace": POLICY_NAMESPACE, "path": path,
-                               "signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),
-            ),
-            Err(StoreError::Conflict(_)) | Err(StoreError::NotFound(_)) => Ok(refuse(
-                name,
-                "the policy changed while it was being signed; read it again and re-sign",
+            RunAction::Roster => self.roster_action(caller, a.op, ns.as_deref(), dry).await,
+            RunAction::Cadence => {
+                self.cadence_action(
+                    caller,
+                    a.task.as_ref().map(|t| t.as_str()),
+                    a.value.as_ref().map(|v| v.as_str()),
+                    dry,
+                )
+                .await
+            }
+            // The registry entry runs a tick on the service before this context is built.
+            RunAction::Tick => Err(Error::Internal(
+                "improve_run tick is dispatched by its registry entry".into(),
             )),
-            Err(e) => Err(e.into()),
         }
     }
 }
@@ -640,9 +562,25 @@ mod registered {
                             "signing a policy is admin only: a minted agent that could sign could authorize itself",
                         ),
                     ),
+                    action(
+                        "roster",
+                        Rule::write().admin_only(
+                            "the roster decides which namespaces' repositories autonomy reaches: admin only",
+                        ),
+                    ),
+                    action(
+                        "tick",
+                        Rule::write().admin_only(
+                            "running the periodic tasks on demand (auto-merge among them) is admin only",
+                        ),
+                    ),
+                    action(
+                        "cadence",
+                        Rule::write().admin_only("a periodic task's cadence is admin only"),
+                    ),
                 ],
             },
-            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy.",
+            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes).",
         )
         .ok_false_refusals();
         fn run<'a>(
@@ -651,7 +589,12 @@ mod registered {
             a: RunArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
-            Box::pin(async move { s.improve().improve_run(c, a, k).await })
+            Box::pin(async move {
+                if a.action == Some(RunAction::Tick) {
+                    return s.improve_tick(c, a.task.as_ref().map(|t| t.as_str())).await;
+                }
+                s.improve().improve_run(c, a, k).await
+            })
         }
     }
 

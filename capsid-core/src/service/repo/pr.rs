@@ -110,7 +110,7 @@ impl RepoCx<'_> {
                 let method = a.merge_method.unwrap_or_default();
                 let merged = t
                     .host
-                    .merge_pull(&t.repo, number, method.as_str())
+                    .merge_pull(&t.repo, number, method.as_str(), None)
                     .await
                     .map_err(err)?;
                 json!({"repo": t.full(), "number": number, "action": "merge", "merge_method": method.as_str(),

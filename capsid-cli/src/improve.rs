@@ -1,0 +1,126 @@
+//! `capsid improve roster add|remove|list` (the namespaces autonomy and the loop may touch)
+//! and `capsid improve cadence <task> [<minutes>]` (a periodic task's cadence), through
+//! `improve_run` (audited), as the CLI's admin caller.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Subcommand;
+use serde_json::json;
+
+use crate::admin::{call_improve, finish};
+use crate::config::GlobalArgs;
+
+/// `capsid improve`.
+#[derive(Debug, Subcommand)]
+pub enum ImproveCommand {
+    /// The roster: which namespaces autonomy (auto-merge, the watcher) and the loop may touch.
+    #[command(subcommand)]
+    Roster(RosterCommand),
+    /// A periodic task's cadence in minutes: shown, or set when minutes are given.
+    Cadence {
+        /// The task (sweep, ci-poll, backup, auto-merge, watcher).
+        task: String,
+        /// The new cadence, in whole minutes.
+        minutes: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `capsid improve roster`.
+#[derive(Debug, Subcommand)]
+pub enum RosterCommand {
+    /// Put a registered namespace on the roster.
+    Add {
+        /// The namespace.
+        namespace: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take a namespace off the roster.
+    Remove {
+        /// The namespace.
+        namespace: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The roster.
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs `capsid improve`.
+pub async fn run(global: &GlobalArgs, cmd: ImproveCommand) -> Result<ExitCode> {
+    let cmd = match cmd {
+        ImproveCommand::Roster(cmd) => cmd,
+        ImproveCommand::Cadence {
+            task,
+            minutes,
+            json,
+        } => return cadence(global, &task, minutes.as_deref(), json).await,
+    };
+    let (args, json_out) = match &cmd {
+        RosterCommand::Add { namespace, json } => (
+            json!({"action": "roster", "op": "add", "namespace": namespace}),
+            *json,
+        ),
+        RosterCommand::Remove { namespace, json } => (
+            json!({"action": "roster", "op": "remove", "namespace": namespace}),
+            *json,
+        ),
+        RosterCommand::List { json } => (json!({"action": "roster", "op": "list"}), *json),
+    };
+    let answer = match call_improve(global, args).await? {
+        Ok(v) => v,
+        Err(message) => {
+            eprintln!("refused: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    Ok(finish(answer, json_out, |v| {
+        let list: Vec<&str> = v["roster"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|n| n.as_str()).collect())
+            .unwrap_or_default();
+        if list.is_empty() {
+            "the roster is empty".to_owned()
+        } else {
+            list.join("\n")
+        }
+    }))
+}
+
+async fn cadence(
+    global: &GlobalArgs,
+    task: &str,
+    minutes: Option<&str>,
+    json_out: bool,
+) -> Result<ExitCode> {
+    let mut args = json!({"action": "cadence", "task": task});
+    if let Some(m) = minutes {
+        args["value"] = json!(m);
+    }
+    let answer = match call_improve(global, args).await? {
+        Ok(v) => v,
+        Err(message) => {
+            eprintln!("refused: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    Ok(finish(answer, json_out, |v| {
+        format!(
+            "{}: every {} minutes (default {}, at least {})",
+            v["task"].as_str().unwrap_or(task),
+            v["cadence_minutes"],
+            v["default_minutes"],
+            v["floor_minutes"]
+        )
+    }))
+}

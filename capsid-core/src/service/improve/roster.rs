@@ -1,0 +1,158 @@
+//! `improve_run` actions `roster` (the namespaces autonomy and the loop may touch, a setting
+//! the admin edits, audited with the change in one transaction), `cadence` (a periodic task's
+//! minutes, the same way) and `tick` (the periodic tasks on demand, answering the tick
+//! report, audited).
+
+use serde_json::{Value, json};
+
+use super::{ImproveCx, RosterOp, refuse};
+use crate::caller::Caller;
+use crate::error::{Error, Result};
+use crate::improve::keys::ROSTER_KEY;
+use crate::improve::roster::Roster;
+use crate::ports::{Expect, SettingChange};
+use crate::schedule::Task;
+use crate::service::{Area, Service, require_namespace, to_json};
+use crate::time::{DAY_MS, MINUTE_MS};
+
+impl ImproveCx<'_> {
+    pub(crate) async fn roster_action(
+        &self,
+        caller: &Caller,
+        op: Option<RosterOp>,
+        namespace: Option<&str>,
+        dry: bool,
+    ) -> Result<Value> {
+        let name = "roster";
+        let now = self.now();
+        let stored = self.settings.setting(ROSTER_KEY, now).await?;
+        let roster = Roster::from_setting(stored.as_deref());
+        let op = op.unwrap_or(RosterOp::List);
+        let op_name = match op {
+            RosterOp::Add => "add",
+            RosterOp::Remove => "remove",
+            RosterOp::List => {
+                return Ok(json!({"ok": true, "action": name, "op": "list",
+                                 "roster": roster.namespaces(), "note": roster.unreadable}));
+            }
+        };
+        let Some(ns) = namespace else {
+            return Ok(refuse(name, format!("roster {op_name} needs a namespace")));
+        };
+        let next = match op {
+            RosterOp::Add => {
+                require_namespace(self.namespaces, ns).await?;
+                roster
+                    .with(ns)
+                    .map_err(|e| Error::Invalid(format!("improve_run: {e}")))?
+            }
+            _ => roster.without(ns),
+        };
+        if !dry {
+            let audit = self.audit(
+                caller,
+                "improve-roster",
+                Some(ns),
+                None,
+                json!({"op": op_name, "namespace": ns, "roster": next.namespaces()}),
+            );
+            let change = SettingChange {
+                key: ROSTER_KEY.to_owned(),
+                expected: Expect::Value(stored),
+                value: Some(next.to_setting()),
+                expires_at: None,
+            };
+            if !self.settings.change_settings(&[change], audit, now).await? {
+                return Ok(refuse(
+                    name,
+                    "the roster changed while it was being edited; list it and try again",
+                ));
+            }
+        }
+        Ok(
+            json!({"ok": true, "action": name, "op": op_name, "namespace": ns,
+                  "roster": next.namespaces(), "dry_run": dry}),
+        )
+    }
+}
+
+impl ImproveCx<'_> {
+    pub(crate) async fn cadence_action(
+        &self,
+        caller: &Caller,
+        task: Option<&str>,
+        value: Option<&str>,
+        dry: bool,
+    ) -> Result<Value> {
+        let name = "cadence";
+        let Some(task) = task else {
+            return Ok(refuse(name, "cadence needs a task"));
+        };
+        let task = Task::parse(task).map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
+        let now = self.now();
+        let key = task.cadence_key();
+        let answer = |minutes: i64, dry: bool| {
+            json!({"ok": true, "action": name, "task": task.name(), "cadence_minutes": minutes,
+                   "default_minutes": task.default_cadence_minutes(),
+                   "floor_minutes": task.floor_minutes(), "dry_run": dry})
+        };
+        let Some(value) = value else {
+            let stored = self.settings.setting(&key, now).await?;
+            return Ok(answer(
+                task.cadence_ms(stored.as_deref()) / MINUTE_MS,
+                false,
+            ));
+        };
+        let most = 7 * DAY_MS / MINUTE_MS;
+        let minutes = value
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|m| (task.floor_minutes()..=most).contains(m))
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "improve_run: value: {task}'s cadence is whole minutes from {} to {most} (got {value:?})",
+                    task.floor_minutes()
+                ))
+            })?;
+        if !dry {
+            let audit = self.audit(
+                caller,
+                "improve-cadence",
+                None,
+                None,
+                json!({"task": task.name(), "minutes": minutes}),
+            );
+            self.settings
+                .change_settings(&[SettingChange::put(key, minutes.to_string())], audit, now)
+                .await?;
+        }
+        Ok(answer(minutes, dry))
+    }
+}
+
+impl Service {
+    /// `improve_run` action `tick`: the due periodic tasks now, or only `task`.
+    pub(crate) async fn improve_tick(&self, caller: &Caller, task: Option<&str>) -> Result<Value> {
+        let task = task
+            .map(Task::parse)
+            .transpose()
+            .map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
+        let report = self.tick_now(task).await?;
+        let ran: Vec<&str> = report.ran.iter().map(|r| r.task).collect();
+        let now = self.now();
+        self.store
+            .append_audit(crate::ports::AuditEntry {
+                actor: caller.actor(),
+                action: "improve-tick".into(),
+                namespace: None,
+                path: None,
+                params: json!({"task": task.map(Task::name), "ran": ran}),
+                at: now,
+            })
+            .await?;
+        Ok(
+            json!({"ok": true, "action": "tick", "task": task.map(Task::name), "report": to_json(&report)?}),
+        )
+    }
+}
