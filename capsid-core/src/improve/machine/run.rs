@@ -1,5 +1,6 @@
 //! The one table of a run's status transitions: `opening → attempting → awaiting-score →
-//! judging → finalizing → done`, with `paused` the other terminal. A judged attempt either
+//! judging → finalizing → done`, with `paused` the other terminal (an attempt the monitor flags
+//! before dispatch goes straight from attempting to judging). A judged attempt either
 //! sends the run back to `attempting` or on to `finalizing`; the six-hour cap finalizes a run
 //! wherever it is; a pause (the drift gate, the budget, a human) stops it from any live state.
 
@@ -77,6 +78,8 @@ pub enum RunEvent {
     Score,
     /// The current attempt's score missed its deadline (the attempt times out, reverted).
     ScoreTimeout,
+    /// The monitor flagged the current attempt before its score was dispatched.
+    Flag,
     /// The judged attempt leaves room for another: back to attempting.
     Continue,
     /// No further attempt (limit reached, consecutive reverts, nothing left to try).
@@ -97,6 +100,8 @@ pub const AUDIT_RUN_DISPATCHED: &str = "improve-run-dispatched";
 pub const AUDIT_RUN_SCORED: &str = "improve-run-scored";
 /// The audit action of a score that missed its deadline.
 pub const AUDIT_RUN_SCORE_TIMEOUT: &str = "improve-run-score-timeout";
+/// The audit action of an attempt flagged before dispatch.
+pub const AUDIT_RUN_FLAGGED: &str = "improve-run-flagged";
 /// The audit action of a run going back to attempting.
 pub const AUDIT_RUN_CONTINUED: &str = "improve-run-continued";
 /// The audit action of a run that stops attempting.
@@ -110,11 +115,12 @@ pub const AUDIT_RUN_PAUSED: &str = "improve-run-paused";
 
 impl RunEvent {
     /// Every event.
-    pub const ALL: [RunEvent; 9] = [
+    pub const ALL: [RunEvent; 10] = [
         RunEvent::Begin,
         RunEvent::Dispatch,
         RunEvent::Score,
         RunEvent::ScoreTimeout,
+        RunEvent::Flag,
         RunEvent::Continue,
         RunEvent::Conclude,
         RunEvent::Expire,
@@ -129,6 +135,7 @@ impl RunEvent {
             RunEvent::Dispatch => "dispatch",
             RunEvent::Score => "score",
             RunEvent::ScoreTimeout => "score timeout",
+            RunEvent::Flag => "flag",
             RunEvent::Continue => "continue",
             RunEvent::Conclude => "conclude",
             RunEvent::Expire => "expire",
@@ -144,6 +151,7 @@ impl RunEvent {
             RunEvent::Dispatch => AUDIT_RUN_DISPATCHED,
             RunEvent::Score => AUDIT_RUN_SCORED,
             RunEvent::ScoreTimeout => AUDIT_RUN_SCORE_TIMEOUT,
+            RunEvent::Flag => AUDIT_RUN_FLAGGED,
             RunEvent::Continue => AUDIT_RUN_CONTINUED,
             RunEvent::Conclude => AUDIT_RUN_CONCLUDED,
             RunEvent::Expire => AUDIT_RUN_EXPIRED,
@@ -178,6 +186,7 @@ pub fn transition(from: RunStatus, event: RunEvent) -> Result<RunStatus, Illegal
         (S::Opening, E::Begin) => S::Attempting,
         (S::Attempting, E::Dispatch) => S::AwaitingScore,
         (S::AwaitingScore, E::Score | E::ScoreTimeout) => S::Judging,
+        (S::Attempting, E::Flag) => S::Judging,
         (S::Judging, E::Continue) => S::Attempting,
         (S::Attempting | S::Judging, E::Conclude) => S::Finalizing,
         (S::Opening | S::Attempting | S::AwaitingScore | S::Judging, E::Expire) => S::Finalizing,

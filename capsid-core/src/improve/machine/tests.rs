@@ -17,6 +17,7 @@ const RUN_TABLE: &[(RunStatus, RunEvent, RunStatus)] = &[
     (R::Attempting, RE::Dispatch, R::AwaitingScore),
     (R::AwaitingScore, RE::Score, R::Judging),
     (R::AwaitingScore, RE::ScoreTimeout, R::Judging),
+    (R::Attempting, RE::Flag, R::Judging),
     (R::Judging, RE::Continue, R::Attempting),
     (R::Attempting, RE::Conclude, R::Finalizing),
     (R::Judging, RE::Conclude, R::Finalizing),
@@ -238,9 +239,8 @@ proptest! {
                 World::Pause => { go(&mut status, RE::Pause)?; break; }
                 World::FlagEarly => {
                     a = attempt::step(a, AE::Flag).unwrap().to;
-                    // Flagged before dispatch: the run still passes through judging.
-                    go(&mut status, RE::Dispatch)?;
-                    go(&mut status, RE::Score)?;
+                    // Flagged before dispatch: the run goes straight to judging.
+                    go(&mut status, RE::Flag)?;
                 }
                 World::Verdict(v) => {
                     a = attempt::step(a, AE::Dispatch).unwrap().to;
