@@ -8,6 +8,7 @@
 pub mod anchors;
 pub mod budget;
 pub mod keys;
+pub mod machine;
 pub mod report;
 pub mod roster;
 pub mod scores;
