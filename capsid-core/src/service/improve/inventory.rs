@@ -46,8 +46,8 @@ impl ImproveCx<'_> {
                 continue;
             }
             let actor = format!("agent:{}", row.name);
-            let attempts = (row.kind == AgentKind::Driver)
-                .then(|| attempt_sums(&runs, &scopes.namespaces));
+            let attempts =
+                (row.kind == AgentKind::Driver).then(|| attempt_sums(&runs, &scopes.namespaces));
             let record = agent_record(&actor, &outcomes, &counts, attempts);
             out.push(json!({
                 "name": row.name, "kind": row.kind, "namespaces": scopes.to_json()["namespaces"],
