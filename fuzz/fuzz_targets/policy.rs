@@ -3,13 +3,16 @@
 #![no_main]
 
 use capsid_core::autonomy::policy::{named_ids, parse_auto_merge_policy, parse_gate_policy};
+use capsid_core::improve::roster::Roster;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(body) = std::str::from_utf8(data) else {
         return;
     };
-    let _ = parse_auto_merge_policy(body);
+    // The Worker's roster, and an empty one (a stored roster that does not parse).
+    let _ = parse_auto_merge_policy(body, &Roster::default());
+    let _ = parse_auto_merge_policy(body, &Roster::from_setting(Some("not a roster")));
     let _ = parse_gate_policy(body);
     let _ = named_ids(body);
 });
