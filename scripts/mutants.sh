@@ -83,6 +83,7 @@ if [ -n "$base" ] || $bounded; then
   in_place=true
   args+=(--in-place)
   before=$(git diff -- capsid-core/src | sha256sum)
+  untracked_before=$(git ls-files --others --exclude-standard -- capsid-core | sort)
 else
   args+=(--profile mutants)
 fi
@@ -137,6 +138,12 @@ else
   cargo mutants "${args[@]}" || status=$?
 fi
 elapsed=$(( $(date +%s) - started ))
+if $in_place; then
+  # A mutant that fails a property test leaves a proptest-regressions file for the mutated
+  # code; those are not regressions of the real code, so they go.
+  comm -13 <(echo "$untracked_before") <(git ls-files --others --exclude-standard -- capsid-core | sort) |
+    grep '/proptest-regressions/' | while read -r f; do rm -f -- "$f"; done || true
+fi
 if $in_place && [ "$(git diff -- capsid-core/src | sha256sum)" != "$before" ]; then
   echo "mutants: capsid-core/src differs from before the run: a mutant may be left in the tree" >&2
   git diff --stat -- capsid-core/src >&2
