@@ -179,9 +179,14 @@ impl BackupStore for PgStore {
         let mut total = 0u64;
         let outcome: Result<(), TransferError> = async {
             while let Some(table) = source.next_table().await.map_err(TransferError::Peer)? {
-                while let Some(rows) = source.next_rows().await.map_err(TransferError::Peer)? {
-                    insert_rows(&mut tx, table, &rows).await?;
+                let mut next = source.next_rows().await.map_err(TransferError::Peer)?;
+                while let Some(rows) = next.take() {
+                    // The next page is read and parsed while the server writes this one.
+                    let (written, read) =
+                        futures::join!(insert_rows(&mut tx, table, &rows), source.next_rows());
+                    written?;
                     total += rows.len() as u64;
+                    next = read.map_err(TransferError::Peer)?;
                 }
                 advance_identity(&mut tx, table).await.map_err(translate)?;
             }

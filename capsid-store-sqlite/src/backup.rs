@@ -6,7 +6,8 @@
 //! The import suspends the full-text triggers on `documents` inside its transaction and
 //! rebuilds the index once from the content table before committing (one pass instead of a
 //! trigger per row); the triggers are recreated from their own stored SQL in the same
-//! transaction, so a failed import rolls everything back, triggers included.
+//! transaction, so a failed import rolls everything back, triggers included. Each page of
+//! rows is written while the next one is read from the dump.
 
 use async_trait::async_trait;
 use capsid_core::backup::retention::PruneCutoffs;
@@ -219,9 +220,15 @@ impl BackupStore for SqliteStore {
             set_cache_size(&mut tx, -IMPORT_CACHE_KIB).await?;
             let triggers = suspend_fts_triggers(&mut tx).await?;
             while let Some(table) = source.next_table().await.map_err(TransferError::Peer)? {
-                while let Some(rows) = source.next_rows().await.map_err(TransferError::Peer)? {
-                    insert_rows(&mut tx, table, &rows).await?;
+                let mut next = source.next_rows().await.map_err(TransferError::Peer)?;
+                while let Some(rows) = next.take() {
+                    // The next page is read and parsed while this one is written: sqlx runs
+                    // SQLite on the connection's own thread, so the two overlap.
+                    let (written, read) =
+                        futures::join!(insert_rows(&mut tx, table, &rows), source.next_rows());
+                    written?;
                     total += rows.len() as u64;
+                    next = read.map_err(TransferError::Peer)?;
                 }
             }
             rebuild_fts(&mut tx, &triggers).await

@@ -1,6 +1,7 @@
 //! Capsid test support: the store conformance suite, the fresh-store harness, load drivers
 //! shared with the benchmark, and a deterministic text generator.
 
+pub mod baseline;
 pub mod conformance;
 pub mod e2e;
 pub mod fake_github;

@@ -4,6 +4,10 @@
 //!
 //! Modes: `calls` (a mix of read, search and write) and `claims` (post jobs, then every client
 //! claims and completes until the queue is empty; checks each job was claimed exactly once).
+//!
+//! Calls mode then runs the same clients for the same time against a trivial axum handler on
+//! the same runtime (`capsid_tests::baseline::http`, the transport's ceiling) and prints each
+//! figure beside that baseline.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capsid_core::ports::{Store, WriteGuard};
+use capsid_tests::baseline::http::BaselineServer;
+use capsid_tests::baseline::{RawDb, raw_claims};
 use capsid_tests::server::{Client, ServerOptions, TestServer, claim_crowd};
 use capsid_tests::textgen::{Rng, Vocabulary, corpus_document, reference_token};
 use clap::Parser;
@@ -51,12 +57,23 @@ struct Args {
 struct Samples(BTreeMap<&'static str, Vec<Duration>>);
 
 impl Samples {
-    fn report(&self, elapsed: Duration) {
+    fn rate(&self, elapsed: Duration) -> f64 {
+        self.0.values().map(Vec::len).sum::<usize>() as f64 / elapsed.as_secs_f64()
+    }
+
+    /// The median of every call.
+    fn p50(&self) -> Duration {
+        let mut all: Vec<Duration> = self.0.values().flatten().copied().collect();
+        all.sort_unstable();
+        all.get(all.len() / 2).copied().unwrap_or_default()
+    }
+
+    fn report(&self, label: &str, elapsed: Duration) {
         let total: usize = self.0.values().map(Vec::len).sum();
         println!(
-            "calls: {total} in {:.2}s = {:.0} calls/s",
+            "{label}: {total} in {:.2}s = {:.0} calls/s",
             elapsed.as_secs_f64(),
-            total as f64 / elapsed.as_secs_f64()
+            self.rate(elapsed)
         );
         for (tool, v) in &self.0 {
             let mut v = v.clone();
@@ -120,7 +137,25 @@ async fn seed_documents(server: &TestServer, docs: usize) -> Result<()> {
     Ok(())
 }
 
-async fn calls(args: &Args, url: &str, key: &str) -> Result<()> {
+/// The calls mode against `url`, then the same clients against the baseline.
+async fn calls_with_baseline(args: &Args, url: &str, key: &str) -> Result<()> {
+    let (capsid, took) = calls(args, url, key).await?;
+    capsid.report("calls", took);
+    let baseline = BaselineServer::start().await?;
+    let (bare, bare_took) = calls(args, &baseline.url, key).await?;
+    baseline.stop();
+    bare.report("baseline (trivial axum handler, same client)", bare_took);
+    println!(
+        "capsid/baseline: {:.2}x of the calls/s, p50 {:.3} ms vs {:.3} ms ({:.2}x)",
+        capsid.rate(took) / bare.rate(bare_took).max(1e-9),
+        capsid.p50().as_secs_f64() * 1000.0,
+        bare.p50().as_secs_f64() * 1000.0,
+        capsid.p50().as_secs_f64() / bare.p50().as_secs_f64().max(1e-9)
+    );
+    Ok(())
+}
+
+async fn calls(args: &Args, url: &str, key: &str) -> Result<(Samples, Duration)> {
     let weights: Vec<usize> = args
         .mix
         .split(',')
@@ -176,11 +211,10 @@ async fn calls(args: &Args, url: &str, key: &str) -> Result<()> {
             all.entry(k).or_default().extend(v);
         }
     }
-    Samples(all).report(started.elapsed());
-    Ok(())
+    Ok((Samples(all), started.elapsed()))
 }
 
-async fn claims(args: &Args, server: &TestServer) -> Result<()> {
+async fn claims(args: &Args, server: &TestServer, raw: &RawDb) -> Result<()> {
     let run = claim_crowd(server, args.clients, args.jobs).await;
     println!(
         "claims: {} jobs claimed and completed by {} clients in {:.2}s = {:.0} claims/s (each a claim + a complete over MCP); distinct {}; races retried {}",
@@ -190,6 +224,12 @@ async fn claims(args: &Args, server: &TestServer) -> Result<()> {
         run.claimed as f64 / run.elapsed.as_secs_f64(),
         run.distinct,
         run.retries
+    );
+    let (bare, doubled) = raw_claims(raw, args.jobs, args.clients).await?;
+    println!(
+        "baseline (the bare queue statements on the same database, {} claimers): {bare:.0} claims/s, {doubled} double claims; capsid/baseline {:.2}x",
+        args.clients,
+        run.claimed as f64 / run.elapsed.as_secs_f64() / bare.max(1e-9)
     );
     if run.distinct != run.claimed || run.claimed != args.jobs {
         bail!(
@@ -210,7 +250,7 @@ async fn main() -> Result<()> {
         if args.mode != "calls" {
             bail!("only calls mode can target an external server");
         }
-        return calls(
+        return calls_with_baseline(
             &args,
             &format!("{}/ops/mcp", url.trim_end_matches('/')),
             key,
@@ -230,9 +270,17 @@ async fn main() -> Result<()> {
     match args.mode.as_str() {
         "calls" => {
             seed_documents(&server, args.docs).await?;
-            calls(&args, &server.ops_url(), &key).await?;
+            calls_with_baseline(&args, &server.ops_url(), &key).await?;
         }
-        "claims" => claims(&args, &server).await?,
+        "claims" => {
+            let raw = match args.database_url.as_deref() {
+                Some(u) if u.starts_with("postgres") => RawDb::postgres(u, 64).await?,
+                Some(u) => RawDb::sqlite(std::path::Path::new(u.trim_start_matches("sqlite://")), 4).await?,
+                None => RawDb::sqlite(&dir.path().join("load.db"), 4).await?,
+            };
+            claims(&args, &server, &raw).await?;
+            raw.close().await;
+        }
         other => bail!("unknown mode {other}: calls or claims"),
     }
     server.stop().await;

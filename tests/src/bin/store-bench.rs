@@ -2,7 +2,9 @@
 //! (the single-document write rate), runs M searches (rare and common terms, some within a
 //! namespace) reporting latency percentiles, then posts J jobs and runs C concurrent claimers
 //! (claim, complete, claim again) reporting claims per second and verifying zero double
-//! claims.
+//! claims. Each figure is printed beside its baseline, measured in the same run on the same
+//! database (`capsid_tests::baseline`: the raw SQL the operation comes down to), and the ratio
+//! of the two.
 //!
 //! `cargo run --release -p capsid-tests --bin store-bench -- --backend sqlite`
 
@@ -10,10 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use capsid_core::ports::{AuditEntry, JobCounts, Store, WriteGuard};
+use capsid_core::ports::{AuditEntry, DocumentWrite, JobCounts, Store, WriteGuard};
 use capsid_core::time::Timestamp;
 use capsid_store_postgres::PgStore;
 use capsid_store_sqlite::SqliteStore;
+use capsid_tests::baseline::{RawDb, raw_claims, raw_search, raw_writes};
 use capsid_tests::harness::{POSTGRES_URL_VAR, with_database};
 use capsid_tests::load::{post_jobs, run_claimers};
 use capsid_tests::textgen::{Rng, Vocabulary, corpus_document, reference_token};
@@ -47,6 +50,12 @@ struct Args {
     /// Concurrent claimers.
     #[arg(long, default_value_t = 64)]
     claimers: usize,
+    /// Documents written by the concurrent writers (after the seeding).
+    #[arg(long, default_value_t = 8_000)]
+    concurrent_documents: usize,
+    /// Concurrent writers.
+    #[arg(long, default_value_t = 32)]
+    writers: usize,
     /// Postgres pool size (default: the adapter's default).
     #[arg(long)]
     pool: Option<u32>,
@@ -72,7 +81,9 @@ fn main() -> anyhow::Result<()> {
                 store.migrate().await?;
                 println!("backend sqlite ({})", path.display());
                 let store = Arc::new(store);
-                bench(store.clone(), &args).await?;
+                let raw = RawDb::sqlite(&path, 4).await?;
+                bench(store.clone(), &raw, &args).await?;
+                raw.close().await;
                 store.close().await;
                 Ok(())
             }
@@ -87,8 +98,9 @@ fn main() -> anyhow::Result<()> {
                 sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
                     .execute(&admin)
                     .await?;
+                let url = with_database(&admin_url, &name);
                 let store = PgStore::connect_with(
-                    &with_database(&admin_url, &name),
+                    &url,
                     args.pool
                         .unwrap_or(capsid_store_postgres::DEFAULT_MAX_CONNECTIONS),
                 )
@@ -100,7 +112,14 @@ fn main() -> anyhow::Result<()> {
                         .unwrap_or(capsid_store_postgres::DEFAULT_MAX_CONNECTIONS)
                 );
                 let store = Arc::new(store);
-                let outcome = bench(store.clone(), &args).await;
+                let raw = RawDb::postgres(
+                    &url,
+                    args.pool
+                        .unwrap_or(capsid_store_postgres::DEFAULT_MAX_CONNECTIONS),
+                )
+                .await?;
+                let outcome = bench(store.clone(), &raw, &args).await;
+                raw.close().await;
                 store.close().await;
                 sqlx::query(AssertSqlSafe(format!(
                     "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
@@ -136,7 +155,31 @@ fn summary(label: &str, mut samples: Vec<Duration>) -> String {
     )
 }
 
-async fn bench<S: Store + 'static>(store: Arc<S>, args: &Args) -> anyhow::Result<()> {
+/// The audit row of a benchmark write.
+fn write_audit(change: &DocumentWrite) -> Vec<AuditEntry> {
+    vec![AuditEntry {
+        actor: "agent:bench".into(),
+        action: "write".into(),
+        namespace: Some(change.namespace.clone()),
+        path: Some(change.path.clone()),
+        params: serde_json::json!({"mode": "replace"}),
+        at: change.at,
+    }]
+}
+
+/// `figure (baseline B, ratio R)`: how far the store is from the raw statement.
+fn against(figure: f64, baseline: f64) -> String {
+    format!(
+        "baseline {baseline:.0}, {:.2}x of it",
+        if baseline > 0.0 { figure / baseline } else { 0.0 }
+    )
+}
+
+async fn bench<S: Store + 'static>(
+    store: Arc<S>,
+    raw: &RawDb,
+    args: &Args,
+) -> anyhow::Result<()> {
     let start = Timestamp::parse("2026-03-01T00:00:00Z").context("epoch")?;
     let vocabulary = Vocabulary::default();
 
@@ -147,14 +190,7 @@ async fn bench<S: Store + 'static>(store: Arc<S>, args: &Args) -> anyhow::Result
     for i in 0..args.documents {
         let change = corpus_document(&vocabulary, args.seed, i, args.namespaces, start);
         bytes += change.body.as_ref().map_or(0, String::len);
-        let audit = vec![AuditEntry {
-            actor: "agent:bench".into(),
-            action: "write".into(),
-            namespace: Some(change.namespace.clone()),
-            path: Some(change.path.clone()),
-            params: serde_json::json!({"mode": "replace"}),
-            at: change.at,
-        }];
+        let audit = write_audit(&change);
         let t = Instant::now();
         store
             .write_document(change, WriteGuard::Create, audit)
@@ -178,6 +214,54 @@ async fn bench<S: Store + 'static>(store: Arc<S>, args: &Args) -> anyhow::Result
         args.documents as f64 / seeding.as_secs_f64()
     );
     println!("{}", summary("  write_document", writes));
+    let sample: Vec<String> = (0..args.documents.min(5_000))
+        .map(|i| {
+            corpus_document(&vocabulary, args.seed, i, args.namespaces, start)
+                .body
+                .unwrap_or_default()
+        })
+        .collect();
+    let sample = Arc::new(sample);
+    let raw_one = raw_writes(raw, sample.clone(), 1).await?;
+    println!(
+        "          1 writer: {:.0} writes/s ({}: one durable INSERT per commit, {} rows)",
+        args.documents as f64 / seeding.as_secs_f64(),
+        against(args.documents as f64 / seeding.as_secs_f64(), raw_one),
+        sample.len()
+    );
+
+    // 1b. Concurrent writers: the same write_document from `writers` tasks at once.
+    let began = Instant::now();
+    let mut tasks = Vec::new();
+    let first = args.documents;
+    for w in 0..args.writers.max(1) {
+        let store = store.clone();
+        let vocabulary = vocabulary.clone();
+        let (seed, namespaces, writers, count) =
+            (args.seed, args.namespaces, args.writers.max(1), args.concurrent_documents);
+        tasks.push(tokio::spawn(async move {
+            for i in (first + w..first + count).step_by(writers) {
+                let change = corpus_document(&vocabulary, seed, i, namespaces, start);
+                let audit = write_audit(&change);
+                store
+                    .write_document(change, WriteGuard::Create, audit)
+                    .await
+                    .with_context(|| format!("concurrent document {i}"))?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    let concurrent = args.concurrent_documents as f64 / began.elapsed().as_secs_f64();
+    let raw_many = raw_writes(raw, sample.clone(), args.writers).await?;
+    println!(
+        "writes    {} documents by {} writers: {concurrent:.0} writes/s ({})",
+        args.concurrent_documents,
+        args.writers,
+        against(concurrent, raw_many)
+    );
 
     // 2. Search: rare, mid and common terms, phrases of two, a third within one namespace.
     let mut rng = Rng::new(args.seed ^ 0x5EA2C4);
@@ -238,7 +322,19 @@ async fn bench<S: Store + 'static>(store: Arc<S>, args: &Args) -> anyhow::Result
         args.documents,
         hits as f64 / queries.len().max(1) as f64
     );
+    let texts: Vec<String> = queries.iter().map(|(_, text, _)| text.clone()).collect();
+    raw_search(raw, &texts[..texts.len().min(100)]).await?;
+    let bare = raw_search(raw, &texts).await?;
+    let ratio = |p: f64| {
+        let (mut a, mut b) = (all.clone(), bare.clone());
+        a.sort_unstable();
+        b.sort_unstable();
+        percentile(&a, p).as_secs_f64() / percentile(&b, p).as_secs_f64().max(1e-9)
+    };
+    let (p50, p99) = (ratio(50.0), ratio(99.0));
     println!("{}", summary("  all", all));
+    println!("{}", summary("  raw (baseline)", bare));
+    println!("          search/baseline: p50 {p50:.2}x, p99 {p99:.2}x (the bare ranked match, no filter)");
     println!("{}", summary("  with namespace", scoped));
     for (kind, samples) in by_kind {
         println!("{}", summary(&format!("  {kind}"), samples));
@@ -288,6 +384,16 @@ async fn bench<S: Store + 'static>(store: Arc<S>, args: &Args) -> anyhow::Result
         run.anomalies.len(),
         counts == done
     );
+    let (bare_rate, bare_doubles) = raw_claims(raw, args.jobs, args.claimers).await?;
+    println!(
+        "          {} ({} claims + completes by {} claimers, {bare_doubles} double claims)",
+        against(run.claims as f64 / run.elapsed.as_secs_f64(), bare_rate),
+        args.jobs,
+        args.claimers
+    );
+    if bare_doubles > 0 {
+        bail!("the baseline queue claimed {bare_doubles} rows twice");
+    }
     if !clean {
         bail!(
             "the claim run was not clean: {:?} {:?} {counts:?}",
