@@ -15,7 +15,9 @@ use super::{Confirmer, Service};
 
 mod inventory;
 mod roster;
+mod score;
 mod sign;
+pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 use crate::caller::Caller;
 use crate::crypto::sha256_hex;
 use crate::docs::truth_report::integrity_of;
