@@ -57,7 +57,11 @@ const RUNS_OF: &str = concat!(
     run_cols!(),
     " FROM improve_runs WHERE namespace = $1 ORDER BY started DESC, id DESC LIMIT $2"
 );
-const ATTEMPT: &str = concat!("SELECT ", attempt_cols!(), " FROM improve_attempts WHERE id = $1");
+const ATTEMPT: &str = concat!(
+    "SELECT ",
+    attempt_cols!(),
+    " FROM improve_attempts WHERE id = $1"
+);
 const ATTEMPTS: &str = concat!(
     "SELECT ",
     attempt_cols!(),
@@ -177,10 +181,7 @@ async fn update_run(conn: &mut PgConnection, u: &RunUpdate) -> TxResult<bool> {
         push_tally(&mut qb, " AND ", before);
     }
     qb.push(" RETURNING id");
-    let hit: Option<String> = qb
-        .build_query_scalar()
-        .fetch_optional(conn)
-        .await?;
+    let hit: Option<String> = qb.build_query_scalar().fetch_optional(conn).await?;
     Ok(hit.is_some())
 }
 
@@ -222,10 +223,7 @@ async fn update_attempt(conn: &mut PgConnection, u: &AttemptUpdate) -> TxResult<
         .push(" AND status = ")
         .push_bind(u.step.from.as_str())
         .push(" RETURNING id");
-    let hit: Option<String> = qb
-        .build_query_scalar()
-        .fetch_optional(conn)
-        .await?;
+    let hit: Option<String> = qb.build_query_scalar().fetch_optional(conn).await?;
     Ok(hit.is_some())
 }
 

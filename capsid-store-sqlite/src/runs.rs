@@ -133,11 +133,7 @@ async fn update_run(conn: &mut SqliteConnection, u: &RunUpdate) -> StoreResult<b
         push_tally(&mut qb, " AND ", before);
     }
     qb.push(" RETURNING id");
-    let hit: Option<String> = qb
-        .build_query_scalar()
-        .fetch_optional(conn)
-        .await
-        .db()?;
+    let hit: Option<String> = qb.build_query_scalar().fetch_optional(conn).await.db()?;
     Ok(hit.is_some())
 }
 
@@ -179,11 +175,7 @@ async fn update_attempt(conn: &mut SqliteConnection, u: &AttemptUpdate) -> Store
         .push(" AND status = ")
         .push_bind(u.step.from.as_str())
         .push(" RETURNING id");
-    let hit: Option<String> = qb
-        .build_query_scalar()
-        .fetch_optional(conn)
-        .await
-        .db()?;
+    let hit: Option<String> = qb.build_query_scalar().fetch_optional(conn).await.db()?;
     Ok(hit.is_some())
 }
 
@@ -371,4 +363,3 @@ impl RunStore for SqliteStore {
         rows::all(&found, score_row).db()
     }
 }
-

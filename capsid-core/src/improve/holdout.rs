@@ -162,8 +162,14 @@ mod tests {
             "capsid",
             "improve/holdout/capsid/manifest.json"
         ));
-        assert!(holdout_key_ok("capsid", "improve/holdout/capsid/cases/a.json"));
-        assert!(!holdout_key_ok("capsid", "improve/holdout/foxing/manifest.json"));
+        assert!(holdout_key_ok(
+            "capsid",
+            "improve/holdout/capsid/cases/a.json"
+        ));
+        assert!(!holdout_key_ok(
+            "capsid",
+            "improve/holdout/foxing/manifest.json"
+        ));
         assert!(!holdout_key_ok("capsid", "improve/holdout/capsid/"));
         assert!(!holdout_key_ok(
             "capsid",

@@ -119,7 +119,11 @@ pub fn check_waiting(
             attempt.id, attempt.status
         )));
     }
-    if let Some(sha) = attempt.head_sha.as_deref().filter(|s| *s != report.head_sha) {
+    if let Some(sha) = attempt
+        .head_sha
+        .as_deref()
+        .filter(|s| *s != report.head_sha)
+    {
         return Err(JudgeRefusal::NotAwaiting(format!(
             "attempt '{}' was dispatched at {sha}, the report scored {}",
             attempt.id, report.head_sha

@@ -230,11 +230,7 @@ impl RunStore for RecordingStore {
     async fn attempts(&self, _run_id: &str) -> StoreResult<Vec<AttemptRow>> {
         Err(self.touched("attempts"))
     }
-    async fn scores(
-        &self,
-        _run_id: &str,
-        _attempt_id: Option<&str>,
-    ) -> StoreResult<Vec<ScoreRow>> {
+    async fn scores(&self, _run_id: &str, _attempt_id: Option<&str>) -> StoreResult<Vec<ScoreRow>> {
         Err(self.touched("scores"))
     }
 }

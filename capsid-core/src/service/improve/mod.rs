@@ -17,7 +17,6 @@ mod inventory;
 mod roster;
 mod score;
 mod sign;
-pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 use crate::caller::Caller;
 use crate::crypto::sha256_hex;
 use crate::docs::truth_report::integrity_of;
@@ -34,6 +33,7 @@ use crate::jobs::block::command_from_summary;
 use crate::ports::{Expect, JobFilter, SettingChange};
 use crate::scope_args;
 use crate::time::Timestamp;
+pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 
 /// What the improve area's handlers reach: the loop's settings and tables, the queue (its
 /// counts and records), documents (reports, policies), agents, the audit log, ids and the
