@@ -262,7 +262,7 @@ impl RunStore for PgStore {
                     };
                     let opened = run_row(&row)?;
                     audit::insert(&mut tx, audit).await?;
-                    Ok(RunOpened::Opened(opened))
+                    Ok(RunOpened::Opened(Box::new(opened)))
                 }
                 .await;
                 finish(tx, result, |o| matches!(o, RunOpened::Opened(_))).await

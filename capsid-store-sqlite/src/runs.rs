@@ -212,7 +212,7 @@ impl RunStore for SqliteStore {
         let opened = run_row(&row).db()?;
         insert_audit(&mut tx, &audit).await.db()?;
         commit(tx).await?;
-        Ok(RunOpened::Opened(opened))
+        Ok(RunOpened::Opened(Box::new(opened)))
     }
 
     async fn add_attempt(

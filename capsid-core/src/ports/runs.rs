@@ -122,7 +122,7 @@ pub struct NewRun {
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunOpened {
     /// The new row.
-    Opened(RunRow),
+    Opened(Box<RunRow>),
     /// The namespace already has a run that is neither done nor paused; nothing was written.
     LiveRunExists,
 }

@@ -43,7 +43,7 @@ async fn open<S: Store + ?Sized>(store: &S, namespace: &str, minutes: i64) -> Ru
         .await
         .expect("open a run")
     {
-        RunOpened::Opened(row) => row,
+        RunOpened::Opened(row) => *row,
         RunOpened::LiveRunExists => panic!("{namespace} already had a live run"),
     }
 }

@@ -278,8 +278,8 @@ impl Service {
         let ns = verify_envelope(root, namespace, timestamp, signature, body, now)?;
         let root = root.ok_or(ReportRefusal::NotConfigured)?;
         let jti = request_jti(body)?;
-        let holdout = self.holdout()?;
         self.claim_report_jti(ns, &jti).await?;
+        let holdout = self.holdout()?;
         let expires = now.plus_millis(HOLDOUT_TOKEN_TTL_MS);
         let mut objects = Vec::new();
         for key in holdout.keys(ns).await.map_err(blob_unavailable)? {
@@ -322,5 +322,80 @@ impl Service {
             .reader(namespace, key)
             .await
             .map_err(crate::service::backup::blob_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Fail closed: a replay table that cannot answer refuses the report (503) before any
+    //! other table is touched, and an unset secret touches nothing at all.
+    use std::sync::Arc;
+
+    use futures::executor::block_on;
+
+    use super::*;
+    use crate::ids::CountingEntropy;
+    use crate::improve::report::sign_report;
+    use crate::service::ServiceConfig;
+    use crate::service::recording_store::RecordingStore;
+    use crate::time::{ManualClock, Timestamp};
+
+    const TS: &str = "2026-12-01T03:00:00Z";
+    const BODY: &str = r#"{"namespace":"capsid","run_id":"capsid-2026-12-01T03-00-00","attempt_id":"capsid-2026-12-01T03-00-00-a01","head_sha":"0123456789abcdef0123456789abcdef01234567","jti":"j-0001","anchors":{"tests_pass":1},"secondary":{"bundle_kb":412.5,"lint_warnings":null},"holdout":{"total":40,"passed":38},"ci_minutes":6.5}"#;
+
+    fn service(store: Arc<RecordingStore>, secret: Option<&str>) -> Service {
+        Service::new(
+            store,
+            Arc::new(ManualClock::new(Timestamp::parse(TS).expect("instant"))),
+            Arc::new(CountingEntropy::default()),
+            ServiceConfig {
+                signing_secret: secret.map(str::to_owned),
+                operator_keys: Vec::new(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_replay_table_that_cannot_answer_refuses_the_report() {
+        let store = Arc::new(RecordingStore::default());
+        let s = service(store.clone(), Some("root"));
+        let sig = sign_report("root", "capsid", TS, BODY.as_bytes());
+        let refused =
+            block_on(s.improve_score(Some("capsid"), Some(TS), Some(&sig), BODY.as_bytes()))
+                .expect_err("refused");
+        assert_eq!(refused.status(), 503, "{refused}");
+        assert!(matches!(
+            refused,
+            ScoreError::Refused(ReportRefusal::ReplayUnknown(_))
+        ));
+        assert_eq!(store.touches(), ["claim_nonce"]);
+        let credential = block_on(s.holdout_credential(
+            Some("capsid"),
+            Some(TS),
+            Some(&sign_report("root", "capsid", TS, br#"{"jti":"c"}"#)),
+            br#"{"jti":"c"}"#,
+        ))
+        .expect_err("refused");
+        assert_eq!(credential.status(), 503, "{credential}");
+        assert!(matches!(
+            credential,
+            ScoreError::Refused(ReportRefusal::ReplayUnknown(_))
+        ));
+        assert_eq!(store.touches(), ["claim_nonce", "claim_nonce"]);
+    }
+
+    #[test]
+    fn an_unset_secret_touches_nothing() {
+        let store = Arc::new(RecordingStore::default());
+        let s = service(store.clone(), None);
+        let refused =
+            block_on(s.improve_score(Some("capsid"), Some(TS), Some("00"), BODY.as_bytes()))
+                .expect_err("refused");
+        assert_eq!(refused.status(), 503);
+        assert!(matches!(
+            refused,
+            ScoreError::Refused(ReportRefusal::NotConfigured)
+        ));
+        assert!(store.touches().is_empty());
     }
 }
