@@ -82,7 +82,6 @@ fn score_refusal(e: &ScoreError) -> Response {
         StatusCode::SERVICE_UNAVAILABLE => "unavailable",
         StatusCode::BAD_REQUEST => "invalid_request",
         StatusCode::UNAUTHORIZED => "unauthorized",
-        StatusCode::NOT_FOUND => "not_found",
         StatusCode::PAYLOAD_TOO_LARGE => "too_large",
         _ => "conflict",
     };

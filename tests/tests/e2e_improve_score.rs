@@ -423,6 +423,44 @@ async fn holdout_manifest_refusals(env: &Env) {
     assert_eq!(run_status(env).await, RunStatus::AwaitingScore);
 }
 
+async fn unknown_or_late_attempts_change_nothing(env: &Env) {
+    let mut unknown: Value =
+        serde_json::from_str(&report(env, "unknown", 400.0, 40, 40)).expect("json");
+    unknown["attempt_id"] = json!(format!("{}-a09", env.run));
+    let (status, why) = signed(env, "/improve/score", "capsid", unknown.to_string()).await;
+    assert_eq!(status, 409, "{why}");
+    assert!(description(&why).contains("no attempt"), "{why}");
+    let before = env
+        .s
+        .store
+        .attempt(&env.attempt)
+        .await
+        .expect("a")
+        .expect("row");
+    env.s.clock.advance(20 * MINUTE_MS + 1);
+    let (status, why) = signed(
+        env,
+        "/improve/score",
+        "capsid",
+        report(env, "late", 400.0, 40, 40),
+    )
+    .await;
+    assert_eq!(status, 409, "{why}");
+    assert!(description(&why).contains("times out"), "{why}");
+    let after = env
+        .s
+        .store
+        .attempt(&env.attempt)
+        .await
+        .expect("a")
+        .expect("row");
+    assert_eq!(
+        after, before,
+        "a late score changes nothing; the tick times the attempt out"
+    );
+    assert_eq!(run_status(env).await, RunStatus::AwaitingScore);
+}
+
 async fn a_better_report_keeps_the_attempt(env: &Env) {
     let (status, answer) = signed(
         env,
@@ -689,6 +727,7 @@ both_stores! {
     false envelope_refusals_change_nothing,
     false oversized_bodies_are_refused_unread,
     false holdout_manifest_refusals,
+    false unknown_or_late_attempts_change_nothing,
     false a_better_report_keeps_the_attempt,
     false a_worse_report_reverts_the_attempt,
     false the_reference_vector_verifies,

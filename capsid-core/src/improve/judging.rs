@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::machine::{
-    AttemptEvent, AttemptStatus, RunEvent, RunStatus, archive_path, attempt, run,
+    AttemptEvent, AttemptStatus, RunEvent, RunStatus, SCORE_DEADLINE_MS, archive_path, attempt,
+    run, score_overdue,
 };
 use super::report::ScoreReport;
 use super::scores::ScoresDoc;
@@ -60,7 +61,7 @@ impl BestRecord {
 /// Why a report cannot be judged; nothing changes.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum JudgeRefusal {
-    /// No such attempt in this namespace (404).
+    /// No such attempt in this namespace (409, as every report the loop cannot take).
     #[error("no attempt '{0}' in namespace '{1}'")]
     NoAttempt(String, String),
     /// The attempt is not waiting for a score, or its run is not (409).
@@ -97,11 +98,13 @@ fn audit(action: &str, ns: &str, path: &str, params: Value, at: Timestamp) -> Au
 }
 
 /// Checks that `attempt` (looked up by the report's `attempt_id`) and `run` may take this
-/// report: same namespace and run, both waiting for the score, the commit the one dispatched.
+/// report at `now`: same namespace and run, both waiting for the score, the commit the one
+/// dispatched, and inside the 20-minute score deadline (a late score is the tick's timeout).
 pub fn check_waiting(
     report: &ScoreReport,
     attempt: Option<&AttemptRow>,
     run: Option<&RunRow>,
+    now: Timestamp,
 ) -> Result<(), JudgeRefusal> {
     let missing = || JudgeRefusal::NoAttempt(report.attempt_id.clone(), report.namespace.clone());
     let attempt = attempt
@@ -127,6 +130,13 @@ pub fn check_waiting(
         return Err(JudgeRefusal::NotAwaiting(format!(
             "attempt '{}' was dispatched at {sha}, the report scored {}",
             attempt.id, report.head_sha
+        )));
+    }
+    if let Some(at) = attempt.dispatched_at.filter(|at| score_overdue(*at, now)) {
+        return Err(JudgeRefusal::NotAwaiting(format!(
+            "attempt '{}' was dispatched at {at}: its score was due within {} minutes and it times out instead",
+            attempt.id,
+            SCORE_DEADLINE_MS / crate::time::MINUTE_MS
         )));
     }
     let run = run.ok_or_else(missing)?;

@@ -88,7 +88,7 @@ fn best() -> BestRecord {
 
 fn judged(r: &ScoreReport, pass_rate: f64) -> Judged {
     let (run, attempt) = rows(RunStatus::AwaitingScore, AttemptStatus::AwaitingScore);
-    check_waiting(r, Some(&attempt), Some(&run)).expect("waiting");
+    check_waiting(r, Some(&attempt), Some(&run), at("2026-12-01T03:10:00Z")).expect("waiting");
     let (doc, best, baseline) = (doc(), best(), MetricMap::new());
     judge_report(
         Case {
@@ -200,24 +200,33 @@ fn reports_for_attempts_not_waiting_change_nothing() {
     ] {
         let (run, attempt) = rows(rs, at_status);
         assert!(matches!(
-            check_waiting(&r, Some(&attempt), Some(&run)),
+            check_waiting(&r, Some(&attempt), Some(&run), at("2026-12-01T03:10:00Z")),
             Err(JudgeRefusal::NotAwaiting(_))
         ));
     }
     let (run, mut attempt) = rows(RunStatus::AwaitingScore, AttemptStatus::AwaitingScore);
     assert!(matches!(
-        check_waiting(&r, None, Some(&run)),
+        check_waiting(&r, None, Some(&run), at("2026-12-01T03:10:00Z")),
         Err(JudgeRefusal::NoAttempt(..))
     ));
     attempt.namespace = "foxing".into();
     assert!(matches!(
-        check_waiting(&r, Some(&attempt), Some(&run)),
+        check_waiting(&r, Some(&attempt), Some(&run), at("2026-12-01T03:10:00Z")),
         Err(JudgeRefusal::NoAttempt(..))
     ));
     attempt.namespace = "capsid".into();
     attempt.head_sha = Some("def".into());
     assert!(matches!(
-        check_waiting(&r, Some(&attempt), Some(&run)),
+        check_waiting(&r, Some(&attempt), Some(&run), at("2026-12-01T03:10:00Z")),
         Err(JudgeRefusal::NotAwaiting(_))
+    ));
+    attempt.head_sha = None;
+    assert!(
+        check_waiting(&r, Some(&attempt), Some(&run), at("2026-12-01T03:20:00Z")).is_ok(),
+        "twenty minutes after dispatch is still in time"
+    );
+    assert!(matches!(
+        check_waiting(&r, Some(&attempt), Some(&run), at("2026-12-01T03:20:00.001Z")),
+        Err(JudgeRefusal::NotAwaiting(m)) if m.contains("times out")
     ));
 }

@@ -32,7 +32,7 @@ pub enum ScoreError {
     /// The envelope, the body, the replay table or the holdout manifest refused it.
     #[error(transparent)]
     Refused(#[from] ReportRefusal),
-    /// The attempt (or its run) cannot take this report; nothing changed.
+    /// The attempt (or its run) cannot take this report; nothing changed (409).
     #[error(transparent)]
     Judge(#[from] JudgeRefusal),
     /// The namespace's scores document does not parse or its anchor pin does not hold (409).
@@ -48,8 +48,7 @@ impl ScoreError {
     pub fn status(&self) -> u16 {
         match self {
             ScoreError::Refused(r) => r.status(),
-            ScoreError::Judge(JudgeRefusal::NoAttempt(..)) => 404,
-            ScoreError::Judge(JudgeRefusal::NotAwaiting(_)) | ScoreError::Scores(_) => 409,
+            ScoreError::Judge(_) | ScoreError::Scores(_) => 409,
             ScoreError::Unavailable(_) => 503,
         }
     }
@@ -194,7 +193,7 @@ impl Service {
                 .map_err(unavailable("the runs table"))?,
             None => None,
         };
-        check_waiting(&report, attempt.as_ref(), run.as_ref())?;
+        check_waiting(&report, attempt.as_ref(), run.as_ref(), now)?;
         let (Some(attempt), Some(run)) = (attempt, run) else {
             return Err(JudgeRefusal::NoAttempt(report.attempt_id.clone(), ns.to_owned()).into());
         };
