@@ -16,6 +16,7 @@ pub(crate) async fn holdout_credential_reads_only_its_namespace_for_an_hour(env:
     assert_eq!(status, 200, "{cred}");
     assert_eq!(cred["scope"], "improve/holdout/capsid/");
     assert_eq!(cred["access"], "read");
+    assert_eq!(cred["truncated"], false);
     let keys: Vec<&str> = cred["objects"]
         .as_array()
         .expect("objects")

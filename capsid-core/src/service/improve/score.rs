@@ -25,6 +25,8 @@ use crate::service::Service;
 
 /// The scores document of a namespace.
 pub const SCORES_PATH: &str = "improve/scores.md";
+/// The most holdout objects one credential answer lists (the token reads every one).
+pub const MAX_CREDENTIAL_OBJECTS: usize = 1_000;
 
 /// Why a score report or a holdout-credential request was not taken; each has one status.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -102,8 +104,10 @@ pub struct HoldoutCredential {
     pub expires_at: String,
     /// The bearer token for `GET /improve/holdout/objects/<key>` on this server.
     pub token: String,
-    /// The namespace's holdout objects.
+    /// The namespace's holdout objects, in key order, at most [`MAX_CREDENTIAL_OBJECTS`].
     pub objects: Vec<HoldoutObject>,
+    /// Whether more objects exist than are listed (the token still reads them).
+    pub truncated: bool,
 }
 
 fn unavailable(what: &str) -> impl Fn(crate::ports::StoreError) -> ScoreError + '_ {
@@ -280,8 +284,10 @@ impl Service {
         self.claim_report_jti(ns, &jti).await?;
         let holdout = self.holdout()?;
         let expires = now.plus_millis(HOLDOUT_TOKEN_TTL_MS);
+        let keys = holdout.keys(ns).await.map_err(blob_unavailable)?;
+        let truncated = keys.len() > MAX_CREDENTIAL_OBJECTS;
         let mut objects = Vec::new();
-        for key in holdout.keys(ns).await.map_err(blob_unavailable)? {
+        for key in keys.into_iter().take(MAX_CREDENTIAL_OBJECTS) {
             let signed_url = holdout
                 .signed_url(ns, &key, HOLDOUT_TOKEN_TTL_MS)
                 .await
@@ -295,6 +301,7 @@ impl Service {
             expires_at: expires.to_string(),
             token: mint_holdout_token(root, ns, expires),
             objects,
+            truncated,
         })
     }
 
