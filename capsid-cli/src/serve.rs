@@ -135,7 +135,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     }
     // Each periodic task runs bounded in time.
     service = service.with_deadline(std::sync::Arc::new(capsid_http::system::TokioDeadline));
-    // The media store takes the backups; the holdout store is handed on as its counts only.
+    // The media store takes the backups; the holdout store is handed on as its counts (the
+    // backup sidecar) and to the scorer path (`/improve/score`, `/improve/holdout-credential`),
+    // which reads one namespace's `improve/holdout/<ns>/` at a time.
     let media = args.blobs.media(global)?;
     let holdout = args.blobs.holdout(global)?;
     tracing::info!(
@@ -145,6 +147,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     );
     service = service
         .with_media(media)
+        .with_holdout(holdout.clone())
         .with_holdout_counts(capsid_core::backup::holdout::HoldoutCounts::new(holdout));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -23,6 +23,7 @@ mod csp;
 mod github;
 mod health;
 mod html;
+mod improve;
 mod jsonrpc;
 mod listen;
 mod mcp;
@@ -210,6 +211,7 @@ pub fn router(state: AppState) -> Router {
         .merge(oauth::routes())
         .merge(console::routes())
         .merge(backup::routes())
+        .merge(improve::routes())
         .nest("/api", api::routes(&state))
         .merge(ops)
         .fallback(middleware::not_found)

@@ -39,6 +39,7 @@ mod oauth;
 mod plans;
 mod reviews;
 mod rows;
+mod runs;
 mod settings;
 mod sql;
 

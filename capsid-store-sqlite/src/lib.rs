@@ -34,6 +34,7 @@ mod namespaces;
 mod oauth;
 mod reviews;
 mod rows;
+mod runs;
 mod settings;
 mod store;
 

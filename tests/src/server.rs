@@ -51,6 +51,10 @@ pub struct ServerOptions {
     pub limits: Option<capsid_http::ServeLimits>,
     /// How many MCP sessions' owners are remembered (`None`: the server's default).
     pub session_capacity: Option<usize>,
+    /// The signing secret, when not [`TEST_SECRET`].
+    pub signing_secret: Option<String>,
+    /// Start without a signing secret (the signed routes answer 503).
+    pub no_signing_secret: bool,
 }
 
 /// A running server.
@@ -112,7 +116,12 @@ impl TestServer {
             i64::try_from(now).unwrap_or(0),
         )));
         let config = ServiceConfig {
-            signing_secret: Some(TEST_SECRET.into()),
+            signing_secret: (!options.no_signing_secret).then(|| {
+                options
+                    .signing_secret
+                    .clone()
+                    .unwrap_or_else(|| TEST_SECRET.into())
+            }),
             operator_keys: options
                 .operator_keys
                 .as_deref()

@@ -98,6 +98,9 @@ conformance_suite! {
     shared races::if_match_race_has_one_winner;
     shared races::create_race_has_one_winner;
     shared races::claimers_race_claims_each_job_once;
+    store runs::runs_one_live_run_per_namespace;
+    shared runs::runs_racing_judges_have_one_winner;
+    store runs::runs_report_jti_claimed_once;
     store oauth::oauth_clients_expire_and_never_collide;
     store oauth::oauth_counters_count_and_restart;
     store oauth::oauth_login_states_are_spent_once;

@@ -7,6 +7,8 @@
 
 pub mod anchors;
 pub mod budget;
+pub mod holdout;
+pub mod judging;
 pub mod keys;
 pub mod machine;
 pub mod report;

@@ -27,6 +27,7 @@ mod notifier;
 mod oauth;
 mod repo_host;
 mod reviews;
+mod runs;
 mod settings;
 
 pub use agents::{AgentRow, AgentStore, NewAgent};
@@ -65,6 +66,10 @@ pub use repo_host::{
     RepoRef, RepoResult, RunJob, RunQuery, RunStep, TreeEntry, WorkflowRun,
 };
 pub use reviews::{NewReview, ReviewRow, ReviewStore};
+pub use runs::{
+    Advance, Advanced, AttemptRow, AttemptUpdate, NewAttempt, NewRun, RunOpened, RunRow, RunStore,
+    RunUpdate, ScoreRow,
+};
 pub use settings::{Expect, LeaderLease, SettingChange, SettingsStore};
 
 use serde_json::Value;
@@ -187,6 +192,7 @@ pub trait Store:
     + CheckmarkStore
     + CiStore
     + ReviewStore
+    + RunStore
 {
 }
 
@@ -207,5 +213,6 @@ impl<T> Store for T where
         + CheckmarkStore
         + CiStore
         + ReviewStore
+        + RunStore
 {
 }

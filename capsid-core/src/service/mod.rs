@@ -32,6 +32,7 @@ pub use documents::{
     ResourceListing, ResourcePage, parse_resource_uri,
 };
 pub use improve::StatusArgs as ImproveStatusArgs;
+pub use improve::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 pub use jobs::JobsArgs;
 pub(crate) use jobs::ResumeTo;
 pub use registry::{CallObserver, ParsedCall, REGISTRY, ToolEntry, ToolListing, parse_tool_args};
@@ -83,6 +84,7 @@ pub struct Service {
     pub(crate) repo_reads: Arc<repo::RepoReadCache>,
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
     pub(crate) backups: backup::BackupWiring,
+    pub(crate) holdout: Option<crate::improve::holdout::HoldoutStore>,
     pub(crate) deadline: Option<Arc<dyn crate::ports::Deadline>>,
 }
 
@@ -112,6 +114,7 @@ impl Service {
             repo_reads: Arc::default(),
             observer: None,
             backups: backup::BackupWiring::default(),
+            holdout: None,
             deadline: None,
         }
     }

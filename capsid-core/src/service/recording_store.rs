@@ -200,6 +200,42 @@ impl AuditLog for RecordingStore {
 }
 
 #[async_trait]
+impl RunStore for RecordingStore {
+    async fn open_run(&self, _run: NewRun, _audit: AuditEntry) -> StoreResult<RunOpened> {
+        Err(self.touched("open_run"))
+    }
+    async fn add_attempt(
+        &self,
+        _attempt: NewAttempt,
+        _run: RunUpdate,
+        _audit: AuditEntry,
+    ) -> StoreResult<Advanced> {
+        Err(self.touched("add_attempt"))
+    }
+    async fn advance(&self, _advance: Advance) -> StoreResult<Advanced> {
+        Err(self.touched("advance"))
+    }
+    async fn run(&self, _id: &str) -> StoreResult<Option<RunRow>> {
+        Err(self.touched("run"))
+    }
+    async fn live_run(&self, _namespace: &str) -> StoreResult<Option<RunRow>> {
+        Err(self.touched("live_run"))
+    }
+    async fn runs(&self, _namespace: Option<&str>, _limit: usize) -> StoreResult<Vec<RunRow>> {
+        Err(self.touched("runs"))
+    }
+    async fn attempt(&self, _id: &str) -> StoreResult<Option<AttemptRow>> {
+        Err(self.touched("attempt"))
+    }
+    async fn attempts(&self, _run_id: &str) -> StoreResult<Vec<AttemptRow>> {
+        Err(self.touched("attempts"))
+    }
+    async fn scores(&self, _run_id: &str, _attempt_id: Option<&str>) -> StoreResult<Vec<ScoreRow>> {
+        Err(self.touched("scores"))
+    }
+}
+
+#[async_trait]
 impl ReviewStore for RecordingStore {
     async fn record_review(&self, _review: NewReview, _audit: AuditEntry) -> StoreResult<()> {
         Err(self.touched("record_review"))

@@ -19,5 +19,6 @@ pub mod oauth;
 pub mod races;
 pub mod registry;
 pub mod reviews;
+pub mod runs;
 pub mod settings;
 pub mod support;

@@ -15,6 +15,7 @@ use super::{Confirmer, Service};
 
 mod inventory;
 mod roster;
+mod score;
 mod sign;
 use crate::caller::Caller;
 use crate::crypto::sha256_hex;
@@ -32,6 +33,7 @@ use crate::jobs::block::command_from_summary;
 use crate::ports::{Expect, JobFilter, SettingChange};
 use crate::scope_args;
 use crate::time::Timestamp;
+pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 
 /// What the improve area's handlers reach: the loop's settings and tables, the queue (its
 /// counts and records), documents (reports, policies), agents, the audit log, ids and the
