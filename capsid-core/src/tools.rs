@@ -230,16 +230,6 @@ impl ToolSpec {
         }
     }
 
-    /// Whether every call of this tool is admin only.
-    pub fn admin_only(&self) -> bool {
-        match self.requirement {
-            Requirement::Fixed(rule) => rule.admin_only.is_some(),
-            Requirement::PerAction { actions, .. } => {
-                !actions.is_empty() && actions.iter().all(|a| a.rule.admin_only.is_some())
-            }
-        }
-    }
-
     /// The MCP annotations, derived from the requirement and the row.
     pub fn annotations(&self) -> Annotations {
         let read_only = self.reads_only();
@@ -315,12 +305,13 @@ pub fn gate_call(caller: &Caller, spec: &ToolSpec, call: &Call<'_>) -> Result<()
             flags,
         },
     )?;
+    // Each repository a call maps is asked of the repos axis (the tool and its action were
+    // asked above; the tool is named again because every Need is asked of the tools axis).
     for repo in &call.new_mapping {
         check_scope(
             scopes,
             &Need {
                 tool: spec.name,
-                action,
                 repo: Some(repo),
                 ..Need::default()
             },
@@ -353,9 +344,6 @@ pub fn gate_call(caller: &Caller, spec: &ToolSpec, call: &Call<'_>) -> Result<()
 /// the grant of at least one of its calls (of one action, for action tools); a tool that is
 /// admin only shows only to admins.
 pub fn visible_to(caller: &Caller, tool: &ToolSpec) -> bool {
-    if tool.admin_only() && !caller.is_admin() {
-        return false;
-    }
     let allowed = |action: Option<&str>, rule: &Rule| {
         (rule.admin_only.is_none() || caller.is_admin())
             && check_scope(

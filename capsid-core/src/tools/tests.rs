@@ -385,3 +385,53 @@ fn the_registrar_check_asks_for_a_repo_mutations_flags() {
         .expect_err("ci_dispatch needs can_dispatch");
     assert!(err.to_string().contains("can_dispatch"), "{err}");
 }
+
+#[test]
+fn every_repo_a_call_maps_is_asked_of_the_repos_axis() {
+    // A registration may map only repositories the caller's repos axis allows, and a tools
+    // axis narrowed to the tool itself does not stop an allowed mapping.
+    let c = agent(Scopes {
+        repos: Axis::Only(vec!["octo/alpha".into()]),
+        ..with_tools(&["register_namespace"])
+    });
+    let mapping = |repos: &[&str]| Call {
+        new_mapping: repos.iter().map(|r| r.to_string()).collect(),
+        ..call(Some("alpha"), None)
+    };
+    let spec = named("register_namespace");
+    let err = gate_call(&c, spec, &mapping(&["octo/alpha", "octo/beta"]))
+        .expect_err("octo/beta is outside the repos axis");
+    assert!(
+        matches!(&err, GateRefusal::Scope(ScopeRefusal::Repo { repo, .. }) if repo == "octo/beta"),
+        "{err}"
+    );
+    assert!(gate_call(&c, spec, &mapping(&["octo/alpha"])).is_ok());
+}
+
+#[test]
+fn a_tool_is_listed_only_when_one_of_its_calls_is_allowed() {
+    // Narrowed to `jobs.list` (a read) while holding only write: no call of `jobs` is
+    // allowed, so the tool is not listed; with read it is.
+    let narrowed_to_list = |grants: &[Grant]| {
+        agent(Scopes {
+            grants: grants.iter().copied().collect(),
+            ..with_tools(&["jobs", "jobs.list"])
+        })
+    };
+    assert!(!visible_to(
+        &narrowed_to_list(&[Grant::Write]),
+        named("jobs")
+    ));
+    assert!(visible_to(&narrowed_to_list(&[Grant::Read]), named("jobs")));
+}
+
+#[test]
+fn a_write_modes_wire_name_is_the_one_its_argument_parses() {
+    // The answer's `mode` is the spelling the `mode` argument accepts.
+    for (mode, wire) in [(RepoWriteMode::Pr, "pr"), (RepoWriteMode::Direct, "direct")] {
+        assert_eq!(mode.as_str(), wire);
+        let parsed: RepoWriteMode =
+            serde_json::from_value(serde_json::json!(wire)).expect("the wire name parses");
+        assert_eq!(parsed, mode);
+    }
+}
