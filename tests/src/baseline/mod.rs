@@ -175,8 +175,10 @@ pub async fn raw_claims(db: &RawDb, jobs: usize, claimers: usize) -> anyhow::Res
          status TEXT NOT NULL, holder TEXT, claims BIGINT NOT NULL DEFAULT 0)",
     )
     .await?;
-    db.exec("CREATE INDEX bench_raw_jobs_queue ON bench_raw_jobs (status, priority DESC, id)")
-        .await?;
+    db.exec(
+        "CREATE INDEX bench_raw_jobs_queue ON bench_raw_jobs (status, priority DESC, id)",
+    )
+    .await?;
     db.exec(&format!(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {jobs}) \
          INSERT INTO bench_raw_jobs (id, priority, status) SELECT i, i % 7, 'queued' FROM n"

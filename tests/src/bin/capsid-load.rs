@@ -275,10 +275,7 @@ async fn main() -> Result<()> {
         "claims" => {
             let raw = match args.database_url.as_deref() {
                 Some(u) if u.starts_with("postgres") => RawDb::postgres(u, 64).await?,
-                Some(u) => {
-                    RawDb::sqlite(std::path::Path::new(u.trim_start_matches("sqlite://")), 4)
-                        .await?
-                }
+                Some(u) => RawDb::sqlite(std::path::Path::new(u.trim_start_matches("sqlite://")), 4).await?,
                 None => RawDb::sqlite(&dir.path().join("load.db"), 4).await?,
             };
             claims(&args, &server, &raw).await?;

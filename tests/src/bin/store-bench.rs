@@ -171,15 +171,15 @@ fn write_audit(change: &DocumentWrite) -> Vec<AuditEntry> {
 fn against(figure: f64, baseline: f64) -> String {
     format!(
         "baseline {baseline:.0}, {:.2}x of it",
-        if baseline > 0.0 {
-            figure / baseline
-        } else {
-            0.0
-        }
+        if baseline > 0.0 { figure / baseline } else { 0.0 }
     )
 }
 
-async fn bench<S: Store + 'static>(store: Arc<S>, raw: &RawDb, args: &Args) -> anyhow::Result<()> {
+async fn bench<S: Store + 'static>(
+    store: Arc<S>,
+    raw: &RawDb,
+    args: &Args,
+) -> anyhow::Result<()> {
     let start = Timestamp::parse("2026-03-01T00:00:00Z").context("epoch")?;
     let vocabulary = Vocabulary::default();
 
@@ -237,12 +237,8 @@ async fn bench<S: Store + 'static>(store: Arc<S>, raw: &RawDb, args: &Args) -> a
     for w in 0..args.writers.max(1) {
         let store = store.clone();
         let vocabulary = vocabulary.clone();
-        let (seed, namespaces, writers, count) = (
-            args.seed,
-            args.namespaces,
-            args.writers.max(1),
-            args.concurrent_documents,
-        );
+        let (seed, namespaces, writers, count) =
+            (args.seed, args.namespaces, args.writers.max(1), args.concurrent_documents);
         tasks.push(tokio::spawn(async move {
             for i in (first + w..first + count).step_by(writers) {
                 let change = corpus_document(&vocabulary, seed, i, namespaces, start);
@@ -338,9 +334,7 @@ async fn bench<S: Store + 'static>(store: Arc<S>, raw: &RawDb, args: &Args) -> a
     let (p50, p99) = (ratio(50.0), ratio(99.0));
     println!("{}", summary("  all", all));
     println!("{}", summary("  raw (baseline)", bare));
-    println!(
-        "          search/baseline: p50 {p50:.2}x, p99 {p99:.2}x (the bare ranked match, no filter)"
-    );
+    println!("          search/baseline: p50 {p50:.2}x, p99 {p99:.2}x (the bare ranked match, no filter)");
     println!("{}", summary("  with namespace", scoped));
     for (kind, samples) in by_kind {
         println!("{}", summary(&format!("  {kind}"), samples));
