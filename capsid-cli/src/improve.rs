@@ -1,5 +1,6 @@
-//! `capsid improve roster add|remove|list` (the namespaces autonomy and the loop may touch)
-//! and `capsid improve cadence <task> [<minutes>]` (a periodic task's cadence), through
+//! `capsid improve roster add|remove|list` (the namespaces autonomy and the loop may touch),
+//! `capsid improve cadence <task> [<minutes>]` (a periodic task's cadence) and
+//! `capsid improve pin <ns>` (pins the Anchors checksum of `<ns>/improve/scores.md`), through
 //! `improve_run` (audited), as the CLI's admin caller.
 
 use std::process::ExitCode;
@@ -23,6 +24,14 @@ pub enum ImproveCommand {
         task: String,
         /// The new cadence, in whole minutes.
         minutes: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pin the Anchors checksum of a namespace's improve/scores.md (prints the checksum).
+    Pin {
+        /// The namespace.
+        namespace: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -65,6 +74,7 @@ pub async fn run(global: &GlobalArgs, cmd: ImproveCommand) -> Result<ExitCode> {
             minutes,
             json,
         } => return cadence(global, &task, minutes.as_deref(), json).await,
+        ImproveCommand::Pin { namespace, json } => return pin(global, &namespace, json).await,
     };
     let (args, json_out) = match &cmd {
         RosterCommand::Add { namespace, json } => (
@@ -122,5 +132,28 @@ async fn cadence(
             v["default_minutes"],
             v["floor_minutes"]
         )
+    }))
+}
+
+async fn pin(global: &GlobalArgs, namespace: &str, json_out: bool) -> Result<ExitCode> {
+    let args = json!({"action": "pin", "namespace": namespace});
+    let answer = match call_improve(global, args).await? {
+        Ok(v) => v,
+        Err(message) => {
+            eprintln!("refused: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    Ok(finish(answer, json_out, |v| {
+        let mut out = format!(
+            "pinned {namespace}: {} (previous: {})",
+            v["checksum"].as_str().unwrap_or(""),
+            v["previous"].as_str().unwrap_or("none")
+        );
+        if let Some(note) = v["note"].as_str() {
+            out.push('\n');
+            out.push_str(note);
+        }
+        out
     }))
 }

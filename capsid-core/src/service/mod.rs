@@ -206,6 +206,7 @@ impl Service {
         improve::ImproveCx {
             settings: &*self.store,
             improve: &*self.store,
+            runs: &*self.store,
             namespaces: &*self.store,
             jobs: &*self.store,
             docs: &*self.store,

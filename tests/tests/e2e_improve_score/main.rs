@@ -5,13 +5,16 @@
 //! holdout, not another's, and not after an hour. The server's clock is a `ManualClock` set
 //! to the vector's instant; the run and attempt are put in place through the `RunStore` port,
 //! as the loop's tick leaves them (the tick itself is a later slice). `refusals.rs` holds a
-//! case per refusal, `verdicts.rs` the verdicts and the vector, `holdout.rs` the credential.
+//! case per refusal, `verdicts.rs` the verdicts and the vector, `holdout.rs` the credential,
+//! `pinning.rs` `improve_run pin` and the pin state `improve_status` reports.
 
 mod holdout;
+mod pinning;
 mod refusals;
 mod verdicts;
 
 use holdout::*;
+use pinning::*;
 use refusals::*;
 use verdicts::*;
 
@@ -40,6 +43,8 @@ use serde_json::{Value, json};
 
 /// The reference's root secret, instant, body and signature (also in core's report tests).
 pub(crate) const ROOT: &str = "test-root-secret";
+/// A legacy write operator key: an admin over real MCP.
+pub(crate) const OP_WRITE: &str = "operator-write-key-for-pin-tests";
 pub(crate) const TS: &str = "2026-12-01T03:00:00Z";
 pub(crate) const VECTOR_BODY: &str = r#"{"namespace":"capsid","run_id":"capsid-2026-12-01T03-00-00","attempt_id":"capsid-2026-12-01T03-00-00-a01","head_sha":"0123456789abcdef0123456789abcdef01234567","jti":"j-0001","anchors":{"tests_pass":1},"secondary":{"bundle_kb":412.5,"lint_warnings":null},"holdout":{"total":40,"passed":38},"ci_minutes":6.5}"#;
 pub(crate) const VECTOR_SIG: &str =
@@ -68,6 +73,7 @@ async fn run_case<S: Backend>(name: &str, no_secret: bool, case: Case) {
     let options = ServerOptions {
         signing_secret: Some(ROOT.to_owned()),
         no_signing_secret: no_secret,
+        operator_keys: Some(capsid_core::crypto::sha256_hex(OP_WRITE)),
         ..ServerOptions::default()
     };
     let wired: Arc<dyn BlobStore> = holdout.clone();
@@ -321,4 +327,5 @@ both_stores! {
     false a_worse_report_reverts_the_attempt,
     false the_reference_vector_verifies,
     false holdout_credential_reads_only_its_namespace_for_an_hour,
+    false a_pin_follows_the_anchors_and_guards_the_score,
 }

@@ -14,6 +14,7 @@ use super::args::{Bounded, DocPathArg, NamespaceArg};
 use super::{Confirmer, Service};
 
 mod inventory;
+mod pin;
 mod roster;
 mod score;
 mod sign;
@@ -42,8 +43,10 @@ pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 pub struct ImproveCx<'a> {
     /// Settings (mode, budget, pauses, leases).
     pub settings: &'a dyn crate::ports::SettingsStore,
-    /// Runs and attempts.
+    /// Run totals.
     pub improve: &'a dyn crate::ports::ImproveStore,
+    /// Runs and attempts.
+    pub runs: &'a dyn crate::ports::RunStore,
     /// Registered namespaces.
     pub namespaces: &'a dyn crate::ports::NamespaceStore,
     /// The queue.
@@ -104,6 +107,8 @@ pub enum RunAction {
     Tick,
     /// Read or set a periodic task's cadence in minutes (admin only).
     Cadence,
+    /// Pin the Anchors checksum of a namespace's improve/scores.md (admin only).
+    Pin,
 }
 
 /// What `improve_run` action `roster` does.
@@ -121,9 +126,9 @@ pub enum RosterOp {
 /// `improve_run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
-    /// run (default), mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster or tick.
+    /// run (default), mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence or pin.
     pub action: Option<RunAction>,
-    /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid).
+    /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid; pin: the namespace whose Anchors are pinned).
     pub namespace: Option<NamespaceArg>,
     /// mode: off, subscription or api; cadence: minutes.
     pub value: Option<Bounded<16>>,
@@ -161,6 +166,7 @@ impl RunAction {
             RunAction::Roster => "roster",
             RunAction::Tick => "tick",
             RunAction::Cadence => "cadence",
+            RunAction::Pin => "pin",
         }
     }
 }
@@ -207,6 +213,7 @@ impl ImproveCx<'_> {
             ci_minutes: totals.iter().map(|t| t.ci_minutes).sum(),
             cost_usd: totals.iter().map(|t| t.cost_usd).sum(),
         };
+        let lifetime = self.improve.run_totals(None).await?;
         let mut namespaces = Vec::new();
         for row in self.namespaces.namespaces().await? {
             let ns = row.namespace;
@@ -215,7 +222,11 @@ impl ImproveCx<'_> {
             {
                 continue;
             }
-            namespaces.push(self.namespace_status(&ns, now).await?);
+            let mut status = self.namespace_status(&ns, now).await?;
+            for (key, value) in self.loop_state(&ns, now, &lifetime).await? {
+                status[key] = value;
+            }
+            namespaces.push(status);
         }
         let awaiting: Value = self
             .settings
@@ -514,6 +525,7 @@ impl ImproveCx<'_> {
                     .await
             }
             RunAction::Roster => self.roster_action(caller, a.op, ns.as_deref(), dry).await,
+            RunAction::Pin => self.pin_action(caller, ns.as_deref(), dry).await,
             RunAction::Cadence => {
                 self.cadence_action(
                     caller,
@@ -580,9 +592,15 @@ mod registered {
                         "cadence",
                         Rule::write().admin_only("a periodic task's cadence is admin only"),
                     ),
+                    action(
+                        "pin",
+                        Rule::write().admin_only(
+                            "pinning the Anchors is a human setting the loop's floor: admin only",
+                        ),
+                    ),
                 ],
             },
-            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes).",
+            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum).",
         )
         .ok_false_refusals();
         fn run<'a>(
