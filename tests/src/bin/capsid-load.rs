@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use capsid_core::ports::{Store, WriteGuard};
+use capsid_core::time::Timestamp;
 use capsid_tests::baseline::http::BaselineServer;
 use capsid_tests::baseline::{RawDb, raw_claims};
 use capsid_tests::server::{Client, ServerOptions, TestServer, claim_crowd};
@@ -164,15 +165,26 @@ async fn calls(args: &Args, url: &str, key: &str) -> Result<(Samples, Duration)>
     if weights.len() != 3 || weights.iter().sum::<usize>() == 0 {
         bail!("--mix needs three weights for read,search,write, e.g. 1,0,0");
     }
+    // The seeded documents' names, generated once: the clients' own work stays small.
+    let vocabulary = Vocabulary::default();
+    let targets: Arc<Vec<(String, String)>> = Arc::new(
+        (0..args.docs.max(1))
+            .map(|i| {
+                let doc = corpus_document(&vocabulary, 7, i, 10, Timestamp::from_millis(0));
+                (doc.namespace, doc.path)
+            })
+            .collect(),
+    );
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..args.clients {
-        let (url, key, weights, docs) = (
+        let (url, key, weights, docs, targets) = (
             url.to_owned(),
             key.to_owned(),
             weights.clone(),
             args.docs.max(1),
+            targets.clone(),
         );
         tasks.push(tokio::spawn(async move {
             let client = Client::connect(&url, &key, ()).await;
@@ -184,9 +196,9 @@ async fn calls(args: &Args, url: &str, key: &str) -> Result<(Samples, Duration)>
             while Instant::now() < deadline {
                 let pick = rng.below(total);
                 let i = rng.below(docs);
-                let doc = corpus_document(&vocabulary, 7, i, 10, capsid_core::time::Timestamp::from_millis(0));
+                let (namespace, path) = &targets[i];
                 let (tool, call) = if pick < weights[0] {
-                    ("read", json!({"namespace": doc.namespace, "path": doc.path}))
+                    ("read", json!({"namespace": namespace, "path": path}))
                 } else if pick < weights[0] + weights[1] {
                     let q = if n.is_multiple_of(2) { reference_token(i) } else { vocabulary.draw(&mut rng).to_owned() };
                     ("search", json!({"query": q}))

@@ -104,7 +104,7 @@ pub struct HoldoutCredential {
     pub expires_at: String,
     /// The bearer token for `GET /improve/holdout/objects/<key>` on this server.
     pub token: String,
-    /// The namespace's holdout objects, in key order, at most [`MAX_CREDENTIAL_OBJECTS`].
+    /// The namespace's holdout objects, in key order, at most `MAX_CREDENTIAL_OBJECTS` (1,000).
     pub objects: Vec<HoldoutObject>,
     /// Whether more objects exist than are listed (the token still reads them).
     pub truncated: bool,
