@@ -15,6 +15,7 @@ use capsid_core::backup::credential::{
 use capsid_core::backup::summary::NoProgress;
 use capsid_core::caller::bearer_token;
 use capsid_core::error::Error;
+use capsid_core::ports::BlobReader;
 use capsid_core::service::CredentialError;
 use serde_json::json;
 
@@ -113,9 +114,36 @@ async fn credential(State(state): State<AppState>, headers: HeaderMap, body: Byt
     }
 }
 
+/// `?token=` on a signed-read route.
 #[derive(serde::Deserialize)]
-struct TokenQuery {
+pub(crate) struct TokenQuery {
     token: Option<String>,
+}
+
+/// The read token of a signed-read route: `Authorization: Bearer`, else `?token=`.
+pub(crate) fn read_token(headers: &HeaderMap, query: TokenQuery) -> String {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer_token)
+        .map(str::to_owned)
+        .or(query.token)
+        .unwrap_or_default()
+}
+
+/// A blob streamed as the response body, chunk by chunk, with `content_type`.
+pub(crate) fn stream_blob(reader: Box<dyn BlobReader>, content_type: &'static str) -> Response {
+    let stream = futures::stream::unfold(reader, |mut reader| async move {
+        match reader.next_chunk().await {
+            Ok(Some(chunk)) => Some((Ok::<_, std::io::Error>(Bytes::from(chunk)), reader)),
+            Ok(None) => None,
+            Err(e) => Some((Err(std::io::Error::other(e.to_string())), reader)),
+        }
+    });
+    let mut resp = Body::from_stream(stream).into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
 }
 
 async fn object(
@@ -124,33 +152,16 @@ async fn object(
     Query(query): Query<TokenQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer_token)
-        .map(str::to_owned)
-        .or(query.token)
-        .unwrap_or_default();
+    let token = read_token(&headers, query);
     match state.service.read_backup_object(&token, &key).await {
-        Ok(reader) => {
-            let stream = futures::stream::unfold(reader, |mut reader| async move {
-                match reader.next_chunk().await {
-                    Ok(Some(chunk)) => Some((Ok::<_, std::io::Error>(Bytes::from(chunk)), reader)),
-                    Ok(None) => None,
-                    Err(e) => Some((Err(std::io::Error::other(e.to_string())), reader)),
-                }
-            });
-            let mut resp = Body::from_stream(stream).into_response();
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(if key.ends_with(".json") {
-                    "application/json"
-                } else {
-                    "text/markdown; charset=utf-8"
-                }),
-            );
-            resp
-        }
+        Ok(reader) => stream_blob(
+            reader,
+            if key.ends_with(".json") {
+                "application/json"
+            } else {
+                "text/markdown; charset=utf-8"
+            },
+        ),
         Err(Error::Forbidden(m)) => refusal(StatusCode::UNAUTHORIZED, "unauthorized", m),
         Err(e) => core_error(&e),
     }

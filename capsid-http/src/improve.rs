@@ -6,12 +6,11 @@
 //! as it passes the cap. The service decides everything else.
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use capsid_core::caller::bearer_token;
 use capsid_core::error::Error;
 use capsid_core::improve::report::{
     MAX_BODY_BYTES, NAMESPACE_HEADER, ReportRefusal, SIGNATURE_HEADER, TIMESTAMP_HEADER,
@@ -21,6 +20,7 @@ use http_body_util::BodyExt;
 use serde_json::json;
 
 use crate::AppState;
+use crate::backup::{TokenQuery, read_token, stream_blob};
 
 /// The improve routes.
 pub(crate) fn routes() -> Router<AppState> {
@@ -143,40 +143,15 @@ async fn holdout_credential(
     }
 }
 
-#[derive(serde::Deserialize)]
-struct TokenQuery {
-    token: Option<String>,
-}
-
 async fn holdout_object(
     State(state): State<AppState>,
     Path(key): Path<String>,
     Query(query): Query<TokenQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer_token)
-        .map(str::to_owned)
-        .or(query.token)
-        .unwrap_or_default();
+    let token = read_token(&headers, query);
     match state.service.read_holdout_object(&token, &key).await {
-        Ok(reader) => {
-            let stream = futures::stream::unfold(reader, |mut reader| async move {
-                match reader.next_chunk().await {
-                    Ok(Some(chunk)) => Some((Ok::<_, std::io::Error>(Bytes::from(chunk)), reader)),
-                    Ok(None) => None,
-                    Err(e) => Some((Err(std::io::Error::other(e.to_string())), reader)),
-                }
-            });
-            let mut resp = Body::from_stream(stream).into_response();
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/octet-stream"),
-            );
-            resp
-        }
+        Ok(reader) => stream_blob(reader, "application/octet-stream"),
         Err(Error::Forbidden(m)) => refusal(StatusCode::UNAUTHORIZED, "unauthorized", m),
         Err(Error::NotFound(m)) => refusal(StatusCode::NOT_FOUND, "not_found", m),
         Err(e) => {
