@@ -1,9 +1,10 @@
-//! The `jobs` tool (reference 6): post, claim, heartbeat, list here; complete, fail and
+//! The `jobs` tool (reference 6): post and list here; claim and heartbeat in `claim`; complete, fail and
 //! block in `jobs_finish`; resume in `jobs_resume`. Domain refusals answer
 //! `{ok:false, action, refusal}`; bad arguments are tool errors.
 
 mod admin;
 mod approval;
+mod claim;
 mod finish;
 mod resume;
 
@@ -21,21 +22,14 @@ use crate::docs::bounds;
 use crate::error::{Error, Result};
 use crate::ids::new_job_id;
 use crate::jobs::dispatch::{plan_dispatch, too_many_children};
-use crate::jobs::lease::{actor_may_hold_jobs, lease_expiry};
 use crate::jobs::post::{check_post_text, refuse_swallowed_tag};
-use crate::jobs::record::{
-    AgentRecord, ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums, min_record_refusal,
-};
-use crate::jobs::requirements::{JobRequirements, missing_for_job};
-use crate::jobs::signature::{seal_task, verify_task};
-use crate::jobs::state::{JobEvent, step};
+use crate::jobs::requirements::JobRequirements;
+use crate::jobs::signature::seal_task;
+use crate::jobs::state::JobEvent;
 use crate::jobs::{JOBS_ROWS_MAX, Job, JobStatus, job_doc_path};
 use crate::ports::{
-    AuditEntry, Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict,
-    DISPATCH_LIMIT, DocumentWrite, JobFilter, JobPatch, JobTransition, MirrorFn, NewJob,
-    StoreError,
+    AuditEntry, DISPATCH_LIMIT, DocumentWrite, JobFilter, MirrorFn, NewJob, StoreError,
 };
-use crate::scope::Scopes;
 use crate::time::Timestamp;
 
 /// What the jobs area's handlers reach: the queue, namespaces, documents (policies), the loop's
@@ -198,76 +192,6 @@ pub(crate) fn mirror_fn(at: Timestamp) -> MirrorFn {
     })
 }
 
-/// Decides about a claim candidate inside the store's transaction: required flags, the
-/// track-record bar, then the signature; the order of the reference.
-struct Decider<'a> {
-    actor: String,
-    scopes: &'a Scopes,
-    record: Option<&'a AgentRecord>,
-    secret: Option<&'a str>,
-    now: Timestamp,
-    lease: Timestamp,
-}
-
-impl Decider<'_> {
-    fn audit(&self, job: &Job, action: &str, params: Value) -> AuditEntry {
-        job_audit(&self.actor, action, job, params, self.now)
-    }
-}
-
-impl ClaimDecider for Decider<'_> {
-    fn decide(&self, job: &Job) -> ClaimVerdict {
-        let requirements = match JobRequirements::from_stored(
-            job.required_scopes.as_deref(),
-            job.min_record.as_deref(),
-        ) {
-            Ok(r) => r,
-            Err(corrupt) => {
-                let summary = format!(
-                    "this job's stored requirement could not be read, so it was failed rather than handed out: {corrupt}"
-                );
-                return ClaimVerdict::Fail {
-                    audit: self.audit(
-                        job,
-                        JobEvent::ClaimRequirementCorrupt.audit_action(),
-                        json!({"reason": summary}),
-                    ),
-                    summary,
-                    outcome: None,
-                };
-            }
-        };
-        if let Err(missing) = missing_for_job(self.scopes, &job.namespace, &requirements) {
-            return ClaimVerdict::Refuse(format!(
-                "{} cannot claim {} ('{}'): {missing} The job stays queued for a driver that can do it.",
-                self.actor, job.id, job.title
-            ));
-        }
-        if let Some(bar) = requirements.min_prs_merged.filter(|b| *b > 0) {
-            let Some(record) = self.record else {
-                return ClaimVerdict::NeedsRecord;
-            };
-            if let Some(short) = min_record_refusal(bar, record) {
-                return ClaimVerdict::Refuse(format!(
-                    "{} cannot claim {} ('{}'): {short} The job stays queued for a driver that can do it.",
-                    self.actor, job.id, job.title
-                ));
-            }
-        }
-        match verify_task(self.secret.unwrap_or(""), &job.body) {
-            Ok(_) => ClaimVerdict::Claim(self.audit(job, JobEvent::Claim.audit_action(), json!({"lease_expires": self.lease.to_string()}))),
-            Err(crate::jobs::signature::SignatureError::NotConfigured) => ClaimVerdict::Refuse(
-                "job signing is not configured on this server (CAPSID_SIGNING_SECRET), so no job body can be verified; nothing was claimed".into(),
-            ),
-            Err(e) => ClaimVerdict::Fail {
-                audit: self.audit(job, JobEvent::ClaimSignatureRefused.audit_action(), json!({"reason": e.to_string()})),
-                summary: e.to_string(),
-                outcome: None,
-            },
-        }
-    }
-}
-
 /// A job audit row: namespace = the job's, path = its mirror, params carrying `job_id`.
 pub(crate) fn job_audit(
     actor: &str,
@@ -423,162 +347,6 @@ impl JobsCx<'_> {
         Ok(out)
     }
 
-    /// The claimer's track record, as improve_status and the console show it.
-    pub(crate) async fn record_of(&self, caller: &Caller) -> Result<AgentRecord> {
-        let actor = caller.actor();
-        let outcomes = self.jobs.outcomes(Some(&actor)).await?;
-        let counts: Vec<ClaimedJobCount> = self
-            .jobs
-            .job_status_counts()
-            .await?
-            .into_iter()
-            .filter(|c| c.claimed_by == actor)
-            .map(|c| ClaimedJobCount {
-                claimed_by: c.claimed_by,
-                status: c.status,
-                n: i64::try_from(c.count).unwrap_or(i64::MAX),
-            })
-            .collect();
-        let attempts = if caller.agent_kind() == Some(crate::caller::AgentKind::Driver) {
-            let runs: Vec<NamespaceRuns> = self
-                .improve
-                .run_totals(None)
-                .await?
-                .into_iter()
-                .map(|t| NamespaceRuns {
-                    namespace: t.namespace,
-                    kept: i64::try_from(t.kept).unwrap_or(i64::MAX),
-                    reverts: i64::try_from(t.reverts).unwrap_or(i64::MAX),
-                })
-                .collect();
-            Some(attempt_sums(&runs, &caller.scopes.namespaces))
-        } else {
-            None
-        };
-        Ok(agent_record(&actor, &outcomes, &counts, attempts))
-    }
-
-    async fn claim(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
-        let act = JobsAction::Claim;
-        let actor = caller.actor();
-        if !actor_may_hold_jobs(&actor) {
-            return Ok(refuse(
-                act,
-                format!(
-                    "'{actor}' is not a caller identity this queue can hold a lease for. A claim is recorded against a github: login, an opkey: fingerprint, or an agent: name."
-                ),
-            ));
-        }
-        let mut target = match (&a.id, &a.namespace) {
-            (Some(id), _) => ClaimTarget::Id(id.0.clone()),
-            (None, Some(ns)) => ClaimTarget::Best {
-                namespace: ns.as_str().to_owned(),
-            },
-            (None, None) => {
-                return Ok(refuse(
-                    act,
-                    "claim needs a namespace to pick from, or an id to claim.",
-                ));
-            }
-        };
-        let mut record = None;
-        // A lost race on the best candidate is retried with the next one a few times.
-        for _ in 0..8 {
-            let now = self.now();
-            let lease = lease_expiry(now);
-            let decider = Decider {
-                actor: actor.clone(),
-                scopes: &caller.scopes,
-                record: record.as_ref(),
-                secret: self.config.signing_secret(),
-                now,
-                lease,
-            };
-            let request = ClaimRequest {
-                target: target.clone(),
-                actor: actor.clone(),
-                now,
-                lease_expires: lease,
-                decider: &decider,
-                mirror: mirror_fn(now),
-            };
-            let outcome = self.jobs.claim_job(request).await;
-            let outcome = match outcome {
-                Err(StoreError::Conflict(_)) => match self.jobs.held_job(&actor).await? {
-                    Some(held) => ClaimOutcome::AlreadyHolding(held),
-                    None => ClaimOutcome::LostRace,
-                },
-                other => other?,
-            };
-            return Ok(match outcome {
-                ClaimOutcome::Claimed(job) => done(act, &job)?,
-                ClaimOutcome::AlreadyHolding(held) => refuse(
-                    act,
-                    format!(
-                        "{actor} already holds {} ('{}' in {}), leased until {}. Complete it, fail it, or block it before claiming another.",
-                        held.id,
-                        held.title,
-                        held.namespace,
-                        held.lease_expires
-                            .map_or_else(|| "(no lease)".to_owned(), |t| t.to_string())
-                    ),
-                ),
-                ClaimOutcome::NotFound => refuse(
-                    act,
-                    format!("no job {}.", a.id.as_ref().map_or("", |i| i.as_str())),
-                ),
-                ClaimOutcome::NotQueued(job) => refuse(
-                    act,
-                    format!(
-                        "{} is {}, not queued{}.",
-                        job.id,
-                        job.status,
-                        job.claimed_by
-                            .as_ref()
-                            .map_or(String::new(), |h| format!(" (held by {h})"))
-                    ),
-                ),
-                ClaimOutcome::NothingQueued => refuse(
-                    act,
-                    format!(
-                        "no queued jobs in {}.",
-                        a.namespace.as_ref().map_or("", |n| n.as_str())
-                    ),
-                ),
-                ClaimOutcome::NeedsRecord(job) => {
-                    record = Some(self.record_of(caller).await?);
-                    target = ClaimTarget::Id(job.id);
-                    continue;
-                }
-                ClaimOutcome::Refused(_, why) => refuse(act, why),
-                ClaimOutcome::Failed(job, why) => {
-                    let mut out = refuse(
-                        act,
-                        format!(
-                            "{} failed its checks and has been marked failed: {why}",
-                            job.id
-                        ),
-                    );
-                    out["job"] = to_json(&job)?;
-                    out
-                }
-                ClaimOutcome::LostRace => {
-                    if matches!(target, ClaimTarget::Best { .. }) {
-                        continue;
-                    }
-                    refuse(
-                        act,
-                        "the job was claimed by someone else between reading it and taking it. Ask again.",
-                    )
-                }
-            });
-        }
-        Ok(refuse(
-            act,
-            "every candidate was claimed by someone else while this claim ran. Ask again.",
-        ))
-    }
-
     /// The job `id` names, refusing when it is missing.
     pub(crate) async fn job_for(
         &self,
@@ -625,42 +393,6 @@ impl JobsCx<'_> {
                 current.claimed_by.as_deref().unwrap_or("nobody")
             ),
         ))
-    }
-
-    async fn heartbeat(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
-        let act = JobsAction::Heartbeat;
-        let job = match self.job_for(act, a.id.as_ref()).await? {
-            Ok(job) => job,
-            Err(refused) => return Ok(refused),
-        };
-        let actor = caller.actor();
-        let now = self.now();
-        let lease = lease_expiry(now);
-        let step = step(JobStatus::Claimed, JobEvent::Heartbeat)?;
-        let t = JobTransition {
-            id: job.id.clone(),
-            step,
-            holder: Some(actor.clone()),
-            corrections: None,
-            patch: JobPatch {
-                lease_expires: Change::Set(lease),
-                ..JobPatch::default()
-            },
-            at: now,
-            audit: job_audit(
-                &actor,
-                step.audit_action(),
-                &job,
-                json!({"lease_expires": lease.to_string()}),
-                now,
-            ),
-            outcome: None,
-            mirror: mirror_fn(now),
-        };
-        match self.jobs.transition_job(t).await? {
-            Some(job) => done(act, &job),
-            None => self.holder_refusal(act, &job.id, &actor).await,
-        }
     }
 }
 
