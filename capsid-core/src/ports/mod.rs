@@ -23,6 +23,7 @@ mod documents;
 mod gauges;
 mod improve;
 mod jobs;
+mod model;
 mod notifier;
 mod oauth;
 mod repo_host;
@@ -54,6 +55,9 @@ pub use jobs::{
     SweepAuditFn,
 };
 pub use jobs::{DISPATCH_LIMIT, Dispatch};
+pub use model::{
+    ModelClient, ModelError, ModelMessage, ModelReply, ModelRequest, ModelRole, ModelUsage,
+};
 pub use notifier::{Notification, Notifier};
 pub use oauth::{
     CodeRow, ConsoleSessionRow, LoginStateRow, NewGrant, NewToken, OAuthClientRow, OAuthStore,

@@ -86,6 +86,7 @@ pub struct Service {
     pub(crate) backups: backup::BackupWiring,
     pub(crate) holdout: Option<crate::improve::holdout::HoldoutStore>,
     pub(crate) deadline: Option<Arc<dyn crate::ports::Deadline>>,
+    pub(crate) model: Option<Arc<dyn crate::ports::ModelClient>>,
 }
 
 impl fmt::Debug for Service {
@@ -116,7 +117,14 @@ impl Service {
             backups: backup::BackupWiring::default(),
             holdout: None,
             deadline: None,
+            model: None,
         }
+    }
+
+    /// Adds the model the loop's `api` mode asks (without one, `api` mode opens no run).
+    pub fn with_model(mut self, model: Arc<dyn crate::ports::ModelClient>) -> Service {
+        self.model = Some(model);
+        self
     }
 
     /// Adds the timer that bounds each periodic task (without one, tasks run unbounded).
