@@ -20,7 +20,7 @@ pub enum ImproveCommand {
     Roster(RosterCommand),
     /// A periodic task's cadence in minutes: shown, or set when minutes are given.
     Cadence {
-        /// The task (sweep, ci-poll, backup, auto-merge, watcher).
+        /// The task (sweep, ci-poll, backup, auto-merge, watcher, improve).
         task: String,
         /// The new cadence, in whole minutes.
         minutes: Option<String>,

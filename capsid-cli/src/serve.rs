@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// The blob stores (media: backups and the mirror; holdout: counted only).
     #[command(flatten)]
     pub blobs: crate::blobs::BlobArgs,
+    /// The self-improvement loop's time zone (an IANA name): its nightly opener opens runs at
+    /// 03:00 there.
+    #[arg(long, env = "CAPSID_IMPROVE_TZ", default_value = capsid_core::improve::night::DEFAULT_LOOP_ZONE)]
+    pub improve_tz: String,
 }
 
 /// The build's provenance.
@@ -133,6 +137,11 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     if let Some(app) = github {
         service = service.with_repo_host(std::sync::Arc::new(app));
     }
+    // The loop's nightly opener runs at 03:00 in this zone (a bad name stops the start).
+    let zone = capsid_core::improve::night::LoopZone::parse(&args.improve_tz)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    tracing::info!(zone = zone.name(), "improve loop time zone");
+    service = service.with_loop_zone(zone);
     // Each periodic task runs bounded in time.
     service = service.with_deadline(std::sync::Arc::new(capsid_http::system::TokioDeadline));
     // The media store takes the backups; the holdout store is handed on as its counts (the

@@ -19,9 +19,12 @@ use crate::config::{self, GlobalArgs};
 /// `capsid tick`.
 #[derive(Debug, Clone, Args)]
 pub struct TickArgs {
-    /// Only this task (sweep, ci-poll, backup, auto-merge, watcher), whether due or not.
+    /// Only this task (sweep, ci-poll, backup, auto-merge, watcher, improve), whether due or not.
     #[arg(long)]
     pub task: Option<String>,
+    /// The self-improvement loop's time zone (its opener runs at 03:00 there).
+    #[arg(long, env = "CAPSID_IMPROVE_TZ", default_value = capsid_core::improve::night::DEFAULT_LOOP_ZONE)]
+    pub improve_tz: String,
     /// Print the tick report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -36,7 +39,11 @@ pub async fn run(global: &GlobalArgs, args: TickArgs) -> Result<ExitCode> {
     let mut service = config::service(store, Some(secret), None)
         .with_media(args.blobs.media(global)?)
         .with_holdout_counts(HoldoutCounts::new(args.blobs.holdout(global)?))
-        .with_deadline(Arc::new(capsid_http::system::TokioDeadline));
+        .with_deadline(Arc::new(capsid_http::system::TokioDeadline))
+        .with_loop_zone(
+            capsid_core::improve::night::LoopZone::parse(&args.improve_tz)
+                .map_err(|e| anyhow::anyhow!(e))?,
+        );
     if let Some(app) = config::github_app()? {
         service = service.with_repo_host(Arc::new(app));
     }

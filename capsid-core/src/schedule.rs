@@ -20,16 +20,19 @@ pub enum Task {
     AutoMerge,
     /// Health findings posted as jobs, and cleared ones failed.
     Watcher,
+    /// The self-improvement loop: the budget, the nightly opener, one step per live run.
+    Improve,
 }
 
 impl Task {
     /// Every task, in run order.
-    pub const ALL: [Task; 5] = [
+    pub const ALL: [Task; 6] = [
         Task::Sweep,
         Task::CiPoll,
         Task::Backup,
         Task::AutoMerge,
         Task::Watcher,
+        Task::Improve,
     ];
 
     /// The name the CLI, the tool, the tick report and the metrics use.
@@ -40,6 +43,7 @@ impl Task {
             Task::Backup => "backup",
             Task::AutoMerge => "auto-merge",
             Task::Watcher => "watcher",
+            Task::Improve => "improve",
         }
     }
 
@@ -91,6 +95,7 @@ impl Task {
         let ms = match self {
             Task::Sweep | Task::Watcher => 60 * SECOND_MS,
             Task::CiPoll | Task::AutoMerge => 2 * MINUTE_MS,
+            Task::Improve => 4 * MINUTE_MS,
             Task::Backup => 30 * MINUTE_MS,
         };
         u64::try_from(ms).unwrap_or(u64::MAX)

@@ -87,6 +87,7 @@ pub struct Service {
     pub(crate) holdout: Option<crate::improve::holdout::HoldoutStore>,
     pub(crate) deadline: Option<Arc<dyn crate::ports::Deadline>>,
     pub(crate) model: Option<Arc<dyn crate::ports::ModelClient>>,
+    pub(crate) loop_zone: crate::improve::night::LoopZone,
 }
 
 impl fmt::Debug for Service {
@@ -118,7 +119,14 @@ impl Service {
             holdout: None,
             deadline: None,
             model: None,
+            loop_zone: crate::improve::night::LoopZone::default(),
         }
+    }
+
+    /// Sets the loop's time zone (`CAPSID_IMPROVE_TZ`; default America/Chicago).
+    pub fn with_loop_zone(mut self, zone: crate::improve::night::LoopZone) -> Service {
+        self.loop_zone = zone;
+        self
     }
 
     /// Adds the model the loop's `api` mode asks (without one, `api` mode opens no run).
@@ -223,6 +231,7 @@ impl Service {
             config: &self.config,
             entropy: &*self.entropy,
             clock: &*self.clock,
+            zone: &self.loop_zone,
         }
     }
 

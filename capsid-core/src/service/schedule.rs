@@ -178,7 +178,7 @@ impl Service {
                 Task::Sweep => report.swept = count(&run.report, "swept"),
                 Task::CiPoll => report.ci_resolved = count(&run.report, "resolved"),
                 Task::Backup => report.backed_up = run.report["backed_up"] == json!(true),
-                Task::AutoMerge | Task::Watcher => {}
+                Task::AutoMerge | Task::Watcher | Task::Improve => {}
             }
             report.ran.push(run);
         }
@@ -254,6 +254,7 @@ impl Service {
             Task::Backup => Ok(json!({"backed_up": self.daily_backup_if_due().await?})),
             Task::AutoMerge => super::to_json(self.autonomy().auto_merge_tick().await?),
             Task::Watcher => super::to_json(self.watcher_tick().await?),
+            Task::Improve => self.improve_loop_tick().await,
         }
     }
 

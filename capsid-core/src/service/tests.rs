@@ -456,6 +456,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "path",
             "op",
             "task",
+            "head_sha",
+            "summary",
         ],
     ),
     ("improve_status", &["namespace", "task_path"]),

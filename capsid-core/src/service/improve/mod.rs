@@ -1,7 +1,9 @@
-//! `improve_status` and `improve_run`. The status reports the queue per namespace and every
-//! agent with its measured record; the loop itself is not part of this build, so its parts
-//! say "off" and the run action refuses. The control actions that need no loop (pause,
-//! unpause, budget, the driver lease, a read-only operator key, policy signing) are real.
+//! `improve_status` and `improve_run`. The status reports the loop (mode, budget and spend,
+//! each namespace's live run, pin, best record and counts), the queue per namespace and every
+//! agent with its measured record. The control actions (mode, pause, unpause, budget, the
+//! driver lease, a read-only operator key, policy signing) are here; opening a run and the
+//! subscription driver's attempt are `night.rs` and `attempts.rs`, the tick's loop step
+//! `night.rs`, finishing a run `finish.rs`.
 //! The status's `autonomy` block is `service::autonomy::status`; the roster, cadence and
 //! tick actions are `roster.rs`, signing `sign.rs`, the agent inventory `inventory.rs`.
 
@@ -13,7 +15,10 @@ use serde_json::{Value, json};
 use super::args::{Bounded, DocPathArg, NamespaceArg};
 use super::{Confirmer, Service};
 
+mod attempts;
+mod finish;
 mod inventory;
+pub mod night;
 mod pin;
 mod roster;
 mod score;
@@ -24,7 +29,7 @@ use crate::docs::truth_report::integrity_of;
 use crate::error::{Error, Result};
 use crate::guards::{PROTECTED_PATH_PATTERNS, PROTECTED_PATTERN_FLAGS};
 use crate::ids::new_token;
-use crate::improve::budget::{BudgetCaps, MonthSpend};
+use crate::improve::budget::{BudgetCaps, MonthSpend, over_cap};
 use crate::improve::keys::{
     AWAITING_SEAT_KEY, BUDGET_KEY, IMPROVE_MODE_KEY, anchor_key, driver_key, paused_key,
 };
@@ -63,6 +68,8 @@ pub struct ImproveCx<'a> {
     pub entropy: &'a dyn crate::ids::Entropy,
     /// Now.
     pub clock: &'a dyn crate::time::Clock,
+    /// The loop's time zone.
+    pub zone: &'a crate::improve::night::LoopZone,
 }
 
 impl super::Area for ImproveCx<'_> {
@@ -85,8 +92,10 @@ scope_args!(StatusArgs, optional namespace);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunAction {
-    /// Start a run (the loop is not part of this build).
+    /// Open a run now for a roster namespace (or the whole roster).
     Run,
+    /// Subscription mode: the driver holding the lease reports the attempt it pushed.
+    Attempt,
     /// Set the loop mode.
     Mode,
     /// Pause a namespace (or all).
@@ -126,7 +135,7 @@ pub enum RosterOp {
 /// `improve_run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
-    /// run (default), mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence or pin.
+    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence or pin.
     pub action: Option<RunAction>,
     /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid; pin: the namespace whose Anchors are pinned).
     pub namespace: Option<NamespaceArg>,
@@ -148,14 +157,19 @@ pub struct RunArgs {
     pub path: Option<DocPathArg>,
     /// roster: add, remove or list (default list).
     pub op: Option<RosterOp>,
-    /// tick: only this periodic task (sweep, ci-poll, backup, auto-merge, watcher), run whether due or not; cadence: the task.
+    /// tick: only this periodic task (sweep, ci-poll, backup, auto-merge, watcher, improve), run whether due or not; cadence: the task.
     pub task: Option<Bounded<32>>,
+    /// attempt: the commit the driver pushed to improve/<attempt>.
+    pub head_sha: Option<Bounded<64>>,
+    /// attempt: what it changes, in a line.
+    pub summary: Option<Bounded<200>>,
 }
 impl RunAction {
     /// The wire name.
     pub fn name(self) -> &'static str {
         match self {
             RunAction::Run => "run",
+            RunAction::Attempt => "attempt",
             RunAction::Mode => "mode",
             RunAction::Pause => "pause",
             RunAction::Unpause => "unpause",
@@ -186,6 +200,20 @@ fn refuse(action: &str, why: impl Into<String>) -> Value {
 
 pub(crate) fn month_start(now: Timestamp) -> Timestamp {
     Timestamp::parse(&format!("{}-01T00:00:00Z", now.month())).unwrap_or(now)
+}
+
+/// The loop's one-line state: off, stopped by the budget, or on in its mode.
+fn loop_line(mode: ImproveMode, over: Option<&str>) -> String {
+    match (mode, over) {
+        (ImproveMode::Off, _) => {
+            "off: improve_run action mode (subscription or api) turns it on".into()
+        }
+        (_, Some(over)) => format!("stopped: {over}; raise the cap with improve_run budget"),
+        (m, None) => format!(
+            "on: {} mode, nightly at 03:00 in the loop's time zone",
+            m.name()
+        ),
+    }
 }
 
 fn day_start(now: Timestamp) -> Timestamp {
@@ -240,7 +268,8 @@ impl ImproveCx<'_> {
             .collect();
         let mut out = json!({
             "mode": mode.name(),
-            "loop": "off: the self-improvement loop is not part of this build",
+            "loop": loop_line(mode, over_cap(&caps, &spend).as_deref()),
+            "zone": self.zone.name(),
             "budget": { "caps": { "actions_minutes_month": caps.actions_minutes_cap(), "model_usd_month": caps.model_usd_cap() },
                         "month_to_date": { "ci_minutes": spend.ci_minutes, "cost_usd": spend.cost_usd } },
             "protected_paths": protected,
@@ -298,7 +327,12 @@ impl ImproveCx<'_> {
             "namespace": ns,
             "paused": self.settings.setting(&paused_key(ns), now).await?,
             "anchor_pinned": self.settings.setting(&anchor_key(ns), now).await?.is_some(),
-            "loop": "off",
+            "loop": match self.runs.live_run(ns).await? {
+                Some(run) => json!({"run": run.id, "status": run.status.as_str(), "mode": run.mode,
+                                    "attempts": run.tally.attempts, "kept": run.tally.kept,
+                                    "reverted": run.tally.reverts, "current_attempt": run.current_attempt}),
+                None => json!("idle"),
+            },
             "jobs": { "queued": counts.queued, "claimed": counts.claimed, "blocked": counts.blocked,
                       "done_today": counts.done_today, "blocked_jobs": blocked_jobs },
             "integrity": integrity,
@@ -317,40 +351,32 @@ impl ImproveCx<'_> {
         let name = action.name().to_owned();
         let dry = a.dry_run == Some(true);
         match action {
-            RunAction::Run => {
-                if let Some(c) = &a.condition {
-                    crate::improve::roster::RunCondition::parse(c.as_str())
-                        .map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
-                }
-                Ok(refuse(
-                    &name,
-                    "the self-improvement loop is not part of this build: improve_mode is off, and no run can start",
-                ))
-            }
+            // The registry entry opens runs and takes attempts on the service (they reach the
+            // repository host and the model) before this context is built.
+            RunAction::Run | RunAction::Attempt => Err(Error::Internal(format!(
+                "improve_run {name} is dispatched by its registry entry"
+            ))),
             RunAction::Mode => {
                 let value = a.value.as_ref().map(|v| v.as_str()).unwrap_or("");
-                match ImproveMode::parse(value) {
-                    Some(ImproveMode::Off) => {}
-                    Some(m) => {
-                        return Ok(refuse(
-                            &name,
-                            format!(
-                                "mode {} needs the improve loop, which is not part of this build; only off is accepted",
-                                m.name()
-                            ),
-                        ));
-                    }
-                    None => {
-                        return Err(Error::Invalid(format!(
-                            "improve_run: value must be off, subscription or api (got {value:?})"
-                        )));
-                    }
-                }
+                let Some(mode) = ImproveMode::parse(value) else {
+                    return Err(Error::Invalid(format!(
+                        "improve_run: value must be off, subscription or api (got {value:?})"
+                    )));
+                };
                 if !dry {
-                    let audit =
-                        self.audit(caller, "improve-mode", None, None, json!({"value": "off"}));
+                    let audit = self.audit(
+                        caller,
+                        "improve-mode",
+                        None,
+                        None,
+                        json!({"value": mode.name()}),
+                    );
                     self.settings
-                        .change_settings(&[SettingChange::put(IMPROVE_MODE_KEY, "off")], audit, now)
+                        .change_settings(
+                            &[SettingChange::put(IMPROVE_MODE_KEY, mode.name())],
+                            audit,
+                            now,
+                        )
                         .await?;
                 }
                 let stored = self.settings.setting(IMPROVE_MODE_KEY, now).await?;
@@ -561,6 +587,7 @@ mod registered {
                 default: "run",
                 actions: &[
                     action("run", Rule::write()),
+                    action("attempt", Rule::write()),
                     action("mode", Rule::write()),
                     action("pause", Rule::write()),
                     action("unpause", Rule::write()),
@@ -600,7 +627,7 @@ mod registered {
                     ),
                 ],
             },
-            "Control the self-improvement loop: run, mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum).",
+            "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum).",
         )
         .ok_false_refusals();
         fn run<'a>(
@@ -610,8 +637,22 @@ mod registered {
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a> {
             Box::pin(async move {
-                if a.action == Some(RunAction::Tick) {
-                    return s.improve_tick(c, a.task.as_ref().map(|t| t.as_str())).await;
+                match a.action.unwrap_or(RunAction::Run) {
+                    RunAction::Tick => {
+                        return s.improve_tick(c, a.task.as_ref().map(|t| t.as_str())).await;
+                    }
+                    RunAction::Run => return s.run_action(c, &a).await,
+                    RunAction::Attempt => {
+                        return s
+                            .report_attempt(
+                                c,
+                                a.namespace.as_ref().map(|n| n.as_str()),
+                                a.head_sha.as_ref().map(|h| h.as_str()),
+                                a.summary.as_ref().map(|h| h.as_str()),
+                            )
+                            .await;
+                    }
+                    _ => {}
                 }
                 s.improve().improve_run(c, a, k).await
             })

@@ -253,6 +253,13 @@ impl Service {
                 .into());
             }
         }
+        // A reverted attempt's branch goes (best effort: the run's finish tries again); a
+        // kept one's pull request stays open for the seat.
+        if judged.verdict.is_revert() {
+            if let Some(branch) = attempt.branch.as_deref() {
+                self.discard_branch(ns, branch).await;
+            }
+        }
         Ok(ScoreAnswer {
             ok: true,
             namespace: ns.to_owned(),
