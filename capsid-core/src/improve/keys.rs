@@ -40,6 +40,11 @@ pub fn driver_key(namespace: &str) -> String {
     format!("improve:driver:{namespace}")
 }
 
+/// `improve:model:<stage>`: the model a stage of `api` mode asks, overriding its default.
+pub fn model_key(stage: crate::improve::models::Stage) -> String {
+    format!("improve:model:{}", stage.name())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +55,9 @@ mod tests {
         assert_eq!(paused_key("capsid"), "improve:paused:capsid");
         assert_eq!(anchor_key("germomics"), "improve:anchor:germomics");
         assert_eq!(driver_key("foxhound"), "improve:driver:foxhound");
+        assert_eq!(
+            model_key(crate::improve::models::Stage::Abstract),
+            "improve:model:abstract"
+        );
     }
 }

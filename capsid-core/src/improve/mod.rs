@@ -11,6 +11,7 @@ pub mod holdout;
 pub mod judging;
 pub mod keys;
 pub mod machine;
+pub mod models;
 pub mod pin;
 pub mod report;
 pub mod roster;
