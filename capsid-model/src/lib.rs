@@ -151,16 +151,29 @@ async fn read_bounded(mut response: reqwest::Response, max: usize) -> Result<Rea
     Ok(Read::Body(body))
 }
 
-#[async_trait]
-impl ModelClient for AnthropicClient {
-    async fn complete(&self, request: ModelRequest) -> Result<ModelReply, ModelError> {
+impl AnthropicClient {
+    /// `error` with every occurrence of the key (an API or proxy that echoes it) redacted.
+    fn scrub(&self, error: ModelError) -> ModelError {
+        let Ok(key) = self.key.to_str() else {
+            return error;
+        };
+        let clean = |text: String| text.replace(key, "<redacted>");
+        match error {
+            ModelError::Unauthorized(t) => ModelError::Unauthorized(clean(t)),
+            ModelError::Busy(t) => ModelError::Busy(clean(t)),
+            ModelError::Refused(t) => ModelError::Refused(clean(t)),
+            ModelError::Failed(t) => ModelError::Failed(clean(t)),
+        }
+    }
+
+    async fn send(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let response = self
             .http
             .post(format!("{}/v1/messages", self.base_url))
             .header("x-api-key", self.key.clone())
             .header("anthropic-version", API_VERSION)
             .header(CONTENT_TYPE, "application/json")
-            .json(&wire::Body::of(&request))
+            .json(&wire::Body::of(request))
             .send()
             .await
             .map_err(|e| self.transport_error(&e))?;
@@ -188,6 +201,13 @@ impl ModelClient for AnthropicClient {
             retry_after.as_deref(),
             body.as_deref(),
         ))
+    }
+}
+
+#[async_trait]
+impl ModelClient for AnthropicClient {
+    async fn complete(&self, request: ModelRequest) -> Result<ModelReply, ModelError> {
+        self.send(&request).await.map_err(|e| self.scrub(e))
     }
 }
 
