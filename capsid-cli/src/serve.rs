@@ -52,6 +52,9 @@ pub struct ServeArgs {
     /// The blob stores (media: backups and the mirror; holdout: counted only).
     #[command(flatten)]
     pub blobs: crate::blobs::BlobArgs,
+    /// The model API the improve loop's `api` mode calls.
+    #[command(flatten)]
+    pub model: crate::model::ModelArgs,
 }
 
 /// The build's provenance.
@@ -132,6 +135,20 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     }
     if let Some(app) = github {
         service = service.with_repo_host(std::sync::Arc::new(app));
+    }
+    // The model API, when a key is configured (a reference that does not resolve stops the
+    // start, naming the setting).
+    match args.model.client()? {
+        Some(model) => {
+            tracing::info!(
+                api_url = model.base_url(),
+                "model API configured: the improve loop's api mode can run"
+            );
+            service = service.with_model(std::sync::Arc::new(model));
+        }
+        None => tracing::info!(
+            "model API not configured (CAPSID_ANTHROPIC_API_KEY): the improve loop's api mode opens no run"
+        ),
     }
     // Each periodic task runs bounded in time.
     service = service.with_deadline(std::sync::Arc::new(capsid_http::system::TokioDeadline));

@@ -204,6 +204,33 @@ impl AnthropicClient {
     }
 }
 
+impl AnthropicClient {
+    /// Whether the API answers and accepts the key, without asking for a completion:
+    /// `GET {base}/v1/models?limit=1` (no tokens used). For `capsid doctor`.
+    pub async fn check(&self) -> Result<(), ModelError> {
+        let checked = async {
+            let response = self
+                .http
+                .get(format!("{}/v1/models?limit=1", self.base_url))
+                .header("x-api-key", self.key.clone())
+                .header("anthropic-version", API_VERSION)
+                .send()
+                .await
+                .map_err(|e| self.transport_error(&e))?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(());
+            }
+            let body = match read_bounded(response, ERROR_BODY_MAX).await {
+                Ok(Read::Body(bytes)) => Some(bytes),
+                Ok(Read::TooLarge) | Err(_) => None,
+            };
+            Err(wire::refusal(status.as_u16(), None, body.as_deref()))
+        };
+        checked.await.map_err(|e| self.scrub(e))
+    }
+}
+
 #[async_trait]
 impl ModelClient for AnthropicClient {
     async fn complete(&self, request: ModelRequest) -> Result<ModelReply, ModelError> {

@@ -1,7 +1,8 @@
 //! A fake Anthropic Messages API for the real `capsid-model` adapter: a small axum app on a
 //! loopback port that checks the `x-api-key` header against its key (a wrong or missing key
 //! is 401 in the API's error shape), answers `POST /v1/messages` from a queue of scripted
-//! replies, and records every request it received. Nothing reaches the internet.
+//! replies and `GET /v1/models` with one model, and records every request it received.
+//! Nothing reaches the internet.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -220,8 +221,9 @@ async fn handle(
     let version = call.header("anthropic-version").map(str::to_owned);
     let model = call.body["model"].as_str().unwrap_or("").to_owned();
     let routed = method == Method::POST && uri.path() == "/v1/messages";
+    let listing = method == Method::GET && uri.path() == "/v1/models";
     shared.lock().calls.push(call);
-    if !routed {
+    if !routed && !listing {
         return api_error(StatusCode::NOT_FOUND, "not_found_error", "Not found");
     }
     if !key_ok {
@@ -237,6 +239,14 @@ async fn handle(
             "invalid_request_error",
             "anthropic-version: header is required",
         );
+    }
+    if listing {
+        return axum::Json(json!({
+            "data": [{"type": "model", "id": "claude-haiku-4-5", "display_name": "Claude Haiku 4.5",
+                      "created_at": "2025-10-01T00:00:00Z"}],
+            "has_more": false, "first_id": "claude-haiku-4-5", "last_id": "claude-haiku-4-5",
+        }))
+        .into_response();
     }
     let next = shared.lock().queue.pop_front();
     match next {

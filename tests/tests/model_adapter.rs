@@ -288,3 +288,23 @@ async fn the_key_is_absent_from_debug_output_and_echoed_errors() {
         "HTTP 400: invalid_request_error: bad header x-api-key: <redacted>"
     );
 }
+
+#[tokio::test]
+async fn the_check_lists_models_without_a_completion_and_names_a_refused_key() {
+    let (fake, client) = started().await;
+    client.check().await.expect("the key is accepted");
+    let wrong = AnthropicClient::new(&fake.url, "sk-ant-wrong").expect("client");
+    let err = wrong.check().await.expect_err("refused");
+    assert_eq!(
+        err,
+        ModelError::Unauthorized("HTTP 401: authentication_error: invalid x-api-key".into())
+    );
+    let calls = fake.requests();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        (calls[0].method.as_str(), calls[0].path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert_eq!(calls[0].header("x-api-key"), Some(KEY));
+    assert_eq!(calls[0].header("anthropic-version"), Some("2023-06-01"));
+}
