@@ -86,6 +86,9 @@ pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
     let (github, github_ok) = github_check(&app, &present).await;
     healthy &= github_ok;
     checks.push(github);
+    let (model, model_ok) = crate::model::doctor_check().await;
+    healthy &= model_ok;
+    checks.push(model);
     let oauth = [
         "CAPSID_GITHUB_CLIENT_ID",
         "CAPSID_GITHUB_CLIENT_SECRET",

@@ -13,6 +13,7 @@ mod doctor;
 mod drive;
 mod hook;
 mod improve;
+mod model;
 mod owner;
 mod proxies;
 mod restore;

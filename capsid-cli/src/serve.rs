@@ -56,6 +56,9 @@ pub struct ServeArgs {
     /// 03:00 there.
     #[arg(long, env = "CAPSID_IMPROVE_TZ", default_value = capsid_core::improve::night::DEFAULT_LOOP_ZONE)]
     pub improve_tz: String,
+    /// The model API the improve loop's `api` mode calls.
+    #[command(flatten)]
+    pub model: crate::model::ModelArgs,
 }
 
 /// The build's provenance.
@@ -142,6 +145,20 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!(e))?;
     tracing::info!(zone = zone.name(), "improve loop time zone");
     service = service.with_loop_zone(zone);
+    // The model API, when a key is configured (a reference that does not resolve stops the
+    // start, naming the setting).
+    match args.model.client()? {
+        Some(model) => {
+            tracing::info!(
+                api_url = model.base_url(),
+                "model API configured: the improve loop's api mode can run"
+            );
+            service = service.with_model(std::sync::Arc::new(model));
+        }
+        None => tracing::info!(
+            "model API not configured (CAPSID_ANTHROPIC_API_KEY): the improve loop's api mode opens no run"
+        ),
+    }
     // Each periodic task runs bounded in time.
     service = service.with_deadline(std::sync::Arc::new(capsid_http::system::TokioDeadline));
     // The media store takes the backups; the holdout store is handed on as its counts (the

@@ -6,6 +6,7 @@ pub mod conformance;
 pub mod e2e;
 pub mod fake_github;
 pub mod fake_github_login;
+pub mod fake_model;
 pub mod fake_repo;
 pub mod harness;
 pub mod load;

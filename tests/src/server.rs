@@ -55,6 +55,9 @@ pub struct ServerOptions {
     pub signing_secret: Option<String>,
     /// Start without a signing secret (the signed routes answer 503).
     pub no_signing_secret: bool,
+    /// The model API (`CAPSID_ANTHROPIC_API_URL`, `CAPSID_ANTHROPIC_API_KEY`) the loop's `api`
+    /// mode asks, for example a [`crate::fake_model::FakeModel`]; none means no model.
+    pub anthropic: Option<(String, String)>,
 }
 
 /// A running server.
@@ -131,6 +134,10 @@ impl TestServer {
         let mut service = Service::new(store.clone(), clock.clone(), Arc::new(TestEntropy), config);
         if let Some(host) = options.repo_host.clone() {
             service = service.with_repo_host(host);
+        }
+        if let Some((url, key)) = &options.anthropic {
+            let model = capsid_model::AnthropicClient::new(url, key).expect("the model API URL");
+            service = service.with_model(Arc::new(model));
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
