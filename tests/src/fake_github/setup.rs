@@ -309,6 +309,16 @@ impl FakeGitHub {
         self.with_repo(full, |repo| repo.branches.keys().cloned().collect())
     }
 
+    /// Every pull request of `full` as `(number, state, head)`, by number.
+    pub fn pulls(&self, full: &str) -> Vec<(u64, String, String)> {
+        self.with_repo(full, |repo| {
+            repo.pulls
+                .values()
+                .map(|p| (p.number, p.state.clone(), p.head.clone()))
+                .collect()
+        })
+    }
+
     /// A pull request's `(state, merged, head, title)`.
     pub fn pull(&self, full: &str, number: u64) -> Option<(String, bool, String, String)> {
         self.with_repo(full, |repo| {
