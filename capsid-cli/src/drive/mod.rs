@@ -3,13 +3,15 @@
 //! runs the agent in the job's own git worktree under Capsid's hooks, runs the test gate and
 //! the build check itself once the agent exits, and closes the job with what it measured
 //! (`capsid_core::drive::verdict` decides how). Exit codes: 0 done, 3 nothing to claim,
-//! 4 gated (failed or blocked), 2 refused, 1 error.
+//! 4 gated (failed or blocked), 2 refused, 1 error. `--task` drives subscription mode's signed
+//! task document instead of a queued job (`task.rs`).
 
 mod agent;
 pub mod mcp;
 pub mod proc;
 mod run;
 mod schedule;
+mod task;
 mod worktree;
 
 use std::path::PathBuf;
@@ -102,6 +104,11 @@ pub struct RunArgs {
     /// Seconds between heartbeats while the agent runs (the lease is four hours).
     #[arg(long, default_value_t = 600)]
     pub heartbeat_secs: u64,
+    /// Drive the improve loop's signed task document `<ns>/improve/run-<date>.md` (or
+    /// `improve/run-<date>.md` with --namespace) under the namespace's driver lease, instead
+    /// of a queued job.
+    #[arg(long, conflicts_with = "watch")]
+    pub task: Option<String>,
 }
 
 /// The default agent: Claude Code in headless mode, reporting as stream-json.
@@ -190,6 +197,9 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         return schedule::run(s);
     }
     let args = args.run;
+    if let Some(path) = args.task.clone() {
+        return task::run(&args, &path).await;
+    }
     let Some(namespace) = args.namespace.clone().filter(|n| !n.trim().is_empty()) else {
         return Ok(refused(
             "name the namespace to drive: --namespace <ns> (or CAPSID_NAMESPACE)",
@@ -207,72 +217,9 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         )));
     }
     let key = keys[0].clone();
-    let mcp = Mcp::new(&args.url, &key)?;
-    // The flag (or its variable) first, then the namespace's runner setting, then the default.
-    let stored = namespace_runner(&mcp, &namespace).await?;
-    let pick = |flag: &Option<String>, setting: &Option<String>| {
-        flag.clone()
-            .filter(|v| !v.trim().is_empty())
-            .or_else(|| setting.clone())
-    };
-    let credential_ref = pick(&args.credential_ref, &stored.credential_ref);
-    // The credential first: a failure stops the driver before anything is claimed.
-    let credential = match &credential_ref {
-        None => None,
-        Some(r) => {
-            if let Err(why) = CredentialRef::parse(r) {
-                return Ok(refused(why));
-            }
-            match crate::config::resolve_credential(r) {
-                Ok(secret) => Some(secret),
-                Err(e) => {
-                    return Ok(refused(format!(
-                        "the credential reference {r} did not resolve: {e:#}"
-                    )));
-                }
-            }
-        }
-    };
-    let root = match (&args.root_dir, &stored.root_dir) {
-        (Some(r), _) => r.clone(),
-        (None, Some(r)) => PathBuf::from(r),
-        (None, None) => std::env::current_dir().context("the current folder")?,
-    };
-    let root = match proc::git(&root, &["rev-parse", "--show-toplevel"]).await {
-        Ok(top) => PathBuf::from(top),
-        Err(e) => {
-            return Ok(refused(format!(
-                "the project root is not a git repository: {e:#}"
-            )));
-        }
-    };
-    let mise = mise_tasks(&root);
-    let tests = match gate::test_command(
-        args.test_command.as_deref(),
-        stored.test_command.as_deref(),
-        mise,
-    ) {
-        Ok(t) => t,
-        Err(why) => return Ok(refused(why)),
-    };
-    let build = gate::build_command(
-        args.build_command.as_deref(),
-        stored.build_command.as_deref(),
-        mise,
-    );
-    let ready = Ready {
-        mcp,
-        key,
-        url: args.url.clone(),
-        namespace,
-        root,
-        tests,
-        build,
-        agent_command: pick(&args.agent_command, &stored.agent_command)
-            .unwrap_or_else(|| default_agent(&args.url)),
-        credential,
-        tmux: args.tmux,
-        heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
+    let ready = match prepare(&args, namespace, key).await? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
     };
     let mut slot_ready = Vec::with_capacity(slots);
     for k in keys.into_iter().take(slots) {
@@ -304,6 +251,83 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         codes.push(h.await.unwrap_or(EXIT_ERROR));
     }
     Ok(ExitCode::from(combined_exit_code(&codes)))
+}
+
+/// Resolves what a run with `key` needs before anything is claimed: the runner settings,
+/// the credential, the project root, the test gate, the build check and the agent command
+/// (`Err` is the refusal's exit code, already printed).
+pub(crate) async fn prepare(
+    args: &RunArgs,
+    namespace: String,
+    key: String,
+) -> Result<std::result::Result<Ready, ExitCode>> {
+    let mcp = Mcp::new(&args.url, &key)?;
+    // The flag (or its variable) first, then the namespace's runner setting, then the default.
+    let stored = namespace_runner(&mcp, &namespace).await?;
+    let pick = |flag: &Option<String>, setting: &Option<String>| {
+        flag.clone()
+            .filter(|v| !v.trim().is_empty())
+            .or_else(|| setting.clone())
+    };
+    let credential_ref = pick(&args.credential_ref, &stored.credential_ref);
+    // The credential first: a failure stops the driver before anything is claimed.
+    let credential = match &credential_ref {
+        None => None,
+        Some(r) => {
+            if let Err(why) = CredentialRef::parse(r) {
+                return Ok(Err(refused(why)));
+            }
+            match crate::config::resolve_credential(r) {
+                Ok(secret) => Some(secret),
+                Err(e) => {
+                    return Ok(Err(refused(format!(
+                        "the credential reference {r} did not resolve: {e:#}"
+                    ))));
+                }
+            }
+        }
+    };
+    let root = match (&args.root_dir, &stored.root_dir) {
+        (Some(r), _) => r.clone(),
+        (None, Some(r)) => PathBuf::from(r),
+        (None, None) => std::env::current_dir().context("the current folder")?,
+    };
+    let root = match proc::git(&root, &["rev-parse", "--show-toplevel"]).await {
+        Ok(top) => PathBuf::from(top),
+        Err(e) => {
+            return Ok(Err(refused(format!(
+                "the project root is not a git repository: {e:#}"
+            ))));
+        }
+    };
+    let mise = mise_tasks(&root);
+    let tests = match gate::test_command(
+        args.test_command.as_deref(),
+        stored.test_command.as_deref(),
+        mise,
+    ) {
+        Ok(t) => t,
+        Err(why) => return Ok(Err(refused(why))),
+    };
+    let build = gate::build_command(
+        args.build_command.as_deref(),
+        stored.build_command.as_deref(),
+        mise,
+    );
+    Ok(Ok(Ready {
+        mcp,
+        key,
+        url: args.url.clone(),
+        namespace,
+        root,
+        tests,
+        build,
+        agent_command: pick(&args.agent_command, &stored.agent_command)
+            .unwrap_or_else(|| default_agent(&args.url)),
+        credential,
+        tmux: args.tmux,
+        heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
+    }))
 }
 
 /// The namespace's runner settings, as the server stores them (none when unset).

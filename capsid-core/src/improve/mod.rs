@@ -17,6 +17,7 @@ pub mod pin;
 pub mod report;
 pub mod roster;
 pub mod scores;
+pub mod task;
 pub mod verdict;
 
 pub use budget::{BudgetCaps, BudgetError, MonthSpend, over_cap};

@@ -23,6 +23,7 @@ mod pin;
 mod roster;
 mod score;
 mod sign;
+mod task;
 use crate::caller::Caller;
 use crate::crypto::sha256_hex;
 use crate::docs::truth_report::integrity_of;
@@ -279,8 +280,13 @@ impl ImproveCx<'_> {
             "namespaces": namespaces,
         });
         if let Some(path) = &a.task_path {
-            out["task_verification"] = json!({ "ok": false, "actor": null, "reason": format!(
-                "{} is a nightly task document of the improve loop, which is off in this build", path.as_str()) });
+            out["task_verification"] = self
+                .task_verification(
+                    caller,
+                    a.namespace.as_ref().map(|n| n.as_str()),
+                    path.as_str(),
+                )
+                .await?;
         }
         Ok(out)
     }
