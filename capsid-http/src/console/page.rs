@@ -82,7 +82,7 @@ fn header(view: &Value, csrf: &str) -> String {
          <form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden_all}<button type=\"submit\" class=\"quiet\">End every session</button></form>\
          <form method=\"post\" action=\"/console/revoke-grants\" class=\"inline\">{hidden}<button type=\"submit\" class=\"quiet\">Revoke every MCP client</button></form></header>\
          <div class=\"card\">Build <code>{sha}</code>{dirty} · schema <code>{schema}</code> · store {status} · backup {age}{warning}<br>\
-         Improve mode <strong>{mode}</strong> · this month CI minutes {ci} of {ci_cap}, model spend ${usd} of ${usd_cap}</div>",
+         Improve mode <strong>{mode}</strong> ({loop_line}) · this month CI minutes {ci} of {ci_cap}, model spend ${usd} of ${usd_cap}</div>",
         viewer = esc(&text(&view["viewer"])),
         generated = esc(&text(&view["generated"])),
         hidden = hidden(csrf, &[]),
@@ -95,10 +95,38 @@ fn header(view: &Value, csrf: &str) -> String {
             .as_f64()
             .map_or("never".into(), |a| format!("{a} h ago"))),
         mode = esc(&text(&imp["mode"])),
+        loop_line = esc(&text(&imp["loop"])),
         ci = esc(&amount(&budget["month_to_date"]["ci_minutes"])),
         ci_cap = esc(&amount(&budget["caps"]["actions_minutes_month"])),
         usd = esc(&amount(&budget["month_to_date"]["cost_usd"])),
         usd_cap = esc(&amount(&budget["caps"]["model_usd_month"])),
+    )
+}
+
+/// A namespace's live run in a few words ("idle" when none).
+fn tonight(l: &Value) -> String {
+    match l.as_str() {
+        Some(s) => s.to_owned(),
+        None => format!(
+            "{} {} ({} attempts)",
+            text(&l["run"]),
+            text(&l["status"]),
+            amount(&l["attempts"])
+        ),
+    }
+}
+
+/// The last run's counts, or a dash.
+fn last_run(r: &Value) -> String {
+    if r.is_null() {
+        return "none".into();
+    }
+    format!(
+        "{}/{}/{} ({})",
+        amount(&r["attempts"]),
+        amount(&r["kept"]),
+        amount(&r["reverted"]),
+        text(&r["status"])
     )
 }
 
@@ -128,10 +156,15 @@ fn namespaces(view: &Value, csrf: &str) -> String {
             )
         };
         rows.push_str(&format!(
-            "<tr><td><strong>{}</strong></td>{}{}{}{}{}{}{}<td>{control}</td></tr>",
+            "<tr><td><strong>{}</strong></td>{}{}<td>{}</td><td>{}</td><td>{}</td>{}{}{}{}{}<td>{control}</td></tr>",
             esc(name),
             cell(&ns["paused"]),
             cell(&ns["anchor_pinned"]),
+            esc(&tonight(&ns["loop"])),
+            esc(&last_run(&ns["last_run"])),
+            esc(&ns["best"]["sha"].as_str().map_or("none".into(), |sha| {
+                format!("{} ({})", sha.get(..7).unwrap_or(sha), amount(&ns["best"]["score"]))
+            })),
             cell(&jobs["queued"]),
             cell(&jobs["claimed"]),
             cell(&jobs["blocked"]),
@@ -154,7 +187,7 @@ fn namespaces(view: &Value, csrf: &str) -> String {
     }
     if rows.is_empty() {
         rows.push_str(
-            "<tr><td colspan=\"9\" class=\"muted\">No namespaces registered yet.</td></tr>",
+            "<tr><td colspan=\"12\" class=\"muted\">No namespaces registered yet.</td></tr>",
         );
     }
     if blocked.is_empty() {
@@ -163,7 +196,7 @@ fn namespaces(view: &Value, csrf: &str) -> String {
         );
     }
     format!(
-        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th><th>anchor pinned</th><th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th></th></tr>{rows}</table>\
+        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th><th>anchor pinned</th><th>tonight</th><th>last run (attempts/kept/reverted)</th><th>best</th><th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th></th></tr>{rows}</table>\
          <h2>Blocked jobs</h2><table><tr><th>job</th><th>namespace</th><th>title</th><th>waiting on</th><th>times blocked</th><th></th></tr>{blocked}</table>"
     )
 }

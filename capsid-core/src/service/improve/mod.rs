@@ -84,7 +84,7 @@ impl super::Area for ImproveCx<'_> {
 pub struct StatusArgs {
     /// Only this namespace.
     pub namespace: Option<NamespaceArg>,
-    /// A nightly task document to verify (loop documents; the loop is off in this build).
+    /// A nightly task document to verify (`<ns>/improve/run-<date>.md`, or the bare path with `namespace`): verified by signature and the loop's authorship.
     pub task_path: Option<DocPathArg>,
 }
 scope_args!(StatusArgs, optional namespace);

@@ -486,8 +486,7 @@ impl Service {
     /// Subscription mode: the signed task document of a run just opened.
     async fn write_task_for(&self, run: &RunRow, now: Timestamp) -> Result<()> {
         let (date, _) = self.loop_zone.local(now);
-        // MERGE-TASK: self.improve().write_task_document(run, &date).await?;
-        let _ = (run, date);
+        self.improve().write_task_document(run, &date).await?;
         Ok(())
     }
 }
