@@ -30,6 +30,10 @@ pub struct TickArgs {
     pub json: bool,
     #[command(flatten)]
     pub blobs: BlobArgs,
+    /// The model API the loop's `api` mode asks (so a tick run by cron opens and advances
+    /// runs as the server's own tick does).
+    #[command(flatten)]
+    pub model: crate::model::ModelArgs,
 }
 
 /// Runs a tick now.
@@ -46,6 +50,9 @@ pub async fn run(global: &GlobalArgs, args: TickArgs) -> Result<ExitCode> {
         );
     if let Some(app) = config::github_app()? {
         service = service.with_repo_host(Arc::new(app));
+    }
+    if let Some(model) = args.model.client()? {
+        service = service.with_model(Arc::new(model));
     }
     let mut call = json!({"action": "tick"});
     if let Some(task) = &args.task {

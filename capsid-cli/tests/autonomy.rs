@@ -107,7 +107,14 @@ fn the_roster_and_a_tick_on_demand_through_the_binary() {
     let names: Vec<&str> = ran.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(
         names,
-        ["sweep", "ci-poll", "backup", "auto-merge", "watcher"],
+        [
+            "sweep",
+            "ci-poll",
+            "backup",
+            "auto-merge",
+            "watcher",
+            "improve"
+        ],
         "{answer}"
     );
     assert!(ran.iter().all(|(_, o)| o == "ran"), "{answer}");

@@ -597,23 +597,25 @@ impl Service {
         let id = attempt_id(&run.id, run.tally.attempts + 1)
             .map_err(|e| Error::Invalid(e.to_string()))?;
         let branch = attempt_branch(&id);
-        let mut flagged = None;
-        if let (Some(host), Some(repo), Some(base)) = (
+        // The protected-path guard reads the attempt's diff, so it needs the repository.
+        let (Some(host), Some(repo), Some(base)) = (
             &self.repo_host,
             self.loop_repo(ns).await?,
             run.base_sha.as_deref(),
-        ) {
-            match host.compare(&repo, base, head).await {
-                Ok(cmp) => {
-                    let hits = protected_hits(cmp.files.iter().map(|f| f.path.as_str()));
-                    if !hits.is_empty() {
-                        flagged = Some(format!("protected paths: {}", hits.join("; ")));
-                    }
-                }
-                Err(e) => {
-                    return refuse(format!("comparing {base}...{head} on {repo} failed: {e}"));
+        ) else {
+            return refuse(format!(
+                "attempt needs the GitHub App and {ns}'s repository, to check the attempt's diff against the protected paths"
+            ));
+        };
+        let mut flagged = None;
+        match host.compare(&repo, base, head).await {
+            Ok(cmp) => {
+                let hits = protected_hits(cmp.files.iter().map(|f| f.path.as_str()));
+                if !hits.is_empty() {
+                    flagged = Some(format!("protected paths: {}", hits.join("; ")));
                 }
             }
+            Err(e) => return refuse(format!("comparing {base}...{head} on {repo} failed: {e}")),
         }
         let made = Made {
             id: id.clone(),

@@ -351,10 +351,10 @@ impl Service {
     /// The six-hour cap: the run finalizes wherever it is; an attempt still waiting for its
     /// score times out with it.
     async fn expire_run(&self, run: &RunRow, now: Timestamp) -> Result<String> {
-        if run.status == RunStatus::AwaitingScore {
-            if let Some(current) = run.current_attempt.as_deref() {
-                return self.time_out(run, current, true, now).await;
-            }
+        if let (RunStatus::AwaitingScore, Some(current)) =
+            (run.status, run.current_attempt.as_deref())
+        {
+            return self.time_out(run, current, true, now).await;
         }
         self.walk_run(
             run,

@@ -255,10 +255,8 @@ impl Service {
         }
         // A reverted attempt's branch goes (best effort: the run's finish tries again); a
         // kept one's pull request stays open for the seat.
-        if judged.verdict.is_revert() {
-            if let Some(branch) = attempt.branch.as_deref() {
-                self.discard_branch(ns, branch).await;
-            }
+        if let (true, Some(branch)) = (judged.verdict.is_revert(), attempt.branch.as_deref()) {
+            self.discard_branch(ns, branch).await;
         }
         Ok(ScoreAnswer {
             ok: true,
