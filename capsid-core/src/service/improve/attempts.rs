@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::night::loop_audit;
+use super::night::{Closing, loop_audit, step_audits};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::improve::keys::driver_key;
@@ -110,56 +110,14 @@ impl Service {
         why: &str,
         now: Timestamp,
     ) -> Result<String> {
-        let a_step = attempt::step(a.status, AttemptEvent::Flag)
-            .map_err(|e| Error::Invalid(e.to_string()))?;
-        let mut tally = run.tally;
-        tally
-            .record(AttemptStatus::Flagged)
-            .map_err(|e| Error::Invalid(e.to_string()))?;
-        let flagged =
-            run::step(run.status, RunEvent::Flag).map_err(|e| Error::Invalid(e.to_string()))?;
-        let next = run::step(flagged.to, tally.after_judging())
-            .map_err(|e| Error::Invalid(e.to_string()))?;
-        let Some(mut update) = RunUpdate::walk(&run.id, &[flagged, next], now) else {
-            return Ok("nothing to do".into());
+        let closing = Closing {
+            event: AttemptEvent::Flag,
+            run_event: RunEvent::Flag,
+            reason: format!("flagged by the monitor: {why}"),
+            flag_reason: Some(why.to_owned()),
+            params: json!({"run": run.id, "attempt": a.id, "reason": why}),
         };
-        update.tally_before = Some(run.tally);
-        update.tally = Some(tally);
-        update.current_attempt = Change::Clear;
-        if let Some(stop) = tally.stop_reason() {
-            update.note = Change::Set(stop.to_string());
-        }
-        let mut attempt_update = AttemptUpdate::step(&a.id, a_step);
-        attempt_update.flag_reason = Some(why.to_owned());
-        attempt_update.reason = Change::Set(format!("flagged by the monitor: {why}"));
-        let mut audits = vec![loop_audit(
-            a_step.audit_action(),
-            &run.namespace,
-            a.diff_ref.as_deref(),
-            json!({"run": run.id, "attempt": a.id, "reason": why}),
-            now,
-        )];
-        for s in [flagged, next] {
-            audits.push(loop_audit(
-                s.audit_action(),
-                &run.namespace,
-                None,
-                json!({"run": run.id, "from": s.from.as_str(), "to": s.to.as_str(), "condition": run.condition}),
-                now,
-            ));
-        }
-        let advance = Advance {
-            attempt: Some(attempt_update),
-            run: Some(update),
-            audits,
-            ..Advance::default()
-        };
-        if self.store.advance(advance).await? == Advanced::Lost {
-            return Ok("another writer moved the run first".into());
-        }
-        self.discard_branch(&run.namespace, a.branch.as_deref().unwrap_or_default())
-            .await;
-        Ok(format!("{} flagged: {why}", a.id))
+        self.close_attempt(run, a, closing, now).await
     }
 
     /// Dispatches the scorer on `a`'s branch and moves both to awaiting-score.
@@ -199,22 +157,14 @@ impl Service {
         let mut attempt_update = AttemptUpdate::step(&a.id, a_step);
         attempt_update.head_sha = Change::Set(head.to_owned());
         attempt_update.dispatched_at = Some(now);
-        let audits = vec![
-            loop_audit(
-                a_step.audit_action(),
-                &run.namespace,
-                a.diff_ref.as_deref(),
-                json!({"run": run.id, "attempt": a.id, "branch": branch, "head_sha": head, "workflow": SCORE_WORKFLOW}),
-                now,
-            ),
-            loop_audit(
-                r_step.audit_action(),
-                &run.namespace,
-                None,
-                json!({"run": run.id, "from": r_step.from.as_str(), "to": r_step.to.as_str(), "condition": run.condition}),
-                now,
-            ),
-        ];
+        let mut audits = vec![loop_audit(
+            a_step.audit_action(),
+            &run.namespace,
+            a.diff_ref.as_deref(),
+            json!({"run": run.id, "attempt": a.id, "branch": branch, "head_sha": head, "workflow": SCORE_WORKFLOW}),
+            now,
+        )];
+        audits.extend(step_audits(run, &[r_step], None, now));
         let advance = Advance {
             attempt: Some(attempt_update),
             run: Some(update),

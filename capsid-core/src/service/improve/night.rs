@@ -14,8 +14,7 @@ use crate::improve::budget::{BudgetCaps, MonthSpend, over_cap};
 use crate::improve::judging::LOOP_ACTOR;
 use crate::improve::keys::{BUDGET_KEY, IMPROVE_MODE_KEY, ROSTER_KEY, anchor_key, paused_key};
 use crate::improve::machine::{
-    AttemptEvent, AttemptStatus, RunEvent, RunStatus, attempt, run, run_expired, run_id,
-    score_overdue,
+    AttemptEvent, RunEvent, RunStatus, attempt, run, run_expired, run_id, score_overdue,
 };
 use crate::improve::night::{Standing, may_run, opener_date};
 use crate::improve::roster::{ImproveMode, Roster, RunCondition};
@@ -288,13 +287,8 @@ impl Service {
         note: Option<String>,
         now: Timestamp,
     ) -> Result<String> {
-        let mut steps = Vec::new();
-        let mut at = run.status;
-        for e in events {
-            let s = run::step(at, *e).map_err(|e| Error::Invalid(e.to_string()))?;
-            at = s.to;
-            steps.push(s);
-        }
+        let steps = chain(run.status, events)?;
+        let at = steps.last().map_or(run.status, |s| s.to);
         let Some(mut update) = RunUpdate::walk(&run.id, &steps, now) else {
             return Ok("nothing to do".into());
         };
@@ -302,19 +296,7 @@ impl Service {
         if let Some(n) = &note {
             update.note = Change::Set(n.clone());
         }
-        let audits = steps
-            .iter()
-            .map(|s| {
-                loop_audit(
-                    s.audit_action(),
-                    &run.namespace,
-                    None,
-                    json!({"run": run.id, "from": s.from.as_str(), "to": s.to.as_str(),
-                           "condition": run.condition, "note": note}),
-                    now,
-                )
-            })
-            .collect();
+        let audits = step_audits(run, &steps, note.as_deref(), now);
         let advance = Advance {
             run: Some(update),
             audits,
@@ -398,24 +380,47 @@ impl Service {
         let Some(a) = self.store.attempt(current).await? else {
             return Ok(format!("the attempt in flight ({current}) is missing"));
         };
-        let a_step = attempt::step(a.status, AttemptEvent::Timeout)
-            .map_err(|e| Error::Invalid(e.to_string()))?;
+        let params = json!({"run": run.id, "attempt": a.id,
+                            "dispatched_at": a.dispatched_at.map(|t| t.to_string())});
+        let closing = Closing {
+            event: AttemptEvent::Timeout,
+            run_event: if expire {
+                RunEvent::Expire
+            } else {
+                RunEvent::ScoreTimeout
+            },
+            reason: format!(
+                "no score arrived within {} minutes of the dispatch",
+                crate::improve::machine::SCORE_DEADLINE_MS / crate::time::MINUTE_MS
+            ),
+            flag_reason: None,
+            params,
+        };
+        self.close_attempt(run, &a, closing, now).await
+    }
+
+    /// Closes `a` with a verdict the loop reaches itself (timed out, flagged) and moves the
+    /// run on in the same keyed unit of work: `run_event` (then, unless it is the six-hour
+    /// cap, on to attempting or finalizing as the counters say); the branch is deleted.
+    pub(crate) async fn close_attempt(
+        &self,
+        run: &RunRow,
+        a: &crate::ports::AttemptRow,
+        c: Closing,
+        now: Timestamp,
+    ) -> Result<String> {
+        let a_step = attempt::step(a.status, c.event).map_err(|e| Error::Invalid(e.to_string()))?;
         let mut tally = run.tally;
         tally
-            .record(AttemptStatus::TimedOut)
+            .record(a_step.to)
             .map_err(|e| Error::Invalid(e.to_string()))?;
+        let expire = c.run_event == RunEvent::Expire;
         let events = if expire {
             vec![RunEvent::Expire]
         } else {
-            vec![RunEvent::ScoreTimeout, tally.after_judging()]
+            vec![c.run_event, tally.after_judging()]
         };
-        let mut steps = Vec::new();
-        let mut at = run.status;
-        for e in events {
-            let s = run::step(at, e).map_err(|e| Error::Invalid(e.to_string()))?;
-            at = s.to;
-            steps.push(s);
-        }
+        let steps = chain(run.status, &events)?;
         let Some(mut update) = RunUpdate::walk(&run.id, &steps, now) else {
             return Ok("nothing to do".into());
         };
@@ -431,26 +436,16 @@ impl Service {
             update.note = Change::Set(n.clone());
         }
         let mut attempt_update = AttemptUpdate::step(&a.id, a_step);
-        attempt_update.reason = Change::Set(format!(
-            "no score arrived within {} minutes of the dispatch",
-            crate::improve::machine::SCORE_DEADLINE_MS / crate::time::MINUTE_MS
-        ));
+        attempt_update.reason = Change::Set(c.reason);
+        attempt_update.flag_reason = c.flag_reason;
         let mut audits = vec![loop_audit(
             a_step.audit_action(),
             &run.namespace,
             a.diff_ref.as_deref(),
-            json!({"run": run.id, "attempt": a.id, "dispatched_at": a.dispatched_at.map(|t| t.to_string())}),
+            c.params,
             now,
         )];
-        for s in &steps {
-            audits.push(loop_audit(
-                s.audit_action(),
-                &run.namespace,
-                None,
-                json!({"run": run.id, "from": s.from.as_str(), "to": s.to.as_str(), "condition": run.condition}),
-                now,
-            ));
-        }
+        audits.extend(step_audits(run, &steps, note.as_deref(), now));
         let advance = Advance {
             attempt: Some(attempt_update),
             run: Some(update),
@@ -460,10 +455,62 @@ impl Service {
         if self.store.advance(advance).await? == Advanced::Lost {
             return Ok("another writer moved the run first".into());
         }
-        self.discard_branch(&run.namespace, &a.branch.clone().unwrap_or_default())
+        self.discard_branch(&run.namespace, a.branch.as_deref().unwrap_or_default())
             .await;
-        Ok(format!("{} timed out; {} → {}", a.id, run.status, at))
+        let to = steps.last().map_or(run.status, |s| s.to);
+        Ok(format!("{} {}; {} → {to}", a.id, a_step.to, run.status))
     }
+}
+
+/// How the loop closes an attempt itself.
+pub(crate) struct Closing {
+    /// The attempt's event (timeout or flag).
+    pub(crate) event: AttemptEvent,
+    /// The run's first event (score timeout, flag, or the six-hour cap).
+    pub(crate) run_event: RunEvent,
+    /// Why, on the attempt.
+    pub(crate) reason: String,
+    /// The monitor's reason, for a flag.
+    pub(crate) flag_reason: Option<String>,
+    /// The attempt's audit parameters.
+    pub(crate) params: Value,
+}
+
+/// The steps `events` take from `from`, each as the core's table allows it.
+pub(crate) fn chain(
+    from: RunStatus,
+    events: &[RunEvent],
+) -> Result<Vec<crate::improve::machine::RunStep>> {
+    let mut steps = Vec::new();
+    let mut at = from;
+    for e in events {
+        let s = run::step(at, *e).map_err(|e| Error::Invalid(e.to_string()))?;
+        at = s.to;
+        steps.push(s);
+    }
+    Ok(steps)
+}
+
+/// One audit row per run step.
+pub(crate) fn step_audits(
+    run: &RunRow,
+    steps: &[crate::improve::machine::RunStep],
+    note: Option<&str>,
+    now: Timestamp,
+) -> Vec<AuditEntry> {
+    steps
+        .iter()
+        .map(|s| {
+            loop_audit(
+                s.audit_action(),
+                &run.namespace,
+                None,
+                json!({"run": run.id, "from": s.from.as_str(), "to": s.to.as_str(),
+                       "condition": run.condition, "note": note}),
+                now,
+            )
+        })
+        .collect()
 }
 
 fn push(list: &mut Value, item: Value) {
