@@ -69,6 +69,33 @@ impl Service {
         Ok(over_cap(&caps, &spend))
     }
 
+    /// Whether `ns` may run tonight under `mode`: its scores document, or why not.
+    async fn standing(
+        &self,
+        ns: &str,
+        mode: ImproveMode,
+        now: Timestamp,
+    ) -> Result<std::result::Result<crate::improve::ScoresDoc, String>> {
+        let over = self.over_budget(now).await?;
+        let roster = Roster::from_setting(self.store.setting(ROSTER_KEY, now).await?.as_deref());
+        let paused = self.store.setting(&paused_key(ns), now).await?;
+        let scores = self
+            .store
+            .document(ns, SCORES_PATH)
+            .await?
+            .and_then(|d| d.body);
+        let pin = self.store.setting(&anchor_key(ns), now).await?;
+        Ok(may_run(&Standing {
+            namespace: ns,
+            mode,
+            on_roster: roster.contains(ns),
+            paused: paused.as_deref(),
+            scores_md: scores.as_deref(),
+            pin: pin.as_deref(),
+            over_budget: over.as_deref(),
+        }))
+    }
+
     /// The namespace's primary repository, if it maps one.
     pub(crate) async fn loop_repo(&self, ns: &str) -> Result<Option<RepoRef>> {
         let Some(row) = self.store.namespace(ns).await? else {
@@ -165,25 +192,7 @@ impl Service {
         now: Timestamp,
     ) -> Result<std::result::Result<RunRow, String>> {
         let refused = |why: String| -> Result<std::result::Result<RunRow, String>> { Ok(Err(why)) };
-        let over = self.over_budget(now).await?;
-        let roster = Roster::from_setting(self.store.setting(ROSTER_KEY, now).await?.as_deref());
-        let paused = self.store.setting(&paused_key(ns), now).await?;
-        let scores = self
-            .store
-            .document(ns, SCORES_PATH)
-            .await?
-            .and_then(|d| d.body);
-        let pin = self.store.setting(&anchor_key(ns), now).await?;
-        let standing = Standing {
-            namespace: ns,
-            mode,
-            on_roster: roster.contains(ns),
-            paused: paused.as_deref(),
-            scores_md: scores.as_deref(),
-            pin: pin.as_deref(),
-            over_budget: over.as_deref(),
-        };
-        let mut why = may_run(&standing).err();
+        let mut why = self.standing(ns, mode, now).await?.err();
         let repo = self.loop_repo(ns).await?;
         if why.is_none() && mode == ImproveMode::Api {
             why = if self.model.is_none() {
@@ -581,24 +590,7 @@ impl Service {
         let mut refused = Vec::new();
         for ns in &targets {
             if dry {
-                let paused = self.store.setting(&paused_key(ns), now).await?;
-                let scores = self
-                    .store
-                    .document(ns, SCORES_PATH)
-                    .await?
-                    .and_then(|d| d.body);
-                let pin = self.store.setting(&anchor_key(ns), now).await?;
-                let over = self.over_budget(now).await?;
-                let standing = Standing {
-                    namespace: ns,
-                    mode,
-                    on_roster: roster.contains(ns),
-                    paused: paused.as_deref(),
-                    scores_md: scores.as_deref(),
-                    pin: pin.as_deref(),
-                    over_budget: over.as_deref(),
-                };
-                match may_run(&standing) {
+                match self.standing(ns, mode, now).await? {
                     Ok(_) => opened.push(json!({"namespace": ns, "would_open": true})),
                     Err(why) => refused.push(json!({"namespace": ns, "reason": why})),
                 }
