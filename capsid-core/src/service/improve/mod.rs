@@ -21,6 +21,7 @@ mod inventory;
 pub mod night;
 mod pin;
 mod roster;
+mod run;
 mod score;
 mod sign;
 mod task;
