@@ -108,6 +108,9 @@ async fn console_renders_in_headless_chromium_light_and_dark() {
         "Answer &amp; resume",
         "Global feed",
         "Shared context",
+        "last run (attempts/kept/reverted)",
+        "idle",
+        "off: improve_run action mode (subscription or api) turns it on",
     ] {
         assert!(html.contains(want), "the page shows {want}");
     }
