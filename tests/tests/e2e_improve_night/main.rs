@@ -556,6 +556,59 @@ async fn a_whole_night(env: &Env) {
     assert_eq!(env.model.requests().len(), 4);
 }
 
+async fn a_failing_model_changes_nothing_and_a_bad_answer_is_flagged(env: &Env) {
+    let s = &env.s;
+    mode(s, "api").await;
+    tick(s).await;
+    let run = live(s).await.expect("a run");
+    assert_eq!(run.status, RunStatus::Attempting);
+    // Overloaded: the step is retried next tick; nothing is recorded, nothing is spent.
+    env.model.push_status(
+        529,
+        capsid_tests::fake_model::error_json("overloaded_error", "Overloaded"),
+    );
+    let busy = tick(s).await;
+    assert!(
+        busy["advanced"][0]["did"]
+            .as_str()
+            .unwrap_or("")
+            .contains("model call failed"),
+        "{busy}"
+    );
+    let same = live(s).await.expect("run");
+    assert_eq!((same.tally.attempts, same.cost_usd), (0, 0.0), "{same:?}");
+    assert!(
+        env.g
+            .branch_names(REPO)
+            .iter()
+            .all(|b| !b.starts_with("improve/"))
+    );
+    // An answer that is no proposal costs what it used and becomes a flagged attempt.
+    env.model.push_text("I would rather not.", usage());
+    tick(s).await;
+    let a1 = s
+        .store
+        .attempt(&format!("{}-a01", run.id))
+        .await
+        .expect("a")
+        .expect("row");
+    assert_eq!(a1.status, AttemptStatus::Flagged);
+    assert!(
+        a1.flag_reason
+            .unwrap_or_default()
+            .contains("no JSON object")
+    );
+    let after = live(s).await.expect("run");
+    assert_eq!((after.tally.attempts, after.tally.reverts), (1, 1));
+    assert!(after.cost_usd > 0.0, "{after:?}");
+    assert!(
+        env.g
+            .branch_names(REPO)
+            .iter()
+            .all(|b| !b.starts_with("improve/"))
+    );
+}
+
 macro_rules! both_stores {
     ($($case:path => $name:ident),* $(,)?) => {
         mod sqlite {
@@ -579,5 +632,6 @@ macro_rules! both_stores {
 
 both_stores! {
     super::a_whole_night => a_whole_night,
+    super::a_failing_model_changes_nothing_and_a_bad_answer_is_flagged => a_failing_model,
     super::subscription::a_task_document_is_signed_and_only_the_lease_holder_drives => subscription_mode,
 }
