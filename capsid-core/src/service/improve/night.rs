@@ -148,14 +148,18 @@ impl Service {
                 {
                     continue;
                 }
-                match self.open_run(ns, mode, RunCondition::Full, now).await? {
-                    Ok(run) => push(
+                match self.open_run(ns, mode, RunCondition::Full, now).await {
+                    Ok(Ok(run)) => push(
                         &mut report["opened"],
                         json!({"namespace": ns, "run": run.id}),
                     ),
-                    Err(why) => push(
+                    Ok(Err(why)) => push(
                         &mut report["refused"],
                         json!({"namespace": ns, "reason": why}),
+                    ),
+                    Err(e) => push(
+                        &mut report["errors"],
+                        json!({"namespace": ns, "error": e.to_string()}),
                     ),
                 }
             }
@@ -194,6 +198,15 @@ impl Service {
         let refused = |why: String| -> Result<std::result::Result<RunRow, String>> { Ok(Err(why)) };
         let mut why = self.standing(ns, mode, now).await?.err();
         let repo = self.loop_repo(ns).await?;
+        if why.is_none()
+            && mode == ImproveMode::Subscription
+            && self.config.signing_secret().is_none()
+        {
+            why = Some(
+                "subscription mode signs its task document: CAPSID_SIGNING_SECRET is not set"
+                    .into(),
+            );
+        }
         if why.is_none() && mode == ImproveMode::Api {
             why = if self.model.is_none() {
                 Some("api mode needs the model API (CAPSID_ANTHROPIC_API_KEY)".into())
