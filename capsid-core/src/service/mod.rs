@@ -209,6 +209,7 @@ impl Service {
             improve: &*self.store,
             reviews: &*self.store,
             audit_log: &*self.store,
+            skills: &*self.store,
             repo_host: &self.repo_host,
             notifier: &self.notifier,
             config: &self.config,

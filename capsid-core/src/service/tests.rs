@@ -438,6 +438,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "command",
             "approved_by_policy",
             "evidence",
+            "skills_used",
+            "skill_verdict",
             "head_sha",
         ],
     ),

@@ -131,10 +131,20 @@ mod tests {
             s("live-half", Live, Some("flaky test deploy rollback"), None),
             s("live-full", Live, Some("flaky retry"), Some(r#"["proj"]"#)),
             s("retired", Retired, Some("flaky test retry"), None),
-            s("elsewhere", Live, Some("flaky test retry"), Some(r#"["other"]"#)),
+            s(
+                "elsewhere",
+                Live,
+                Some("flaky test retry"),
+                Some(r#"["other"]"#),
+            ),
             s("no-trigger", Live, None, None),
             s("unrelated", Live, Some("database migration lockfile"), None),
-            s("corrupt-ns", Live, Some("flaky test retry"), Some("not json")),
+            s(
+                "corrupt-ns",
+                Live,
+                Some("flaky test retry"),
+                Some("not json"),
+            ),
         ];
         assert_eq!(
             skills_to_offer(&skills, "proj", "Fix: retry the flaky test"),
