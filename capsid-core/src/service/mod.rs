@@ -229,6 +229,7 @@ impl Service {
             docs: &*self.store,
             agents: &*self.store,
             audit_log: &*self.store,
+            skills: &*self.store,
             config: &self.config,
             entropy: &*self.entropy,
             clock: &*self.clock,

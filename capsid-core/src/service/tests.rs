@@ -460,6 +460,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "task",
             "head_sha",
             "summary",
+            "skill",
+            "status",
         ],
     ),
     ("improve_status", &["namespace", "task_path"]),
