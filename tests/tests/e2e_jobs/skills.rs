@@ -229,7 +229,98 @@ async fn reports_outside_the_offer_are_refused(s: &TestServer) {
     assert_eq!(skill(s, "sk-retired").await.wins, 0);
 }
 
+/// `improve_run skills|skill` read for any caller with the namespace; `retire_skill` is admin
+/// only, keyed and audited, and a retired skill is no longer offered.
+async fn improve_run_lists_shows_and_retires_skills(s: &TestServer) {
+    seed_all(s).await;
+    let d = driver(s, "d1", json!({})).await;
+    let listed = d
+        .ok(
+            "improve_run",
+            json!({"action": "skills", "namespace": "alpha", "status": "live"}),
+        )
+        .await;
+    let mut ids: Vec<&str> = listed["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x["id"].as_str())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        ["sk-beta", "sk-live", "sk-other"],
+        "live, and from alpha or offerable there: {listed}"
+    );
+    let beta = d
+        .ok(
+            "improve_run",
+            json!({"action": "skills", "namespace": "beta", "status": "candidate"}),
+        )
+        .await;
+    assert_eq!(
+        beta["skills"],
+        json!([]),
+        "sk-cand is from alpha and scoped to alpha: {beta}"
+    );
+    let shown = d
+        .ok(
+            "improve_run",
+            json!({"action": "skill", "namespace": "alpha", "skill": "sk-live"}),
+        )
+        .await;
+    assert_eq!(shown["skill"]["trigger"], "flaky test retry", "{shown}");
+    assert_eq!(shown["evaluations"], json!([]));
+    let refused = match d
+        .call("improve_run", json!({"action": "retire_skill", "namespace": "alpha", "skill": "sk-live", "reason": "no"}))
+        .await
+    {
+        Ok(v) => v.to_string(),
+        Err(e) => e,
+    };
+    assert!(refused.contains("admin only"), "{refused}");
+    assert_eq!(
+        skill(s, "sk-live").await.status,
+        "live",
+        "a refused retire changes nothing"
+    );
+    let no_reason = s
+        .admin(
+            "improve_run",
+            json!({"action": "retire_skill", "skill": "sk-live"}),
+        )
+        .await;
+    assert_eq!(no_reason["ok"], false, "{no_reason}");
+    let retired = s
+        .admin("improve_run", json!({"action": "retire_skill", "skill": "sk-live", "reason": "superseded by sk-cand"}))
+        .await;
+    assert_eq!(retired["status"], "retired", "{retired}");
+    assert_eq!(skill(s, "sk-live").await.status, "retired");
+    let audit = s
+        .store
+        .newest_audit("skill-retired", "alpha", "improve/skills/sk-live.md")
+        .await
+        .unwrap()
+        .expect("audit row");
+    assert!(
+        audit
+            .params
+            .unwrap_or_default()
+            .contains("superseded by sk-cand")
+    );
+    let again = s
+        .admin(
+            "improve_run",
+            json!({"action": "retire_skill", "skill": "sk-live", "reason": "x"}),
+        )
+        .await;
+    assert_eq!(again["ok"], false, "{again}");
+    let job = post(&d, "alpha", "Retry the flaky login test", json!({})).await;
+    assert_eq!(offered_ids(&claim(&d, &job["id"]).await), ["sk-cand"]);
+}
+
 e2e_cases!(crate::options();
+    improve_run_lists_shows_and_retires_skills,
     used_skill_with_verified_success_wins,
     offered_and_unused_earns_nothing,
     environment_failure_earns_nothing_but_leaves_a_note,
