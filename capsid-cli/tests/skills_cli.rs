@@ -126,7 +126,10 @@ async fn seed(data: &Path) {
 async fn capsid_skills_list_and_show() {
     let dir = tempfile::tempdir().expect("a folder");
     let data = dir.path().join("data");
-    let registered = capsid(&data, &["namespaces", "register", "alpha", "--repo", "octo/alpha"]);
+    let registered = capsid(
+        &data,
+        &["namespaces", "register", "alpha", "--repo", "octo/alpha"],
+    );
     assert!(registered.status.success(), "{}", text(&registered));
 
     let empty = capsid(&data, &["skills", "list"]);

@@ -578,7 +578,10 @@ impl ImproveCx<'_> {
                 self.skills_action(ns.as_deref(), a.status.as_ref().map(|s| s.as_str()))
                     .await
             }
-            RunAction::Skill => self.skill_action(a.skill.as_ref().map(|s| s.as_str())).await,
+            RunAction::Skill => {
+                self.skill_action(a.skill.as_ref().map(|s| s.as_str()))
+                    .await
+            }
             RunAction::RetireSkill => {
                 self.retire_skill_action(
                     caller,
@@ -661,8 +664,10 @@ mod registered {
                             "pinning the Anchors is a human setting the loop's floor: admin only",
                         ),
                     ),
-                    action("skills", Rule::read()),
-                    action("skill", Rule::read()),
+                    // Write like the rest of improve_run (reference 2.5: a write tool), so a
+                    // read-only agent's tools/list is unchanged.
+                    action("skills", Rule::write()),
+                    action("skill", Rule::write()),
                     action(
                         "retire_skill",
                         Rule::write().admin_only(

@@ -1,7 +1,7 @@
-//! `improve_run` actions `skills` (list, optionally of one status and the skills a namespace
-//! may be offered), `skill` (one skill with its evaluations, edit proposals and failure
-//! notes) and `retire_skill` (admin only: a keyed status change to `retired`, audited in its
-//! transaction; the row and its record stay).
+//! `improve_run` actions (write, as the tool is) `skills` (list, optionally of one status and
+//! the skills a namespace may be offered), `skill` (one skill with its evaluations, edit
+//! proposals and failure notes) and `retire_skill` (admin only: a keyed status change to
+//! `retired`, audited in its transaction; the row and its record stay).
 
 use serde_json::{Value, json};
 
@@ -133,6 +133,8 @@ impl ImproveCx<'_> {
                 format!("{id} changed status while this ran; read it again."),
             ));
         }
-        Ok(json!({"ok": true, "action": name, "skill": id, "from": row.status, "status": "retired"}))
+        Ok(
+            json!({"ok": true, "action": name, "skill": id, "from": row.status, "status": "retired"}),
+        )
     }
 }
