@@ -18,6 +18,7 @@ mod owner;
 mod proxies;
 mod restore;
 mod serve;
+mod skills;
 mod test_clock;
 mod tick;
 
@@ -78,6 +79,9 @@ enum Command {
     /// The self-improvement loop's and autonomy's settings (the roster).
     #[command(subcommand)]
     Improve(improve::ImproveCommand),
+    /// The loop's skills: list them, or show one with its evidence.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
 }
 
 fn main() -> ExitCode {
@@ -109,6 +113,7 @@ fn main() -> ExitCode {
             Command::Restore(args) => restore::run(&cli.global, args).await,
             Command::Tick(args) => tick::run(&cli.global, args).await,
             Command::Improve(cmd) => improve::run(&cli.global, cmd).await,
+            Command::Skills(cmd) => skills::run(&cli.global, cmd).await,
         }
     });
     match outcome {

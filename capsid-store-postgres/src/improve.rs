@@ -4,8 +4,8 @@
 use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{
-    AuditEntry, ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore,
-    StoreResult,
+    AuditEntry, ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
+    SkillRow, SkillStore, StoreResult,
 };
 use capsid_core::time::Timestamp;
 use sqlx::Row;
@@ -23,12 +23,28 @@ const RUN_TOTALS_SELECT: &str = "SELECT namespace, count(*) AS runs, coalesce(su
 
 macro_rules! skill_cols {
     () => {
-        "id, source_namespace, title, body_ref, version, status, wins, losses"
+        "id, source_namespace, title, body_ref, version, status, wins, losses, trigger_condition, namespaces"
     };
 }
 
-const INSERT_SKILL: &str = "INSERT INTO improve_skills (id, source_namespace, title, body_ref, version, status, wins, losses, ts) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+const INSERT_SKILL: &str = "INSERT INTO improve_skills (id, source_namespace, title, body_ref, version, status, wins, losses, ts, \
+     trigger_condition, namespaces) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+const SKILL: &str = concat!(
+    "SELECT ",
+    skill_cols!(),
+    " FROM improve_skills WHERE id = $1"
+);
+const INSERT_EDIT: &str = "INSERT INTO skill_edits (skill, from_version, to_version, ops, accepted, reason, evaluated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7)";
+const EDITS: &str = "SELECT skill, from_version, to_version, ops, accepted, reason, evaluated_at FROM skill_edits \
+     WHERE skill = $1 ORDER BY evaluated_at DESC, id DESC LIMIT $2";
+const INSERT_FAILURE: &str = "INSERT INTO skill_failures (skill, namespace, source_kind, source_id, note, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6)";
+const FAILURES: &str = "SELECT skill, namespace, source_kind, source_id, note, created_at FROM skill_failures \
+     WHERE skill = $1 ORDER BY created_at DESC, id DESC LIMIT $2";
+const CREDIT_WIN: &str = "UPDATE improve_skills SET wins = wins + 1 WHERE id = $1 RETURNING id";
+const CREDIT_LOSS: &str =
+    "UPDATE improve_skills SET losses = losses + 1 WHERE id = $1 RETURNING id";
 const SKILLS: &str = concat!(
     "SELECT ",
     skill_cols!(),
@@ -71,7 +87,36 @@ fn skill(row: &PgRow) -> Result<SkillRow, sqlx::Error> {
         status: row.try_get("status")?,
         wins: row.try_get("wins")?,
         losses: row.try_get("losses")?,
+        trigger_condition: row.try_get("trigger_condition")?,
+        namespaces: row.try_get("namespaces")?,
     })
+}
+
+fn edit(row: &PgRow) -> Result<SkillEditRow, sqlx::Error> {
+    Ok(SkillEditRow {
+        skill: row.try_get("skill")?,
+        from_version: row.try_get("from_version")?,
+        to_version: row.try_get("to_version")?,
+        ops: row.try_get("ops")?,
+        accepted: row.try_get::<i64, _>("accepted")? != 0,
+        reason: row.try_get("reason")?,
+        evaluated_at: row.time("evaluated_at")?,
+    })
+}
+
+fn failure(row: &PgRow) -> Result<SkillFailureRow, sqlx::Error> {
+    Ok(SkillFailureRow {
+        skill: row.try_get("skill")?,
+        namespace: row.try_get("namespace")?,
+        source_kind: row.try_get("source_kind")?,
+        source_id: row.try_get("source_id")?,
+        note: row.try_get("note")?,
+        created_at: row.time("created_at")?,
+    })
+}
+
+fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn evaluation(row: &PgRow) -> Result<SkillEvaluationRow, sqlx::Error> {
@@ -133,6 +178,8 @@ impl SkillStore for PgStore {
                         .bind(row.wins)
                         .bind(row.losses)
                         .bind(at)
+                        .bind(&row.trigger_condition)
+                        .bind(&row.namespaces)
                         .execute(&mut *tx)
                         .await?;
                     audit::insert(&mut tx, audit).await
@@ -210,6 +257,130 @@ impl SkillStore for PgStore {
                         .bind(from)
                         .bind(to)
                         .bind(at)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    if changed.is_none() {
+                        return Ok(false);
+                    }
+                    audit::insert(&mut tx, audit).await?;
+                    Ok(true)
+                }
+                .await;
+                finish(tx, result, |changed| *changed).await
+            })
+        })
+        .await
+    }
+
+    async fn skill(&self, id: &str) -> StoreResult<Option<SkillRow>> {
+        let row = sqlx::query(SKILL)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(translate)?;
+        row.as_ref().map(skill).transpose().map_err(translate)
+    }
+
+    async fn record_skill_edit(&self, row: SkillEditRow, audit: AuditEntry) -> StoreResult<()> {
+        let pool = &self.pool;
+        let (row, audit) = (&row, &audit);
+        let at = row.evaluated_at.to_string();
+        let at = at.as_str();
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result: TxResult<()> = async {
+                    sqlx::query(INSERT_EDIT)
+                        .bind(&row.skill)
+                        .bind(row.from_version)
+                        .bind(row.to_version)
+                        .bind(&row.ops)
+                        .bind(i64::from(row.accepted))
+                        .bind(&row.reason)
+                        .bind(at)
+                        .execute(&mut *tx)
+                        .await?;
+                    audit::insert(&mut tx, audit).await
+                }
+                .await;
+                finish(tx, result, always).await
+            })
+        })
+        .await
+    }
+
+    async fn skill_edits(&self, skill_id: &str, n: usize) -> StoreResult<Vec<SkillEditRow>> {
+        let rows = sqlx::query(EDITS)
+            .bind(skill_id)
+            .bind(limit(n))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(translate)?;
+        rows.iter()
+            .map(edit)
+            .collect::<Result<_, _>>()
+            .map_err(translate)
+    }
+
+    async fn record_skill_failure(
+        &self,
+        row: SkillFailureRow,
+        audit: AuditEntry,
+    ) -> StoreResult<()> {
+        let pool = &self.pool;
+        let (row, audit) = (&row, &audit);
+        let at = row.created_at.to_string();
+        let at = at.as_str();
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result: TxResult<()> = async {
+                    sqlx::query(INSERT_FAILURE)
+                        .bind(&row.skill)
+                        .bind(&row.namespace)
+                        .bind(&row.source_kind)
+                        .bind(&row.source_id)
+                        .bind(&row.note)
+                        .bind(at)
+                        .execute(&mut *tx)
+                        .await?;
+                    audit::insert(&mut tx, audit).await
+                }
+                .await;
+                finish(tx, result, always).await
+            })
+        })
+        .await
+    }
+
+    async fn skill_failures(&self, skill_id: &str, n: usize) -> StoreResult<Vec<SkillFailureRow>> {
+        let rows = sqlx::query(FAILURES)
+            .bind(skill_id)
+            .bind(limit(n))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(translate)?;
+        rows.iter()
+            .map(failure)
+            .collect::<Result<_, _>>()
+            .map_err(translate)
+    }
+
+    async fn credit_skill(
+        &self,
+        skill_id: &str,
+        win: bool,
+        audit: AuditEntry,
+    ) -> StoreResult<bool> {
+        let pool = &self.pool;
+        let audit = &audit;
+        let sql = if win { CREDIT_WIN } else { CREDIT_LOSS };
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result = async {
+                    let changed: Option<String> = sqlx::query_scalar(sql)
+                        .bind(skill_id)
                         .fetch_optional(&mut *tx)
                         .await?;
                     if changed.is_none() {

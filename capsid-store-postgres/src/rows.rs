@@ -146,6 +146,8 @@ pub(crate) fn outcome(row: &PgRow) -> Result<OutcomeRow, sqlx::Error> {
         verified: row.try_get("verified")?,
         recorded_at: row.time("recorded_at")?,
         reviewed_by: row.try_get("reviewed_by")?,
+        skill_ids_offered: row.try_get("skill_ids_offered")?,
+        skill_ids_used: row.try_get("skill_ids_used")?,
     })
 }
 

@@ -4,8 +4,8 @@
 use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{
-    AuditEntry, ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore,
-    StoreResult,
+    AuditEntry, ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
+    SkillRow, SkillStore, StoreResult,
 };
 use capsid_core::time::Timestamp;
 use sqlx::sqlite::{Sqlite, SqliteRow};
@@ -37,7 +37,38 @@ fn skill_row(row: &SqliteRow) -> Result<SkillRow, sqlx::Error> {
         status: row.try_get("status")?,
         wins: row.try_get("wins")?,
         losses: row.try_get("losses")?,
+        trigger_condition: row.try_get("trigger_condition")?,
+        namespaces: row.try_get("namespaces")?,
     })
+}
+
+const SKILL_COLS: &str = "id, source_namespace, title, body_ref, version, status, wins, losses, trigger_condition, namespaces";
+
+fn edit_row(row: &SqliteRow) -> Result<SkillEditRow, sqlx::Error> {
+    Ok(SkillEditRow {
+        skill: row.try_get("skill")?,
+        from_version: row.try_get("from_version")?,
+        to_version: row.try_get("to_version")?,
+        ops: row.try_get("ops")?,
+        accepted: row.try_get::<i64, _>("accepted")? != 0,
+        reason: row.try_get("reason")?,
+        evaluated_at: row.time("evaluated_at")?,
+    })
+}
+
+fn failure_row(row: &SqliteRow) -> Result<SkillFailureRow, sqlx::Error> {
+    Ok(SkillFailureRow {
+        skill: row.try_get("skill")?,
+        namespace: row.try_get("namespace")?,
+        source_kind: row.try_get("source_kind")?,
+        source_id: row.try_get("source_id")?,
+        note: row.try_get("note")?,
+        created_at: row.time("created_at")?,
+    })
+}
+
+fn limit(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn evaluation_row(row: &SqliteRow) -> Result<SkillEvaluationRow, sqlx::Error> {
@@ -80,8 +111,8 @@ impl SkillStore for SqliteStore {
     ) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
         sqlx::query(
-            "INSERT INTO improve_skills (id, source_namespace, title, body_ref, version, status, wins, losses, ts) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO improve_skills (id, source_namespace, title, body_ref, version, status, wins, losses, ts, \
+             trigger_condition, namespaces) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&skill.id)
         .bind(&skill.source_namespace)
@@ -92,6 +123,8 @@ impl SkillStore for SqliteStore {
         .bind(skill.wins)
         .bind(skill.losses)
         .bind(at.to_string())
+        .bind(&skill.trigger_condition)
+        .bind(&skill.namespaces)
         .execute(&mut *tx)
         .await
         .map_err(|e| conflict_or_backend(e, |_| format!("skill '{}' already exists", skill.id)))?;
@@ -100,9 +133,8 @@ impl SkillStore for SqliteStore {
     }
 
     async fn skills(&self, status: Option<&str>) -> StoreResult<Vec<SkillRow>> {
-        let mut qb = QueryBuilder::<Sqlite>::new(
-            "SELECT id, source_namespace, title, body_ref, version, status, wins, losses FROM improve_skills",
-        );
+        let mut qb =
+            QueryBuilder::<Sqlite>::new(format!("SELECT {SKILL_COLS} FROM improve_skills"));
         if let Some(status) = status {
             qb.push(" WHERE status = ").push_bind(status.to_owned());
         }
@@ -160,6 +192,104 @@ impl SkillStore for SqliteStore {
         .bind(at.to_string())
         .bind(skill)
         .bind(from)
+        .fetch_optional(&mut *tx)
+        .await
+        .db()?;
+        if changed.is_none() {
+            return Ok(false);
+        }
+        insert_audit(&mut tx, &audit).await.db()?;
+        commit(tx).await?;
+        Ok(true)
+    }
+
+    async fn skill(&self, id: &str) -> StoreResult<Option<SkillRow>> {
+        let found = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SKILL_COLS} FROM improve_skills WHERE id = ?"
+        )))
+        .bind(id)
+        .fetch_optional(self.reader())
+        .await
+        .db()?;
+        found.as_ref().map(skill_row).transpose().db()
+    }
+
+    async fn record_skill_edit(&self, edit: SkillEditRow, audit: AuditEntry) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO skill_edits (skill, from_version, to_version, ops, accepted, reason, evaluated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&edit.skill)
+        .bind(edit.from_version)
+        .bind(edit.to_version)
+        .bind(&edit.ops)
+        .bind(i64::from(edit.accepted))
+        .bind(&edit.reason)
+        .bind(edit.evaluated_at.to_string())
+        .execute(&mut *tx)
+        .await
+        .db()?;
+        insert_audit(&mut tx, &audit).await.db()?;
+        commit(tx).await
+    }
+
+    async fn skill_edits(&self, skill: &str, n: usize) -> StoreResult<Vec<SkillEditRow>> {
+        let found = sqlx::query(
+            "SELECT skill, from_version, to_version, ops, accepted, reason, evaluated_at FROM skill_edits \
+             WHERE skill = ? ORDER BY evaluated_at DESC, id DESC LIMIT ?",
+        )
+        .bind(skill)
+        .bind(limit(n))
+        .fetch_all(self.reader())
+        .await
+        .db()?;
+        rows::all(&found, edit_row).db()
+    }
+
+    async fn record_skill_failure(
+        &self,
+        failure: SkillFailureRow,
+        audit: AuditEntry,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO skill_failures (skill, namespace, source_kind, source_id, note, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&failure.skill)
+        .bind(&failure.namespace)
+        .bind(&failure.source_kind)
+        .bind(&failure.source_id)
+        .bind(&failure.note)
+        .bind(failure.created_at.to_string())
+        .execute(&mut *tx)
+        .await
+        .db()?;
+        insert_audit(&mut tx, &audit).await.db()?;
+        commit(tx).await
+    }
+
+    async fn skill_failures(&self, skill: &str, n: usize) -> StoreResult<Vec<SkillFailureRow>> {
+        let found = sqlx::query(
+            "SELECT skill, namespace, source_kind, source_id, note, created_at FROM skill_failures \
+             WHERE skill = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+        )
+        .bind(skill)
+        .bind(limit(n))
+        .fetch_all(self.reader())
+        .await
+        .db()?;
+        rows::all(&found, failure_row).db()
+    }
+
+    async fn credit_skill(&self, skill: &str, win: bool, audit: AuditEntry) -> StoreResult<bool> {
+        let mut tx = self.begin_write().await?;
+        let column = if win { "wins" } else { "losses" };
+        let changed: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "UPDATE improve_skills SET {column} = {column} + 1 WHERE id = ? RETURNING id"
+        )))
+        .bind(skill)
         .fetch_optional(&mut *tx)
         .await
         .db()?;

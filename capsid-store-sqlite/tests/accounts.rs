@@ -240,6 +240,8 @@ async fn skills_and_improve_totals() {
         status: "candidate".into(),
         wins: 0,
         losses: 0,
+        trigger_condition: None,
+        namespaces: None,
     };
     store
         .insert_skill(skill.clone(), at(0), audit("skill", "n", "x", at(0)))

@@ -124,6 +124,8 @@ fn outcome_for(job: &Job, recorded: Timestamp, urls: &[&str]) -> OutcomeRecord {
             verified: "{}".to_owned(),
             recorded_at: recorded,
             reviewed_by: None,
+            skill_ids_offered: None,
+            skill_ids_used: None,
         },
         pr_urls: urls.iter().map(|u| (*u).to_owned()).collect(),
     }

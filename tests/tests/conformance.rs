@@ -82,6 +82,10 @@ conformance_suite! {
     store settings::leader_lease_acquire_renew_release;
     store settings::skills_and_improve_totals;
     store settings::health_probes;
+    store skills::skill_read_by_id;
+    store skills::skill_edits_recorded_newest_first;
+    store skills::skill_failures_newest_n;
+    store skills::skill_credit_counts_with_audit;
     store jobs_claim::post_job_and_open_title_uniqueness;
     store jobs_claim::claim_targets_and_order;
     store jobs_claim::claim_refused_leaves_job_untouched;

@@ -139,6 +139,10 @@ pub struct OutcomeRow {
     pub recorded_at: Timestamp,
     /// The agent whose approval let a `review_required` job complete (SPEC 8), if any.
     pub reviewed_by: Option<String>,
+    /// JSON array of the skill ids offered with the claim; `None` when none were computed.
+    pub skill_ids_offered: Option<String>,
+    /// JSON array of the skill ids the driver reported using; `None` when it reported nothing.
+    pub skill_ids_used: Option<String>,
 }
 
 /// The row plus the notes the response carries.
@@ -372,6 +376,8 @@ pub fn build_outcome(job: &Job, verdict: EvidenceVerdict, now: Timestamp) -> Out
         verified: verdict.verified.to_json(),
         recorded_at: now,
         reviewed_by: None,
+        skill_ids_offered: None,
+        skill_ids_used: None,
     };
     Outcome {
         row,

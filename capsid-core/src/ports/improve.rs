@@ -51,6 +51,46 @@ pub struct SkillRow {
     pub wins: i64,
     /// Losses credited.
     pub losses: i64,
+    /// The declared trigger condition (what work the skill is offered for), if any.
+    pub trigger_condition: Option<String>,
+    /// JSON array of the namespaces it applies to; `None` means any.
+    pub namespaces: Option<String>,
+}
+
+/// A `skill_edits` row: one bounded edit proposal, accepted or not.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SkillEditRow {
+    /// Skill id.
+    pub skill: String,
+    /// The version the edit was proposed against.
+    pub from_version: i64,
+    /// The version it would make (`from_version + 1`).
+    pub to_version: i64,
+    /// JSON text of the `add|delete|replace` ops.
+    pub ops: String,
+    /// Whether it was accepted.
+    pub accepted: bool,
+    /// Why it was accepted or rejected.
+    pub reason: String,
+    /// When it was judged.
+    pub evaluated_at: Timestamp,
+}
+
+/// A `skill_failures` row: a note on a reverted attempt or a failed job that used the skill.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SkillFailureRow {
+    /// Skill id.
+    pub skill: String,
+    /// Namespace of the attempt or job.
+    pub namespace: String,
+    /// `attempt` or `job`.
+    pub source_kind: String,
+    /// The attempt or job id.
+    pub source_id: String,
+    /// What went wrong.
+    pub note: String,
+    /// When.
+    pub created_at: Timestamp,
 }
 
 /// A `skill_evaluations` row.
@@ -99,4 +139,21 @@ pub trait SkillStore: Send + Sync {
         at: Timestamp,
         audit: AuditEntry,
     ) -> StoreResult<bool>;
+    /// One skill.
+    async fn skill(&self, id: &str) -> StoreResult<Option<SkillRow>>;
+    /// Records an edit proposal (accepted or not) with its audit row.
+    async fn record_skill_edit(&self, edit: SkillEditRow, audit: AuditEntry) -> StoreResult<()>;
+    /// Edit proposals of `skill`, newest first, at most `limit`.
+    async fn skill_edits(&self, skill: &str, limit: usize) -> StoreResult<Vec<SkillEditRow>>;
+    /// Records a failure note with its audit row.
+    async fn record_skill_failure(
+        &self,
+        failure: SkillFailureRow,
+        audit: AuditEntry,
+    ) -> StoreResult<()>;
+    /// The newest `limit` failure notes of `skill`, newest first.
+    async fn skill_failures(&self, skill: &str, limit: usize) -> StoreResult<Vec<SkillFailureRow>>;
+    /// Adds one win (`win`) or one loss to `skill`, with its audit row; `false` when there is
+    /// no such skill (nothing written).
+    async fn credit_skill(&self, skill: &str, win: bool, audit: AuditEntry) -> StoreResult<bool>;
 }

@@ -48,7 +48,10 @@ pub use documents::{
     VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
 pub use gauges::{JobGaugeRow, PoolUsage, StoreGauges};
-pub use improve::{ImproveRunTotals, ImproveStore, SkillEvaluationRow, SkillRow, SkillStore};
+pub use improve::{
+    ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow, SkillRow,
+    SkillStore,
+};
 pub use jobs::{
     Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, JobCounts,
     JobFilter, JobPatch, JobStore, JobTransition, MirrorFn, NewJob, OutcomeRecord, StatusCount,

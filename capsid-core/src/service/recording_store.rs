@@ -437,6 +437,37 @@ impl SkillStore for RecordingStore {
     ) -> StoreResult<bool> {
         Err(self.touched("set_skill_status"))
     }
+    async fn skill(&self, _id: &str) -> StoreResult<Option<SkillRow>> {
+        Err(self.touched("skill"))
+    }
+    async fn record_skill_edit(&self, _edit: SkillEditRow, _audit: AuditEntry) -> StoreResult<()> {
+        Err(self.touched("record_skill_edit"))
+    }
+    async fn skill_edits(&self, _skill: &str, _limit: usize) -> StoreResult<Vec<SkillEditRow>> {
+        Err(self.touched("skill_edits"))
+    }
+    async fn record_skill_failure(
+        &self,
+        _failure: SkillFailureRow,
+        _audit: AuditEntry,
+    ) -> StoreResult<()> {
+        Err(self.touched("record_skill_failure"))
+    }
+    async fn skill_failures(
+        &self,
+        _skill: &str,
+        _limit: usize,
+    ) -> StoreResult<Vec<SkillFailureRow>> {
+        Err(self.touched("skill_failures"))
+    }
+    async fn credit_skill(
+        &self,
+        _skill: &str,
+        _win: bool,
+        _audit: AuditEntry,
+    ) -> StoreResult<bool> {
+        Err(self.touched("credit_skill"))
+    }
 }
 
 #[async_trait]

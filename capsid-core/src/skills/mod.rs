@@ -12,11 +12,13 @@ pub mod attribution;
 pub mod edits;
 pub mod lifecycle;
 pub mod merge;
+pub mod offer;
 
 pub use attribution::{Credit, RunSignal, attribute};
 pub use edits::{EditError, EditOp, accept_edit, apply_edit, check_edit_bound};
 pub use lifecycle::{Evaluation, Transition, next_status, transition};
 pub use merge::{MergeDecision, body_difference, merge_decision, triggers_overlap};
+pub use offer::{OfferSkill, skills_to_offer};
 
 /// Where a skill is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -50,7 +50,7 @@ pub(crate) async fn record_outcome(
     let inserted: Option<String> = sqlx::query_scalar(
         "INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, \
          tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, \
-         reviewed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
+         reviewed_by, skill_ids_offered, skill_ids_used) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
     )
     .bind(&row.job_id)
     .bind(&row.agent)
@@ -68,6 +68,8 @@ pub(crate) async fn record_outcome(
     .bind(&row.verified)
     .bind(row.recorded_at.to_string())
     .bind(&row.reviewed_by)
+    .bind(&row.skill_ids_offered)
+    .bind(&row.skill_ids_used)
     .fetch_optional(&mut *conn)
     .await
     .db()?;
@@ -282,7 +284,8 @@ impl JobStore for SqliteStore {
     async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
         let mut qb = QueryBuilder::<Sqlite>::new(
             "SELECT job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, tests_added, ci_green, \
-             blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, reviewed_by FROM job_outcomes",
+             blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, reviewed_by, \
+             skill_ids_offered, skill_ids_used FROM job_outcomes",
         );
         if let Some(agent) = agent {
             qb.push(" WHERE agent = ").push_bind(agent.to_owned());

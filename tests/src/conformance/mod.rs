@@ -21,4 +21,5 @@ pub mod registry;
 pub mod reviews;
 pub mod runs;
 pub mod settings;
+pub mod skills;
 pub mod support;

@@ -333,6 +333,8 @@ fn skill(id: &str, status: &str) -> SkillRow {
         status: status.into(),
         wins: 0,
         losses: 0,
+        trigger_condition: None,
+        namespaces: None,
     }
 }
 

@@ -291,6 +291,8 @@ pub fn outcome_row(job: &Job, agent: &str, when: Timestamp) -> OutcomeRow {
             .to_owned(),
         recorded_at: when,
         reviewed_by: None,
+        skill_ids_offered: None,
+        skill_ids_used: None,
     }
 }
 

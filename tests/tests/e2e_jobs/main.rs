@@ -7,6 +7,7 @@ mod evidence;
 mod policy;
 mod queue;
 mod resume;
+mod skills;
 
 use std::sync::{Arc, OnceLock};
 

@@ -33,6 +33,8 @@ fn row(
         verified: verified.into(),
         recorded_at: Timestamp::parse("2026-09-12T00:00:00.000Z").expect("instant"),
         reviewed_by: None,
+        skill_ids_offered: None,
+        skill_ids_used: None,
     }
 }
 

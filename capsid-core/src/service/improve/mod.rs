@@ -24,6 +24,7 @@ mod roster;
 mod run;
 mod score;
 mod sign;
+mod skills;
 mod task;
 use crate::caller::Caller;
 use crate::crypto::sha256_hex;
@@ -64,6 +65,8 @@ pub struct ImproveCx<'a> {
     pub agents: &'a dyn crate::ports::AgentStore,
     /// Audit rows of control changes.
     pub audit_log: &'a dyn crate::ports::AuditLog,
+    /// Skills and their evidence.
+    pub skills: &'a dyn crate::ports::SkillStore,
     /// The signing secret.
     pub config: &'a super::ServiceConfig,
     /// Keys.
@@ -120,6 +123,12 @@ pub enum RunAction {
     Cadence,
     /// Pin the Anchors checksum of a namespace's improve/scores.md (admin only).
     Pin,
+    /// List skills (optionally of one status, or offerable to a namespace).
+    Skills,
+    /// One skill with its evaluations, edits and failure notes.
+    Skill,
+    /// Retire a skill by hand (admin only).
+    RetireSkill,
 }
 
 /// What `improve_run` action `roster` does.
@@ -137,7 +146,7 @@ pub enum RosterOp {
 /// `improve_run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
-    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence or pin.
+    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence, pin, skills, skill or retire_skill.
     pub action: Option<RunAction>,
     /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid; pin: the namespace whose Anchors are pinned).
     pub namespace: Option<NamespaceArg>,
@@ -165,6 +174,10 @@ pub struct RunArgs {
     pub head_sha: Option<Bounded<64>>,
     /// attempt: what it changes, in a line.
     pub summary: Option<Bounded<200>>,
+    /// skill, retire_skill: the skill's id.
+    pub skill: Option<Bounded<64>>,
+    /// skills: only this status (candidate, live or retired).
+    pub status: Option<Bounded<16>>,
 }
 impl RunAction {
     /// The wire name.
@@ -183,6 +196,9 @@ impl RunAction {
             RunAction::Tick => "tick",
             RunAction::Cadence => "cadence",
             RunAction::Pin => "pin",
+            RunAction::Skills => "skills",
+            RunAction::Skill => "skill",
+            RunAction::RetireSkill => "retire_skill",
         }
     }
 }
@@ -559,6 +575,23 @@ impl ImproveCx<'_> {
             }
             RunAction::Roster => self.roster_action(caller, a.op, ns.as_deref(), dry).await,
             RunAction::Pin => self.pin_action(caller, ns.as_deref(), dry).await,
+            RunAction::Skills => {
+                self.skills_action(ns.as_deref(), a.status.as_ref().map(|s| s.as_str()))
+                    .await
+            }
+            RunAction::Skill => {
+                self.skill_action(a.skill.as_ref().map(|s| s.as_str()))
+                    .await
+            }
+            RunAction::RetireSkill => {
+                self.retire_skill_action(
+                    caller,
+                    a.skill.as_ref().map(|s| s.as_str()),
+                    a.reason.as_ref().map(|r| r.as_str()),
+                    dry,
+                )
+                .await
+            }
             RunAction::Cadence => {
                 self.cadence_action(
                     caller,
@@ -632,9 +665,19 @@ mod registered {
                             "pinning the Anchors is a human setting the loop's floor: admin only",
                         ),
                     ),
+                    // Write like the rest of improve_run (reference 2.5: a write tool), so a
+                    // read-only agent's tools/list is unchanged.
+                    action("skills", Rule::write()),
+                    action("skill", Rule::write()),
+                    action(
+                        "retire_skill",
+                        Rule::write().admin_only(
+                            "retiring a skill by hand overrides its evidence: admin only",
+                        ),
+                    ),
                 ],
             },
-            "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum).",
+            "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill.",
         )
         .ok_false_refusals();
         fn run<'a>(

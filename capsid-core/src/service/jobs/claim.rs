@@ -30,6 +30,7 @@ struct Decider<'a> {
     scopes: &'a Scopes,
     record: Option<&'a AgentRecord>,
     secret: Option<&'a str>,
+    skills: &'a [crate::ports::SkillRow],
     now: Timestamp,
     lease: Timestamp,
 }
@@ -80,7 +81,10 @@ impl ClaimDecider for Decider<'_> {
             }
         }
         match verify_task(self.secret.unwrap_or(""), &job.body) {
-            Ok(_) => ClaimVerdict::Claim(self.audit(job, JobEvent::Claim.audit_action(), json!({"lease_expires": self.lease.to_string()}))),
+            Ok(task) => {
+                let offered = super::skills::offered_ids(self.skills, job, task);
+                ClaimVerdict::Claim(self.audit(job, JobEvent::Claim.audit_action(), json!({"lease_expires": self.lease.to_string(), "skills_offered": offered})))
+            }
             Err(crate::jobs::signature::SignatureError::NotConfigured) => ClaimVerdict::Refuse(
                 "job signing is not configured on this server (CAPSID_SIGNING_SECRET), so no job body can be verified; nothing was claimed".into(),
             ),
@@ -153,6 +157,7 @@ impl JobsCx<'_> {
             }
         };
         let mut record = None;
+        let skills = super::skills::offerable(self).await?;
         // A lost race on the best candidate is retried with the next one a few times.
         for _ in 0..8 {
             let now = self.now();
@@ -162,6 +167,7 @@ impl JobsCx<'_> {
                 scopes: &caller.scopes,
                 record: record.as_ref(),
                 secret: self.config.signing_secret(),
+                skills: &skills,
                 now,
                 lease,
             };
@@ -182,7 +188,14 @@ impl JobsCx<'_> {
                 other => other?,
             };
             return Ok(match outcome {
-                ClaimOutcome::Claimed(job) => done(act, &job)?,
+                ClaimOutcome::Claimed(job) => {
+                    let task = verify_task(self.config.signing_secret().unwrap_or(""), &job.body)
+                        .unwrap_or("");
+                    let ids = super::skills::offered_ids(&skills, &job, task);
+                    let mut out = done(act, &job)?;
+                    out["skills_offered"] = self.offer_answer(&skills, &ids).await?;
+                    out
+                }
                 ClaimOutcome::AlreadyHolding(held) => refuse(
                     act,
                     format!(

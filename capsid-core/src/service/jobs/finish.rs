@@ -91,6 +91,20 @@ impl JobsCx<'_> {
         if job.status != JobStatus::Claimed || job.claimed_by.as_deref() != Some(actor.as_str()) {
             return self.holder_refusal(act, &job.id, &actor).await;
         }
+        let offered = if act == JobsAction::Block {
+            None
+        } else {
+            self.offered_at_claim(&job).await?
+        };
+        let report = match super::skills::check_report(
+            act,
+            a.skills_used.as_deref(),
+            a.skill_verdict,
+            offered,
+        )? {
+            Ok(report) => report,
+            Err(refused) => return Ok(refused),
+        };
         let mut block_reason = reason.map(str::to_owned);
         let mut reviewed_by = None;
         if act != JobsAction::Fail {
@@ -137,6 +151,7 @@ impl JobsCx<'_> {
                                 None,
                                 None,
                                 None,
+                                None,
                             )
                             .await;
                     }
@@ -160,6 +175,7 @@ impl JobsCx<'_> {
             a.result_ref.as_ref().map(|r| r.0.clone()),
             evidence,
             reviewed_by,
+            Some(&report),
         )
         .await
     }
@@ -322,6 +338,7 @@ impl JobsCx<'_> {
         result_ref: Option<String>,
         evidence: Option<Evidence>,
         reviewed_by: Option<String>,
+        skills: Option<&super::skills::SkillReport>,
     ) -> Result<Value> {
         let actor = caller.actor();
         let now = self.now();
@@ -349,6 +366,9 @@ impl JobsCx<'_> {
         let outcome = if matches!(status, JobStatus::Done | JobStatus::Failed) {
             let mut outcome = self.outcome_for(&after, evidence.as_ref()).await;
             outcome.row.reviewed_by = reviewed_by;
+            if let Some(report) = skills {
+                (outcome.row.skill_ids_offered, outcome.row.skill_ids_used) = report.columns();
+            }
             Some(outcome)
         } else {
             None
@@ -414,6 +434,12 @@ impl JobsCx<'_> {
         let mut out = done(act_name, &updated)?;
         if let Some(o) = outcome {
             out["outcome"] = json!({ "row": to_json(&o.row)?, "notes": o.notes });
+        }
+        if let Some(report) = skills.filter(|_| status != JobStatus::Blocked) {
+            let failed = (status == JobStatus::Failed).then_some(text.as_deref().unwrap_or(""));
+            out["skills"] = self
+                .settle_skills(&actor, &updated, report, failed, now)
+                .await;
         }
         Ok(out)
     }

@@ -7,6 +7,7 @@ mod approval;
 mod claim;
 mod finish;
 mod resume;
+mod skills;
 
 pub(crate) use resume::ResumeTo;
 
@@ -49,6 +50,8 @@ pub struct JobsCx<'a> {
     pub reviews: &'a dyn crate::ports::ReviewStore,
     /// The audit log (the `policy-signed` row a policy's signature must match).
     pub audit_log: &'a dyn crate::ports::AuditLog,
+    /// Skills offered with claims and credited on completion.
+    pub skills: &'a dyn crate::ports::SkillStore,
     /// The GitHub App, when configured.
     pub repo_host: &'a Option<std::sync::Arc<dyn crate::ports::RepoHost>>,
     /// Who is told of blocked and failed jobs.
@@ -154,6 +157,11 @@ pub struct JobsArgs {
     #[serde(default)]
     #[schemars(schema_with = "crate::jobs::schema::evidence")]
     pub evidence: Option<Value>,
+    /// complete/fail: ids of the skills offered with the claim that the run followed.
+    pub skills_used: Option<Vec<Bounded<64>>>,
+    /// complete/fail: the verifier's verdict on the run (complete: verified-success or
+    /// improvised; fail: verified-failure or environment-failure).
+    pub skill_verdict: Option<crate::skills::RunSignal>,
     /// approval: the full head commit sha (`git rev-parse HEAD`) to look for an approval of.
     pub head_sha: Option<Bounded<64>>,
 }
