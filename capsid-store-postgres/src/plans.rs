@@ -10,7 +10,9 @@ use crate::agents::BY_KEY_HASH;
 use crate::audit::recent_sql;
 use crate::checkmarks::{BY_NAMESPACE as CHECKMARKS_BY_NAMESPACE, feed_sql, log_sql};
 use crate::documents::search::{CANDIDATES_MAX, Parser, search_sql};
-use crate::documents::{Bind, DOCUMENT, LAST_ACTOR, VERSIONS, find_sql, list_sql, selection_sql};
+use crate::documents::{
+    Bind, DOC_WITH_ACTOR, DOCUMENT, LAST_ACTOR, VERSIONS, find_sql, list_sql, selection_sql,
+};
 use crate::error::translate;
 use crate::glob;
 use crate::jobs::{BEST_CANDIDATE, HELD, SWEEP};
@@ -98,6 +100,11 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
             vec![text(namespace), text(path), Param::Int(101)],
         ),
         probe("last_actor", LAST_ACTOR, vec![text(namespace), text(path)]),
+        probe(
+            "document_with_actor",
+            DOC_WITH_ACTOR,
+            vec![text(namespace), text(path)],
+        ),
         {
             let open_tasks = brief_packet(namespace).selections.swap_remove(0);
             let (sql, binds) = selection_sql(&open_tasks);

@@ -9,8 +9,8 @@ use sqlx::{Arguments, QueryBuilder, Row};
 
 use crate::audit::push_recent_audit;
 use crate::documents::{
-    LAST_ACTOR_SQL, VERSIONS_SQL, filtered_expression, push_find, push_list, push_search,
-    push_selection,
+    DOC_WITH_ACTOR_SQL, LAST_ACTOR_SQL, VERSIONS_SQL, filtered_expression, push_find, push_list,
+    push_search, push_selection,
 };
 use crate::error::DbResult;
 use crate::jobs::{BEST_QUEUED_SQL, HELD_SQL, SWEEP_SQL};
@@ -132,6 +132,10 @@ impl SqliteStore {
         plans.push((
             "last actor",
             explain_static(LAST_ACTOR_SQL, &[Text(&ns), Text("core.md")])?,
+        ));
+        plans.push((
+            "document with actor",
+            explain_static(DOC_WITH_ACTOR_SQL, &[Text(&ns), Text("core.md")])?,
         ));
         let open_tasks = brief_packet(&ns).selections.swap_remove(0);
         let mut qb = explain();

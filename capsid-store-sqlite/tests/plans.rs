@@ -84,6 +84,7 @@ async fn hot_queries_use_indexes() {
         "list by namespace",
         "versions",
         "last actor",
+        "document with actor",
         "lease sweep",
     ] {
         assert!(

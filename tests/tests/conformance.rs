@@ -68,6 +68,7 @@ conformance_suite! {
     store documents_packets::brief_rows_contents;
     store documents_packets::lint_rows_contents;
     store documents_packets::last_actor_follows_the_newest_audit_row;
+    store documents_point::document_with_actor_is_the_row_and_its_newest_actor;
     store registry::namespaces_register_update_and_count;
     store registry::recent_audit_filters_and_orders;
     store reviews::reviews_record_with_audit_newest_first;

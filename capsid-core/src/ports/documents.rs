@@ -253,6 +253,13 @@ pub trait DocumentStore: Send + Sync {
     async fn document(&self, namespace: &str, path: &str) -> StoreResult<Option<Document>>;
     /// The actor of the newest audit row for `(namespace, path)`.
     async fn last_actor(&self, namespace: &str, path: &str) -> StoreResult<Option<String>>;
+    /// One document with the actor of its newest audit row, in one statement (what `read`
+    /// returns): `None` when the document does not exist.
+    async fn document_with_actor(
+        &self,
+        namespace: &str,
+        path: &str,
+    ) -> StoreResult<Option<DocWithActor>>;
     /// Documents matching `filter`, ordered by namespace, path; at most `limit` rows.
     async fn list_documents(
         &self,

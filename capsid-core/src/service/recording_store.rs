@@ -45,6 +45,13 @@ impl DocumentStore for RecordingStore {
     async fn last_actor(&self, _namespace: &str, _path: &str) -> StoreResult<Option<String>> {
         Err(self.touched("last_actor"))
     }
+    async fn document_with_actor(
+        &self,
+        _namespace: &str,
+        _path: &str,
+    ) -> StoreResult<Option<DocWithActor>> {
+        Err(self.touched("document_with_actor"))
+    }
     async fn list_documents(
         &self,
         _filter: &DocFilter,

@@ -26,7 +26,8 @@ macro_rules! with_actor {
     };
 }
 
-const DOC_WITH_ACTOR: &str = concat!(with_actor!(), " WHERE d.namespace = $1 AND d.path = $2");
+pub(crate) const DOC_WITH_ACTOR: &str =
+    concat!(with_actor!(), " WHERE d.namespace = $1 AND d.path = $2");
 
 /// Every edge with either endpoint in the namespace.
 const EDGES: &str = "SELECT type, from_ns, from_path, to_ns, to_path FROM document_links \
@@ -110,7 +111,8 @@ fn with_actor(row: &PgRow) -> Result<DocWithActor, sqlx::Error> {
     })
 }
 
-async fn one_with_actor(
+/// One document with the actor of its newest audit row, in one statement, read on `conn`.
+pub(crate) async fn one_with_actor(
     conn: &mut PgConnection,
     namespace: &str,
     path: &str,

@@ -3,7 +3,7 @@
 
 mod gather;
 
-pub(crate) use gather::{Bind, selection_sql};
+pub(crate) use gather::{Bind, DOC_WITH_ACTOR, selection_sql};
 pub(crate) mod search;
 mod write;
 
@@ -13,8 +13,8 @@ use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::ports::{
-    AuditEntry, Backlinks, DocFilter, DocumentStore, DocumentWrite, Packet, PacketRows, SearchHit,
-    StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
+    AuditEntry, Backlinks, DocFilter, DocWithActor, DocumentStore, DocumentWrite, Packet,
+    PacketRows, SearchHit, StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
 use sqlx::postgres::PgRow;
@@ -171,6 +171,17 @@ impl DocumentStore for PgStore {
             .await
             .map_err(translate)?;
         Ok(actor.flatten())
+    }
+
+    async fn document_with_actor(
+        &self,
+        namespace: &str,
+        path: &str,
+    ) -> StoreResult<Option<DocWithActor>> {
+        let mut conn = self.pool.acquire().await.map_err(translate)?;
+        gather::one_with_actor(&mut conn, namespace, path)
+            .await
+            .map_err(translate)
     }
 
     async fn list_documents(

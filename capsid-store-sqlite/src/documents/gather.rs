@@ -9,7 +9,7 @@ use capsid_core::ports::{
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
 use sqlx::{QueryBuilder, Row};
 
-use super::{backlinks_on, document_on, last_actor_on};
+use super::backlinks_on;
 use crate::error::DbResult;
 use crate::rows::{self, doc_columns, limit as sql_limit, summary_columns};
 use crate::store::SqliteStore;
@@ -35,19 +35,22 @@ fn with_actor(row: &SqliteRow) -> Result<DocWithActor, sqlx::Error> {
     })
 }
 
-async fn doc_with_actor(
+/// One document with its last actor: the row and the correlated `audit_log_doc` lookup in
+/// one statement (what `read` and the packets' named documents run).
+pub(crate) const DOC_WITH_ACTOR_SQL: &str = concat!(with_actor_select!(), "? AND path = ?");
+
+/// One document with the actor of its newest audit row, read on `conn` in one statement.
+pub(crate) async fn doc_with_actor(
     conn: &mut SqliteConnection,
     namespace: &str,
     path: &str,
 ) -> Result<Option<DocWithActor>, sqlx::Error> {
-    let Some(document) = document_on(&mut *conn, namespace, path).await? else {
-        return Ok(None);
-    };
-    let last_actor = last_actor_on(conn, namespace, path).await?;
-    Ok(Some(DocWithActor {
-        document,
-        last_actor,
-    }))
+    let row = sqlx::query(DOC_WITH_ACTOR_SQL)
+        .bind(namespace)
+        .bind(path)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(with_actor).transpose()
 }
 
 /// Pushes `, 'a', 'b'` ... as bound values.

@@ -9,8 +9,8 @@ use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::ports::{
-    AuditEntry, Backlinks, DocFilter, DocumentStore, DocumentWrite, Packet, PacketRows, SearchHit,
-    StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
+    AuditEntry, Backlinks, DocFilter, DocWithActor, DocumentStore, DocumentWrite, Packet,
+    PacketRows, SearchHit, StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
@@ -20,7 +20,7 @@ use crate::error::DbResult;
 use crate::rows::{self, doc_columns, limit as sql_limit, summary_columns};
 use crate::store::SqliteStore;
 
-pub(crate) use gather::push_selection;
+pub(crate) use gather::{DOC_WITH_ACTOR_SQL, push_selection};
 pub(crate) use search::{as_phrase, filtered_expression, push_search};
 pub(crate) use write::{apply_write, live_row};
 
@@ -174,6 +174,17 @@ impl DocumentStore for SqliteStore {
     async fn last_actor(&self, namespace: &str, path: &str) -> StoreResult<Option<String>> {
         let mut conn = self.reader().acquire().await.db()?;
         last_actor_on(&mut conn, namespace, path).await.db()
+    }
+
+    async fn document_with_actor(
+        &self,
+        namespace: &str,
+        path: &str,
+    ) -> StoreResult<Option<DocWithActor>> {
+        let mut conn = self.reader().acquire().await.db()?;
+        gather::doc_with_actor(&mut conn, namespace, path)
+            .await
+            .db()
     }
 
     async fn list_documents(

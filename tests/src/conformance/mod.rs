@@ -7,6 +7,7 @@ pub mod checkmarks;
 pub mod documents_guards;
 pub mod documents_packets;
 pub mod documents_paths;
+pub mod documents_point;
 pub mod documents_read;
 pub mod documents_search;
 pub mod documents_write;

@@ -116,15 +116,14 @@ impl DocumentsCx<'_> {
 
     pub(crate) async fn read(&self, _: &Caller, a: ReadArgs, _: &dyn Confirmer) -> Result<Value> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
-        let doc = self
+        let row = self
             .docs
-            .document(ns, path)
+            .document_with_actor(ns, path)
             .await?
             .ok_or_else(|| Error::NotFound(mutations::not_found(ns, path)))?;
-        let last_actor = self.docs.last_actor(ns, path).await?;
         to_json(ReadView {
-            document: &doc,
-            last_actor: last_actor.as_deref(),
+            document: &row.document,
+            last_actor: row.last_actor.as_deref(),
         })
     }
 
