@@ -263,6 +263,30 @@ async fn improve_run_lists_shows_and_retires_skills(s: &TestServer) {
         json!([]),
         "sk-cand is from alpha and scoped to alpha: {beta}"
     );
+    // An agent of beta alone (the one check makes it name beta) sees only what may be
+    // offered in beta: alpha's candidate scoped to alpha is no skill to it.
+    let narrow = driver(s, "d-beta", json!({"namespaces": ["beta"]})).await;
+    let hidden = narrow
+        .ok(
+            "improve_run",
+            json!({"action": "skill", "namespace": "beta", "skill": "sk-cand"}),
+        )
+        .await;
+    assert_eq!(hidden["ok"], false, "{hidden}");
+    assert!(
+        hidden["refusal"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no skill sk-cand"),
+        "{hidden}"
+    );
+    let offered_there = narrow
+        .ok(
+            "improve_run",
+            json!({"action": "skill", "namespace": "beta", "skill": "sk-live"}),
+        )
+        .await;
+    assert_eq!(offered_there["ok"], true, "{offered_there}");
     let shown = d
         .ok(
             "improve_run",

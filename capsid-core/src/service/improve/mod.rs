@@ -576,11 +576,11 @@ impl ImproveCx<'_> {
             RunAction::Roster => self.roster_action(caller, a.op, ns.as_deref(), dry).await,
             RunAction::Pin => self.pin_action(caller, ns.as_deref(), dry).await,
             RunAction::Skills => {
-                self.skills_action(ns.as_deref(), a.status.as_ref().map(|s| s.as_str()))
+                self.skills_action(caller, ns.as_deref(), a.status.as_ref().map(|s| s.as_str()))
                     .await
             }
             RunAction::Skill => {
-                self.skill_action(a.skill.as_ref().map(|s| s.as_str()))
+                self.skill_action(caller, ns.as_deref(), a.skill.as_ref().map(|s| s.as_str()))
                     .await
             }
             RunAction::RetireSkill => {

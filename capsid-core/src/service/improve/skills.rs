@@ -28,6 +28,14 @@ fn row_json(s: &SkillRow) -> Value {
     })
 }
 
+/// Whether `caller` may see `skill`: it may read the skill's source namespace, or the call
+/// names a namespace (which the one check let it name) that the skill may be offered in, as a
+/// claim there would offer it.
+fn visible(caller: &Caller, skill: &SkillRow, namespace: Option<&str>) -> bool {
+    caller.scopes.namespaces.allows(&skill.source_namespace)
+        || namespace.is_some_and(|ns| namespaces_admit(skill.namespaces.as_deref(), ns))
+}
+
 fn parse_status(value: Option<&str>) -> Result<Option<SkillStatus>> {
     match value {
         None => Ok(None),
@@ -43,6 +51,7 @@ impl ImproveCx<'_> {
     /// `skills`: newest first, at most [`SKILLS_LISTED_MAX`].
     pub(crate) async fn skills_action(
         &self,
+        caller: &Caller,
         namespace: Option<&str>,
         status: Option<&str>,
     ) -> Result<Value> {
@@ -50,6 +59,7 @@ impl ImproveCx<'_> {
         let rows = self.skills.skills(status.map(SkillStatus::name)).await?;
         let mut matched: Vec<Value> = rows
             .iter()
+            .filter(|s| visible(caller, s, namespace))
             .filter(|s| {
                 namespace.is_none_or(|ns| {
                     s.source_namespace == ns || namespaces_admit(s.namespaces.as_deref(), ns)
@@ -67,11 +77,22 @@ impl ImproveCx<'_> {
     }
 
     /// `skill`: one skill and its evidence, newest first.
-    pub(crate) async fn skill_action(&self, id: Option<&str>) -> Result<Value> {
+    pub(crate) async fn skill_action(
+        &self,
+        caller: &Caller,
+        namespace: Option<&str>,
+        id: Option<&str>,
+    ) -> Result<Value> {
         let Some(id) = id else {
             return Ok(refuse("skill", "skill needs the skill's id (skill)"));
         };
-        let Some(row) = self.skills.skill(id).await? else {
+        // A skill of a namespace the caller may not read is answered as absent.
+        let Some(row) = self
+            .skills
+            .skill(id)
+            .await?
+            .filter(|r| visible(caller, r, namespace))
+        else {
             return Ok(refuse("skill", format!("no skill {id}.")));
         };
         let mut evaluations = self.skills.evaluations(id).await?;
