@@ -4,8 +4,9 @@
 //! driver lease, a read-only operator key, policy signing) are here; opening a run and the
 //! subscription driver's attempt are `night.rs` and `attempts.rs`, the tick's loop step
 //! `night.rs`, finishing a run `finish.rs`.
-//! The status's `autonomy` block is `service::autonomy::status`; the roster, cadence and
-//! tick actions are `roster.rs`, signing `sign.rs`, the agent inventory `inventory.rs`.
+//! The status itself is `status.rs` (its `autonomy` block `service::autonomy::status`); the
+//! roster, cadence and tick actions are `roster.rs`, signing `sign.rs`, the agent inventory
+//! `inventory.rs`, the skill actions `skills.rs`, the tools' registry entries `registered.rs`.
 
 use crate::service::Area;
 use schemars::JsonSchema;
@@ -25,21 +26,16 @@ mod run;
 mod score;
 mod sign;
 mod skills;
+mod status;
 mod task;
 use crate::caller::Caller;
 use crate::crypto::sha256_hex;
-use crate::docs::truth_report::integrity_of;
 use crate::error::{Error, Result};
-use crate::guards::{PROTECTED_PATH_PATTERNS, PROTECTED_PATTERN_FLAGS};
 use crate::ids::new_token;
-use crate::improve::budget::{BudgetCaps, MonthSpend, over_cap};
-use crate::improve::keys::{
-    AWAITING_SEAT_KEY, BUDGET_KEY, IMPROVE_MODE_KEY, anchor_key, driver_key, paused_key,
-};
+use crate::improve::budget::BudgetCaps;
+use crate::improve::keys::{BUDGET_KEY, IMPROVE_MODE_KEY, driver_key, paused_key};
 use crate::improve::roster::{DRIVER_LEASE_MS, ImproveMode};
-use crate::jobs::JobStatus;
-use crate::jobs::block::command_from_summary;
-use crate::ports::{Expect, JobFilter, SettingChange};
+use crate::ports::{Expect, SettingChange};
 use crate::scope_args;
 use crate::time::Timestamp;
 pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
@@ -220,148 +216,7 @@ pub(crate) fn month_start(now: Timestamp) -> Timestamp {
     Timestamp::parse(&format!("{}-01T00:00:00Z", now.month())).unwrap_or(now)
 }
 
-/// The loop's one-line state: off, stopped by the budget, or on in its mode.
-fn loop_line(mode: ImproveMode, over: Option<&str>) -> String {
-    match (mode, over) {
-        (ImproveMode::Off, _) => {
-            "off: improve_run action mode (subscription or api) turns it on".into()
-        }
-        (_, Some(over)) => format!("stopped: {over}; raise the cap with improve_run budget"),
-        (m, None) => format!(
-            "on: {} mode, nightly at 03:00 in the loop's time zone",
-            m.name()
-        ),
-    }
-}
-
-fn day_start(now: Timestamp) -> Timestamp {
-    Timestamp::parse(&format!("{}T00:00:00Z", now.date())).unwrap_or(now)
-}
-
 impl ImproveCx<'_> {
-    pub(crate) async fn improve_status(
-        &self,
-        caller: &Caller,
-        a: StatusArgs,
-        _: &dyn Confirmer,
-    ) -> Result<Value> {
-        let now = self.now();
-        let mode = ImproveMode::from_setting(
-            self.settings
-                .setting(IMPROVE_MODE_KEY, now)
-                .await?
-                .as_deref(),
-        );
-        let caps =
-            BudgetCaps::from_setting(self.settings.setting(BUDGET_KEY, now).await?.as_deref());
-        let totals = self.improve.run_totals(Some(month_start(now))).await?;
-        let spend = MonthSpend {
-            ci_minutes: totals.iter().map(|t| t.ci_minutes).sum(),
-            cost_usd: totals.iter().map(|t| t.cost_usd).sum(),
-        };
-        let lifetime = self.improve.run_totals(None).await?;
-        let mut namespaces = Vec::new();
-        for row in self.namespaces.namespaces().await? {
-            let ns = row.namespace;
-            if a.namespace.as_ref().is_some_and(|n| n.as_str() != ns)
-                || !caller.scopes.namespaces.allows(&ns)
-            {
-                continue;
-            }
-            let mut status = self.namespace_status(&ns, now).await?;
-            for (key, value) in self.loop_state(&ns, now, &lifetime).await? {
-                status[key] = value;
-            }
-            namespaces.push(status);
-        }
-        let awaiting: Value = self
-            .settings
-            .setting(AWAITING_SEAT_KEY, now)
-            .await?
-            .and_then(|s| serde_json::from_str(&s).ok())
-            .unwrap_or_else(|| json!([]));
-        let protected: Vec<Value> = PROTECTED_PATH_PATTERNS
-            .iter()
-            .map(|p| json!({"source": p.source, "flags": PROTECTED_PATTERN_FLAGS, "reason": p.reason}))
-            .collect();
-        let mut out = json!({
-            "mode": mode.name(),
-            "loop": loop_line(mode, over_cap(&caps, &spend).as_deref()),
-            "zone": self.zone.name(),
-            "budget": { "caps": { "actions_minutes_month": caps.actions_minutes_cap(), "model_usd_month": caps.model_usd_cap() },
-                        "month_to_date": { "ci_minutes": spend.ci_minutes, "cost_usd": spend.cost_usd } },
-            "protected_paths": protected,
-            "agents": self.agent_inventory(&caller.scopes.namespaces).await?,
-            "awaiting_seat": awaiting,
-            "autonomy": self.autonomy_status().await?,
-            "namespaces": namespaces,
-        });
-        if let Some(path) = &a.task_path {
-            out["task_verification"] = self
-                .task_verification(
-                    caller,
-                    a.namespace.as_ref().map(|n| n.as_str()),
-                    path.as_str(),
-                )
-                .await?;
-        }
-        Ok(out)
-    }
-
-    async fn namespace_status(&self, ns: &str, now: Timestamp) -> Result<Value> {
-        let counts = self.jobs.job_counts(ns, day_start(now)).await?;
-        let blocked = self
-            .jobs
-            .jobs(
-                &JobFilter {
-                    namespace: Some(ns.to_owned()),
-                    status: Some(JobStatus::Blocked),
-                },
-                20,
-            )
-            .await?;
-        let blocked_jobs: Vec<Value> = blocked
-            .iter()
-            .map(|j| {
-                json!({
-                    "id": j.id, "title": j.title,
-                    "waiting_on": j.result_summary.as_deref().and_then(command_from_summary),
-                    "blocked_times": j.blocked_count, "resumed": j.resumed_count,
-                })
-            })
-            .collect();
-        let latest_report = self
-            .docs
-            .find_documents(Some(ns), "reports/lint-*.md", 500)
-            .await?
-            .into_iter()
-            .max_by(|a, b| a.path.cmp(&b.path));
-        let integrity = match latest_report {
-            Some(r) => integrity_of(
-                self.docs
-                    .document(ns, &r.path)
-                    .await?
-                    .and_then(|d| d.body)
-                    .as_deref(),
-            ),
-            None => None,
-        };
-        Ok(json!({
-            "namespace": ns,
-            "paused": self.settings.setting(&paused_key(ns), now).await?,
-            "anchor_pinned": self.settings.setting(&anchor_key(ns), now).await?.is_some(),
-            "loop": match self.runs.live_run(ns).await? {
-                Some(run) => json!({"run": run.id, "status": run.status.as_str(), "mode": run.mode,
-                                    "attempts": run.tally.attempts, "kept": run.tally.kept,
-                                    "reverted": run.tally.reverts, "current_attempt": run.current_attempt}),
-                None => json!("idle"),
-            },
-            "jobs": { "queued": counts.queued, "claimed": counts.claimed, "blocked": counts.blocked,
-                      "done_today": counts.done_today, "blocked_jobs": blocked_jobs },
-            "integrity": integrity,
-        }))
-    }
-
     pub(crate) async fn improve_run(
         &self,
         caller: &Caller,
@@ -609,125 +464,5 @@ impl ImproveCx<'_> {
     }
 }
 
-mod registered {
-    //! The improve tools as the registry serves them.
-    use super::*;
-    use crate::service::registry::{Tool, ToolFuture};
-    use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup, ToolSpec, action};
-
-    /// `improve_run`.
-    #[derive(Debug)]
-    pub struct ImproveRun;
-    impl Tool for ImproveRun {
-        type Args = RunArgs;
-        const SPEC: ToolSpec = ToolSpec::new(
-            "improve_run",
-            ToolGroup::Improve,
-            Requirement::PerAction {
-                default: "run",
-                actions: &[
-                    action("run", Rule::write()),
-                    action("attempt", Rule::write()),
-                    action("mode", Rule::write()),
-                    action("pause", Rule::write()),
-                    action("unpause", Rule::write()),
-                    action("budget", Rule::write()),
-                    action(
-                        "mint_operator_key",
-                        Rule::write().admin_only("minting an operator key is admin only"),
-                    ),
-                    action("claim", Rule::write()),
-                    action(
-                        "sign_policy",
-                        Rule::write().admin_only(
-                            "signing a policy is admin only: a minted agent that could sign could authorize itself",
-                        ),
-                    ),
-                    action(
-                        "roster",
-                        Rule::write().admin_only(
-                            "the roster decides which namespaces' repositories autonomy reaches: admin only",
-                        ),
-                    ),
-                    action(
-                        "tick",
-                        Rule::write().admin_only(
-                            "running the periodic tasks on demand (auto-merge among them) is admin only",
-                        ),
-                    ),
-                    action(
-                        "cadence",
-                        Rule::write().admin_only("a periodic task's cadence is admin only"),
-                    ),
-                    action(
-                        "pin",
-                        Rule::write().admin_only(
-                            "pinning the Anchors is a human setting the loop's floor: admin only",
-                        ),
-                    ),
-                    // Write like the rest of improve_run (reference 2.5: a write tool), so a
-                    // read-only agent's tools/list is unchanged.
-                    action("skills", Rule::write()),
-                    action("skill", Rule::write()),
-                    action(
-                        "retire_skill",
-                        Rule::write().admin_only(
-                            "retiring a skill by hand overrides its evidence: admin only",
-                        ),
-                    ),
-                ],
-            },
-            "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill.",
-        )
-        .ok_false_refusals();
-        fn run<'a>(
-            s: &'a Service,
-            c: &'a Caller,
-            a: RunArgs,
-            k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
-            Box::pin(async move {
-                match a.action.unwrap_or(RunAction::Run) {
-                    RunAction::Tick => {
-                        return s.improve_tick(c, a.task.as_ref().map(|t| t.as_str())).await;
-                    }
-                    RunAction::Run => return s.run_action(c, &a).await,
-                    RunAction::Attempt => {
-                        return s
-                            .report_attempt(
-                                c,
-                                a.namespace.as_ref().map(|n| n.as_str()),
-                                a.head_sha.as_ref().map(|h| h.as_str()),
-                                a.summary.as_ref().map(|h| h.as_str()),
-                            )
-                            .await;
-                    }
-                    _ => {}
-                }
-                s.improve().improve_run(c, a, k).await
-            })
-        }
-    }
-
-    /// `improve_status`.
-    #[derive(Debug)]
-    pub struct ImproveStatus;
-    impl Tool for ImproveStatus {
-        type Args = StatusArgs;
-        const SPEC: ToolSpec = ToolSpec::new(
-            "improve_status",
-            ToolGroup::Improve,
-            Fixed(Rule::read()),
-            "Queue, agents and loop status per namespace.",
-        );
-        fn run<'a>(
-            s: &'a Service,
-            c: &'a Caller,
-            a: StatusArgs,
-            k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
-            Box::pin(async move { s.improve().improve_status(c, a, k).await })
-        }
-    }
-}
+mod registered;
 pub use registered::*;

@@ -1,0 +1,114 @@
+//! The improve tools as the registry serves them.
+use super::*;
+use crate::service::registry::{Tool, ToolFuture};
+use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup, ToolSpec, action};
+
+/// `improve_run`.
+#[derive(Debug)]
+pub struct ImproveRun;
+impl Tool for ImproveRun {
+    type Args = RunArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "improve_run",
+        ToolGroup::Improve,
+        Requirement::PerAction {
+            default: "run",
+            actions: &[
+                action("run", Rule::write()),
+                action("attempt", Rule::write()),
+                action("mode", Rule::write()),
+                action("pause", Rule::write()),
+                action("unpause", Rule::write()),
+                action("budget", Rule::write()),
+                action(
+                    "mint_operator_key",
+                    Rule::write().admin_only("minting an operator key is admin only"),
+                ),
+                action("claim", Rule::write()),
+                action(
+                    "sign_policy",
+                    Rule::write().admin_only(
+                        "signing a policy is admin only: a minted agent that could sign could authorize itself",
+                    ),
+                ),
+                action(
+                    "roster",
+                    Rule::write().admin_only(
+                        "the roster decides which namespaces' repositories autonomy reaches: admin only",
+                    ),
+                ),
+                action(
+                    "tick",
+                    Rule::write().admin_only(
+                        "running the periodic tasks on demand (auto-merge among them) is admin only",
+                    ),
+                ),
+                action(
+                    "cadence",
+                    Rule::write().admin_only("a periodic task's cadence is admin only"),
+                ),
+                action(
+                    "pin",
+                    Rule::write().admin_only(
+                        "pinning the Anchors is a human setting the loop's floor: admin only",
+                    ),
+                ),
+                // Write like the rest of improve_run (reference 2.5: a write tool), so a
+                // read-only agent's tools/list is unchanged.
+                action("skills", Rule::write()),
+                action("skill", Rule::write()),
+                action(
+                    "retire_skill",
+                    Rule::write().admin_only(
+                        "retiring a skill by hand overrides its evidence: admin only",
+                    ),
+                ),
+            ],
+        },
+        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill.",
+    )
+    .ok_false_refusals();
+    fn run<'a>(s: &'a Service, c: &'a Caller, a: RunArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
+        Box::pin(async move {
+            match a.action.unwrap_or(RunAction::Run) {
+                RunAction::Tick => {
+                    return s.improve_tick(c, a.task.as_ref().map(|t| t.as_str())).await;
+                }
+                RunAction::Run => return s.run_action(c, &a).await,
+                RunAction::Attempt => {
+                    return s
+                        .report_attempt(
+                            c,
+                            a.namespace.as_ref().map(|n| n.as_str()),
+                            a.head_sha.as_ref().map(|h| h.as_str()),
+                            a.summary.as_ref().map(|h| h.as_str()),
+                        )
+                        .await;
+                }
+                _ => {}
+            }
+            s.improve().improve_run(c, a, k).await
+        })
+    }
+}
+
+/// `improve_status`.
+#[derive(Debug)]
+pub struct ImproveStatus;
+impl Tool for ImproveStatus {
+    type Args = StatusArgs;
+    const SPEC: ToolSpec = ToolSpec::new(
+        "improve_status",
+        ToolGroup::Improve,
+        Fixed(Rule::read()),
+        "Queue, agents and loop status per namespace.",
+    );
+    fn run<'a>(
+        s: &'a Service,
+        c: &'a Caller,
+        a: StatusArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move { s.improve().improve_status(c, a, k).await })
+    }
+}
