@@ -528,14 +528,9 @@ impl Service {
         let Some(mut run) = self.store.live_run(ns).await? else {
             return refuse(format!("{ns} has no live run tonight"));
         };
-        if run.status == RunStatus::Opening {
-            self.walk_run(&run, &[RunEvent::Begin], None, now).await?;
-            run = match self.store.run(&run.id).await? {
-                Some(r) => r,
-                None => return refuse("the run vanished".into()),
-            };
-        }
-        if run.status != RunStatus::Attempting || run.tally.outstanding() > 0 {
+        // Every check comes before anything is written; an opening run begins only then.
+        let ready = matches!(run.status, RunStatus::Opening | RunStatus::Attempting);
+        if !ready || run.tally.outstanding() > 0 {
             return refuse(format!(
                 "run {} is {} and not ready for an attempt",
                 run.id, run.status
@@ -544,9 +539,6 @@ impl Service {
         if let Some(stop) = run.tally.stop_reason() {
             return refuse(format!("run {}: {stop}", run.id));
         }
-        let id = attempt_id(&run.id, run.tally.attempts + 1)
-            .map_err(|e| Error::Invalid(e.to_string()))?;
-        let branch = attempt_branch(&id);
         // The protected-path guard reads the attempt's diff, so it needs the repository.
         let (Some(host), Some(repo), Some(base)) = (
             &self.repo_host,
@@ -567,6 +559,16 @@ impl Service {
             }
             Err(e) => return refuse(format!("comparing {base}...{head} on {repo} failed: {e}")),
         }
+        if run.status == RunStatus::Opening {
+            self.walk_run(&run, &[RunEvent::Begin], None, now).await?;
+            run = match self.store.run(&run.id).await? {
+                Some(r) => r,
+                None => return refuse("the run vanished".into()),
+            };
+        }
+        let id = attempt_id(&run.id, run.tally.attempts + 1)
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        let branch = attempt_branch(&id);
         let made = Made {
             id: id.clone(),
             branch: branch.clone(),
