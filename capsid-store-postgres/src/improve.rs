@@ -5,7 +5,7 @@ use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{
     AuditEntry, ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
-    SkillRow, SkillStore, StoreResult,
+    SkillOfferRow, SkillRow, SkillStore, StoreResult,
 };
 use capsid_core::time::Timestamp;
 use sqlx::Row;
@@ -395,4 +395,38 @@ impl SkillStore for PgStore {
         })
         .await
     }
+
+    async fn last_evaluation(&self, namespace: &str) -> StoreResult<Option<SkillEvaluationRow>> {
+        let row = sqlx::query(LAST_EVALUATION)
+            .bind(namespace)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(translate)?;
+        row.as_ref().map(evaluation).transpose().map_err(translate)
+    }
+
+    async fn skill_offers(&self, namespace: &str, n: usize) -> StoreResult<Vec<SkillOfferRow>> {
+        let rows = sqlx::query(OFFERS)
+            .bind(namespace)
+            .bind(limit(n))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(translate)?;
+        rows.iter()
+            .map(|r| {
+                Ok(SkillOfferRow {
+                    offered: r.try_get("skill_ids_offered")?,
+                    used: r.try_get("skill_ids_used")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(translate)
+    }
 }
+
+/// A namespace's newest evaluation.
+const LAST_EVALUATION: &str = "SELECT skill, version, namespace, probe_set_version, delta, runs, verdict, evaluated_at \
+     FROM skill_evaluations WHERE namespace = $1 ORDER BY evaluated_at DESC, id DESC LIMIT 1";
+/// A namespace's newest outcomes that were offered skills.
+const OFFERS: &str = "SELECT skill_ids_offered, skill_ids_used FROM job_outcomes \
+     WHERE namespace = $1 AND skill_ids_offered IS NOT NULL ORDER BY recorded_at DESC, job_id DESC LIMIT $2";

@@ -5,7 +5,7 @@ use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{
     AuditEntry, ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
-    SkillRow, SkillStore, StoreResult,
+    SkillOfferRow, SkillRow, SkillStore, StoreResult,
 };
 use capsid_core::time::Timestamp;
 use sqlx::sqlite::{Sqlite, SqliteRow};
@@ -299,5 +299,40 @@ impl SkillStore for SqliteStore {
         insert_audit(&mut tx, &audit).await.db()?;
         commit(tx).await?;
         Ok(true)
+    }
+
+    async fn last_evaluation(&self, namespace: &str) -> StoreResult<Option<SkillEvaluationRow>> {
+        let found = sqlx::query(
+            "SELECT skill, version, namespace, probe_set_version, delta, runs, verdict, evaluated_at \
+             FROM skill_evaluations WHERE namespace = ? ORDER BY evaluated_at DESC, id DESC LIMIT 1",
+        )
+        .bind(namespace)
+        .fetch_optional(self.reader())
+        .await
+        .db()?;
+        found.as_ref().map(evaluation_row).transpose().db()
+    }
+
+    async fn skill_offers(&self, namespace: &str, limit: usize) -> StoreResult<Vec<SkillOfferRow>> {
+        let found = sqlx::query(
+            "SELECT skill_ids_offered, skill_ids_used FROM job_outcomes \
+             WHERE namespace = ? AND skill_ids_offered IS NOT NULL \
+             ORDER BY recorded_at DESC, job_id DESC LIMIT ?",
+        )
+        .bind(namespace)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(self.reader())
+        .await
+        .db()?;
+        found
+            .iter()
+            .map(|r| {
+                Ok(SkillOfferRow {
+                    offered: r.try_get("skill_ids_offered")?,
+                    used: r.try_get("skill_ids_used")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .db()
     }
 }

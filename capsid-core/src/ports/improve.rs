@@ -114,6 +114,16 @@ pub struct SkillEvaluationRow {
     pub evaluated_at: Timestamp,
 }
 
+/// The skill lists of one job outcome that was offered skills (JSON arrays of ids, as the
+/// jobs tool wrote them).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SkillOfferRow {
+    /// `job_outcomes.skill_ids_offered`.
+    pub offered: String,
+    /// `job_outcomes.skill_ids_used`, if the driver reported.
+    pub used: Option<String>,
+}
+
 /// Skills and their evidence.
 #[async_trait]
 pub trait SkillStore: Send + Sync {
@@ -156,4 +166,9 @@ pub trait SkillStore: Send + Sync {
     /// Adds one win (`win`) or one loss to `skill`, with its audit row; `false` when there is
     /// no such skill (nothing written).
     async fn credit_skill(&self, skill: &str, win: bool, audit: AuditEntry) -> StoreResult<bool>;
+    /// The newest evaluation measured against `namespace`'s probe set, if any.
+    async fn last_evaluation(&self, namespace: &str) -> StoreResult<Option<SkillEvaluationRow>>;
+    /// The skill lists of `namespace`'s newest `limit` job outcomes that were offered skills,
+    /// newest first.
+    async fn skill_offers(&self, namespace: &str, limit: usize) -> StoreResult<Vec<SkillOfferRow>>;
 }

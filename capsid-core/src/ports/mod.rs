@@ -49,8 +49,8 @@ pub use documents::{
 };
 pub use gauges::{JobGaugeRow, PoolUsage, StoreGauges};
 pub use improve::{
-    ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow, SkillRow,
-    SkillStore,
+    ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
+    SkillOfferRow, SkillRow, SkillStore,
 };
 pub use jobs::{
     Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, JobCounts,

@@ -475,6 +475,16 @@ impl SkillStore for RecordingStore {
     ) -> StoreResult<bool> {
         Err(self.touched("credit_skill"))
     }
+    async fn last_evaluation(&self, _namespace: &str) -> StoreResult<Option<SkillEvaluationRow>> {
+        Err(self.touched("last_evaluation"))
+    }
+    async fn skill_offers(
+        &self,
+        _namespace: &str,
+        _limit: usize,
+    ) -> StoreResult<Vec<SkillOfferRow>> {
+        Err(self.touched("skill_offers"))
+    }
 }
 
 #[async_trait]

@@ -461,6 +461,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "head_sha",
             "summary",
             "skill",
+            "other",
             "status",
         ],
     ),

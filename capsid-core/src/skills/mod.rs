@@ -13,6 +13,7 @@ pub mod edits;
 pub mod lifecycle;
 pub mod merge;
 pub mod offer;
+pub mod panel;
 
 pub use attribution::{Credit, RunSignal, attribute};
 pub use edits::{EditError, EditOp, accept_edit, apply_edit, check_edit_bound};

@@ -7,6 +7,7 @@
 mod autonomy;
 mod checkmarks;
 mod page;
+mod skills;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

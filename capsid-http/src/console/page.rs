@@ -1,6 +1,6 @@
 //! The console's HTML, rendered from exactly the object `/console.json` answers: a header
 //! (build, schema, backup, improve mode and spend), namespaces with their queues and blocked
-//! jobs (each with the command it waits on), the autonomy panel (`autonomy.rs`), the
+//! jobs (each with the command it waits on), the skills panel (`skills.rs`), the autonomy panel (`autonomy.rs`), the
 //! checkmarks panel (`checkmarks.rs`), open
 //! jobs, agents with their records, and the latest activity; every action a small
 //! CSRF-carrying form. And the confirmation page.
@@ -317,9 +317,10 @@ fn activity(view: &Value, csrf: &str) -> String {
 /// The console page for `view` (the `/console.json` object), its forms carrying `csrf`.
 pub fn console_page(view: &Value, csrf: &str) -> Response {
     let body = format!(
-        "{}{}{}{}{}{}{}",
+        "{}{}{}{}{}{}{}{}",
         header(view, csrf),
         namespaces(view, csrf),
+        super::skills::panel(view),
         super::autonomy::panel(view),
         super::checkmarks::panel(view, csrf),
         jobs(view, csrf),

@@ -7,6 +7,7 @@ mod evidence;
 mod policy;
 mod queue;
 mod resume;
+mod skill_merges;
 mod skills;
 
 use std::sync::{Arc, OnceLock};

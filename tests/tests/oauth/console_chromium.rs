@@ -13,7 +13,7 @@ use crate::console::blocked_job;
 use crate::console_checkmarks::paused_agent;
 use crate::env::*;
 
-fn chromium() -> String {
+pub(crate) fn chromium() -> String {
     if let Ok(p) = std::env::var("CAPSID_CHROMIUM") {
         return p;
     }
@@ -30,7 +30,7 @@ fn chromium() -> String {
     );
 }
 
-fn artifacts() -> PathBuf {
+pub(crate) fn artifacts() -> PathBuf {
     let target = std::env::var("CARGO_TARGET_DIR").map_or_else(
         |_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
         PathBuf::from,

@@ -13,6 +13,7 @@ mod console;
 mod console_autonomy;
 mod console_checkmarks;
 mod console_chromium;
+mod console_skills;
 mod csp_report;
 mod github_round_trip;
 mod hostile_input;

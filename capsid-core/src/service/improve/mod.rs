@@ -25,6 +25,7 @@ mod roster;
 mod run;
 mod score;
 mod sign;
+mod skill_panel;
 mod skills;
 mod status;
 mod task;
@@ -125,6 +126,10 @@ pub enum RunAction {
     Skill,
     /// Retire a skill by hand (admin only).
     RetireSkill,
+    /// Settle a merge proposal: keep `skill`, retire `other` (admin only).
+    AcceptMerge,
+    /// Settle a merge proposal: the pair is not proposed again (admin only).
+    RejectMerge,
 }
 
 /// What `improve_run` action `roster` does.
@@ -142,7 +147,7 @@ pub enum RosterOp {
 /// `improve_run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
-    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence, pin, skills, skill or retire_skill.
+    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence, pin, skills, skill, retire_skill, accept_merge or reject_merge.
     pub action: Option<RunAction>,
     /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid; pin: the namespace whose Anchors are pinned).
     pub namespace: Option<NamespaceArg>,
@@ -170,8 +175,10 @@ pub struct RunArgs {
     pub head_sha: Option<Bounded<64>>,
     /// attempt: what it changes, in a line.
     pub summary: Option<Bounded<200>>,
-    /// skill, retire_skill: the skill's id.
+    /// skill, retire_skill: the skill's id; accept_merge: the skill kept; reject_merge: one of the pair.
     pub skill: Option<Bounded<64>>,
+    /// accept_merge: the skill retired into `skill`; reject_merge: the other of the pair.
+    pub other: Option<Bounded<64>>,
     /// skills: only this status (candidate, live or retired).
     pub status: Option<Bounded<16>>,
 }
@@ -195,6 +202,8 @@ impl RunAction {
             RunAction::Skills => "skills",
             RunAction::Skill => "skill",
             RunAction::RetireSkill => "retire_skill",
+            RunAction::AcceptMerge => "accept_merge",
+            RunAction::RejectMerge => "reject_merge",
         }
     }
 }
@@ -437,6 +446,18 @@ impl ImproveCx<'_> {
             RunAction::Skill => {
                 self.skill_action(caller, ns.as_deref(), a.skill.as_ref().map(|s| s.as_str()))
                     .await
+            }
+            RunAction::AcceptMerge | RunAction::RejectMerge => {
+                let (a1, a2) = (
+                    a.skill.as_ref().map(|s| s.as_str()),
+                    a.other.as_ref().map(|s| s.as_str()),
+                );
+                let reason = a.reason.as_ref().map(|r| r.as_str());
+                if action == RunAction::AcceptMerge {
+                    self.accept_merge_action(caller, a1, a2, reason, dry).await
+                } else {
+                    self.reject_merge_action(caller, a1, a2, reason, dry).await
+                }
             }
             RunAction::RetireSkill => {
                 self.retire_skill_action(

@@ -63,9 +63,21 @@ impl Tool for ImproveRun {
                         "retiring a skill by hand overrides its evidence: admin only",
                     ),
                 ),
+                action(
+                    "accept_merge",
+                    Rule::write().admin_only(
+                        "merging skills is a human's decision on a proposal: admin only",
+                    ),
+                ),
+                action(
+                    "reject_merge",
+                    Rule::write().admin_only(
+                        "merging skills is a human's decision on a proposal: admin only",
+                    ),
+                ),
             ],
         },
-        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill.",
+        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status).",
     )
     .ok_false_refusals();
     fn run<'a>(s: &'a Service, c: &'a Caller, a: RunArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {

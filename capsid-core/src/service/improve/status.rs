@@ -1,7 +1,8 @@
 //! `improve_status`: the loop's line (mode, budget and spend), each namespace's queue, live
 //! run and integrity beside its loop state (`pin.rs`), the protected-path patterns, the agent
 //! inventory, the pull requests awaiting the seat, the autonomy block, and the verification of
-//! a task document (`task.rs`).
+//! a task document (`task.rs`); each namespace's skills panel and the open skill merge
+//! proposals (`skill_panel.rs`).
 
 use serde_json::{Value, json};
 
@@ -18,7 +19,7 @@ use crate::improve::roster::ImproveMode;
 use crate::jobs::JobStatus;
 use crate::jobs::block::command_from_summary;
 use crate::ports::JobFilter;
-use crate::service::{Area, Confirmer};
+use crate::service::{Area, Confirmer, to_json};
 use crate::time::Timestamp;
 
 /// The loop's one-line state: off, stopped by the budget, or on in its mode.
@@ -61,6 +62,7 @@ impl ImproveCx<'_> {
             cost_usd: totals.iter().map(|t| t.cost_usd).sum(),
         };
         let lifetime = self.improve.run_totals(None).await?;
+        let skills = self.skills.skills(None).await?;
         let mut namespaces = Vec::new();
         for row in self.namespaces.namespaces().await? {
             let ns = row.namespace;
@@ -73,6 +75,7 @@ impl ImproveCx<'_> {
             for (key, value) in self.loop_state(&ns, now, &lifetime).await? {
                 status[key] = value;
             }
+            status["skills"] = self.skills_panel(&ns, &skills).await?;
             namespaces.push(status);
         }
         let awaiting: Value = self
@@ -96,6 +99,7 @@ impl ImproveCx<'_> {
             "awaiting_seat": awaiting,
             "autonomy": self.autonomy_status().await?,
             "namespaces": namespaces,
+            "skill_merge_proposals": to_json(&self.open_merge_proposals(caller, a.namespace.as_ref().map(|n| n.as_str()), &skills).await?)?,
         });
         if let Some(path) = &a.task_path {
             out["task_verification"] = self
