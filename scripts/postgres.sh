@@ -37,13 +37,18 @@ capsid_pg_start() {
     return 1
   fi
   # fsync off: this cluster is thrown away after the run; durability is tested on SQLite with
-  # a real crash, and the adapter itself always asks for synchronous_commit=on.
+  # a real crash, and the adapter itself always asks for synchronous_commit=on. Benchmarks of
+  # durable writes set CAPSID_PG_DURABLE=1 to get a cluster that flushes as production does.
+  local durability="-c fsync=off -c full_page_writes=off" label="fsync off"
+  if [ "${CAPSID_PG_DURABLE:-0}" = 1 ]; then
+    durability="-c fsync=on -c full_page_writes=on" label="fsync on"
+  fi
   if ! capsid_pg_as "$CAPSID_PG_BIN/pg_ctl" -D "$CAPSID_PG_DIR/data" -l "$CAPSID_PG_DIR/server.log" -w \
-      -o "-h 127.0.0.1 -p $port -k $CAPSID_PG_DIR -c fsync=off -c full_page_writes=off -c max_connections=400" \
+      -o "-h 127.0.0.1 -p $port -k $CAPSID_PG_DIR $durability -c max_connections=400" \
       start >/dev/null; then
     echo "postgres: server did not start:" >&2; cat "$CAPSID_PG_DIR/server.log" >&2
     return 1
   fi
   export CAPSID_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres"
-  echo "postgres: throwaway cluster on 127.0.0.1:$port ($CAPSID_PG_DIR)"
+  echo "postgres: throwaway cluster on 127.0.0.1:$port ($CAPSID_PG_DIR, $label)"
 }
