@@ -1,8 +1,9 @@
 //! capsid-store-sqlite: the embedded SQLite adapter of every store port of `capsid-core`.
 //!
 //! One database file in WAL mode with `synchronous=FULL`. Every write goes through a single
-//! writer connection, each multi-statement unit of work in one `BEGIN IMMEDIATE` transaction;
-//! reads come from a small pool of `query_only` connections. Queries are runtime `sqlx`
+//! writer connection, each multi-statement unit of work under its own savepoint in a
+//! `BEGIN IMMEDIATE` transaction that concurrent units share (group commit: one durable
+//! `COMMIT` for every unit waiting on the writer, each acknowledged only after it); reads come from a small pool of `query_only` connections. Queries are runtime `sqlx`
 //! queries with explicit row mapping; driver errors become [`capsid_core::ports::StoreError`].
 //!
 //! ```no_run
@@ -27,6 +28,7 @@ mod ci;
 mod documents;
 mod error;
 mod gauges;
+mod group;
 mod health;
 mod improve;
 mod jobs;
@@ -38,6 +40,7 @@ mod runs;
 mod settings;
 mod store;
 
+pub use group::CommitCounts;
 pub use store::SqliteStore;
 
 /// The embedded migrations (`migrations/`), applied by [`SqliteStore::migrate`].

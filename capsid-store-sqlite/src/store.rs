@@ -9,9 +9,10 @@ use capsid_core::ports::{StoreError, StoreResult};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Connection, Row, Sqlite, Transaction};
+use sqlx::{Connection, Executor, Row, Sqlite, Transaction};
 
 use crate::error::backend;
+use crate::group::{CommitCounts, Group, WriteUnit};
 
 /// How long a connection waits on a lock held by another connection or process.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,6 +36,8 @@ pub struct SqliteStore {
 struct Pools {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// Group commit over `writer`: every `begin_write` unit goes through it.
+    group: Group,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -85,12 +88,16 @@ impl SqliteStore {
             .acquire_timeout(ACQUIRE_TIMEOUT)
             // SQLite rolls a transaction back by itself on some errors (a full disk); the
             // driver's own rollback then fails and it still counts the transaction as open,
-            // so every later write would be refused. Such a connection is closed on release
-            // (the ping waits for the queued rollback first) and the pool opens a fresh one.
+            // so every later write would be refused. And the group commit's transactions are
+            // plain SQL the driver does not count, so a unit cancelled mid-statement could
+            // hand back a connection still inside one. On release the connection runs a
+            // `ROLLBACK` (queued after anything still in flight): a connection it finds in
+            // a transaction, or one the driver counts in one, is closed and the pool opens a
+            // fresh one.
             .after_release(|conn, _| {
                 Box::pin(async move {
-                    conn.ping().await?;
-                    Ok(!conn.is_in_transaction())
+                    let dirty = conn.execute(sqlx::raw_sql("ROLLBACK")).await.is_ok();
+                    Ok(!dirty && !conn.is_in_transaction())
                 })
             })
             .connect_with(writer_options)
@@ -104,8 +111,13 @@ impl SqliteStore {
             .map_err(|e| {
                 StoreError::Backend(format!("cannot open {} for reading: {e}", path.display()))
             })?;
+        let group = Group::new(writer.clone());
         Ok(SqliteStore {
-            inner: Arc::new(Pools { writer, reader }),
+            inner: Arc::new(Pools {
+                writer,
+                reader,
+                group,
+            }),
         })
     }
 
@@ -161,7 +173,8 @@ impl SqliteStore {
     /// for that connection's life) and returns the cap SQLite set, which is never below the
     /// pages already in use. A write past the cap is refused as [`StoreError::Unavailable`]
     /// ("the database is full") with nothing written: what a full disk looks like, without
-    /// filling one. Tests of that refusal use it.
+    /// filling one. Tests of that refusal use it. Within a few thousand pages of the cap,
+    /// writes stop sharing commits, so a write refused there takes no other write with it.
     pub async fn cap_pages(&self, pages: u64) -> StoreResult<u64> {
         let mut conn = self.inner.writer.acquire().await.map_err(backend)?;
         let set: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
@@ -170,7 +183,22 @@ impl SqliteStore {
         .fetch_one(&mut *conn)
         .await
         .map_err(backend)?;
-        Ok(u64::try_from(set).unwrap_or(0))
+        let set = u64::try_from(set).unwrap_or(0);
+        // Near the cap the group commit stops batching (see `group::HEADROOM_PAGES`).
+        self.inner.group.set_cap(set);
+        Ok(set)
+    }
+
+    /// How many write units were acknowledged so far, in how many durable `COMMIT`s (the
+    /// group commit's batching, for benchmarks and `capsid doctor`-style reports).
+    pub async fn commit_counts(&self) -> CommitCounts {
+        self.inner.group.counts().await
+    }
+
+    /// The group commit itself, for its tests.
+    #[cfg(test)]
+    pub(crate) fn group(&self) -> &Group {
+        &self.inner.group
     }
 
     /// The single writer connection's pool.
@@ -183,15 +211,13 @@ impl SqliteStore {
         &self.inner.reader
     }
 
-    /// A write transaction on the writer connection, taking the write lock up front
-    /// (`BEGIN IMMEDIATE`, so a contending process waits on the busy timeout instead of
-    /// failing at its first write).
-    pub(crate) async fn begin_write(&self) -> StoreResult<Transaction<'static, Sqlite>> {
-        self.inner
-            .writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(backend)
+    /// A unit of write work on the writer connection: a savepoint in the writer's current
+    /// batch, whose outer transaction took the write lock up front (`BEGIN IMMEDIATE`, so a
+    /// contending process waits on the busy timeout instead of failing at its first write).
+    /// Concurrent units share one durable `COMMIT` ([`crate::group`]); [`commit`] returns
+    /// once it is durable.
+    pub(crate) async fn begin_write(&self) -> StoreResult<WriteUnit> {
+        self.inner.group.begin().await
     }
 
     /// A read transaction (one consistent snapshot) on a reader connection.
@@ -200,9 +226,10 @@ impl SqliteStore {
     }
 }
 
-/// Commits `tx`, translating a failure.
-pub(crate) async fn commit(tx: Transaction<'static, Sqlite>) -> StoreResult<()> {
-    tx.commit().await.map_err(backend)
+/// Commits the write unit `tx`: returns once its batch's `COMMIT` is durable, or with that
+/// `COMMIT`'s error (then nothing of the unit was written).
+pub(crate) async fn commit(tx: WriteUnit) -> StoreResult<()> {
+    tx.commit().await
 }
 
 #[cfg(test)]

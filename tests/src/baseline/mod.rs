@@ -126,6 +126,58 @@ pub async fn raw_writes(
     Ok(rate)
 }
 
+/// Writes per second of `writers` tasks each looping `BEGIN IMMEDIATE; INSERT; COMMIT` over
+/// one shared SQLite connection (WAL, `synchronous=FULL`): the store's own write path (one
+/// writer connection) with nothing of the store around it, one durable commit per row.
+pub async fn raw_writes_one_connection(
+    path: &std::path::Path,
+    bodies: Arc<Vec<String>>,
+    writers: usize,
+) -> anyhow::Result<f64> {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .busy_timeout(Duration::from_secs(30));
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(600))
+        .connect_with(options)
+        .await?;
+    pool.execute("DROP TABLE IF EXISTS bench_raw_one").await?;
+    pool.execute(
+        "CREATE TABLE bench_raw_one (namespace TEXT NOT NULL, path TEXT NOT NULL, \
+         body TEXT NOT NULL, PRIMARY KEY (namespace, path))",
+    )
+    .await?;
+    let began = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..writers.max(1) {
+        let pool = pool.clone();
+        let bodies = bodies.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..bodies.len()).step_by(writers.max(1)) {
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                sqlx::query("INSERT INTO bench_raw_one (namespace, path, body) VALUES (?, ?, ?)")
+                    .bind("bench")
+                    .bind(format!("raw/{i}.md"))
+                    .bind(&bodies[i])
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    let rate = bodies.len() as f64 / began.elapsed().as_secs_f64();
+    pool.execute("DROP TABLE bench_raw_one").await?;
+    pool.close().await;
+    Ok(rate)
+}
+
 /// The bare full-text statement a search comes down to, on the store's own index: FTS5
 /// `MATCH` ordered by `rank` (SQLite), `@@ websearch_to_tsquery` ordered by `ts_rank`
 /// (Postgres), 25 rows, no filter and no join. Each query's words are quoted for FTS5 as the
