@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+mod abstraction;
 mod agents;
 mod audit;
 mod backup;

@@ -217,14 +217,20 @@ pub fn parse_answer(text: &str) -> Result<Option<SkillProposal>, String> {
         why.truncate(REASON_MAX_CHARS);
         why
     })?;
+    read_proposal(&value)
+}
+
+/// Reads a proposal given as JSON (the model's answer, the driver's `proposal`): an object;
+/// `{"skill": null}` declines, `{"skill": {...}}` or the fields at the top level propose.
+pub fn read_proposal(value: &Value) -> Result<Option<SkillProposal>, String> {
     let Value::Object(top) = value else {
-        return Err(none());
+        return Err("the proposal must be a JSON object".into());
     };
     match top.get("skill") {
         Some(Value::Null) => Ok(None),
         Some(Value::Object(inner)) => validate_proposal(inner).map(Some),
         Some(_) => Err("skill: must be an object or null".into()),
-        None => validate_proposal(&top).map(Some),
+        None => validate_proposal(top).map(Some),
     }
 }
 
