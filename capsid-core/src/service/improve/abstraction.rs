@@ -288,7 +288,6 @@ impl Service {
         };
         let (date, _) = self.loop_zone.local(now);
         let mut namespaces: Vec<&str> = sources.iter().map(|s| s.namespace.as_str()).collect();
-        namespaces.dedup();
         namespaces.sort_unstable();
         namespaces.dedup();
         for ns in namespaces {

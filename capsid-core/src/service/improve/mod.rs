@@ -182,7 +182,7 @@ pub struct RunArgs {
     /// propose_skill: the attempt's or the job's id.
     pub source_id: Option<Bounded<128>>,
     /// propose_skill: {title, trigger_condition, namespaces, termination_test, composition_interface, body}, or {"skill": null} to decline.
-    pub proposal: Option<Value>,
+    pub proposal: Option<serde_json::Map<String, Value>>,
 }
 impl RunAction {
     /// The wire name.

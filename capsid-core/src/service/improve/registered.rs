@@ -80,7 +80,8 @@ impl Tool for ImproveRun {
                     let (ns, kind) = (a.namespace.as_ref(), a.source_kind.as_ref());
                     let id = a.source_id.as_ref().map(|i| i.as_str());
                     let (ns, kind) = (ns.map(|n| n.as_str()), kind.map(|k| k.as_str()));
-                    return s.propose_skill(c, ns, kind, id, a.proposal.as_ref()).await;
+                    let proposal = a.proposal.clone().map(Value::Object);
+                    return s.propose_skill(c, ns, kind, id, proposal.as_ref()).await;
                 }
                 RunAction::Attempt => {
                     return s
