@@ -148,6 +148,7 @@ pub(crate) fn outcome(row: &PgRow) -> Result<OutcomeRow, sqlx::Error> {
         reviewed_by: row.try_get("reviewed_by")?,
         skill_ids_offered: row.try_get("skill_ids_offered")?,
         skill_ids_used: row.try_get("skill_ids_used")?,
+        skill_verdict: row.try_get("skill_verdict")?,
     })
 }
 

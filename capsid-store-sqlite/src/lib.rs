@@ -20,6 +20,7 @@
 
 #![forbid(unsafe_code)]
 
+mod abstraction;
 mod agents;
 mod audit;
 mod backup;

@@ -159,6 +159,7 @@ pub(crate) fn outcome(row: &SqliteRow) -> Result<OutcomeRow, Error> {
         reviewed_by: row.try_get("reviewed_by")?,
         skill_ids_offered: row.try_get("skill_ids_offered")?,
         skill_ids_used: row.try_get("skill_ids_used")?,
+        skill_verdict: row.try_get("skill_verdict")?,
     })
 }
 

@@ -126,6 +126,7 @@ fn outcome_for(job: &Job, recorded: Timestamp, urls: &[&str]) -> OutcomeRecord {
             reviewed_by: None,
             skill_ids_offered: None,
             skill_ids_used: None,
+            skill_verdict: None,
         },
         pr_urls: urls.iter().map(|u| (*u).to_owned()).collect(),
     }

@@ -89,6 +89,9 @@ conformance_suite! {
     store skills::skill_credit_counts_with_audit;
     store skill_panel::last_evaluation_of_a_namespace;
     store skill_panel::skill_offers_newest_first;
+    probe skill_sources::skill_sources_are_unspent_bounded_and_oldest_first;
+    probe skill_sources::verified_jobs_are_sources_until_abstracted;
+    probe skill_sources::a_taken_skill_path_writes_nothing;
     store jobs_claim::post_job_and_open_title_uniqueness;
     store jobs_claim::claim_targets_and_order;
     store jobs_claim::claim_refused_leaves_job_untouched;

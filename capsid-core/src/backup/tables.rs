@@ -315,6 +315,7 @@ pub const EXPORTED: [TableSpec; 21] = [
             t("skill_ids_offered"),
             t("skill_ids_used"),
             t("reviewed_by"),
+            t("skill_verdict"),
         ],
         key: &["job_id"],
         identity: None,

@@ -143,6 +143,9 @@ pub struct OutcomeRow {
     pub skill_ids_offered: Option<String>,
     /// JSON array of the skill ids the driver reported using; `None` when it reported nothing.
     pub skill_ids_used: Option<String>,
+    /// The verifier's verdict the completing call reported (`verified-success`, ...); `None`
+    /// when it reported none. A job done with `verified-success` is a source of skills.
+    pub skill_verdict: Option<String>,
 }
 
 /// The row plus the notes the response carries.
@@ -378,6 +381,7 @@ pub fn build_outcome(job: &Job, verdict: EvidenceVerdict, now: Timestamp) -> Out
         reviewed_by: None,
         skill_ids_offered: None,
         skill_ids_used: None,
+        skill_verdict: None,
     };
     Outcome {
         row,

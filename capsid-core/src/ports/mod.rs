@@ -13,6 +13,7 @@
 //! timer that bounds each periodic task), plus the
 //! [`crate::time::Clock`] and [`crate::ids::Entropy`] ports.
 
+mod abstraction;
 mod agents;
 mod backup;
 mod blobs;
@@ -31,6 +32,7 @@ mod reviews;
 mod runs;
 mod settings;
 
+pub use abstraction::{Proposed, ProposedSkill, SkillSource, SkillSourceStore};
 pub use agents::{AgentRow, AgentStore, NewAgent};
 pub use backup::{BackupStore, DumpSink, Pruned, RowSource, TransferError};
 pub use blobs::{BlobError, BlobMeta, BlobReader, BlobStore, BlobWriter};
@@ -192,6 +194,7 @@ pub trait Store:
     + LeaderLease
     + ImproveStore
     + SkillStore
+    + SkillSourceStore
     + StoreHealth
     + OAuthStore
     + StoreGauges
@@ -213,6 +216,7 @@ impl<T> Store for T where
         + LeaderLease
         + ImproveStore
         + SkillStore
+        + SkillSourceStore
         + StoreHealth
         + OAuthStore
         + StoreGauges

@@ -733,3 +733,29 @@ impl crate::ports::CiStore for RecordingStore {
         Err(self.touched("record_ci"))
     }
 }
+
+#[async_trait]
+impl SkillSourceStore for RecordingStore {
+    async fn kept_attempt_sources(
+        &self,
+        _kept_status: &str,
+        _spent_prefix: &str,
+        _only: Option<&str>,
+        _limit: usize,
+    ) -> StoreResult<Vec<SkillSource>> {
+        Err(self.touched("kept_attempt_sources"))
+    }
+    async fn verified_job_sources(
+        &self,
+        _done_status: &str,
+        _verdict: &str,
+        _spent_prefix: &str,
+        _only: Option<&str>,
+        _limit: usize,
+    ) -> StoreResult<Vec<SkillSource>> {
+        Err(self.touched("verified_job_sources"))
+    }
+    async fn insert_proposed_skill(&self, _proposal: ProposedSkill) -> StoreResult<Proposed> {
+        Err(self.touched("insert_proposed_skill"))
+    }
+}

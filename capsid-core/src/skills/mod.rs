@@ -8,6 +8,7 @@ use std::fmt;
 
 use crate::time::{DAY_MS, Timestamp};
 
+pub mod abstraction;
 pub mod attribution;
 pub mod edits;
 pub mod lifecycle;

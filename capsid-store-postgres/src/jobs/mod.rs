@@ -55,11 +55,11 @@ const STATUS_COUNTS: &str = "SELECT claimed_by, status, count(*) AS n FROM jobs 
      WHERE claimed_by IS NOT NULL GROUP BY claimed_by, status ORDER BY claimed_by, status";
 const OUTCOME_SELECT: &str = "SELECT job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, \
      tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, \
-     reviewed_by, skill_ids_offered, skill_ids_used FROM job_outcomes";
+     reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict FROM job_outcomes";
 const INSERT_OUTCOME: &str = "INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, \
      files_changed, tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, \
-     recorded_at, reviewed_by, skill_ids_offered, skill_ids_used) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+     recorded_at, reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
      ON CONFLICT (job_id) DO NOTHING RETURNING job_id";
 const INSERT_OUTCOME_PRS: &str = "INSERT INTO job_outcome_prs (job_id, pr_url, recorded_at) \
      SELECT $1, u.url, $2 FROM unnest($3::text[]) WITH ORDINALITY AS u(url, ord) ORDER BY u.ord \
@@ -124,6 +124,7 @@ pub(crate) async fn record_outcome(
         .bind(&row.reviewed_by)
         .bind(&row.skill_ids_offered)
         .bind(&row.skill_ids_used)
+        .bind(&row.skill_verdict)
         .fetch_optional(&mut *conn)
         .await?;
     if inserted.is_some() && !record.pr_urls.is_empty() {

@@ -23,5 +23,6 @@ pub mod reviews;
 pub mod runs;
 pub mod settings;
 pub mod skill_panel;
+pub mod skill_sources;
 pub mod skills;
 pub mod support;

@@ -293,6 +293,7 @@ pub fn outcome_row(job: &Job, agent: &str, when: Timestamp) -> OutcomeRow {
         reviewed_by: None,
         skill_ids_offered: None,
         skill_ids_used: None,
+        skill_verdict: None,
     }
 }
 

@@ -35,6 +35,7 @@ fn row(
         reviewed_by: None,
         skill_ids_offered: None,
         skill_ids_used: None,
+        skill_verdict: None,
     }
 }
 

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::args::{Bounded, DocPathArg, NamespaceArg};
 use super::{Confirmer, Service};
 
+mod abstraction;
 mod attempts;
 mod finish;
 mod inventory;
@@ -130,6 +131,8 @@ pub enum RunAction {
     AcceptMerge,
     /// Settle a merge proposal: the pair is not proposed again (admin only).
     RejectMerge,
+    /// Subscription mode: the driver holding the lease proposes a skill from a source (or declines it).
+    ProposeSkill,
 }
 
 /// What `improve_run` action `roster` does.
@@ -147,7 +150,7 @@ pub enum RosterOp {
 /// `improve_run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
-    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence, pin, skills, skill, retire_skill, accept_merge or reject_merge.
+    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence, pin, skills, skill, retire_skill, accept_merge, reject_merge or propose_skill.
     pub action: Option<RunAction>,
     /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid; pin: the namespace whose Anchors are pinned).
     pub namespace: Option<NamespaceArg>,
@@ -181,6 +184,12 @@ pub struct RunArgs {
     pub other: Option<Bounded<64>>,
     /// skills: only this status (candidate, live or retired).
     pub status: Option<Bounded<16>>,
+    /// propose_skill: attempt or job.
+    pub source_kind: Option<Bounded<16>>,
+    /// propose_skill: the attempt's or the job's id.
+    pub source_id: Option<Bounded<128>>,
+    /// propose_skill: {title, trigger_condition, namespaces, termination_test, composition_interface, body}, or {"skill": null} to decline.
+    pub proposal: Option<serde_json::Map<String, Value>>,
 }
 impl RunAction {
     /// The wire name.
@@ -204,6 +213,7 @@ impl RunAction {
             RunAction::RetireSkill => "retire_skill",
             RunAction::AcceptMerge => "accept_merge",
             RunAction::RejectMerge => "reject_merge",
+            RunAction::ProposeSkill => "propose_skill",
         }
     }
 }
@@ -240,9 +250,9 @@ impl ImproveCx<'_> {
         match action {
             // The registry entry opens runs and takes attempts on the service (they reach the
             // repository host and the model) before this context is built.
-            RunAction::Run | RunAction::Attempt => Err(Error::Internal(format!(
-                "improve_run {name} is dispatched by its registry entry"
-            ))),
+            RunAction::Run | RunAction::Attempt | RunAction::ProposeSkill => Err(Error::Internal(
+                format!("improve_run {name} is dispatched by its registry entry"),
+            )),
             RunAction::Mode => {
                 let value = a.value.as_ref().map(|v| v.as_str()).unwrap_or("");
                 let Some(mode) = ImproveMode::parse(value) else {

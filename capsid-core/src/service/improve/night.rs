@@ -173,6 +173,7 @@ impl Service {
                 ),
             }
         }
+        report["abstraction"] = self.abstraction_step(mode, now).await;
         Ok(report)
     }
 

@@ -75,9 +75,10 @@ impl Tool for ImproveRun {
                         "merging skills is a human's decision on a proposal: admin only",
                     ),
                 ),
+                action("propose_skill", Rule::write()),
             ],
         },
-        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status).",
+        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status), propose_skill (the subscription driver proposes a skill from a kept attempt or a verified job).",
     )
     .ok_false_refusals();
     fn run<'a>(s: &'a Service, c: &'a Caller, a: RunArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
@@ -87,6 +88,13 @@ impl Tool for ImproveRun {
                     return s.improve_tick(c, a.task.as_ref().map(|t| t.as_str())).await;
                 }
                 RunAction::Run => return s.run_action(c, &a).await,
+                RunAction::ProposeSkill => {
+                    let (ns, kind) = (a.namespace.as_ref(), a.source_kind.as_ref());
+                    let id = a.source_id.as_ref().map(|i| i.as_str());
+                    let (ns, kind) = (ns.map(|n| n.as_str()), kind.map(|k| k.as_str()));
+                    let proposal = a.proposal.clone().map(Value::Object);
+                    return s.propose_skill(c, ns, kind, id, proposal.as_ref()).await;
+                }
                 RunAction::Attempt => {
                     return s
                         .report_attempt(

@@ -368,6 +368,7 @@ impl JobsCx<'_> {
             outcome.row.reviewed_by = reviewed_by;
             if let Some(report) = skills {
                 (outcome.row.skill_ids_offered, outcome.row.skill_ids_used) = report.columns();
+                outcome.row.skill_verdict = report.signal.map(|s| s.name().to_owned());
             }
             Some(outcome)
         } else {

@@ -1,0 +1,9 @@
+-- Skill abstraction (issue 17), Postgres dialect. Same columns and meaning as the SQLite
+-- migration of the same number: the verifier's verdict on a finished job, and at most one
+-- skill per source attempt and per source job.
+
+ALTER TABLE job_outcomes ADD COLUMN skill_verdict TEXT COLLATE "C";
+CREATE INDEX job_outcomes_skill_verdict ON job_outcomes (skill_verdict, recorded_at);
+
+CREATE UNIQUE INDEX improve_skills_one_per_attempt ON improve_skills (source_attempt) WHERE source_attempt IS NOT NULL;
+CREATE UNIQUE INDEX improve_skills_one_per_job ON improve_skills (source_job) WHERE source_job IS NOT NULL;
