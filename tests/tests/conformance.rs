@@ -87,6 +87,8 @@ conformance_suite! {
     store skills::skill_edits_recorded_newest_first;
     store skills::skill_failures_newest_n;
     store skills::skill_credit_counts_with_audit;
+    store skill_evidence::evaluation_recorded_with_its_audit;
+    store skill_evidence::accepted_edit_bumps_the_version_keyed;
     store jobs_claim::post_job_and_open_title_uniqueness;
     store jobs_claim::claim_targets_and_order;
     store jobs_claim::claim_refused_leaves_job_untouched;

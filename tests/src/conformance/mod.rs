@@ -22,5 +22,6 @@ pub mod registry;
 pub mod reviews;
 pub mod runs;
 pub mod settings;
+pub mod skill_evidence;
 pub mod skills;
 pub mod support;
