@@ -17,6 +17,8 @@ use super::args::{Bounded, DocPathArg, NamespaceArg};
 use super::{Confirmer, Service};
 
 mod attempts;
+mod edit;
+mod evaluate;
 mod finish;
 mod inventory;
 pub mod night;
@@ -38,6 +40,7 @@ use crate::improve::roster::{DRIVER_LEASE_MS, ImproveMode};
 use crate::ports::{Expect, SettingChange};
 use crate::scope_args;
 use crate::time::Timestamp;
+pub use evaluate::ProbeAnswer;
 pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 
 /// What the improve area's handlers reach: the loop's settings and tables, the queue (its
@@ -125,6 +128,8 @@ pub enum RunAction {
     Skill,
     /// Retire a skill by hand (admin only).
     RetireSkill,
+    /// Subscription mode: the driver holding a lease proposes a bounded edit of a skill.
+    ProposeEdit,
 }
 
 /// What `improve_run` action `roster` does.
@@ -174,6 +179,8 @@ pub struct RunArgs {
     pub skill: Option<Bounded<64>>,
     /// skills: only this status (candidate, live or retired).
     pub status: Option<Bounded<16>>,
+    /// propose_edit: the ops, [{op: add|delete|replace, line (1-based), text}].
+    pub ops: Option<Value>,
 }
 impl RunAction {
     /// The wire name.
@@ -195,6 +202,7 @@ impl RunAction {
             RunAction::Skills => "skills",
             RunAction::Skill => "skill",
             RunAction::RetireSkill => "retire_skill",
+            RunAction::ProposeEdit => "propose_edit",
         }
     }
 }
@@ -231,9 +239,9 @@ impl ImproveCx<'_> {
         match action {
             // The registry entry opens runs and takes attempts on the service (they reach the
             // repository host and the model) before this context is built.
-            RunAction::Run | RunAction::Attempt => Err(Error::Internal(format!(
-                "improve_run {name} is dispatched by its registry entry"
-            ))),
+            RunAction::Run | RunAction::Attempt | RunAction::ProposeEdit => Err(Error::Internal(
+                format!("improve_run {name} is dispatched by its registry entry"),
+            )),
             RunAction::Mode => {
                 let value = a.value.as_ref().map(|v| v.as_str()).unwrap_or("");
                 let Some(mode) = ImproveMode::parse(value) else {

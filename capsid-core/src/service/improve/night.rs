@@ -173,6 +173,11 @@ impl Service {
                 ),
             }
         }
+        // The skills evaluation cycle (`evaluate.rs`), gated on its own cadence.
+        report["skills"] = self
+            .skills_evaluate_tick(now)
+            .await
+            .unwrap_or_else(|e| json!({"error": e.to_string()}));
         Ok(report)
     }
 

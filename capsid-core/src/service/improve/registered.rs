@@ -63,9 +63,10 @@ impl Tool for ImproveRun {
                         "retiring a skill by hand overrides its evidence: admin only",
                     ),
                 ),
+                action("propose_edit", Rule::write()),
             ],
         },
-        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill.",
+        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, propose_edit (the subscription driver's bounded skill edit).",
     )
     .ok_false_refusals();
     fn run<'a>(s: &'a Service, c: &'a Caller, a: RunArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
@@ -84,6 +85,13 @@ impl Tool for ImproveRun {
                             a.summary.as_ref().map(|h| h.as_str()),
                         )
                         .await;
+                }
+                RunAction::ProposeEdit => {
+                    let (ns, skill) = (
+                        a.namespace.as_ref().map(|n| n.as_str()),
+                        a.skill.as_ref().map(|x| x.as_str()),
+                    );
+                    return s.propose_edit_action(c, ns, skill, a.ops.as_ref()).await;
                 }
                 _ => {}
             }
