@@ -5,9 +5,11 @@
 //! real HTTP. Cases: the cadence gate; candidate → live on two positive evaluations and
 //! live → retired on two non-positive; an accepted edit bumping the version and resetting
 //! the evidence; a tie rejecting the edit and the next optimizer prompt carrying it.
-//! `refusals.rs` holds one case per refusal of `POST /improve/probe`, each writing nothing.
+//! `refusals.rs` holds one case per refusal of `POST /improve/probe`, each writing nothing;
+//! `subscription.rs` the driver's `propose_edit`.
 
 mod refusals;
+mod subscription;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -141,7 +143,7 @@ pub(crate) async fn skill(s: &TestServer, id: &str, namespaces: Option<&str>) {
 }
 
 /// A failure note on `id`, so the optimizer is asked for an edit.
-async fn failure(s: &TestServer, id: &str, note: &str) {
+pub(crate) async fn failure(s: &TestServer, id: &str, note: &str) {
     let now = s.service.now();
     s.store
         .record_skill_failure(
@@ -217,15 +219,17 @@ pub(crate) async fn score(env: &Env, inputs: &Value, with: f64, without: f64, jt
 }
 
 /// The dispatch of `skill` (plain or edit) in the latest cycle.
-fn dispatch_of(env: &Env, skill: &str, edit: bool) -> Value {
+pub(crate) fn dispatch_of(env: &Env, skill: &str, edit: bool) -> Value {
     probes(env)
         .into_iter()
         .rev()
-        .find(|i| i["skill"] == skill && i["edit"] == edit.to_string())
+        .find(|i| {
+            i["skill"] == skill && i["edit"].as_str() == Some(if edit { "true" } else { "false" })
+        })
         .unwrap_or_else(|| panic!("a dispatch of {skill} (edit {edit}): {:?}", probes(env)))
 }
 
-async fn row(s: &TestServer, id: &str) -> SkillRow {
+pub(crate) async fn row(s: &TestServer, id: &str) -> SkillRow {
     s.store.skill(id).await.expect("skill").expect("row")
 }
 
@@ -481,4 +485,5 @@ both_stores! {
     super::an_accepted_edit_bumps_the_version_and_resets_evidence => accepted_edit,
     super::a_tie_rejects_the_edit_and_the_next_prompt_carries_it => tie_rejects,
     super::refusals::every_refusal_writes_nothing => refusals,
+    super::subscription::the_lease_holder_proposes_an_edit => subscription_edit,
 }
