@@ -462,6 +462,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "summary",
             "skill",
             "status",
+            "ops",
         ],
     ),
     ("improve_status", &["namespace", "task_path"]),

@@ -35,6 +35,8 @@ use crate::time::Timestamp;
 
 /// The failure notes a proposal is given.
 const FAILURES_GIVEN: usize = 2;
+/// The most edit proposals (model calls) one cycle asks for; the rest wait for the next.
+pub(crate) const MAX_PROPOSALS_PER_CYCLE: usize = 10;
 
 /// An edit report checked against the pending edit, before its `jti` is claimed.
 pub(crate) struct JudgedEdit {
@@ -175,6 +177,9 @@ impl Service {
         for skill in self.store.skills(None).await? {
             if skill.status == SkillStatus::Retired.name() {
                 continue;
+            }
+            if out.len() >= MAX_PROPOSALS_PER_CYCLE {
+                break;
             }
             let failures: Vec<String> = self
                 .store
@@ -426,7 +431,7 @@ impl Service {
         caller: &Caller,
         ns: Option<&str>,
         skill_id: Option<&str>,
-        ops: Option<&Value>,
+        ops: Option<Vec<EditOp>>,
     ) -> Result<Value> {
         let name = "propose_edit";
         let refuse = |why: String| Ok(json!({"ok": false, "action": name, "refusal": why}));
@@ -448,14 +453,8 @@ impl Service {
                 caller.actor()
             ));
         }
-        let ops: Vec<EditOp> = match ops.map(|v| serde_json::from_value(v.clone())) {
-            Some(Ok(ops)) => ops,
-            Some(Err(e)) => {
-                return refuse(format!(
-                    "ops must be a list of {{op: add|delete|replace, line, text?}}: {e}"
-                ));
-            }
-            None => return refuse("propose_edit needs ops".into()),
+        let Some(ops) = ops else {
+            return refuse("propose_edit needs ops: [{op: add|delete|replace, line, text}]".into());
         };
         let Some(skill) = self.store.skill(skill_id).await? else {
             return refuse(format!("no skill {skill_id}."));

@@ -180,7 +180,7 @@ pub struct RunArgs {
     /// skills: only this status (candidate, live or retired).
     pub status: Option<Bounded<16>>,
     /// propose_edit: the ops, [{op: add|delete|replace, line (1-based), text}].
-    pub ops: Option<Value>,
+    pub ops: Option<Vec<crate::skills::EditOp>>,
 }
 impl RunAction {
     /// The wire name.

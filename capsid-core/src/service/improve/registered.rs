@@ -91,7 +91,7 @@ impl Tool for ImproveRun {
                         a.namespace.as_ref().map(|n| n.as_str()),
                         a.skill.as_ref().map(|x| x.as_str()),
                     );
-                    return s.propose_edit_action(c, ns, skill, a.ops.as_ref()).await;
+                    return s.propose_edit_action(c, ns, skill, a.ops.clone()).await;
                 }
                 _ => {}
             }
