@@ -79,16 +79,19 @@ async fn seed(data: &Path) {
             .expect("insert");
     }
     store
-        .record_evaluation(SkillEvaluationRow {
-            skill: "sk-live".into(),
-            version: 1,
-            namespace: "alpha".into(),
-            probe_set_version: "p1".into(),
-            delta: 0.5,
-            runs: 3,
-            verdict: "positive".into(),
-            evaluated_at: at,
-        })
+        .record_evaluation(
+            SkillEvaluationRow {
+                skill: "sk-live".into(),
+                version: 1,
+                namespace: "alpha".into(),
+                probe_set_version: "p1".into(),
+                delta: 0.5,
+                runs: 3,
+                verdict: "positive".into(),
+                evaluated_at: at,
+            },
+            audit("skill-evaluated", "sk-live", at),
+        )
         .await
         .expect("evaluation");
     store

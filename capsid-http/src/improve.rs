@@ -1,5 +1,6 @@
 //! The improve loop's signed routes (reference 8.3): `POST /improve/score` (a roster repo's
-//! CI reports an attempt's score), `POST /improve/holdout-credential` (a one-hour read token
+//! CI reports an attempt's score), `POST /improve/probe` (a skill's probe report, signed the
+//! same way), `POST /improve/holdout-credential` (a one-hour read token
 //! for the namespace's `improve/holdout/<ns>/`) and `GET /improve/holdout/objects/{*key}` (a
 //! read with that token, streamed). Bodies are read as a bounded stream: a `Content-Length`
 //! over 16,384 bytes is refused before a byte is read, and a chunked body is cut off as soon
@@ -26,6 +27,7 @@ use crate::backup::{TokenQuery, read_token, stream_blob};
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/improve/score", post(score))
+        .route("/improve/probe", post(probe))
         .route("/improve/holdout-credential", post(holdout_credential))
         .route("/improve/holdout/objects/{*key}", get(holdout_object))
 }
@@ -114,6 +116,23 @@ async fn score(State(state): State<AppState>, headers: HeaderMap, body: Body) ->
         )
         .await
     {
+        Ok(answer) => (StatusCode::OK, axum::Json(answer)).into_response(),
+        Err(e) => score_refusal(&e),
+    }
+}
+
+/// `POST /improve/probe`: a skill's probe report, signed as a score report is.
+async fn probe(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+    let body = match bounded_body(&headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let (ns, ts, sig) = (
+        text(&headers, NAMESPACE_HEADER),
+        text(&headers, TIMESTAMP_HEADER),
+        text(&headers, SIGNATURE_HEADER),
+    );
+    match state.service.improve_probe(ns, ts, sig, &body).await {
         Ok(answer) => (StatusCode::OK, axum::Json(answer)).into_response(),
         Err(e) => score_refusal(&e),
     }

@@ -1,18 +1,20 @@
 //! The `ImproveStore` port (run totals per namespace) and the `SkillStore` port (skills,
-//! evaluations, keyed status changes audited in the same transaction).
+//! evaluations, keyed status changes audited in the same transaction, an accepted edit's
+//! version bump with its body document).
 
 use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{
-    AuditEntry, ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
-    SkillOfferRow, SkillRow, SkillStore, StoreResult,
+    AuditEntry, DocumentWrite, ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow,
+    SkillFailureRow, SkillOfferRow, SkillRow, SkillStore, StoreResult, WriteGuard,
 };
 use capsid_core::time::Timestamp;
 use sqlx::Row;
-use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgConnection, PgRow};
 
 use crate::PgStore;
 use crate::audit;
+use crate::documents::write::write_in_tx;
 use crate::error::{TxResult, always, count, finish, translate, with_retry};
 use crate::sql::SqlText;
 
@@ -64,6 +66,25 @@ const EVALUATIONS: &str = "SELECT skill, version, namespace, probe_set_version, 
 const SET_STATUS: &str = "UPDATE improve_skills SET status = $3, \
      retired_at = CASE WHEN $3 = 'retired' THEN $4 ELSE retired_at END \
      WHERE id = $1 AND status = $2 RETURNING id";
+
+/// An accepted edit's version bump, keyed on the version it was measured against.
+const BUMP_VERSION: &str =
+    "UPDATE improve_skills SET version = $3 WHERE id = $1 AND version = $2 RETURNING id";
+
+/// Inserts one `skill_edits` row inside the caller's transaction.
+async fn insert_edit(conn: &mut PgConnection, row: &SkillEditRow, at: &str) -> TxResult<()> {
+    sqlx::query(INSERT_EDIT)
+        .bind(&row.skill)
+        .bind(row.from_version)
+        .bind(row.to_version)
+        .bind(&row.ops)
+        .bind(i64::from(row.accepted))
+        .bind(&row.reason)
+        .bind(at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
 
 fn totals(row: &PgRow) -> Result<ImproveRunTotals, sqlx::Error> {
     Ok(ImproveRunTotals {
@@ -208,20 +229,37 @@ impl SkillStore for PgStore {
             .map_err(translate)
     }
 
-    async fn record_evaluation(&self, row: SkillEvaluationRow) -> StoreResult<()> {
-        sqlx::query(INSERT_EVALUATION)
-            .bind(&row.skill)
-            .bind(row.version)
-            .bind(&row.namespace)
-            .bind(&row.probe_set_version)
-            .bind(row.delta)
-            .bind(row.runs)
-            .bind(&row.verdict)
-            .bind(row.evaluated_at.to_string())
-            .execute(&self.pool)
-            .await
-            .map_err(translate)?;
-        Ok(())
+    async fn record_evaluation(
+        &self,
+        row: SkillEvaluationRow,
+        audit: AuditEntry,
+    ) -> StoreResult<()> {
+        let pool = &self.pool;
+        let (row, audit) = (&row, &audit);
+        let at = row.evaluated_at.to_string();
+        let at = at.as_str();
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result: TxResult<()> = async {
+                    sqlx::query(INSERT_EVALUATION)
+                        .bind(&row.skill)
+                        .bind(row.version)
+                        .bind(&row.namespace)
+                        .bind(&row.probe_set_version)
+                        .bind(row.delta)
+                        .bind(row.runs)
+                        .bind(&row.verdict)
+                        .bind(at)
+                        .execute(&mut *tx)
+                        .await?;
+                    audit::insert(&mut tx, audit).await
+                }
+                .await;
+                finish(tx, result, always).await
+            })
+        })
+        .await
     }
 
     async fn evaluations(&self, skill_id: &str) -> StoreResult<Vec<SkillEvaluationRow>> {
@@ -290,20 +328,46 @@ impl SkillStore for PgStore {
             Box::pin(async move {
                 let mut tx = pool.begin().await?;
                 let result: TxResult<()> = async {
-                    sqlx::query(INSERT_EDIT)
-                        .bind(&row.skill)
-                        .bind(row.from_version)
-                        .bind(row.to_version)
-                        .bind(&row.ops)
-                        .bind(i64::from(row.accepted))
-                        .bind(&row.reason)
-                        .bind(at)
-                        .execute(&mut *tx)
-                        .await?;
+                    insert_edit(&mut tx, row, at).await?;
                     audit::insert(&mut tx, audit).await
                 }
                 .await;
                 finish(tx, result, always).await
+            })
+        })
+        .await
+    }
+
+    async fn accept_skill_edit(
+        &self,
+        edit: SkillEditRow,
+        body: DocumentWrite,
+        audit: AuditEntry,
+    ) -> StoreResult<bool> {
+        let pool = &self.pool;
+        let (edit, body, audit) = (&edit, &body, &audit);
+        let at = edit.evaluated_at.to_string();
+        let at = at.as_str();
+        with_retry(|| {
+            Box::pin(async move {
+                let mut tx = pool.begin().await?;
+                let result: TxResult<bool> = async {
+                    let bumped: Option<String> = sqlx::query_scalar(BUMP_VERSION)
+                        .bind(&edit.skill)
+                        .bind(edit.from_version)
+                        .bind(edit.to_version)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    if bumped.is_none() {
+                        return Ok(false);
+                    }
+                    insert_edit(&mut tx, edit, at).await?;
+                    write_in_tx(&mut tx, body, &WriteGuard::Upsert).await?;
+                    audit::insert(&mut tx, audit).await?;
+                    Ok(true)
+                }
+                .await;
+                finish(tx, result, |bumped| *bumped).await
             })
         })
         .await

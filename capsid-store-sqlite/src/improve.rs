@@ -1,16 +1,17 @@
 //! The improve loop's run totals and the skill store (skills, evaluations, keyed status
-//! changes audited in their transaction).
+//! changes audited in their transaction, an accepted edit's version bump with its body).
 
 use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::ports::{
-    AuditEntry, ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
-    SkillOfferRow, SkillRow, SkillStore, StoreResult,
+    AuditEntry, DocumentWrite, ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow,
+    SkillFailureRow, SkillOfferRow, SkillRow, SkillStore, StoreResult,
 };
 use capsid_core::time::Timestamp;
-use sqlx::sqlite::{Sqlite, SqliteRow};
+use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
 use sqlx::{QueryBuilder, Row};
 
+use crate::documents::write::{apply_write, live_row};
 use crate::error::{DbResult, conflict_or_backend};
 use crate::rows::{self, insert_audit};
 use crate::store::{SqliteStore, commit};
@@ -84,6 +85,25 @@ fn evaluation_row(row: &SqliteRow) -> Result<SkillEvaluationRow, sqlx::Error> {
     })
 }
 
+/// Inserts one `skill_edits` row inside the caller's transaction.
+async fn insert_edit(conn: &mut SqliteConnection, edit: &SkillEditRow) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO skill_edits (skill, from_version, to_version, ops, accepted, reason, evaluated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&edit.skill)
+    .bind(edit.from_version)
+    .bind(edit.to_version)
+    .bind(&edit.ops)
+    .bind(i64::from(edit.accepted))
+    .bind(&edit.reason)
+    .bind(edit.evaluated_at.to_string())
+    .execute(conn)
+    .await
+    .db()?;
+    Ok(())
+}
+
 #[async_trait]
 impl ImproveStore for SqliteStore {
     async fn run_totals(&self, since: Option<Timestamp>) -> StoreResult<Vec<ImproveRunTotals>> {
@@ -143,7 +163,12 @@ impl SkillStore for SqliteStore {
         rows::all(&found, skill_row).db()
     }
 
-    async fn record_evaluation(&self, evaluation: SkillEvaluationRow) -> StoreResult<()> {
+    async fn record_evaluation(
+        &self,
+        evaluation: SkillEvaluationRow,
+        audit: AuditEntry,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "INSERT INTO skill_evaluations (skill, version, namespace, probe_set_version, delta, runs, verdict, \
              evaluated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -156,10 +181,11 @@ impl SkillStore for SqliteStore {
         .bind(evaluation.runs)
         .bind(&evaluation.verdict)
         .bind(evaluation.evaluated_at.to_string())
-        .execute(self.writer())
+        .execute(&mut *tx)
         .await
         .db()?;
-        Ok(())
+        insert_audit(&mut tx, &audit).await.db()?;
+        commit(tx).await
     }
 
     async fn evaluations(&self, skill: &str) -> StoreResult<Vec<SkillEvaluationRow>> {
@@ -216,22 +242,38 @@ impl SkillStore for SqliteStore {
 
     async fn record_skill_edit(&self, edit: SkillEditRow, audit: AuditEntry) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
-        sqlx::query(
-            "INSERT INTO skill_edits (skill, from_version, to_version, ops, accepted, reason, evaluated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&edit.skill)
-        .bind(edit.from_version)
-        .bind(edit.to_version)
-        .bind(&edit.ops)
-        .bind(i64::from(edit.accepted))
-        .bind(&edit.reason)
-        .bind(edit.evaluated_at.to_string())
-        .execute(&mut *tx)
-        .await
-        .db()?;
+        insert_edit(&mut tx, &edit).await?;
         insert_audit(&mut tx, &audit).await.db()?;
         commit(tx).await
+    }
+
+    async fn accept_skill_edit(
+        &self,
+        edit: SkillEditRow,
+        body: DocumentWrite,
+        audit: AuditEntry,
+    ) -> StoreResult<bool> {
+        let mut tx = self.begin_write().await?;
+        let bumped: Option<String> = sqlx::query_scalar(
+            "UPDATE improve_skills SET version = ? WHERE id = ? AND version = ? RETURNING id",
+        )
+        .bind(edit.to_version)
+        .bind(&edit.skill)
+        .bind(edit.from_version)
+        .fetch_optional(&mut *tx)
+        .await
+        .db()?;
+        if bumped.is_none() {
+            return Ok(false);
+        }
+        insert_edit(&mut tx, &edit).await?;
+        let exists = live_row(&mut tx, &body.namespace, &body.path)
+            .await?
+            .is_some();
+        apply_write(&mut tx, &body, exists).await?;
+        insert_audit(&mut tx, &audit).await.db()?;
+        commit(tx).await?;
+        Ok(true)
     }
 
     async fn skill_edits(&self, skill: &str, n: usize) -> StoreResult<Vec<SkillEditRow>> {

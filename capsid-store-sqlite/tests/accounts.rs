@@ -291,7 +291,10 @@ async fn skills_and_improve_totals() {
             verdict: "positive".into(),
             evaluated_at: capsid_core::time::Timestamp::parse(when).expect("instant"),
         };
-        store.record_evaluation(evaluation).await.unwrap();
+        store
+            .record_evaluation(evaluation, audit("s", "n", "x", at(3)))
+            .await
+            .unwrap();
     }
     let versions: Vec<_> = store
         .evaluations("sk1")

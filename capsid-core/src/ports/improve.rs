@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::{AuditEntry, StoreResult};
+use super::{AuditEntry, DocumentWrite, StoreResult};
 use crate::time::Timestamp;
 
 /// Sums over `improve_runs` of one namespace.
@@ -136,8 +136,12 @@ pub trait SkillStore: Send + Sync {
     ) -> StoreResult<()>;
     /// Skills, optionally of one status.
     async fn skills(&self, status: Option<&str>) -> StoreResult<Vec<SkillRow>>;
-    /// Records an evaluation.
-    async fn record_evaluation(&self, evaluation: SkillEvaluationRow) -> StoreResult<()>;
+    /// Records an evaluation with its audit row, in one transaction.
+    async fn record_evaluation(
+        &self,
+        evaluation: SkillEvaluationRow,
+        audit: AuditEntry,
+    ) -> StoreResult<()>;
     /// Evaluations of `skill`, newest first.
     async fn evaluations(&self, skill: &str) -> StoreResult<Vec<SkillEvaluationRow>>;
     /// Keyed status change: only if the skill is still in `from`.
@@ -153,6 +157,16 @@ pub trait SkillStore: Send + Sync {
     async fn skill(&self, id: &str) -> StoreResult<Option<SkillRow>>;
     /// Records an edit proposal (accepted or not) with its audit row.
     async fn record_skill_edit(&self, edit: SkillEditRow, audit: AuditEntry) -> StoreResult<()>;
+    /// Accepts a measured edit in one transaction: bumps the skill's version from
+    /// `edit.from_version` to `edit.to_version` (keyed: only if the version is still
+    /// `from_version`), records `edit` in `skill_edits`, writes the edited body document and
+    /// the audit row. `false` when the skill is gone or its version moved (nothing written).
+    async fn accept_skill_edit(
+        &self,
+        edit: SkillEditRow,
+        body: DocumentWrite,
+        audit: AuditEntry,
+    ) -> StoreResult<bool>;
     /// Edit proposals of `skill`, newest first, at most `limit`.
     async fn skill_edits(&self, skill: &str, limit: usize) -> StoreResult<Vec<SkillEditRow>>;
     /// Records a failure note with its audit row.

@@ -31,6 +31,7 @@ pub use documents::{
     CompletionRef, PromptArgument, PromptListing, RESOURCE_TEMPLATE, RenderedPrompt,
     ResourceListing, ResourcePage, parse_resource_uri,
 };
+pub use improve::ProbeAnswer;
 pub use improve::StatusArgs as ImproveStatusArgs;
 pub use improve::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 pub use jobs::JobsArgs;

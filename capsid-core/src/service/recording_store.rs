@@ -428,8 +428,20 @@ impl SkillStore for RecordingStore {
     async fn skills(&self, _status: Option<&str>) -> StoreResult<Vec<SkillRow>> {
         Err(self.touched("skills"))
     }
-    async fn record_evaluation(&self, _evaluation: SkillEvaluationRow) -> StoreResult<()> {
+    async fn record_evaluation(
+        &self,
+        _evaluation: SkillEvaluationRow,
+        _audit: AuditEntry,
+    ) -> StoreResult<()> {
         Err(self.touched("record_evaluation"))
+    }
+    async fn accept_skill_edit(
+        &self,
+        _edit: SkillEditRow,
+        _body: DocumentWrite,
+        _audit: AuditEntry,
+    ) -> StoreResult<bool> {
+        Err(self.touched("accept_skill_edit"))
     }
     async fn evaluations(&self, _skill: &str) -> StoreResult<Vec<SkillEvaluationRow>> {
         Err(self.touched("evaluations"))

@@ -466,6 +466,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "source_kind",
             "source_id",
             "proposal",
+            "ops",
         ],
     ),
     ("improve_status", &["namespace", "task_path"]),

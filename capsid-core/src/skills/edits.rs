@@ -12,7 +12,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One edit operation, as the optimizer sends it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum EditOp {
     /// Insert `text` as a new line after `line`.

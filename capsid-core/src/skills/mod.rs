@@ -10,11 +10,13 @@ use crate::time::{DAY_MS, Timestamp};
 
 pub mod abstraction;
 pub mod attribution;
+pub mod edit_prompt;
 pub mod edits;
 pub mod lifecycle;
 pub mod merge;
 pub mod offer;
 pub mod panel;
+pub mod probe;
 
 pub use attribution::{Credit, RunSignal, attribute};
 pub use edits::{EditError, EditOp, accept_edit, apply_edit, check_edit_bound};

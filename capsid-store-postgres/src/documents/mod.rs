@@ -5,7 +5,7 @@ mod gather;
 
 pub(crate) use gather::{Bind, DOC_WITH_ACTOR, selection_sql};
 pub(crate) mod search;
-mod write;
+pub(crate) mod write;
 
 pub(crate) use write::write_in_tx;
 

@@ -3,7 +3,7 @@
 
 mod gather;
 mod search;
-mod write;
+pub(crate) mod write;
 
 use crate::rows::TimeColumns;
 use async_trait::async_trait;

@@ -22,6 +22,7 @@ pub mod registry;
 pub mod reviews;
 pub mod runs;
 pub mod settings;
+pub mod skill_evidence;
 pub mod skill_panel;
 pub mod skill_sources;
 pub mod skills;

@@ -410,16 +410,25 @@ pub async fn skills_and_improve_totals<S: Store>(store: &S) {
 
     for (i, verdict) in ["neutral", "positive", "negative"].into_iter().enumerate() {
         store
-            .record_evaluation(SkillEvaluationRow {
-                skill: "s2".into(),
-                version: 1,
-                namespace: "proj".into(),
-                probe_set_version: "p1".into(),
-                delta: 0.25 * i as f64 - 0.125,
-                runs: 3 + i as i64,
-                verdict: verdict.into(),
-                evaluated_at: at(10 + i as i64),
-            })
+            .record_evaluation(
+                SkillEvaluationRow {
+                    skill: "s2".into(),
+                    version: 1,
+                    namespace: "proj".into(),
+                    probe_set_version: "p1".into(),
+                    delta: 0.25 * i as f64 - 0.125,
+                    runs: 3 + i as i64,
+                    verdict: verdict.into(),
+                    evaluated_at: at(10 + i as i64),
+                },
+                audit(
+                    "improve-loop",
+                    "skill-evaluated",
+                    "proj",
+                    "s2",
+                    at(10 + i as i64),
+                ),
+            )
             .await
             .expect("evaluation");
     }

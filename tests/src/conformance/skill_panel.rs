@@ -5,7 +5,7 @@ use capsid_core::jobs::state::JobStatus;
 use capsid_core::ports::{ClaimTarget, OutcomeRecord, SkillEvaluationRow, Store};
 
 use super::jobs_claim::{claimed, post};
-use super::support::{Toward, at, complete_patch, job_id, outcome_row, transition};
+use super::support::{Toward, at, audit, complete_patch, job_id, outcome_row, transition};
 
 fn evaluation(skill: &str, namespace: &str, minute: i64) -> SkillEvaluationRow {
     SkillEvaluationRow {
@@ -26,7 +26,10 @@ pub async fn last_evaluation_of_a_namespace<S: Store>(store: &S) {
     assert_eq!(store.last_evaluation("proj").await.expect("last"), None);
     for (skill, ns, minute) in [("s1", "proj", 5), ("s2", "proj", 9), ("s1", "other", 12)] {
         store
-            .record_evaluation(evaluation(skill, ns, minute))
+            .record_evaluation(
+                evaluation(skill, ns, minute),
+                audit("improve-loop", "skill-evaluated", ns, skill, at(minute)),
+            )
             .await
             .expect("record");
     }

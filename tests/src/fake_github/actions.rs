@@ -108,6 +108,8 @@ pub fn route(
             let Some(sha) = repo.resolve(&at) else {
                 return message(422, &format!("No ref found for: {at}"));
             };
+            repo.dispatches
+                .push(((*file).to_owned(), at.clone(), body["inputs"].clone()));
             if starts {
                 repo.runs.push(Run {
                     id: fresh,

@@ -87,6 +87,8 @@ pub struct Repo {
     pub reruns: Vec<u64>,
     /// Merges asked through the API: (number, merge_method, the `sha` it had to match).
     pub merge_requests: Vec<(u64, String, Option<String>)>,
+    /// Accepted `workflow_dispatch` requests: (workflow file, ref, inputs), in order.
+    pub dispatches: Vec<(String, String, serde_json::Value)>,
 }
 
 /// An installation token the fake handed out.

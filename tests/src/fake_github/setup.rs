@@ -343,6 +343,11 @@ impl FakeGitHub {
         self.with_repo(full, |repo| repo.reruns.clone())
     }
 
+    /// Accepted workflow dispatches of `full`, as `(workflow file, ref, inputs)`, in order.
+    pub fn dispatches(&self, full: &str) -> Vec<(String, String, serde_json::Value)> {
+        self.with_repo(full, |repo| repo.dispatches.clone())
+    }
+
     /// Runs of `full`, as `(id, event, head_branch)`.
     pub fn runs(&self, full: &str) -> Vec<(u64, String, String)> {
         self.with_repo(full, |repo| {

@@ -64,16 +64,26 @@ async fn the_skills_panel_renders_in_headless_chromium() {
     seed(&env, "sk-new", "candidate", "flaky test retry", &body).await;
     env.server
         .store
-        .record_evaluation(SkillEvaluationRow {
-            skill: "sk-new".into(),
-            version: 1,
-            namespace: "alpha".into(),
-            probe_set_version: "2".into(),
-            delta: 0.5,
-            runs: 6,
-            verdict: "positive".into(),
-            evaluated_at: Timestamp::parse("2026-11-20T03:00:00Z").unwrap(),
-        })
+        .record_evaluation(
+            SkillEvaluationRow {
+                skill: "sk-new".into(),
+                version: 1,
+                namespace: "alpha".into(),
+                probe_set_version: "2".into(),
+                delta: 0.5,
+                runs: 6,
+                verdict: "positive".into(),
+                evaluated_at: Timestamp::parse("2026-11-20T03:00:00Z").unwrap(),
+            },
+            AuditEntry {
+                actor: "improve-loop".into(),
+                action: "skill-evaluated".into(),
+                namespace: Some("alpha".into()),
+                path: Some("improve/skills/sk-new.md".into()),
+                params: json!({}),
+                at: Timestamp::parse("2026-11-20T03:00:00Z").unwrap(),
+            },
+        )
         .await
         .unwrap();
     // One job through the real tool: the claim offers the three, the driver used one.

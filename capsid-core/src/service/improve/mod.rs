@@ -18,6 +18,8 @@ use super::{Confirmer, Service};
 
 mod abstraction;
 mod attempts;
+mod edit;
+mod evaluate;
 mod finish;
 mod inventory;
 pub mod night;
@@ -40,6 +42,7 @@ use crate::improve::roster::{DRIVER_LEASE_MS, ImproveMode};
 use crate::ports::{Expect, SettingChange};
 use crate::scope_args;
 use crate::time::Timestamp;
+pub use evaluate::ProbeAnswer;
 pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 
 /// What the improve area's handlers reach: the loop's settings and tables, the queue (its
@@ -133,6 +136,8 @@ pub enum RunAction {
     RejectMerge,
     /// Subscription mode: the driver holding the lease proposes a skill from a source (or declines it).
     ProposeSkill,
+    /// Subscription mode: the driver holding a lease proposes a bounded edit of a skill.
+    ProposeEdit,
 }
 
 /// What `improve_run` action `roster` does.
@@ -150,7 +155,7 @@ pub enum RosterOp {
 /// `improve_run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
-    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence, pin, skills, skill, retire_skill, accept_merge, reject_merge or propose_skill.
+    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence, pin, skills, skill, retire_skill, accept_merge, reject_merge, propose_skill or propose_edit.
     pub action: Option<RunAction>,
     /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid; pin: the namespace whose Anchors are pinned).
     pub namespace: Option<NamespaceArg>,
@@ -190,6 +195,8 @@ pub struct RunArgs {
     pub source_id: Option<Bounded<128>>,
     /// propose_skill: {title, trigger_condition, namespaces, termination_test, composition_interface, body}, or {"skill": null} to decline.
     pub proposal: Option<serde_json::Map<String, Value>>,
+    /// propose_edit: the ops, [{op: add|delete|replace, line (1-based), text}].
+    pub ops: Option<Vec<crate::skills::EditOp>>,
 }
 impl RunAction {
     /// The wire name.
@@ -214,6 +221,7 @@ impl RunAction {
             RunAction::AcceptMerge => "accept_merge",
             RunAction::RejectMerge => "reject_merge",
             RunAction::ProposeSkill => "propose_skill",
+            RunAction::ProposeEdit => "propose_edit",
         }
     }
 }
@@ -250,9 +258,12 @@ impl ImproveCx<'_> {
         match action {
             // The registry entry opens runs and takes attempts on the service (they reach the
             // repository host and the model) before this context is built.
-            RunAction::Run | RunAction::Attempt | RunAction::ProposeSkill => Err(Error::Internal(
-                format!("improve_run {name} is dispatched by its registry entry"),
-            )),
+            RunAction::Run
+            | RunAction::Attempt
+            | RunAction::ProposeSkill
+            | RunAction::ProposeEdit => Err(Error::Internal(format!(
+                "improve_run {name} is dispatched by its registry entry"
+            ))),
             RunAction::Mode => {
                 let value = a.value.as_ref().map(|v| v.as_str()).unwrap_or("");
                 let Some(mode) = ImproveMode::parse(value) else {

@@ -174,6 +174,11 @@ impl Service {
             }
         }
         report["abstraction"] = self.abstraction_step(mode, now).await;
+        // The skills evaluation cycle (`evaluate.rs`), gated on its own cadence.
+        report["skills"] = self
+            .skills_evaluate_tick(now)
+            .await
+            .unwrap_or_else(|e| json!({"error": e.to_string()}));
         Ok(report)
     }
 

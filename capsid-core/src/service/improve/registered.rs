@@ -76,9 +76,10 @@ impl Tool for ImproveRun {
                     ),
                 ),
                 action("propose_skill", Rule::write()),
+                action("propose_edit", Rule::write()),
             ],
         },
-        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status), propose_skill (the subscription driver proposes a skill from a kept attempt or a verified job).",
+        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status), propose_skill (the subscription driver proposes a skill from a kept attempt or a verified job), propose_edit (the subscription driver's bounded skill edit).",
     )
     .ok_false_refusals();
     fn run<'a>(s: &'a Service, c: &'a Caller, a: RunArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
@@ -104,6 +105,13 @@ impl Tool for ImproveRun {
                             a.summary.as_ref().map(|h| h.as_str()),
                         )
                         .await;
+                }
+                RunAction::ProposeEdit => {
+                    let (ns, skill) = (
+                        a.namespace.as_ref().map(|n| n.as_str()),
+                        a.skill.as_ref().map(|x| x.as_str()),
+                    );
+                    return s.propose_edit_action(c, ns, skill, a.ops.clone()).await;
                 }
                 _ => {}
             }

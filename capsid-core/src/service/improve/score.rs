@@ -40,6 +40,9 @@ pub enum ScoreError {
     /// The namespace's scores document does not parse or its anchor pin does not hold (409).
     #[error("{0}")]
     Scores(String),
+    /// A probe report's skill, version or probe set does not hold (409).
+    #[error(transparent)]
+    Probe(#[from] crate::skills::probe::ProbeRefusal),
     /// A store could not be asked; nothing changed (503).
     #[error("{0}")]
     Unavailable(String),
@@ -50,7 +53,7 @@ impl ScoreError {
     pub fn status(&self) -> u16 {
         match self {
             ScoreError::Refused(r) => r.status(),
-            ScoreError::Judge(_) | ScoreError::Scores(_) => 409,
+            ScoreError::Judge(_) | ScoreError::Scores(_) | ScoreError::Probe(_) => 409,
             ScoreError::Unavailable(_) => 503,
         }
     }
