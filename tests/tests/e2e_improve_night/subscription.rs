@@ -1,12 +1,14 @@
 //! Subscription mode: the opener writes the signed task document and `improve_status`
 //! verifies it; only the holder of the namespace's driver lease may report an attempt, and a
 //! second session is refused while another holds it; a reported attempt touching a protected
-//! path is flagged; the holder's report dispatches the scorer on its branch.
+//! path is flagged; the holder's report dispatches the scorer on its branch; an attempt that
+//! followed a skill and is reverted leaves the skill a failure note.
 
 use serde_json::json;
 
-use super::{Env, NIGHT, REPO, at, live, mode, tick};
+use super::{Env, NIGHT, REPO, at, live, mode, score, tick};
 use capsid_core::improve::machine::{AttemptStatus, RunStatus};
+use capsid_core::ports::{AuditEntry, SkillRow};
 
 pub(crate) async fn a_task_document_is_signed_and_only_the_lease_holder_drives(env: &Env) {
     let s = &env.s;
@@ -173,4 +175,71 @@ pub(crate) async fn a_task_document_is_signed_and_only_the_lease_holder_drives(e
     assert_eq!(flagged["ok"], true, "{flagged}");
     assert_eq!(flagged["status"], "flagged", "{flagged}");
     assert!(!env.g.branch_names(REPO).contains(&format!("improve/{a2}")));
+
+    // An attempt may name the skill it followed: only one the namespace may use.
+    let now = s.service.now();
+    s.store
+        .insert_skill(
+            SkillRow {
+                id: "sk-sub".into(),
+                source_namespace: "capsid".into(),
+                title: "Shrink the bundle".into(),
+                body_ref: "improve/skills/sk-sub.md".into(),
+                version: 1,
+                status: "live".into(),
+                wins: 0,
+                losses: 0,
+                trigger_condition: Some("bundle size".into()),
+                namespaces: None,
+            },
+            now,
+            AuditEntry {
+                actor: "improve-loop".into(),
+                action: "skill-added".into(),
+                namespace: Some("capsid".into()),
+                path: Some("improve/skills/sk-sub.md".into()),
+                params: json!({}),
+                at: now,
+            },
+        )
+        .await
+        .expect("skill");
+    let a3 = format!("{}-a03", run.id);
+    let head3 = env.g.commit(
+        REPO,
+        &format!("improve/{a3}"),
+        &[("src/app.ts", Some("export const size = 420;\n"))],
+        "bigger",
+    );
+    let unknown = a
+        .ok("improve_run", json!({"action": "attempt", "namespace": "capsid", "head_sha": head3, "skill": "sk-nope"}))
+        .await;
+    assert_eq!(unknown["ok"], false, "{unknown}");
+    assert!(s.store.attempt(&a3).await.expect("a").is_none());
+    let followed = a
+        .ok("improve_run", json!({"action": "attempt", "namespace": "capsid", "head_sha": head3, "summary": "per sk-sub", "skill": "sk-sub"}))
+        .await;
+    assert_eq!(followed["attempt"], a3.as_str(), "{followed}");
+    let row = s.store.attempt(&a3).await.expect("a").expect("row");
+    assert_eq!(row.skill_id.as_deref(), Some("sk-sub"));
+    let (status, reverted) = score(env, &run.id, &a3, &head3, "sub-3", 0.0, 420.0).await;
+    assert_eq!(status, 200, "{reverted}");
+    assert_eq!(reverted["verdict"], "reverted", "{reverted}");
+    let notes = s.store.skill_failures("sk-sub", 5).await.expect("notes");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(
+        (notes[0].source_kind.as_str(), notes[0].source_id.as_str()),
+        ("attempt", a3.as_str())
+    );
+    assert!(notes[0].note.starts_with("reverted: "), "{notes:?}");
+    assert_eq!(
+        s.store
+            .skill("sk-sub")
+            .await
+            .expect("s")
+            .expect("row")
+            .status,
+        "live",
+        "a failure note moves no status"
+    );
 }

@@ -44,6 +44,8 @@ struct Made {
     head_sha: Option<String>,
     /// Why the monitor flagged it (a flagged attempt is never dispatched).
     flagged: Option<String>,
+    /// The skill the attempt followed, as its driver reported it.
+    skill: Option<String>,
 }
 
 impl Service {
@@ -234,7 +236,7 @@ impl Service {
             branch: made.branch.clone(),
             base_sha: run.base_sha.clone(),
             lineage_parent: None,
-            skill_id: None,
+            skill_id: made.skill.clone(),
             ts: now,
         };
         let audit = loop_audit(
@@ -381,6 +383,7 @@ impl Service {
                     summary: "the model's answer was not a proposal".into(),
                     head_sha: None,
                     flagged: Some(why),
+                    skill: None,
                 };
                 return self.add_and_dispatch(&run, made, now).await;
             }
@@ -393,6 +396,7 @@ impl Service {
                 summary: proposal.summary,
                 head_sha: None,
                 flagged: Some(format!("protected paths: {}", hits.join("; "))),
+                skill: None,
             };
             return self.add_and_dispatch(&run, made, now).await;
         }
@@ -422,6 +426,7 @@ impl Service {
             summary: proposal.summary,
             head_sha: Some(head),
             flagged: None,
+            skill: None,
         };
         self.add_and_dispatch(&run, made, now).await
     }
@@ -494,6 +499,7 @@ impl Service {
         ns: Option<&str>,
         head_sha: Option<&str>,
         summary: Option<&str>,
+        skill: Option<&str>,
     ) -> Result<Value> {
         let name = "attempt";
         let refuse = |why: String| Ok(json!({"ok": false, "action": name, "refusal": why}));
@@ -528,6 +534,20 @@ impl Service {
         let Some(mut run) = self.store.live_run(ns).await? else {
             return refuse(format!("{ns} has no live run tonight"));
         };
+        // The skill the session followed, if it names one: it must be a skill that may be
+        // offered in the namespace, and a revert of the attempt leaves it a failure note.
+        if let Some(id) = skill {
+            let usable = self.store.skill(id).await?.filter(|s| {
+                s.status != crate::skills::SkillStatus::Retired.name()
+                    && (s.source_namespace == ns
+                        || crate::skills::offer::namespaces_admit(s.namespaces.as_deref(), ns))
+            });
+            if usable.is_none() {
+                return refuse(format!(
+                    "skill {id} is not a live or candidate skill that {ns} may use"
+                ));
+            }
+        }
         // Every check comes before anything is written; an opening run begins only then.
         let ready = matches!(run.status, RunStatus::Opening | RunStatus::Attempting);
         if !ready || run.tally.outstanding() > 0 {
@@ -577,6 +597,7 @@ impl Service {
                 .to_owned(),
             head_sha: Some(head.to_owned()),
             flagged,
+            skill: skill.map(str::to_owned),
         };
         let did = self.add_and_dispatch(&run, made, now).await?;
         let row = self.store.attempt(&id).await?;

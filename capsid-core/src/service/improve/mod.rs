@@ -183,7 +183,7 @@ pub struct RunArgs {
     pub head_sha: Option<Bounded<64>>,
     /// attempt: what it changes, in a line.
     pub summary: Option<Bounded<200>>,
-    /// skill, retire_skill: the skill's id; accept_merge: the skill kept; reject_merge: one of the pair.
+    /// skill, retire_skill: the skill's id; attempt: the skill the session followed (a revert leaves it a failure note); accept_merge: the skill kept; reject_merge: one of the pair.
     pub skill: Option<Bounded<64>>,
     /// accept_merge: the skill retired into `skill`; reject_merge: the other of the pair.
     pub other: Option<Bounded<64>>,

@@ -103,6 +103,7 @@ impl Tool for ImproveRun {
                             a.namespace.as_ref().map(|n| n.as_str()),
                             a.head_sha.as_ref().map(|h| h.as_str()),
                             a.summary.as_ref().map(|h| h.as_str()),
+                            a.skill.as_ref().map(|h| h.as_str()),
                         )
                         .await;
                 }

@@ -82,6 +82,9 @@ pub struct ScoreAnswer {
     pub compared: usize,
     /// The run's status now.
     pub run_status: String,
+    /// What could not be recorded beside the verdict (a skill's failure note), if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One object of a namespace's holdout.
@@ -261,6 +264,40 @@ impl Service {
         if let (true, Some(branch)) = (judged.verdict.is_revert(), attempt.branch.as_deref()) {
             self.discard_branch(ns, branch).await;
         }
+        let mut skill_note = None;
+        // A reverted attempt that followed a skill leaves that skill a failure note (memory
+        // for the next offer; it moves no status). Best effort: the verdict already stands.
+        if let (true, Some(skill)) = (judged.verdict.is_revert(), attempt.skill_id.as_deref()) {
+            let note: String = format!(
+                "reverted: {}",
+                judged
+                    .reason
+                    .as_deref()
+                    .unwrap_or("the score did not improve")
+            )
+            .chars()
+            .take(1024)
+            .collect();
+            let row = crate::ports::SkillFailureRow {
+                skill: skill.to_owned(),
+                namespace: ns.to_owned(),
+                source_kind: "attempt".into(),
+                source_id: attempt.id.clone(),
+                note,
+                created_at: now,
+            };
+            let audit = crate::ports::AuditEntry {
+                actor: crate::improve::judging::LOOP_ACTOR.to_owned(),
+                action: "skill-failure-noted".into(),
+                namespace: Some(ns.to_owned()),
+                path: Some(format!("improve/skills/{skill}.md")),
+                params: serde_json::json!({"skill": skill, "attempt": attempt.id}),
+                at: now,
+            };
+            if let Err(e) = self.store.record_skill_failure(row, audit).await {
+                skill_note = Some(format!("skill {skill}: failure note not written: {e}"));
+            }
+        }
         Ok(ScoreAnswer {
             ok: true,
             namespace: ns.to_owned(),
@@ -272,6 +309,7 @@ impl Service {
             secondary_delta: judged.delta,
             compared: judged.compared,
             run_status: judged.run_status.as_str().to_owned(),
+            note: skill_note,
         })
     }
 
