@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::night::loop_audit;
 use crate::caller::Caller;
 use crate::error::{Error, Result};
-use crate::improve::keys::{ROSTER_KEY, driver_key};
+use crate::improve::keys::ROSTER_KEY;
 use crate::improve::machine::AttemptStatus;
 use crate::improve::models::{Stage, estimate_usd};
 use crate::improve::roster::{ImproveMode, Roster};
@@ -375,17 +375,8 @@ impl Service {
                     .into(),
             );
         };
-        if self.loop_mode(now).await? != ImproveMode::Subscription {
-            return refuse(
-                "propose_skill is for subscription mode: improve_mode is not subscription".into(),
-            );
-        }
-        let holder = self.store.setting(&driver_key(ns), now).await?;
-        if holder.as_deref() != Some(caller.actor().as_str()) {
-            return refuse(format!(
-                "{} does not hold the driver lease of {ns}: only its holder may report on its sources",
-                caller.actor()
-            ));
+        if let Some(why) = self.not_the_driver(caller, ns, name, now).await? {
+            return refuse(why);
         }
         let read = read_proposal(proposal).map_err(|e| Error::Invalid(format!("proposal: {e}")));
         let Some(source) = self

@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use super::night::{Closing, loop_audit, step_audits};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
-use crate::improve::keys::driver_key;
 use crate::improve::machine::{
     AttemptEvent, AttemptStatus, RunEvent, RunStatus, archive_path, attempt, attempt_branch,
     attempt_id, run,
@@ -23,7 +22,7 @@ use crate::improve::night::{
     ATTEMPT_MAX_TOKENS, AttemptBrief, Proposal, SCORE_WORKFLOW, attempt_prompt, parse_proposal,
     protected_hits,
 };
-use crate::improve::roster::{ImproveMode, RunCondition};
+use crate::improve::roster::RunCondition;
 use crate::ports::{
     Advance, Advanced, AttemptRow, AttemptUpdate, Change, Contents, DocumentWrite, FileWrite,
     ModelMessage, ModelRequest, ModelRole, NewAttempt, RepoHost, RepoHostError, RepoRef, RunRow,
@@ -514,22 +513,8 @@ impl Service {
                 "attempt needs head_sha, the commit pushed (hex, at least 7 characters)".into(),
             );
         };
-        if self.loop_mode(now).await? != ImproveMode::Subscription {
-            return refuse(
-                "attempt is for subscription mode: improve_mode is not subscription".into(),
-            );
-        }
-        let holder = self.store.setting(&driver_key(ns), now).await?;
-        if holder.as_deref() != Some(caller.actor().as_str()) {
-            return refuse(match holder {
-                Some(h) => format!(
-                    "the driver lease of {ns} is held by {h}: only its holder may drive {ns}"
-                ),
-                None => format!(
-                    "{} does not hold the driver lease of {ns} (improve_run claim takes it)",
-                    caller.actor()
-                ),
-            });
+        if let Some(why) = self.not_the_driver(caller, ns, name, now).await? {
+            return refuse(why);
         }
         let Some(mut run) = self.store.live_run(ns).await? else {
             return refuse(format!("{ns} has no live run tonight"));

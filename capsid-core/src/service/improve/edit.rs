@@ -18,7 +18,6 @@ use super::score::ScoreError;
 use crate::caller::Caller;
 use crate::error::Result;
 use crate::improve::judging::LOOP_ACTOR;
-use crate::improve::keys::driver_key;
 use crate::improve::models::{Stage, estimate_usd};
 use crate::improve::roster::ImproveMode;
 use crate::ports::{
@@ -441,17 +440,8 @@ impl Service {
                 "propose_edit needs a namespace (whose driver lease you hold) and skill".into(),
             );
         };
-        if self.loop_mode(now).await? != ImproveMode::Subscription {
-            return refuse(
-                "propose_edit is for subscription mode: improve_mode is not subscription".into(),
-            );
-        }
-        let holder = self.store.setting(&driver_key(ns), now).await?;
-        if holder.as_deref() != Some(caller.actor().as_str()) {
-            return refuse(format!(
-                "{} does not hold the driver lease of {ns} (improve_run claim takes it)",
-                caller.actor()
-            ));
+        if let Some(why) = self.not_the_driver(caller, ns, "propose_edit", now).await? {
+            return refuse(why);
         }
         let Some(ops) = ops else {
             return refuse("propose_edit needs ops: [{op: add|delete|replace, line, text}]".into());

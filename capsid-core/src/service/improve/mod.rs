@@ -18,6 +18,7 @@ use super::{Confirmer, Service};
 
 mod abstraction;
 mod attempts;
+mod driver;
 mod edit;
 mod evaluate;
 mod finish;
