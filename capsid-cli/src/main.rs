@@ -5,6 +5,11 @@
 // `<data-dir>` and `<path>` are placeholders a reader types, not HTML.
 #![allow(rustdoc::invalid_html_tags)]
 
+/// mimalloc's per-thread caches: every MCP call allocates and frees its request, result and
+/// response buffers, and glibc's malloc spent ~44 µs a `read` in them (docs/perf/2026-12-01.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod admin;
 mod backup;
 mod blobs;

@@ -15,7 +15,7 @@ use crate::documents::{
 };
 use crate::error::translate;
 use crate::glob;
-use crate::jobs::{BEST_CANDIDATE, HELD, SWEEP};
+use crate::jobs::{BEGIN_CLAIM, BEST_CANDIDATE, HELD, SWEEP};
 
 /// One bound parameter of a probe.
 enum Param {
@@ -186,5 +186,37 @@ impl PgStore {
         }
         tx.rollback().await.map_err(translate)?;
         Ok(plans)
+    }
+
+    /// The claim candidate's plan when the planner is misled into thinking an index scan
+    /// costs a thousand times a sequential page (as stale statistics misled it once), planned
+    /// `(in the claim's own transaction, in a plain one)`. The first must walk the index in
+    /// claim order; the second shows what the claim transaction's settings prevent.
+    pub async fn claim_candidate_plans_misled(&self) -> Result<(String, String), StoreError> {
+        Ok((
+            self.misled_candidate_plan(BEGIN_CLAIM).await?,
+            self.misled_candidate_plan("BEGIN").await?,
+        ))
+    }
+
+    async fn misled_candidate_plan(&self, begin: &'static str) -> Result<String, StoreError> {
+        let mut tx = self.pool.begin_with(begin).await.map_err(translate)?;
+        sqlx::query("SET LOCAL random_page_cost = 1000")
+            .execute(&mut *tx)
+            .await
+            .map_err(translate)?;
+        let rows = sqlx::query(AssertSqlSafe(format!("EXPLAIN {BEST_CANDIDATE}")))
+            .bind("capsid")
+            .bind("agent:driver")
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(translate)?;
+        let lines = rows
+            .iter()
+            .map(|row| row.try_get::<String, _>(0))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(translate)?;
+        tx.rollback().await.map_err(translate)?;
+        Ok(lines.join("\n"))
     }
 }

@@ -116,3 +116,27 @@ async fn hot_queries_use_their_indexes() {
     );
     db.finish().await;
 }
+
+/// Stale statistics once made a sort of every queued job look cheaper than walking
+/// `jobs_claimable` (90 ms a claim at 8,000 queued jobs). Misled the same way, a plain
+/// transaction sorts; the claim's own transaction still walks the index in claim order.
+#[tokio::test]
+async fn the_claim_walks_its_index_even_when_the_planner_is_misled() {
+    let Some(db) = TestDb::new("claim_walks_its_index_when_misled", 2).await else {
+        return;
+    };
+    let (guarded, unguarded) = db
+        .store
+        .claim_candidate_plans_misled()
+        .await
+        .expect("plans");
+    assert!(
+        unguarded.contains("Sort"),
+        "the misled planner should choose a sort outside the claim transaction:\n{unguarded}"
+    );
+    assert!(
+        !guarded.contains("Sort") && guarded.contains("jobs_claimable"),
+        "the claim transaction must walk jobs_claimable in claim order:\n{guarded}"
+    );
+    db.finish().await;
+}

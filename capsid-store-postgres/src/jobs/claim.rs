@@ -37,6 +37,15 @@ pub(crate) const BEST_CANDIDATE: &str = concat!(
     "ORDER BY priority DESC, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED"
 );
 
+/// The claim's transaction. The candidate query must walk `jobs_claimable` in claim order and
+/// stop at the first row it can lock. With statistics that still call the table nearly empty
+/// (a burst of posts before autovacuum's next analyze), the planner costed a scan of
+/// `jobs_open_title` plus a sort as cheaper, and a connection's cached plan then sorted every
+/// queued job on every claim: 90 ms a claim at 8,000 queued jobs in `store-bench`, seen with
+/// `auto_explain`. So the transaction disables sorts: the candidate is left with the index walk,
+/// and a statement that can only sort (the outcome's PR list) still does.
+pub(crate) const BEGIN_CLAIM: &str = "BEGIN; SET LOCAL enable_sort = off";
+
 const ANY_QUEUED: &str =
     "SELECT EXISTS (SELECT 1 FROM jobs WHERE namespace = $1 AND status = 'queued')";
 

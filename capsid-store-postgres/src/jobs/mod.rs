@@ -18,7 +18,7 @@ use capsid_core::ports::{
 use capsid_core::time::Timestamp;
 use sqlx::{AssertSqlSafe, PgConnection, Row};
 
-pub(crate) use claim::{BEST_CANDIDATE, HELD};
+pub(crate) use claim::{BEGIN_CLAIM, BEST_CANDIDATE, HELD};
 pub(crate) use transition::SWEEP;
 
 use crate::PgStore;

@@ -9,6 +9,11 @@
 //! the same runtime (`capsid_tests::baseline::http`, the transport's ceiling) and prints each
 //! figure beside that baseline.
 
+/// The allocator `capsid` ships with (mimalloc: per-thread caches for the per-call buffers),
+/// so the benchmark's server allocates as the real one does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

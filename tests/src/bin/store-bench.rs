@@ -8,6 +8,11 @@
 //!
 //! `cargo run --release -p capsid-tests --bin store-bench -- --backend sqlite`
 
+/// The allocator `capsid` ships with (mimalloc: per-thread caches for the per-call buffers),
+/// so the benchmark's server allocates as the real one does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
