@@ -24,6 +24,7 @@ macro_rules! namespace_select {
 
 const NAMESPACES: &str = concat!(namespace_select!(), " ORDER BY n.namespace");
 const NAMESPACE: &str = concat!(namespace_select!(), " WHERE n.namespace = $1");
+const EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM namespaces WHERE namespace = $1)";
 const REGISTER: &str = "INSERT INTO namespaces (namespace, repos, created_at) VALUES ($1, $2, $3) \
      ON CONFLICT (namespace) DO NOTHING RETURNING namespace";
 const LOCK_REPOS: &str = "SELECT repos FROM namespaces WHERE namespace = $1 FOR UPDATE";
@@ -63,6 +64,14 @@ impl NamespaceStore for PgStore {
         row.as_ref()
             .map(namespace_row)
             .transpose()
+            .map_err(translate)
+    }
+
+    async fn namespace_exists(&self, name: &str) -> StoreResult<bool> {
+        sqlx::query_scalar(EXISTS)
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
             .map_err(translate)
     }
 

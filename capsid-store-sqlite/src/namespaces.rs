@@ -52,6 +52,14 @@ impl NamespaceStore for SqliteStore {
         row.as_ref().map(namespace_row).transpose().db()
     }
 
+    async fn namespace_exists(&self, name: &str) -> StoreResult<bool> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM namespaces WHERE namespace = ?)")
+            .bind(name)
+            .fetch_one(self.reader())
+            .await
+            .db()
+    }
+
     async fn register_namespace(
         &self,
         name: &str,

@@ -368,6 +368,9 @@ pub trait NamespaceStore: Send + Sync {
     async fn namespaces(&self) -> StoreResult<Vec<NamespaceRow>>;
     /// One namespace.
     async fn namespace(&self, name: &str) -> StoreResult<Option<NamespaceRow>>;
+    /// Whether the namespace is registered. Every namespaced tool call asks this, so it
+    /// reads the key only, never the unconsolidated count that `namespace` computes.
+    async fn namespace_exists(&self, name: &str) -> StoreResult<bool>;
     /// Creates a namespace; `Conflict` if it exists. Audited in the same transaction.
     async fn register_namespace(
         &self,

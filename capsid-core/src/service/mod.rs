@@ -303,11 +303,12 @@ pub(crate) async fn require_namespace(
     namespaces: &dyn crate::ports::NamespaceStore,
     namespace: &str,
 ) -> Result<()> {
-    match namespaces.namespace(namespace).await? {
-        Some(_) => Ok(()),
-        None => Err(Error::NotFound(crate::docs::mutations::unknown_namespace(
+    if namespaces.namespace_exists(namespace).await? {
+        Ok(())
+    } else {
+        Err(Error::NotFound(crate::docs::mutations::unknown_namespace(
             namespace,
-        ))),
+        )))
     }
 }
 

@@ -21,6 +21,18 @@ pub async fn namespaces_register_update_and_count<S: Store>(store: &S) {
             .expect("register");
     }
     assert_eq!(audit_count(store).await, 4);
+    for (name, registered) in [
+        ("proj", true),
+        ("Beta", true),
+        ("beta", false),
+        ("ghost", false),
+    ] {
+        assert_eq!(
+            store.namespace_exists(name).await.expect("exists"),
+            registered,
+            "namespace_exists({name:?})"
+        );
+    }
     let err = store
         .register_namespace(
             "proj",

@@ -231,7 +231,7 @@ fn a_narrowed_reader_reads_the_global_feed_without_naming_its_namespace() {
     );
     assert_eq!(
         touches,
-        ["namespace"],
+        ["namespace_exists"],
         "the named namespace is checked first"
     );
 }

@@ -160,6 +160,9 @@ impl NamespaceStore for RecordingStore {
     async fn namespace(&self, _name: &str) -> StoreResult<Option<NamespaceRow>> {
         Err(self.touched("namespace"))
     }
+    async fn namespace_exists(&self, _name: &str) -> StoreResult<bool> {
+        Err(self.touched("namespace_exists"))
+    }
     async fn register_namespace(
         &self,
         _name: &str,
