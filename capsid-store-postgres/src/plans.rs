@@ -154,6 +154,16 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
     ])
 }
 
+/// An `EXPLAIN`'s rows as one text, a line each.
+fn plan_text(rows: &[sqlx::postgres::PgRow]) -> Result<String, StoreError> {
+    let lines = rows
+        .iter()
+        .map(|row| row.try_get::<String, _>(0))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(translate)?;
+    Ok(lines.join("\n"))
+}
+
 impl PgStore {
     /// The plan of each hot query (claim candidate selection, search, list by namespace,
     /// find, versions, last actor, ...) as `(name, EXPLAIN text)`, planned with
@@ -177,12 +187,7 @@ impl PgStore {
                 };
             }
             let rows = query.fetch_all(&mut *tx).await.map_err(translate)?;
-            let lines = rows
-                .iter()
-                .map(|row| row.try_get::<String, _>(0))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(translate)?;
-            plans.push((probe.name.to_owned(), lines.join("\n")));
+            plans.push((probe.name.to_owned(), plan_text(&rows)?));
         }
         tx.rollback().await.map_err(translate)?;
         Ok(plans)
@@ -211,12 +216,7 @@ impl PgStore {
             .fetch_all(&mut *tx)
             .await
             .map_err(translate)?;
-        let lines = rows
-            .iter()
-            .map(|row| row.try_get::<String, _>(0))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(translate)?;
         tx.rollback().await.map_err(translate)?;
-        Ok(lines.join("\n"))
+        plan_text(&rows)
     }
 }

@@ -8,8 +8,8 @@
 //!
 //! `cargo run --release -p capsid-tests --bin store-bench -- --backend sqlite`
 
-/// The allocator `capsid` ships with (mimalloc: per-thread caches for the per-call buffers),
-/// so the benchmark's server allocates as the real one does.
+/// The allocator `capsid` ships with (mimalloc), so the stores under test allocate as they do
+/// in the shipped binary.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
