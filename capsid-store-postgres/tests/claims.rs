@@ -365,3 +365,91 @@ async fn a_claimer_racing_itself_holds_one_job() {
     }
     db.finish().await;
 }
+
+/// The claim transaction's planner guard (`BEGIN_CLAIM`) must reach the claims themselves, not
+/// only the plan probe: misled as stale statistics once misled it (an index page costing a
+/// thousand sequential ones), a plain transaction sorts the queue it read through
+/// `jobs_open_title` (90 ms a claim at 8,000 queued jobs). Real claims on a connection so misled
+/// must still walk `jobs_claimable`. Read from the index statistics, which a backend reports
+/// before it leaves `pg_stat_activity` on exit.
+#[tokio::test]
+async fn real_claims_walk_the_claim_index_even_when_the_planner_is_misled() {
+    const CLAIMS: usize = 5;
+    let Some(db) = TestDb::new("real_claims_walk_the_claim_index", 2).await else {
+        return;
+    };
+    for n in 0..200 {
+        post(&db.store, n).await;
+    }
+    let reader = sqlx::PgPool::connect(&db.url).await.expect("reader");
+    let name: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&reader)
+        .await
+        .expect("database name");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE \"{name}\" SET random_page_cost = 1000"
+    )))
+    .execute(&reader)
+    .await
+    .expect("mislead the planner");
+    let misled_url = format!("{}?application_name=capsid_misled", db.url);
+    let misled = PgStore::connect_with(&misled_url, 1)
+        .await
+        .expect("connect");
+    let now = at(1);
+    for k in 0..CLAIMS {
+        let decider = Always {
+            actor: format!("agent:misled-{k}"),
+            now,
+        };
+        let outcome = misled
+            .claim_job(request(
+                ClaimTarget::Best {
+                    namespace: "load".into(),
+                },
+                &decider,
+            ))
+            .await
+            .expect("claim");
+        assert!(
+            matches!(outcome, ClaimOutcome::Claimed(_)),
+            "claim {k}: {outcome:?}"
+        );
+    }
+    misled.close().await;
+    let mut gone = false;
+    for _ in 0..500 {
+        let left: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'capsid_misled'",
+        )
+        .fetch_one(&reader)
+        .await
+        .expect("activity");
+        if left == 0 {
+            gone = true;
+            break;
+        }
+        // Waiting on another process's exit, not on time: the loop ends when it has gone.
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(gone, "the misled store's backend did not exit");
+    let scans: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT indexrelname::text, idx_scan FROM pg_stat_user_indexes \
+         WHERE indexrelname IN ('jobs_claimable', 'jobs_open_title') ORDER BY 1",
+    )
+    .fetch_all(&reader)
+    .await
+    .expect("index statistics");
+    let scans: HashMap<String, i64> = scans.into_iter().collect();
+    assert!(
+        scans.get("jobs_claimable").copied().unwrap_or(0) >= CLAIMS as i64,
+        "each claim walks jobs_claimable: {scans:?}"
+    );
+    assert_eq!(
+        scans.get("jobs_open_title").copied().unwrap_or(0),
+        0,
+        "no claim may read the queue through jobs_open_title to sort it: {scans:?}"
+    );
+    reader.close().await;
+    db.finish().await;
+}

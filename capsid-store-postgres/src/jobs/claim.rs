@@ -179,7 +179,7 @@ async fn decide_and_apply(
 /// One attempt: only a claim or a failure is committed; every other answer rolls back at
 /// once, releasing the candidate's row lock before the caller hears it.
 async fn claim_once(pool: &PgPool, request: &ClaimRequest<'_>) -> TxResult<Attempt> {
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_with(BEGIN_CLAIM).await?;
     let result = decide_and_apply(&mut tx, request).await;
     finish(tx, result, |attempt| {
         matches!(

@@ -1,6 +1,8 @@
 //! `capsid-load`: drives a real Capsid server with N concurrent MCP clients over HTTP and
 //! prints calls per second and p50/p99 latency per tool. It starts a server in-process over a
-//! fresh store (SQLite by default, Postgres with --database-url) or targets one (--url, --key).
+//! fresh store (SQLite by default; with --database-url a new SQLite file, or a scratch
+//! database created on the Postgres server the URL names and dropped afterwards) or targets
+//! one (--url, --key).
 //!
 //! Modes: `calls` (a mix of read, search and write) and `claims` (post jobs, then every client
 //! claims and completes until the queue is empty; checks each job was claimed exactly once).
@@ -23,10 +25,12 @@ use capsid_core::ports::{Store, WriteGuard};
 use capsid_core::time::Timestamp;
 use capsid_tests::baseline::http::BaselineServer;
 use capsid_tests::baseline::{RawDb, raw_claims};
+use capsid_tests::harness::with_database;
 use capsid_tests::server::{Client, ServerOptions, TestServer, claim_crowd};
 use capsid_tests::textgen::{Rng, Vocabulary, corpus_document, reference_token};
 use clap::Parser;
 use serde_json::json;
+use sqlx::AssertSqlSafe;
 
 /// Load generator for a Capsid server.
 #[derive(Debug, Parser)]
@@ -55,7 +59,9 @@ struct Args {
     /// Bearer key for --url.
     #[arg(long)]
     key: Option<String>,
-    /// Store for the in-process server: a sqlite:// or postgres:// URL (default: a fresh SQLite file).
+    /// Store for the in-process server (default: a fresh SQLite file in a temporary folder).
+    /// A `sqlite://` URL names a file that must not exist yet; a `postgres://` URL is an admin
+    /// URL: a scratch database is created on that server and dropped afterwards.
     #[arg(long)]
     database_url: Option<String>,
 }
@@ -98,24 +104,61 @@ impl Samples {
     }
 }
 
-async fn open_store(url: Option<&str>, dir: &tempfile::TempDir) -> Result<Arc<dyn Store>> {
+/// The store the in-process server runs on, and its URL for the bare-statement baseline.
+struct Scratch {
+    store: Arc<dyn Store>,
+    url: String,
+    /// The admin pool and scratch database name, when the store is on Postgres.
+    postgres: Option<(sqlx::PgPool, String)>,
+}
+
+async fn open_store(url: Option<&str>, dir: &tempfile::TempDir) -> Result<Scratch> {
     match url {
-        Some(u) if u.starts_with("postgres") => {
-            let s = capsid_store_postgres::PgStore::connect_with(u, 64)
+        Some(admin_url) if admin_url.starts_with("postgres") => {
+            let admin = sqlx::PgPool::connect(admin_url)
+                .await
+                .context("connect to the Postgres admin database")?;
+            let name = format!("capsid_load_{}", std::process::id());
+            sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+                .execute(&admin)
+                .await
+                .with_context(|| format!("create the scratch database {name}"))?;
+            let url = with_database(admin_url, &name);
+            let s = capsid_store_postgres::PgStore::connect_with(&url, 64)
                 .await
                 .context("connect postgres")?;
             s.migrate().await.context("migrate")?;
-            Ok(Arc::new(s))
+            println!("store: postgres (scratch database {name}, dropped afterwards)");
+            Ok(Scratch {
+                store: Arc::new(s),
+                url,
+                postgres: Some((admin, name)),
+            })
         }
         other => {
-            let u = other
-                .map(str::to_owned)
-                .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("load.db").display()));
-            let s = capsid_store_sqlite::SqliteStore::open(&u)
+            let url = match other {
+                Some(u) => {
+                    let path = u.trim_start_matches("sqlite://");
+                    let path = path.split('?').next().unwrap_or(path);
+                    if std::path::Path::new(path).exists() {
+                        bail!(
+                            "{path} exists: give a SQLite file that does not exist yet (the run mints its own agent and seeds its own data)"
+                        );
+                    }
+                    u.to_owned()
+                }
+                None => format!("sqlite://{}", dir.path().join("load.db").display()),
+            };
+            let s = capsid_store_sqlite::SqliteStore::open(&url)
                 .await
                 .context("open sqlite")?;
             s.migrate().await.context("migrate")?;
-            Ok(Arc::new(s))
+            println!("store: sqlite ({url})");
+            Ok(Scratch {
+                store: Arc::new(s),
+                url,
+                postgres: None,
+            })
         }
     }
 }
@@ -275,8 +318,23 @@ async fn main() -> Result<()> {
         .await;
     }
     let dir = tempfile::tempdir()?;
-    let store = open_store(args.database_url.as_deref(), &dir).await?;
-    let server = TestServer::start(store, ServerOptions::default()).await;
+    let scratch = open_store(args.database_url.as_deref(), &dir).await?;
+    let outcome = run_in_process(&args, &scratch).await;
+    if let Some((admin, name)) = &scratch.postgres {
+        // WITH (FORCE) ends the store's pooled connections.
+        sqlx::query(AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+        )))
+        .execute(admin)
+        .await
+        .with_context(|| format!("drop the scratch database {name}"))?;
+    }
+    outcome
+}
+
+/// Starts the server over the scratch store and runs the chosen mode against it.
+async fn run_in_process(args: &Args, scratch: &Scratch) -> Result<()> {
+    let server = TestServer::start(scratch.store.clone(), ServerOptions::default()).await;
     let key = server
         .mint(
             "load",
@@ -287,18 +345,20 @@ async fn main() -> Result<()> {
     match args.mode.as_str() {
         "calls" => {
             seed_documents(&server, args.docs).await?;
-            calls_with_baseline(&args, &server.ops_url(), &key).await?;
+            calls_with_baseline(args, &server.ops_url(), &key).await?;
         }
         "claims" => {
-            let raw = match args.database_url.as_deref() {
-                Some(u) if u.starts_with("postgres") => RawDb::postgres(u, 64).await?,
-                Some(u) => {
-                    RawDb::sqlite(std::path::Path::new(u.trim_start_matches("sqlite://")), 4)
-                        .await?
-                }
-                None => RawDb::sqlite(&dir.path().join("load.db"), 4).await?,
+            let raw = if scratch.postgres.is_some() {
+                RawDb::postgres(&scratch.url, 64).await?
+            } else {
+                let path = scratch.url.trim_start_matches("sqlite://");
+                RawDb::sqlite(
+                    std::path::Path::new(path.split('?').next().unwrap_or(path)),
+                    4,
+                )
+                .await?
             };
-            claims(&args, &server, &raw).await?;
+            claims(args, &server, &raw).await?;
             raw.close().await;
         }
         other => bail!("unknown mode {other}: calls or claims"),

@@ -72,6 +72,10 @@ struct Args {
     /// Generator seed.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Postgres: keep the benchmark's database afterwards (its name is printed), to study
+    /// its plans with `EXPLAIN`; drop it yourself when done.
+    #[arg(long)]
+    keep_database: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -128,11 +132,15 @@ fn main() -> anyhow::Result<()> {
                 let outcome = bench(store.clone(), &raw, &args, None).await;
                 raw.close().await;
                 store.close().await;
-                sqlx::query(AssertSqlSafe(format!(
-                    "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-                )))
-                .execute(&admin)
-                .await?;
+                if args.keep_database {
+                    println!("kept database {name} (--keep-database): {url}");
+                } else {
+                    sqlx::query(AssertSqlSafe(format!(
+                        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                    )))
+                    .execute(&admin)
+                    .await?;
+                }
                 outcome
             }
         }
