@@ -362,6 +362,47 @@ pub fn full_scans(plan: &str, aliases: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// A database the benchmark binaries (`store-bench`, `capsid-load`) create on the server an
+/// admin URL names, named `<prefix>_<pid>`, and drop when they are done with it.
+pub struct ScratchDatabase {
+    admin: PgPool,
+    /// The database's name.
+    pub name: String,
+    /// Its URL (the admin URL with the database replaced).
+    pub url: String,
+}
+
+impl ScratchDatabase {
+    /// Creates the database.
+    pub async fn create(admin_url: &str, prefix: &str) -> anyhow::Result<ScratchDatabase> {
+        use anyhow::Context;
+        let admin = PgPool::connect(admin_url)
+            .await
+            .context("connect to the Postgres admin database")?;
+        let name = format!("{prefix}_{}", std::process::id());
+        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+            .execute(&admin)
+            .await
+            .with_context(|| format!("create the scratch database {name}"))?;
+        let url = with_database(admin_url, &name);
+        Ok(ScratchDatabase { admin, name, url })
+    }
+
+    /// Drops the database; connections still open to it are ended (`WITH (FORCE)`).
+    pub async fn drop_database(self) -> anyhow::Result<()> {
+        use anyhow::Context;
+        sqlx::query(AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+            self.name
+        )))
+        .execute(&self.admin)
+        .await
+        .with_context(|| format!("drop the scratch database {}", self.name))?;
+        self.admin.close().await;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,8 +36,9 @@ impl Parser {
 /// each, a word in a fifth of 100,000 documents took 90 to 160 ms (`EXPLAIN ANALYZE` in
 /// docs/perf/2026-12-02.md) and the benchmark's p99 was 69 ms; at 300 it is 7 to 20 ms.
 /// Up to this many matches of each kind every match is ranked, and title matches are bounded
-/// apart from the others so a word common in bodies still finds its titles; past it, the ranked ones are the first the scan
-/// yields (roughly the oldest rows), which only words in hundreds of documents reach.
+/// apart from the others so a word common in bodies still finds its titles; past it, the
+/// ranked ones are the first the scan yields (where the last sequential scan stopped, or the
+/// oldest rows), which only words in hundreds of documents reach.
 pub(crate) const CANDIDATES_MAX: i64 = 300;
 
 /// Snippets are cut from the first this-many characters of a body: `ts_headline` parses all

@@ -25,12 +25,11 @@ use capsid_core::ports::{Store, WriteGuard};
 use capsid_core::time::Timestamp;
 use capsid_tests::baseline::http::BaselineServer;
 use capsid_tests::baseline::{RawDb, raw_claims};
-use capsid_tests::harness::with_database;
+use capsid_tests::harness::ScratchDatabase;
 use capsid_tests::server::{Client, ServerOptions, TestServer, claim_crowd};
 use capsid_tests::textgen::{Rng, Vocabulary, corpus_document, reference_token};
 use clap::Parser;
 use serde_json::json;
-use sqlx::AssertSqlSafe;
 
 /// Load generator for a Capsid server.
 #[derive(Debug, Parser)]
@@ -104,51 +103,50 @@ impl Samples {
     }
 }
 
-/// The store the in-process server runs on, and its URL for the bare-statement baseline.
+/// The store the in-process server runs on, and where the bare-statement baseline finds it.
 struct Scratch {
     store: Arc<dyn Store>,
-    url: String,
-    /// The admin pool and scratch database name, when the store is on Postgres.
-    postgres: Option<(sqlx::PgPool, String)>,
+    place: Place,
+}
+
+enum Place {
+    Postgres(ScratchDatabase),
+    Sqlite(std::path::PathBuf),
 }
 
 async fn open_store(url: Option<&str>, dir: &tempfile::TempDir) -> Result<Scratch> {
     match url {
         Some(admin_url) if admin_url.starts_with("postgres") => {
-            let admin = sqlx::PgPool::connect(admin_url)
-                .await
-                .context("connect to the Postgres admin database")?;
-            let name = format!("capsid_load_{}", std::process::id());
-            sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
-                .execute(&admin)
-                .await
-                .with_context(|| format!("create the scratch database {name}"))?;
-            let url = with_database(admin_url, &name);
-            let s = capsid_store_postgres::PgStore::connect_with(&url, 64)
+            let database = ScratchDatabase::create(admin_url, "capsid_load").await?;
+            let s = capsid_store_postgres::PgStore::connect_with(&database.url, 64)
                 .await
                 .context("connect postgres")?;
             s.migrate().await.context("migrate")?;
-            println!("store: postgres (scratch database {name}, dropped afterwards)");
+            println!(
+                "store: postgres (scratch database {}, dropped afterwards)",
+                database.name
+            );
             Ok(Scratch {
                 store: Arc::new(s),
-                url,
-                postgres: Some((admin, name)),
+                place: Place::Postgres(database),
             })
         }
         other => {
-            let url = match other {
+            let path = match other {
                 Some(u) => {
                     let path = u.trim_start_matches("sqlite://");
-                    let path = path.split('?').next().unwrap_or(path);
-                    if std::path::Path::new(path).exists() {
+                    let path = std::path::PathBuf::from(path.split('?').next().unwrap_or(path));
+                    if path.exists() {
                         bail!(
-                            "{path} exists: give a SQLite file that does not exist yet (the run mints its own agent and seeds its own data)"
+                            "{} exists: give a SQLite file that does not exist yet (the run mints its own agent and seeds its own data)",
+                            path.display()
                         );
                     }
-                    u.to_owned()
+                    path
                 }
-                None => format!("sqlite://{}", dir.path().join("load.db").display()),
+                None => dir.path().join("load.db"),
             };
+            let url = format!("sqlite://{}", path.display());
             let s = capsid_store_sqlite::SqliteStore::open(&url)
                 .await
                 .context("open sqlite")?;
@@ -156,8 +154,7 @@ async fn open_store(url: Option<&str>, dir: &tempfile::TempDir) -> Result<Scratc
             println!("store: sqlite ({url})");
             Ok(Scratch {
                 store: Arc::new(s),
-                url,
-                postgres: None,
+                place: Place::Sqlite(path),
             })
         }
     }
@@ -320,14 +317,8 @@ async fn main() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let scratch = open_store(args.database_url.as_deref(), &dir).await?;
     let outcome = run_in_process(&args, &scratch).await;
-    if let Some((admin, name)) = &scratch.postgres {
-        // WITH (FORCE) ends the store's pooled connections.
-        sqlx::query(AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-        )))
-        .execute(admin)
-        .await
-        .with_context(|| format!("drop the scratch database {name}"))?;
+    if let Place::Postgres(database) = scratch.place {
+        database.drop_database().await?;
     }
     outcome
 }
@@ -348,15 +339,9 @@ async fn run_in_process(args: &Args, scratch: &Scratch) -> Result<()> {
             calls_with_baseline(args, &server.ops_url(), &key).await?;
         }
         "claims" => {
-            let raw = if scratch.postgres.is_some() {
-                RawDb::postgres(&scratch.url, 64).await?
-            } else {
-                let path = scratch.url.trim_start_matches("sqlite://");
-                RawDb::sqlite(
-                    std::path::Path::new(path.split('?').next().unwrap_or(path)),
-                    4,
-                )
-                .await?
+            let raw = match &scratch.place {
+                Place::Postgres(database) => RawDb::postgres(&database.url, 64).await?,
+                Place::Sqlite(path) => RawDb::sqlite(path, 4).await?,
             };
             claims(args, &server, &raw).await?;
             raw.close().await;

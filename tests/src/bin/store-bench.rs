@@ -24,11 +24,10 @@ use capsid_store_sqlite::SqliteStore;
 use capsid_tests::baseline::{
     RawDb, raw_claims, raw_search, raw_writes, raw_writes_one_connection,
 };
-use capsid_tests::harness::{POSTGRES_URL_VAR, with_database};
+use capsid_tests::harness::{POSTGRES_URL_VAR, ScratchDatabase};
 use capsid_tests::load::{post_jobs, run_claimers};
 use capsid_tests::textgen::{Rng, Vocabulary, corpus_document, reference_token};
 use clap::{Parser, ValueEnum};
-use sqlx::AssertSqlSafe;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum BackendName {
@@ -102,14 +101,8 @@ fn main() -> anyhow::Result<()> {
                 let Some(admin_url) = args.url.clone() else {
                     bail!("give --url or set {POSTGRES_URL_VAR} to the Postgres admin URL");
                 };
-                let admin = sqlx::PgPool::connect(&admin_url)
-                    .await
-                    .context("connect to the admin database")?;
-                let name = format!("capsid_bench_{}", std::process::id());
-                sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
-                    .execute(&admin)
-                    .await?;
-                let url = with_database(&admin_url, &name);
+                let scratch = ScratchDatabase::create(&admin_url, "capsid_bench").await?;
+                let (name, url) = (scratch.name.clone(), scratch.url.clone());
                 let store = PgStore::connect_with(
                     &url,
                     args.pool
@@ -135,11 +128,7 @@ fn main() -> anyhow::Result<()> {
                 if args.keep_database {
                     println!("kept database {name} (--keep-database): {url}");
                 } else {
-                    sqlx::query(AssertSqlSafe(format!(
-                        "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
-                    )))
-                    .execute(&admin)
-                    .await?;
+                    scratch.drop_database().await?;
                 }
                 outcome
             }
