@@ -25,6 +25,16 @@ fn mint_collision(agent: &NewAgent, message: &str) -> String {
     }
 }
 
+/// An agent row's size as the cache counts it.
+fn agent_size(row: &AgentRow) -> usize {
+    row.id.len()
+        + row.name.len()
+        + row.key_hash.len()
+        + row.scopes.len()
+        + row.created_by.len()
+        + 128
+}
+
 async fn agent_where(
     store: &SqliteStore,
     sql: &'static str,
@@ -58,14 +68,22 @@ async fn keyed_agent_update(
 #[async_trait]
 impl AgentStore for SqliteStore {
     async fn agent_by_key_hash(&self, key_hash: &str) -> StoreResult<Option<AgentRow>> {
-        agent_where(
-            self,
-            concat!(
-                "SELECT ",
-                agent_columns!(),
-                " FROM agents WHERE key_hash = ?"
+        // Every bearer request asks this: answered from memory while the database has not
+        // changed since (a revocation, in this process or any other, changes it).
+        crate::cache::read_through(
+            self.data_version(),
+            self.agent_cache(),
+            key_hash.to_owned(),
+            |row| row.as_ref().map_or(0, agent_size),
+            agent_where(
+                self,
+                concat!(
+                    "SELECT ",
+                    agent_columns!(),
+                    " FROM agents WHERE key_hash = ?"
+                ),
+                key_hash,
             ),
-            key_hash,
         )
         .await
     }

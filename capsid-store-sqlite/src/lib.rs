@@ -24,6 +24,7 @@ mod abstraction;
 mod agents;
 mod audit;
 mod backup;
+mod cache;
 mod checkmarks;
 mod ci;
 mod documents;
@@ -41,6 +42,7 @@ mod runs;
 mod settings;
 mod store;
 
+pub use cache::CacheCounts;
 pub use group::CommitCounts;
 pub use store::SqliteStore;
 

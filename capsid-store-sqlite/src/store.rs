@@ -1,6 +1,7 @@
 //! The store handle: opening the file (one writer connection, a pool of readers), migrating,
 //! closing, and the `BEGIN IMMEDIATE` transaction every unit of work runs in.
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +12,9 @@ use sqlx::sqlite::{
 };
 use sqlx::{Connection, Executor, Row, Sqlite, Transaction};
 
+use capsid_core::ports::{AgentRow, DocWithActor};
+
+use crate::cache::{CacheCounts, DataVersion, ReadCache};
 use crate::error::backend;
 use crate::group::{CommitCounts, Group, WriteUnit};
 
@@ -23,6 +27,13 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 const READERS: u32 = 4;
 /// The WAL is truncated back to this size after a checkpoint (bounds its growth).
 const JOURNAL_SIZE_LIMIT: &str = "67108864";
+/// The document read cache: at most this many documents and bytes of them (a document over
+/// an eighth of the bytes is never cached).
+const DOCUMENT_CACHE_ENTRIES: NonZeroUsize = NonZeroUsize::new(4_096).expect("non-zero");
+const DOCUMENT_CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// The agent rows cached by key hash (one per live key in use).
+const AGENT_CACHE_ENTRIES: NonZeroUsize = NonZeroUsize::new(1_024).expect("non-zero");
+const AGENT_CACHE_BYTES: usize = 1024 * 1024;
 
 /// The SQLite store: every store port of `capsid-core` over one database file.
 ///
@@ -38,6 +49,12 @@ struct Pools {
     reader: SqlitePool,
     /// Group commit over `writer`: every `begin_write` unit goes through it.
     group: Group,
+    /// The database's data version, which tags every cached read ([`crate::cache`]).
+    version: DataVersion,
+    /// `document_with_actor` answers (hits and misses), by `(namespace, path)`.
+    documents: ReadCache<(String, String), Option<DocWithActor>>,
+    /// `agent_by_key_hash` answers, by key hash.
+    agents: ReadCache<String, Option<AgentRow>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -117,6 +134,9 @@ impl SqliteStore {
                 writer,
                 reader,
                 group,
+                version: DataVersion::new(&path),
+                documents: ReadCache::new(DOCUMENT_CACHE_ENTRIES, DOCUMENT_CACHE_BYTES),
+                agents: ReadCache::new(AGENT_CACHE_ENTRIES, AGENT_CACHE_BYTES),
             }),
         })
     }
@@ -209,6 +229,26 @@ impl SqliteStore {
     /// The read pool.
     pub(crate) fn reader(&self) -> &SqlitePool {
         &self.inner.reader
+    }
+
+    /// The database's data version (what validates the read caches).
+    pub(crate) fn data_version(&self) -> &DataVersion {
+        &self.inner.version
+    }
+
+    /// The document read cache.
+    pub(crate) fn document_cache(&self) -> &ReadCache<(String, String), Option<DocWithActor>> {
+        &self.inner.documents
+    }
+
+    /// The agent-by-key-hash cache.
+    pub(crate) fn agent_cache(&self) -> &ReadCache<String, Option<AgentRow>> {
+        &self.inner.agents
+    }
+
+    /// Hits and misses of the document and agent read caches (in that order) since open.
+    pub fn cache_counts(&self) -> (CacheCounts, CacheCounts) {
+        (self.inner.documents.counts(), self.inner.agents.counts())
     }
 
     /// A unit of write work on the writer connection: a savepoint in the writer's current

@@ -108,6 +108,19 @@ pub(crate) async fn last_actor_on(
     Ok(actor.flatten())
 }
 
+/// A document's size as the read cache counts it.
+fn doc_size(found: &DocWithActor) -> usize {
+    let d = &found.document;
+    let text = |v: &Option<String>| v.as_ref().map_or(0, String::len);
+    d.namespace.len()
+        + d.path.len()
+        + text(&d.title)
+        + text(&d.body)
+        + text(&d.tags)
+        + text(&found.last_actor)
+        + 256
+}
+
 fn edge_triple(row: &SqliteRow) -> Result<(String, String, String), sqlx::Error> {
     Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
 }
@@ -181,10 +194,21 @@ impl DocumentStore for SqliteStore {
         namespace: &str,
         path: &str,
     ) -> StoreResult<Option<DocWithActor>> {
-        let mut conn = self.reader().acquire().await.db()?;
-        gather::doc_with_actor(&mut conn, namespace, path)
-            .await
-            .db()
+        // `read`'s one statement, answered from memory while the database has not changed
+        // since the answer was read (any commit, in any process, empties the cache).
+        crate::cache::read_through(
+            self.data_version(),
+            self.document_cache(),
+            (namespace.to_owned(), path.to_owned()),
+            |found| found.as_ref().map_or(0, doc_size),
+            async {
+                let mut conn = self.reader().acquire().await.db()?;
+                gather::doc_with_actor(&mut conn, namespace, path)
+                    .await
+                    .db()
+            },
+        )
+        .await
     }
 
     async fn list_documents(
