@@ -111,6 +111,7 @@ async fn post(store: &PgStore, n: usize) -> Job {
 
 fn complete(job: &Job, actor: &str, when: Timestamp) -> JobTransition {
     JobTransition {
+        expected: None,
         id: job.id.clone(),
         step: Step {
             from: JobStatus::Claimed,

@@ -318,6 +318,7 @@ fn transition(
     when: Timestamp,
 ) -> JobTransition {
     JobTransition {
+        expected: None,
         id: job.id.clone(),
         step: Step {
             from,

@@ -143,7 +143,7 @@ pub async fn run_claimers<S: Store + 'static>(
                 if check_every > 0 && mine % check_every as u64 == 0 {
                     check_holding(&*store, &namespace, &decider, &job, &mut anomalies).await;
                 }
-                let done = transition(
+                let mut done = transition(
                     &job.id,
                     &namespace,
                     JobStatus::Claimed,
@@ -152,6 +152,8 @@ pub async fn run_claimers<S: Store + 'static>(
                     now,
                 )
                 .toward(JobStatus::Done);
+                // As the jobs tool does: the claimer completes the row it was handed.
+                done.expected = Some(job.clone());
                 match store.transition_job(done).await {
                     Ok(Some(_)) => {}
                     other => {

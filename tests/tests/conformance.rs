@@ -103,6 +103,7 @@ conformance_suite! {
     store jobs_flow::transition_to_a_second_claim_is_conflict;
     store jobs_flow::sweep_only_expired_claimed_jobs;
     probe jobs_records::outcomes_write_once_with_nulls_and_pr_rows;
+    probe jobs_records::transitions_from_the_row_read_match_the_plain_ones;
     store jobs_records::job_counts_and_status_counts;
     store jobs_records::mirror_rewritten_on_every_transition;
     store hostile::hostile_search_input_is_harmless;

@@ -214,6 +214,17 @@ impl<T: ToString> Change<T> {
     }
 }
 
+impl<T: Clone> Change<T> {
+    /// The column after this change, from its value before.
+    pub fn applied_to(&self, before: Option<&T>) -> Option<T> {
+        match self {
+            Change::Keep => before.cloned(),
+            Change::Clear => None,
+            Change::Set(v) => Some(v.clone()),
+        }
+    }
+}
+
 impl<T> Change<T> {
     /// [`Change::Set`] of `value`, or [`Change::Keep`] when `None`.
     pub fn set_if(value: Option<T>) -> Change<T> {
@@ -246,6 +257,12 @@ pub struct JobPatch {
 pub struct JobTransition {
     /// The job.
     pub id: String,
+    /// The job as the caller last read it, when it has it. A store may then apply the step,
+    /// its audit row, mirror and outcome in one statement that holds only while the row is
+    /// still exactly this (the mirror rendered from [`JobTransition::applied_to`]), and takes
+    /// its transaction as without it when the row changed meanwhile. Never a condition of
+    /// the transition itself: `step`, `holder` and `corrections` are.
+    pub expected: Option<Job>,
     /// The step, from the core's table: the status the job must be in and the one it takes.
     pub step: Step,
     /// And, when set, held by this actor.
@@ -262,6 +279,27 @@ pub struct JobTransition {
     pub outcome: Option<OutcomeRecord>,
     /// Mirror renderer.
     pub mirror: MirrorFn,
+}
+
+impl JobTransition {
+    /// The row this transition leaves when it applies to `before`: the step's status, the
+    /// patch's columns, the counters it adds and `updated_at`; every other column as it was.
+    pub fn applied_to(&self, before: &Job) -> Job {
+        let p = &self.patch;
+        Job {
+            status: self.step.to,
+            claimed_by: p.claimed_by.applied_to(before.claimed_by.as_ref()),
+            claimed_at: p.claimed_at.applied_to(before.claimed_at.as_ref()),
+            lease_expires: p.lease_expires.applied_to(before.lease_expires.as_ref()),
+            result_ref: p.result_ref.applied_to(before.result_ref.as_ref()),
+            result_summary: p.result_summary.applied_to(before.result_summary.as_ref()),
+            blocked_count: before.blocked_count + i64::from(p.add_blocked),
+            resumed_count: before.resumed_count + i64::from(p.add_resumed),
+            corrections_count: before.corrections_count + i64::from(p.add_correction),
+            updated_at: self.at,
+            ..before.clone()
+        }
+    }
 }
 
 /// The work queue.
@@ -299,4 +337,100 @@ pub trait JobStore: Send + Sync {
     ) -> StoreResult<Vec<Job>>;
     /// Every outcome row of `agent` (or of every agent when `None`).
     async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::model::tests::sample_job;
+    use crate::jobs::state::JobEvent;
+
+    fn transition(step: Step, patch: JobPatch, at: Timestamp) -> JobTransition {
+        JobTransition {
+            id: "job_0123456789ab".into(),
+            expected: None,
+            step,
+            holder: None,
+            corrections: None,
+            patch,
+            at,
+            audit: AuditEntry {
+                actor: "agent:capsid-driver".into(),
+                action: "job-complete".into(),
+                namespace: None,
+                path: None,
+                params: serde_json::Value::Null,
+                at,
+            },
+            outcome: None,
+            mirror: Box::new(|_: &Job| -> DocumentWrite { panic!("not rendered here") }),
+        }
+    }
+
+    #[test]
+    fn a_transition_applies_its_step_patch_counters_and_time() {
+        let before = sample_job();
+        let at = Timestamp::parse("2026-09-12T01:00:00.000Z").expect("instant");
+        let t = transition(
+            Step {
+                from: JobStatus::Claimed,
+                to: JobStatus::Blocked,
+                event: JobEvent::Block,
+            },
+            JobPatch {
+                claimed_at: Change::Keep,
+                lease_expires: Change::Clear,
+                result_ref: Change::Set("notes/r.md".into()),
+                result_summary: Change::Set("waiting".into()),
+                add_blocked: true,
+                add_correction: true,
+                ..JobPatch::default()
+            },
+            at,
+        );
+        let after = t.applied_to(&before);
+        assert_eq!(
+            after,
+            Job {
+                status: JobStatus::Blocked,
+                lease_expires: None,
+                result_ref: Some("notes/r.md".into()),
+                result_summary: Some("waiting".into()),
+                blocked_count: 1,
+                corrections_count: 1,
+                updated_at: at,
+                ..before.clone()
+            }
+        );
+        // Kept columns keep what they held, counters not named stay.
+        assert_eq!(after.claimed_by, before.claimed_by);
+        assert_eq!(after.claimed_at, before.claimed_at);
+        assert_eq!(after.resumed_count, 0);
+
+        let resumed = transition(
+            Step {
+                from: JobStatus::Blocked,
+                to: JobStatus::Queued,
+                event: JobEvent::ResumeToQueue,
+            },
+            JobPatch {
+                claimed_by: Change::Clear,
+                claimed_at: Change::Set(at),
+                add_resumed: true,
+                ..JobPatch::default()
+            },
+            at,
+        )
+        .applied_to(&after);
+        assert_eq!(
+            (
+                resumed.status,
+                resumed.claimed_by,
+                resumed.claimed_at,
+                resumed.resumed_count,
+                resumed.blocked_count
+            ),
+            (JobStatus::Queued, None, Some(at), 1, 1)
+        );
+    }
 }

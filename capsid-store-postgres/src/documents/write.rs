@@ -141,8 +141,8 @@ pub(crate) async fn write_in_tx(
 ) -> TxResult<WriteReceipt> {
     let at = write.at.to_string();
     let receipt = match guard {
-        WriteGuard::Create => create(&mut *conn, write, &at).await?,
-        WriteGuard::Upsert => upsert(&mut *conn, write, &at).await?,
+        WriteGuard::Create => create(&mut *conn, write).await?,
+        WriteGuard::Upsert => upsert(&mut *conn, write).await?,
         WriteGuard::Update { expected_body } => {
             update(&mut *conn, write, expected_body.as_deref(), &at).await?
         }
@@ -153,13 +153,14 @@ pub(crate) async fn write_in_tx(
     Ok(receipt)
 }
 
-/// Inserts the row; the unique `(namespace, path)` decides a create race.
-async fn create(
-    conn: &mut PgConnection,
-    write: &DocumentWrite,
-    at: &str,
-) -> TxResult<WriteReceipt> {
-    let row = sqlx::query(INSERT_DOCUMENT)
+/// Binds `$1`..`$10` of [`INSERT_DOCUMENT`], [`UPSERT`] and a job mirror's upsert: the
+/// write's fields, its time, and a new row's type and status when the write names none (the
+/// core's defaults).
+pub(crate) fn bind_write<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    write: &'q DocumentWrite,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
         .bind(&write.namespace)
         .bind(&write.path)
         .bind(write.title.as_deref())
@@ -167,10 +168,14 @@ async fn create(
         .bind(write.doc_type.as_deref())
         .bind(write.status.as_deref())
         .bind(write.tags.as_deref())
-        .bind(at)
-        // A new row's type and status when the write names none: the core's defaults.
+        .bind(write.at.to_string())
         .bind(DEFAULT_TYPE.as_str())
         .bind(DEFAULT_STATUS.as_str())
+}
+
+/// Inserts the row; the unique `(namespace, path)` decides a create race.
+async fn create(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<WriteReceipt> {
+    let row = bind_write(sqlx::query(INSERT_DOCUMENT), write)
         .fetch_optional(conn)
         .await?;
     match row {
@@ -184,24 +189,9 @@ async fn create(
 }
 
 /// Updates (with a snapshot) or inserts, whichever applies.
-async fn upsert(
-    conn: &mut PgConnection,
-    write: &DocumentWrite,
-    at: &str,
-) -> TxResult<WriteReceipt> {
+async fn upsert(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<WriteReceipt> {
     for _ in 0..UPSERT_ATTEMPTS {
-        let row = sqlx::query(UPSERT)
-            .bind(&write.namespace)
-            .bind(&write.path)
-            .bind(write.title.as_deref())
-            .bind(write.body.as_deref())
-            .bind(write.doc_type.as_deref())
-            .bind(write.status.as_deref())
-            .bind(write.tags.as_deref())
-            .bind(at)
-            // A new row's type and status when the write names none: the core's defaults.
-            .bind(DEFAULT_TYPE.as_str())
-            .bind(DEFAULT_STATUS.as_str())
+        let row = bind_write(sqlx::query(UPSERT), write)
             .fetch_optional(&mut *conn)
             .await?;
         if let Some(row) = row {
@@ -263,7 +253,7 @@ async fn update(
 }
 
 /// Replaces every outgoing edge of `(namespace, path)` with `links`.
-async fn replace_links(
+pub(crate) async fn replace_links(
     conn: &mut PgConnection,
     namespace: &str,
     path: &str,

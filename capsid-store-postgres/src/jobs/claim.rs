@@ -3,14 +3,15 @@
 //! decider, and applies its verdict (a keyed update carrying its audit row), mirror and
 //! outcome.
 
-use capsid_core::jobs::JobStatus;
+use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{
     ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, StoreError, StoreResult,
 };
 use sqlx::{PgConnection, PgPool};
 
-use super::{fetch_job, record_outcome, write_mirror};
+use super::{fetch_job, mirror_upsert, record_outcome, write_mirror};
 use crate::audit::{self, audited};
+use crate::documents::bind_write;
 use crate::error::{TxResult, finish, unique_violation, with_retry};
 use crate::rows::{self, job_cols};
 
@@ -49,15 +50,43 @@ pub(crate) const BEGIN_CLAIM: &str = "BEGIN; SET LOCAL enable_sort = off";
 const ANY_QUEUED: &str =
     "SELECT EXISTS (SELECT 1 FROM jobs WHERE namespace = $1 AND status = 'queued')";
 
-/// Claims `$1` for `$2` until `$4`, with its audit row (`$5`..`$10`).
-const CLAIM: &str = audited!(
-    concat!(
-        "UPDATE jobs SET status = 'claimed', claimed_by = $2, claimed_at = $3, lease_expires = $4, updated_at = $3 ",
-        "WHERE id = $1 AND status = 'queued' RETURNING ",
-        job_cols!()
+/// Claims `$1` for `$2` until `$4`, with its audit row (`$5`..`$10`) and the claimed job's
+/// mirror (`$11`..`$20`, rendered from the locked candidate as this statement changes it), in
+/// one round trip.
+const CLAIM: &str = concat!(
+    "WITH changed AS (",
+    "UPDATE jobs SET status = 'claimed', claimed_by = $2, claimed_at = $3, lease_expires = $4, updated_at = $3 ",
+    "WHERE id = $1 AND status = 'queued' RETURNING ",
+    job_cols!(),
+    "), logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
+    "SELECT $5, $6, $7, $8, $9, $10 FROM changed), ",
+    mirror_upsert!(
+        " AND EXISTS (SELECT 1 FROM changed)",
+        "$11",
+        "$12",
+        "$13",
+        "$14",
+        "$15",
+        "$16",
+        "$17",
+        "$18",
+        "$19",
+        "$20"
     ),
-    "$5, $6, $7, $8, $9, $10"
+    " SELECT * FROM changed"
 );
+
+/// The candidate as [`CLAIM`] leaves it (what its mirror is rendered from).
+fn as_claimed(candidate: &Job, request: &ClaimRequest<'_>) -> Job {
+    Job {
+        status: JobStatus::Claimed,
+        claimed_by: Some(request.actor.clone()),
+        claimed_at: Some(request.now),
+        lease_expires: Some(request.lease_expires),
+        updated_at: request.now,
+        ..candidate.clone()
+    }
+}
 
 /// Fails `$1` with summary `$2`, with its audit row (`$4`..`$9`).
 const FAIL: &str = audited!(
@@ -131,12 +160,16 @@ async fn decide_and_apply(
             return Ok(Attempt::Done(ClaimOutcome::NeedsRecord(candidate)));
         }
         ClaimVerdict::Claim(entry) => {
+            let predicted = as_claimed(&candidate, request);
+            let mirror = (request.mirror)(&predicted);
             let query = sqlx::query(CLAIM)
                 .bind(&candidate.id)
                 .bind(&request.actor)
                 .bind(&now)
                 .bind(request.lease_expires.to_string());
-            let updated = audit::bind(query, &entry)?.fetch_optional(&mut *conn).await;
+            let updated = bind_write(audit::bind(query, &entry)?, &mirror)
+                .fetch_optional(&mut *conn)
+                .await;
             let row = match updated {
                 Err(e) if unique_violation(&e) == Some("jobs_one_claim") => {
                     return Ok(Attempt::SecondClaim);
@@ -147,7 +180,11 @@ async fn decide_and_apply(
                 return Ok(Attempt::Done(ClaimOutcome::LostRace));
             };
             let job = rows::job(&row)?;
-            write_mirror(&mut *conn, &request.mirror, &job).await?;
+            // The candidate was locked, so the row is what was predicted; were it not, the
+            // mirror is written again from the row, still inside this transaction.
+            if job != predicted || mirror.links.is_some() {
+                write_mirror(&mut *conn, &request.mirror, &job).await?;
+            }
             ClaimOutcome::Claimed(job)
         }
         ClaimVerdict::Fail {

@@ -11,9 +11,9 @@ use capsid_core::jobs::JobStatus;
 use capsid_core::jobs::outcome::OutcomeRow;
 use capsid_core::ports::DISPATCH_LIMIT;
 use capsid_core::ports::{
-    AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobStore, JobTransition,
-    MirrorFn, NewJob, OutcomeRecord, StatusCount, StoreError, StoreResult, SweepAuditFn,
-    WriteGuard,
+    AuditEntry, ClaimOutcome, ClaimRequest, DocumentWrite, JobCounts, JobFilter, JobStore,
+    JobTransition, MirrorFn, NewJob, OutcomeRecord, StatusCount, StoreError, StoreResult,
+    SweepAuditFn,
 };
 use capsid_core::time::Timestamp;
 use sqlx::{AssertSqlSafe, PgConnection, Row};
@@ -23,7 +23,7 @@ pub(crate) use transition::SWEEP;
 
 use crate::PgStore;
 use crate::audit::{self, audited};
-use crate::documents::write_in_tx;
+use crate::documents::{bind_write, replace_links};
 use crate::error::{
     TxError, TxResult, always, count, finish, limit, translate, unique_violation, with_retry,
 };
@@ -88,6 +88,46 @@ pub(crate) async fn fetch_job(
     row.as_ref().map(rows::job).transpose()
 }
 
+/// The mirror's rewrite as CTEs, its ten values at the placeholders given, done only when
+/// `$guard` holds: the stored row is locked (its latest version), snapshotted into
+/// `document_versions` and updated with every named field replaced; or, when there is none, a
+/// new row is inserted with the core's default type and status where the write names none.
+/// What `documents::write`'s upsert does, as CTEs a statement that changes the job can carry,
+/// so the job's change, its audit row and its mirror go in one round trip. (Not `INSERT ...
+/// ON CONFLICT DO UPDATE`: that computes the row's generated `tsvector` columns for the insert
+/// it then abandons, and again for the update.)
+macro_rules! mirror_upsert {
+    ($guard:literal, $ns:literal, $path:literal, $title:literal, $body:literal, $type:literal,
+     $status:literal, $tags:literal, $at:literal, $default_type:literal, $default_status:literal) => {
+        concat!(
+            "mirror_prior AS (SELECT id, namespace, path, title, body, type, status, tags FROM documents ",
+            "WHERE namespace = ", $ns, " AND path = ", $path, $guard, " FOR UPDATE), ",
+            "mirror_snapshot AS (INSERT INTO document_versions ",
+            "(document_id, namespace, path, title, body, type, status, tags, snapshot_at) ",
+            "SELECT id, namespace, path, title, body, type, status, tags, ", $at, " FROM mirror_prior), ",
+            "mirror_updated AS (UPDATE documents d SET title = coalesce(", $title, ", d.title), ",
+            "body = coalesce(", $body, ", d.body), type = coalesce(", $type, ", d.type), ",
+            "status = coalesce(", $status, ", d.status), tags = coalesce(", $tags, ", d.tags), updated_at = ", $at,
+            " FROM mirror_prior p WHERE d.id = p.id RETURNING d.id), ",
+            "mirror_inserted AS (INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
+            "SELECT ", $ns, ", ", $path, ", ", $title, ", ", $body, ", coalesce(", $type, ", ", $default_type,
+            "), coalesce(", $status, ", ", $default_status, "), ", $tags, ", ", $at, ", ", $at,
+            " WHERE NOT EXISTS (SELECT 1 FROM mirror_prior)", $guard,
+            " ON CONFLICT (namespace, path) DO NOTHING)"
+        )
+    };
+}
+pub(crate) use mirror_upsert;
+
+/// The mirror on its own (`$1`..`$10`).
+const MIRROR: &str = concat!(
+    "WITH ",
+    mirror_upsert!(
+        "", "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10"
+    ),
+    " SELECT 1"
+);
+
 /// Rewrites the job's mirror document (snapshot and upsert; its audit is the job's).
 pub(crate) async fn write_mirror(
     conn: &mut PgConnection,
@@ -95,7 +135,24 @@ pub(crate) async fn write_mirror(
     job: &Job,
 ) -> TxResult<()> {
     let write = mirror(job);
-    write_in_tx(conn, &write, &WriteGuard::Upsert).await?;
+    put_mirror(conn, &write).await
+}
+
+/// Upserts a rendered mirror (and its edges, when it names any).
+pub(crate) async fn put_mirror(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<()> {
+    bind_write(sqlx::query(MIRROR), write)
+        .execute(&mut *conn)
+        .await?;
+    if let Some(links) = &write.links {
+        replace_links(
+            conn,
+            &write.namespace,
+            &write.path,
+            links,
+            &write.at.to_string(),
+        )
+        .await?;
+    }
     Ok(())
 }
 
@@ -105,7 +162,26 @@ pub(crate) async fn record_outcome(
     record: &OutcomeRecord,
 ) -> TxResult<()> {
     let row: &OutcomeRow = &record.row;
-    let inserted: Option<String> = sqlx::query_scalar(INSERT_OUTCOME)
+    let inserted = bind_outcome(sqlx::query(INSERT_OUTCOME), row)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if inserted.is_some() && !record.pr_urls.is_empty() {
+        sqlx::query(INSERT_OUTCOME_PRS)
+            .bind(&row.job_id)
+            .bind(row.recorded_at.to_string())
+            .bind(&record.pr_urls)
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Binds an outcome row's nineteen values, in `job_outcomes`' column order.
+pub(crate) fn bind_outcome<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    row: &'q OutcomeRow,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
         .bind(&row.job_id)
         .bind(&row.agent)
         .bind(&row.namespace)
@@ -125,17 +201,6 @@ pub(crate) async fn record_outcome(
         .bind(&row.skill_ids_offered)
         .bind(&row.skill_ids_used)
         .bind(&row.skill_verdict)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if inserted.is_some() && !record.pr_urls.is_empty() {
-        sqlx::query(INSERT_OUTCOME_PRS)
-            .bind(&row.job_id)
-            .bind(row.recorded_at.to_string())
-            .bind(&record.pr_urls)
-            .execute(conn)
-            .await?;
-    }
-    Ok(())
 }
 
 /// A conflict on the jobs table, named: an open title taken, or a second claim.

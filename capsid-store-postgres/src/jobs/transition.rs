@@ -6,29 +6,89 @@ use capsid_core::ports::{AuditEntry, JobTransition, MirrorFn, StoreError, StoreR
 use capsid_core::time::Timestamp;
 use sqlx::{PgConnection, PgPool};
 
-use super::{record_outcome, write_mirror};
+use super::{bind_outcome, mirror_upsert, record_outcome, write_mirror};
 use crate::audit::{self, audited};
+use crate::documents::bind_write;
 use crate::error::{TxError, TxResult, always, finish, unique_violation, with_retry};
 use crate::rows::{self, job_cols};
 
-/// `$3`, `$5`, ... say whether the following value replaces the column; counters add. The
-/// audit row is `$20`..`$25`.
+/// A query being bound.
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// The keyed conditional update of a transition: `$3`, `$5`, ... say whether the following
+/// value replaces the column; counters add; `$17`..`$19` are the step's status, the holder and
+/// the corrections spent.
+macro_rules! transition_update {
+    () => {
+        concat!(
+            "UPDATE jobs SET status = coalesce($2, status), ",
+            "claimed_by = CASE WHEN $3 THEN $4 ELSE claimed_by END, ",
+            "claimed_at = CASE WHEN $5 THEN $6 ELSE claimed_at END, ",
+            "lease_expires = CASE WHEN $7 THEN $8 ELSE lease_expires END, ",
+            "result_ref = CASE WHEN $9 THEN $10 ELSE result_ref END, ",
+            "result_summary = CASE WHEN $11 THEN $12 ELSE result_summary END, ",
+            "blocked_count = blocked_count + $13, resumed_count = resumed_count + $14, ",
+            "corrections_count = corrections_count + $15, updated_at = $16 ",
+            "WHERE id = $1 AND status = $17 AND ($18::text IS NULL OR claimed_by = $18) ",
+            "AND ($19::bigint IS NULL OR corrections_count = $19)"
+        )
+    };
+}
+
+/// The transition with its audit row (`$20`..`$25`), inside its transaction.
 const TRANSITION: &str = audited!(
-    concat!(
-        "UPDATE jobs SET status = coalesce($2, status), ",
-        "claimed_by = CASE WHEN $3 THEN $4 ELSE claimed_by END, ",
-        "claimed_at = CASE WHEN $5 THEN $6 ELSE claimed_at END, ",
-        "lease_expires = CASE WHEN $7 THEN $8 ELSE lease_expires END, ",
-        "result_ref = CASE WHEN $9 THEN $10 ELSE result_ref END, ",
-        "result_summary = CASE WHEN $11 THEN $12 ELSE result_summary END, ",
-        "blocked_count = blocked_count + $13, resumed_count = resumed_count + $14, ",
-        "corrections_count = corrections_count + $15, updated_at = $16 ",
-        "WHERE id = $1 AND status = $17 AND ($18::text IS NULL OR claimed_by = $18) ",
-        "AND ($19::bigint IS NULL OR corrections_count = $19) RETURNING ",
-        job_cols!()
-    ),
+    concat!(transition_update!(), " RETURNING ", job_cols!()),
     "$20, $21, $22, $23, $24, $25"
 );
+
+/// The whole transition in one statement, for a caller that read the row first: the update
+/// holds only while every column a transition changes is still as read (`$26`..`$34`), so the
+/// row it leaves is known before it runs and its mirror (`$35`..`$44`) is rendered from that;
+/// with the audit row (`$20`..`$25`) and, in [`ONE_STATEMENT_RECORDED`], the outcome
+/// (`$45`..`$63`) and its PR rows (`$64`).
+macro_rules! one_statement {
+    ($recorded:expr) => {
+        concat!(
+            "WITH changed AS (",
+            transition_update!(),
+            " AND claimed_by IS NOT DISTINCT FROM $26 AND claimed_at IS NOT DISTINCT FROM $27 ",
+            "AND lease_expires IS NOT DISTINCT FROM $28 AND result_ref IS NOT DISTINCT FROM $29 ",
+            "AND result_summary IS NOT DISTINCT FROM $30 AND blocked_count = $31 AND resumed_count = $32 ",
+            "AND corrections_count = $33 AND updated_at = $34 RETURNING ",
+            job_cols!(),
+            "), logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
+            "SELECT $20, $21, $22, $23, $24, $25 FROM changed), ",
+            mirror_upsert!(
+                " AND EXISTS (SELECT 1 FROM changed)",
+                "$35",
+                "$36",
+                "$37",
+                "$38",
+                "$39",
+                "$40",
+                "$41",
+                "$42",
+                "$43",
+                "$44"
+            ),
+            $recorded,
+            " SELECT * FROM changed"
+        )
+    };
+}
+
+const ONE_STATEMENT: &str = one_statement!("");
+
+const ONE_STATEMENT_RECORDED: &str = one_statement!(concat!(
+    ", recorded AS (INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, ",
+    "files_changed, tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, ",
+    "recorded_at, reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict) ",
+    "SELECT $45, $46, $47, $48, $49, $50, $51, $52, $53, $54, $55, $56, $57, $58, $59, $60, $61, $62, $63 ",
+    "FROM changed ON CONFLICT (job_id) DO NOTHING RETURNING job_id), ",
+    "listed AS (INSERT INTO job_outcome_prs (job_id, pr_url, recorded_at) ",
+    "SELECT r.job_id, u.url, $59 FROM recorded r CROSS JOIN unnest($64::text[]) WITH ORDINALITY AS u(url, ord) ",
+    "ORDER BY u.ord ON CONFLICT (job_id, pr_url) DO NOTHING)"
+));
 
 /// Every claimed job whose lease ran out before `$1`, back to the queue.
 pub(crate) const SWEEP: &str = concat!(
@@ -58,10 +118,13 @@ async fn transition_once(pool: &PgPool, t: &JobTransition) -> TxResult<Option<Jo
     finish(tx, result, Option::is_some).await
 }
 
-/// The transition's work inside its transaction.
-async fn apply(conn: &mut PgConnection, t: &JobTransition) -> TxResult<Option<Job>> {
+/// Binds the transition's `$1`..`$25` (the update and its audit row).
+fn bind_transition<'q>(
+    query: PgQuery<'q>,
+    t: &'q JobTransition,
+) -> Result<PgQuery<'q>, StoreError> {
     let patch = &t.patch;
-    let query = sqlx::query(TRANSITION)
+    let query = query
         .bind(&t.id)
         .bind(t.step.to.as_str())
         .bind(patch.claimed_by.changes())
@@ -81,7 +144,12 @@ async fn apply(conn: &mut PgConnection, t: &JobTransition) -> TxResult<Option<Jo
         .bind(t.step.from.as_str())
         .bind(t.holder.as_deref())
         .bind(t.corrections);
-    let row = audit::bind(query, &t.audit)?
+    audit::bind(query, &t.audit)
+}
+
+/// The transition's work inside its transaction.
+async fn apply(conn: &mut PgConnection, t: &JobTransition) -> TxResult<Option<Job>> {
+    let row = bind_transition(sqlx::query(TRANSITION), t)?
         .fetch_optional(&mut *conn)
         .await
         .map_err(transition_conflict)?;
@@ -95,11 +163,61 @@ async fn apply(conn: &mut PgConnection, t: &JobTransition) -> TxResult<Option<Jo
     Ok(Some(job))
 }
 
-/// `JobStore::transition_job`.
+/// [`ONE_STATEMENT`] (or [`ONE_STATEMENT_RECORDED`]) from `before`, the row as the caller
+/// read it: the changed job, or `None` when the row is no longer `before` or the step does
+/// not apply (then nothing was written, and the transaction decides).
+async fn one_statement(pool: &PgPool, t: &JobTransition, before: &Job) -> TxResult<Option<Job>> {
+    let after = t.applied_to(before);
+    let mirror = (t.mirror)(&after);
+    if mirror.links.is_some() || before.id != t.id {
+        return Ok(None);
+    }
+    let sql = match &t.outcome {
+        Some(_) => ONE_STATEMENT_RECORDED,
+        None => ONE_STATEMENT,
+    };
+    let query = bind_transition(sqlx::query(sql), t)?
+        .bind(before.claimed_by.as_deref())
+        .bind(before.claimed_at.map(|at| at.to_string()))
+        .bind(before.lease_expires.map(|at| at.to_string()))
+        .bind(before.result_ref.as_deref())
+        .bind(before.result_summary.as_deref())
+        .bind(before.blocked_count)
+        .bind(before.resumed_count)
+        .bind(before.corrections_count)
+        .bind(before.updated_at.to_string());
+    let query = bind_write(query, &mirror);
+    let query = match &t.outcome {
+        Some(record) => bind_outcome(query, &record.row).bind(&record.pr_urls),
+        None => query,
+    };
+    let row = query
+        .fetch_optional(pool)
+        .await
+        .map_err(transition_conflict)?;
+    let Some(row) = row else { return Ok(None) };
+    let job = rows::job(&row)?;
+    if job != after {
+        // Only a row whose other columns changed without a transition (a restore) gets here:
+        // its mirror is written again from what the row now holds.
+        tracing::warn!(job = %job.id, "a transition left another row than read; mirroring it again");
+        let mut conn = pool.acquire().await?;
+        write_mirror(&mut conn, &t.mirror, &job).await?;
+    }
+    Ok(Some(job))
+}
+
+/// `JobStore::transition_job`: in one statement when the caller read the row and it is
+/// unchanged, otherwise (or when that statement finds it changed) in a transaction.
 pub(crate) async fn transition_job(
     pool: &PgPool,
     transition: &JobTransition,
 ) -> StoreResult<Option<Job>> {
+    if let Some(before) = &transition.expected
+        && let Some(job) = with_retry(|| Box::pin(one_statement(pool, transition, before))).await?
+    {
+        return Ok(Some(job));
+    }
     with_retry(|| Box::pin(transition_once(pool, transition))).await
 }
 

@@ -327,3 +327,130 @@ pub async fn mirror_rewritten_on_every_transition<S: Store>(store: &S) {
         [path.as_str()]
     );
 }
+
+/// A transition given the row as its caller read it (what the jobs tool passes) leaves what
+/// the same transition without it leaves: the row, its mirror, one audit row, the outcome
+/// with its PR rows written once. When the row moved since it was read, the step still
+/// applies to the row as it is; when it no longer applies, nothing is written.
+pub async fn transitions_from_the_row_read_match_the_plain_ones<S: Store>(
+    store: &S,
+    probe: &Probe,
+) {
+    let urls = vec![
+        "https://github.com/acme/api/pull/3".to_owned(),
+        "https://github.com/acme/api/pull/4".to_owned(),
+    ];
+    let finish = |job: &capsid_core::jobs::Job, with_row: bool| {
+        let mut done = transition(
+            &job.id,
+            "proj",
+            JobStatus::Claimed,
+            "agent:a",
+            complete_patch(),
+            at(30),
+        )
+        .toward(JobStatus::Done);
+        let mut row = outcome_row(job, "agent:a", at(30));
+        row.prs_opened = Some(2);
+        row.result_kind = ResultKind::Pr;
+        done.outcome = Some(OutcomeRecord {
+            row,
+            pr_urls: urls.clone(),
+        });
+        if with_row {
+            done.expected = Some(job.clone());
+        }
+        done
+    };
+    let prs = |id: &str| format!("SELECT COUNT(*) FROM job_outcome_prs WHERE job_id = '{id}'");
+    let mut left = Vec::new();
+    for (n, with_row) in [(1, false), (2, true)] {
+        post(store, &job_id(n), "proj", "Same", 0, at(0)).await;
+        let job = claimed(store, "agent:a", ClaimTarget::Id(job_id(n)), at(1)).await;
+        let audits = super::support::audit_count(store).await;
+        let t = finish(&job, with_row);
+        let want = t.applied_to(&job);
+        let done = store
+            .transition_job(t)
+            .await
+            .expect("complete")
+            .expect("applied");
+        assert_eq!(done, want, "with the row read: {with_row}");
+        assert_eq!(store.job(&job.id).await.expect("job"), Some(done.clone()));
+        assert_mirror(store, &done, at(30)).await;
+        assert_eq!(super::support::audit_count(store).await, audits + 1);
+        assert_eq!(probe.count(&prs(&job.id)).await, 2);
+        // The same completion again: the job is done, nothing more is written.
+        assert_eq!(
+            store
+                .transition_job(finish(&job, with_row))
+                .await
+                .expect("again"),
+            None
+        );
+        assert_eq!(super::support::audit_count(store).await, audits + 1);
+        left.push(done);
+    }
+    let outcomes = store.outcomes(Some("agent:a")).await.expect("outcomes");
+    assert_eq!(outcomes.len(), 2);
+    assert_eq!(
+        (
+            left[0].status,
+            left[0].result_ref.clone(),
+            left[0].lease_expires
+        ),
+        (
+            left[1].status,
+            left[1].result_ref.clone(),
+            left[1].lease_expires
+        )
+    );
+
+    // The row moved after the caller read it (a heartbeat renewed the lease).
+    post(store, &job_id(3), "proj", "Moved", 0, at(0)).await;
+    let read = claimed(store, "agent:a", ClaimTarget::Id(job_id(3)), at(1)).await;
+    let renew = JobPatch {
+        lease_expires: Change::Set(at(900)),
+        ..JobPatch::default()
+    };
+    let renewed = store
+        .transition_job(transition(
+            &read.id,
+            "proj",
+            JobStatus::Claimed,
+            "agent:a",
+            renew,
+            at(20),
+        ))
+        .await
+        .expect("heartbeat")
+        .expect("applied");
+    let audits = super::support::audit_count(store).await;
+    // Not the holder, from the stale row: nothing is written.
+    let mut stranger = finish(&read, true);
+    stranger.holder = Some("agent:z".to_owned());
+    assert_eq!(
+        store.transition_job(stranger).await.expect("stranger"),
+        None
+    );
+    assert_eq!(
+        store.job(&read.id).await.expect("job"),
+        Some(renewed.clone())
+    );
+    assert_mirror(store, &renewed, at(20)).await;
+    assert_eq!(super::support::audit_count(store).await, audits);
+    assert_eq!(probe.count(&prs(&read.id)).await, 0);
+    // The holder, from the stale row: the step applies to the row as it is.
+    let stale = finish(&read, true);
+    let want = stale.applied_to(&renewed);
+    let done = store
+        .transition_job(stale)
+        .await
+        .expect("complete")
+        .expect("applied to the row as it is");
+    assert_eq!(done, want);
+    assert_eq!(store.job(&read.id).await.expect("job"), Some(done.clone()));
+    assert_mirror(store, &done, at(30)).await;
+    assert_eq!(super::support::audit_count(store).await, audits + 1);
+    assert_eq!(probe.count(&prs(&read.id)).await, 2);
+}

@@ -309,6 +309,7 @@ pub fn transition(
     when: Timestamp,
 ) -> JobTransition {
     JobTransition {
+        expected: None,
         id: id.to_owned(),
         step: Step {
             from,

@@ -145,6 +145,7 @@ impl Service {
         let actor = Caller::watcher().actor();
         let t = JobTransition {
             id: job.id.clone(),
+            expected: Some(job.clone()),
             step,
             holder: None,
             corrections: None,

@@ -63,6 +63,7 @@ impl JobsCx<'_> {
         let step = step(job.status, JobEvent::AdminFail)?;
         let t = JobTransition {
             id: job.id.clone(),
+            expected: Some(job.clone()),
             step,
             holder: None,
             corrections: None,

@@ -275,6 +275,7 @@ impl JobsCx<'_> {
         let step = step(JobStatus::Claimed, JobEvent::Heartbeat)?;
         let t = JobTransition {
             id: job.id.clone(),
+            expected: Some(job.clone()),
             step,
             holder: Some(actor.clone()),
             corrections: None,

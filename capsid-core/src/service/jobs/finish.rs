@@ -240,6 +240,7 @@ impl JobsCx<'_> {
         };
         let t = JobTransition {
             id: job.id.clone(),
+            expected: Some(job.clone()),
             step,
             holder: Some(actor.clone()),
             corrections: Some(job.corrections_count),
@@ -383,6 +384,7 @@ impl JobsCx<'_> {
         }
         let t = JobTransition {
             id: job.id.clone(),
+            expected: Some(job.clone()),
             step,
             holder: Some(actor.clone()),
             corrections: None,

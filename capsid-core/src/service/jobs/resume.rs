@@ -201,6 +201,7 @@ impl JobsCx<'_> {
         let step = step(JobStatus::Blocked, event)?;
         let t = JobTransition {
             id: job.id.clone(),
+            expected: Some(job.clone()),
             step,
             holder: None,
             corrections: Some(job.corrections_count),
@@ -258,6 +259,7 @@ impl JobsCx<'_> {
         let step = step(JobStatus::Blocked, JobEvent::ResumeSignatureRefused)?;
         let t = JobTransition {
             id: job.id.clone(),
+            expected: Some(job.clone()),
             step,
             holder: None,
             corrections: None,
