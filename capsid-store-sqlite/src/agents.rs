@@ -74,7 +74,7 @@ impl AgentStore for SqliteStore {
             self.data_version(),
             self.agent_cache(),
             key_hash.to_owned(),
-            |row| row.as_ref().map_or(0, agent_size),
+            |key, row| key.len() + row.as_ref().map_or(0, agent_size),
             agent_where(
                 self,
                 concat!(

@@ -16,7 +16,13 @@
 //! entry, so an entry is never tagged with a version older than what it holds. When the two
 //! copies differ (a commit is writing them), the header cannot be read whole, the index does
 //! not exist (not WAL mode) or its file was unlinked under the open handle, nothing is cached
-//! and the read goes to the database.
+//! and the read goes to the database. A header with no frames (`mxFrame` 0: an index just
+//! rebuilt, which reads the same however the database changed before) is not cached under
+//! either, and an index file unlinked and made anew starts a new generation of versions.
+//!
+//! The index file stays open until the store's pools are closed: closing any descriptor of a
+//! file drops every POSIX lock the process holds on it, SQLite's own locks on the index
+//! included. A store dropped without [`crate::SqliteStore::close`] leaves it open.
 
 use std::fs::File;
 use std::hash::Hash;
@@ -32,17 +38,24 @@ use lru::LruCache;
 const HEADER: usize = 48;
 /// Offset of `isInit` in the header (non-zero once the index is built).
 const IS_INIT: usize = 12;
+/// Offset of `mxFrame` in the header (the last valid frame, native byte order).
+const MX_FRAME: std::ops::Range<usize> = 16..20;
 
-/// One reading of the WAL-index header: equal readings mean no transaction committed between
-/// them, in any process.
+/// One reading of the WAL-index header, with the generation of the index file it was read
+/// from: equal readings mean no transaction committed between them, in any process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Version([u8; HEADER]);
+pub(crate) struct Version {
+    generation: u64,
+    header: [u8; HEADER],
+}
 
 /// Reads the database's data version from its WAL index.
 #[derive(Debug)]
 pub(crate) struct DataVersion {
     shm: PathBuf,
     file: Mutex<Option<Arc<File>>>,
+    /// Bumped whenever an open index file is found unlinked.
+    generation: AtomicU64,
 }
 
 impl DataVersion {
@@ -53,7 +66,14 @@ impl DataVersion {
         DataVersion {
             shm: PathBuf::from(shm),
             file: Mutex::new(None),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// Closes the index file: only once no connection of this store is open (see the module
+    /// documentation).
+    pub(crate) fn release(&self) {
+        *self.file.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     fn handle(&self) -> Option<Arc<File>> {
@@ -64,8 +84,11 @@ impl DataVersion {
         slot.clone()
     }
 
+    /// Drops a handle whose file was unlinked. Closing it is safe: SQLite unlinks the index
+    /// only as the last connection to the database, in any process, closes.
     fn forget(&self) {
         *self.file.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        self.generation.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The current version, or `None` when it cannot be read as one stable header.
@@ -81,12 +104,28 @@ impl DataVersion {
         }
         read.ok()?;
         let (first, second) = both.split_at(HEADER);
-        if first != second || first[IS_INIT] == 0 {
+        if first != second || first[IS_INIT] == 0 || first[MX_FRAME].iter().all(|b| *b == 0) {
             return None;
         }
         let mut header = [0u8; HEADER];
         header.copy_from_slice(first);
-        Some(Version(header))
+        Some(Version {
+            generation: self.generation.load(Ordering::Relaxed),
+            header,
+        })
+    }
+}
+
+impl Drop for DataVersion {
+    fn drop(&mut self) {
+        // Not released by `close`: the pools' connections may still be open, and closing
+        // this descriptor would drop their locks on the index. Left open instead.
+        let open = self
+            .file
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        std::mem::forget(open);
     }
 }
 
@@ -187,12 +226,12 @@ impl<K: Hash + Eq, V: Clone> ReadCache<K, V> {
 }
 
 /// Reads `key` through `cache`: from memory when the data version has not moved since it was
-/// cached, otherwise with `load` (whose answer is kept, sized by `size`).
+/// cached, otherwise with `load` (whose answer is kept, sized by `size` with its key).
 pub(crate) async fn read_through<K, V, E, F>(
     version: &DataVersion,
     cache: &ReadCache<K, V>,
     key: K,
-    size: impl FnOnce(&V) -> usize,
+    size: impl FnOnce(&K, &V) -> usize,
     load: F,
 ) -> Result<V, E>
 where
@@ -207,7 +246,8 @@ where
         return Ok(value);
     }
     let value = load.await?;
-    cache.put(before, key, value.clone(), size(&value));
+    let bytes = size(&key, &value);
+    cache.put(before, key, value.clone(), bytes);
     Ok(value)
 }
 
@@ -215,11 +255,19 @@ where
 mod tests {
     use super::*;
 
-    fn version(n: u8) -> Version {
+    fn header(n: u8) -> [u8; HEADER] {
         let mut h = [0u8; HEADER];
         h[IS_INIT] = 1;
         h[8] = n;
-        Version(h)
+        h[MX_FRAME.start] = 1;
+        h
+    }
+
+    fn version(n: u8) -> Version {
+        Version {
+            generation: 0,
+            header: header(n),
+        }
     }
 
     fn cache(entries: usize, bytes: usize) -> ReadCache<&'static str, String> {
@@ -273,27 +321,38 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_or_torn_index_reads_as_no_version() {
+    fn a_missing_torn_or_empty_index_reads_as_no_version() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("x.db");
         let v = DataVersion::new(&db);
         assert_eq!(v.current(), None, "no -shm file");
         let shm = dir.path().join("x.db-shm");
-        let mut bytes = vec![0u8; 2 * HEADER];
-        bytes[IS_INIT] = 1;
-        bytes[HEADER + IS_INIT] = 1;
-        bytes[8] = 7;
-        std::fs::write(&shm, &bytes).expect("write");
+        let write = |first: [u8; HEADER], second: [u8; HEADER]| {
+            std::fs::write(&shm, [first, second].concat()).expect("write");
+        };
+        write(header(7), header(8));
         assert_eq!(v.current(), None, "copies differ: a commit is writing them");
-        bytes[HEADER + 8] = 7;
-        std::fs::write(&shm, &bytes).expect("write");
-        assert_eq!(v.current(), Some(version(7)));
-        // Unlinked and made anew: the old handle is dropped, the new file read.
+        let mut empty = header(7);
+        empty[MX_FRAME].fill(0);
+        write(empty, empty);
+        assert_eq!(v.current(), None, "no frames: an index just rebuilt");
+        write(header(7), header(7));
+        let seven = v.current().expect("a version");
+        assert_eq!(seven, version(7));
+        // Unlinked and made anew with the very same header: another generation.
         std::fs::remove_file(&shm).expect("unlink");
         assert_eq!(v.current(), None);
-        bytes[8] = 9;
-        bytes[HEADER + 8] = 9;
-        std::fs::write(&shm, &bytes).expect("write");
-        assert_eq!(v.current(), Some(version(9)));
+        write(header(7), header(7));
+        let again = v.current().expect("a version");
+        assert_ne!(
+            again, seven,
+            "the same bytes in a new file are another version"
+        );
+        v.release();
+        assert_eq!(
+            v.current(),
+            Some(again),
+            "released, then opened again on demand"
+        );
     }
 }

@@ -134,7 +134,8 @@ impl SqliteStore {
                 writer,
                 reader,
                 group,
-                version: DataVersion::new(&path),
+                // SQLite names the index after the file a link points to.
+                version: DataVersion::new(&std::fs::canonicalize(&path).unwrap_or(path)),
                 documents: ReadCache::new(DOCUMENT_CACHE_ENTRIES, DOCUMENT_CACHE_BYTES),
                 agents: ReadCache::new(AGENT_CACHE_ENTRIES, AGENT_CACHE_BYTES),
             }),
@@ -155,6 +156,7 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.inner.writer.close().await;
         self.inner.reader.close().await;
+        self.inner.version.release();
     }
 
     /// The connection settings as SQLite reports them, for `capsid doctor` and tests:

@@ -7,7 +7,7 @@ pub(crate) use gather::{Bind, DOC_WITH_ACTOR, selection_sql};
 pub(crate) mod search;
 pub(crate) mod write;
 
-pub(crate) use write::{bind_write, replace_links, write_in_tx};
+pub(crate) use write::{bind_write, write_in_tx};
 
 use crate::rows::TimeColumns;
 use async_trait::async_trait;

@@ -253,7 +253,7 @@ async fn update(
 }
 
 /// Replaces every outgoing edge of `(namespace, path)` with `links`.
-pub(crate) async fn replace_links(
+async fn replace_links(
     conn: &mut PgConnection,
     namespace: &str,
     path: &str,

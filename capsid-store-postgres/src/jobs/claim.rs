@@ -7,9 +7,9 @@ use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{
     ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, StoreError, StoreResult,
 };
-use sqlx::{PgConnection, PgPool};
+use sqlx::{PgConnection, PgPool, Row};
 
-use super::{fetch_job, mirror_upsert, record_outcome, write_mirror};
+use super::{fetch_job, mirror_upsert, mirrored, record_outcome, write_mirror};
 use crate::audit::{self, audited};
 use crate::documents::bind_write;
 use crate::error::{TxResult, finish, unique_violation, with_retry};
@@ -73,7 +73,9 @@ const CLAIM: &str = concat!(
         "$19",
         "$20"
     ),
-    " SELECT * FROM changed"
+    " SELECT *, ",
+    mirrored!(),
+    " FROM changed"
 );
 
 /// The candidate as [`CLAIM`] leaves it (what its mirror is rendered from).
@@ -180,9 +182,11 @@ async fn decide_and_apply(
                 return Ok(Attempt::Done(ClaimOutcome::LostRace));
             };
             let job = rows::job(&row)?;
-            // The candidate was locked, so the row is what was predicted; were it not, the
-            // mirror is written again from the row, still inside this transaction.
-            if job != predicted || mirror.links.is_some() {
+            let mirrored: bool = row.try_get("mirrored")?;
+            // The candidate was locked, so the row is what was predicted; were it not, or had
+            // another transaction created the mirror's path meanwhile, the mirror is written
+            // again from the row, still inside this transaction.
+            if job != predicted || !mirrored || mirror.links.is_some() {
                 write_mirror(&mut *conn, &request.mirror, &job).await?;
             }
             ClaimOutcome::Claimed(job)

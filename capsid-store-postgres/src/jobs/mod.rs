@@ -11,9 +11,9 @@ use capsid_core::jobs::JobStatus;
 use capsid_core::jobs::outcome::OutcomeRow;
 use capsid_core::ports::DISPATCH_LIMIT;
 use capsid_core::ports::{
-    AuditEntry, ClaimOutcome, ClaimRequest, DocumentWrite, JobCounts, JobFilter, JobStore,
-    JobTransition, MirrorFn, NewJob, OutcomeRecord, StatusCount, StoreError, StoreResult,
-    SweepAuditFn,
+    AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobStore, JobTransition,
+    MirrorFn, NewJob, OutcomeRecord, StatusCount, StoreError, StoreResult, SweepAuditFn,
+    WriteGuard,
 };
 use capsid_core::time::Timestamp;
 use sqlx::{AssertSqlSafe, PgConnection, Row};
@@ -23,7 +23,7 @@ pub(crate) use transition::SWEEP;
 
 use crate::PgStore;
 use crate::audit::{self, audited};
-use crate::documents::{bind_write, replace_links};
+use crate::documents::write_in_tx;
 use crate::error::{
     TxError, TxResult, always, count, finish, limit, translate, unique_violation, with_retry,
 };
@@ -93,7 +93,9 @@ pub(crate) async fn fetch_job(
 /// `document_versions` and updated with every named field replaced; or, when there is none, a
 /// new row is inserted with the core's default type and status where the write names none.
 /// What `documents::write`'s upsert does, as CTEs a statement that changes the job can carry,
-/// so the job's change, its audit row and its mirror go in one round trip. (Not `INSERT ...
+/// so the job's change, its audit row and its mirror go in one round trip. [`mirrored`] says
+/// whether it wrote: when another transaction created the path after the statement began, it
+/// did not, and the caller writes the mirror again with [`write_mirror`] before it commits. (Not `INSERT ...
 /// ON CONFLICT DO UPDATE`: that computes the row's generated `tsvector` columns for the insert
 /// it then abandons, and again for the update.)
 macro_rules! mirror_upsert {
@@ -113,46 +115,29 @@ macro_rules! mirror_upsert {
             "SELECT ", $ns, ", ", $path, ", ", $title, ", ", $body, ", coalesce(", $type, ", ", $default_type,
             "), coalesce(", $status, ", ", $default_status, "), ", $tags, ", ", $at, ", ", $at,
             " WHERE NOT EXISTS (SELECT 1 FROM mirror_prior)", $guard,
-            " ON CONFLICT (namespace, path) DO NOTHING)"
+            " ON CONFLICT (namespace, path) DO NOTHING RETURNING id)"
         )
     };
 }
 pub(crate) use mirror_upsert;
 
-/// The mirror on its own (`$1`..`$10`).
-const MIRROR: &str = concat!(
-    "WITH ",
-    mirror_upsert!(
-        "", "$1", "$2", "$3", "$4", "$5", "$6", "$7", "$8", "$9", "$10"
-    ),
-    " SELECT 1"
-);
+/// The select-list column `mirrored`: whether [`mirror_upsert`]'s CTEs wrote the mirror.
+macro_rules! mirrored {
+    () => {
+        "EXISTS (SELECT 1 FROM mirror_updated UNION ALL SELECT 1 FROM mirror_inserted) AS mirrored"
+    };
+}
+pub(crate) use mirrored;
 
-/// Rewrites the job's mirror document (snapshot and upsert; its audit is the job's).
+/// Rewrites the job's mirror document (snapshot and upsert, retried on a create race; its
+/// audit is the job's).
 pub(crate) async fn write_mirror(
     conn: &mut PgConnection,
     mirror: &MirrorFn,
     job: &Job,
 ) -> TxResult<()> {
     let write = mirror(job);
-    put_mirror(conn, &write).await
-}
-
-/// Upserts a rendered mirror (and its edges, when it names any).
-pub(crate) async fn put_mirror(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<()> {
-    bind_write(sqlx::query(MIRROR), write)
-        .execute(&mut *conn)
-        .await?;
-    if let Some(links) = &write.links {
-        replace_links(
-            conn,
-            &write.namespace,
-            &write.path,
-            links,
-            &write.at.to_string(),
-        )
-        .await?;
-    }
+    write_in_tx(conn, &write, &WriteGuard::Upsert).await?;
     Ok(())
 }
 

@@ -4,9 +4,9 @@
 use capsid_core::jobs::Job;
 use capsid_core::ports::{AuditEntry, JobTransition, MirrorFn, StoreError, StoreResult};
 use capsid_core::time::Timestamp;
-use sqlx::{PgConnection, PgPool};
+use sqlx::{PgConnection, PgPool, Row};
 
-use super::{bind_outcome, mirror_upsert, record_outcome, write_mirror};
+use super::{bind_outcome, mirror_upsert, mirrored, record_outcome, write_mirror};
 use crate::audit::{self, audited};
 use crate::documents::bind_write;
 use crate::error::{TxError, TxResult, always, finish, unique_violation, with_retry};
@@ -72,7 +72,9 @@ macro_rules! one_statement {
                 "$44"
             ),
             $recorded,
-            " SELECT * FROM changed"
+            " SELECT *, ",
+            mirrored!(),
+            " FROM changed"
         )
     };
 }
@@ -167,6 +169,19 @@ async fn apply(conn: &mut PgConnection, t: &JobTransition) -> TxResult<Option<Jo
 /// read it: the changed job, or `None` when the row is no longer `before` or the step does
 /// not apply (then nothing was written, and the transaction decides).
 async fn one_statement(pool: &PgPool, t: &JobTransition, before: &Job) -> TxResult<Option<Job>> {
+    let mut tx = pool.begin().await?;
+    let result = one_statement_in(&mut tx, t, before).await;
+    finish(tx, result, Option::is_some).await
+}
+
+/// [`one_statement`]'s work inside its transaction: `BEGIN`, the statement, `COMMIT`, where
+/// the transaction of the transition's steps takes four or five round trips. The transaction
+/// lets a mirror written again (below) commit with the transition or not at all.
+async fn one_statement_in(
+    conn: &mut PgConnection,
+    t: &JobTransition,
+    before: &Job,
+) -> TxResult<Option<Job>> {
     let after = t.applied_to(before);
     let mirror = (t.mirror)(&after);
     if mirror.links.is_some() || before.id != t.id {
@@ -192,23 +207,25 @@ async fn one_statement(pool: &PgPool, t: &JobTransition, before: &Job) -> TxResu
         None => query,
     };
     let row = query
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(transition_conflict)?;
     let Some(row) = row else { return Ok(None) };
     let job = rows::job(&row)?;
-    if job != after {
-        // Only a row whose other columns changed without a transition (a restore) gets here:
-        // its mirror is written again from what the row now holds.
-        tracing::warn!(job = %job.id, "a transition left another row than read; mirroring it again");
-        let mut conn = pool.acquire().await?;
-        write_mirror(&mut conn, &t.mirror, &job).await?;
+    let mirrored: bool = row.try_get("mirrored")?;
+    // The update held only while the row was as read, so it left `after`; only a row whose
+    // other columns changed without a transition (a restore) could differ. That, or a mirror
+    // path another transaction created meanwhile: the mirror is written again from the row,
+    // before this transaction commits.
+    if job != after || !mirrored {
+        write_mirror(&mut *conn, &t.mirror, &job).await?;
     }
     Ok(Some(job))
 }
 
 /// `JobStore::transition_job`: in one statement when the caller read the row and it is
-/// unchanged, otherwise (or when that statement finds it changed) in a transaction.
+/// unchanged, otherwise (or when that statement finds it changed) as a transaction of its
+/// steps.
 pub(crate) async fn transition_job(
     pool: &PgPool,
     transition: &JobTransition,

@@ -200,7 +200,7 @@ impl DocumentStore for SqliteStore {
             self.data_version(),
             self.document_cache(),
             (namespace.to_owned(), path.to_owned()),
-            |found| found.as_ref().map_or(0, doc_size),
+            |(ns, path), found| ns.len() + path.len() + found.as_ref().map_or(0, doc_size),
             async {
                 let mut conn = self.reader().acquire().await.db()?;
                 gather::doc_with_actor(&mut conn, namespace, path)
