@@ -154,7 +154,9 @@ pub(crate) struct ReadCache<K: Hash + Eq, V> {
 }
 
 impl<K: Hash + Eq, V: Clone> ReadCache<K, V> {
-    pub(crate) fn new(capacity: NonZeroUsize, max_bytes: usize) -> ReadCache<K, V> {
+    /// A cache of at most `capacity` entries (at least one) and `max_bytes` bytes.
+    pub(crate) fn new(capacity: usize, max_bytes: usize) -> ReadCache<K, V> {
+        let capacity = NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN);
         ReadCache {
             entries: Mutex::new(Entries {
                 version: None,
@@ -271,7 +273,7 @@ mod tests {
     }
 
     fn cache(entries: usize, bytes: usize) -> ReadCache<&'static str, String> {
-        ReadCache::new(NonZeroUsize::new(entries).expect("non-zero"), bytes)
+        ReadCache::new(entries, bytes)
     }
 
     #[test]

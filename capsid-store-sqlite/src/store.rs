@@ -1,7 +1,6 @@
 //! The store handle: opening the file (one writer connection, a pool of readers), migrating,
 //! closing, and the `BEGIN IMMEDIATE` transaction every unit of work runs in.
 
-use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,10 +28,10 @@ const READERS: u32 = 4;
 const JOURNAL_SIZE_LIMIT: &str = "67108864";
 /// The document read cache: at most this many documents and bytes of them (a document over
 /// an eighth of the bytes is never cached).
-const DOCUMENT_CACHE_ENTRIES: NonZeroUsize = NonZeroUsize::new(4_096).expect("non-zero");
+const DOCUMENT_CACHE_ENTRIES: usize = 4_096;
 const DOCUMENT_CACHE_BYTES: usize = 8 * 1024 * 1024;
 /// The agent rows cached by key hash (one per live key in use).
-const AGENT_CACHE_ENTRIES: NonZeroUsize = NonZeroUsize::new(1_024).expect("non-zero");
+const AGENT_CACHE_ENTRIES: usize = 1_024;
 const AGENT_CACHE_BYTES: usize = 1024 * 1024;
 
 /// The SQLite store: every store port of `capsid-core` over one database file.
