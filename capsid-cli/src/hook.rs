@@ -6,6 +6,7 @@
 //! approval stands for the head (`approval.rs`); when it cannot say, the hook denies.
 
 mod approval;
+mod permission_prompt;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -35,9 +36,27 @@ pub enum HookCommand {
     PreToolUse(GateArgs),
     /// SessionEnd: record the final checkpoint.
     SessionEnd,
+    /// SessionStart: report to the driver that Capsid's hooks run in this session.
+    SessionStart,
+    /// Git's pre-push hook (installed by `capsid drive` and `capsid hook install`): reads the
+    /// refs git will update on stdin; refuses a protected ref without a different agent's
+    /// approval of the exact commit, and any push whose tests or build check fail.
+    PrePush {
+        /// The remote's name, as git passes it.
+        remote: Option<String>,
+        /// The remote's URL, as git passes it.
+        url: Option<String>,
+        #[command(flatten)]
+        gates: GateArgs,
+    },
+    /// A stdio MCP server with one tool, `permission_prompt`, for Claude Code's
+    /// `--permission-prompt-tool` in a driven run: it refuses what would need a person at the
+    /// keyboard (and makes Claude Code offer AskUserQuestion, which reaches a person).
+    PermissionPrompt,
     /// Notification: forward Claude Code's notification to the webhook (through the server).
     Notification,
-    /// Write these hooks into DIR/.claude/settings.json, merged with what is there.
+    /// Write these hooks into DIR/.claude/settings.json, merged with what is there, and
+    /// git's pre-push hook into the repository's hooks folder.
     Install {
         /// The project folder (default: the current one).
         #[arg(long)]
@@ -77,7 +96,8 @@ struct Recorder {
 impl Recorder {
     fn from_env() -> Option<Recorder> {
         let var = |n: &str| std::env::var(n).ok().filter(|v| !v.trim().is_empty());
-        let mcp = Mcp::new(&var("CAPSID_MCP_URL")?, &var("CAPSID_KEY")?).ok()?;
+        let key = var("CAPSID_RUN_CREDENTIAL").or_else(|| var("CAPSID_KEY"))?;
+        let mcp = Mcp::new(&var("CAPSID_MCP_URL")?, &key).ok()?;
         Some(Recorder {
             mcp,
             namespace: var("CAPSID_NAMESPACE")?,
@@ -141,26 +161,86 @@ fn print(v: &Value) {
     println!("{v}");
 }
 
+/// Tells the driver that Capsid's hooks run in this session: a line in `$CAPSID_RUN_DIR/
+/// hooks-ran` (the driver takes no verdict from a session none of its hooks reported from).
+fn report_ran(event: &str, session: Option<&str>) {
+    let Some(dir) = std::env::var_os("CAPSID_RUN_DIR") else {
+        return;
+    };
+    let path = PathBuf::from(dir).join("hooks-ran");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        use std::io::Write as _;
+        let _ = writeln!(f, "{event} {}", session.unwrap_or("-"));
+    }
+}
+
+/// The project folder the gates run in, whatever the agent's current folder: Claude Code's
+/// `CLAUDE_PROJECT_DIR`, the driver's `CAPSID_WORKTREE`, else the top of the git checkout the
+/// event's folder is in, else that folder.
+async fn project_root(input: &HookInput) -> PathBuf {
+    for var in ["CLAUDE_PROJECT_DIR", "CAPSID_WORKTREE"] {
+        if let Some(d) = std::env::var_os(var).map(PathBuf::from)
+            && d.is_dir()
+        {
+            return d;
+        }
+    }
+    let cwd = cwd_of(input);
+    match crate::drive::proc::git(&cwd, &["rev-parse", "--show-toplevel"]).await {
+        Ok(top) => PathBuf::from(top),
+        Err(_) => cwd,
+    }
+}
+
 /// Runs one hook.
 pub async fn run(cmd: HookCommand) -> Result<ExitCode> {
-    if let HookCommand::Install { dir } = &cmd {
-        let dir = match dir {
-            Some(d) => d.clone(),
-            None => std::env::current_dir().context("the current folder")?,
-        };
-        let path = install(&dir)?;
-        println!("wrote Capsid's hooks into {}", path.display());
-        return Ok(ExitCode::SUCCESS);
+    match &cmd {
+        HookCommand::Install { dir } => {
+            let dir = match dir {
+                Some(d) => d.clone(),
+                None => std::env::current_dir().context("the current folder")?,
+            };
+            return install_all(&dir).await;
+        }
+        HookCommand::PrePush {
+            remote,
+            url: _,
+            gates,
+        } => {
+            report_ran("pre-push", None);
+            let recorder = Recorder::from_env();
+            return pre_push(
+                remote.as_deref().unwrap_or("origin"),
+                gates,
+                recorder.as_ref(),
+            )
+            .await;
+        }
+        HookCommand::PermissionPrompt => return permission_prompt::serve().await,
+        _ => {}
     }
     let input = read_event()?;
     let recorder = Recorder::from_env();
     let session = input.session_id.clone();
     match cmd {
-        HookCommand::Stop(g) => stop(&input, &g, recorder.as_ref(), session.as_deref()).await,
+        HookCommand::Stop(g) => {
+            report_ran("stop", session.as_deref());
+            stop(&input, &g, recorder.as_ref(), session.as_deref()).await
+        }
         HookCommand::PreToolUse(g) => {
+            report_ran("pre-tool-use", session.as_deref());
             pre_tool(&input, &g, recorder.as_ref(), session.as_deref()).await
         }
+        HookCommand::SessionStart => {
+            report_ran("session-start", session.as_deref());
+            Ok(ExitCode::SUCCESS)
+        }
         HookCommand::SessionEnd => {
+            report_ran("session-end", session.as_deref());
             if let Some(r) = &recorder {
                 // A question, a human gate or a done checkmark already says where the agent
                 // stopped; a working one gets its final checkpoint.
@@ -180,8 +260,31 @@ pub async fn run(cmd: HookCommand) -> Result<ExitCode> {
             forward_notification(&input).await;
             Ok(ExitCode::SUCCESS)
         }
-        HookCommand::Install { .. } => Ok(ExitCode::SUCCESS),
+        HookCommand::Install { .. }
+        | HookCommand::PrePush { .. }
+        | HookCommand::PermissionPrompt => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// `capsid hook install`: Claude Code's hooks into `dir/.claude/settings.json`, git's
+/// pre-push hook into the repository, and no setting left that switches the hooks off.
+async fn install_all(dir: &Path) -> Result<ExitCode> {
+    let path = install(dir)?;
+    println!("wrote Capsid's hooks into {}", path.display());
+    for file in crate::drive::preflight::strip_disable_all_hooks(dir).map_err(anyhow::Error::msg)? {
+        eprintln!(
+            "capsid hook install: warning: {} set \"disableAllHooks\", which switches every hook off; it was removed, so Capsid's gates run",
+            file.display()
+        );
+    }
+    match crate::drive::githook::install_in_repository(dir).await? {
+        Some(hook) => println!("wrote git's pre-push gate into {}", hook.display()),
+        None => eprintln!(
+            "capsid hook install: {} is not in a git repository, so no git pre-push gate was installed",
+            dir.display()
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes the hooks into `dir/.claude/settings.json`; the file's path.
@@ -235,7 +338,7 @@ async fn stop(
     recorder: Option<&Recorder>,
     session: Option<&str>,
 ) -> Result<ExitCode> {
-    let dir = cwd_of(input);
+    let dir = project_root(input).await;
     let stored = if g.test_command.is_some() {
         RunnerSettings::default()
     } else {
@@ -279,9 +382,23 @@ async fn pre_tool(
     recorder: Option<&Recorder>,
     session: Option<&str>,
 ) -> Result<ExitCode> {
-    let dir = cwd_of(input);
+    let dir = project_root(input).await;
+    // A question a person already answered is answered again on its replay (a resumed
+    // session repeats the deferred call), instead of being deferred a second time.
+    if input.tool_name.as_deref() == Some("AskUserQuestion")
+        && let (Ok(asked), Ok(answer)) = (
+            std::env::var("CAPSID_ANSWERED_QUESTION"),
+            std::env::var("CAPSID_ANSWER"),
+        )
+        && let Some(out) =
+            capsid_core::drive::hooks::answered_question(input.tool_input.as_ref(), &asked, &answer)
+    {
+        print(&out);
+        return Ok(ExitCode::SUCCESS);
+    }
     // The driver says which branch the job's branch came from; a worktree's own checkout
-    // is never mistaken for the default branch.
+    // is never mistaken for the default branch. Branches are read at the project root, not
+    // in the folder the agent moved to.
     let default = match std::env::var("CAPSID_DEFAULT_BRANCH") {
         Ok(b) if !b.trim().is_empty() => Some(b.trim().to_owned()),
         _ => remote_default_branch(&dir).await,
@@ -289,6 +406,7 @@ async fn pre_tool(
     let branches = Branches {
         current: current_branch(&dir).await,
         default,
+        root: Some(dir.display().to_string()),
     };
     let mut plan = plan_pre_tool_use(input, &branches);
     if let PrePlan::Deny {
@@ -390,6 +508,109 @@ async fn pre_tool(
                     ),
                 ));
             }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Git's pre-push hook: every ref git will update (read from stdin, `<local ref> <local sha>
+/// <remote ref> <remote sha>`), whatever command line launched the push. A protected branch
+/// (`main`, `master`, the remote's default) moves only to a commit a different agent's
+/// approval stands for, and is never deleted; every push runs the tests then the build check
+/// at the repository's top. Exit 1 refuses the push; the reason goes to stderr, naming the ref.
+async fn pre_push(remote: &str, g: &GateArgs, recorder: Option<&Recorder>) -> Result<ExitCode> {
+    let mut refs = String::new();
+    std::io::stdin()
+        .take(1 << 20)
+        .read_to_string(&mut refs)
+        .context("reading the refs git pushes")?;
+    let refuse = |why: String| {
+        eprintln!("capsid pre-push: refused: {why}");
+        Ok(ExitCode::FAILURE)
+    };
+    let dir = match crate::drive::proc::git(Path::new("."), &["rev-parse", "--show-toplevel"]).await
+    {
+        Ok(top) => PathBuf::from(top),
+        Err(_) => std::env::current_dir().context("the current folder")?,
+    };
+    let default = match std::env::var("CAPSID_DEFAULT_BRANCH") {
+        Ok(b) if !b.trim().is_empty() => Some(b.trim().to_owned()),
+        _ => crate::drive::proc::git(
+            &dir,
+            &[
+                "symbolic-ref",
+                "--short",
+                &format!("refs/remotes/{remote}/HEAD"),
+            ],
+        )
+        .await
+        .ok()
+        .and_then(|h| h.split_once('/').map(|(_, b)| b.to_owned())),
+    };
+    let protected = capsid_core::drive::hooks::protected_branches(default.as_deref());
+    let mut updates = 0usize;
+    for line in refs.lines().filter(|l| !l.trim().is_empty()) {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        let [_local_ref, local_sha, remote_ref, _remote_sha] = parts[..] else {
+            return refuse(format!(
+                "git handed the hook a line it cannot read ({line:?}), so the push is refused"
+            ));
+        };
+        let deletes = local_sha.bytes().all(|b| b == b'0');
+        if !deletes {
+            updates += 1;
+        }
+        let Some(branch) = remote_ref.strip_prefix("refs/heads/") else {
+            continue;
+        };
+        if !protected.iter().any(|p| p == branch) {
+            continue;
+        }
+        if deletes {
+            return refuse(format!(
+                "this push deletes {remote_ref} on {remote}, a protected branch; only a human may do that"
+            ));
+        }
+        match approval::standing_for(recorder, local_sha).await {
+            approval::Approval::Stands(by, _) => {
+                eprintln!("capsid pre-push: {remote_ref} may move to {local_sha}: {by}");
+            }
+            approval::Approval::Missing(why) => {
+                return refuse(format!(
+                    "this push updates {remote_ref} on {remote}, a protected branch, to {local_sha}, and it needs a different agent's approval of exactly that commit. {why} Push a feature branch and open a pull request instead, or leave this for a human."
+                ));
+            }
+        }
+    }
+    if updates == 0 {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stored = if g.test_command.is_some() && g.build_command.is_some() {
+        RunnerSettings::default()
+    } else {
+        stored_runner(recorder).await
+    };
+    let tests = match run_tests(&dir, g, &stored).await {
+        Ok(t) => t,
+        Err(refusal) => return refuse(refusal),
+    };
+    if !tests.passed() {
+        return refuse(format!(
+            "{}\nThe push was refused: fix the tests first.",
+            tests.failure("The test gate")
+        ));
+    }
+    if let Some(b) = gate::build_command(
+        g.build_command.as_deref(),
+        stored.build_command.as_deref(),
+        mise_tasks(&dir),
+    ) {
+        let build = shell(&b.command, &dir, &[]).await;
+        if !build.passed() {
+            return refuse(format!(
+                "{}\nThe push was refused: a push the local build check already fails would fail CI.",
+                build.failure("The build check")
+            ));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -94,6 +94,14 @@ pub enum Principal {
         /// The operating-system user who ran it.
         user: String,
     },
+    /// A run credential: what a driven agent process holds instead of its driver's key, bound
+    /// to one job and one claim of it ([`crate::jobs::run_credential`]).
+    Run {
+        /// The driver agent holding the job (its name, as in `claimed_by`).
+        driver: String,
+        /// The job the run works.
+        job_id: String,
+    },
 }
 
 /// An authenticated caller: who, and what they may do.
@@ -182,6 +190,24 @@ impl Caller {
             Principal::ImproveLoop => "improve-loop".to_owned(),
             Principal::Watcher => "watcher".to_owned(),
             Principal::Cli { user } => format!("cli:{user}"),
+            Principal::Run { driver, job_id } => format!("agent:{driver}/run:{job_id}"),
+        }
+    }
+
+    /// The actor that holds jobs for this caller: a run credential holds its job through its
+    /// driver (`agent:<driver>`); every other caller holds jobs as itself.
+    pub fn holder_actor(&self) -> String {
+        match &self.principal {
+            Principal::Run { driver, .. } => format!("agent:{driver}"),
+            _ => self.actor(),
+        }
+    }
+
+    /// The job a run credential is bound to (`None` for every other caller).
+    pub fn run_job(&self) -> Option<&str> {
+        match &self.principal {
+            Principal::Run { job_id, .. } => Some(job_id),
+            _ => None,
         }
     }
 

@@ -1,20 +1,24 @@
-//! The agent process of a run: `mise install` in the worktree, the hooks kept out of the
-//! agent's commits, its environment (the job, the server, the driver's key, the gate commands
-//! and the credential with a helper scoped to the project's remote host), the heartbeat while
-//! it runs, and the run itself, directly or inside a tmux session a person can attach to.
+//! The agent process of a run: `mise install` in the worktree, the run's own files (Capsid's
+//! hooks as `--settings`, the MCP configuration, the hooks' report), the agent's environment
+//! (the job, the server, the run credential, the gate commands and the credential with a
+//! helper scoped to the project's remote host; never the driver's key nor any other `CAPSID_`
+//! setting of the driver), the heartbeat while it runs, and the run itself with a line of
+//! progress per tool call, directly or inside a tmux session of the driver's own tmux server.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use capsid_core::drive::credential::remote_host;
 use capsid_core::drive::hooks::shell_quote;
-use serde_json::json;
-use tokio::io::AsyncWriteExt;
+use capsid_core::drive::settings::merge_hooks;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 use super::Ready;
-use super::proc::{git, keep_tail, shell};
+use super::proc::{OUTPUT_KEEP, git, shell};
 
 /// What the agent process did.
 pub(super) struct AgentRun {
@@ -41,7 +45,8 @@ pub(super) async fn mise_install(wt: &Path) {
     }
 }
 
-/// Keeps the hooks the driver wrote out of the agent's commits.
+/// Keeps the hooks the driver wrote out of the agent's commits (`capsid hook install` in a
+/// project the driver works in; the task mode).
 pub(super) async fn hide_settings(wt: &Path) {
     let tracked = git(
         wt,
@@ -69,24 +74,135 @@ pub(super) async fn hide_settings(wt: &Path) {
     }
 }
 
-/// The agent's environment: the job, the server, the driver's key (for its hooks and its own
-/// checkpoints), the gate commands, and the credential with a git helper that answers only
-/// for the project's remote host.
+/// The files of one run, under `<root>/.capsid/runs/<id>` (outside the worktree, mode 0700).
+pub(super) struct RunFiles {
+    /// The folder.
+    pub dir: PathBuf,
+    /// Capsid's hooks, passed with `--settings`.
+    pub settings: PathBuf,
+    /// The MCP servers, passed with `--mcp-config`.
+    pub mcp: PathBuf,
+    /// What the hooks report they ran (the driver refuses a verdict when it stays empty).
+    pub hooks_report: PathBuf,
+}
+
+/// The tool Claude Code asks for permission prompts in a headless run: a stdio MCP server the
+/// driver's own binary serves (`capsid hook permission-prompt`). Naming one is also what makes
+/// Claude Code offer `AskUserQuestion` in `-p`, whose call the PreToolUse hook defers to a person.
+pub const PERMISSION_PROMPT_TOOL: &str = "mcp__capsid-driver__permission_prompt";
+
+/// Writes the run's files: the hooks (`capsid hook stop|pre-tool-use|session-start|
+/// session-end|notification`, by absolute path) and the MCP servers (Capsid over HTTP with the
+/// run credential from the agent's environment, never written here; the permission-prompt
+/// server).
+pub(super) fn run_files(r: &Ready, id: &str) -> Result<RunFiles> {
+    let dir = r.root.join(".capsid").join("runs").join(id);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    restrict(&dir)?;
+    let program = std::env::current_exe().context("finding the capsid binary's own path")?;
+    let program = program.display().to_string();
+    let mut settings = merge_hooks(None, &program).map_err(anyhow::Error::msg)?;
+    settings["hooks"]["SessionStart"] = json!([{
+        "hooks": [{"type": "command", "command": format!("{} hook session-start", shell_quote(&program)), "timeout": 60}]
+    }]);
+    let mcp = json!({
+        "mcpServers": {
+            "capsid": {
+                "type": "http",
+                "url": super::mcp::mcp_url(&r.url),
+                "headers": { "Authorization": "Bearer ${CAPSID_RUN_CREDENTIAL}" },
+            },
+            "capsid-driver": {
+                "type": "stdio",
+                "command": program,
+                "args": ["hook", "permission-prompt"],
+            }
+        }
+    });
+    let files = RunFiles {
+        settings: dir.join("settings.json"),
+        mcp: dir.join("mcp.json"),
+        hooks_report: dir.join("hooks-ran"),
+        dir,
+    };
+    write(&files.settings, &settings)?;
+    write(&files.mcp, &mcp)?;
+    let _ = std::fs::remove_file(&files.hooks_report);
+    Ok(files)
+}
+
+fn write(path: &Path, v: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(v).context("rendering JSON")?;
+    std::fs::write(path, format!("{text}\n")).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(unix)]
+fn restrict(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("restricting {}", dir.display()))
+}
+
+#[cfg(not(unix))]
+fn restrict(_: &Path) -> Result<()> {
+    Ok(())
+}
+
+/// The command line that starts (or resumes) the agent: the configured command, the extra
+/// arguments, then the run's MCP configuration, Capsid's hooks as `--settings`, the
+/// permission-prompt tool and the session to resume.
+pub(super) fn agent_command_line(r: &Ready, files: &RunFiles, resume: Option<&str>) -> String {
+    let mut c = r.agent_command.clone();
+    if let Some(extra) = r.agent_args.as_deref().filter(|a| !a.trim().is_empty()) {
+        c.push(' ');
+        c.push_str(extra.trim());
+    }
+    c.push_str(&format!(
+        " --mcp-config {} --settings {} --permission-prompt-tool {PERMISSION_PROMPT_TOOL}",
+        shell_quote(&files.mcp.display().to_string()),
+        shell_quote(&files.settings.display().to_string()),
+    ));
+    if let Some(s) = resume {
+        c.push_str(&format!(" --resume {}", shell_quote(s)));
+    }
+    c
+}
+
+/// Whether this process runs as root (Claude Code's bypass mode then needs `IS_SANDBOX=1`).
+fn is_root() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
+
+/// The agent's environment: the job, the server, the run credential (for its hooks and its
+/// own MCP calls), the gate commands, and the credential with a git helper that answers only
+/// for the project's remote host. `credential` is what the agent authenticates with.
 pub(super) async fn agent_env(
     r: &Ready,
     id: &str,
     agent: &str,
     wt: &Path,
+    credential: &str,
 ) -> Vec<(String, String)> {
     let mut envs = vec![
         ("CAPSID_JOB_ID".to_owned(), id.to_owned()),
         ("CAPSID_NAMESPACE".to_owned(), r.namespace.clone()),
         ("CAPSID_WORKTREE".to_owned(), wt.display().to_string()),
         ("CAPSID_MCP_URL".to_owned(), super::mcp::mcp_url(&r.url)),
-        ("CAPSID_KEY".to_owned(), r.key.clone()),
+        ("CAPSID_RUN_CREDENTIAL".to_owned(), credential.to_owned()),
         ("CAPSID_AGENT".to_owned(), agent.to_owned()),
         ("CAPSID_TEST_COMMAND".to_owned(), r.tests.command.clone()),
     ];
+    if is_root() {
+        envs.push(("IS_SANDBOX".to_owned(), "1".to_owned()));
+    }
     if let Some(b) = &r.build {
         envs.push(("CAPSID_BUILD_COMMAND".to_owned(), b.command.clone()));
     }
@@ -110,6 +226,24 @@ pub(super) async fn agent_env(
     envs
 }
 
+/// The driver's own settings kept from the agent: every `CAPSID_` variable (the driver's key
+/// among them) and the variable an `env:` credential reference names (the agent gets the
+/// credential as `CAPSID_CREDENTIAL`, for the project's host only), and tmux's own.
+pub(super) fn withheld(r: &Ready) -> Vec<String> {
+    let mut out: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("CAPSID_") || k == "TMUX" || k == "TMUX_PANE")
+        .collect();
+    if let Some(name) = r
+        .credential_ref
+        .as_deref()
+        .and_then(|c| c.strip_prefix("env:"))
+    {
+        out.push(name.to_owned());
+    }
+    out
+}
+
 /// Renews the lease every `r.heartbeat` while `work` runs.
 pub(super) async fn with_heartbeat<T>(
     r: &Ready,
@@ -131,7 +265,83 @@ pub(super) async fn with_heartbeat<T>(
     }
 }
 
+/// One line of progress for a stream-json line, if it says something worth a line: each tool
+/// call (its name and a short input), and the session's result.
+pub(crate) fn progress_line(line: &str, started: Instant) -> Option<String> {
+    let v: Value = serde_json::from_str(line.trim()).ok()?;
+    let at = {
+        let s = started.elapsed().as_secs();
+        format!("{:02}:{:02}", s / 60, s % 60)
+    };
+    match v["type"].as_str()? {
+        "assistant" => {
+            let calls: Vec<String> = v["message"]["content"]
+                .as_array()?
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .map(|b| {
+                    let input = &b["input"];
+                    let short = [
+                        "command",
+                        "file_path",
+                        "path",
+                        "pattern",
+                        "url",
+                        "description",
+                    ]
+                    .iter()
+                    .find_map(|k| input[*k].as_str())
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| input.to_string());
+                    let short: String = short.replace('\n', " ").chars().take(100).collect();
+                    format!("{} {short}", b["name"].as_str().unwrap_or("tool"))
+                })
+                .collect();
+            (!calls.is_empty()).then(|| format!("[{at}] {}", calls.join(" | ")))
+        }
+        "result" => Some(format!(
+            "[{at}] the agent finished: {} after {} turn(s), ${:.4}",
+            v["subtype"].as_str().unwrap_or("?"),
+            v["num_turns"].as_u64().unwrap_or(0),
+            v["total_cost_usd"].as_f64().unwrap_or(0.0)
+        )),
+        _ => None,
+    }
+}
+
+/// A bounded keeper of the agent's output: the tail, and every `result` line whole.
+#[derive(Default)]
+struct Output {
+    tail: Vec<u8>,
+    results: String,
+}
+
+impl Output {
+    fn push(&mut self, line: &str) {
+        if line.starts_with("{\"type\":\"result\"") {
+            self.results.push_str(line);
+            self.results.push('\n');
+        }
+        self.tail.extend_from_slice(line.as_bytes());
+        self.tail.push(b'\n');
+        if self.tail.len() > 2 * OUTPUT_KEEP {
+            let cut = self.tail.len() - OUTPUT_KEEP;
+            self.tail.drain(..cut);
+        }
+    }
+
+    fn text(self) -> String {
+        let tail = String::from_utf8_lossy(&self.tail).into_owned();
+        if self.results.is_empty() || tail.contains(self.results.trim_end()) {
+            tail
+        } else {
+            format!("{tail}{}", self.results)
+        }
+    }
+}
+
 /// Runs the agent command in the worktree with `input` on its standard input.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn run_agent(
     r: &Ready,
     agent: &str,
@@ -144,14 +354,17 @@ pub(super) async fn run_agent(
     if r.tmux {
         return run_in_tmux(r, agent, id, wt, command, input, envs).await;
     }
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(wt)
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(command).current_dir(wt);
+    for k in withheld(r) {
+        cmd.env_remove(k);
+    }
+    let mut child = cmd
         .envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
+        .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("starting the agent: {command}"))?;
     if let Some(mut stdin) = child.stdin.take() {
@@ -159,18 +372,38 @@ pub(super) async fn run_agent(
         let _ = stdin.write_all(input.as_bytes()).await;
         drop(stdin);
     }
-    let out = child
-        .wait_with_output()
+    let stdout = child.stdout.take().context("the agent's output")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let started = Instant::now();
+    let mut out = Output::default();
+    while let Some(line) = lines
+        .next_line()
         .await
-        .context("waiting for the agent")?;
+        .context("reading the agent's output")?
+    {
+        if !r.quiet
+            && let Some(p) = progress_line(&line, started)
+        {
+            eprintln!("capsid drive: {id} {p}");
+        }
+        out.push(&line);
+    }
+    let status = child.wait().await.context("waiting for the agent")?;
     Ok(AgentRun {
-        exit: out.status.code(),
-        stdout: keep_tail(&out.stdout),
+        exit: status.code(),
+        stdout: out.text(),
     })
 }
 
-/// Runs the agent inside a detached tmux session `<namespace>__<agent>` a person can attach
-/// to, waiting on a tmux channel for it to end; its output and exit code go through files.
+/// The driver's private tmux server (`tmux -L <socket>`): it starts from the driver's own
+/// environment, so the agent gets the whole of it, and no value travels on a command line.
+pub(super) fn tmux_socket(r: &Ready, agent: &str) -> String {
+    format!("capsid-{}-{agent}", r.namespace).replace(['.', ':', '/'], "_")
+}
+
+/// Runs the agent inside a detached tmux session `<namespace>__<agent>` of the driver's own
+/// tmux server, a person can attach to; its output and exit code go through files, and the
+/// driver follows the output for its progress lines.
 async fn run_in_tmux(
     r: &Ready,
     agent: &str,
@@ -189,48 +422,109 @@ async fn run_in_tmux(
     );
     std::fs::write(&inp, input).context("writing the agent's input")?;
     let _ = std::fs::remove_file(&rc);
+    let _ = std::fs::write(&out, b"");
+    let socket = tmux_socket(r, agent);
     let session = format!("{}__{agent}", r.namespace).replace(['.', ':'], "_");
     let channel = format!("capsid-{id}");
     let script = format!(
-        "{{ sh -c {} < {}; echo $? > {}; }} | tee {}; tmux wait-for -S {channel}",
+        "{{ sh -c {} < {}; echo $? > {}; }} | tee {}; tmux -L {} wait-for -S {channel}",
         shell_quote(command),
         shell_quote(&inp.display().to_string()),
         shell_quote(&rc.display().to_string()),
         shell_quote(&out.display().to_string()),
+        shell_quote(&socket),
     );
+    // A server left from an earlier run would hand the session its old environment.
+    let _ = Command::new("tmux")
+        .args(["-L", &socket, "kill-server"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await;
     let mut tmux = Command::new("tmux");
-    tmux.args([
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-c",
-        &wt.display().to_string(),
-    ]);
-    for (k, v) in envs {
-        tmux.arg("-e").arg(format!("{k}={v}"));
+    for k in withheld(r) {
+        tmux.env_remove(k);
     }
+    tmux.envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .args([
+            "-L",
+            &socket,
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-c",
+            &wt.display().to_string(),
+        ])
+        .arg(script);
     let started = tmux
-        .arg(script)
         .status()
         .await
         .context("starting tmux (is it installed?)")?;
     if !started.success() {
-        bail!("tmux could not start session {session} (is one of that name already running?)");
+        bail!("tmux could not start session {session} on its server {socket}");
     }
-    eprintln!("capsid drive: the agent runs in tmux session {session} (tmux attach -t {session})");
-    let waited = Command::new("tmux")
-        .args(["wait-for", &channel])
+    eprintln!(
+        "capsid drive: the agent runs in tmux session {session} (tmux -L {socket} attach -t {session})"
+    );
+    let mut waiter = Command::new("tmux");
+    waiter.args(["-L", &socket, "wait-for", &channel]);
+    let wait = waiter.status();
+    tokio::pin!(wait);
+    let started_at = Instant::now();
+    let mut seen = 0usize;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+    let waited = loop {
+        tokio::select! {
+            w = &mut wait => break w?,
+            _ = tick.tick() => {
+                if !r.quiet {
+                    follow(&out, &mut seen, started_at, id);
+                }
+            }
+        }
+    };
+    if !r.quiet {
+        follow(&out, &mut seen, started_at, id);
+    }
+    let _ = Command::new("tmux")
+        .args(["-L", &socket, "kill-server"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .status()
-        .await?;
+        .await;
     if !waited.success() {
         bail!("waiting on tmux channel {channel} failed");
     }
-    let stdout = std::fs::read(&out)
-        .map(|b| keep_tail(&b))
-        .unwrap_or_default();
+    let mut keep = Output::default();
+    for line in String::from_utf8_lossy(&std::fs::read(&out).unwrap_or_default()).lines() {
+        keep.push(line);
+    }
     let exit = std::fs::read_to_string(&rc)
         .ok()
         .and_then(|t| t.trim().parse().ok());
-    Ok(AgentRun { exit, stdout })
+    Ok(AgentRun {
+        exit,
+        stdout: keep.text(),
+    })
+}
+
+/// Prints the progress lines of the complete lines `out` gained since `seen` bytes.
+fn follow(out: &Path, seen: &mut usize, started: Instant, id: &str) {
+    let Ok(bytes) = std::fs::read(out) else {
+        return;
+    };
+    if bytes.len() <= *seen {
+        return;
+    }
+    let fresh = &bytes[*seen..];
+    let Some(end) = fresh.iter().rposition(|b| *b == b'\n') else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&fresh[..end]).lines() {
+        if let Some(p) = progress_line(line, started) {
+            eprintln!("capsid drive: {id} {p}");
+        }
+    }
+    *seen += end + 1;
 }

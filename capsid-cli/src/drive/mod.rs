@@ -7,7 +7,9 @@
 //! task document instead of a queued job (`task.rs`).
 
 mod agent;
+pub(crate) mod githook;
 pub mod mcp;
+pub(crate) mod preflight;
 pub mod proc;
 mod run;
 mod schedule;
@@ -79,9 +81,19 @@ pub struct RunArgs {
     /// The build check (default: `mise run build-image` when defined, else skipped).
     #[arg(long, env = "CAPSID_BUILD_COMMAND")]
     pub build_command: Option<String>,
-    /// The agent command; the job body arrives on its standard input.
+    /// The agent command, a Claude Code-compatible CLI (default: `claude -p --output-format
+    /// stream-json --verbose --permission-mode bypassPermissions`). The job body arrives on its
+    /// standard input; the driver appends `--mcp-config`, `--settings` (Capsid's hooks),
+    /// `--permission-prompt-tool` and, on a resume, `--resume <session>`.
     #[arg(long, env = "CAPSID_AGENT_COMMAND")]
     pub agent_command: Option<String>,
+    /// Extra arguments appended to the agent command (e.g. `--model claude-sonnet-4-5
+    /// --max-turns 40`); the driver's own arguments are never lost.
+    #[arg(long, env = "CAPSID_AGENT_ARGS", allow_hyphen_values = true)]
+    pub agent_args: Option<String>,
+    /// No progress line per tool call while the agent works (the verdict is still printed).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Where the project's credential is: env:NAME, file:/path or cmd:command.
     #[arg(long, env = "CAPSID_CREDENTIAL_REF")]
     pub credential_ref: Option<String>,
@@ -111,27 +123,13 @@ pub struct RunArgs {
     pub task: Option<String>,
 }
 
-/// The default agent: Claude Code in headless mode, reporting as stream-json.
-pub const DEFAULT_AGENT: &str = "claude -p --output-format stream-json --verbose";
-
-/// The default agent with an MCP config pointing at Capsid. The key is not in the command
-/// line (which any local user can read): Claude Code expands `${CAPSID_KEY}` from the
-/// agent's environment.
-pub fn default_agent(url: &str) -> String {
-    let config = json!({
-        "mcpServers": {
-            "capsid": {
-                "type": "http",
-                "url": mcp::mcp_url(url),
-                "headers": { "Authorization": "Bearer ${CAPSID_KEY}" },
-            }
-        }
-    });
-    format!(
-        "{DEFAULT_AGENT} --mcp-config {}",
-        capsid_core::drive::hooks::shell_quote(&config.to_string())
-    )
-}
+/// The default agent: Claude Code in headless mode, reporting as stream-json, allowed to edit,
+/// commit and call Capsid's tools without a person at the keyboard. The permission mode does
+/// not loosen the gates: a PreToolUse `deny` holds under it, git's own pre-push hook runs
+/// inside every push, and the driver runs the test gate itself. As root Claude Code accepts
+/// the mode only with `IS_SANDBOX=1`, which the driver sets then.
+pub const DEFAULT_AGENT: &str =
+    "claude -p --output-format stream-json --verbose --permission-mode bypassPermissions";
 
 /// Everything a run resolved before claiming anything.
 #[derive(Clone)]
@@ -144,9 +142,14 @@ pub(crate) struct Ready {
     pub tests: GateCommand,
     pub build: Option<GateCommand>,
     pub agent_command: String,
+    pub agent_args: Option<String>,
+    pub credential_ref: Option<String>,
     pub credential: Option<String>,
     pub tmux: bool,
+    pub quiet: bool,
     pub heartbeat: Duration,
+    /// This driver's agent name, once learned (`agent:<name>` holds its jobs).
+    pub me: std::sync::Arc<tokio::sync::OnceCell<String>>,
 }
 
 /// A refusal that stops the run (exit 2) before anything is claimed.
@@ -226,6 +229,7 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         let mut r = ready.clone();
         r.mcp = Mcp::new(&args.url, &k)?;
         r.key = k;
+        r.me = Default::default();
         slot_ready.push(r);
     }
     let poll = Duration::from_secs(args.poll_secs.max(1));
@@ -287,19 +291,40 @@ pub(crate) async fn prepare(
             }
         }
     };
-    let root = match (&args.root_dir, &stored.root_dir) {
-        (Some(r), _) => r.clone(),
-        (None, Some(r)) => PathBuf::from(r),
-        (None, None) => std::env::current_dir().context("the current folder")?,
+    let (root, from) = match (&args.root_dir, &stored.root_dir) {
+        (Some(r), _) => (r.clone(), "--root-dir (or CAPSID_ROOT_DIR)"),
+        (None, Some(r)) => (
+            PathBuf::from(r),
+            "the namespace's runner setting root_dir (capsid namespaces update <ns> --root-dir ...)",
+        ),
+        (None, None) => (
+            std::env::current_dir().context("the current folder")?,
+            "the current folder (no --root-dir given)",
+        ),
     };
+    if !root.is_dir() {
+        return Ok(Err(refused(format!(
+            "the project root {} does not exist or is not a folder (it came from {from})",
+            root.display()
+        ))));
+    }
     let root = match proc::git(&root, &["rev-parse", "--show-toplevel"]).await {
         Ok(top) => PathBuf::from(top),
         Err(e) => {
             return Ok(Err(refused(format!(
-                "the project root is not a git repository: {e:#}"
+                "the project root {} is not a git repository (it came from {from}): {e:#}",
+                root.display()
             ))));
         }
     };
+    let agent_command = pick(&args.agent_command, &stored.agent_command)
+        .unwrap_or_else(|| DEFAULT_AGENT.to_owned());
+    if let Err(why) = preflight::agent_on_path(&agent_command) {
+        return Ok(Err(refused(why)));
+    }
+    if let Err(why) = preflight::settings(&root) {
+        return Ok(Err(refused(why)));
+    }
     let mise = mise_tasks(&root);
     let tests = match gate::test_command(
         args.test_command.as_deref(),
@@ -322,11 +347,14 @@ pub(crate) async fn prepare(
         root,
         tests,
         build,
-        agent_command: pick(&args.agent_command, &stored.agent_command)
-            .unwrap_or_else(|| default_agent(&args.url)),
+        agent_command,
+        agent_args: args.agent_args.clone(),
+        credential_ref,
         credential,
         tmux: args.tmux,
+        quiet: args.quiet,
         heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
+        me: Default::default(),
     }))
 }
 
@@ -342,7 +370,8 @@ pub(crate) async fn namespace_runner(mcp: &Mcp, namespace: &str) -> Result<Runne
     ))
 }
 
-/// One job, start to end: the process exit code.
+/// One job, start to end: the process exit code. A failure after the claim fails the job
+/// (with the error as its reason) rather than leaving it claimed for the lease's four hours.
 async fn once(r: &Ready) -> u8 {
     worktree::prune_stale(&r.root).await;
     match next_job(r).await {
@@ -350,17 +379,39 @@ async fn once(r: &Ready) -> u8 {
             eprintln!("capsid drive: nothing to claim: {why}");
             EXIT_NOTHING
         }
+        Ok(Next::Waiting(what)) => {
+            eprintln!("capsid drive: not claiming another job: {what}");
+            EXIT_NOTHING
+        }
         Ok(Next::Refused(why)) => {
             eprintln!("capsid drive: refused: {why}");
             EXIT_REFUSED
         }
-        Ok(Next::Job(job, resume)) => match run::run_job(r, &job, resume).await {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("capsid drive: {e:#}");
-                EXIT_ERROR
+        Ok(Next::Job(job, resume, credential)) => {
+            match run::run_job(r, &job, resume, credential.as_deref()).await {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("capsid drive: {e:#}");
+                    if let Some(id) = job["id"].as_str() {
+                        let reason: String =
+                            format!("the driver failed after claiming the job: {e:#}")
+                                .chars()
+                                .take(1000)
+                                .collect();
+                        match r
+                            .mcp
+                            .call("jobs", json!({"action": "fail", "id": id, "namespace": r.namespace, "reason": reason}))
+                            .await
+                        {
+                            Ok(Answer::Ok(_)) => eprintln!("capsid drive: {id} failed: {reason}"),
+                            Ok(Answer::Refused(why)) => eprintln!("capsid drive: could not fail {id}: {why}"),
+                            Err(e) => eprintln!("capsid drive: could not fail {id}: {e:#}"),
+                        }
+                    }
+                    EXIT_ERROR
+                }
             }
-        },
+        }
         Err(e) => {
             eprintln!("capsid drive: {e:#}");
             EXIT_ERROR
@@ -377,14 +428,41 @@ pub(crate) struct Resume {
 
 enum Next {
     Nothing(String),
+    Waiting(String),
     Refused(String),
-    Job(Value, Option<Resume>),
+    /// The job, its resume when it was resumed, and its run credential.
+    Job(Value, Option<Resume>, Option<String>),
 }
 
-/// A blocked job of the namespace whose question was answered and whose resume was asked,
-/// resumed into this driver's lease; else the best queued job, claimed.
+/// This driver's agent name: `jobs approval` (a read in the namespace) says who asks.
+async fn whoami(r: &Ready) -> Result<String> {
+    let me = r
+        .me
+        .get_or_try_init(|| async {
+            let v = r
+                .mcp
+                .ok(
+                    "jobs",
+                    json!({"action": "approval", "namespace": r.namespace, "head_sha": "0".repeat(40)}),
+                )
+                .await?;
+            let actor = v["caller"].as_str().unwrap_or("");
+            actor
+                .strip_prefix("agent:")
+                .map(str::to_owned)
+                .with_context(|| format!("the driver's key is not a minted agent's ({actor}); drive with an agent key"))
+        })
+        .await?;
+    Ok(me.clone())
+}
+
+/// This driver's blocked job whose question was answered and whose resume was asked, resumed
+/// into its lease; else, when one of its jobs still waits on a person, that (no claim: its one
+/// checkmark holds that question); else the best queued job, claimed.
 async fn next_job(r: &Ready) -> Result<Next> {
     let ns = &r.namespace;
+    let me = whoami(r).await?;
+    let holder = format!("agent:{me}");
     let blocked = r
         .mcp
         .ok(
@@ -392,24 +470,32 @@ async fn next_job(r: &Ready) -> Result<Next> {
             json!({"action": "list", "namespace": ns, "status": "blocked"}),
         )
         .await?;
-    let blocked_ids: Vec<&str> = blocked["jobs"]
+    let mine: Vec<&Value> = blocked["jobs"]
         .as_array()
-        .map(|js| js.iter().filter_map(|j| j["id"].as_str()).collect())
+        .map(|js| {
+            js.iter()
+                .filter(|j| j["claimed_by"].as_str() == Some(holder.as_str()))
+                .collect()
+        })
         .unwrap_or_default();
-    if !blocked_ids.is_empty() {
-        let marks = r
+    if !mine.is_empty() {
+        let got = r
             .mcp
-            .ok("checkmarks", json!({"action": "list", "namespace": ns}))
-            .await?;
-        for c in marks["agents"].as_array().into_iter().flatten() {
-            let (Some(job_id), Some(answer)) =
-                (c["job_id"].as_str(), c["resume"]["answer"].as_str())
-            else {
-                continue;
-            };
-            if !blocked_ids.contains(&job_id) {
-                continue;
-            }
+            .ok(
+                "checkmarks",
+                json!({"action": "get", "namespace": ns, "agent": me}),
+            )
+            .await
+            .ok();
+        let c = got.as_ref().map(|g| g.get("checkmark").unwrap_or(g));
+        let answered = c.and_then(|c| {
+            let job_id = c["job_id"].as_str()?;
+            let answer = c["resume"]["answer"].as_str()?;
+            mine.iter()
+                .any(|j| j["id"].as_str() == Some(job_id))
+                .then(|| (job_id.to_owned(), answer.to_owned(), c.clone()))
+        });
+        if let Some((job_id, answer, c)) = answered {
             let reason = format!(
                 "resumed with the answer of {}: {}",
                 c["answered_by"].as_str().unwrap_or("a human"),
@@ -426,22 +512,46 @@ async fn next_job(r: &Ready) -> Result<Next> {
                 Answer::Ok(v) => {
                     let resume = Resume {
                         session_id: c["resume"]["session_id"].as_str().map(str::to_owned),
-                        answer: answer.to_owned(),
+                        answer,
                     };
-                    return Ok(Next::Job(v["job"].clone(), Some(resume)));
+                    let credential = v["run_credential"].as_str().map(str::to_owned);
+                    return Ok(Next::Job(v["job"].clone(), Some(resume), credential));
                 }
                 Answer::Refused(why) => {
                     eprintln!("capsid drive: could not resume {job_id}: {why}");
                 }
             }
         }
+        let waiting: Vec<String> = mine
+            .iter()
+            .map(|j| {
+                let asks = c
+                    .filter(|c| c["job_id"] == j["id"])
+                    .and_then(|c| c["open_question"].as_str())
+                    .map(|q| format!(" asks: {}", q.chars().take(300).collect::<String>()))
+                    .unwrap_or_default();
+                format!(
+                    "{} '{}' is blocked, waiting on a person{asks}",
+                    j["id"].as_str().unwrap_or("?"),
+                    j["title"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        return Ok(Next::Waiting(format!(
+            "{}. Answer it (console, `capsid checkmarks answer`, or {}/api/projects/{ns}/agents/{me}/answer with resume: true) and run the driver again; one driver key holds one job waiting on a person per namespace.",
+            waiting.join("; "),
+            mcp::base_url(&r.url)
+        )));
     }
     match r
         .mcp
         .call("jobs", json!({"action": "claim", "namespace": ns}))
         .await?
     {
-        Answer::Ok(v) => Ok(Next::Job(v["job"].clone(), None)),
+        Answer::Ok(v) => {
+            let credential = v["run_credential"].as_str().map(str::to_owned);
+            Ok(Next::Job(v["job"].clone(), None, credential))
+        }
         Answer::Refused(why) if why.starts_with("no queued jobs") => Ok(Next::Nothing(why)),
         Answer::Refused(why) => Ok(Next::Refused(why)),
     }
@@ -450,19 +560,10 @@ async fn next_job(r: &Ready) -> Result<Next> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn the_default_agent_points_at_capsid_without_the_key_in_its_command_line() {
-        let cmd = super::default_agent("http://127.0.0.1:8787");
-        assert!(
-            cmd.starts_with("claude -p --output-format stream-json --verbose --mcp-config '"),
-            "{cmd}"
-        );
-        assert!(
-            cmd.contains(r#""url":"http://127.0.0.1:8787/ops/mcp""#),
-            "{cmd}"
-        );
-        assert!(
-            cmd.contains(r#""Authorization":"Bearer ${CAPSID_KEY}""#),
-            "{cmd}"
+    fn the_default_agent_can_work_headless() {
+        assert_eq!(
+            super::DEFAULT_AGENT,
+            "claude -p --output-format stream-json --verbose --permission-mode bypassPermissions"
         );
     }
 }

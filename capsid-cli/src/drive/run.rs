@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use capsid_core::checkmarks::AgentStatus;
 use capsid_core::drive::credential::remote_host;
-use capsid_core::drive::hooks::{Branches, shell_quote};
+use capsid_core::drive::hooks::Branches;
 use capsid_core::drive::stream::{SessionReport, read_report};
 use capsid_core::drive::verdict::{
     self, Close, GitFacts, HookState, RunFacts, human_gate_in, pr_url_in, tests_added,
@@ -15,13 +15,51 @@ use capsid_core::drive::verdict::{
 use capsid_core::jobs::signature::split_signed;
 use serde_json::{Value, json};
 
-use super::agent::{agent_env, hide_settings, mise_install, run_agent, with_heartbeat};
+use super::agent::{
+    agent_command_line, agent_env, mise_install, run_agent, run_files, with_heartbeat,
+};
 use super::mcp::base_url;
 use super::proc::{default_branch, git, shell};
-use super::{EXIT_DONE, EXIT_GATED, Ready, Resume, worktree};
+use super::{EXIT_DONE, EXIT_GATED, Ready, Resume, githook, preflight, worktree};
 
-/// Runs `job` (claimed by this driver) to its end; the process exit code.
-pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> Result<u8> {
+/// What the driver keeps of a run between its stops, in the run's folder: the session to
+/// resume and, when the session stopped on `AskUserQuestion`, that question (its replay is
+/// then answered with the person's answer instead of being asked again).
+#[derive(Clone, Debug, Default)]
+struct RunState {
+    session_id: Option<String>,
+    asked: Option<String>,
+}
+
+impl RunState {
+    fn path(dir: &Path) -> std::path::PathBuf {
+        dir.join("state.json")
+    }
+    fn load(dir: &Path) -> RunState {
+        let v: Value = std::fs::read_to_string(RunState::path(dir))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        let text = |k: &str| v[k].as_str().map(str::to_owned);
+        RunState {
+            session_id: text("session_id"),
+            asked: text("asked"),
+        }
+    }
+    fn save(&self, dir: &Path) {
+        let v = json!({"session_id": self.session_id, "asked": self.asked});
+        let _ = std::fs::write(RunState::path(dir), v.to_string());
+    }
+}
+
+/// Runs `job` (claimed by this driver, with the run credential the server issued for this
+/// claim) to its end; the process exit code.
+pub(crate) async fn run_job(
+    r: &Ready,
+    job: &Value,
+    resume: Option<Resume>,
+    credential: Option<&str>,
+) -> Result<u8> {
     let id = job["id"]
         .as_str()
         .context("the claimed job has no id")?
@@ -31,14 +69,31 @@ pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> R
         .and_then(|a| a.strip_prefix("agent:"))
         .context("the job is not held by a minted agent; drive with an agent key")?
         .to_owned();
+    let credential = credential.context(
+        "the server issued no run credential with the claim (a server older than this driver?); the agent is never given the driver's key, so the run stops here",
+    )?;
     let stored = job["body"].as_str().unwrap_or("");
     let body = split_signed(stored).map_or(stored, |p| p.body).to_owned();
     let base = default_branch(&r.root).await?;
     let wt = worktree::ensure(&r.root, &id, &base).await?;
     eprintln!("capsid drive: {id} in {}", wt.display());
     mise_install(&wt).await;
-    crate::hook::install(&wt)?;
-    hide_settings(&wt).await;
+    // The project's settings cannot switch Capsid's hooks off.
+    for file in preflight::strip_disable_all_hooks(&wt).map_err(anyhow::Error::msg)? {
+        let rel = file
+            .strip_prefix(&wt)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        hide_path(&wt, &rel).await;
+        eprintln!(
+            "capsid drive: removed \"disableAllHooks\" from {} in the job's worktree: Capsid's gates stay on",
+            file.display()
+        );
+    }
+    let githooks = githook::install_for_worktree(&r.root, &wt).await?;
+    let files = run_files(r, &id)?;
+    let mut state = RunState::load(&files.dir);
     checkpoint(
         r,
         &id,
@@ -50,17 +105,32 @@ pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> R
     )
     .await?;
 
-    let mut envs = agent_env(r, &id, &agent, &wt).await;
+    let mut envs = agent_env(r, &id, &agent, &wt, credential).await;
     envs.push(("CAPSID_DEFAULT_BRANCH".to_owned(), base.clone()));
+    envs.push(("CAPSID_RUN_DIR".to_owned(), files.dir.display().to_string()));
     let (command, input) = match &resume {
         Some(res) => {
-            let mut c = r.agent_command.clone();
-            if let Some(s) = &res.session_id {
-                c.push_str(&format!(" --resume {}", shell_quote(s)));
+            let session = state.session_id.clone().or_else(|| res.session_id.clone());
+            let command = agent_command_line(r, &files, session.as_deref());
+            match (&state.asked, session) {
+                // The replayed AskUserQuestion is answered by the PreToolUse hook.
+                (Some(question), Some(_)) => {
+                    envs.push(("CAPSID_ANSWER".to_owned(), res.answer.clone()));
+                    envs.push(("CAPSID_ANSWERED_QUESTION".to_owned(), question.clone()));
+                    (command, String::new())
+                }
+                (_, Some(_)) => (command, res.answer.clone()),
+                // No session to resume: the job starts over, with the answer after its body.
+                (_, None) => (
+                    agent_command_line(r, &files, None),
+                    format!(
+                        "{body}\n\nA person answered your earlier question: {}",
+                        res.answer
+                    ),
+                ),
             }
-            (c, res.answer.clone())
         }
-        None => (r.agent_command.clone(), body),
+        None => (agent_command_line(r, &files, None), body),
     };
     let run = with_heartbeat(
         r,
@@ -70,22 +140,44 @@ pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> R
     .await?;
     let report = read_report(&run.stdout);
 
+    // Whether Capsid's own gates stood through the session.
+    let hooks_ran = std::fs::metadata(&files.hooks_report).is_ok_and(|m| m.len() > 0);
+    let tampered = match githook::changed(&wt, &githooks).await {
+        Some(why) => Some(why),
+        None if !hooks_ran => Some(
+            "none of Capsid's hooks reported during the session (Claude Code did not run them: a setting switched them off, or the agent command does not load `--settings`)".to_owned(),
+        ),
+        None => None,
+    };
+
     // What the hooks left for this job, and any step the session was refused that only a
     // human may take.
     let branches = Branches {
         current: super::proc::current_branch(&wt).await,
         default: Some(base.clone()),
+        root: Some(wt.display().to_string()),
     };
-    let mut hooks = hook_state(r, &agent, &id).await;
+    let recorded = hook_state(r, &agent, &id).await;
+    let mut hooks = recorded.clone();
     if let Some(cmd) = human_gate_in(report.as_ref(), &wt.display().to_string(), &branches) {
         hooks = Some(HookState {
             status: AgentStatus::Blocked,
             question: Some(cmd),
         });
     }
-
-    let early = verdict::stopped_early(report.as_ref(), hooks.as_ref());
-    let (tests, build) = if early.is_some() {
+    let facts = git_facts(&wt, &base, report.as_ref(), &run.stdout).await;
+    let resume_command = resume_hint(r, &agent);
+    let mut run_facts = RunFacts {
+        agent_exit: run.exit,
+        report: report.as_ref(),
+        hooks: hooks.as_ref(),
+        tests: None,
+        build: None,
+        git: &facts,
+        resume_command: &resume_command,
+        gates_tampered: tampered.as_deref(),
+    };
+    let (tests, build) = if verdict::before_gates(&run_facts).is_some() {
         (None, None)
     } else {
         let t = shell(&r.tests.command, &wt, &[]).await;
@@ -95,18 +187,16 @@ pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> R
         };
         (Some(t), b)
     };
-    let facts = git_facts(&wt, &base, report.as_ref(), &run.stdout).await;
+    run_facts.tests = tests.as_ref();
+    run_facts.build = build.as_ref();
+    let close = verdict::close(&run_facts);
+    // Keep the session for a resume, and whether it stopped on AskUserQuestion.
+    if let Some(sid) = report.as_ref().and_then(|r| r.session_id.clone()) {
+        state.session_id = Some(sid);
+    }
+    state.asked = report.as_ref().and_then(|r| r.deferred_question.clone());
+    state.save(&files.dir);
     let push = pushed(&wt, &id).await;
-    let resume_command = resume_hint(r, &agent);
-    let close = verdict::close(&RunFacts {
-        agent_exit: run.exit,
-        report: report.as_ref(),
-        hooks: hooks.as_ref(),
-        tests: tests.as_ref(),
-        build: build.as_ref(),
-        git: &facts,
-        resume_command: &resume_command,
-    });
     let gates = Gates {
         tests: tests
             .as_ref()
@@ -124,12 +214,31 @@ pub(crate) async fn run_job(r: &Ready, job: &Value, resume: Option<Resume>) -> R
         &close,
         Measured {
             report: report.as_ref(),
-            hooks: hooks.as_ref(),
+            recorded: recorded.as_ref(),
             gates,
             push,
         },
     )
     .await
+}
+
+/// Keeps a file the driver changed in the worktree out of the agent's commits.
+async fn hide_path(wt: &Path, rel: &str) {
+    if git(wt, &["ls-files", "--error-unmatch", rel]).await.is_ok() {
+        let _ = git(wt, &["update-index", "--skip-worktree", rel]).await;
+    } else if let Ok(common) = git(wt, &["rev-parse", "--git-common-dir"]).await {
+        let common = Path::new(&common);
+        let exclude = if common.is_absolute() {
+            common.join("info").join("exclude")
+        } else {
+            wt.join(common).join("info").join("exclude")
+        };
+        let text = std::fs::read_to_string(&exclude).unwrap_or_default();
+        let line = format!("/{rel}");
+        if !text.lines().any(|l| l.trim() == line) {
+            let _ = std::fs::write(&exclude, format!("{text}{line}\n"));
+        }
+    }
 }
 
 /// The driver's checkmark, when it belongs to this job.
@@ -174,11 +283,15 @@ async fn git_facts(
         .and_then(|r| r.result.as_deref())
         .and_then(pr_url_in)
         .or_else(|| pr_url_in(stdout));
+    let clean_tree = git(wt, &["status", "--porcelain"])
+        .await
+        .is_ok_and(|t| t.trim().is_empty());
     GitFacts {
         commits,
         files_changed: files,
         tests_added: tests_added(&diff),
         pr,
+        clean_tree,
     }
 }
 
@@ -233,7 +346,8 @@ async fn checkpoint(r: &Ready, id: &str, mut args: Value) -> Result<Value> {
 /// What the driver measured, for the closing checkpoint.
 struct Measured<'a> {
     report: Option<&'a SessionReport>,
-    hooks: Option<&'a HookState>,
+    /// The checkmark as the server holds it (not as the driver inferred it).
+    recorded: Option<&'a HookState>,
     gates: Gates,
     push: Option<Pushed>,
 }
@@ -242,6 +356,20 @@ struct Measured<'a> {
 struct Gates {
     tests: Option<&'static str>,
     build: Option<&'static str>,
+}
+
+/// What the session cost, for the job's outcome: `Session: $0.1234, 4 turn(s), 12.3 s.`
+fn session_cost(rep: &SessionReport) -> Option<String> {
+    let cost = rep.cost_usd?;
+    let mut s = format!("Session: ${cost:.4}");
+    if let Some(t) = rep.turns {
+        s.push_str(&format!(", {t} turn(s)"));
+    }
+    if let Some(ms) = rep.duration_ms {
+        s.push_str(&format!(", {:.1} s", ms as f64 / 1000.0));
+    }
+    s.push('.');
+    Some(s)
 }
 
 /// Closes the job as `close` says, with the checkpoint that goes with it.
@@ -254,7 +382,7 @@ async fn finish(
 ) -> Result<u8> {
     let Measured {
         report,
-        hooks,
+        recorded,
         gates,
         push,
     } = measured;
@@ -286,14 +414,29 @@ async fn finish(
             session["turns"] = json!(t);
         }
     }
+    if let Close::Complete { scout: true, .. } = close {
+        session["tests_status"] = json!("skipped");
+        session["clean_tree"] = json!(true);
+    }
     let merge = |mut v: Value| {
         if let (Some(o), Some(s)) = (v.as_object_mut(), session.as_object()) {
             o.extend(s.clone());
         }
         v
     };
+    let cost = report.and_then(session_cost);
     match close {
-        Close::Complete { summary, evidence } => {
+        Close::Complete {
+            summary, evidence, ..
+        } => {
+            let summary = &match &cost {
+                Some(c) => format!("{summary} {c}")
+                    .chars()
+                    .take(1000)
+                    .collect::<String>(),
+                None => summary.clone(),
+            };
+
             let mut args = json!({"action": "complete", "id": id, "namespace": r.namespace, "result_summary": summary, "evidence": evidence});
             if let Some(pr) = evidence["prs"][0].as_str() {
                 args["result_ref"] = json!(pr);
@@ -320,6 +463,13 @@ async fn finish(
             println!("{id} done: {summary}");
         }
         Close::Fail { reason } => {
+            let reason = &match &cost {
+                Some(c) => {
+                    let keep = 1000usize.saturating_sub(c.chars().count() + 1);
+                    format!("{} {c}", reason.chars().take(keep).collect::<String>())
+                }
+                None => reason.clone(),
+            };
             r.mcp
                 .ok(
                     "jobs",
@@ -344,7 +494,7 @@ async fn finish(
             command,
             question,
         } => {
-            let already = hooks.is_some_and(|h| {
+            let already = recorded.is_some_and(|h| {
                 h.status
                     == if *question {
                         AgentStatus::PausedForInput

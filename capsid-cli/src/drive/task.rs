@@ -133,12 +133,16 @@ async fn drive(r: &Ready, path: &str, holder: &str, verified: &Value) -> Result<
     crate::hook::install(&wt)?;
     hide_settings(&wt).await;
 
-    let mut envs: Vec<(String, String)> = agent_env(r, &id, &agent, &wt)
+    // The improve loop's subscription driver acts under the namespace's driver lease
+    // (`improve_run attempt`, `propose_skill`), so its agent holds the driver's key, unlike a
+    // queued job's agent, which holds a run credential bound to its job.
+    let mut envs: Vec<(String, String)> = agent_env(r, &id, &agent, &wt, &r.key)
         .await
         .into_iter()
         .filter(|(k, _)| k != "CAPSID_JOB_ID")
         .collect();
     envs.extend([
+        ("CAPSID_KEY".to_owned(), r.key.clone()),
         ("CAPSID_DEFAULT_BRANCH".to_owned(), base.clone()),
         ("CAPSID_TASK_PATH".to_owned(), format!("{ns}/{path}")),
         (

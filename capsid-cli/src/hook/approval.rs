@@ -22,11 +22,6 @@ pub(super) enum Approval {
 
 /// Whether a different agent's approval stands for the head of `dir`.
 pub(super) async fn standing(recorder: Option<&Recorder>, dir: &Path) -> Approval {
-    let Some(r) = recorder else {
-        return Approval::Missing(
-            "Capsid could not check for one: CAPSID_MCP_URL, CAPSID_KEY and CAPSID_NAMESPACE must name the server, this agent's key and the namespace (the driver sets them), so the hook fails closed.".to_owned(),
-        );
-    };
     let head = match git(dir, &["rev-parse", "HEAD"]).await {
         Ok(h) => h,
         Err(e) => {
@@ -34,6 +29,16 @@ pub(super) async fn standing(recorder: Option<&Recorder>, dir: &Path) -> Approva
                 "Capsid could not read the head commit ({e:#}), so no approval can be matched to it and the hook fails closed."
             ));
         }
+    };
+    standing_for(recorder, &head).await
+}
+
+/// Whether a different agent's approval stands for commit `head`.
+pub(super) async fn standing_for(recorder: Option<&Recorder>, head: &str) -> Approval {
+    let Some(r) = recorder else {
+        return Approval::Missing(
+            "Capsid could not check for one: CAPSID_MCP_URL, CAPSID_RUN_CREDENTIAL (or CAPSID_KEY) and CAPSID_NAMESPACE must name the server, a credential and the namespace (the driver sets them), so the hook fails closed.".to_owned(),
+        );
     };
     let args = json!({"action": "approval", "namespace": r.namespace, "head_sha": head});
     match r.mcp.call("jobs", args).await {

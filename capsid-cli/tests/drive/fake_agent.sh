@@ -1,14 +1,24 @@
 #!/bin/sh
-# A fake Claude Code for the drive tests. Like `claude -p --output-format stream-json`, it
+# A fake Claude Code for the drive tests that the real CLI cannot express (the approval round
+# trips against a fake GitHub, dispatch bounds). Like `claude -p --output-format stream-json`, it
 # reads its prompt (the job body) on stdin, works in its current folder (the job's worktree),
-# runs the hooks the driver installed (read from .claude/settings.json, as Claude Code reads
-# them) with Claude Code's hook event JSON, and prints stream-json ending in a result line.
+# runs the hooks the driver passes with `--settings` (as Claude Code reads them) with Claude
+# Code's hook event JSON, and prints stream-json ending in a result line.
 # `--resume <session>` continues a session with the answer on stdin. What it does is chosen
 # by a MODE= word in the job body. Each step is appended to $FAKE_LOG for the test to read.
 set -u
 log() { printf '%s\n' "$*" >> "$FAKE_LOG"; }
+settings=.claude/settings.json
+resume=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --settings) settings=$2; shift 2 ;;
+    --resume) resume=$2; shift 2 ;;
+    *) shift ;;
+  esac
+done
 hook() {
-  cmd=$(grep -o "\"command\": \"[^\"]* hook $1\"" .claude/settings.json | head -n 1 | sed 's/^"command": "//; s/"$//')
+  cmd=$(grep -o "\"command\": \"[^\"]* hook $1\"" "$settings" | head -n 1 | sed 's/^"command": "//; s/"$//')
   if [ -z "$cmd" ]; then log "no $1 hook installed"; exit 97; fi
   printf '%s' "$2" | sh -c "$cmd"
 }
@@ -17,8 +27,8 @@ stop_event() {
 }
 input=$(cat)
 
-if [ "${1:-}" = "--resume" ]; then
-  session=$2
+if [ -n "$resume" ]; then
+  session=$resume
   log "resume session=$session cwd=$(pwd) input=$input"
   printf '%s\n' "$input" > answer.txt
   git add answer.txt && git commit -qm "Use the answer"

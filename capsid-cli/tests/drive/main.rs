@@ -8,6 +8,7 @@
 
 mod approval;
 mod bounds;
+mod claude;
 mod support;
 
 use bounds::{dispatch_is_bounded_in_depth_and_breadth, runner_settings_come_from_the_namespace};
@@ -37,16 +38,26 @@ macro_rules! both_stores {
     };
 }
 
+claude::claude_cases!(
+    the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_tests,
+    red_tests_fail_the_job_whatever_the_agent_says,
+    a_run_whose_changes_were_all_refused_fails_naming_them,
+    the_agent_cannot_grade_itself_and_holds_no_driver_key,
+    a_question_reaches_a_person_and_the_answer_reaches_the_same_session,
+    a_question_through_the_agents_own_checkpoint_blocks_the_job,
+    a_push_to_main_blocks_with_the_command_and_two_questions_never_overwrite,
+    shell_wrapped_redirected_and_elsewhere_pushes_never_move_main,
+    the_gates_run_at_the_root_after_the_agent_cds_into_a_subfolder,
+    settings_that_do_not_parse_are_refused_before_the_claim,
+    tmux_with_a_server_already_running_works_and_ps_shows_no_secret,
+);
+
 both_stores!(
-    passing_tests_complete_the_job_with_measured_evidence,
-    failing_tests_fail_the_job_with_the_tail_and_never_done,
     a_push_the_build_check_fails_is_denied_by_the_hook,
-    a_question_blocks_then_the_answer_resumes_the_same_session_and_worktree,
     an_unresolvable_credential_stops_before_any_claim,
     two_namespaces_at_once_share_no_worktree_or_checkmark,
     runner_settings_come_from_the_namespace,
     dispatch_is_bounded_in_depth_and_breadth,
-    the_agent_runs_in_a_tmux_session_a_person_can_attach_to,
     max_parallel_runs_one_job_per_key_side_by_side,
 );
 
@@ -105,161 +116,6 @@ fn max_parallel_runs_one_job_per_key_side_by_side(w: &World) {
     );
 }
 
-fn the_agent_runs_in_a_tmux_session_a_person_can_attach_to(w: &World) {
-    let key = w.namespace_with_driver("demo");
-    let root = w.project("demo");
-    let id = w.post("demo", "Widgets in two sizes", "Make widgets. MODE=pass");
-    // A tmux server of this test's own (its socket under the test's folder).
-    let sockets = w.dir.path().join("tmux");
-    std::fs::create_dir_all(&sockets).expect("tmux folder");
-    let out = w
-        .drive("demo", &key, &root, &["--tmux"])
-        .env("TMUX_TMPDIR", &sockets)
-        .env_remove("TMUX")
-        .output()
-        .expect("run capsid drive --tmux");
-    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("tmux attach -t demo__demo-driver"), "{err}");
-    let fake = w.fake_said("demo");
-    assert!(fake.contains("tmux session=demo__demo-driver"), "{fake}");
-    assert_eq!(w.job("demo", &id)["status"], json!("done"));
-    let mark = w.checkmark("demo", "demo-driver");
-    assert_eq!(
-        mark["session_id"],
-        json!(format!("sess-{id}")),
-        "the stream-json came through tmux: {mark}"
-    );
-}
-
-fn passing_tests_complete_the_job_with_measured_evidence(w: &World) {
-    let key = w.namespace_with_driver("demo");
-    let root = w.project("demo");
-    let id = w.post(
-        "demo",
-        "Widgets in two sizes",
-        "Make widgets come in two sizes. MODE=pass",
-    );
-    let out = w.drive_once("demo", &key, &root, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
-
-    let job = w.job("demo", &id);
-    assert_eq!(job["status"], json!("done"), "{job}");
-    let summary = job["result_summary"].as_str().unwrap_or("");
-    assert!(
-        summary.contains("1 commit(s), 2 file(s) changed, 1 test(s) added"),
-        "measured from git: {summary}"
-    );
-    assert!(summary.contains("`sh test.sh` passed"), "{summary}");
-    assert!(summary.contains("`sh build.sh` passed"), "{summary}");
-
-    let mark = w.checkmark("demo", "demo-driver");
-    assert_eq!(mark["status"], json!("done"), "{mark}");
-    assert_eq!(mark["tests_status"], json!("pass"));
-    assert_eq!(mark["build_status"], json!("pass"));
-    assert_eq!(mark["job_id"], json!(id));
-    assert_eq!(mark["session_id"], json!(format!("sess-{id}")));
-    let log = w.tool(
-        &w.human,
-        "checkmarks",
-        json!({"action": "log", "namespace": "demo", "agent": "demo-driver"}),
-    );
-    let summaries: Vec<&str> = log["entries"]
-        .as_array()
-        .expect("entries")
-        .iter()
-        .filter_map(|e| e["summary"].as_str())
-        .collect();
-    assert!(
-        summaries.contains(&"session end"),
-        "the SessionEnd hook checkpointed: {summaries:?}"
-    );
-    let newest = &log["entries"][0];
-    assert_eq!(newest["cost_usd"], json!(0.12), "{log}");
-    assert_eq!(newest["turns"], json!(4));
-    // The agent's push passed the hook (tests and build green) and went out; the driver saw
-    // it on the remote and recorded it, CI pending, with the note that this remote is not GitHub.
-    let head = git_out(&root, &["rev-parse", &format!("capsid/{id}")]);
-    assert_eq!(newest["push_sha"], json!(head), "{log}");
-    assert_eq!(newest["ci_status"], json!("pending"));
-    assert!(
-        newest["decisions"]
-            .as_str()
-            .unwrap_or("")
-            .contains("not GitHub"),
-        "{log}"
-    );
-    let origin = w.dir.path().join("demo-origin.git");
-    assert_eq!(
-        git_out(&origin, &["rev-parse", &format!("capsid/{id}")]),
-        head
-    );
-
-    // The agent ran in the job's worktree on its own branch, and ran the Stop hook (which
-    // passed: no output); the worktree is gone, the branch with the commit stays.
-    let wt = root.join(".capsid/worktrees").join(&id);
-    let fake = w.fake_said("demo");
-    assert!(fake.contains(&format!("cwd={}", wt.display())), "{fake}");
-    assert!(
-        fake.contains("stop: \n") || fake.ends_with("stop: "),
-        "{fake}"
-    );
-    assert!(!wt.exists(), "a done job's worktree is removed");
-    let branch = git_out(
-        &root,
-        &["log", "--format=%s", &format!("capsid/{id}"), "-1"],
-    );
-    assert_eq!(branch, "Widgets in two sizes");
-    assert_eq!(
-        git_out(&root, &["status", "--porcelain"]),
-        "",
-        "the project's own tree is untouched"
-    );
-}
-
-fn failing_tests_fail_the_job_with_the_tail_and_never_done(w: &World) {
-    let key = w.namespace_with_driver("demo");
-    let root = w.project("demo");
-    let id = w.post("demo", "Break the widgets", "Change the widgets. MODE=fail");
-    let out = w.drive_once("demo", &key, &root, &[]);
-    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
-
-    let job = w.job("demo", &id);
-    assert_eq!(job["status"], json!("failed"), "{job}");
-    let reason = job["result_summary"].as_str().unwrap_or("");
-    assert!(
-        reason.contains("The test gate failed: `sh test.sh` ended with exit code 1"),
-        "{reason}"
-    );
-    assert!(
-        reason.contains("assertion failed: widgets are broken"),
-        "the failing tail: {reason}"
-    );
-
-    // The Stop hook refused to let the turn end on the broken suite.
-    let fake = w.fake_said("demo");
-    let stop = fake
-        .lines()
-        .find(|l| l.starts_with("stop: "))
-        .expect("the Stop hook ran");
-    let answer: serde_json::Value = serde_json::from_str(&stop["stop: ".len()..]).expect("JSON");
-    assert_eq!(answer["decision"], json!("block"));
-    assert!(
-        answer["reason"]
-            .as_str()
-            .unwrap_or("")
-            .contains("assertion failed: widgets are broken")
-    );
-
-    let mark = w.checkmark("demo", "demo-driver");
-    assert_ne!(mark["status"], json!("done"), "{mark}");
-    assert_eq!(mark["tests_status"], json!("fail"), "{mark}");
-    assert!(
-        root.join(".capsid/worktrees").join(&id).exists(),
-        "kept for inspection"
-    );
-}
-
 fn a_push_the_build_check_fails_is_denied_by_the_hook(w: &World) {
     let key = w.namespace_with_driver("demo");
     let root = w.project("demo");
@@ -303,74 +159,6 @@ fn a_push_the_build_check_fails_is_denied_by_the_hook(w: &World) {
     );
     let mark = w.checkmark("demo", "demo-driver");
     assert_eq!(mark["build_status"], json!("fail"), "{mark}");
-}
-
-fn a_question_blocks_then_the_answer_resumes_the_same_session_and_worktree(w: &World) {
-    let key = w.namespace_with_driver("demo");
-    let root = w.project("demo");
-    let id = w.post(
-        "demo",
-        "Pick a cache",
-        "Add a cache; ask which store. MODE=ask",
-    );
-    let out = w.drive_once("demo", &key, &root, &[]);
-    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
-
-    let fake = w.fake_said("demo");
-    let ask = fake
-        .lines()
-        .find(|l| l.starts_with("ask: "))
-        .expect("the hook ran");
-    let answer: serde_json::Value = serde_json::from_str(&ask["ask: ".len()..]).expect("JSON");
-    assert_eq!(
-        answer["hookSpecificOutput"]["permissionDecision"],
-        json!("defer")
-    );
-
-    let job = w.job("demo", &id);
-    assert_eq!(job["status"], json!("blocked"), "{job}");
-    let summary = job["result_summary"].as_str().unwrap_or("");
-    assert!(
-        summary.contains("Postgres or SQLite for the cache?"),
-        "{summary}"
-    );
-    assert!(
-        summary.contains("/api/projects/demo/agents/demo-driver/answer"),
-        "the command that resumes it: {summary}"
-    );
-    let mark = w.checkmark("demo", "demo-driver");
-    assert_eq!(mark["status"], json!("paused_for_input"), "{mark}");
-    assert_eq!(
-        mark["open_question"],
-        json!("Postgres or SQLite for the cache? (options: Postgres; SQLite)")
-    );
-    assert_eq!(mark["session_id"], json!(format!("sess-{id}")));
-
-    // A human answers over the Handler API and asks for the resume.
-    let (status, body) = w.api(
-        "POST",
-        "/api/projects/demo/agents/demo-driver/answer",
-        Some(json!({"answer": "Postgres: the cache is shared by replicas.", "resume": true})),
-    );
-    assert_eq!(status, 200, "{body}");
-
-    let out = w.drive_once("demo", &key, &root, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
-    let fake = w.fake_said("demo");
-    let wt = root.join(".capsid/worktrees").join(&id);
-    assert!(
-        fake.contains(&format!(
-            "resume session=sess-{id} cwd={} input=Postgres: the cache is shared by replicas.",
-            wt.display()
-        )),
-        "the same session, in the same worktree, with the answer on its input: {fake}"
-    );
-    let job = w.job("demo", &id);
-    assert_eq!(job["status"], json!("done"), "{job}");
-    let branch = git_out(&root, &["show", &format!("capsid/{id}:answer.txt")]);
-    assert_eq!(branch, "Postgres: the cache is shared by replicas.");
-    let mark = w.checkmark("demo", "demo-driver");
-    assert_eq!(mark["status"], json!("done"), "{mark}");
 }
 
 fn an_unresolvable_credential_stops_before_any_claim(w: &World) {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
+use capsid_tests::fake_claude::{FakeClaude, claude_env, require_claude};
 use capsid_tests::harness::{TestDatabase, fresh_database};
 use serde_json::{Value, json};
 
@@ -46,6 +47,8 @@ pub struct World {
     runtime: tokio::runtime::Runtime,
     /// Extra environment of every `capsid` this world runs (the GitHub App's settings).
     env: Vec<(String, String)>,
+    /// The fake Messages API the real Claude Code talks to, once started.
+    claude: Option<(FakeClaude, Vec<(String, String)>)>,
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -94,6 +97,7 @@ impl World {
             human: String::new(),
             runtime,
             env,
+            claude: None,
         };
         w.serve();
         let minted = w.cli_json(&[
@@ -420,6 +424,88 @@ pub fn git_out(dir: &Path, args: &[&str]) -> String {
 }
 
 impl World {
+    /// Starts the fake Messages API for the real Claude Code CLI; `false` (after saying the
+    /// case did not run) when the CLI is not installed outside CI.
+    pub fn with_claude(&mut self, case: &str) -> bool {
+        let Some(bin) = require_claude(case) else {
+            return false;
+        };
+        let fake = FakeClaude::start();
+        let env = claude_env(&fake, &bin, self.dir.path());
+        self.claude = Some((fake, env));
+        true
+    }
+
+    /// The fake Messages API.
+    pub fn fake(&self) -> &FakeClaude {
+        &self.claude.as_ref().expect("with_claude first").0
+    }
+
+    /// The `HOME` the real Claude Code runs with.
+    pub fn claude_home(&self) -> PathBuf {
+        self.dir.path().join("claude-home")
+    }
+
+    /// `capsid drive --once` with the real Claude Code as the agent (the default agent
+    /// command), not yet waited on.
+    pub fn drive_claude(&self, ns: &str, key: &str, root: &Path, extra: &[&str]) -> Command {
+        let (_, env) = self.claude.as_ref().expect("with_claude first");
+        let mut c = self.command();
+        c.args(["drive", "--once", "--namespace", ns, "--url", &self.url])
+            .arg("--root-dir")
+            .arg(root)
+            .args([
+                "--test-command",
+                "sh test.sh",
+                "--build-command",
+                "sh build.sh",
+            ])
+            .args(extra)
+            .env_remove("CAPSID_AGENT_COMMAND")
+            .env_remove("CAPSID_AGENT_ARGS")
+            .env_remove("CAPSID_CREDENTIAL_REF")
+            .env("CAPSID_KEY", key)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env("GIT_AUTHOR_NAME", "Claude Code")
+            .env("GIT_AUTHOR_EMAIL", "agent@capsid.invalid")
+            .env("GIT_COMMITTER_NAME", "Claude Code")
+            .env("GIT_COMMITTER_EMAIL", "agent@capsid.invalid");
+        c
+    }
+
+    /// Runs [`World::drive_claude`] to its end.
+    pub fn drive_claude_once(&self, ns: &str, key: &str, root: &Path, extra: &[&str]) -> Output {
+        self.drive_claude(ns, key, root, extra)
+            .output()
+            .expect("run capsid drive")
+    }
+
+    /// The HTTP status `/ops/mcp` answers a `tools/list` with `key`.
+    pub fn mcp_status(&self, key: &str) -> u16 {
+        let url = format!("{}/ops/mcp", self.url);
+        self.runtime.block_on(async {
+            reqwest::Client::new()
+                .post(&url)
+                .bearer_auth(key)
+                .header("accept", "application/json, text/event-stream")
+                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+                .send()
+                .await
+                .expect("POST")
+                .status()
+                .as_u16()
+        })
+    }
+
+    /// The checkmark log of `agent` in `ns`.
+    pub fn log(&self, ns: &str, agent: &str) -> Value {
+        self.tool(
+            &self.human,
+            "checkmarks",
+            json!({"action": "log", "namespace": ns, "agent": agent}),
+        )
+    }
+
     /// Mints a driver `name` for `ns` (the namespace already registered): its key.
     pub fn mint_driver(&self, name: &str, ns: &str) -> String {
         let minted = self.cli_json(&[

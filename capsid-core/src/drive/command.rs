@@ -22,10 +22,17 @@ pub enum Gated {
     /// `git merge` (into the current branch).
     GitMerge,
     /// `gh pr merge` (into the pull request's base), with the pull request's number when the
-    /// command names one (`gh pr merge 12`, or its URL).
+    /// command names one (`gh pr merge 12`, or its URL), and `gh api` calls that merge a pull
+    /// request (`PUT .../pulls/N/merge`, the GraphQL `mergePullRequest` mutation).
     PrMerge {
         /// The number named, if any (none: the current branch's pull request).
         number: Option<u64>,
+    },
+    /// A push or merge whose target the hook cannot read from the text (the shell computes
+    /// it: a variable, a command substitution, `xargs`, `eval`): refused, failing closed.
+    Unreadable {
+        /// What made it unreadable.
+        why: String,
     },
 }
 
@@ -150,26 +157,7 @@ pub fn classify_words(words: &[String]) -> Option<Gated> {
     let words = program_words(words);
     let (program, args) = words.split_first()?;
     if is_program(program, "gh") {
-        let mut positional = Vec::new();
-        let mut i = 0;
-        while i < args.len() {
-            match args[i].as_str() {
-                "-R" | "--repo" => i += 2,
-                a if a.starts_with('-') => i += 1,
-                a => {
-                    positional.push(a);
-                    i += 1;
-                }
-            }
-        }
-        if !positional.starts_with(&["pr", "merge"]) {
-            return None;
-        }
-        let number = positional.get(2).and_then(|p| {
-            let tail = p.rsplit('/').next().unwrap_or(p);
-            tail.trim_start_matches('#').parse::<u64>().ok()
-        });
-        return Some(Gated::PrMerge { number });
+        return classify_gh(args);
     }
     if !is_program(program, "git") {
         return None;
@@ -192,6 +180,100 @@ pub fn classify_words(words: &[String]) -> Option<Gated> {
         "push" => Some(push_targets(rest)),
         _ => None,
     }
+}
+
+/// `gh`'s options (global, `pr merge`'s and `api`'s) that take the next word as their value.
+const GH_VALUED: &[&str] = &[
+    "-R",
+    "--repo",
+    "-t",
+    "--subject",
+    "-b",
+    "--body",
+    "-F",
+    "--body-file",
+    "--match-head-commit",
+    "-A",
+    "--author-email",
+    "-X",
+    "--method",
+    "-f",
+    "--raw-field",
+    "--field",
+    "-H",
+    "--header",
+    "--hostname",
+    "--input",
+    "-q",
+    "--jq",
+    "--template",
+    "--cache",
+    "-p",
+    "--preview",
+];
+
+/// What a `gh` command does, if the hooks gate it: `gh pr merge [<number>|<url>|<branch>]`,
+/// and `gh api` calls that merge (a `PUT` to `.../pulls/N/merge`, or a GraphQL query naming
+/// `mergePullRequest`).
+fn classify_gh(args: &[String]) -> Option<Gated> {
+    let mut positional: Vec<&str> = Vec::new();
+    let mut method: Option<String> = None;
+    let mut values: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if let Some((flag, value)) = a.split_once('=').filter(|(f, _)| f.starts_with("--")) {
+            if flag == "--method" {
+                method = Some(value.to_ascii_uppercase());
+            }
+            values.push(value);
+            i += 1;
+        } else if GH_VALUED.contains(&a) {
+            if let Some(v) = args.get(i + 1) {
+                if a == "-X" || a == "--method" {
+                    method = Some(v.to_ascii_uppercase());
+                }
+                values.push(v);
+            }
+            i += 2;
+        } else if a.starts_with('-') {
+            i += 1;
+        } else {
+            positional.push(a);
+            i += 1;
+        }
+    }
+    if positional.starts_with(&["pr", "merge"]) {
+        let number = positional.get(2).and_then(|p| {
+            let tail = p.trim_end_matches('/').rsplit('/').next().unwrap_or(p);
+            tail.trim_start_matches('#').parse::<u64>().ok()
+        });
+        return Some(Gated::PrMerge { number });
+    }
+    if positional.first() == Some(&"api") {
+        let endpoint = positional.get(1).copied().unwrap_or("");
+        let graphql_merge = values
+            .iter()
+            .chain(positional.iter())
+            .any(|v| v.contains("mergePullRequest"));
+        if graphql_merge {
+            return Some(Gated::PrMerge { number: None });
+        }
+        let parts: Vec<&str> = endpoint.trim_matches('/').split('/').collect();
+        if parts.len() >= 3
+            && parts[parts.len() - 1] == "merge"
+            && parts[parts.len() - 3] == "pulls"
+        {
+            // `gh api` defaults to GET (POST with fields); a merge endpoint is refused for
+            // any method but an explicit GET, failing closed.
+            if method.as_deref() != Some("GET") {
+                return Some(Gated::PrMerge {
+                    number: parts[parts.len() - 2].parse().ok(),
+                });
+            }
+        }
+    }
+    None
 }
 
 /// `git push`'s options that take the next word as their value.
@@ -229,7 +311,11 @@ fn push_targets(args: &[String]) -> Gated {
                 // `src:` is not a push of anything.
                 return None;
             }
-            let strip = |r: &str| r.strip_prefix("refs/heads/").unwrap_or(r).to_owned();
+            // git expands `heads/main` and `refs/heads/main` to the same ref as `main`.
+            let strip = |r: &str| {
+                let r = r.strip_prefix("refs/").unwrap_or(r);
+                r.strip_prefix("heads/").unwrap_or(r).to_owned()
+            };
             Some((strip(src), strip(dst)))
         })
         .filter(|(_, b)| !b.is_empty() && !b.starts_with("refs/tags/"))
@@ -241,12 +327,281 @@ fn push_targets(args: &[String]) -> Gated {
     }
 }
 
-/// Everything `line` does that the hooks gate, in order.
+/// Shells whose `-c` argument is a command line of its own.
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "fish"];
+
+/// Everything `line` does that the hooks gate, in order. A command line inside `sh -c`,
+/// `bash -c` and the like is read too; git or gh found after any wrapper (`timeout 60`,
+/// `nice`, `xargs`, ...) counts; a push or merge whose arguments come from the shell
+/// (`$VAR`, `$(...)`, backticks), from `xargs` or from `eval` is [`Gated::Unreadable`].
 pub fn classify(line: &str) -> Vec<Gated> {
-    simple_commands(line)
-        .iter()
-        .filter_map(|w| classify_words(w))
-        .collect()
+    classify_depth(line, 0)
+}
+
+fn classify_depth(line: &str, depth: usize) -> Vec<Gated> {
+    if depth > 8 {
+        return vec![Gated::Unreadable {
+            why: "shells nested too deep to read".into(),
+        }];
+    }
+    let computed = line.contains('$') || line.contains('`');
+    let mut out = Vec::new();
+    for words in simple_commands(line) {
+        let words = program_words(&words);
+        let Some(first) = words.first() else { continue };
+        let base = first.rsplit('/').next().unwrap_or(first);
+        if SHELLS.contains(&base) {
+            if let Some(pos) = words.iter().position(|w| {
+                w == "-c" || (w.starts_with('-') && !w.starts_with("--") && w.contains('c'))
+            }) && let Some(code) = words.get(pos + 1)
+            {
+                out.extend(classify_depth(code, depth + 1));
+            }
+            continue;
+        }
+        if base == "eval" {
+            let code = words[1..].join(" ");
+            for g in classify_depth(&code, depth + 1) {
+                out.push(match g {
+                    Gated::Unreadable { .. } => g,
+                    _ => Gated::Unreadable {
+                        why: "a push or merge run through `eval`".into(),
+                    },
+                });
+            }
+            continue;
+        }
+        // git or gh anywhere in the command (after a wrapper such as `timeout 60` or `nice`).
+        let Some(pos) = words
+            .iter()
+            .position(|w| is_program(w, "git") || is_program(w, "gh"))
+        else {
+            continue;
+        };
+        let Some(g) = classify_words(&words[pos..]) else {
+            continue;
+        };
+        let via_xargs = words[..pos]
+            .iter()
+            .any(|w| w.rsplit('/').next() == Some("xargs"));
+        out.push(if via_xargs {
+            Gated::Unreadable {
+                why: "`xargs` supplies the push's or merge's arguments from its input".into(),
+            }
+        } else if computed {
+            Gated::Unreadable {
+                why: "the command line computes words with `$` or backticks, so where it pushes or what it merges cannot be read".into(),
+            }
+        } else {
+            g
+        });
+    }
+    out
+}
+
+/// Why `line` would skip or rewire git's own hooks or redirect a push, if it would: the
+/// PreToolUse gate refuses these outright, anywhere in the command line (`--no-verify`,
+/// `core.hooksPath`, git's plumbing that pushes without hooks, `-c` overrides of push, alias,
+/// remote, url or core settings, git's configuration through the environment, another git
+/// directory). Fails closed: a mention inside quotes counts.
+pub fn hook_bypass(line: &str) -> Option<String> {
+    let lower = line.to_ascii_lowercase();
+    for (needle, what) in [
+        ("--no-verify", "`--no-verify` skips git's pre-push hook"),
+        ("core.hookspath", "`core.hooksPath` rewires git's hooks"),
+        (
+            "send-pack",
+            "`git send-pack` pushes without git's pre-push hook",
+        ),
+        (
+            "receive-pack",
+            "`receive-pack` pushes without git's pre-push hook",
+        ),
+        (
+            "http-push",
+            "`git http-push` pushes without git's pre-push hook",
+        ),
+        (
+            "git_config_parameters",
+            "`GIT_CONFIG_PARAMETERS` rewrites git's configuration",
+        ),
+        (
+            "git_config_count",
+            "`GIT_CONFIG_COUNT` rewrites git's configuration",
+        ),
+        (
+            "git_config_key_",
+            "`GIT_CONFIG_KEY_n` rewrites git's configuration",
+        ),
+        (
+            "git_config_global",
+            "`GIT_CONFIG_GLOBAL` swaps git's configuration",
+        ),
+        (
+            "git_config_system",
+            "`GIT_CONFIG_SYSTEM` swaps git's configuration",
+        ),
+        ("git_dir=", "`GIT_DIR` points git at another repository"),
+        (
+            "git_work_tree=",
+            "`GIT_WORK_TREE` points git at another checkout",
+        ),
+        ("--git-dir", "`--git-dir` points git at another repository"),
+        (
+            "--work-tree",
+            "`--work-tree` points git at another checkout",
+        ),
+        (
+            "--config-env",
+            "`--config-env` overrides git's configuration",
+        ),
+        (
+            "extensions.worktreeconfig",
+            "`extensions.worktreeConfig` rewires the worktree's configuration",
+        ),
+        (
+            "--worktree",
+            "`git config --worktree` rewires the worktree's configuration",
+        ),
+    ] {
+        if lower.contains(needle) {
+            return Some(what.to_owned());
+        }
+    }
+    for words in simple_commands(line) {
+        let mut rest = words.as_slice();
+        while let Some(pos) = rest.iter().position(|w| is_program(w, "git")) {
+            let after = &rest[pos + 1..];
+            let mut i = 0;
+            while i < after.len() {
+                let a = after[i].as_str();
+                if a == "-c" {
+                    let key = after
+                        .get(i + 1)
+                        .map(|k| k.to_ascii_lowercase())
+                        .unwrap_or_default();
+                    let key = key.split('=').next().unwrap_or("");
+                    if [
+                        "alias.",
+                        "remote.",
+                        "push.",
+                        "url.",
+                        "core.",
+                        "branch.",
+                        "include",
+                        "credential.",
+                    ]
+                    .iter()
+                    .any(|p| key.starts_with(p))
+                    {
+                        return Some(format!(
+                            "`git -c {key}=...` overrides what a push sends or where it goes"
+                        ));
+                    }
+                    i += 2;
+                } else if GIT_VALUED.contains(&a) {
+                    i += 2;
+                } else if a.starts_with('-') {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            // `git config ... alias.x push` / `remote.*.push` / `push.*` written for later.
+            if after.get(i).map(String::as_str) == Some("config") {
+                let keys = after[i + 1..].iter().map(|w| w.to_ascii_lowercase());
+                for k in keys {
+                    if k.starts_with("alias.")
+                        || k.starts_with("push.")
+                        || k.starts_with("url.")
+                        || (k.starts_with("remote.")
+                            && (k.ends_with(".push")
+                                || k.ends_with(".url")
+                                || k.ends_with(".pushurl")))
+                        || (k.starts_with("branch.") && k.ends_with(".merge"))
+                    {
+                        return Some(format!(
+                            "`git config {k}` changes what a later push sends or where it goes"
+                        ));
+                    }
+                }
+            }
+            rest = after;
+        }
+    }
+    None
+}
+
+/// The folders `line` moves to or points git at (`cd DIR`, `pushd DIR`, `git -C DIR`), as
+/// written, and whether it moves somewhere the text does not say (`cd` alone, `cd -`, `~`).
+pub fn places(line: &str) -> (Vec<String>, bool) {
+    let mut dirs = Vec::new();
+    let mut unknown = false;
+    for words in simple_commands(line) {
+        let words = program_words(&words);
+        if let Some("cd" | "pushd" | "popd") = words.first().map(String::as_str) {
+            let args: Vec<&String> = words[1..]
+                .iter()
+                .filter(|w| !w.starts_with('-') || w.as_str() == "-")
+                .collect();
+            match args.first() {
+                Some(d) if d.as_str() != "-" && !d.starts_with('~') && !d.contains('$') => {
+                    dirs.push((*d).clone())
+                }
+                _ => unknown = true,
+            }
+        }
+        let mut i = 0;
+        while i < words.len() {
+            if is_program(&words[i], "git") {
+                let mut j = i + 1;
+                while j < words.len() && words[j].starts_with('-') {
+                    if words[j] == "-C" {
+                        match words.get(j + 1) {
+                            Some(d) if !d.starts_with('~') && !d.contains('$') => {
+                                dirs.push(d.clone())
+                            }
+                            _ => unknown = true,
+                        }
+                    }
+                    j += if GIT_VALUED.contains(&words[j].as_str()) {
+                        2
+                    } else {
+                        1
+                    };
+                }
+            }
+            i += 1;
+        }
+    }
+    (dirs, unknown)
+}
+
+/// `dir` (absolute, or relative to `cwd`) with `.` and `..` resolved as text.
+pub fn resolve_path(cwd: &str, dir: &str) -> String {
+    let joined = if dir.starts_with('/') {
+        dir.to_owned()
+    } else {
+        format!("{}/{dir}", cwd.trim_end_matches('/'))
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for p in joined.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// Whether `path` is `root` or inside it (both resolved as text).
+pub fn inside(root: &str, path: &str) -> bool {
+    let root = resolve_path("/", root);
+    let path = resolve_path("/", path);
+    path == root || path.starts_with(&format!("{}/", root.trim_end_matches('/')))
 }
 
 #[cfg(test)]
@@ -291,13 +646,16 @@ mod tests {
             ("cd sub; git push", push(&[])),
             ("true || git 'push' origin x", push(&["x"])),
             ("(cd a && git push origin y)", push(&["y"])),
-            ("echo $(git push origin z)", push(&["z"])),
             ("git push -o ci.skip origin w", push(&["w"])),
             ("git push origin :old", push_from("", "old")),
             ("sudo -E git push origin q", push(&["q"])),
         ] {
             assert_eq!(classify(line), vec![want], "{line}");
         }
+        assert!(matches!(
+            classify("echo $(git push origin z)").as_slice(),
+            [Gated::Unreadable { .. }]
+        ));
         assert_eq!(
             classify("git push --all origin"),
             vec![Gated::Push {

@@ -8,7 +8,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::command::{Gated, classify};
+use super::command::{Gated, classify, hook_bypass, inside, places, resolve_path};
 use super::{REASON_MAX, tail};
 use crate::checkmarks::QUESTION_MAX;
 
@@ -64,6 +64,9 @@ pub struct Branches {
     pub current: Option<String>,
     /// The repository's default branch.
     pub default: Option<String>,
+    /// The worktree's root (the project folder the agent works in), when known: a git command
+    /// run after leaving it is refused, since another checkout has none of this one's hooks.
+    pub root: Option<String>,
 }
 
 /// What a `PreToolUse` event asks of the hook.
@@ -184,16 +187,51 @@ fn plan_bash(
     branches: &Branches,
     approved: Option<StandingApproval>,
 ) -> PrePlan {
+    let human = match cwd {
+        Some(dir) => format!("cd {} && {line}", shell_quote(dir)),
+        None => line.to_owned(),
+    };
+    let refuse_outright = |why: String| PrePlan::Deny {
+        reason: format!(
+            "{why}, and Capsid's gates must see every push and merge, so this command is refused. Run git from the worktree without it; a step only a human may take is left for a human: `{human}`."
+        ),
+        command: human.clone(),
+        approvable: false,
+    };
+    if let Some(why) = hook_bypass(line) {
+        return refuse_outright(why);
+    }
     let gated = classify(line);
+    let mentions_git = super::command::simple_commands(line)
+        .iter()
+        .flatten()
+        .any(|w| {
+            let base = w.rsplit('/').next().unwrap_or(w);
+            base == "git" || base == "gh"
+        });
+    if let (Some(root), true) = (branches.root.as_deref(), mentions_git || !gated.is_empty()) {
+        let here = cwd.unwrap_or(root);
+        let (dirs, unknown) = places(line);
+        if unknown {
+            return refuse_outright(
+                "This command moves to a folder its text does not name (`cd` alone, `cd -`, `~` or a variable) and runs git there".into(),
+            );
+        }
+        if let Some(outside) = dirs
+            .iter()
+            .map(|d| resolve_path(here, d))
+            .find(|d| !inside(root, d))
+        {
+            return refuse_outright(format!(
+                "This command runs git in {outside}, outside the worktree {root}"
+            ));
+        }
+    }
     if gated.is_empty() {
         return PrePlan::Pass;
     }
     let protected = protected_branches(branches.default.as_deref());
     let is_protected = |b: &str| protected.iter().any(|p| p == b);
-    let human = match cwd {
-        Some(dir) => format!("cd {} && {line}", shell_quote(dir)),
-        None => line.to_owned(),
-    };
     let deny = |why: String| PrePlan::Deny {
         reason: format!(
             "{why} It needs a different agent's approval of the current head, and none stands; push to a feature branch and open a pull request instead, or stop and leave this for a human: `{human}`."
@@ -212,6 +250,9 @@ fn plan_bash(
     let mut pushes = false;
     for g in gated {
         match g {
+            Gated::Unreadable { why } => {
+                return refuse(format!("The hook cannot read this push or merge: {why}."));
+            }
             Gated::PrMerge { number } => match (approved, number) {
                 (None, _) => {
                     return deny("`gh pr merge` merges into a protected branch.".into());
@@ -297,6 +338,40 @@ pub fn stop_block(reason: &str) -> Value {
     json!({ "decision": "block", "reason": tail(reason, REASON_MAX) })
 }
 
+/// The answer to a replayed `AskUserQuestion`: when a person answered `answered` (the
+/// question as [`question_text`] reads it) with `answer`, the resumed session's replay of that
+/// same call is allowed with the answer filled in (`updatedInput.answers`, one entry per
+/// question), so the model reads it as the tool's result; any other question is `None` and is
+/// deferred to a person like the first.
+pub fn answered_question(
+    tool_input: Option<&Value>,
+    answered: &str,
+    answer: &str,
+) -> Option<Value> {
+    if question_text(tool_input).trim() != answered.trim() {
+        return None;
+    }
+    let mut updated = tool_input.cloned().unwrap_or_else(|| json!({}));
+    let mut answers = serde_json::Map::new();
+    for q in updated["questions"].as_array().into_iter().flatten() {
+        if let Some(text) = q["question"].as_str() {
+            answers.insert(text.to_owned(), json!(answer));
+        }
+    }
+    if answers.is_empty() {
+        return None;
+    }
+    updated["answers"] = Value::Object(answers);
+    Some(json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "A person answered this question; Capsid passes the answer on.",
+            "updatedInput": updated,
+        }
+    }))
+}
+
 /// A `PreToolUse` decision (`deny`, `defer`, ...) with its reason.
 pub fn pre_tool_use(decision: &str, reason: &str) -> Value {
     json!({
@@ -327,6 +402,7 @@ mod tests {
         Branches {
             current: Some(branch.into()),
             default: Some("trunk".into()),
+            root: None,
         }
     }
 
@@ -434,6 +510,7 @@ mod tests {
         let detached = Branches {
             current: None,
             default: Some("trunk".into()),
+            root: None,
         };
         assert!(matches!(
             plan_pre_tool_use_approved(&bash("git push origin"), &detached, on_pr(Some(4))),
@@ -464,6 +541,83 @@ mod tests {
             }
         );
         assert!(HookInput::parse("not json").is_err());
+    }
+
+    #[test]
+    fn an_answered_question_is_allowed_with_its_answer_and_another_is_not() {
+        let input = json!({"questions": [{"question": "Which store?", "header": "Store",
+            "options": [{"label": "PG", "description": "p"}], "multiSelect": false}]});
+        let asked = question_text(Some(&input));
+        let out = answered_question(Some(&input), &asked, "SQLite please").expect("answered");
+        let h = &out["hookSpecificOutput"];
+        assert_eq!(h["permissionDecision"], "allow");
+        assert_eq!(
+            h["updatedInput"]["answers"]["Which store?"],
+            "SQLite please"
+        );
+        assert_eq!(h["updatedInput"]["questions"], input["questions"]);
+        let other = json!({"questions": [{"question": "Which port?"}]});
+        assert_eq!(answered_question(Some(&other), &asked, "x"), None);
+        assert_eq!(answered_question(None, &asked, "x"), None);
+    }
+
+    #[test]
+    fn bypasses_wrappers_and_other_checkouts_are_refused() {
+        let rooted = Branches {
+            current: Some("capsid/job_1".into()),
+            default: Some("main".into()),
+            root: Some("/w/t".into()),
+        };
+        for cmd in [
+            "sh -c 'git push origin HEAD:main'",
+            "bash -c \"git push origin HEAD:main\"",
+            "eval 'git push origin HEAD:main'",
+            "timeout 60 git push origin HEAD:main",
+            "nice git push origin HEAD:main",
+            "echo HEAD:main | xargs git push origin",
+            "git -c remote.origin.push=HEAD:refs/heads/main push origin",
+            "git -c alias.p=push p origin HEAD:main",
+            "git send-pack origin HEAD:main",
+            "git config remote.origin.push HEAD:refs/heads/main",
+            "git push --no-verify origin topic",
+            "git -c core.hooksPath=/dev/null push origin topic",
+            "git push origin HEAD:heads/main",
+            "git push origin HEAD:refs/heads/main",
+            "B=main; git push origin HEAD:$B",
+            "git push origin HEAD:$(echo main)",
+            "gh api -X PUT repos/o/r/pulls/12/merge",
+            "gh api graphql -f query='mutation { mergePullRequest(input: {}) { clientMutationId } }'",
+            "git -C /elsewhere push origin topic",
+            "cd /elsewhere && git push origin topic",
+            "cd .. && git push origin topic",
+            "cd && git status",
+            "GIT_DIR=/x/.git git push origin topic",
+        ] {
+            assert!(
+                matches!(plan_pre_tool_use(&bash(cmd), &rooted), PrePlan::Deny { .. }),
+                "{cmd} is not denied"
+            );
+        }
+        for cmd in [
+            "cd sub && git push origin capsid/job_1",
+            "git -C sub status",
+            "cd /tmp && ls",
+            "git push origin capsid/job_1",
+        ] {
+            assert!(
+                !matches!(plan_pre_tool_use(&bash(cmd), &rooted), PrePlan::Deny { .. }),
+                "{cmd} is denied"
+            );
+        }
+        // `-t <subject>` is the merge's subject, not its pull request.
+        assert_eq!(
+            classify("gh pr merge -t ship-it 7"),
+            vec![Gated::PrMerge { number: Some(7) }]
+        );
+        assert_eq!(
+            classify("gh pr merge --subject 12 --body x 9"),
+            vec![Gated::PrMerge { number: Some(9) }]
+        );
     }
 
     #[test]

@@ -26,6 +26,26 @@ pub struct SessionReport {
     pub deferred_question: Option<String>,
     /// The Bash commands the session was refused (`permission_denials`), in order.
     pub denied_commands: Vec<String>,
+    /// Every tool call the session was refused, as `Tool: short input`, in order.
+    pub denials: Vec<String>,
+    /// How long the session took, in milliseconds.
+    pub duration_ms: Option<u64>,
+}
+
+/// A refused tool call as one short line: `Bash: git commit -m x`, `Write: src/a.rs`.
+fn denial_line(d: &Value) -> String {
+    let tool = d
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .unwrap_or("a tool");
+    let input = &d["tool_input"];
+    let what = ["command", "file_path", "path", "url", "pattern"]
+        .iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str))
+        .map(str::to_owned)
+        .unwrap_or_else(|| input.to_string());
+    let what: String = what.chars().take(160).collect();
+    format!("{tool}: {what}")
 }
 
 /// Reads the session report from an agent's standard output, if it has one. The session id
@@ -75,6 +95,12 @@ pub fn read_report(stdout: &str) -> Option<SessionReport> {
                             .collect()
                     })
                     .unwrap_or_default(),
+                denials: v
+                    .get("permission_denials")
+                    .and_then(Value::as_array)
+                    .map(|ds| ds.iter().map(denial_line).collect())
+                    .unwrap_or_default(),
+                duration_ms: v.get("duration_ms").and_then(Value::as_u64),
             });
         } else if let Some(s) = session {
             let r = report.get_or_insert_with(SessionReport::default);

@@ -25,6 +25,9 @@ pub struct GitFacts {
     pub tests_added: u64,
     /// The pull request the agent opened, if any.
     pub pr: Option<String>,
+    /// Whether the worktree has no uncommitted change (tracked or untracked, ignored files
+    /// aside).
+    pub clean_tree: bool,
 }
 
 /// What the hooks left in the driver's checkmark for this job.
@@ -45,6 +48,9 @@ pub enum Close {
         summary: String,
         /// `{commits, files_changed, tests_added, prs}`.
         evidence: Value,
+        /// Nothing was shipped and the tree is clean (a scout's run): no test gate ran, and
+        /// the checkpoint says `tests_status: skipped` with `clean_tree: true`.
+        scout: bool,
     },
     /// `jobs fail` with this reason.
     Fail {
@@ -89,6 +95,9 @@ pub struct RunFacts<'a> {
     pub git: &'a GitFacts,
     /// The command that resumes a paused run once its question is answered.
     pub resume_command: &'a str,
+    /// What went wrong with the gates themselves (none of Capsid's hooks reported during the
+    /// session, the worktree's git hook configuration changed): no verdict is taken then.
+    pub gates_tampered: Option<&'a str>,
 }
 
 /// The first command the session was refused because only a human may run it (a push to a
@@ -145,10 +154,13 @@ fn bounded(text: &str) -> String {
     text.chars().take(JOB_TEXT_MAX).collect()
 }
 
-/// How the run closes its job.
-pub fn close(f: &RunFacts<'_>) -> Close {
+/// How the run closes before any gate runs, if it does: a question or a human gate blocks it;
+/// tampered gates fail it; refused tool calls with nothing shipped fail it, naming them; a clean
+/// tree with nothing shipped and nothing refused is a scout's run, done with the tests skipped;
+/// changes left uncommitted fail it. `None`: the driver runs its test gate and build check.
+pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
     if let Some(early) = stopped_early(f.report, f.hooks) {
-        return match early {
+        return Some(match early {
             Close::Block {
                 reason,
                 question: true,
@@ -159,7 +171,52 @@ pub fn close(f: &RunFacts<'_>) -> Close {
                 question: true,
             },
             other => other,
-        };
+        });
+    }
+    if let Some(why) = f.gates_tampered {
+        return Some(Close::Fail {
+            reason: bounded(&format!(
+                "Capsid's gates cannot vouch for this run: {why}. Nothing the agent did is taken as done."
+            )),
+        });
+    }
+    let denials: &[String] = f.report.map_or(&[], |r| r.denials.as_slice());
+    if f.git.commits == 0 && !denials.is_empty() {
+        return Some(Close::Fail {
+            reason: bounded(&format!(
+                "The agent shipped nothing, and its session was refused {} tool call(s): {}. Give the agent the permissions its work needs (the driver's permission mode) or change the job.",
+                denials.len(),
+                denials.join("; ")
+            )),
+        });
+    }
+    if f.git.commits == 0 && !f.git.clean_tree {
+        return Some(Close::Fail {
+            reason: "The agent changed files but committed none of it; uncommitted work is not shipped. Its worktree is kept for a day.".into(),
+        });
+    }
+    if f.git.commits == 0 && f.agent_exit == Some(0) && !f.report.is_some_and(|r| r.is_error) {
+        let said = f
+            .report
+            .and_then(|r| r.result.as_deref())
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("The agent finished.");
+        return Some(Close::Complete {
+            summary: bounded(&format!(
+                "{said} Measured by the driver: nothing was committed and the tree is clean (a scout's run), so the test gate was skipped."
+            )),
+            evidence: json!({"commits": 0, "files_changed": 0, "tests_added": 0}),
+            scout: true,
+        });
+    }
+    None
+}
+
+/// How the run closes its job.
+pub fn close(f: &RunFacts<'_>) -> Close {
+    if let Some(early) = before_gates(f) {
+        return early;
     }
     let Some(tests) = f.tests else {
         return Close::Fail {
@@ -219,6 +276,7 @@ pub fn close(f: &RunFacts<'_>) -> Close {
     Close::Complete {
         summary: summary.chars().take(1000).collect(),
         evidence,
+        scout: false,
     }
 }
 
@@ -287,6 +345,7 @@ mod tests {
             build: None,
             git,
             resume_command: "capsid drive --once --namespace demo",
+            gates_tampered: None,
         }
     }
 
@@ -297,9 +356,15 @@ mod tests {
             files_changed: 3,
             tests_added: 1,
             pr: None,
+            clean_tree: true,
         };
         let pass = run(0, "ok");
-        let Close::Complete { summary, evidence } = close(&facts(Some(&pass), &git)) else {
+        let Close::Complete {
+            summary,
+            evidence,
+            scout: false,
+        } = close(&facts(Some(&pass), &git))
+        else {
             panic!("not complete");
         };
         assert_eq!(
@@ -369,6 +434,53 @@ mod tests {
     }
 
     #[test]
+    fn refusals_scouts_uncommitted_work_and_tampered_gates() {
+        let nothing = GitFacts {
+            clean_tree: true,
+            ..GitFacts::default()
+        };
+        let refused = SessionReport {
+            denials: vec!["Write: /w/a.txt".into(), "Bash: git commit -m x".into()],
+            ..SessionReport::default()
+        };
+        let mut f = facts(None, &nothing);
+        f.report = Some(&refused);
+        let Close::Fail { reason } = close(&f) else {
+            panic!("refused calls with nothing shipped are not done")
+        };
+        assert!(
+            reason.contains("Write: /w/a.txt; Bash: git commit -m x"),
+            "{reason}"
+        );
+        let scout = close(&facts(None, &nothing));
+        assert!(
+            matches!(scout, Close::Complete { scout: true, .. }),
+            "{scout:?}"
+        );
+        let dirty = GitFacts::default();
+        assert!(matches!(close(&facts(None, &dirty)), Close::Fail { .. }));
+        let shipped = GitFacts {
+            commits: 1,
+            clean_tree: true,
+            ..GitFacts::default()
+        };
+        let pass = run(0, "ok");
+        let mut t = facts(Some(&pass), &shipped);
+        t.gates_tampered = Some("none of Capsid's hooks reported during the session");
+        let Close::Fail { reason } = close(&t) else {
+            panic!("tampered gates")
+        };
+        assert!(
+            reason.contains("none of Capsid's hooks reported"),
+            "{reason}"
+        );
+        // With commits, refusals do not decide: the test gate does.
+        let mut g = facts(Some(&pass), &shipped);
+        g.report = Some(&refused);
+        assert!(matches!(close(&g), Close::Complete { scout: false, .. }));
+    }
+
+    #[test]
     fn slots_combine_worst_first() {
         assert_eq!(combined_exit_code(&[0, 3]), 0);
         assert_eq!(combined_exit_code(&[3, 3]), 3);
@@ -390,6 +502,7 @@ mod tests {
         let branches = Branches {
             current: Some("capsid/job_1".into()),
             default: Some("main".into()),
+            root: None,
         };
         assert_eq!(
             human_gate_in(Some(&report), "/w", &branches).as_deref(),

@@ -15,6 +15,7 @@ pub mod pr_url;
 pub mod record;
 pub mod requirements;
 pub mod review;
+pub mod run_credential;
 pub mod schema;
 pub mod signature;
 pub mod state;

@@ -254,6 +254,7 @@ impl Service {
     pub(crate) fn agents(&self) -> agents::AgentsCx<'_> {
         agents::AgentsCx {
             agents: &*self.store,
+            jobs: &*self.store,
             config: &self.config,
             entropy: &*self.entropy,
             clock: &*self.clock,

@@ -3,9 +3,10 @@
 //! operator keys, else nobody.
 
 use super::AgentsCx;
-use crate::caller::{Caller, bearer_token, match_operator_key};
+use crate::caller::{Caller, Principal, bearer_token, match_operator_key};
 use crate::crypto::{ct_eq, sha256_hex};
 use crate::error::Result;
+use crate::jobs::run_credential;
 use crate::scope::Scopes;
 use crate::service::Area;
 
@@ -36,6 +37,9 @@ impl AgentsCx<'_> {
         let Some(token) = authorization.and_then(bearer_token) else {
             return Ok(Resolved::Unauthenticated);
         };
+        if token.starts_with(run_credential::PREFIX) {
+            return self.resolve_run(token).await;
+        }
         let hash = sha256_hex(token);
         if let Some(row) = self.agents.agent_by_key_hash(&hash).await? {
             if row.revoked_at.is_some() || !ct_eq(&row.key_hash, &hash) {
@@ -55,6 +59,37 @@ impl AgentsCx<'_> {
                 None => Resolved::Unauthenticated,
             },
         )
+    }
+
+    /// A run credential: the job it names, still claimed in the claim it was issued for by a
+    /// live driver, makes it a [`Principal::Run`] with [`run_credential::run_scopes`].
+    async fn resolve_run(&self, token: &str) -> Result<Resolved> {
+        let (Some(secret), Some(job_id)) = (
+            self.config.signing_secret(),
+            run_credential::job_id_of(token),
+        ) else {
+            return Ok(Resolved::Unauthenticated);
+        };
+        let Some(job) = self.jobs.job(job_id).await? else {
+            return Ok(Resolved::Unauthenticated);
+        };
+        // Whatever the reason (another claim, the lease over, forged), the caller is nobody.
+        let Ok(driver) = run_credential::verify(secret, token, &job, self.now()) else {
+            return Ok(Resolved::Unauthenticated);
+        };
+        let driver = driver.to_owned();
+        // The driver itself must still be a live agent: revoking it ends its runs too.
+        match self.agents.agent_by_name(&driver).await? {
+            Some(row) if row.revoked_at.is_none() => {}
+            _ => return Ok(Resolved::Unauthenticated),
+        }
+        Ok(Resolved::Agent(Caller {
+            principal: Principal::Run {
+                driver,
+                job_id: job.id.clone(),
+            },
+            scopes: run_credential::run_scopes(&job.namespace),
+        }))
     }
 
     /// The `last_seen` stamp for a minted agent, after its call was answered. Best effort:

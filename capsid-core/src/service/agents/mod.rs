@@ -28,6 +28,8 @@ use crate::scope::{Axis, ScopePatch, Scopes};
 pub struct AgentsCx<'a> {
     /// Agents.
     pub agents: &'a dyn crate::ports::AgentStore,
+    /// Jobs (a run credential resolves against the job it names).
+    pub jobs: &'a dyn crate::ports::JobStore,
     /// The legacy operator keys.
     pub config: &'a super::ServiceConfig,
     /// Keys and ids.

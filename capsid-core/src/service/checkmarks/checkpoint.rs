@@ -50,7 +50,21 @@ impl CheckmarksCx<'_> {
             .writer_for(caller, a.agent.as_ref().map(|n| n.as_str()), &namespace)
             .await?;
         require_namespace(self.namespaces, &namespace).await?;
-        let job_id = text(a.job_id);
+        let mut job_id = text(a.job_id);
+        if let Some(run_job) = caller.run_job() {
+            if job_id.as_deref().is_some_and(|j| j != run_job) {
+                return Err(Error::Forbidden(format!(
+                    "checkpoint: a run credential records only its own job ({run_job}); job_id {} is not it",
+                    job_id.unwrap_or_default()
+                )));
+            }
+            if status == AgentStatus::Done {
+                return Err(Error::Forbidden(
+                    "checkpoint: a run credential may not mark the checkmark done; the driver does, once its own test gate passed".into(),
+                ));
+            }
+            job_id = Some(run_job.to_owned());
+        }
         if let Some(id) = &job_id {
             match self.jobs.job(id).await? {
                 Some(job) if job.namespace == namespace => {}

@@ -60,6 +60,13 @@ impl CheckmarksCx<'_> {
                 ))),
                 _ => Ok(name.clone()),
             },
+            // A run credential writes its driver's checkmark, for its own job only.
+            Principal::Run { driver, .. } => match named {
+                Some(other) if other != driver => Err(Error::Forbidden(format!(
+                    "checkpoint: a run credential writes only its driver's checkmark ({driver}), not {other}'s"
+                ))),
+                _ => Ok(driver.clone()),
+            },
             _ if caller.is_admin() => {
                 let Some(name) = named else {
                     return Err(Error::Invalid(

@@ -34,7 +34,8 @@ impl JobsCx<'_> {
             .reviews
             .head_reviews(ns.as_str(), &head, HEAD_REVIEWS_MAX)
             .await?;
-        let actor = caller.actor();
+        // A run credential asks on behalf of its driver: the driver's own approval never counts.
+        let actor = caller.holder_actor();
         let mut out = json!({
             "ok": true,
             "action": act.name(),

@@ -98,6 +98,17 @@ impl ClaimDecider for Decider<'_> {
 }
 
 impl JobsCx<'_> {
+    /// Adds the run credential of `job`'s claim to a claim or resume answer, for a minted
+    /// agent (a driver hands it to the agent process instead of its own key).
+    pub(super) fn attach_run_credential(&self, caller: &Caller, job: &Job, out: &mut Value) {
+        if !matches!(caller.principal, crate::caller::Principal::Agent { .. }) {
+            return;
+        }
+        if let Some(token) = crate::jobs::run_credential::issue(self.config.signing_secret(), job) {
+            out["run_credential"] = json!(token);
+        }
+    }
+
     /// The claimer's track record, as improve_status and the console show it.
     pub(crate) async fn record_of(&self, caller: &Caller) -> Result<AgentRecord> {
         let actor = caller.actor();
@@ -194,6 +205,7 @@ impl JobsCx<'_> {
                     let ids = super::skills::offered_ids(&skills, &job, task);
                     let mut out = done(act, &job)?;
                     out["skills_offered"] = self.offer_answer(&skills, &ids).await?;
+                    self.attach_run_credential(caller, &job, &mut out);
                     out
                 }
                 ClaimOutcome::AlreadyHolding(held) => refuse(

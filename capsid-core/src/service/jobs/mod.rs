@@ -265,6 +265,17 @@ impl JobsCx<'_> {
             JobRequirements::from_input(a.required_flags.as_ref(), a.min_record.as_ref())
                 .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
         require_namespace(self.namespaces, ns.as_str()).await?;
+        // A run credential posts only follow-ups of its own job.
+        if let Some(run_job) = caller.run_job()
+            && a.parent.as_ref().map(|p| p.as_str()) != Some(run_job)
+        {
+            return Ok(refuse(
+                act,
+                format!(
+                    "a run credential posts only follow-ups of its own job: give parent {run_job}."
+                ),
+            ));
+        }
         let dispatch = match &a.parent {
             None => None,
             Some(parent) => {
@@ -274,7 +285,7 @@ impl JobsCx<'_> {
                         format!("no job {} to dispatch from.", parent.as_str()),
                     ));
                 };
-                match plan_dispatch(&parent_job, &caller.actor(), Some(ns.as_str())) {
+                match plan_dispatch(&parent_job, &caller.holder_actor(), Some(ns.as_str())) {
                     Ok(d) => Some(d),
                     Err(why) => return Ok(refuse(act, why)),
                 }

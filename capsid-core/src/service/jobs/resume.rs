@@ -229,7 +229,11 @@ impl JobsCx<'_> {
             mirror: mirror_fn(now),
         };
         match self.jobs.transition_job(t).await {
-            Ok(Some(updated)) => done(act, &updated),
+            Ok(Some(updated)) => {
+                let mut out = done(act, &updated)?;
+                self.attach_run_credential(caller, &updated, &mut out);
+                Ok(out)
+            }
             Ok(None) => Ok(refuse(
                 act,
                 format!(

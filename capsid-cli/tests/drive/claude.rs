@@ -1,0 +1,556 @@
+//! `capsid drive` with the real Claude Code CLI (pinned, installed by `scripts/test.sh`), its
+//! model a scripted fake Messages API on loopback: Claude Code's own tool runner, permission
+//! system and hook runner run Capsid's hooks. On SQLite and on Postgres, through the real
+//! `capsid serve`, with real git projects and a bare origin.
+
+use capsid_tests::fake_claude::{Block, bash, text, tool};
+use serde_json::json;
+
+use super::support::{World, git_out, said};
+
+macro_rules! claude_cases {
+    ($($case:ident),+ $(,)?) => {
+        mod claude_sqlite {
+            $(#[test]
+            fn $case() {
+                if let Some(mut w) = super::World::start(super::Store::Sqlite, stringify!($case)) {
+                    if w.with_claude(stringify!($case)) {
+                        super::claude::$case(&w);
+                    }
+                    w.finish();
+                }
+            })+
+        }
+        mod claude_postgres {
+            $(#[test]
+            fn $case() {
+                if let Some(mut w) = super::World::start(super::Store::Postgres, stringify!($case)) {
+                    if w.with_claude(stringify!($case)) {
+                        super::claude::$case(&w);
+                    }
+                    w.finish();
+                }
+            })+
+        }
+    };
+}
+
+pub(crate) use claude_cases;
+
+/// The head of `main` on the project's bare origin.
+fn origin_main(w: &World, ns: &str) -> String {
+    let origin = w.dir.path().join(format!("{ns}-origin.git"));
+    git_out(&origin, &["rev-parse", "refs/heads/main"])
+}
+
+fn write_file(name: &str, content: &str) -> Block {
+    tool(
+        "Write",
+        json!({"file_path": format!("{{{{cwd}}}}/{name}"), "content": content}),
+    )
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Every tool result Claude Code sent back for script `marker`, as one text.
+fn results(w: &World, marker: &str) -> String {
+    w.fake()
+        .requests(marker)
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .map(|(_, t, e)| format!("[{}] {t}", if e { "error" } else { "ok" }))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_tests(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Widgets in two sizes", "Make widgets. SCRIPT=ship");
+    w.fake().script(
+        "SCRIPT=ship",
+        vec![
+            vec![write_file("widgets.txt", "small\nlarge\n")],
+            vec![bash("git add widgets.txt && git commit -qm 'Widgets in two sizes'")],
+            vec![tool(
+                "mcp__capsid__checkpoint",
+                json!({"namespace": "demo", "status": "working", "where_it_stopped": "widgets committed", "summary": "two sizes"}),
+            )],
+            vec![bash("git push -q origin HEAD")],
+            vec![text("Widgets now ship in two sizes.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}\n{}", said(&out));
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        summary.contains("1 commit(s)") && summary.contains("`sh test.sh` passed"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("Session: $"),
+        "the cost is recorded: {summary}"
+    );
+    let all = results(w, "SCRIPT=ship");
+    assert!(!all.contains("[error]"), "every call ran: {all}");
+    // The agent's own checkpoint went through MCP with the run credential, as its own actor.
+    let log = w.log("demo", "demo-driver");
+    let entries = log["entries"].as_array().cloned().unwrap_or_default();
+    assert!(
+        entries.iter().any(|e| e["summary"] == json!("two sizes")),
+        "{log}"
+    );
+    // The branch reached the origin through git's pre-push gate; main never moved.
+    let origin = w.dir.path().join("demo-origin.git");
+    let pushed = git_out(&origin, &["rev-parse", &format!("refs/heads/capsid/{id}")]);
+    assert_eq!(pushed.len(), 40);
+    assert_eq!(
+        git_out(&origin, &["log", "-1", "--format=%s", "refs/heads/main"]),
+        "The project"
+    );
+    // A line of progress per tool call, and the verdict.
+    let err = stderr(&out);
+    assert!(
+        err.contains("Write ") && err.contains("Bash git add"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{id} done")));
+}
+
+pub fn red_tests_fail_the_job_whatever_the_agent_says(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Break things", "SCRIPT=red");
+    w.fake().script(
+        "SCRIPT=red",
+        vec![
+            vec![bash(
+                "echo broken > state.txt && git add state.txt && git commit -qm 'All good'",
+            )],
+            vec![text("All tests pass.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("failed"), "{job}");
+    let reason = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("assertion failed: widgets are broken"),
+        "{reason}"
+    );
+    // The Stop hook kept the turn going with the failing tail.
+    let fed_back = w
+        .fake()
+        .requests("SCRIPT=red")
+        .iter()
+        .any(|r| r.body.to_string().contains("Stop hook feedback"));
+    assert!(fed_back, "the Stop hook never blocked the turn");
+}
+
+pub fn a_run_whose_changes_were_all_refused_fails_naming_them(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Refused", "SCRIPT=refused");
+    w.fake().script(
+        "SCRIPT=refused",
+        vec![
+            vec![write_file("widgets.txt", "x\n")],
+            vec![text("Done, widgets written.")],
+        ],
+    );
+    // The old default: Claude Code's default permission mode refuses every edit in `-p`.
+    let out = w.drive_claude_once(
+        "demo",
+        &key,
+        &root,
+        &[
+            "--agent-command",
+            "claude -p --output-format stream-json --verbose",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("failed"), "{job}");
+    let reason = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("refused") && reason.contains("Write: "),
+        "{reason}"
+    );
+    assert!(reason.contains("widgets.txt"), "{reason}");
+}
+
+pub fn the_agent_cannot_grade_itself_and_holds_no_driver_key(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Self grading", "SCRIPT=grade");
+    let curl = "curl -s -X POST \"$CAPSID_MCP_URL\" -H \"Authorization: Bearer $CAPSID_RUN_CREDENTIAL\" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -d \"{\\\"jsonrpc\\\":\\\"2.0\\\",\\\"id\\\":1,\\\"method\\\":\\\"tools/call\\\",\\\"params\\\":{\\\"name\\\":\\\"jobs\\\",\\\"arguments\\\":{\\\"action\\\":\\\"complete\\\",\\\"id\\\":\\\"$CAPSID_JOB_ID\\\",\\\"namespace\\\":\\\"demo\\\",\\\"result_summary\\\":\\\"all tests pass\\\"}}}\" > \"$HOME/complete.out\"; cat /proc/$$/environ | tr '\\0' '\\n' > \"$HOME/env.dump\"";
+    w.fake().script(
+        "SCRIPT=grade",
+        vec![
+            vec![bash(curl)],
+            vec![tool(
+                "mcp__capsid__jobs",
+                json!({"action": "complete", "id": id, "namespace": "demo", "result_summary": "all tests pass"}),
+            )],
+            vec![bash("echo broken > state.txt && git add state.txt && git commit -qm done")],
+            vec![text("All tests pass; I completed the job.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(
+        job["status"],
+        json!("failed"),
+        "the driver's verdict: {job}"
+    );
+    let home = w.claude_home();
+    let curl_said = std::fs::read_to_string(home.join("complete.out")).unwrap_or_default();
+    assert!(
+        curl_said.contains("jobs.complete")
+            || curl_said.contains("not allowed")
+            || curl_said.contains("scope"),
+        "curl with the run credential was not refused: {curl_said}"
+    );
+    let env =
+        std::fs::read_to_string(home.join("env.dump")).expect("the agent dumped its environment");
+    assert!(!env.contains(&key), "the driver's key reached the agent");
+    assert!(env.contains("CAPSID_RUN_CREDENTIAL=capsid_run_"), "{env}");
+    let mcp = results(w, "SCRIPT=grade");
+    assert!(
+        mcp.contains("[error]"),
+        "the MCP complete was not refused: {mcp}"
+    );
+    // The run credential died with the claim.
+    let credential = env
+        .lines()
+        .find_map(|l| l.strip_prefix("CAPSID_RUN_CREDENTIAL="))
+        .expect("credential")
+        .to_owned();
+    assert_eq!(
+        w.mcp_status(&credential),
+        401,
+        "a run credential outlived its claim"
+    );
+}
+
+pub fn a_question_reaches_a_person_and_the_answer_reaches_the_same_session(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Cache store", "Pick a store. SCRIPT=ask");
+    let question = json!({"questions": [{"question": "Postgres or SQLite for the cache?", "header": "Store",
+        "options": [{"label": "Postgres", "description": "shared"}, {"label": "SQLite", "description": "local"}],
+        "multiSelect": false}]});
+    w.fake().script(
+        "SCRIPT=ask",
+        vec![
+            vec![tool("AskUserQuestion", question)],
+            vec![bash(
+                "echo sqlite > cache.txt && git add cache.txt && git commit -qm 'Cache on SQLite'",
+            )],
+            vec![text("The cache uses SQLite.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("blocked"), "{job}");
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["status"], json!("paused_for_input"), "{mark}");
+    assert!(
+        mark["open_question"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Postgres or SQLite for the cache?"),
+        "{mark}"
+    );
+    let (status, body) = w.api(
+        "POST",
+        "/api/projects/demo/agents/demo-driver/answer",
+        Some(json!({"answer": "SQLite, please", "resume": true})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert_eq!(w.job("demo", &id)["status"], json!("done"));
+    let answered = w
+        .fake()
+        .requests("SCRIPT=ask")
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .any(|(_, t, e)| !e && t.contains("SQLite, please"));
+    assert!(
+        answered,
+        "the model never read the answer: {}",
+        results(w, "SCRIPT=ask")
+    );
+    assert!(!results(w, "SCRIPT=ask").contains("Tool result missing"));
+}
+
+pub fn a_question_through_the_agents_own_checkpoint_blocks_the_job(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Port", "SCRIPT=cp");
+    w.fake().script(
+        "SCRIPT=cp",
+        vec![
+            vec![tool(
+                "mcp__capsid__checkpoint",
+                json!({"namespace": "demo", "status": "paused_for_input", "question": "Which port should the server listen on?", "where_it_stopped": "asked"}),
+            )],
+            vec![text("I asked which port; waiting.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("blocked"), "{job}");
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["status"], json!("paused_for_input"), "{mark}");
+    assert!(
+        mark["open_question"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Which port"),
+        "{mark}"
+    );
+}
+
+pub fn a_push_to_main_blocks_with_the_command_and_two_questions_never_overwrite(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let before = origin_main(w, "demo");
+    let id = w.post("demo", "Ship it", "SCRIPT=main");
+    w.fake().script(
+        "SCRIPT=main",
+        vec![
+            vec![bash(
+                "echo v2 > version.txt && git add version.txt && git commit -qm v2",
+            )],
+            vec![bash("git push origin HEAD:main")],
+            vec![text("I could not push to main.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    assert_eq!(origin_main(w, "demo"), before, "main moved");
+    assert_eq!(w.job("demo", &id)["status"], json!("blocked"));
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["status"], json!("blocked"), "{mark}");
+    let q = mark["open_question"].as_str().unwrap_or("").to_owned();
+    assert!(q.contains("git push origin HEAD:main"), "{mark}");
+    // A second job: the driver does not claim it while the first waits on a person.
+    let second = w.post("demo", "Another", "SCRIPT=second");
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert!(
+        stderr(&out).contains(&id) && stderr(&out).contains("waiting on a person"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(w.job("demo", &second)["status"], json!("queued"));
+    assert_eq!(
+        w.checkmark("demo", "demo-driver")["open_question"],
+        json!(q)
+    );
+    // The gate is answerable and resumable like a question.
+    let (status, body) = w.api(
+        "POST",
+        "/api/projects/demo/agents/demo-driver/answer",
+        Some(json!({"answer": "I pushed it myself", "resume": true})),
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let before = origin_main(w, "demo");
+    // A committed setting that would switch every hook off, in both files.
+    std::fs::create_dir_all(root.join(".claude")).expect(".claude");
+    std::fs::write(
+        root.join(".claude/settings.json"),
+        "{\"disableAllHooks\": true}\n",
+    )
+    .expect("w");
+    std::fs::write(
+        root.join(".claude/settings.local.json"),
+        "{\"disableAllHooks\": true}\n",
+    )
+    .expect("w");
+    git_out(&root, &["add", "-f", ".claude"]);
+    git_out(&root, &["commit", "-qm", "Switch hooks off"]);
+    git_out(&root, &["push", "-q", "origin", "main"]);
+    let before_job = origin_main(w, "demo");
+    assert_ne!(before, before_job);
+    let id = w.post("demo", "Sneak", "SCRIPT=sneak");
+    let elsewhere = root.display().to_string();
+    w.fake().script(
+        "SCRIPT=sneak",
+        vec![
+            vec![bash(
+                "echo v2 > version.txt && git add version.txt && git commit -qm v2",
+            )],
+            vec![bash("sh -c 'git push origin HEAD:main'")],
+            vec![bash(
+                "git -c remote.origin.push=HEAD:refs/heads/main push origin",
+            )],
+            vec![bash(&format!(
+                "cd {elsewhere} && git push origin HEAD:main"
+            ))],
+            vec![bash("git push origin HEAD:heads/main")],
+            vec![text("Tried.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(
+        origin_main(w, "demo"),
+        before_job,
+        "main moved: {}",
+        said(&out)
+    );
+    let all = results(w, "SCRIPT=sneak");
+    assert!(all.matches("[error]").count() >= 4, "{all}");
+    assert_ne!(
+        w.job("demo", &id)["status"],
+        json!("done"),
+        "{}",
+        said(&out)
+    );
+    assert!(stderr(&out).contains("disableAllHooks"), "{}", said(&out));
+}
+
+pub fn the_gates_run_at_the_root_after_the_agent_cds_into_a_subfolder(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let green = w.post("demo", "Docs", "SCRIPT=green");
+    w.fake().script(
+        "SCRIPT=green",
+        vec![
+            vec![bash("mkdir -p docs && cd docs && echo hi > readme.txt && git add readme.txt && git commit -qm docs")],
+            vec![bash("cd docs && git push -q origin HEAD")],
+            vec![text("Docs written.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert_eq!(w.job("demo", &green)["status"], json!("done"));
+    let fed_back = w
+        .fake()
+        .requests("SCRIPT=green")
+        .iter()
+        .any(|r| r.body.to_string().contains("Stop hook feedback"));
+    assert!(
+        !fed_back,
+        "a green suite blocked the turn: {}",
+        results(w, "SCRIPT=green")
+    );
+    let red = w.post("demo", "Docs red", "SCRIPT=redcd");
+    w.fake().script(
+        "SCRIPT=redcd",
+        vec![
+            vec![bash("echo broken > state.txt && git add state.txt && git commit -qm broken && mkdir -p docs")],
+            vec![bash("cd docs && git push origin HEAD")],
+            vec![text("Pushed.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    assert_eq!(w.job("demo", &red)["status"], json!("failed"));
+    let origin = w.dir.path().join("demo-origin.git");
+    let branch = std::process::Command::new("git")
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/capsid/{red}"),
+        ])
+        .current_dir(&origin)
+        .output()
+        .expect("git");
+    assert!(!branch.status.success(), "a red suite was pushed");
+    let all = results(w, "SCRIPT=redcd");
+    assert!(
+        all.contains("assertion failed: widgets are broken"),
+        "{all}"
+    );
+}
+
+pub fn settings_that_do_not_parse_are_refused_before_the_claim(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    std::fs::create_dir_all(root.join(".claude")).expect(".claude");
+    std::fs::write(root.join(".claude/settings.json"), "{\"hooks\": ").expect("w");
+    let id = w.post("demo", "Anything", "SCRIPT=never");
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        stderr(&out).contains(".claude/settings.json is not valid JSON"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(w.job("demo", &id)["status"], json!("queued"));
+    // An agent program that is not there is refused before the claim too.
+    std::fs::remove_file(root.join(".claude/settings.json")).expect("rm");
+    let out = w.drive_claude_once(
+        "demo",
+        &key,
+        &root,
+        &["--agent-command", "no-such-claude -p"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(stderr(&out).contains("no-such-claude"), "{}", said(&out));
+    assert_eq!(w.job("demo", &id)["status"], json!("queued"));
+}
+
+pub fn tmux_with_a_server_already_running_works_and_ps_shows_no_secret(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let sockets = w.dir.path().join("tmux");
+    std::fs::create_dir_all(&sockets).expect("tmux folder");
+    // A tmux server of the user's own, already running with a bare environment.
+    let started = std::process::Command::new("tmux")
+        .args(["new-session", "-d", "-s", "theirs", "sleep 600"])
+        .env_clear()
+        .env("TMUX_TMPDIR", &sockets)
+        .env("PATH", "/usr/bin:/bin")
+        .status()
+        .expect("tmux");
+    assert!(started.success());
+    let id = w.post("demo", "In tmux", "SCRIPT=tmux");
+    w.fake().script(
+        "SCRIPT=tmux",
+        vec![
+            vec![bash("ps -eo args > \"$HOME/ps.dump\"; echo t > t.txt && git add t.txt && git commit -qm t")],
+            vec![text("Done in tmux.")],
+        ],
+    );
+    let out = w
+        .drive_claude("demo", &key, &root, &["--tmux"])
+        .env("TMUX_TMPDIR", &sockets)
+        .env_remove("TMUX")
+        .output()
+        .expect("run");
+    let _ = std::process::Command::new("tmux")
+        .args(["kill-server"])
+        .env("TMUX_TMPDIR", &sockets)
+        .status();
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert_eq!(w.job("demo", &id)["status"], json!("done"));
+    assert!(
+        stderr(&out).contains("attach -t demo__demo-driver"),
+        "{}",
+        said(&out)
+    );
+    let ps = std::fs::read_to_string(w.claude_home().join("ps.dump")).expect("ps dump");
+    assert!(!ps.contains(&key), "the driver's key is on a command line");
+    assert!(
+        !ps.contains("capsid_run_"),
+        "the run credential is on a command line: {ps}"
+    );
+}

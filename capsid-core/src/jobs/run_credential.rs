@@ -1,0 +1,278 @@
+//! Run credentials: what a driven agent process holds instead of its driver's key. The server
+//! issues one with each claim and each resume of a job by a minted agent; it names the job and
+//! is tagged with an HMAC (under a key derived from the signing secret) over the job, its
+//! holder and the start of the current claim. Nothing is stored: a credential resolves only
+//! while the job is still `claimed` by that holder in that same claim and its lease runs, so
+//! it stops working the moment the job is completed, failed, blocked, swept or claimed again.
+//!
+//! What it may do is [`run_scopes`]: record checkpoints for its job, read and search the
+//! job's namespace, ask whether an approval stands, and post follow-ups whose parent is its
+//! job. It may not complete, fail, block, resume, heartbeat or claim any job: only the
+//! driver's own process closes the job, from what it measured.
+
+use std::collections::BTreeSet;
+
+use crate::crypto::{ct_eq, hmac_sha256_hex};
+use crate::jobs::{Job, JobStatus};
+use crate::scope::{Axis, Grant, Scopes};
+use crate::time::Timestamp;
+
+/// Every run credential starts with this.
+pub const PREFIX: &str = "capsid_run_";
+
+/// The label the credential key is derived under (domain separation from job signatures).
+const KEY_LABEL: &str = "capsid-run-credential/v1";
+
+/// The tools (and `tool.action` entries) a run credential may call.
+pub const RUN_TOOLS: &[&str] = &[
+    "checkpoint",
+    "checkmarks",
+    "checkmarks.get",
+    "checkmarks.list",
+    "checkmarks.log",
+    "shared",
+    "shared.get",
+    "shared.list",
+    "jobs",
+    "jobs.approval",
+    "jobs.post",
+    "namespaces",
+    "read",
+    "list",
+    "brief",
+    "backlinks",
+    "find",
+    "search",
+    "history",
+];
+
+/// Why a presented run credential does not resolve (said only in logs: the caller gets 401).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunRefusal {
+    /// Not of the credential's shape.
+    Malformed,
+    /// The job is not claimed (done, failed, blocked, queued) or has no holder.
+    NotClaimed,
+    /// The lease has run out.
+    LeaseOver,
+    /// The tag does not match this claim (another claim, another secret, forged).
+    Mismatch,
+}
+
+/// The job id a presented credential names, if it has the credential's shape.
+pub fn job_id_of(token: &str) -> Option<&str> {
+    let rest = token.strip_prefix(PREFIX)?;
+    let (job, tag) = rest.split_once('.')?;
+    let shaped = !job.is_empty()
+        && job.len() <= 64
+        && job
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && tag.len() == 64
+        && tag.bytes().all(|b| b.is_ascii_hexdigit());
+    shaped.then_some(job)
+}
+
+fn tag(secret: &str, job_id: &str, holder: &str, claimed_at: Timestamp) -> String {
+    let key = hmac_sha256_hex(secret, KEY_LABEL);
+    hmac_sha256_hex(key, format!("{job_id}\n{holder}\n{claimed_at}"))
+}
+
+/// The driver agent's name holding `job`, when a minted agent holds it in a claim.
+fn holder(job: &Job) -> Option<(&str, Timestamp)> {
+    let name = job.claimed_by.as_deref()?.strip_prefix("agent:")?;
+    Some((name, job.claimed_at?))
+}
+
+/// The run credential of `job`'s current claim, when a minted agent holds it and signing is
+/// configured.
+pub fn issue(secret: Option<&str>, job: &Job) -> Option<String> {
+    let secret = secret.filter(|s| !s.is_empty())?;
+    if job.status != JobStatus::Claimed {
+        return None;
+    }
+    let (name, at) = holder(job)?;
+    Some(format!(
+        "{PREFIX}{}.{}",
+        job.id,
+        tag(secret, &job.id, &format!("agent:{name}"), at)
+    ))
+}
+
+/// Checks `token` against `job` (the job it names, as stored now): the driver's name when it
+/// stands.
+pub fn verify<'j>(
+    secret: &str,
+    token: &str,
+    job: &'j Job,
+    now: Timestamp,
+) -> Result<&'j str, RunRefusal> {
+    let Some(id) = job_id_of(token) else {
+        return Err(RunRefusal::Malformed);
+    };
+    if id != job.id || secret.is_empty() {
+        return Err(RunRefusal::Mismatch);
+    }
+    if job.status != JobStatus::Claimed {
+        return Err(RunRefusal::NotClaimed);
+    }
+    let Some((name, at)) = holder(job) else {
+        return Err(RunRefusal::NotClaimed);
+    };
+    if job.lease_expires.is_none_or(|l| l <= now) {
+        return Err(RunRefusal::LeaseOver);
+    }
+    let want = format!(
+        "{PREFIX}{}.{}",
+        job.id,
+        tag(secret, &job.id, &format!("agent:{name}"), at)
+    );
+    if !ct_eq(want.as_bytes(), token.as_bytes()) {
+        return Err(RunRefusal::Mismatch);
+    }
+    Ok(name)
+}
+
+/// What a run credential of a job in `namespace` may do: the job's namespace only, no repos,
+/// the tools of [`RUN_TOOLS`], read and write, no flags.
+pub fn run_scopes(namespace: &str) -> Scopes {
+    Scopes {
+        namespaces: Axis::Only(vec![namespace.to_owned()]),
+        repos: Axis::Only(Vec::new()),
+        tools: Axis::Only(RUN_TOOLS.iter().map(|t| (*t).to_owned()).collect()),
+        grants: [Grant::Read, Grant::Write].into(),
+        flags: BTreeSet::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scope::{Need, check_scope};
+
+    fn job(status: JobStatus, holder: &str, at: i64, lease: i64) -> Job {
+        let mut j: Job = serde_json::from_value(serde_json::json!({
+            "id": "job_0123456789ab", "namespace": "demo", "title": "t", "body": "b",
+            "priority": 0, "status": "queued", "posted_by": "agent:owner",
+            "gate_required": 0, "review_required": 0, "blocked_count": 0, "resumed_count": 0,
+            "corrections_count": 0, "created_at": "2026-01-01T00:00:00.000Z",
+            "updated_at": "2026-01-01T00:00:00.000Z",
+        }))
+        .expect("a job");
+        j.status = status;
+        j.claimed_by = Some(holder.to_owned());
+        j.claimed_at = Some(Timestamp::from_millis(at));
+        j.lease_expires = Some(Timestamp::from_millis(lease));
+        j
+    }
+
+    #[test]
+    fn a_credential_stands_only_for_its_claim_while_the_lease_runs() {
+        let claimed = job(JobStatus::Claimed, "agent:demo-driver", 1_000, 9_000);
+        let token = issue(Some("s3cret"), &claimed).expect("issued");
+        assert!(token.starts_with("capsid_run_job_0123456789ab."), "{token}");
+        assert_eq!(job_id_of(&token), Some("job_0123456789ab"));
+        let now = Timestamp::from_millis(5_000);
+        assert_eq!(verify("s3cret", &token, &claimed, now), Ok("demo-driver"));
+        // Another secret, a later claim, another holder: the tag no longer matches.
+        assert_eq!(
+            verify("other", &token, &claimed, now),
+            Err(RunRefusal::Mismatch)
+        );
+        let reclaimed = job(JobStatus::Claimed, "agent:demo-driver", 2_000, 9_000);
+        assert_eq!(
+            verify("s3cret", &token, &reclaimed, now),
+            Err(RunRefusal::Mismatch)
+        );
+        let other = job(JobStatus::Claimed, "agent:thief", 1_000, 9_000);
+        assert_eq!(
+            verify("s3cret", &token, &other, now),
+            Err(RunRefusal::Mismatch)
+        );
+        // Out of the claim: done, blocked, or the lease over.
+        for status in [JobStatus::Done, JobStatus::Blocked, JobStatus::Failed] {
+            let j = job(status, "agent:demo-driver", 1_000, 9_000);
+            assert_eq!(
+                verify("s3cret", &token, &j, now),
+                Err(RunRefusal::NotClaimed)
+            );
+            assert_eq!(issue(Some("s3cret"), &j), None);
+        }
+        assert_eq!(
+            verify("s3cret", &token, &claimed, Timestamp::from_millis(9_000)),
+            Err(RunRefusal::LeaseOver)
+        );
+        // Not minted agents' jobs, and no secret: nothing issued.
+        assert_eq!(
+            issue(
+                Some("s3cret"),
+                &job(JobStatus::Claimed, "github:me", 1_000, 9_000)
+            ),
+            None
+        );
+        assert_eq!(issue(None, &claimed), None);
+        // A changed byte anywhere is refused.
+        let mut forged = token.clone().into_bytes();
+        let last = forged.len() - 1;
+        forged[last] = if forged[last] == b'0' { b'1' } else { b'0' };
+        let forged = String::from_utf8(forged).expect("ascii");
+        assert_eq!(
+            verify("s3cret", &forged, &claimed, now),
+            Err(RunRefusal::Mismatch)
+        );
+        assert_eq!(job_id_of("capsid_run_job.short"), None);
+        assert_eq!(job_id_of("sk-ant-x"), None);
+    }
+
+    #[test]
+    fn its_scopes_read_the_namespace_checkpoint_and_post_but_never_close_a_job() {
+        let s = run_scopes("demo");
+        let need = |tool, action: Option<&'static str>, ns| Need {
+            tool,
+            action,
+            namespace: Some(ns),
+            grant: Some(Grant::Read),
+            ..Need::default()
+        };
+        for (tool, action) in [
+            ("checkpoint", None),
+            ("read", None),
+            ("search", None),
+            ("jobs", Some("approval")),
+            ("jobs", Some("post")),
+            ("checkmarks", Some("get")),
+        ] {
+            assert!(
+                check_scope(&s, &need(tool, action, "demo")).is_ok(),
+                "{tool} {action:?}"
+            );
+        }
+        for action in [
+            "complete",
+            "fail",
+            "block",
+            "resume",
+            "heartbeat",
+            "claim",
+            "list",
+        ] {
+            assert!(
+                check_scope(&s, &need("jobs", Some(action), "demo")).is_err(),
+                "jobs {action}"
+            );
+        }
+        for (tool, action) in [
+            ("checkmarks", Some("answer")),
+            ("checkmarks", Some("resume")),
+            ("agents", None),
+            ("write", None),
+            ("improve_run", None),
+        ] {
+            assert!(
+                check_scope(&s, &need(tool, action, "demo")).is_err(),
+                "{tool} {action:?}"
+            );
+        }
+        assert!(check_scope(&s, &need("read", None, "other")).is_err());
+    }
+}

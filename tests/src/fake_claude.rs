@@ -1,0 +1,385 @@
+//! The real Claude Code CLI, offline: where the pinned CLI is (installed by `scripts/test.sh`
+//! into `.tools/claude-code`), the environment a run needs, and a fake Anthropic Messages API
+//! on loopback that plays scripted turns to it.
+//!
+//! A script is a list of turns, each a list of blocks (text, or a tool call with its input).
+//! The fake picks the script whose marker appears in the conversation's user text (the job body
+//! carries it), and the turn by the number of assistant messages already in the request, so a
+//! retry, a Stop-hook continuation or a `--resume` lands on the right step. Past its last turn a
+//! script answers "Done." and ends the turn. In a tool input, `{{cwd}}` stands for the primary
+//! working directory Claude Code names in its system prompt. Every request is recorded, so a
+//! test asserts on what Claude Code sent back (a hook's deny reason arrives as a tool result).
+//!
+//! The server runs on a thread of its own: the tests block on child processes.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// One block of a scripted assistant turn.
+#[derive(Clone, Debug)]
+pub enum Block {
+    /// Text.
+    Text(String),
+    /// A tool call: the tool's name and its input.
+    Tool(String, Value),
+}
+
+/// A text block.
+pub fn text(t: &str) -> Block {
+    Block::Text(t.to_owned())
+}
+
+/// A tool call.
+pub fn tool(name: &str, input: Value) -> Block {
+    Block::Tool(name.to_owned(), input)
+}
+
+/// A `Bash` tool call running `command`.
+pub fn bash(command: &str) -> Block {
+    tool(
+        "Bash",
+        json!({"command": command, "description": "run a command"}),
+    )
+}
+
+/// One request Claude Code sent.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The script it was answered from (`None`: no marker matched).
+    pub script: Option<String>,
+    /// The turn index it was answered with.
+    pub turn: usize,
+    /// The request body.
+    pub body: Value,
+}
+
+impl Request {
+    /// The tool results of the request's last user message, as (tool_use_id, text, is_error).
+    pub fn tool_results(&self) -> Vec<(String, String, bool)> {
+        let Some(last) = self.body["messages"].as_array().and_then(|m| m.last()) else {
+            return Vec::new();
+        };
+        last["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| {
+                let text = match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    _ => String::new(),
+                };
+                (
+                    b["tool_use_id"].as_str().unwrap_or("").to_owned(),
+                    text,
+                    b["is_error"].as_bool().unwrap_or(false),
+                )
+            })
+            .collect()
+    }
+
+    /// The names of the tools offered in this request.
+    pub fn tools(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    scripts: Vec<(String, Vec<Vec<Block>>)>,
+    requests: Vec<Request>,
+}
+
+/// The fake Messages API.
+pub struct FakeClaude {
+    /// `http://127.0.0.1:<port>`: `ANTHROPIC_BASE_URL`.
+    pub url: String,
+    state: Arc<Mutex<State>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeClaude {
+    /// Starts the fake on a free loopback port, on a thread of its own.
+    pub fn start() -> FakeClaude {
+        let state = Arc::new(Mutex::new(State::default()));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the fake API");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let url = format!(
+            "http://127.0.0.1:{}",
+            listener.local_addr().expect("address").port()
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shared = state.clone();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let listener =
+                    tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
+                let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: Bytes| {
+                    let shared = shared.clone();
+                    async move { answer(&shared, uri.path(), &body) }
+                });
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            });
+        });
+        FakeClaude {
+            url,
+            state,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// Plays `turns` to any conversation whose user text contains `marker`.
+    pub fn script(&self, marker: &str, turns: Vec<Vec<Block>>) {
+        lock(&self.state).scripts.push((marker.to_owned(), turns));
+    }
+
+    /// Every request answered from the script `marker`, oldest first.
+    pub fn requests(&self, marker: &str) -> Vec<Request> {
+        lock(&self.state)
+            .requests
+            .iter()
+            .filter(|r| r.script.as_deref() == Some(marker))
+            .cloned()
+            .collect()
+    }
+
+    /// Every request, oldest first.
+    pub fn all_requests(&self) -> Vec<Request> {
+        lock(&self.state).requests.clone()
+    }
+}
+
+impl Drop for FakeClaude {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// All user text of a request (strings and text blocks), to find a script's marker in.
+fn user_text(body: &Value) -> String {
+    let mut out = String::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        if m["role"] != "user" {
+            continue;
+        }
+        match &m["content"] {
+            Value::String(s) => out.push_str(s),
+            Value::Array(parts) => {
+                for p in parts {
+                    if let Some(t) = p["text"].as_str() {
+                        out.push_str(t);
+                        out.push('\n');
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The primary working directory Claude Code's system prompt names.
+fn cwd_of(body: &Value) -> String {
+    let system = body["system"].to_string();
+    system
+        .split("Primary working directory: ")
+        .nth(1)
+        .and_then(|rest| rest.split("\\n").next())
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn fill(v: &Value, cwd: &str) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace("{{cwd}}", cwd)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| fill(x, cwd)).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, x)| (k.clone(), fill(x, cwd))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+fn answer(state: &Mutex<State>, path: &str, body: &Bytes) -> Response {
+    if path != "/v1/messages" {
+        return (StatusCode::NOT_FOUND, "the fake serves /v1/messages only").into_response();
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(body) else {
+        return (StatusCode::BAD_REQUEST, "not JSON").into_response();
+    };
+    let turn = body["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|x| x["role"] == "assistant").count());
+    let text = user_text(&body);
+    let cwd = cwd_of(&body);
+    let (script, blocks) = {
+        let mut s = lock(state);
+        let found = s
+            .scripts
+            .iter()
+            .find(|(marker, _)| text.contains(marker.as_str()))
+            .cloned();
+        let (name, blocks) = match found {
+            Some((marker, turns)) => {
+                let blocks = turns
+                    .get(turn)
+                    .cloned()
+                    .unwrap_or_else(|| vec![Block::Text("Done.".into())]);
+                (Some(marker), blocks)
+            }
+            None => (None, vec![Block::Text("Done.".into())]),
+        };
+        s.requests.push(Request {
+            script: name.clone(),
+            turn,
+            body: body.clone(),
+        });
+        (name, blocks)
+    };
+    let _ = script;
+    let mut events = String::new();
+    let mut event = |kind: &str, data: Value| {
+        events.push_str(&format!("event: {kind}\ndata: {data}\n\n"));
+    };
+    let model = body["model"].as_str().unwrap_or("claude-fake").to_owned();
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": format!("msg_fake_{turn}"), "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 100, "output_tokens": 1}}}),
+    );
+    let mut stop = "end_turn";
+    for (i, b) in blocks.iter().enumerate() {
+        match b {
+            Block::Text(t) => {
+                event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}),
+                );
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": t}}),
+                );
+            }
+            Block::Tool(name, input) => {
+                stop = "tool_use";
+                event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": format!("toolu_fake_{turn}_{i}"), "name": name, "input": {}}}),
+                );
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": fill(input, &cwd).to_string()}}),
+                );
+            }
+        }
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": i}),
+        );
+    }
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}}),
+    );
+    event("message_stop", json!({"type": "message_stop"}));
+    (
+        StatusCode::OK,
+        [("content-type", "text/event-stream")],
+        events,
+    )
+        .into_response()
+}
+
+/// The pinned Claude Code CLI: `CAPSID_CLAUDE_BIN`, else the one `scripts/test.sh` installs
+/// under `.tools/claude-code`. `None` when neither is there (outside CI a test then says it did
+/// not run; in CI, where `scripts/test.sh` installs it, that is a failure).
+pub fn claude_bin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("CAPSID_CLAUDE_BIN").map(PathBuf::from)
+        && p.is_file()
+    {
+        return Some(p);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    let p = root.join(".tools/claude-code/node_modules/.bin/claude");
+    p.exists().then_some(p)
+}
+
+/// The pinned CLI, or `None` after saying the case did not run; panics in CI, where it must.
+pub fn require_claude(case: &str) -> Option<PathBuf> {
+    match claude_bin() {
+        Some(p) => Some(p),
+        None if std::env::var("CI").as_deref() == Ok("true") => panic!(
+            "{case}: the real Claude Code CLI is not installed (.tools/claude-code); scripts/test.sh installs it and CI requires these cases to run"
+        ),
+        None => {
+            eprintln!(
+                "NOT RUN {case}: the real Claude Code CLI is not installed (run scripts/test.sh, or set CAPSID_CLAUDE_BIN)"
+            );
+            None
+        }
+    }
+}
+
+/// The environment the real CLI runs in against `fake`: a fresh `HOME` and `TMPDIR` under
+/// `dir`, the fake as its API, no other host tried, the CLI's folder first on `PATH` (so the
+/// driver's default `claude` is this one), and `IS_SANDBOX=1` (as root, bypass modes need it).
+pub fn claude_env(fake: &FakeClaude, bin: &Path, dir: &Path) -> Vec<(String, String)> {
+    let home = dir.join("claude-home");
+    let tmp = dir.join("claude-tmp");
+    std::fs::create_dir_all(&home).expect("a HOME for Claude Code");
+    std::fs::create_dir_all(&tmp).expect("a TMPDIR for Claude Code");
+    let bin_dir = bin.parent().expect("the CLI's folder");
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    [
+        ("HOME", home.display().to_string()),
+        ("TMPDIR", tmp.display().to_string()),
+        ("PATH", path),
+        ("ANTHROPIC_BASE_URL", fake.url.clone()),
+        ("ANTHROPIC_API_KEY", "sk-ant-fake-offline-test".to_owned()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+        ("DISABLE_TELEMETRY", "1".to_owned()),
+        ("DISABLE_ERROR_REPORTING", "1".to_owned()),
+        ("DISABLE_AUTOUPDATER", "1".to_owned()),
+        ("IS_SANDBOX", "1".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
