@@ -80,6 +80,29 @@ fi
 git --version
 tmux -V
 
+step "Claude Code (the drive and hook tests run the real CLI against a fake model API)"
+# Pinned: its hook protocol and headless behaviour changed across 2.1 releases. The package's
+# native binary is an npm package too (@anthropic-ai/claude-code-linux-x64), so nothing else is
+# downloaded; it goes to .tools/claude-code (ignored by git). The tests find it there.
+CAPSID_CLAUDE_VERSION=2.1.197
+claude_bin=.tools/claude-code/node_modules/.bin/claude
+if [ "$("$claude_bin" --version 2>/dev/null | cut -d' ' -f1)" != "$CAPSID_CLAUDE_VERSION" ]; then
+  # shellcheck source=scripts/node22.sh
+  source scripts/node22.sh
+  capsid_npm_env "$PWD/.tools"
+  rm -rf .tools/claude-code
+  npm install --prefix .tools/claude-code --no-save "@anthropic-ai/claude-code@$CAPSID_CLAUDE_VERSION" \
+    >.tools/claude-code.log 2>&1 || tail -n 20 .tools/claude-code.log >&2
+fi
+if [ "$(HOME=$(mktemp -d) "$claude_bin" --version 2>/dev/null | cut -d' ' -f1)" = "$CAPSID_CLAUDE_VERSION" ]; then
+  echo "claude: $CAPSID_CLAUDE_VERSION at $claude_bin"
+elif [ "${CI:-}" = "true" ]; then
+  echo "claude: could not install @anthropic-ai/claude-code@$CAPSID_CLAUDE_VERSION, and CI requires the real-agent cases to run" >&2
+  exit 1
+else
+  echo "claude: NOT AVAILABLE - the real-agent cases will report that they did not run" >&2
+fi
+
 step "cargo test"
 disk
 cargo test --workspace --locked
