@@ -154,7 +154,7 @@ const entry = (status, fields) => ({
 const globalEntry = entry('working', { summary: SUMMARY, visibility: 'global' });
 const pausedEntry = entry('paused_for_input', { question: QUESTION });
 const answeredEntry = entry('paused_for_input', {
-  question: QUESTION, answer: ANSWER, answered_by: 'agent:me', answered_at: instant,
+  question: QUESTION, answer: ANSWER, answered_by: 'agent:owner', answered_at: instant,
 });
 const checkmark = (status, fields) => ({
   id: Number, namespace: 'demo', agent: 'me', status, checkpoint_at: instant,
@@ -230,16 +230,17 @@ const CHECKS = {
   }),
   'api.2': (r) => shape(apiJson(r), { namespace: 'demo', count: 1, limit: 500, truncated: false, agents: [pausedMark] }),
   'api.3': (r) => shape(apiJson(r), { namespace: 'demo', agent: 'me', checkmark: pausedMark }),
-  'answer.1': (r) => shape(apiJson(r), {
+  'answer.1': quiet,
+  'answer.2': (r) => shape(apiJson(r), {
     action: 'answer', resumed: true,
     checkmark: checkmark('working', {
       where_it_stopped: 'choosing a store', open_question: QUESTION, answer: ANSWER,
-      answered_by: 'agent:me', answered_at: instant,
-      resume: { requested_at: instant, requested_by: 'agent:me', answer: ANSWER, session_id: null },
+      answered_by: 'agent:owner', answered_at: instant,
+      resume: { requested_at: instant, requested_by: 'agent:owner', answer: ANSWER, session_id: null },
     }),
     log_entry: answeredEntry,
   }),
-  'answer.2': (r) => {
+  'answer.3': (r) => {
     const log = apiJson(r);
     shape(log, {
       namespace: 'demo', agent: 'me', count: 2, limit: 5, truncated: false, next_cursor: null,

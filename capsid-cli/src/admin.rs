@@ -41,6 +41,8 @@ pub struct AxesArgs {
     #[arg(long, value_delimiter = ',')]
     pub grants: Option<Vec<String>>,
     /// A blast-radius flag to set, e.g. --flag can_merge or --flag can_merge=false. Repeatable.
+    /// The flags: can_merge, can_direct_write, can_dispatch, can_write_workflows,
+    /// can_touch_protected, money_paths, can_comment_pr, can_write_shared, can_backup.
     #[arg(long = "flag")]
     pub flags: Vec<String>,
 }

@@ -59,6 +59,10 @@ pub struct ServeArgs {
     /// The model API the improve loop's `api` mode calls.
     #[command(flatten)]
     pub model: crate::model::ModelArgs,
+    /// Minutes each caller waits between two backups on demand (`POST /ops/backup`; a call
+    /// within them answers 429 with Retry-After). The daily backup is not limited.
+    #[arg(long, env = "CAPSID_BACKUP_INTERVAL_MINUTES", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_080))]
+    pub backup_interval_minutes: u64,
 }
 
 /// The build's provenance.
@@ -144,7 +148,11 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     let zone = capsid_core::improve::night::LoopZone::parse(&args.improve_tz)
         .map_err(|e| anyhow::anyhow!(e))?;
     tracing::info!(zone = zone.name(), "improve loop time zone");
-    service = service.with_loop_zone(zone);
+    service = service
+        .with_loop_zone(zone)
+        .with_backup_interval(std::time::Duration::from_secs(
+            args.backup_interval_minutes * 60,
+        ));
     // The model API, when a key is configured (a reference that does not resolve stops the
     // start, naming the setting).
     match args.model.client()? {

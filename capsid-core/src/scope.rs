@@ -29,11 +29,14 @@ pub enum Flag {
     CanCommentPr,
     /// Write the shared context every namespace reads (SPEC 8).
     CanWriteShared,
+    /// Run a backup of every namespace on demand (`POST /ops/backup`).
+    CanBackup,
 }
 
 impl Flag {
-    /// All eight flags: the reference's seven in its order, then `can_write_shared`.
-    pub const ALL: [Flag; 8] = [
+    /// All nine flags: the reference's seven in its order, then `can_write_shared` and
+    /// `can_backup`.
+    pub const ALL: [Flag; 9] = [
         Flag::CanMerge,
         Flag::CanDirectWrite,
         Flag::CanDispatch,
@@ -42,6 +45,7 @@ impl Flag {
         Flag::MoneyPaths,
         Flag::CanCommentPr,
         Flag::CanWriteShared,
+        Flag::CanBackup,
     ];
 
     /// The flag's wire name.
@@ -55,6 +59,7 @@ impl Flag {
             Flag::MoneyPaths => "money_paths",
             Flag::CanCommentPr => "can_comment_pr",
             Flag::CanWriteShared => "can_write_shared",
+            Flag::CanBackup => "can_backup",
         }
     }
 
@@ -82,6 +87,7 @@ impl Flag {
             Flag::CanWriteShared => {
                 "the shared context is the one store every namespace reads and trusts"
             }
+            Flag::CanBackup => "a backup dumps every namespace's data and keeps it for 90 days",
         }
     }
 }
@@ -264,7 +270,7 @@ impl Scopes {
     /// `parseScopes`: fail-closed. Null or empty text, invalid JSON, or a non-object gives
     /// [`Scopes::none`]. Within an object, a list axis that is neither `"*"` nor an array is
     /// empty, list entries are kept only if non-empty strings, grants are filtered to the two
-    /// known values, and a flag counts only if it is one of the eight and literally `true`.
+    /// known values, and a flag counts only if it is one of the nine and literally `true`.
     pub fn parse(stored: Option<&str>) -> Scopes {
         let Some(text) = stored.filter(|t| !t.trim().is_empty()) else {
             return Scopes::none();
@@ -474,12 +480,49 @@ pub enum ScopeRefusal {
         /// The caller's repos axis.
         held: String,
     },
+    /// A call that changes state beyond one namespace, from a caller narrowed to some.
+    #[error(
+        "scope refused: {what} changes state beyond one namespace ({why}), so it needs the admin or a caller whose namespaces are *; this caller's namespaces: {held}"
+    )]
+    Global {
+        /// `tool.action`, or the route.
+        what: String,
+        /// Why it reaches beyond one namespace.
+        why: &'static str,
+        /// The caller's namespace axis.
+        held: String,
+    },
     /// A required flag is missing.
     #[error("scope refused: this needs the {flag} flag, which this caller does not hold ({reason})", reason = flag.reason())]
     Flag {
         /// The first missing flag.
         flag: Flag,
     },
+}
+
+impl Scopes {
+    /// Whether these scopes reach every namespace (the namespaces axis is `*`): the one
+    /// authority an action that changes state beyond one namespace needs (the admin's scopes
+    /// always do).
+    pub fn reaches_every_namespace(&self) -> bool {
+        self.namespaces.is_all()
+    }
+}
+
+/// The global-authority rule: `what` changes state beyond one namespace (`why`), so only a
+/// caller whose namespaces axis is `*` may do it (the admin, whose scopes are unrestricted,
+/// or a minted agent minted for every namespace). Every such action asks this one function:
+/// the registry through a [`crate::tools::Rule`] marked global, and the routes that are not
+/// tools (`POST /ops/backup`) directly.
+pub fn check_global(scopes: &Scopes, what: &str, why: &'static str) -> Result<(), ScopeRefusal> {
+    if scopes.reaches_every_namespace() {
+        return Ok(());
+    }
+    Err(ScopeRefusal::Global {
+        what: what.to_owned(),
+        why,
+        held: scopes.namespaces.describe(),
+    })
 }
 
 /// `allowsToolAction`: the wildcard allows all; otherwise the bare tool name must be listed;

@@ -7,7 +7,7 @@
 
 use crate::caller::Caller;
 use crate::guards::{is_money_path, protected_match};
-use crate::scope::{Flag, Grant, Need, ScopeRefusal, check_scope};
+use crate::scope::{Flag, Grant, Need, ScopeRefusal, check_global, check_scope};
 
 /// The group a tool belongs to (for documentation and `tools/list` ordering).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +35,13 @@ pub struct AdminOnly {
     pub why: &'static str,
 }
 
+/// Why a call changes state beyond one namespace, as the global-authority refusal says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Global {
+    /// What it reaches beyond its namespace.
+    pub why: &'static str,
+}
+
 /// What a call (or one action of an action tool) needs before its handler runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rule {
@@ -42,6 +49,9 @@ pub struct Rule {
     pub grant: Grant,
     /// `Some` when only an admin (the owner, a legacy write key, the CLI) may call it.
     pub admin_only: Option<AdminOnly>,
+    /// `Some` when the call changes state beyond one namespace, so it needs a caller whose
+    /// namespaces axis is `*` ([`check_global`]).
+    pub global: Option<Global>,
     /// Flags every such call needs, whatever its arguments (those that depend on arguments
     /// come from the arguments, [`repo_write_flags`]).
     pub flags: &'static [Flag],
@@ -53,6 +63,7 @@ impl Rule {
         Rule {
             grant: Grant::Read,
             admin_only: None,
+            global: None,
             flags: &[],
         }
     }
@@ -62,6 +73,7 @@ impl Rule {
         Rule {
             grant: Grant::Write,
             admin_only: None,
+            global: None,
             flags: &[],
         }
     }
@@ -70,6 +82,15 @@ impl Rule {
     pub const fn admin_only(self, why: &'static str) -> Rule {
         Rule {
             admin_only: Some(AdminOnly { why }),
+            ..self
+        }
+    }
+
+    /// The same rule for a call that changes state beyond one namespace (`why`): only a caller
+    /// whose namespaces axis is `*` passes.
+    pub const fn global(self, why: &'static str) -> Rule {
+        Rule {
+            global: Some(Global { why }),
             ..self
         }
     }
@@ -281,8 +302,9 @@ pub enum GateRefusal {
 /// its handler: the rule of the call's action from `spec` with the call's namespace, repo and
 /// every flag (the rule's, then the arguments'), in `check_scope`'s order (tool or
 /// `tool.action`, grant, namespace, repo, flags); then each repository the call maps to a
-/// namespace against the repos axis; then the rule that a narrowed caller may not omit the
-/// namespace of a tool that takes one; then admin-only.
+/// namespace against the repos axis; then, for a call that changes state beyond one
+/// namespace, the global-authority rule ([`check_global`]); then the rule that a narrowed
+/// caller may not omit the namespace of a tool that takes one; then admin-only.
 pub fn gate_call(caller: &Caller, spec: &ToolSpec, call: &Call<'_>) -> Result<(), GateRefusal> {
     let scopes = &caller.scopes;
     let (action, rule) = match spec.requirement {
@@ -316,6 +338,13 @@ pub fn gate_call(caller: &Caller, spec: &ToolSpec, call: &Call<'_>) -> Result<()
                 ..Need::default()
             },
         )?;
+    }
+    if let Some(Global { why }) = rule.global {
+        let what = match action {
+            Some(a) => format!("{}.{a}", spec.name),
+            None => spec.name.to_owned(),
+        };
+        check_global(scopes, &what, why)?;
     }
     if call.takes_namespace && call.namespace.is_none() && !scopes.namespaces.is_all() {
         return Err(ScopeRefusal::NamespaceOmitted {

@@ -1,5 +1,6 @@
-//! The backup routes: `POST /ops/backup` (a bearer key with the write grant: 200 with the
-//! summary when it ran, 409 when another run holds the lease, 403 for a read-only key),
+//! The backup routes: `POST /ops/backup` (a bearer key with the write grant, every namespace
+//! and `can_backup`: 200 with the summary when it ran, 409 when another run holds the lease,
+//! 403 for any other key, 429 with `Retry-After` within the caller's interval),
 //! `POST /backup/credential` (the backup-context HMAC request, reference 8.3) and
 //! `GET /backup/objects/{*key}` (a read with the credential's token, streamed).
 
@@ -16,7 +17,7 @@ use capsid_core::backup::summary::NoProgress;
 use capsid_core::caller::bearer_token;
 use capsid_core::error::Error;
 use capsid_core::ports::BlobReader;
-use capsid_core::service::CredentialError;
+use capsid_core::service::{CredentialError, OnDemandBackup};
 use serde_json::json;
 
 use crate::AppState;
@@ -68,8 +69,21 @@ async fn ops_backup(State(state): State<AppState>, headers: HeaderMap) -> Respon
         Err(e) => return core_error(&e),
     };
     match state.service.backup_as(&caller, &NoProgress).await {
-        Ok(summary) if summary.ran => (StatusCode::OK, axum::Json(summary)).into_response(),
-        Ok(summary) => (StatusCode::CONFLICT, axum::Json(summary)).into_response(),
+        Ok(OnDemandBackup::Ran(summary)) if summary.ran => {
+            (StatusCode::OK, axum::Json(summary)).into_response()
+        }
+        Ok(OnDemandBackup::Ran(summary)) => {
+            (StatusCode::CONFLICT, axum::Json(summary)).into_response()
+        }
+        Ok(OnDemandBackup::TooSoon {
+            retry_after_secs,
+            message,
+        }) => {
+            let mut resp = refusal(StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message);
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+            resp
+        }
         Err(e) => core_error(&e),
     }
 }

@@ -201,6 +201,66 @@ pub fn resume_step(w: &Waiting<'_>) -> Result<Step, AnswerRefusal> {
     Ok(step)
 }
 
+/// Why a caller may not act on a checkmark or name a job: the authority is someone else's.
+/// Nothing is written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AuthorityRefusal {
+    /// The asking agent answering (or resuming) its own question.
+    #[error(
+        "{agent}'s open question is answered by someone else: a person (the console, the admin, the Handler API with another key) or another agent, never {agent}'s own key"
+    )]
+    OwnQuestion {
+        /// The asking agent.
+        agent: String,
+    },
+    /// A checkpoint naming a job the caller does not hold.
+    #[error(
+        "job_id: {job} is held by {holder}; a checkpoint may name only a job its writer holds (claimed_by {caller}), or any job when the admin writes it"
+    )]
+    JobNotHeld {
+        /// The job named.
+        job: String,
+        /// Its `claimed_by`, or `nobody`.
+        holder: String,
+        /// The caller's actor.
+        caller: String,
+    },
+}
+
+/// Whether the caller whose actor string is `caller_actor` may answer (or resume) the open
+/// question of `asking_agent`: anyone the one check let through (a person, the admin, another
+/// agent) but the asking agent itself, whose answer to its own question would let it pass its
+/// human gate alone. The one place this rule lives; a caller acting for the asking agent (a
+/// credential bound to it) is refused here too.
+pub fn may_answer(caller_actor: &str, asking_agent: &str) -> Result<(), AuthorityRefusal> {
+    match caller_actor.strip_prefix("agent:") {
+        Some(name) if name == asking_agent => Err(AuthorityRefusal::OwnQuestion {
+            agent: asking_agent.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a checkpoint written by `caller_actor` (the admin when `admin`) may name `job`,
+/// whose `claimed_by` is `holder`: the admin names any job; anybody else only a job it holds,
+/// whatever the job's status (the driver checkpoints its claimed and blocked jobs, and once
+/// more after it closed one `done` or `failed`, which keeps the holder).
+pub fn may_name_job(
+    caller_actor: &str,
+    admin: bool,
+    job: &str,
+    holder: Option<&str>,
+) -> Result<(), AuthorityRefusal> {
+    if admin || holder == Some(caller_actor) {
+        return Ok(());
+    }
+    Err(AuthorityRefusal::JobNotHeld {
+        job: job.to_owned(),
+        holder: holder.unwrap_or("nobody").to_owned(),
+        caller: caller_actor.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +268,65 @@ mod tests {
 
     use AgentStatus as S;
     use GateStatus as G;
+
+    #[test]
+    fn the_asking_agent_never_answers_its_own_question() {
+        assert_eq!(
+            may_answer("agent:d1", "d1"),
+            Err(AuthorityRefusal::OwnQuestion { agent: "d1".into() })
+        );
+        let why = may_answer("agent:d1", "d1").unwrap_err().to_string();
+        assert!(
+            why.contains("d1's open question") && why.contains("someone else"),
+            "{why}"
+        );
+        for other in [
+            "agent:d2",
+            "agent:d10",
+            "agent:",
+            "github:d1",
+            "cli:d1",
+            "opkey:d1",
+            "d1",
+            "watcher",
+        ] {
+            assert_eq!(may_answer(other, "d1"), Ok(()), "{other}");
+        }
+        assert!(
+            may_answer("agent:d1", "d10").is_ok(),
+            "a prefix is another agent"
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_names_only_a_job_its_writer_holds() {
+        assert_eq!(
+            may_name_job("agent:d1", false, "job_1", Some("agent:d1")),
+            Ok(())
+        );
+        assert_eq!(
+            may_name_job("github:o", true, "job_1", Some("agent:d2")),
+            Ok(())
+        );
+        assert_eq!(may_name_job("github:o", true, "job_1", None), Ok(()));
+        let err = may_name_job("agent:d1", false, "job_1", Some("agent:d2")).unwrap_err();
+        assert_eq!(
+            err,
+            AuthorityRefusal::JobNotHeld {
+                job: "job_1".into(),
+                holder: "agent:d2".into(),
+                caller: "agent:d1".into()
+            }
+        );
+        let why = err.to_string();
+        assert!(
+            why.starts_with("job_id: job_1 is held by agent:d2"),
+            "{why}"
+        );
+        let unheld = may_name_job("agent:d1", false, "job_2", None).unwrap_err();
+        assert!(unheld.to_string().contains("held by nobody"), "{unheld}");
+        assert!(may_name_job("agent:d1", false, "job_1", Some("agent:d10")).is_err());
+    }
 
     fn claims(
         status: AgentStatus,

@@ -77,7 +77,7 @@ fn stored_form_round_trips() {
 
 #[test]
 fn the_eighth_flag_parses_fail_closed_like_the_others() {
-    assert_eq!(Flag::ALL.len(), 8);
+    assert_eq!(Flag::ALL.len(), 9);
     assert_eq!(Flag::parse("can_write_shared"), Some(Flag::CanWriteShared));
     assert_eq!(Flag::parse("can_write_Shared"), None);
     let held = s(r#"{"flags":{"can_write_shared":true}}"#);
@@ -523,6 +523,7 @@ proptest! {
                 Some("flag")
             }
             Err(ScopeRefusal::NamespaceOmitted { .. }) => Some("omitted"),
+            Err(ScopeRefusal::Global { .. }) => Some("global"),
         };
         prop_assert_eq!(got, model_check(&s, &n));
     }
@@ -552,4 +553,63 @@ fn axes_overlap_when_some_value_is_in_both() {
     assert!(only(&["a", "b"]).overlaps(&only(&["c", "b"])));
     assert!(!only(&["a"]).overlaps(&only(&["b"])));
     assert!(!only(&[]).overlaps(&only(&[])));
+}
+
+#[test]
+fn can_backup_is_the_ninth_flag_off_by_default_and_parsed_fail_closed() {
+    assert_eq!(Flag::ALL[8], Flag::CanBackup);
+    assert_eq!(Flag::parse("can_backup"), Some(Flag::CanBackup));
+    assert!(
+        s(r#"{"flags":{"can_backup":true}}"#)
+            .flags
+            .contains(&Flag::CanBackup)
+    );
+    assert!(s(r#"{"flags":{"can_backup":"true"}}"#).flags.is_empty());
+    assert_eq!(
+        Scopes::mint_defaults(Axis::All).to_json()["flags"]["can_backup"],
+        false
+    );
+    assert!(Scopes::unrestricted().flags.contains(&Flag::CanBackup));
+}
+
+#[test]
+fn only_a_caller_reaching_every_namespace_passes_the_global_rule() {
+    assert_eq!(
+        check_global(&Scopes::unrestricted(), "improve_run.mode", "why"),
+        Ok(())
+    );
+    assert_eq!(
+        check_global(&Scopes::mint_defaults(Axis::All), "improve_run.mode", "why"),
+        Ok(())
+    );
+    for narrowed in [
+        Axis::Only(vec!["alpha".into()]),
+        Axis::Only(vec!["*".into(), "alpha".into()]),
+        Axis::Only(Vec::new()),
+    ] {
+        let held = narrowed.describe();
+        let err = check_global(
+            &Scopes::mint_defaults(narrowed),
+            "improve_run.budget",
+            "the budget is every namespace's",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            ScopeRefusal::Global {
+                what: "improve_run.budget".into(),
+                why: "the budget is every namespace's",
+                held: held.clone()
+            }
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("improve_run.budget changes state beyond one namespace"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(&format!("this caller's namespaces: {held}")),
+            "{text}"
+        );
+    }
 }

@@ -270,12 +270,15 @@ fn allowed(
     // widens nothing.
     let feed = tool == "checkmarks" && action == Some("feed");
     let omitted = namespace_field(tool).0 && ns.is_none() && !s.namespaces.is_all() && !feed;
+    // Issue 32: the loop's mode and budget, and lifting a pause, reach every namespace.
+    let global = tool == "improve_run" && matches!(action, Some("mode" | "unpause" | "budget"));
     tools_ok
         && s.grants.contains(&grant)
         && ns_ok
         && repo_ok
         && flags_ok
         && !omitted
+        && (!global || s.namespaces.is_all())
         && (!admin_only || caller.is_admin())
 }
 

@@ -24,7 +24,8 @@ mod surfaces;
 
 pub use agents::Resolved;
 pub use backup::{
-    BackupCredential, CredentialError, CredentialObject, RestoreError, RestoreReport, TableCheck,
+    BackupCredential, CredentialError, CredentialObject, DEFAULT_ON_DEMAND_INTERVAL_MS,
+    OnDemandBackup, RestoreError, RestoreReport, TableCheck, on_demand_key,
 };
 pub use confirm::{Confirmer, Consent, NoConfirmer};
 pub use documents::{

@@ -435,3 +435,58 @@ fn a_write_modes_wire_name_is_the_one_its_argument_parses() {
         assert_eq!(parsed, mode);
     }
 }
+
+/// `improve_run` mode, budget and unpause change state beyond one namespace: a caller
+/// narrowed to some namespaces is refused whatever else it holds, before admin-only; a caller
+/// whose namespaces are `*` and the admin pass.
+#[test]
+fn global_actions_need_every_namespace() {
+    let run = named("improve_run");
+    let narrow = Scopes {
+        grants: [Grant::Read, Grant::Write].into(),
+        flags: Flag::ALL.into(),
+        ..narrowed(&["alpha"])
+    };
+    let wide = Scopes {
+        namespaces: Axis::All,
+        ..narrow.clone()
+    };
+    for action in ["mode", "budget", "unpause"] {
+        let call = Call {
+            action: Some(action),
+            namespace: Some("alpha"),
+            takes_namespace: true,
+            ..Call::default()
+        };
+        let err = gate_call(&agent(narrow.clone()), run, &call).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, GateRefusal::Scope(ScopeRefusal::Global { .. })),
+            "{action}: {err}"
+        );
+        assert!(
+            text.contains(&format!(
+                "improve_run.{action} changes state beyond one namespace"
+            )),
+            "{text}"
+        );
+        assert_eq!(
+            gate_call(&agent(wide.clone()), run, &call),
+            Ok(()),
+            "{action}"
+        );
+        assert_eq!(
+            gate_call(&Caller::admin("octo"), run, &call),
+            Ok(()),
+            "{action}"
+        );
+    }
+    // Pausing one's own namespace stays a narrowed caller's to do.
+    let pause = Call {
+        action: Some("pause"),
+        namespace: Some("alpha"),
+        takes_namespace: true,
+        ..Call::default()
+    };
+    assert_eq!(gate_call(&agent(narrow), run, &pause), Ok(()));
+}

@@ -1,5 +1,6 @@
 //! The HTTP surface: `POST /ops/backup` (401 without a key, 403 for a read-only key, 200 with
-//! the summary, 409 while another run holds the lease), `/health` showing the real age after a
+//! the summary, 409 while another run holds the lease; the narrowed keys, `can_backup` and the
+//! interval are `authority.rs`), `/health` showing the real age after a
 //! run, and `POST /backup/credential` with the reads its token allows.
 
 use std::sync::Arc;
@@ -36,7 +37,7 @@ async fn ops_backup_needs_a_write_key_and_answers_409_while_leased() {
         .mint(
             "ops",
             "cron",
-            json!({"namespaces": ["*"], "grants": ["read", "write"]}),
+            json!({"namespaces": ["*"], "grants": ["read", "write"], "flags": {"can_backup": true}}),
         )
         .await;
     let http = reqwest::Client::new();
@@ -97,6 +98,9 @@ async fn ops_backup_needs_a_write_key_and_answers_409_while_leased() {
     assert_eq!(health["backup"]["age_hours"], 0.0, "{health}");
     assert!(health["backup"].get("warning").is_none(), "{health}");
 
+    // Past the caller's interval between backups on demand, another run's lease answers 409.
+    s.clock
+        .advance(capsid_core::service::DEFAULT_ON_DEMAND_INTERVAL_MS);
     let now = s.service.now();
     assert!(
         store

@@ -3,6 +3,7 @@
 //! Postgres→SQLite, and every tool answer compared; the restore's refusals; retention by run;
 //! pruning only after the export; the preflight; the HTTP routes and their grants.
 
+mod authority;
 mod http;
 mod refusals;
 mod rehearsal;

@@ -3,6 +3,7 @@
 //! Handler API (`/api/`, as curl would call it), with the one check deciding both. Each module
 //! holds its scenarios and expands them once per store.
 
+mod authority;
 mod flow;
 mod refusals;
 

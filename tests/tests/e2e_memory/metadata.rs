@@ -152,6 +152,14 @@ async fn the_agent_inventory_shows_overlapping_agents_only(s: &TestServer) {
         "{}",
         status["agents"]
     );
+    // Of an agent that shares one of its namespaces, it sees that one only.
+    let both = status["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == "both"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(both["namespaces"], json!(["alpha"]), "{both}");
+    assert!(!status["agents"].to_string().contains("secret"), "{status}");
     let status = s.admin("improve_status", json!({})).await;
     let mut seen = names(&status["agents"], "name");
     seen.sort();

@@ -70,7 +70,7 @@ impl AgentsAction {
     }
 }
 
-/// The eight flags, each optional.
+/// The nine flags, each optional.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 pub struct FlagsArg {
     /// Merge pull requests.
@@ -89,6 +89,8 @@ pub struct FlagsArg {
     pub can_comment_pr: Option<bool>,
     /// Write the shared context every namespace reads.
     pub can_write_shared: Option<bool>,
+    /// Run a backup of every namespace on demand (POST /ops/backup).
+    pub can_backup: Option<bool>,
 }
 
 impl FlagsArg {
@@ -102,6 +104,7 @@ impl FlagsArg {
             ("money_paths", self.money_paths),
             ("can_comment_pr", self.can_comment_pr),
             ("can_write_shared", self.can_write_shared),
+            ("can_backup", self.can_backup),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))

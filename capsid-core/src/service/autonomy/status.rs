@@ -12,13 +12,17 @@ use crate::autonomy::auto_merge::audit::awaiting_from_setting;
 use crate::error::Result;
 use crate::improve::keys::AWAITING_SEAT_KEY;
 use crate::schedule::Task;
+use crate::scope::Axis;
 use crate::service::Area;
 use crate::service::improve::ImproveCx;
 use crate::service::to_json;
 
 impl ImproveCx<'_> {
-    /// The `autonomy` block of `improve_status`.
-    pub(crate) async fn autonomy_status(&self) -> Result<Value> {
+    /// The `autonomy` block of `improve_status`, as seen from `seen_from` (the caller's
+    /// namespaces axis): a narrowed caller sees only its own namespaces in the roster, the
+    /// policy and the pull requests awaiting the seat, and none of the notes and findings,
+    /// which are free text about every namespace.
+    pub(crate) async fn autonomy_status(&self, seen_from: &Axis) -> Result<Value> {
         let now = self.now();
         let roster = super::read_roster(self.settings, now).await?;
         let (policy, _) =
@@ -32,6 +36,10 @@ impl ImproveCx<'_> {
                 .await?
                 .as_deref(),
         );
+        let awaiting: Vec<_> = awaiting
+            .into_iter()
+            .filter(|a| seen_from.allows(&a.namespace))
+            .collect();
         let watcher = last_pass(
             self.settings
                 .setting(WATCHER_LAST_KEY, now)
@@ -48,11 +56,22 @@ impl ImproveCx<'_> {
                 "last_run": last_run,
             }));
         }
-        Ok(json!({
-            "roster": roster.namespaces(),
-            "roster_note": roster.unreadable,
+        let mut policy = to_json(&policy)?;
+        if let Some(names) = policy["namespaces"].as_array_mut() {
+            names.retain(|n| n.as_str().is_some_and(|n| seen_from.allows(n)));
+        }
+        let roster_note = roster.unreadable.clone();
+        let roster: Vec<&str> = roster
+            .namespaces()
+            .iter()
+            .map(String::as_str)
+            .filter(|n| seen_from.allows(n))
+            .collect();
+        let mut out = json!({
+            "roster": roster,
+            "roster_note": roster_note,
             "auto_merge": {
-                "policy": to_json(&policy)?,
+                "policy": policy,
                 "last_tick": last.as_ref().map(|t| json!({
                     "at": t["at"], "evaluated": t["evaluated"], "merged": t["merged"],
                     "declined": t["declined"], "unchanged": t["unchanged"], "notes": t["notes"],
@@ -65,6 +84,18 @@ impl ImproveCx<'_> {
                 "cleared": w["cleared"], "notes": w["notes"],
             })),
             "tasks": tasks,
-        }))
+        });
+        if !seen_from.is_all() {
+            out["auto_merge"]["policy"]["note"] = Value::Null;
+            if out["auto_merge"]["last_tick"].is_object() {
+                out["auto_merge"]["last_tick"]["notes"] = json!([]);
+            }
+            out["watcher"] = Value::Null;
+            out["roster_note"] = Value::Null;
+            out["hidden"] = json!(
+                "this caller's namespaces are narrowed: the tick's notes and the watcher's findings, which name every namespace, are shown to callers whose namespaces are * only"
+            );
+        }
+        Ok(out)
     }
 }

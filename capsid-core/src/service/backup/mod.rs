@@ -8,9 +8,11 @@
 mod credential;
 mod files;
 mod mirror;
+mod on_demand;
 mod restore;
 
 pub use credential::{BackupCredential, CredentialError, CredentialObject};
+pub use on_demand::{DEFAULT_ON_DEMAND_INTERVAL_MS, OnDemandBackup, on_demand_key};
 pub use restore::{RestoreError, RestoreReport, TableCheck};
 
 use std::sync::Arc;
@@ -38,6 +40,8 @@ use crate::time::Timestamp;
 pub(crate) struct BackupWiring {
     media: Option<Arc<dyn BlobStore>>,
     holdout: Option<HoldoutCounts>,
+    /// Between two backups on demand by one caller (`None`: the default).
+    on_demand_interval_ms: Option<i64>,
 }
 
 impl Service {
@@ -58,22 +62,6 @@ impl Service {
         self.backups.media.as_ref().ok_or_else(|| {
             Error::Unavailable("no media store is configured (CAPSID_MEDIA_URL)".to_owned())
         })
-    }
-
-    /// `POST /ops/backup`: a run on demand for a caller holding the write grant (a read-only
-    /// key is refused before anything is touched).
-    pub async fn backup_as(
-        &self,
-        caller: &crate::caller::Caller,
-        progress: &dyn Progress,
-    ) -> Result<BackupSummary> {
-        if !caller.scopes.has_grant(crate::scope::Grant::Write) {
-            return Err(Error::Forbidden(format!(
-                "{} holds no write grant: a backup run prunes history, so it needs a key with the write grant",
-                caller.actor()
-            )));
-        }
-        self.run_backup(progress).await
     }
 
     /// The scheduler's daily run: runs a backup when one is due (09:00 UTC, none since) and a

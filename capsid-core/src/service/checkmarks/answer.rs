@@ -1,5 +1,6 @@
 //! `checkmarks` answer and resume: a person (or another agent) answers the open question of
-//! an agent's latest entry, once, and may ask for the agent to be resumed with it. Each is one
+//! an agent's latest entry, once, and may ask for the agent to be resumed with it; the asking
+//! agent itself does neither (`rules::may_answer`). Each is one
 //! keyed conditional update with its audit row; a lost race (the agent checkpointed again,
 //! somebody else answered) writes nothing and is refused.
 
@@ -9,7 +10,7 @@ use super::args::CheckmarksArgs;
 use super::read::no_checkmark;
 use super::{CheckmarksCx, required};
 use crate::caller::Caller;
-use crate::checkmarks::rules::{Answered, Waiting, answer_step, resume_step};
+use crate::checkmarks::rules::{Answered, Waiting, answer_step, may_answer, resume_step};
 use crate::checkmarks::view::{checkmark_json, entry_json};
 use crate::checkmarks::{Step, audit_path};
 use crate::error::{Error, Result};
@@ -48,6 +49,8 @@ impl CheckmarksCx<'_> {
             .ok_or_else(|| Error::Invalid("checkmarks answer: answer is required".into()))?
             .to_owned();
         let resume = a.resume == Some(true);
+        may_answer(&caller.actor(), agent)
+            .map_err(|e| Error::Forbidden(format!("checkmarks answer: {e}")))?;
         require_namespace(self.namespaces, ns).await?;
         let view = self.current(ns, agent).await?;
         let step = answer_step(&waiting(&view), resume)
@@ -86,6 +89,8 @@ impl CheckmarksCx<'_> {
                 "checkmarks resume: takes no answer; use action answer with resume: true".into(),
             ));
         }
+        may_answer(&caller.actor(), agent)
+            .map_err(|e| Error::Forbidden(format!("checkmarks resume: {e}")))?;
         require_namespace(self.namespaces, ns).await?;
         let view = self.current(ns, agent).await?;
         let step = resume_step(&waiting(&view))

@@ -1,5 +1,6 @@
 //! `checkpoint`: the caller records its own checkmark in a namespace and appends a log entry,
-//! in one transaction with the audit row; an agent that asks a question or blocks is
+//! in one transaction with the audit row (a `job_id` only of a job the caller holds, any for
+//! the admin: `rules::may_name_job`); an agent that asks a question or blocks is
 //! announced to the notifier.
 
 use serde_json::{Value, json};
@@ -7,7 +8,7 @@ use serde_json::{Value, json};
 use super::CheckmarksCx;
 use super::args::CheckpointArgs;
 use crate::caller::Caller;
-use crate::checkmarks::rules::{CheckpointClaims, check_checkpoint};
+use crate::checkmarks::rules::{CheckpointClaims, check_checkpoint, may_name_job};
 use crate::checkmarks::view::{checkmark_json, console_path, entry_json};
 use crate::checkmarks::{
     AgentStatus, CheckmarkEvent, CiStatus, GateStatus, Visibility, audit_path,
@@ -67,7 +68,15 @@ impl CheckmarksCx<'_> {
         }
         if let Some(id) = &job_id {
             match self.jobs.job(id).await? {
-                Some(job) if job.namespace == namespace => {}
+                Some(job) if job.namespace == namespace => {
+                    may_name_job(
+                        &caller.actor(),
+                        caller.is_admin(),
+                        id,
+                        job.claimed_by.as_deref(),
+                    )
+                    .map_err(|e| Error::Forbidden(format!("checkpoint: {e}")))?;
+                }
                 _ => {
                     return Err(Error::NotFound(format!(
                         "checkpoint: job_id {id} is not a job of namespace {namespace}"

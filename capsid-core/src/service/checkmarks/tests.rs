@@ -235,3 +235,30 @@ fn a_narrowed_reader_reads_the_global_feed_without_naming_its_namespace() {
         "the named namespace is checked first"
     );
 }
+
+#[test]
+fn the_asking_agent_answers_and_resumes_nothing_of_its_own_before_any_store_call() {
+    let w = worker();
+    for args in [
+        json!({"action": "answer", "namespace": "alpha", "agent": "d1", "answer": "yes"}),
+        json!({"action": "answer", "namespace": "alpha", "agent": "d1", "answer": "yes", "resume": true}),
+        json!({"action": "resume", "namespace": "alpha", "agent": "d1"}),
+    ] {
+        let err = refused(&w, "checkmarks", args.clone());
+        assert!(matches!(err, Error::Forbidden(_)), "{args}: {err}");
+        assert!(
+            err.to_string()
+                .contains("d1's open question is answered by someone else"),
+            "{args}: {err}"
+        );
+    }
+    // Another agent, and the admin, get past the rule to the store.
+    for caller in [agent("d2", worker().scopes), Caller::admin("octo")] {
+        let (_, touches) = run(
+            &caller,
+            "checkmarks",
+            json!({"action": "answer", "namespace": "alpha", "agent": "d1", "answer": "yes"}),
+        );
+        assert!(!touches.is_empty(), "{}: reaches the store", caller.actor());
+    }
+}

@@ -49,8 +49,20 @@ impl ImproveCx<'_> {
             let attempts =
                 (row.kind == AgentKind::Driver).then(|| attempt_sums(&runs, &scopes.namespaces));
             let record = agent_record(&actor, &outcomes, &counts, attempts);
+            // A narrowed caller sees of another agent's namespaces only those it shares.
+            let namespaces = match (seen_from, &scopes.namespaces) {
+                (Axis::Only(mine), Axis::Only(theirs)) => {
+                    json!(
+                        theirs
+                            .iter()
+                            .filter(|n| mine.contains(n))
+                            .collect::<Vec<_>>()
+                    )
+                }
+                _ => scopes.to_json()["namespaces"].clone(),
+            };
             out.push(json!({
-                "name": row.name, "kind": row.kind, "namespaces": scopes.to_json()["namespaces"],
+                "name": row.name, "kind": row.kind, "namespaces": namespaces,
                 "revoked_at": row.revoked_at, "last_seen": row.last_seen, "record": to_json(&record)?,
             }));
         }

@@ -16,10 +16,21 @@ impl Tool for ImproveRun {
             actions: &[
                 action("run", Rule::write()),
                 action("attempt", Rule::write()),
-                action("mode", Rule::write()),
+                action(
+                    "mode",
+                    Rule::write().global("the loop's mode runs or stops it in every namespace"),
+                ),
                 action("pause", Rule::write()),
-                action("unpause", Rule::write()),
-                action("budget", Rule::write()),
+                action(
+                    "unpause",
+                    Rule::write().global(
+                        "lifting a pause overrides the owner's or the loop's decision to stop a namespace",
+                    ),
+                ),
+                action(
+                    "budget",
+                    Rule::write().global("the monthly caps are every namespace's to spend"),
+                ),
                 action(
                     "mint_operator_key",
                     Rule::write().admin_only("minting an operator key is admin only"),

@@ -82,8 +82,17 @@ impl ImproveCx<'_> {
             .settings
             .setting(AWAITING_SEAT_KEY, now)
             .await?
-            .and_then(|s| serde_json::from_str(&s).ok())
-            .unwrap_or_else(|| json!([]));
+            .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|entry| {
+                caller.scopes.namespaces.is_all()
+                    || entry["namespace"]
+                        .as_str()
+                        .is_some_and(|ns| caller.scopes.namespaces.allows(ns))
+            })
+            .collect();
         let protected: Vec<Value> = PROTECTED_PATH_PATTERNS
             .iter()
             .map(|p| json!({"source": p.source, "flags": PROTECTED_PATTERN_FLAGS, "reason": p.reason}))
@@ -97,7 +106,7 @@ impl ImproveCx<'_> {
             "protected_paths": protected,
             "agents": self.agent_inventory(&caller.scopes.namespaces).await?,
             "awaiting_seat": awaiting,
-            "autonomy": self.autonomy_status().await?,
+            "autonomy": self.autonomy_status(&caller.scopes.namespaces).await?,
             "namespaces": namespaces,
             "skill_merge_proposals": to_json(&self.open_merge_proposals(caller, a.namespace.as_ref().map(|n| n.as_str()), &skills).await?)?,
         });
