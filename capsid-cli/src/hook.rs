@@ -434,6 +434,27 @@ async fn pre_tool(
     match plan {
         PrePlan::Pass => {}
         PrePlan::Deny { reason, .. } => print(&pre_tool_use("deny", &reason)),
+        PrePlan::Merge {
+            number,
+            repo,
+            command,
+        } => {
+            let repo = match repo {
+                Some(r) => Some(r),
+                None => approval::origin_repo(&dir).await,
+            };
+            match approval::merge_standing(recorder, number, repo.as_deref()).await {
+                approval::Approval::Stands(by, _) => {
+                    eprintln!("capsid hook: a standing approval lets this merge through: {by}");
+                }
+                approval::Approval::Missing(why) => print(&pre_tool_use(
+                    "deny",
+                    &format!(
+                        "This merges pull request #{number} into a protected branch, and it needs a different agent's approval of the pull request's current head on GitHub. {why} Leave it for a human: `{command}`."
+                    ),
+                )),
+            }
+        }
         PrePlan::Defer { question } => {
             if let Some(r) = recorder {
                 r.checkpoint(

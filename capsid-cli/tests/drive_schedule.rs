@@ -81,6 +81,16 @@ fn apply_installs_a_disabled_systemd_timer() {
         service.contains(&format!("ExecStart={BIN} drive --once --namespace demo")),
         "{service}"
     );
+    // The unit runs in the project's folder with the environment file the README describes.
+    let cwd = std::env::current_dir().expect("cwd");
+    assert!(
+        service.contains(&format!("WorkingDirectory={}", cwd.display())),
+        "{service}"
+    );
+    assert!(
+        service.contains("EnvironmentFile=%h/.config/capsid/drive-demo.env"),
+        "{service}"
+    );
     assert!(
         !units.join("timers.target.wants").exists(),
         "installed, not enabled"

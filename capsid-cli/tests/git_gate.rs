@@ -108,7 +108,10 @@ fn no_spelling_of_a_push_moves_main_and_a_green_feature_push_goes_through() {
         let out = run(&work, line);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(origin_main(&origin), main, "{line} moved main: {err}");
-        assert!(!out.status.success() || err.contains("refused"), "{line}: {err}");
+        assert!(
+            !out.status.success() || err.contains("refused"),
+            "{line}: {err}"
+        );
         assert!(
             err.contains("refs/heads/main"),
             "{line}: the refusal does not name the ref: {err}"
@@ -128,7 +131,10 @@ fn no_spelling_of_a_push_moves_main_and_a_green_feature_push_goes_through() {
     let out = run(&work, "git push origin feature");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("assertion failed: widgets are broken"), "{err}");
+    assert!(
+        err.contains("assertion failed: widgets are broken"),
+        "{err}"
+    );
     assert_ne!(
         ok(&origin, "git rev-parse refs/heads/feature"),
         ok(&work, "git rev-parse HEAD")
@@ -139,7 +145,10 @@ fn no_spelling_of_a_push_moves_main_and_a_green_feature_push_goes_through() {
 fn install_keeps_the_projects_own_pre_push_and_removes_disable_all_hooks() {
     let tmp = tempfile::tempdir().expect("tmp");
     let work = tmp.path();
-    ok(work, "git init -q -b main && git commit -q --allow-empty -m init");
+    ok(
+        work,
+        "git init -q -b main && git commit -q --allow-empty -m init",
+    );
     let hooks = work.join(".git/hooks");
     std::fs::write(
         hooks.join("pre-push"),
@@ -165,7 +174,10 @@ fn install_keeps_the_projects_own_pre_push_and_removes_disable_all_hooks() {
     assert!(!local.contains("disableAllHooks"), "{local}");
     assert!(hooks.join("pre-push.capsid-chained").exists());
     let ours = std::fs::read_to_string(hooks.join("pre-push")).expect("ours");
-    assert!(ours.contains("hook pre-push") && ours.contains("pre-push.capsid-chained"), "{ours}");
+    assert!(
+        ours.contains("hook pre-push") && ours.contains("pre-push.capsid-chained"),
+        "{ours}"
+    );
     // Installing again keeps one chain.
     let again = Command::new(BIN)
         .args(["hook", "install", "--dir"])

@@ -27,6 +27,16 @@ pub struct ScheduleArgs {
     /// Write a crontab line even where systemd is present.
     #[arg(long)]
     pub cron: bool,
+    /// The project's git repository, the unit's working directory (default: the current
+    /// folder).
+    #[arg(long)]
+    pub root_dir: Option<PathBuf>,
+}
+
+/// The environment file the unit reads (`KEY=value` lines: `CAPSID_URL`, `CAPSID_KEY` or a key
+/// file, the credential an `env:` reference names, the model API's settings, `PATH`).
+pub fn env_file(namespace: &str) -> String {
+    format!("%h/.config/capsid/drive-{namespace}.env")
 }
 
 fn hh_mm(at: &str) -> Result<(u8, u8)> {
@@ -69,9 +79,15 @@ pub fn run(a: ScheduleArgs) -> Result<ExitCode> {
     let systemd = !a.cron && which("systemctl");
     if systemd {
         let unit = format!("capsid-drive-{}", a.namespace);
+        let root = match &a.root_dir {
+            Some(r) => r.clone(),
+            None => std::env::current_dir().context("the current folder")?,
+        };
         let service = format!(
-            "[Unit]\nDescription=Capsid: drive one job of {ns}\n\n[Service]\nType=oneshot\nExecStart={command}\n",
-            ns = a.namespace
+            "[Unit]\nDescription=Capsid: drive one job of {ns}\n\n[Service]\nType=oneshot\nWorkingDirectory={root}\n# KEY=value lines: CAPSID_URL, CAPSID_KEY (or a key file), the credential an env: reference names, the model API's settings, PATH with claude on it\nEnvironmentFile={envf}\nExecStart={command}\n",
+            ns = a.namespace,
+            root = root.display(),
+            envf = env_file(&a.namespace),
         );
         let timer = format!(
             "[Unit]\nDescription=Capsid: drive {ns} nightly at {h:02}:{m:02} {tz}\n\n[Timer]\nOnCalendar=*-*-* {h:02}:{m:02}:00 {tz}\nPersistent=false\n\n[Install]\nWantedBy=timers.target\n",

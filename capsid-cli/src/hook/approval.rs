@@ -60,3 +60,54 @@ pub(super) async fn standing_for(recorder: Option<&Recorder>, head: &str) -> App
         )),
     }
 }
+
+/// Whether another agent's approval stands for pull request `number` of `repo` (`None`: the
+/// namespace's primary repository) at the head GitHub reports for it now.
+pub(super) async fn merge_standing(
+    recorder: Option<&Recorder>,
+    number: u64,
+    repo: Option<&str>,
+) -> Approval {
+    let Some(r) = recorder else {
+        return Approval::Missing(
+            "Capsid could not check for one: CAPSID_MCP_URL, CAPSID_RUN_CREDENTIAL (or CAPSID_KEY) and CAPSID_NAMESPACE must name the server, a credential and the namespace (the driver sets them), so the hook fails closed.".to_owned(),
+        );
+    };
+    let mut args = json!({"action": "approval", "namespace": r.namespace, "pull_request": number});
+    if let Some(repo) = repo {
+        args["repo"] = json!(repo);
+    }
+    match r.mcp.call("jobs", args).await {
+        Ok(Answer::Ok(v)) if v.get("approved").and_then(Value::as_bool) == Some(true) => {
+            Approval::Stands(
+                v["reason"].as_str().unwrap_or("approved").to_owned(),
+                Some(number),
+            )
+        }
+        Ok(Answer::Ok(v)) => Approval::Missing(format!(
+            "Capsid found none: {}",
+            v["reason"].as_str().unwrap_or("the server did not say why")
+        )),
+        Ok(Answer::Refused(why)) => Approval::Missing(format!(
+            "Capsid refused the approval check ({why}), so the hook fails closed."
+        )),
+        Err(e) => Approval::Missing(format!(
+            "Capsid could not be asked whether an approval stands ({e:#}), so the hook fails closed."
+        )),
+    }
+}
+
+/// `owner/name` of `dir`'s `origin` when it is on GitHub (`https://github.com/o/r(.git)`,
+/// `git@github.com:o/r(.git)`), else `None`.
+pub(super) async fn origin_repo(dir: &Path) -> Option<String> {
+    let url = git(dir, &["remote", "get-url", "origin"]).await.ok()?;
+    let rest = url
+        .strip_prefix("https://github.com/")
+        .or_else(|| url.strip_prefix("http://github.com/"))
+        .or_else(|| url.strip_prefix("git@github.com:"))
+        .or_else(|| url.strip_prefix("ssh://git@github.com/"))?;
+    let rest = rest.trim_end_matches('/').trim_end_matches(".git");
+    let (owner, name) = rest.split_once('/')?;
+    (!owner.is_empty() && !name.is_empty() && !name.contains('/'))
+        .then(|| format!("{owner}/{name}"))
+}

@@ -196,14 +196,49 @@ fn approvals_follow_the_head(store: Store, case: &str) {
     for command in [push, merge.as_str()] {
         passed(&hook(&dir, &mcp, &driver, command));
     }
+    // ... and so does the same merge through `gh api`.
+    passed(&hook(
+        &dir,
+        &mcp,
+        &driver,
+        &format!("gh api -X PUT repos/{ALPHA}/pulls/{pr}/merge"),
+    ));
     // ... while a push of every branch is still refused, approval or not.
     let why = denied(&hook(&dir, &mcp, &driver, "git push --all origin"));
     assert!(why.contains("No approval lets this through"), "{why}");
 
-    // A new commit: the approval was of an older head and no longer stands.
+    // The approval is of that pull request of that repository: another pull request (its
+    // value flags not taken for its number), another repository, or the other pull request
+    // through `gh api` is refused.
+    gh.commit(ALPHA, "other", &[("o.txt", Some("other\n"))], "other");
+    let other = gh.open_pull(ALPHA, "other", "main", "Other", "");
+    for command in [
+        format!("gh pr merge -t {pr} {other}"),
+        format!("gh pr merge --subject ship-it {other} --squash"),
+        format!("gh api -X PUT repos/{ALPHA}/pulls/{other}/merge"),
+        format!("gh pr merge -R octo/secret {pr}"),
+        "gh pr merge".to_owned(),
+    ] {
+        let why = denied(&hook(&dir, &mcp, &driver, &command));
+        assert!(
+            why.contains("protected branch") || why.contains("names no pull request"),
+            "{command}: {why}"
+        );
+    }
+    let why = denied(&hook(
+        &dir,
+        &mcp,
+        &driver,
+        &format!("gh pr merge -R octo/secret {pr}"),
+    ));
+    assert!(why.contains("not one namespace alpha maps"), "{why}");
+
+    // A new commit: the approval was of an older head and no longer stands, here and on
+    // GitHub, where the pull request's head moved on.
     std::fs::write(dir.join("w.txt"), "more work\n").expect("write");
     git_out(&dir, &["commit", "-qam", "more"]);
     let newer = git_out(&dir, &["rev-parse", "HEAD"]);
+    gh.set_pull_head(ALPHA, pr, &newer);
     for command in [push, merge.as_str()] {
         let why = denied(&hook(&dir, &mcp, &driver, command));
         assert!(
@@ -223,8 +258,11 @@ fn approvals_follow_the_head(store: Store, case: &str) {
     let why = denied(&hook(&dir, &gone, &driver, push));
     assert!(why.contains("could not be asked"), "{why}");
     assert!(why.contains("fails closed"), "{why}");
-    // ... while the same head with the server up passes again.
+    // ... while the same head with the server up passes again, and so does the merge once
+    // the pull request's head is the approved one again.
     passed(&hook(&dir, &mcp, &driver, push));
+    gh.set_pull_head(ALPHA, pr, &head);
+    passed(&hook(&dir, &mcp, &driver, &merge));
     w.finish();
 }
 

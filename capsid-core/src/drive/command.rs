@@ -27,6 +27,8 @@ pub enum Gated {
     PrMerge {
         /// The number named, if any (none: the current branch's pull request).
         number: Option<u64>,
+        /// The repository named (`-R owner/name`, or the `gh api` path's), if any.
+        repo: Option<String>,
     },
     /// A push or merge whose target the hook cannot read from the text (the shell computes
     /// it: a variable, a command substitution, `xargs`, `eval`): refused, failing closed.
@@ -218,6 +220,7 @@ const GH_VALUED: &[&str] = &[
 fn classify_gh(args: &[String]) -> Option<Gated> {
     let mut positional: Vec<&str> = Vec::new();
     let mut method: Option<String> = None;
+    let mut repo: Option<String> = None;
     let mut values: Vec<&str> = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -226,12 +229,18 @@ fn classify_gh(args: &[String]) -> Option<Gated> {
             if flag == "--method" {
                 method = Some(value.to_ascii_uppercase());
             }
+            if flag == "--repo" {
+                repo = Some(value.to_owned());
+            }
             values.push(value);
             i += 1;
         } else if GH_VALUED.contains(&a) {
             if let Some(v) = args.get(i + 1) {
                 if a == "-X" || a == "--method" {
                     method = Some(v.to_ascii_uppercase());
+                }
+                if a == "-R" || a == "--repo" {
+                    repo = Some(v.clone());
                 }
                 values.push(v);
             }
@@ -244,11 +253,19 @@ fn classify_gh(args: &[String]) -> Option<Gated> {
         }
     }
     if positional.starts_with(&["pr", "merge"]) {
-        let number = positional.get(2).and_then(|p| {
+        let named = positional.get(2).copied();
+        let number = named.and_then(|p| {
             let tail = p.trim_end_matches('/').rsplit('/').next().unwrap_or(p);
             tail.trim_start_matches('#').parse::<u64>().ok()
         });
-        return Some(Gated::PrMerge { number });
+        // A pull request's URL names its repository too.
+        if let Some(url) = named.and_then(|p| p.split_once("://").map(|(_, rest)| rest)) {
+            let parts: Vec<&str> = url.split('/').collect();
+            if parts.len() >= 5 && parts[3] == "pull" {
+                repo = Some(format!("{}/{}", parts[1], parts[2]));
+            }
+        }
+        return Some(Gated::PrMerge { number, repo });
     }
     if positional.first() == Some(&"api") {
         let endpoint = positional.get(1).copied().unwrap_or("");
@@ -257,7 +274,10 @@ fn classify_gh(args: &[String]) -> Option<Gated> {
             .chain(positional.iter())
             .any(|v| v.contains("mergePullRequest"));
         if graphql_merge {
-            return Some(Gated::PrMerge { number: None });
+            return Some(Gated::PrMerge {
+                number: None,
+                repo: None,
+            });
         }
         let parts: Vec<&str> = endpoint.trim_matches('/').split('/').collect();
         if parts.len() >= 3
@@ -267,8 +287,11 @@ fn classify_gh(args: &[String]) -> Option<Gated> {
             // `gh api` defaults to GET (POST with fields); a merge endpoint is refused for
             // any method but an explicit GET, failing closed.
             if method.as_deref() != Some("GET") {
+                let repo = (parts.len() >= 6 && parts[parts.len() - 6] == "repos")
+                    .then(|| format!("{}/{}", parts[parts.len() - 5], parts[parts.len() - 4]));
                 return Some(Gated::PrMerge {
                     number: parts[parts.len() - 2].parse().ok(),
+                    repo,
                 });
             }
         }
@@ -670,15 +693,31 @@ mod tests {
     fn merges_are_found_and_other_commands_pass() {
         assert_eq!(
             classify("gh pr merge 12 --squash"),
-            vec![Gated::PrMerge { number: Some(12) }]
+            vec![Gated::PrMerge {
+                number: Some(12),
+                repo: None
+            }]
         );
         assert_eq!(
             classify("gh pr merge https://github.com/a/b/pull/31"),
-            vec![Gated::PrMerge { number: Some(31) }]
+            vec![Gated::PrMerge {
+                number: Some(31),
+                repo: Some("a/b".into())
+            }]
         );
         assert_eq!(
             classify("gh --repo a/b pr merge"),
-            vec![Gated::PrMerge { number: None }]
+            vec![Gated::PrMerge {
+                number: None,
+                repo: Some("a/b".into())
+            }]
+        );
+        assert_eq!(
+            classify("gh api -X PUT repos/o/r/pulls/12/merge"),
+            vec![Gated::PrMerge {
+                number: Some(12),
+                repo: Some("o/r".into())
+            }]
         );
         assert_eq!(classify("git merge feature"), vec![Gated::GitMerge]);
         for line in [

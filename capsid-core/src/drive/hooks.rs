@@ -93,6 +93,18 @@ pub enum PrePlan {
     },
     /// A push: run the tests, then the build check, and deny on the first failure.
     RunGates,
+    /// A merge of pull request `number` (`gh pr merge`, a `gh api` merge): it passes only when
+    /// the server says another agent's approval stands for the pull request's current head on
+    /// GitHub, on that pull request of that repository (`jobs` action `approval` with
+    /// `pull_request`).
+    Merge {
+        /// The pull request.
+        number: u64,
+        /// The repository the command names, if it names one.
+        repo: Option<String>,
+        /// What a human runs instead.
+        command: String,
+    },
 }
 
 /// Reads the question(s) of an `AskUserQuestion` input into one bounded text.
@@ -247,23 +259,36 @@ fn plan_bash(
         approvable: false,
     };
     let is_head = |src: &str| src == "HEAD" || branches.current.as_deref() == Some(src);
+    let merges_alone: Result<(), ()> =
+        if gated.len() > 1 && gated.iter().any(|g| matches!(g, Gated::PrMerge { .. })) {
+            Err(())
+        } else {
+            Ok(())
+        };
+    let _ = approved.map(|a| a.pr);
     let mut pushes = false;
     for g in gated {
         match g {
             Gated::Unreadable { why } => {
                 return refuse(format!("The hook cannot read this push or merge: {why}."));
             }
-            Gated::PrMerge { number } => match (approved, number) {
-                (None, _) => {
-                    return deny("`gh pr merge` merges into a protected branch.".into());
+            Gated::PrMerge { number, repo } => {
+                if merges_alone.is_err() {
+                    return refuse(
+                        "A merge shares this command with another push or merge; run a merge alone, so its approval can be checked.".into(),
+                    );
                 }
-                (Some(StandingApproval { pr: Some(pr) }), Some(n)) if pr != n => {
-                    return deny(format!(
-                        "`gh pr merge {n}` merges into a protected branch, and the approval standing for the current head is on pull request #{pr}, not #{n}."
-                    ));
-                }
-                (Some(_), _) => {}
-            },
+                let Some(number) = number else {
+                    return refuse(
+                        "This merge names no pull request number, so its approval cannot be checked against the pull request's head on GitHub; name it (`gh pr merge <number>`).".into(),
+                    );
+                };
+                return PrePlan::Merge {
+                    number,
+                    repo,
+                    command: human.clone(),
+                };
+            }
             Gated::GitMerge => {
                 if let Some(current) = branches.current.as_deref().filter(|c| is_protected(c)) {
                     return refuse(format!(
@@ -425,7 +450,6 @@ mod tests {
             ("git push origin HEAD:master", "topic"),
             ("git push origin trunk", "topic"),
             ("git push --all", "topic"),
-            ("gh pr merge 4", "topic"),
             ("git merge topic", "trunk"),
         ] {
             let PrePlan::Deny {
@@ -451,15 +475,24 @@ mod tests {
             plan_pre_tool_use(&bash("git merge main"), &on("topic")),
             PrePlan::Pass
         );
+        // A merge is the server's to judge against the pull request's head on GitHub.
+        assert_eq!(
+            plan_pre_tool_use(&bash("gh pr merge 4"), &on("topic")),
+            PrePlan::Merge {
+                number: 4,
+                repo: None,
+                command: "cd /w/t && gh pr merge 4".into()
+            }
+        );
     }
 
     #[test]
-    fn a_standing_approval_lets_protected_pushes_and_merges_through_and_nothing_else() {
+    fn a_standing_approval_lets_protected_pushes_through_and_merges_go_to_the_server() {
         let on_pr = |pr| Some(StandingApproval { pr });
         let approved = |cmd: &str, branch: &str| {
             plan_pre_tool_use_approved(&bash(cmd), &on(branch), on_pr(Some(4)))
         };
-        // A protected push of the head still runs the gates; the approved PR's merge passes.
+        // A protected push of the head still runs the gates.
         assert_eq!(approved("git push", "main"), PrePlan::RunGates);
         assert_eq!(approved("git push origin main", "main"), PrePlan::RunGates);
         assert_eq!(
@@ -470,27 +503,27 @@ mod tests {
             approved("git push origin topic:master", "topic"),
             PrePlan::RunGates
         );
-        assert_eq!(approved("gh pr merge 4 --squash", "topic"), PrePlan::Pass);
-        assert_eq!(approved("gh pr merge", "topic"), PrePlan::Pass);
-        assert_eq!(
-            plan_pre_tool_use_approved(&bash("gh pr merge 9"), &on("topic"), on_pr(None)),
-            PrePlan::Pass
-        );
-        assert_eq!(
-            approved("gh pr merge 4 && git push origin HEAD:trunk", "topic"),
-            PrePlan::RunGates
-        );
-        // The approval stands on #4: merging #5 is denied, and asking again cannot help
-        // unless #5's head is approved.
-        let PrePlan::Deny { reason, .. } = approved("gh pr merge 5", "topic") else {
-            panic!("an approval of #4 merged #5");
-        };
-        assert!(reason.contains("#4, not #5"), "{reason}");
+        // A merge names its pull request (and repository) for the server, approval or not.
+        for (cmd, number, repo) in [
+            ("gh pr merge 4 --squash", 4, None),
+            ("gh pr merge 5", 5, None),
+            ("gh pr merge -t ship-it 7", 7, None),
+            ("gh pr merge -R o/secret 4", 4, Some("o/secret")),
+            ("gh api -X PUT repos/o/r/pulls/12/merge", 12, Some("o/r")),
+        ] {
+            assert!(
+                matches!(approved(cmd, "topic"), PrePlan::Merge { number: n, repo: r, .. } if n == number && r.as_deref() == repo),
+                "{cmd}"
+            );
+        }
         // An approval of one commit never covers every branch, an unknown one, another
-        // local branch, a deletion, or what `git merge` brings in.
+        // local branch, a deletion, what `git merge` brings in, a merge naming no pull
+        // request, or a merge sharing its command with a push.
         for (cmd, branch) in [
             ("git push --all", "topic"),
             ("gh pr merge 4; git push --mirror", "topic"),
+            ("gh pr merge 4 && git push origin HEAD:trunk", "topic"),
+            ("gh pr merge", "topic"),
             ("git push origin trunk", "topic"),
             ("git push origin other:main", "topic"),
             ("git push origin :main", "topic"),
@@ -585,7 +618,6 @@ mod tests {
             "git push origin HEAD:refs/heads/main",
             "B=main; git push origin HEAD:$B",
             "git push origin HEAD:$(echo main)",
-            "gh api -X PUT repos/o/r/pulls/12/merge",
             "gh api graphql -f query='mutation { mergePullRequest(input: {}) { clientMutationId } }'",
             "git -C /elsewhere push origin topic",
             "cd /elsewhere && git push origin topic",
@@ -612,11 +644,17 @@ mod tests {
         // `-t <subject>` is the merge's subject, not its pull request.
         assert_eq!(
             classify("gh pr merge -t ship-it 7"),
-            vec![Gated::PrMerge { number: Some(7) }]
+            vec![Gated::PrMerge {
+                number: Some(7),
+                repo: None
+            }]
         );
         assert_eq!(
             classify("gh pr merge --subject 12 --body x 9"),
-            vec![Gated::PrMerge { number: Some(9) }]
+            vec![Gated::PrMerge {
+                number: Some(9),
+                repo: None
+            }]
         );
     }
 

@@ -115,7 +115,7 @@ pub fn human_gate_in(
             ..HookInput::default()
         };
         match plan_pre_tool_use(&input, branches) {
-            PrePlan::Deny { command, .. } => Some(command),
+            PrePlan::Deny { command, .. } | PrePlan::Merge { command, .. } => Some(command),
             _ => None,
         }
     })

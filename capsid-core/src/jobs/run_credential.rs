@@ -133,12 +133,13 @@ pub fn verify<'j>(
     Ok(name)
 }
 
-/// What a run credential of a job in `namespace` may do: the job's namespace only, no repos,
-/// the tools of [`RUN_TOOLS`], read and write, no flags.
+/// What a run credential of a job in `namespace` may do: the job's namespace only, the tools
+/// of [`RUN_TOOLS`] (none of them a repository tool: the repos axis only lets `jobs approval`
+/// name a repository the namespace maps), read and write, no flags.
 pub fn run_scopes(namespace: &str) -> Scopes {
     Scopes {
         namespaces: Axis::Only(vec![namespace.to_owned()]),
-        repos: Axis::Only(Vec::new()),
+        repos: Axis::All,
         tools: Axis::Only(RUN_TOOLS.iter().map(|t| (*t).to_owned()).collect()),
         grants: [Grant::Read, Grant::Write].into(),
         flags: BTreeSet::new(),

@@ -441,6 +441,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "skills_used",
             "skill_verdict",
             "head_sha",
+            "pull_request",
+            "repo",
         ],
     ),
     (

@@ -49,7 +49,7 @@ impl CheckmarksCx<'_> {
             .ok_or_else(|| Error::Invalid("checkmarks answer: answer is required".into()))?
             .to_owned();
         let resume = a.resume == Some(true);
-        may_answer(&caller.actor(), agent)
+        may_answer(&caller.holder_actor(), agent)
             .map_err(|e| Error::Forbidden(format!("checkmarks answer: {e}")))?;
         require_namespace(self.namespaces, ns).await?;
         let view = self.current(ns, agent).await?;
@@ -89,7 +89,7 @@ impl CheckmarksCx<'_> {
                 "checkmarks resume: takes no answer; use action answer with resume: true".into(),
             ));
         }
-        may_answer(&caller.actor(), agent)
+        may_answer(&caller.holder_actor(), agent)
             .map_err(|e| Error::Forbidden(format!("checkmarks resume: {e}")))?;
         require_namespace(self.namespaces, ns).await?;
         let view = self.current(ns, agent).await?;

@@ -69,8 +69,9 @@ impl CheckmarksCx<'_> {
         if let Some(id) = &job_id {
             match self.jobs.job(id).await? {
                 Some(job) if job.namespace == namespace => {
+                    // A run credential holds its job through its driver.
                     may_name_job(
-                        &caller.actor(),
+                        &caller.holder_actor(),
                         caller.is_admin(),
                         id,
                         job.claimed_by.as_deref(),

@@ -9,6 +9,7 @@ use super::{JobsAction, JobsArgs, JobsCx};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::jobs::approval::{HEAD_REVIEWS_MAX, Standing, head_sha_problem, standing_approval};
+use crate::repos::{resolve_repo, stored_repos};
 use crate::service::require_namespace;
 
 impl JobsCx<'_> {
@@ -20,6 +21,16 @@ impl JobsCx<'_> {
                     .into(),
             ));
         };
+        if let Some(number) = a.pull_request {
+            return self
+                .merge_approval(
+                    caller,
+                    ns.as_str(),
+                    a.repo.as_ref().map(|r| r.as_str()),
+                    number,
+                )
+                .await;
+        }
         let Some(head) = &a.head_sha else {
             return Err(Error::Invalid(
                 "jobs approval: head_sha is required (the full commit sha, as `git rev-parse HEAD` prints it)".into(),
@@ -63,6 +74,95 @@ impl JobsCx<'_> {
                 out["approved"] = json!(false);
                 out["approval"] = Value::Null;
                 out["reason"] = json!(why);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl JobsCx<'_> {
+    /// Whether a merge of pull request `number` of `repo` (default the namespace's primary
+    /// repository; it must be one the namespace maps) is approved: GitHub says which commit
+    /// the pull request's head is now, and another agent's newest verdict on exactly that
+    /// commit, recorded on that pull request of that repository, must be an approval. An
+    /// unreadable GitHub refuses, saying so.
+    async fn merge_approval(
+        &self,
+        caller: &Caller,
+        ns: &str,
+        repo: Option<&str>,
+        number: u64,
+    ) -> Result<Value> {
+        let act = JobsAction::Approval;
+        require_namespace(self.namespaces, ns).await?;
+        let actor = caller.holder_actor();
+        let mut out = json!({
+            "ok": true, "action": act.name(), "namespace": ns, "caller": actor,
+            "pull_request": number, "approved": false, "approval": Value::Null,
+        });
+        let row = self.namespaces.namespace(ns).await?;
+        let list = stored_repos(ns, row.as_ref().and_then(|r| r.repos.as_deref()))
+            .map_err(Error::Invalid)?;
+        let target = match resolve_repo(ns, &list, repo) {
+            Ok(t) => t,
+            Err(why) => {
+                out["reason"] = json!(format!(
+                    "the merge's repository is not one namespace {ns} maps ({why}), so no approval in it can stand."
+                ));
+                return Ok(out);
+            }
+        };
+        let full = format!("{}/{}", target.owner, target.name);
+        out["repo"] = json!(full);
+        let Some(host) = self.repo_host.as_ref() else {
+            out["reason"] = json!(format!(
+                "the GitHub App is not configured, so the current head of {full}#{number} cannot be read and the merge is refused."
+            ));
+            return Ok(out);
+        };
+        let facts = match host.pull_request(&target, number).await {
+            Ok(f) => f,
+            Err(e) => {
+                out["reason"] = json!(format!(
+                    "GitHub could not be read for {full}#{number} ({e}), so its current head is unknown and the merge is refused."
+                ));
+                return Ok(out);
+            }
+        };
+        let head = facts.head_sha.to_ascii_lowercase();
+        out["head_sha"] = json!(head);
+        let recorded = self
+            .reviews
+            .head_reviews(ns, &head, HEAD_REVIEWS_MAX)
+            .await?;
+        let on_this_pull: Vec<_> = recorded
+            .iter()
+            .filter(|r| r.repo.eq_ignore_ascii_case(&full) && r.number == number)
+            .cloned()
+            .collect();
+        match standing_approval(&actor, ns, &head, &on_this_pull) {
+            Standing::Approved(r) => {
+                out["approved"] = json!(true);
+                out["approval"] = json!({
+                    "reviewer": r.reviewer, "repo": r.repo, "number": r.number,
+                    "head_sha": r.head_sha, "comment_url": r.comment_url, "at": r.created_at,
+                });
+                out["reason"] = json!(format!(
+                    "{} approved {full}#{number} at its current head {head} ({})",
+                    r.reviewer, r.created_at
+                ));
+            }
+            Standing::None(why) => {
+                let elsewhere = recorded
+                    .iter()
+                    .find(|r| !(r.repo.eq_ignore_ascii_case(&full) && r.number == number));
+                out["reason"] = json!(match elsewhere {
+                    Some(r) => format!(
+                        "{full}#{number}'s current head is {head}; the verdict on that commit is on {}#{}, not on this pull request. {why}",
+                        r.repo, r.number
+                    ),
+                    None => format!("{full}#{number}'s current head is {head}: {why}"),
+                });
             }
         }
         Ok(out)

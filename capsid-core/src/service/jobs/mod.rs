@@ -164,10 +164,20 @@ pub struct JobsArgs {
     pub skill_verdict: Option<crate::skills::RunSignal>,
     /// approval: the full head commit sha (`git rev-parse HEAD`) to look for an approval of.
     pub head_sha: Option<Bounded<64>>,
+    /// approval of a merge: the pull request's number. The server reads the pull request's
+    /// current head from GitHub and looks for another agent's approval of that head on that
+    /// pull request of that repository.
+    pub pull_request: Option<u64>,
+    /// approval of a merge: the repository (`owner/name`, one the namespace maps; default its
+    /// primary).
+    pub repo: Option<Bounded<140>>,
 }
 impl crate::service::args::ScopeArgs for JobsArgs {
     fn namespace(&self) -> Option<&str> {
         self.namespace.as_ref().map(|n| n.as_str())
+    }
+    fn repo(&self) -> Option<&str> {
+        self.repo.as_ref().map(|r| r.as_str())
     }
     fn action(&self) -> Option<&str> {
         Some(self.action.name())
