@@ -24,7 +24,8 @@ mod surfaces;
 
 pub use agents::Resolved;
 pub use backup::{
-    BackupCredential, CredentialError, CredentialObject, RestoreError, RestoreReport, TableCheck,
+    BackupCredential, CredentialError, CredentialObject, RestoreError, RestoreOptions,
+    RestoreReport, TableCheck,
 };
 pub use confirm::{Confirmer, Consent, NoConfirmer};
 pub use documents::{
