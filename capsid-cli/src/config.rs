@@ -166,6 +166,22 @@ pub fn signing_secret(global: &GlobalArgs) -> Result<String> {
     Ok(secret)
 }
 
+/// The signing secret if one is configured or kept in `<data-dir>/signing.key`, without
+/// generating one (a restore verifies a dump with the secret that is here, and must not make
+/// up a new one).
+pub fn existing_signing_secret(global: &GlobalArgs) -> Result<Option<String>> {
+    if let Some(v) = &global.signing_secret {
+        return resolve_credential(v)
+            .context("CAPSID_SIGNING_SECRET")
+            .map(Some);
+    }
+    let path = global.data_dir.join("signing.key");
+    if path.exists() {
+        return resolve_credential(&format!("file:{}", path.display())).map(Some);
+    }
+    Ok(None)
+}
+
 fn write_private(path: &Path, content: &str) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use capsid_core::service::Scheduler;
-use capsid_http::{AppState, BuildInfo, HttpConfig, ServeLimits};
+use capsid_http::{AppState, BuildInfo, HttpConfig, ServeLimits, SessionLimits};
 use clap::Args;
 
 use crate::config::{self, GlobalArgs};
@@ -28,6 +28,20 @@ pub struct ServeArgs {
     /// destructive writes. Default: stateless JSON responses.
     #[arg(long, env = "CAPSID_MCP_SESSIONS")]
     pub mcp_sessions: bool,
+    /// With --mcp-sessions: the sessions one caller (one key) may hold at once; the one over
+    /// is refused with a JSON-RPC error (HTTP 429).
+    #[arg(long, env = "CAPSID_MCP_SESSIONS_PER_CALLER", default_value_t = SessionLimits::PER_CALLER as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub mcp_sessions_per_caller: u32,
+    /// With --mcp-sessions: the sessions the server holds at once, all callers together.
+    #[arg(long, env = "CAPSID_MCP_SESSIONS_MAX", default_value_t = SessionLimits::TOTAL as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub mcp_sessions_max: u32,
+    /// With --mcp-sessions: seconds a session may stay unused before it is ended (its client
+    /// opens a new one).
+    #[arg(long, env = "CAPSID_MCP_SESSION_IDLE_SECS", default_value_t = SessionLimits::IDLE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub mcp_session_idle_secs: u64,
     /// Do not migrate the store on start.
     #[arg(long)]
     pub no_migrate: bool,
@@ -223,6 +237,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         database = %global.database_display(),
         schema = version.as_deref().unwrap_or("(not migrated by this start)"),
         sessions = args.mcp_sessions,
+        sessions_per_caller = args.mcp_sessions_per_caller,
+        sessions_max = args.mcp_sessions_max,
+        session_idle_secs = args.mcp_session_idle_secs,
         "capsid listening"
     );
     if store.agents().await.map(|a| a.is_empty()).unwrap_or(false)
@@ -238,8 +255,28 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         service.clone(),
         format!("{}:{}", hostname(), std::process::id()),
     );
-    let state = AppState::new(service, http);
+    let limits = SessionLimits {
+        per_caller: args.mcp_sessions_per_caller as usize,
+        total: args.mcp_sessions_max as usize,
+        idle: Duration::from_secs(args.mcp_session_idle_secs),
+    };
+    let clock = service.clone();
+    let state = AppState::new(service, http).with_session_limits(limits);
     let metrics = state.metrics.clone();
+    // Idle sessions are ended by a sweep (and at every session opening), a few times per
+    // idle period.
+    let sessions = state.sessions.clone();
+    let sweeper = args.mcp_sessions.then(|| {
+        tokio::spawn(async move {
+            let every = (limits.idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+            let mut every = tokio::time::interval(every);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                sessions.evict_idle(clock.now()).await;
+            }
+        })
+    });
     let tick_every = Duration::from_millis(args.tick_interval_ms.max(10));
     let ticker = tokio::spawn(async move {
         let mut every = tokio::time::interval(tick_every);
@@ -262,6 +299,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     // per-address limits (registrations, CSP reports).
     capsid_http::serve(listener, app, ServeLimits::default(), shutdown_signal()).await;
     ticker.abort();
+    if let Some(sweeper) = sweeper {
+        sweeper.abort();
+    }
     tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }

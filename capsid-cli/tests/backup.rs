@@ -1,7 +1,8 @@
 //! The real binary: `capsid backup` writes a dump and says so (`--json` summary, exit 0);
 //! `capsid restore --rehearse` restores it into a throwaway store and verifies it (exit 0);
 //! `capsid restore` into the non-empty source is refused (exit 2) and into an empty file
-//! succeeds; a folder with no dump is refused.
+//! succeeds; a data folder with another signing secret is refused (exit 2, naming
+//! `signing.key` and `CAPSID_SIGNING_SECRET`); a folder with no dump is refused.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -119,6 +120,40 @@ fn backup_then_restore_with_exit_codes() {
         String::from_utf8_lossy(&into_source.stderr)
     );
     assert!(String::from_utf8_lossy(&into_source.stderr).contains("not empty"));
+
+    // A data folder with another signing secret: refused before anything is written, naming
+    // what to carry over.
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(&other).expect("a folder");
+    std::fs::write(other.join("signing.key"), "another host's secret").expect("a key");
+    let elsewhere = dir.path().join("elsewhere.db");
+    let elsewhere_url = format!("sqlite://{}", elsewhere.display());
+    let foreign = capsid(
+        &other,
+        &[
+            "restore",
+            "--from",
+            media.to_str().expect("utf-8"),
+            "--database-url",
+            &elsewhere_url,
+        ],
+    );
+    let said = String::from_utf8_lossy(&foreign.stderr);
+    assert_eq!(foreign.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("another signing secret")
+            && said.contains("signing.key")
+            && said.contains("CAPSID_SIGNING_SECRET"),
+        "{said}"
+    );
+    let listed = capsid(
+        &other,
+        &["--database-url", &elsewhere_url, "agents", "list", "--json"],
+    );
+    assert!(
+        !String::from_utf8_lossy(&listed.stdout).contains("\"me\""),
+        "nothing was restored"
+    );
 
     let fresh = dir.path().join("restored.db");
     let url = format!("sqlite://{}", fresh.display());

@@ -20,6 +20,30 @@ pub fn hmac_sha256_hex(key: impl AsRef<[u8]>, msg: impl AsRef<[u8]>) -> String {
     hex::encode(mac.finalize().into_bytes())
 }
 
+/// Raw HMAC-SHA256 of `msg` under `key` (a derived key, for example).
+pub fn hmac_sha256(key: impl AsRef<[u8]>, msg: impl AsRef<[u8]>) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key.as_ref())
+        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+    mac.update(msg.as_ref());
+    mac.finalize().into_bytes().into()
+}
+
+/// SHA-256 of bytes that arrive in pieces (a streamed file).
+#[derive(Clone, Debug, Default)]
+pub struct Sha256Stream(Sha256);
+
+impl Sha256Stream {
+    /// Adds `data`.
+    pub fn update(&mut self, data: &[u8]) {
+        self.0.update(data);
+    }
+
+    /// The lower-case hex digest of everything added.
+    pub fn finish_hex(self) -> String {
+        hex::encode(self.0.finalize())
+    }
+}
+
 /// Constant-time equality of two byte strings (length is not secret).
 pub fn ct_eq(a: impl AsRef<[u8]>, b: impl AsRef<[u8]>) -> bool {
     let (a, b) = (a.as_ref(), b.as_ref());
@@ -40,6 +64,18 @@ mod tests {
         assert_eq!(
             hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn streamed_and_raw_digests_agree_with_the_hex_ones() {
+        let mut stream = Sha256Stream::default();
+        stream.update(b"a");
+        stream.update(b"bc");
+        assert_eq!(stream.finish_hex(), sha256_hex("abc"));
+        assert_eq!(
+            hex::encode(hmac_sha256("Jefe", "what do ya want for nothing?")),
+            hmac_sha256_hex("Jefe", "what do ya want for nothing?")
         );
     }
 

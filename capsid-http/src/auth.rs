@@ -15,18 +15,6 @@ use serde_json::json;
 
 use crate::AppState;
 
-/// Which caller opened each MCP session, so a session id is useless to anyone else. Bounded:
-/// past its capacity the least recently used session is forgotten, and a forgotten session
-/// is refused like one that never existed (404; the client opens a new one).
-#[derive(Clone, Debug)]
-pub struct SessionOwners(Arc<Mutex<lru::LruCache<String, String>>>);
-
-impl Default for SessionOwners {
-    fn default() -> SessionOwners {
-        SessionOwners::with_capacity(MAX_SESSIONS)
-    }
-}
-
 /// When each agent's `last_seen` was last stamped, so a busy agent costs one write a minute
 /// rather than one per call.
 #[derive(Clone, Debug, Default)]
@@ -55,34 +43,8 @@ impl LastSeen {
     }
 }
 
-/// Sessions remembered at most (and agents' `last_seen` stamps); past it the least recently
-/// used session is forgotten.
+/// Agents whose `last_seen` stamp is remembered at most; past it the memory starts over.
 const MAX_SESSIONS: usize = 10_000;
-
-impl SessionOwners {
-    /// A map remembering at most `capacity` sessions (at least one).
-    pub fn with_capacity(capacity: usize) -> SessionOwners {
-        let capacity = std::num::NonZeroUsize::new(capacity).unwrap_or(std::num::NonZeroUsize::MIN);
-        SessionOwners(Arc::new(Mutex::new(lru::LruCache::new(capacity))))
-    }
-
-    /// Who opened session `id` (and marks it used), `None` for a session not known here.
-    pub(crate) fn owner(&self, id: &str) -> Option<String> {
-        self.0.lock().ok()?.get(id).cloned()
-    }
-
-    pub(crate) fn record(&self, id: String, actor: String) {
-        if let Ok(mut map) = self.0.lock() {
-            map.put(id, actor);
-        }
-    }
-
-    fn forget(&self, id: &str) {
-        if let Ok(mut map) = self.0.lock() {
-            map.pop(id);
-        }
-    }
-}
 
 /// The 401 of `/ops/mcp`. With no bearer key at all it only names the scheme (RFC 6750 3.1:
 /// no error code when credentials are missing); a key that resolves to no one carries
@@ -193,8 +155,10 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
 
 /// Serves `req` as `caller`, with the session bound to the caller that opened it: another
 /// caller's session id looks exactly like one that does not exist (404), so does a session id
-/// this server does not know, a session the response opens is recorded under this caller,
-/// and one the client ends (`DELETE`) is forgotten. Both MCP routes end here.
+/// this server does not know, a session the response opens is recorded under this caller
+/// (within the bounds of [`crate::sessions::SessionLimits`]: past them the `initialize` is
+/// answered with a JSON-RPC error by [`crate::jsonrpc`]), and one the client ends (`DELETE`)
+/// is forgotten. Both MCP routes end here.
 pub(crate) async fn serve_as(
     state: &AppState,
     caller: capsid_core::caller::Caller,
@@ -207,10 +171,13 @@ pub(crate) async fn serve_as(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    // A session this server does not know (never opened, ended, forgotten) or one another
+    // A session this server does not know (never opened, ended, evicted) or one another
     // caller opened: 404, as the MCP transport says for a session that does not exist.
     if let Some(id) = &session
-        && state.sessions.owner(id).is_none_or(|owner| owner != actor)
+        && state
+            .sessions
+            .owner(id, state.service.now())
+            .is_none_or(|owner| owner != actor)
     {
         return (
             StatusCode::NOT_FOUND,
@@ -218,6 +185,23 @@ pub(crate) async fn serve_as(
         )
             .into_response();
     }
+    // A request without a session may open one (an `initialize`): hold a place for it, or
+    // leave the refusal for the JSON-RPC layer, which answers it with the request's id.
+    let place = if state.config.mcp_sessions
+        && session.is_none()
+        && req.method() == axum::http::Method::POST
+    {
+        match state.sessions.reserve(&actor, state.service.now()).await {
+            Ok(place) => Some(place),
+            Err(refusal) => {
+                req.extensions_mut()
+                    .insert(crate::jsonrpc::SessionRefused(refusal.to_string()));
+                None
+            }
+        }
+    } else {
+        None
+    };
     tracing::Span::current().record("actor", actor.as_str());
     req.extensions_mut().insert(caller);
     let fault = crate::unavailable::StoreFault::default();
@@ -233,13 +217,13 @@ pub(crate) async fn serve_as(
     {
         state.sessions.forget(id);
     }
-    if session.is_none()
+    if let Some(place) = place
         && let Some(new_id) = resp
             .headers()
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
     {
-        state.sessions.record(new_id.to_owned(), actor);
+        place.fill(new_id.to_owned(), state.service.now());
     }
     resp
 }

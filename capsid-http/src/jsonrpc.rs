@@ -41,6 +41,16 @@ use serde_json::{Value, json};
 /// The largest request body an MCP route reads (the transport's own bound is the same).
 pub const MAX_MCP_BODY: usize = 2 * 1024 * 1024;
 
+/// The JSON-RPC code of an `initialize` refused at a session bound (the implementation-defined
+/// server-error range).
+pub const SESSION_LIMIT: ErrorCode = ErrorCode(-32000);
+
+/// Left in a request's extensions when its caller may open no more sessions: an `initialize`
+/// is then answered HTTP 429 with this sentence as the JSON-RPC error (any other request
+/// goes on, and opens nothing).
+#[derive(Clone, Debug)]
+pub(crate) struct SessionRefused(pub(crate) String);
+
 /// What a JSON-RPC request looks like, for the error messages.
 const EXAMPLE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
 
@@ -103,6 +113,18 @@ where
         Err(e) => return diagnose(&bytes, &e).into_response(),
     };
     name_request(&message);
+    if let Some(SessionRefused(why)) = parts.extensions.get::<SessionRefused>()
+        && let ClientJsonRpcMessage::Request(request) = &message
+        && matches!(request.request, ClientRequest::InitializeRequest(_))
+    {
+        return Rejection {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            code: SESSION_LIMIT,
+            message: why.clone(),
+            id: serde_json::to_value(&request.id).unwrap_or(Value::Null),
+        }
+        .into_response();
+    }
     let outcome = Outcome::default();
     parts.extensions.insert(outcome.clone());
     let resp = match inner

@@ -31,6 +31,7 @@ mod metrics;
 mod middleware;
 mod oauth;
 mod owner;
+mod sessions;
 pub mod system;
 mod unavailable;
 mod webhook;
@@ -51,6 +52,7 @@ pub use listen::{ServeLimits, serve};
 pub use mcp::CapsidMcp;
 pub use metrics::{Metrics, TOOL_LATENCY_BUCKETS};
 pub use owner::{Owner, OwnerConfig};
+pub use sessions::{SessionLimits, SessionOwners, SessionRefusal};
 pub use unavailable::RETRY_AFTER_SECONDS;
 pub use webhook::{WebhookNotifier, install_tls_provider};
 
@@ -83,8 +85,8 @@ pub struct AppState {
     pub owner_service: OwnerService,
     /// The configuration.
     pub config: Arc<HttpConfig>,
-    /// Which caller owns each MCP session.
-    pub sessions: auth::SessionOwners,
+    /// Which caller owns each MCP session, within the session bounds.
+    pub sessions: SessionOwners,
     /// When each agent's `last_seen` was last stamped.
     pub last_seen: auth::LastSeen,
     /// The owner's login, when configured.
@@ -107,7 +109,7 @@ impl AppState {
             service,
             metrics: Arc::new(Metrics::new(&config.build)),
             config: Arc::new(config),
-            sessions: auth::SessionOwners::default(),
+            sessions: SessionOwners::default(),
             last_seen: auth::LastSeen::default(),
             owner,
         }
@@ -115,9 +117,10 @@ impl AppState {
 }
 
 impl AppState {
-    /// The same state remembering at most `capacity` MCP sessions' owners (default 10,000).
-    pub fn with_session_capacity(mut self, capacity: usize) -> AppState {
-        self.sessions = auth::SessionOwners::with_capacity(capacity);
+    /// The same state with `limits` on MCP sessions (default: [`SessionLimits::default`]).
+    /// Call it before [`router`]: the routes share the map's session manager.
+    pub fn with_session_limits(mut self, limits: SessionLimits) -> AppState {
+        self.sessions = SessionOwners::new(limits);
         self
     }
 }
@@ -180,7 +183,7 @@ fn mcp_service(
     let metrics = state.metrics.clone();
     JsonRpcGuard::new(StreamableHttpService::new(
         move || Ok(CapsidMcp::new(service.clone()).with_metrics(metrics.clone())),
-        LocalSessionManager::default().into(),
+        state.sessions.transport(),
         config,
     ))
 }

@@ -49,8 +49,8 @@ pub struct ServerOptions {
     pub trusted_proxies: Vec<capsid_http::IpNet>,
     /// Header and body deadlines and the connection bound (`None`: the server's defaults).
     pub limits: Option<capsid_http::ServeLimits>,
-    /// How many MCP sessions' owners are remembered (`None`: the server's default).
-    pub session_capacity: Option<usize>,
+    /// The bounds of session mode (`None`: the server's defaults).
+    pub session_limits: Option<capsid_http::SessionLimits>,
     /// The signing secret, when not [`TEST_SECRET`].
     pub signing_secret: Option<String>,
     /// Start without a signing secret (the signed routes answer 503).
@@ -72,6 +72,8 @@ pub struct TestServer {
     pub clock: Arc<ManualClock>,
     /// The process figures `/metrics` serves (a test records scheduler ticks into them).
     pub metrics: Arc<capsid_http::Metrics>,
+    /// The MCP sessions' owners (session mode's bounds and idle eviction).
+    pub sessions: capsid_http::SessionOwners,
     /// Raw SQL on the same database (tests that corrupt a row on purpose).
     pub probe: Option<crate::harness::Probe>,
     stop: Option<oneshot::Sender<()>>,
@@ -171,10 +173,11 @@ impl TestServer {
             trusted_proxies: options.trusted_proxies.clone(),
         };
         let mut state = AppState::new(service.clone(), http);
-        if let Some(capacity) = options.session_capacity {
-            state = state.with_session_capacity(capacity);
+        if let Some(limits) = options.session_limits {
+            state = state.with_session_limits(limits);
         }
         let metrics = state.metrics.clone();
+        let sessions = state.sessions.clone();
         let app = capsid_http::router(state);
         let limits = options.limits.unwrap_or_default();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -188,6 +191,7 @@ impl TestServer {
             store,
             clock,
             metrics,
+            sessions,
             probe: None,
             stop: Some(stop),
             task: Some(task),

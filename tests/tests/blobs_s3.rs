@@ -205,7 +205,11 @@ async fn backup_to_s3_lists_prunes_old_runs_and_restores() {
         target.store.clone(),
         s.clock.clone(),
         Arc::new(capsid_tests::server::TestEntropy),
-        capsid_core::service::ServiceConfig::default(),
+        // The dump is sealed under the server's secret: the restorer holds the same.
+        capsid_core::service::ServiceConfig {
+            signing_secret: Some(capsid_tests::server::TEST_SECRET.into()),
+            operator_keys: Vec::new(),
+        },
     );
     let report = restorer
         .restore_dump(media.as_ref(), Some(&this), &NoProgress)

@@ -1,25 +1,45 @@
 //! Sessions and connections (SPEC 8): a session id the server does not know is refused (404)
-//! and never served to anyone, the session-owner map forgets the least recently used session
-//! first, a client that is slow to send its headers or its body is cut off, and past the
+//! and never served to anyone, sessions are bounded per caller and in total (the one over is
+//! refused with a JSON-RPC error, the map and rmcp's sessions stay at the bound), idle
+//! sessions are ended, a client that is slow to send its headers or its body is cut off, and past the
 //! connection bound a connection is answered 503 while the others are served.
 
 use std::time::Duration;
 
-use capsid_http::ServeLimits;
+use capsid_http::{ServeLimits, SessionLimits};
 use capsid_tests::e2e_cases;
 use capsid_tests::server::{ServerOptions, TestServer};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Session mode, remembering two sessions' owners.
+/// Session mode, two sessions in total, ten minutes' idle time.
 fn two_sessions() -> ServerOptions {
     ServerOptions {
         sessions: true,
-        session_capacity: Some(2),
+        session_limits: Some(SessionLimits {
+            per_caller: 2,
+            total: 2,
+            idle: IDLE,
+        }),
         ..ServerOptions::default()
     }
 }
+
+/// Session mode, three sessions per caller, five in total, ten minutes' idle time.
+fn bounded_sessions() -> ServerOptions {
+    ServerOptions {
+        sessions: true,
+        session_limits: Some(SessionLimits {
+            per_caller: 3,
+            total: 5,
+            idle: IDLE,
+        }),
+        ..ServerOptions::default()
+    }
+}
+
+const IDLE: Duration = Duration::from_secs(600);
 
 /// Short deadlines and a bound of two connections (`header_ms`: the header deadline).
 fn tight(header_ms: u64) -> ServerOptions {
@@ -90,7 +110,27 @@ async fn list(s: &TestServer, key: &str, session: &str) -> (u16, String) {
     (status, body)
 }
 
-async fn forgotten_sessions_are_refused_and_the_least_recently_used_goes_first(s: &TestServer) {
+const INIT: &str = r#"{"jsonrpc": "2.0", "id": 7, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}"#;
+
+/// An `initialize` that must be refused at a bound: HTTP 429, a JSON-RPC error echoing the
+/// request's id, no session; the error's message.
+async fn refused_session(s: &TestServer, key: &str) -> String {
+    let init: Value = serde_json::from_str(INIT).expect("JSON");
+    let (status, id, body) = post(s, key, None, init).await;
+    assert_eq!(status, 429, "over the bound: {body}");
+    assert_eq!(id, None, "no session is opened: {body}");
+    let answer: Value = serde_json::from_str(&body).expect("a JSON-RPC answer");
+    assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    answer["error"]["message"]
+        .as_str()
+        .expect("a message")
+        .to_owned()
+}
+
+async fn unknown_and_ended_sessions_are_refused_and_the_total_bound_holds(s: &TestServer) {
     let alice = s
         .mint("alice", "session", json!({"namespaces": ["*"]}))
         .await;
@@ -104,41 +144,118 @@ async fn forgotten_sessions_are_refused_and_the_least_recently_used_goes_first(s
 
     let a1 = open_session(s, &alice).await;
     let b1 = open_session(s, &bob).await;
-    // alice's session is used after bob's: bob's is now the least recently used.
     assert_eq!(list(s, &alice, &a1).await.0, 200);
-    let b2 = open_session(s, &bob).await;
-    assert_eq!(
-        list(s, &alice, &a1).await.0,
-        200,
-        "the recently used session is kept"
-    );
-    assert_eq!(list(s, &bob, &b2).await.0, 200);
-    // b1 is still open in the transport, but its owner is forgotten: it exists for nobody.
     let (status, body) = list(s, &alice, &b1).await;
     assert_eq!(
         status, 404,
-        "a forgotten session is not served to another caller: {body}"
+        "bob's session does not exist for alice: {body}"
     );
-    assert_eq!(
-        list(s, &bob, &b1).await.0,
-        404,
-        "nor to its opener (it opens a new one)"
-    );
-    // A session the client ends is forgotten at once.
+    // Two sessions in total: the third is refused, and nobody's session is forgotten for it.
+    let why = refused_session(s, &bob).await;
+    assert!(why.contains("the server holds 2"), "{why}");
+    assert_eq!(list(s, &alice, &a1).await.0, 200);
+    assert_eq!(list(s, &bob, &b1).await.0, 200);
+    // A session the client ends is forgotten at once, and its place is free again.
     let ended = reqwest::Client::new()
         .delete(s.ops_url())
         .bearer_auth(&bob)
-        .header("mcp-session-id", &b2)
+        .header("mcp-session-id", &b1)
         .header("mcp-protocol-version", "2025-11-25")
         .send()
         .await
         .expect("delete");
     assert!(ended.status().is_success(), "{}", ended.status());
-    assert_eq!(list(s, &bob, &b2).await.0, 404);
+    assert_eq!(list(s, &bob, &b1).await.0, 404);
+    let b2 = open_session(s, &bob).await;
+    assert_eq!(list(s, &bob, &b2).await.0, 200);
     assert_eq!(list(s, &alice, &a1).await.0, 200);
+    assert_eq!(s.sessions.len(), 2);
+    assert_eq!(s.sessions.open_in_transport().await, 2);
 }
 
-e2e_cases!(super::two_sessions(); forgotten_sessions_are_refused_and_the_least_recently_used_goes_first);
+async fn sessions_are_bounded_per_caller_and_idle_ones_end(s: &TestServer) {
+    let reader = s
+        .mint(
+            "reader",
+            "session",
+            json!({"namespaces": ["*"], "grants": ["read"]}),
+        )
+        .await;
+    let other = s
+        .mint("other", "session", json!({"namespaces": ["*"]}))
+        .await;
+    let third = s
+        .mint("third", "session", json!({"namespaces": ["*"]}))
+        .await;
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        mine.push(open_session(s, &reader).await);
+    }
+    let why = refused_session(s, &reader).await;
+    assert!(
+        why.contains("agent:reader") && why.contains("already holds 3"),
+        "the refusal names the caller and its bound: {why}"
+    );
+    // Another key still gets one.
+    let o1 = open_session(s, &other).await;
+    assert_eq!(list(s, &other, &o1).await.0, 200);
+    // A caller hammering at its bound grows nothing: not the map, not rmcp's sessions.
+    for _ in 0..40 {
+        refused_session(s, &reader).await;
+    }
+    assert_eq!(s.sessions.len(), 4);
+    assert_eq!(s.sessions.open_in_transport().await, 4);
+    // The total bound: five.
+    let o2 = open_session(s, &other).await;
+    let why = refused_session(s, &third).await;
+    assert!(why.contains("the server holds 5"), "{why}");
+    assert_eq!(s.sessions.len(), 5);
+    assert_eq!(s.sessions.open_in_transport().await, 5);
+
+    // Idle sessions end: six minutes on, one of the reader's sessions is used; six more
+    // minutes on, every other session has been idle past ten minutes.
+    s.clock.advance(6 * 60 * 1000);
+    assert_eq!(list(s, &reader, &mine[0]).await.0, 200);
+    s.clock.advance(6 * 60 * 1000);
+    assert_eq!(s.sessions.evict_idle(s.service.now()).await, 4);
+    assert_eq!(s.sessions.len(), 1);
+    assert_eq!(
+        s.sessions.open_in_transport().await,
+        1,
+        "rmcp ended them too"
+    );
+    assert_eq!(list(s, &reader, &mine[1]).await.0, 404, "an ended session");
+    assert_eq!(list(s, &other, &o2).await.0, 404, "an ended session");
+    assert_eq!(
+        list(s, &reader, &mine[0]).await.0,
+        200,
+        "the session in use stays"
+    );
+    // The freed places serve anyone, the third key included.
+    let t1 = open_session(s, &third).await;
+    assert_eq!(list(s, &third, &t1).await.0, 200);
+    // An opening sweeps too: once the rest is idle, the reader opens three at once again.
+    s.clock.advance(11 * 60 * 1000);
+    for _ in 0..3 {
+        open_session(s, &reader).await;
+    }
+    assert_eq!(list(s, &reader, &mine[0]).await.0, 404);
+    assert_eq!(s.sessions.len(), 3);
+}
+
+e2e_cases!(super::two_sessions(); unknown_and_ended_sessions_are_refused_and_the_total_bound_holds);
+
+mod per_caller {
+    use capsid_tests::e2e_cases;
+
+    use super::{bounded_sessions, sessions_are_bounded_per_caller_and_idle_ones_end};
+
+    async fn bounded(s: &capsid_tests::server::TestServer) {
+        sessions_are_bounded_per_caller_and_idle_ones_end(s).await;
+    }
+
+    e2e_cases!(super::bounded_sessions(); bounded);
+}
 
 fn authority(s: &TestServer) -> String {
     s.url.trim_start_matches("http://").to_owned()

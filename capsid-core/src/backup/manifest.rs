@@ -1,7 +1,8 @@
 //! Where a dump lives and what its manifest says: run ids, the blob keys of a run
 //! (`backups/json/<run>/<table>.json`, `manifest.json`, the sidecars), the manifest's shape,
 //! and the checks a restore makes before it touches anything (a manifest present and of a
-//! known format, no newer schema, every table file from the same snapshot).
+//! known format, no newer schema, every table file from the same snapshot). What proves the
+//! dump's origin (digests, HMAC, the secret's fingerprint) is in [`super::integrity`].
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +76,9 @@ pub struct ManifestTable {
     pub rows: u64,
     /// Its blob key.
     pub key: String,
+    /// The file's SHA-256 (hex); absent in dumps made before dumps were sealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// A dump's manifest (`manifest.json`).
@@ -96,6 +100,13 @@ pub struct Manifest {
     pub settings: ManifestTable,
     /// The holdout-manifest sidecar's key (counts only).
     pub holdout_manifests: Option<String>,
+    /// The holdout-manifest sidecar's SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout_manifests_sha256: Option<String>,
+    /// The digests' seal: the HMAC over this manifest and the secret's fingerprint; absent
+    /// in dumps made before dumps were sealed (or by a server with no signing secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<super::integrity::Integrity>,
 }
 
 /// Why a dump cannot be restored. Each names what was found.
@@ -144,6 +155,40 @@ pub enum DumpRefusal {
     /// A row that does not fit the schema.
     #[error("the dump does not fit this schema: {0}")]
     Unfit(String),
+    /// The dump carries no integrity block.
+    #[error(
+        "the dump {run} carries no digests and no HMAC (a build from before dumps were sealed made it, or a server with no signing secret): nothing proves it is the dump that was taken; restore it only if you trust where it was kept, and say so explicitly"
+    )]
+    Unsealed {
+        /// The run.
+        run: String,
+    },
+    /// The dump was made under another signing secret.
+    #[error(
+        "the dump was made under another signing secret (its secret's fingerprint is {dump}, this store's is {here}): carry the old host's secret over, the file <data-dir>/signing.key or the variable CAPSID_SIGNING_SECRET, and restore again"
+    )]
+    ForeignSecret {
+        /// The dump's secret fingerprint.
+        dump: String,
+        /// This store's.
+        here: String,
+    },
+    /// No signing secret here to verify a sealed dump with.
+    #[error(
+        "the dump is sealed under a signing secret (fingerprint {dump}) and none is configured here: carry the old host's secret over, the file <data-dir>/signing.key or the variable CAPSID_SIGNING_SECRET, and restore again"
+    )]
+    NoSecret {
+        /// The dump's secret fingerprint.
+        dump: String,
+    },
+    /// A file, or the manifest, changed after the dump was made.
+    #[error("the dump was altered: {key}: {why}")]
+    Altered {
+        /// The file.
+        key: String,
+        /// What does not match.
+        why: String,
+    },
 }
 
 /// The leading migration number of a schema version (`0002_oauth` → 2).
@@ -259,10 +304,10 @@ pub fn check_row_count(listed: &ManifestTable, found: u64) -> Result<(), DumpRef
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn manifest() -> Manifest {
+    pub(crate) fn manifest() -> Manifest {
         let run = "2026-03-01T09-00-00-000Z".to_owned();
         Manifest {
             format: FORMAT.into(),
@@ -276,14 +321,18 @@ mod tests {
                     table: t.name.into(),
                     rows: 1,
                     key: table_key(&run, t.name),
+                    sha256: None,
                 })
                 .collect(),
             settings: ManifestTable {
                 table: "settings".into(),
                 rows: 0,
                 key: run_key(&run, SETTINGS_SIDECAR),
+                sha256: None,
             },
             holdout_manifests: None,
+            holdout_manifests_sha256: None,
+            integrity: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Backups and restore as rules (reference 10.4, 10.5, 8.3): which tables a dump carries
 //! ([`tables`]), how rows are written and read back as a stream ([`rows`]), where a dump
-//! lives and what makes one unrestorable ([`manifest`]), what a run keeps ([`retention`]),
+//! lives and what makes one unrestorable ([`manifest`]), what proves where it came from
+//! ([`integrity`]), what a run keeps ([`retention`]),
 //! the preflight before pruning ([`preflight`]), the settings sidecar's allowlist
 //! ([`sidecar`]), the holdout counts ([`holdout`]), the backup credential ([`credential`]) and
 //! the summary ([`summary`]). The service runs them (`service/backup`); stores and blob stores
@@ -8,6 +9,7 @@
 
 pub mod credential;
 pub mod holdout;
+pub mod integrity;
 pub mod manifest;
 pub mod preflight;
 pub mod retention;

@@ -25,7 +25,7 @@ mod surfaces;
 pub use agents::Resolved;
 pub use backup::{
     BackupCredential, CredentialError, CredentialObject, DEFAULT_ON_DEMAND_INTERVAL_MS,
-    OnDemandBackup, RestoreError, RestoreReport, TableCheck, on_demand_key,
+    OnDemandBackup, RestoreError, RestoreOptions, RestoreReport, TableCheck, on_demand_key,
 };
 pub use confirm::{Confirmer, Consent, NoConfirmer};
 pub use documents::{

@@ -173,7 +173,7 @@ async fn bench<S: Store + 'static>(
         source.clone(),
         clock.clone(),
         Arc::new(TestEntropy),
-        ServiceConfig::default(),
+        bench_config(),
     )
     .with_media(media.clone());
 
@@ -217,12 +217,7 @@ async fn bench<S: Store + 'static>(
         began.elapsed().as_secs_f64()
     );
 
-    let restorer = Service::new(
-        target.clone(),
-        clock,
-        Arc::new(TestEntropy),
-        ServiceConfig::default(),
-    );
+    let restorer = Service::new(target.clone(), clock, Arc::new(TestEntropy), bench_config());
     reset_peak();
     let rss_before = peak_rss_mb();
     let began = Instant::now();
@@ -306,4 +301,13 @@ fn main() -> anyhow::Result<()> {
             }
         }
     })
+}
+
+/// Both services of the bench share one signing secret: the dump is sealed under it and the
+/// restore verifies it.
+fn bench_config() -> ServiceConfig {
+    ServiceConfig {
+        signing_secret: Some("capsid-backup-bench".into()),
+        operator_keys: Vec::new(),
+    }
 }

@@ -5,6 +5,7 @@
 
 mod authority;
 mod http;
+mod integrity;
 mod refusals;
 mod rehearsal;
 mod runs;
@@ -12,6 +13,7 @@ mod runs;
 use std::sync::Arc;
 
 use capsid_blobs::ObjectBlobStore;
+use capsid_core::backup::manifest::{MANIFEST, Manifest, run_key};
 use capsid_core::backup::summary::NoProgress;
 use capsid_core::ports::{BlobStore, Store};
 use capsid_core::service::{Service, ServiceConfig};
@@ -244,6 +246,34 @@ pub async fn back_up(s: &TestServer) -> capsid_core::backup::summary::BackupSumm
         .expect("the backup ran");
     assert!(summary.ran, "{summary:?}");
     summary
+}
+
+/// Edits the manifest of `run` with `edit` and seals it again under the test secret (a dump a
+/// faulty build could have made: the checks behind the seal must still refuse it).
+pub async fn reseal(media: &dyn BlobStore, run: &str, edit: impl FnOnce(&mut Manifest)) {
+    let key = run_key(run, MANIFEST);
+    let bytes = media.get(&key).await.expect("the manifest");
+    let mut manifest: Manifest = serde_json::from_slice(&bytes).expect("a manifest");
+    edit(&mut manifest);
+    capsid_core::backup::integrity::seal(&mut manifest, TEST_SECRET);
+    media
+        .put(&key, serde_json::to_vec_pretty(&manifest).expect("render"))
+        .await
+        .expect("put");
+}
+
+/// Puts `bytes` at `key` of `run` with its digest in the manifest, sealed again.
+pub async fn put_resealed(media: &dyn BlobStore, run: &str, key: &str, bytes: Vec<u8>) {
+    let digest = capsid_core::crypto::sha256_hex(&bytes);
+    media.put(key, bytes).await.expect("put");
+    reseal(media, run, |m| {
+        for t in m.tables.iter_mut().chain([&mut m.settings]) {
+            if t.key == key {
+                t.sha256 = Some(digest.clone());
+            }
+        }
+    })
+    .await;
 }
 
 /// The media store of a test, as the port.

@@ -1,6 +1,8 @@
 //! What a restore refuses, each before writing anything: a non-empty target, a missing
 //! manifest, a torn dump (a table from another instant, or a file short of its rows), a dump
-//! of a newer schema.
+//! of a newer schema. The dumps here are edited and sealed again under the right secret (as a
+//! faulty build could have made them), so the checks behind the seal are the ones refusing;
+//! `integrity.rs` covers the seal itself.
 
 use std::sync::Arc;
 
@@ -14,9 +16,9 @@ use capsid_tests::harness::Backend;
 use capsid_tests::server::{ServerOptions, TestServer};
 use serde_json::Value;
 
-use super::{as_blobs, back_up, media_folder, seed, service_over};
+use super::{as_blobs, back_up, media_folder, put_resealed, reseal, seed, service_over};
 
-async fn assert_empty(store: &dyn Store) {
+pub(crate) async fn assert_empty(store: &dyn Store) {
     let mut tables: Vec<_> = EXPORTED.iter().collect();
     tables.push(&SETTINGS);
     let counts = store.count_rows(&tables).await.expect("counts");
@@ -63,15 +65,10 @@ async fn restore_refuses_unfit_dumps_and_targets_and_writes_nothing() {
     // A newer schema.
     let manifest_key = run_key(&run, MANIFEST);
     let original = media.get(&manifest_key).await.expect("the manifest");
-    let mut manifest: Value = serde_json::from_slice(&original).expect("JSON");
-    manifest["schema_version"] = "9999_from_the_future".into();
-    media
-        .put(
-            &manifest_key,
-            serde_json::to_vec(&manifest).expect("render"),
-        )
-        .await
-        .expect("put");
+    reseal(media.as_ref(), &run, |m| {
+        m.schema_version = Some("9999_from_the_future".into());
+    })
+    .await;
     let r = refused(
         restorer
             .restore_dump(media.as_ref(), Some(&run), &NoProgress)
@@ -89,10 +86,13 @@ async fn restore_refuses_unfit_dumps_and_targets_and_writes_nothing() {
     let jobs = media.get(&jobs_key).await.expect("the jobs file");
     let mut moved: Value = serde_json::from_slice(&jobs).expect("JSON");
     moved["exported_at"] = "2001-01-01T00:00:00.000Z".into();
-    media
-        .put(&jobs_key, serde_json::to_vec(&moved).expect("render"))
-        .await
-        .expect("put");
+    put_resealed(
+        media.as_ref(),
+        &run,
+        &jobs_key,
+        serde_json::to_vec(&moved).expect("render"),
+    )
+    .await;
     let r = refused(
         restorer
             .restore_dump(media.as_ref(), Some(&run), &NoProgress)
@@ -107,10 +107,13 @@ async fn restore_refuses_unfit_dumps_and_targets_and_writes_nothing() {
     // A torn dump: a file short of the rows its manifest counts (found mid-import).
     let mut short: Value = serde_json::from_slice(&jobs).expect("JSON");
     short["rows"].as_array_mut().expect("rows").pop();
-    media
-        .put(&jobs_key, serde_json::to_vec(&short).expect("render"))
-        .await
-        .expect("put");
+    put_resealed(
+        media.as_ref(),
+        &run,
+        &jobs_key,
+        serde_json::to_vec(&short).expect("render"),
+    )
+    .await;
     let r = refused(
         restorer
             .restore_dump(media.as_ref(), Some(&run), &NoProgress)
@@ -122,6 +125,10 @@ async fn restore_refuses_unfit_dumps_and_targets_and_writes_nothing() {
     );
     assert_empty(target_store.as_ref()).await;
     media.put(&jobs_key, jobs).await.expect("put");
+    media
+        .put(&manifest_key, original.clone())
+        .await
+        .expect("put");
 
     // A missing manifest.
     media.delete(&manifest_key).await.expect("delete");

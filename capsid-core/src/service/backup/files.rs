@@ -1,6 +1,8 @@
 //! A dump's table files as streams: [`DumpWriter`] is the sink an export writes into (one
-//! streaming object per table, settings filtered to the sidecar's allowlist), and
-//! [`TableFile`] reads one back a page of rows at a time.
+//! streaming object per table, settings filtered to the sidecar's allowlist, each file's
+//! SHA-256 taken over the bytes as they are written), and [`TableFile`] reads one back a page
+//! of rows at a time (hashing what it reads, so an import can tell the file it verified from
+//! one changed since); [`file_digest`] reads a whole file for its digest.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use crate::backup::rows::{
 use crate::backup::sidecar::carried_setting;
 use crate::backup::summary::Progress;
 use crate::backup::tables::{SETTINGS, TableSpec};
+use crate::crypto::Sha256Stream;
 use crate::improve::roster::Roster;
 use crate::ports::{BlobReader, BlobStore, BlobWriter, DumpSink};
 
@@ -37,8 +40,15 @@ pub(crate) struct DumpWriter<'a> {
     exported_at: String,
     progress: &'a dyn Progress,
     current: Option<Open>,
-    counts: Vec<(&'static TableSpec, u64)>,
+    counts: Vec<Written>,
     roster: Roster,
+}
+
+/// One table file as written: its table, rows and SHA-256.
+pub(crate) struct Written {
+    pub(crate) table: &'static TableSpec,
+    pub(crate) rows: u64,
+    pub(crate) sha256: String,
 }
 
 struct Open {
@@ -46,6 +56,15 @@ struct Open {
     writer: Box<dyn BlobWriter>,
     buffer: Vec<u8>,
     rows: u64,
+    digest: Sha256Stream,
+}
+
+impl Open {
+    async fn flush(&mut self) -> Result<(), String> {
+        let chunk = std::mem::take(&mut self.buffer);
+        self.digest.update(&chunk);
+        self.writer.write(chunk).await.map_err(|e| e.to_string())
+    }
 }
 
 impl<'a> DumpWriter<'a> {
@@ -67,8 +86,8 @@ impl<'a> DumpWriter<'a> {
         }
     }
 
-    /// Rows written per table, in export order.
-    pub(crate) fn into_counts(self) -> Vec<(&'static TableSpec, u64)> {
+    /// The files written, in export order.
+    pub(crate) fn into_counts(self) -> Vec<Written> {
         self.counts
     }
 
@@ -92,6 +111,7 @@ impl DumpSink for DumpWriter<'_> {
             writer,
             buffer: file_opening(&self.exported_at, table.name),
             rows: 0,
+            digest: Sha256Stream::default(),
         });
         Ok(())
     }
@@ -113,8 +133,7 @@ impl DumpSink for DumpWriter<'_> {
             open.rows += 1;
             kept += 1;
             if open.buffer.len() >= WRITE_CHUNK {
-                let chunk = std::mem::take(&mut open.buffer);
-                open.writer.write(chunk).await.map_err(|e| e.to_string())?;
+                open.flush().await?;
             }
         }
         self.progress.rows_done(kept);
@@ -126,11 +145,14 @@ impl DumpSink for DumpWriter<'_> {
             return Err("a table ended that never began".to_owned());
         };
         open.buffer.extend_from_slice(FILE_CLOSING);
-        let chunk = std::mem::take(&mut open.buffer);
-        open.writer.write(chunk).await.map_err(|e| e.to_string())?;
+        open.flush().await?;
         open.writer.finish().await.map_err(|e| e.to_string())?;
         self.progress.table_done(open.table.name, open.rows);
-        self.counts.push((open.table, open.rows));
+        self.counts.push(Written {
+            table: open.table,
+            rows: open.rows,
+            sha256: open.digest.finish_hex(),
+        });
         Ok(())
     }
 }
@@ -143,6 +165,20 @@ pub(crate) struct TableFile {
     pending: VecDeque<Vec<u8>>,
     ended: bool,
     rows: u64,
+    digest: Sha256Stream,
+}
+
+/// The SHA-256 of the whole file at `key`, read as a stream.
+pub(crate) async fn file_digest(
+    media: &dyn BlobStore,
+    key: &str,
+) -> Result<String, crate::ports::BlobError> {
+    let mut reader = media.reader(key).await?;
+    let mut digest = Sha256Stream::default();
+    while let Some(chunk) = reader.next_chunk().await? {
+        digest.update(&chunk);
+    }
+    Ok(digest.finish_hex())
 }
 
 impl TableFile {
@@ -159,6 +195,7 @@ impl TableFile {
             pending: VecDeque::new(),
             ended: false,
             rows: 0,
+            digest: Sha256Stream::default(),
         })
     }
 
@@ -168,6 +205,7 @@ impl TableFile {
         }
         match self.reader.next_chunk().await.map_err(|e| e.to_string())? {
             Some(chunk) => {
+                self.digest.update(&chunk);
                 let rows = self.splitter.feed(&chunk)?;
                 self.pending.extend(rows);
                 Ok(true)
@@ -207,6 +245,11 @@ impl TableFile {
         }
         self.rows += page.len() as u64;
         Ok(Some(page))
+    }
+
+    /// The SHA-256 of the bytes read, once the file has been read to its end.
+    pub(crate) fn digest(&self) -> Option<String> {
+        self.ended.then(|| self.digest.clone().finish_hex())
     }
 
     /// Rows read so far.

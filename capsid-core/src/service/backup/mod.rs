@@ -1,6 +1,7 @@
 //! The backup run (reference 10.4): under the `backup:lease` setting (compare-and-set, 900 s),
 //! every table from one snapshot to `backups/json/<run>/`, the sidecars, the manifest last
-//! (a conditional create), then (only if the preflight passes) the markdown mirror and its
+//! (a conditional create; it lists every file's SHA-256 and is sealed with an HMAC under a
+//! key derived from the signing secret, `backup::integrity`), then (only if the preflight passes) the markdown mirror and its
 //! pruning, retention by run, reports, and the store's history pruning; `backup:last-ok` is
 //! stamped once the dump is safe. Restore is in [`restore`], the credential in
 //! [`credential`], the dump's files in [`files`].
@@ -11,6 +12,7 @@ mod mirror;
 mod on_demand;
 mod restore;
 
+pub use crate::backup::integrity::RestoreOptions;
 pub use credential::{BackupCredential, CredentialError, CredentialObject};
 pub use on_demand::{DEFAULT_ON_DEMAND_INTERVAL_MS, OnDemandBackup, on_demand_key};
 pub use restore::{RestoreError, RestoreReport, TableCheck};
@@ -144,30 +146,28 @@ impl Service {
                     .map_err(blob_error)?;
                 let key = run_key(run, HOLDOUT_SIDECAR);
                 let body = json!({"exported_at": exported_at, "manifests": manifests});
-                media
-                    .put(&key, serde_json::to_vec(&body).unwrap_or_default())
-                    .await
-                    .map_err(blob_error)?;
+                let bytes = serde_json::to_vec(&body).unwrap_or_default();
+                let digest = crate::crypto::sha256_hex(&bytes);
+                media.put(&key, bytes).await.map_err(blob_error)?;
                 json_keys += 1;
-                Some(key)
+                Some((key, digest))
             }
             None => None,
         };
-        let line = |(table, rows): &(&'static TableSpec, u64)| ManifestTable {
-            table: table.name.to_owned(),
-            rows: *rows,
-            key: files::file_key(run, table),
+        let line = |written: &files::Written| ManifestTable {
+            table: written.table.name.to_owned(),
+            rows: written.rows,
+            key: files::file_key(run, written.table),
+            sha256: Some(written.sha256.clone()),
         };
         let settings = counts
             .iter()
-            .find(|(t, _)| t.name == SETTINGS.name)
+            .find(|w| w.table.name == SETTINGS.name)
             .map(line)
-            .unwrap_or(ManifestTable {
-                table: SETTINGS.name.to_owned(),
-                rows: 0,
-                key: run_key(run, SETTINGS_SIDECAR),
-            });
-        let manifest = Manifest {
+            .ok_or_else(|| {
+                Error::Internal(format!("the export wrote no {} file", SETTINGS_SIDECAR))
+            })?;
+        let mut manifest = Manifest {
             format: FORMAT.to_owned(),
             run: run.to_owned(),
             exported_at: exported_at.clone(),
@@ -175,12 +175,19 @@ impl Service {
             schema_version,
             tables: counts
                 .iter()
-                .filter(|(t, _)| t.name != SETTINGS.name)
+                .filter(|w| w.table.name != SETTINGS.name)
                 .map(line)
                 .collect(),
             settings,
-            holdout_manifests,
+            holdout_manifests_sha256: holdout_manifests.as_ref().map(|(_, d)| d.clone()),
+            holdout_manifests: holdout_manifests.map(|(k, _)| k),
+            integrity: None,
         };
+        // Sealed under the signing secret; a server without one writes digests unsealed,
+        // which a restore refuses unless told to accept an unverified dump.
+        if let Some(secret) = self.config.signing_secret() {
+            crate::backup::integrity::seal(&mut manifest, secret);
+        }
         let rendered = serde_json::to_vec_pretty(&manifest)
             .map_err(|e| Error::Internal(format!("could not render the manifest: {e}")))?;
         media

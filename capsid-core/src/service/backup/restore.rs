@@ -1,16 +1,20 @@
 //! Restore (reference 10.5): a dump into an **empty** store of either engine. The manifest is
-//! read and checked first (present, known format, not a newer schema), the target must hold
-//! nothing, every table file's opening must name the manifest's snapshot; then documents are
+//! read and checked first (present, known format), then its provenance, before anything is
+//! written: its HMAC under this store's signing secret and the SHA-256 of every file it
+//! lists (`backup::integrity`; an unsealed dump only when the operator accepts one); then
+//! not a newer schema, the target must hold nothing, every table file's opening must name the manifest's snapshot; then documents are
 //! imported first (so full-text search rebuilds as they arrive), every other table, and the
-//! settings sidecar, all in one transaction; then the row counts are compared with the
+//! settings sidecar, all in one transaction (each file hashed again as it is imported: a file
+//! changed since it was verified rolls the transaction back); then the row counts are compared with the
 //! manifest and a search must find a restored document.
 
 use async_trait::async_trait;
 use serde::Serialize;
 
 use super::Service;
-use super::files::TableFile;
+use super::files::{TableFile, file_digest};
 use crate::backup::PAGE_ROWS;
+use crate::backup::integrity::{Provenance, RestoreOptions, check_digest, check_provenance};
 use crate::backup::manifest::{
     DumpRefusal, JSON_PREFIX, MANIFEST, Manifest, check_file_header, check_row_count, check_schema,
     parse_manifest, run_key, run_of_key,
@@ -46,6 +50,8 @@ pub struct RestoreReport {
     pub tables: Vec<TableCheck>,
     /// The full-text probe on the restored store (`ok`, or why not).
     pub fts: String,
+    /// What proved the dump's origin (see `backup::integrity::Provenance::describe`).
+    pub provenance: String,
     /// Whether every count matched and the probe found its document.
     pub verified: bool,
 }
@@ -101,17 +107,71 @@ pub(crate) async fn read_manifest(
     Ok(parse_manifest(&key, &bytes)?)
 }
 
+/// Checks the SHA-256 of every file `manifest` lists (tables, the settings sidecar, the
+/// holdout sidecar) against the file's bytes, before anything is written.
+async fn verify_digests(
+    source: &dyn BlobStore,
+    manifest: &Manifest,
+    progress: &dyn Progress,
+) -> Result<(), RestoreError> {
+    progress.step("verifying every file's SHA-256");
+    let sidecar = manifest
+        .holdout_manifests
+        .as_deref()
+        .map(|key| (key, manifest.holdout_manifests_sha256.as_deref()));
+    let files = manifest
+        .tables
+        .iter()
+        .chain([&manifest.settings])
+        .map(|t| (t.key.as_str(), t.sha256.as_deref()))
+        .chain(sidecar);
+    for (key, expected) in files {
+        let found = match file_digest(source, key).await {
+            Ok(found) => found,
+            Err(BlobError::NotFound(_)) => {
+                return Err(DumpRefusal::Torn(format!("{key} is missing")).into());
+            }
+            Err(e) => return Err(failed(e)),
+        };
+        check_digest(key, expected, &found)?;
+    }
+    Ok(())
+}
+
 impl Service {
     /// Restores the dump `run` (the newest when `None`) from `source` into this service's
-    /// store, which must be migrated and empty.
+    /// store, which must be migrated and empty; only a dump sealed under this store's signing
+    /// secret (see [`Service::restore_dump_with`]).
     pub async fn restore_dump(
         &self,
         source: &dyn BlobStore,
         run: Option<&str>,
         progress: &dyn Progress,
     ) -> Result<RestoreReport, RestoreError> {
+        self.restore_dump_with(source, run, &RestoreOptions::default(), progress)
+            .await
+    }
+
+    /// As [`Service::restore_dump`], with what `options` allow beyond a sealed dump.
+    pub async fn restore_dump_with(
+        &self,
+        source: &dyn BlobStore,
+        run: Option<&str>,
+        options: &RestoreOptions,
+        progress: &dyn Progress,
+    ) -> Result<RestoreReport, RestoreError> {
         let run = resolve_run(source, run).await?;
         let manifest = read_manifest(source, &run).await?;
+        progress.step("verifying the manifest's HMAC");
+        let provenance = check_provenance(
+            &run_key(&run, MANIFEST),
+            &manifest,
+            self.config.signing_secret(),
+            options,
+        )?;
+        if provenance == Provenance::Sealed {
+            verify_digests(source, &manifest, progress).await?;
+        }
         let target_schema = self.store.schema_version().await.map_err(failed)?;
         check_schema(manifest.schema_version.as_deref(), target_schema.as_deref())?;
         let order = import_order();
@@ -171,12 +231,13 @@ impl Service {
             Err(TransferError::Store(e)) => return Err(failed(e)),
         }
         progress.step("verifying");
-        self.verify_restore(&manifest, progress).await
+        self.verify_restore(&manifest, provenance, progress).await
     }
 
     async fn verify_restore(
         &self,
         manifest: &Manifest,
+        provenance: Provenance,
         progress: &dyn Progress,
     ) -> Result<RestoreReport, RestoreError> {
         let order = import_order();
@@ -210,6 +271,7 @@ impl Service {
             schema_version: manifest.schema_version.clone(),
             tables,
             fts,
+            provenance: provenance.describe().to_owned(),
             verified: counts_match && fts_ok,
         };
         Ok(report)
@@ -253,7 +315,16 @@ impl DumpSource<'_> {
             file.members().text("table"),
             file.members().text("exported_at"),
         )
-        .and_then(|()| check_row_count(listed, file.rows_read()));
+        .and_then(|()| check_row_count(listed, file.rows_read()))
+        .and_then(|()| match file.digest() {
+            // Hashed again as imported: a file changed since it was verified is refused, and
+            // the import's transaction rolls back.
+            Some(found) => check_digest(&listed.key, listed.sha256.as_deref(), &found),
+            None => Err(DumpRefusal::Torn(format!(
+                "{} was not read to its end",
+                listed.key
+            ))),
+        });
         if let Err(refusal) = checked {
             return Err(self.refuse(refusal));
         }
