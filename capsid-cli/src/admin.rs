@@ -159,9 +159,25 @@ fn flags_object(flags: &[String]) -> Result<Value> {
     let mut map = serde_json::Map::new();
     for f in flags {
         let (name, on) = match f.split_once('=') {
-            Some((n, v)) => (n, matches!(v, "true" | "1" | "yes")),
+            Some((n, v)) => match v {
+                "true" | "1" | "yes" => (n, true),
+                "false" | "0" | "no" => (n, false),
+                other => anyhow::bail!(
+                    "--flag {f}: {other:?} is not true or false (write --flag {n} or --flag {n}=false)"
+                ),
+            },
             None => (f.as_str(), true),
         };
+        if capsid_core::scope::Flag::parse(name).is_none() {
+            let known: Vec<&str> = capsid_core::scope::Flag::ALL
+                .iter()
+                .map(|f| f.name())
+                .collect();
+            anyhow::bail!(
+                "--flag {name}: no such flag; the flags are {}",
+                known.join(", ")
+            );
+        }
         map.insert(name.to_owned(), Value::Bool(on));
     }
     Ok(Value::Object(map))
@@ -278,7 +294,10 @@ pub async fn agents(global: &GlobalArgs, cmd: AgentsCommand) -> Result<ExitCode>
     let service = service(global).await?;
     let (args, json_out) = match &cmd {
         AgentsCommand::Mint(m) => {
-            let mut a = axes_json(&m.axes)?;
+            let mut a = match axes_json(&m.axes) {
+                Ok(a) => a,
+                Err(e) => return Ok(tool_refusal(format!("{e:#}"))),
+            };
             a["action"] = json!("mint");
             a["name"] = json!(m.name);
             a["kind"] = json!(m.kind);
@@ -287,7 +306,10 @@ pub async fn agents(global: &GlobalArgs, cmd: AgentsCommand) -> Result<ExitCode>
         AgentsCommand::List(j) => (json!({"action": "list"}), j.json),
         AgentsCommand::Revoke(n) => (json!({"action": "revoke", "name": n.name}), n.json),
         AgentsCommand::UpdateScopes(s) => {
-            let mut a = axes_json(&s.axes)?;
+            let mut a = match axes_json(&s.axes) {
+                Ok(a) => a,
+                Err(e) => return Ok(tool_refusal(format!("{e:#}"))),
+            };
             a["action"] = json!("update_scopes");
             a["name"] = json!(s.name);
             (a, s.json)

@@ -319,6 +319,16 @@ async fn stored_runner(recorder: Option<&Recorder>) -> RunnerSettings {
     }
 }
 
+/// The namespace's runner settings, asked of the server only when a flag does not already
+/// give both gate commands.
+async fn gate_settings(g: &GateArgs, recorder: Option<&Recorder>) -> RunnerSettings {
+    if g.test_command.is_some() && g.build_command.is_some() {
+        RunnerSettings::default()
+    } else {
+        stored_runner(recorder).await
+    }
+}
+
 async fn run_tests(
     dir: &Path,
     g: &GateArgs,
@@ -473,11 +483,7 @@ async fn pre_tool(
             ));
         }
         PrePlan::RunGates => {
-            let stored = if g.test_command.is_some() && g.build_command.is_some() {
-                RunnerSettings::default()
-            } else {
-                stored_runner(recorder).await
-            };
+            let stored = gate_settings(g, recorder).await;
             let tests = match run_tests(&dir, g, &stored).await {
                 Ok(t) => t,
                 Err(refusal) => {
@@ -595,6 +601,7 @@ async fn pre_push(remote: &str, g: &GateArgs, recorder: Option<&Recorder>) -> Re
         match approval::standing_for(recorder, local_sha).await {
             approval::Approval::Stands(by, _) => {
                 eprintln!("capsid pre-push: {remote_ref} may move to {local_sha}: {by}");
+                report_ran(&format!("approved {remote_ref} {local_sha}"), None);
             }
             approval::Approval::Missing(why) => {
                 return refuse(format!(
@@ -606,11 +613,7 @@ async fn pre_push(remote: &str, g: &GateArgs, recorder: Option<&Recorder>) -> Re
     if updates == 0 {
         return Ok(ExitCode::SUCCESS);
     }
-    let stored = if g.test_command.is_some() && g.build_command.is_some() {
-        RunnerSettings::default()
-    } else {
-        stored_runner(recorder).await
-    };
+    let stored = gate_settings(g, recorder).await;
     let tests = match run_tests(&dir, g, &stored).await {
         Ok(t) => t,
         Err(refusal) => return refuse(refusal),

@@ -435,12 +435,7 @@ async fn run_in_tmux(
         shell_quote(&socket),
     );
     // A server left from an earlier run would hand the session its old environment.
-    let _ = Command::new("tmux")
-        .args(["-L", &socket, "kill-server"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await;
+    kill_tmux_server(&socket).await;
     let mut tmux = Command::new("tmux");
     for k in withheld(r) {
         tmux.env_remove(k);
@@ -487,12 +482,7 @@ async fn run_in_tmux(
     if !r.quiet {
         follow(&out, &mut seen, started_at, id);
     }
-    let _ = Command::new("tmux")
-        .args(["-L", &socket, "kill-server"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await;
+    kill_tmux_server(&socket).await;
     if !waited.success() {
         bail!("waiting on tmux channel {channel} failed");
     }
@@ -507,6 +497,16 @@ async fn run_in_tmux(
         exit,
         stdout: keep.text(),
     })
+}
+
+/// Ends the driver's private tmux server `socket`, if it runs.
+async fn kill_tmux_server(socket: &str) {
+    let _ = Command::new("tmux")
+        .args(["-L", socket, "kill-server"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await;
 }
 
 /// Prints the progress lines of the complete lines `out` gained since `seen` bytes.

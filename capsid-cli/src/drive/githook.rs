@@ -23,8 +23,18 @@ pub struct Installed {
 }
 
 /// The script: Capsid's gate, then the repository's own `pre-push` (`chained`) if it had one.
-fn script(program: &Path, chained: Option<&Path>) -> String {
-    let capsid = capsid_core::drive::hooks::shell_quote(&program.display().to_string());
+/// `settings` (the server, the namespace, the default branch and the gate commands of a driven
+/// run; no secret) are written into it, so the agent's environment cannot redirect the gate.
+fn script(program: &Path, chained: Option<&Path>, settings: &[(String, String)]) -> String {
+    let q = capsid_core::drive::hooks::shell_quote;
+    let mut capsid = q(&program.display().to_string());
+    if !settings.is_empty() {
+        let pairs: Vec<String> = settings
+            .iter()
+            .map(|(k, v)| q(&format!("{k}={v}")))
+            .collect();
+        capsid = format!("env {} {capsid}", pairs.join(" "));
+    }
     match chained {
         None => format!(
             "#!/bin/sh\n# Capsid's push gate (capsid hook pre-push): tests, build check, protected refs.\nexec {capsid} hook pre-push \"$@\"\n"
@@ -68,8 +78,13 @@ async fn hooks_path(dir: &Path) -> Result<PathBuf> {
     Ok(if p.is_absolute() { p } else { dir.join(p) })
 }
 
-/// Gives the worktree `wt` of the repository at `root` Capsid's `pre-push` hook.
-pub async fn install_for_worktree(root: &Path, wt: &Path) -> Result<Installed> {
+/// Gives the worktree `wt` of the repository at `root` Capsid's `pre-push` hook, with the
+/// run's `settings` written into it.
+pub async fn install_for_worktree(
+    root: &Path,
+    wt: &Path,
+    settings: &[(String, String)],
+) -> Result<Installed> {
     let program = std::env::current_exe().context("finding the capsid binary's own path")?;
     let own = hooks_path(root).await?;
     let dir = root.join(".capsid").join("git-hooks");
@@ -91,7 +106,7 @@ pub async fn install_for_worktree(root: &Path, wt: &Path) -> Result<Installed> {
     }
     let chained = own.join("pre-push");
     let chained = (is_executable(&chained) && own != dir).then_some(chained);
-    let text = script(&program, chained.as_deref());
+    let text = script(&program, chained.as_deref(), settings);
     write_executable(&dir.join("pre-push"), &text)?;
     git(root, &["config", "extensions.worktreeConfig", "true"]).await?;
     git(
@@ -140,7 +155,7 @@ pub async fn install_in_repository(dir: &Path) -> Result<Option<PathBuf>> {
     let hook = hooks.join("pre-push");
     let chained = hooks.join("pre-push.capsid-chained");
     let ours = std::fs::read_to_string(&hook)
-        .map(|t| t.contains("capsid hook pre-push") || t.contains("capsid' hook pre-push"))
+        .map(|t| t.contains("Capsid's push gate"))
         .unwrap_or(false);
     if hook.exists() && !ours {
         std::fs::rename(&hook, &chained)
@@ -149,7 +164,48 @@ pub async fn install_in_repository(dir: &Path) -> Result<Option<PathBuf>> {
     let text = script(
         &program,
         is_executable(&chained).then_some(chained.as_path()),
+        &[],
     );
     write_executable(&hook, &text)?;
     Ok(Some(hook))
+}
+
+/// The protected refs of the repository at `root`, local and on `origin`, as `(ref, sha)`
+/// pairs (`main`, `master` and the default branch): what no run may move behind the gates.
+pub async fn protected_refs(root: &Path, default: &str) -> Vec<(String, String)> {
+    let names = capsid_core::drive::hooks::protected_branches(Some(default));
+    let mut out = Vec::new();
+    for b in &names {
+        let local = format!("refs/heads/{b}");
+        if let Ok(sha) = git(root, &["rev-parse", "--verify", "--quiet", &local]).await {
+            out.push((local, sha));
+        }
+    }
+    let heads: Vec<String> = names.iter().map(|b| format!("refs/heads/{b}")).collect();
+    let mut args = vec!["ls-remote", "origin"];
+    args.extend(heads.iter().map(String::as_str));
+    if let Ok(listed) = git(root, &args).await {
+        for line in listed.lines() {
+            if let Some((sha, r)) = line.split_once('\t') {
+                out.push((format!("origin {r}"), sha.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// Which of the `before` refs moved (or appeared) by `after`, as text, if any did.
+pub fn moved(before: &[(String, String)], after: &[(String, String)]) -> Option<String> {
+    let mut changes: Vec<String> = after
+        .iter()
+        .filter(|(r, sha)| before.iter().find(|(b, _)| b == r).map(|(_, s)| s) != Some(sha))
+        .map(|(r, sha)| format!("{r} is now {}", &sha[..sha.len().min(12)]))
+        .collect();
+    changes.extend(
+        before
+            .iter()
+            .filter(|(r, _)| !after.iter().any(|(a, _)| a == r))
+            .map(|(r, _)| format!("{r} was deleted")),
+    );
+    (!changes.is_empty()).then(|| changes.join(", "))
 }

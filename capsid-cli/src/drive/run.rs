@@ -29,6 +29,9 @@ use super::{EXIT_DONE, EXIT_GATED, Ready, Resume, githook, preflight, worktree};
 struct RunState {
     session_id: Option<String>,
     asked: Option<String>,
+    /// The commit the job's branch started from (what "shipped" is counted against, whatever
+    /// happens to the default branch meanwhile).
+    base_sha: Option<String>,
 }
 
 impl RunState {
@@ -44,10 +47,12 @@ impl RunState {
         RunState {
             session_id: text("session_id"),
             asked: text("asked"),
+            base_sha: text("base_sha"),
         }
     }
     fn save(&self, dir: &Path) {
-        let v = json!({"session_id": self.session_id, "asked": self.asked});
+        let v =
+            json!({"session_id": self.session_id, "asked": self.asked, "base_sha": self.base_sha});
         let _ = std::fs::write(RunState::path(dir), v.to_string());
     }
 }
@@ -75,7 +80,21 @@ pub(crate) async fn run_job(
     let stored = job["body"].as_str().unwrap_or("");
     let body = split_signed(stored).map_or(stored, |p| p.body).to_owned();
     let base = default_branch(&r.root).await?;
-    let wt = worktree::ensure(&r.root, &id, &base).await?;
+    let files = run_files(r, &id)?;
+    let mut state = RunState::load(&files.dir);
+    let base_sha = match &state.base_sha {
+        Some(sha) => sha.clone(),
+        None => {
+            git(
+                &r.root,
+                &["rev-parse", "--verify", &format!("{base}^{{commit}}")],
+            )
+            .await?
+        }
+    };
+    state.base_sha = Some(base_sha.clone());
+    state.save(&files.dir);
+    let wt = worktree::ensure(&r.root, &id, &base_sha).await?;
     eprintln!("capsid drive: {id} in {}", wt.display());
     mise_install(&wt).await;
     // The project's settings cannot switch Capsid's hooks off.
@@ -91,9 +110,18 @@ pub(crate) async fn run_job(
             file.display()
         );
     }
-    let githooks = githook::install_for_worktree(&r.root, &wt).await?;
-    let files = run_files(r, &id)?;
-    let mut state = RunState::load(&files.dir);
+    let mut gate_settings = vec![
+        ("CAPSID_MCP_URL".to_owned(), super::mcp::mcp_url(&r.url)),
+        ("CAPSID_NAMESPACE".to_owned(), r.namespace.clone()),
+        ("CAPSID_DEFAULT_BRANCH".to_owned(), base.clone()),
+        ("CAPSID_TEST_COMMAND".to_owned(), r.tests.command.clone()),
+        ("CAPSID_RUN_DIR".to_owned(), files.dir.display().to_string()),
+    ];
+    if let Some(b) = &r.build {
+        gate_settings.push(("CAPSID_BUILD_COMMAND".to_owned(), b.command.clone()));
+    }
+    let githooks = githook::install_for_worktree(&r.root, &wt, &gate_settings).await?;
+    let protected_before = githook::protected_refs(&r.root, &base).await;
     checkpoint(
         r,
         &id,
@@ -142,8 +170,24 @@ pub(crate) async fn run_job(
 
     // Whether Capsid's own gates stood through the session.
     let hooks_ran = std::fs::metadata(&files.hooks_report).is_ok_and(|m| m.len() > 0);
+    let protected_after = githook::protected_refs(&r.root, &base).await;
+    let approved_pushes = std::fs::read_to_string(&files.hooks_report).unwrap_or_default();
+    let moved = githook::moved(&protected_before, &protected_after).filter(|_| {
+        // A push the pre-push gate let through with an approval is reported by it.
+        !protected_after
+            .iter()
+            .filter(|p| !protected_before.contains(p))
+            .all(|(r, sha)| {
+                let r = r.strip_prefix("origin ").unwrap_or(r);
+                approved_pushes.contains(&format!("approved {r} {sha}"))
+            })
+    });
     let tampered = match githook::changed(&wt, &githooks).await {
         Some(why) => Some(why),
+        None if moved.is_some() => Some(format!(
+            "a protected branch moved during the run outside the gates ({}); a person must look at it",
+            moved.unwrap_or_default()
+        )),
         None if !hooks_ran => Some(
             "none of Capsid's hooks reported during the session (Claude Code did not run them: a setting switched them off, or the agent command does not load `--settings`)".to_owned(),
         ),
@@ -165,7 +209,7 @@ pub(crate) async fn run_job(
             question: Some(cmd),
         });
     }
-    let facts = git_facts(&wt, &base, report.as_ref(), &run.stdout).await;
+    let facts = git_facts(&wt, &base_sha, report.as_ref(), &run.stdout).await;
     let resume_command = resume_hint(r, &agent);
     let mut run_facts = RunFacts {
         agent_exit: run.exit,
@@ -443,8 +487,27 @@ async fn finish(
             }
             let done = r.mcp.call("jobs", args).await?;
             if let super::mcp::Answer::Refused(why) = done {
+                // The claim is not left to run out: the job fails with the server's reason.
                 eprintln!("capsid drive: the server refused to complete {id}: {why}");
-                checkpoint(r, id, merge(json!({"status": "working", "where_it_stopped": format!("tests pass, but completing the job was refused: {why}")}))).await?;
+                let reason: String =
+                    format!("the tests pass, but the server refused to complete the job: {why}")
+                        .chars()
+                        .take(1000)
+                        .collect();
+                r.mcp
+                    .ok(
+                        "jobs",
+                        json!({"action": "fail", "id": id, "namespace": r.namespace, "reason": reason}),
+                    )
+                    .await?;
+                worktree::keep_failed(&r.root, id);
+                checkpoint(
+                    r,
+                    id,
+                    merge(json!({"status": "working", "where_it_stopped": reason})),
+                )
+                .await?;
+                println!("{id} failed: {reason}");
                 return Ok(EXIT_GATED);
             }
             checkpoint(

@@ -33,32 +33,19 @@ pub(super) async fn standing(recorder: Option<&Recorder>, dir: &Path) -> Approva
     standing_for(recorder, &head).await
 }
 
+/// Why nothing could be asked without the server's settings.
+const NO_SERVER: &str = "Capsid could not check for one: CAPSID_MCP_URL, CAPSID_RUN_CREDENTIAL (or CAPSID_KEY) and CAPSID_NAMESPACE must name the server, a credential and the namespace (the driver sets them), so the hook fails closed.";
+
 /// Whether a different agent's approval stands for commit `head`.
 pub(super) async fn standing_for(recorder: Option<&Recorder>, head: &str) -> Approval {
     let Some(r) = recorder else {
-        return Approval::Missing(
-            "Capsid could not check for one: CAPSID_MCP_URL, CAPSID_RUN_CREDENTIAL (or CAPSID_KEY) and CAPSID_NAMESPACE must name the server, a credential and the namespace (the driver sets them), so the hook fails closed.".to_owned(),
-        );
+        return Approval::Missing(NO_SERVER.to_owned());
     };
-    let args = json!({"action": "approval", "namespace": r.namespace, "head_sha": head});
-    match r.mcp.call("jobs", args).await {
-        Ok(Answer::Ok(v)) if v.get("approved").and_then(Value::as_bool) == Some(true) => {
-            Approval::Stands(
-                v["reason"].as_str().unwrap_or("approved").to_owned(),
-                v["approval"]["number"].as_u64(),
-            )
-        }
-        Ok(Answer::Ok(v)) => Approval::Missing(format!(
-            "Capsid found none: {}",
-            v["reason"].as_str().unwrap_or("the server did not say why")
-        )),
-        Ok(Answer::Refused(why)) => Approval::Missing(format!(
-            "Capsid refused the approval check ({why}), so the hook fails closed."
-        )),
-        Err(e) => Approval::Missing(format!(
-            "Capsid could not be asked whether an approval stands ({e:#}), so the hook fails closed."
-        )),
-    }
+    ask(
+        r,
+        json!({"action": "approval", "namespace": r.namespace, "head_sha": head}),
+    )
+    .await
 }
 
 /// Whether another agent's approval stands for pull request `number` of `repo` (`None`: the
@@ -69,19 +56,22 @@ pub(super) async fn merge_standing(
     repo: Option<&str>,
 ) -> Approval {
     let Some(r) = recorder else {
-        return Approval::Missing(
-            "Capsid could not check for one: CAPSID_MCP_URL, CAPSID_RUN_CREDENTIAL (or CAPSID_KEY) and CAPSID_NAMESPACE must name the server, a credential and the namespace (the driver sets them), so the hook fails closed.".to_owned(),
-        );
+        return Approval::Missing(NO_SERVER.to_owned());
     };
     let mut args = json!({"action": "approval", "namespace": r.namespace, "pull_request": number});
     if let Some(repo) = repo {
         args["repo"] = json!(repo);
     }
+    ask(r, args).await
+}
+
+/// `jobs` action `approval` with `args`; anything short of a clear "approved" is `Missing`.
+async fn ask(r: &Recorder, args: Value) -> Approval {
     match r.mcp.call("jobs", args).await {
         Ok(Answer::Ok(v)) if v.get("approved").and_then(Value::as_bool) == Some(true) => {
             Approval::Stands(
                 v["reason"].as_str().unwrap_or("approved").to_owned(),
-                Some(number),
+                v["approval"]["number"].as_u64(),
             )
         }
         Ok(Answer::Ok(v)) => Approval::Missing(format!(

@@ -554,3 +554,58 @@ pub fn tmux_with_a_server_already_running_works_and_ps_shows_no_secret(w: &World
         "the run credential is on a command line: {ps}"
     );
 }
+
+pub fn a_push_around_the_gates_or_a_moved_local_main_is_never_done(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let before = origin_main(w, "demo");
+    // A script the PreToolUse gate cannot read, skipping git's hooks: main moves on the origin,
+    // and the driver sees it and refuses the verdict.
+    let id = w.post("demo", "Around", "SCRIPT=around");
+    w.fake().script(
+        "SCRIPT=around",
+        vec![
+            vec![write_file(
+                "x.sh",
+                "git -c core.hooksPath=/dev/null push -q origin HEAD:main\n",
+            )],
+            vec![bash(
+                "echo v2 > v.txt && git add v.txt && git commit -qm v2 && sh x.sh && rm x.sh",
+            )],
+            vec![text("Shipped.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_ne!(
+        origin_main(w, "demo"),
+        before,
+        "the script did push: {}",
+        said(&out)
+    );
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("failed"), "{job}\n{}", said(&out));
+    let reason = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("a protected branch moved during the run"),
+        "{reason}"
+    );
+    // Moving the local main under the job's branch makes nothing look shipped-and-clean.
+    let local = w.post("demo", "Local", "SCRIPT=local");
+    w.fake().script(
+        "SCRIPT=local",
+        vec![
+            vec![bash("echo v3 > v3.txt && git add v3.txt && git commit -qm v3 && git update-ref refs/heads/main HEAD")],
+            vec![text("Done.")],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    let job = w.job("demo", &local);
+    assert_eq!(job["status"], json!("failed"), "{job}\n{}", said(&out));
+    assert!(
+        job["result_summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains("refs/heads/main"),
+        "{job}"
+    );
+}

@@ -50,6 +50,7 @@ claude::claude_cases!(
     the_gates_run_at_the_root_after_the_agent_cds_into_a_subfolder,
     settings_that_do_not_parse_are_refused_before_the_claim,
     tmux_with_a_server_already_running_works_and_ps_shows_no_secret,
+    a_push_around_the_gates_or_a_moved_local_main_is_never_done,
 );
 
 both_stores!(

@@ -114,8 +114,15 @@ pub fn human_gate_in(
             tool_input: Some(json!({ "command": c })),
             ..HookInput::default()
         };
+        // Only a step an approval (a person's, or another agent's) could let through waits on a
+        // human; an outright refusal (a bypass, a computed target) is the agent's to fix.
         match plan_pre_tool_use(&input, branches) {
-            PrePlan::Deny { command, .. } | PrePlan::Merge { command, .. } => Some(command),
+            PrePlan::Deny {
+                command,
+                approvable: true,
+                ..
+            }
+            | PrePlan::Merge { command, .. } => Some(command),
             _ => None,
         }
     })

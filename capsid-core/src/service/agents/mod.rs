@@ -72,6 +72,7 @@ impl AgentsAction {
 
 /// The nine flags, each optional.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FlagsArg {
     /// Merge pull requests.
     pub can_merge: Option<bool>,
