@@ -85,6 +85,13 @@ fn origin_main(origin: &Path) -> String {
 #[test]
 fn no_spelling_of_a_push_moves_main_and_a_green_feature_push_goes_through() {
     let (_tmp, origin, work) = project();
+    // A setting that switches Claude Code's hooks off after the install does not reach git's
+    // own gate.
+    std::fs::write(
+        work.join(".claude/settings.local.json"),
+        "{\"disableAllHooks\": true}\n",
+    )
+    .expect("settings");
     let main = origin_main(&origin);
     for line in [
         "git push origin HEAD:main",
