@@ -2,7 +2,7 @@
 //! update, however the push was spelled or launched (a shell, `eval`, `xargs`, an alias, a
 //! rewritten refspec). A driven worktree gets it through its own `core.hooksPath` (set with
 //! `extensions.worktreeConfig`, so the main checkout is untouched), pointing at
-//! `<root>/.capsid/git-hooks`, where the repository's other hooks are linked and its own
+//! `<root>/.capsid/git-hooks/<job-id>`, where the repository's other hooks are linked and its own
 //! `pre-push`, if any, runs after Capsid's. `capsid hook install` puts it in the repository's
 //! hooks folder. At the end of a run the driver checks the worktree's configuration is still as
 //! it set it.
@@ -87,7 +87,12 @@ pub async fn install_for_worktree(
 ) -> Result<Installed> {
     let program = std::env::current_exe().context("finding the capsid binary's own path")?;
     let own = hooks_path(root).await?;
-    let dir = root.join(".capsid").join("git-hooks");
+    // One folder per worktree: jobs run side by side with settings of their own.
+    let id = wt
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".to_owned());
+    let dir = root.join(".capsid").join("git-hooks").join(id);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     // The repository's other hooks keep running in the worktree.
     if let Ok(entries) = std::fs::read_dir(&own) {
