@@ -503,6 +503,7 @@ mod tests {
             denied_commands: vec![
                 "git push origin topic".into(),
                 "git push origin main".into(),
+                "git push origin HEAD:main".into(),
             ],
             ..SessionReport::default()
         };
@@ -511,9 +512,11 @@ mod tests {
             default: Some("main".into()),
             root: None,
         };
+        // A push of another branch to main is refused outright (no approval helps), so it is
+        // not a step waiting on a human; a push of the head is.
         assert_eq!(
             human_gate_in(Some(&report), "/w", &branches).as_deref(),
-            Some("cd /w && git push origin main")
+            Some("cd /w && git push origin HEAD:main")
         );
         assert_eq!(human_gate_in(None, "/w", &branches), None);
         let diff = "+++ b/src/lib.rs\n+#[test]\n+fn a() {}\n-#[test]\n+    def test_b():\n context #[test]\n";
