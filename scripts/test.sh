@@ -91,6 +91,7 @@ if [ "$("$claude_bin" --version 2>/dev/null | cut -d' ' -f1)" != "$CAPSID_CLAUDE
   source scripts/node22.sh
   capsid_npm_env "$PWD/.tools"
   rm -rf .tools/claude-code
+  mkdir -p .tools
   npm install --prefix .tools/claude-code --no-save "@anthropic-ai/claude-code@$CAPSID_CLAUDE_VERSION" \
     >.tools/claude-code.log 2>&1 || tail -n 20 .tools/claude-code.log >&2
 fi
