@@ -58,6 +58,10 @@ pub struct MintArgs {
     pub kind: String,
     #[command(flatten)]
     pub axes: AxesArgs,
+    /// Write the key to this file (created with mode 0600; an existing file is never
+    /// replaced) instead of printing it.
+    #[arg(long, value_name = "PATH")]
+    pub key_file: Option<std::path::PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -202,10 +206,10 @@ fn axes_json(axes: &AxesArgs) -> Result<Value> {
 }
 
 async fn service(global: &GlobalArgs) -> Result<Service> {
-    let (store, _) = config::open_store(global, true).await?;
+    let store = config::open_existing_store(global).await?;
     Ok(config::service(
         store,
-        config::signing_secret(global).ok(),
+        config::existing_signing_secret(global).ok().flatten(),
         None,
     ))
 }
@@ -260,6 +264,11 @@ fn tool_refusal(message: String) -> ExitCode {
 /// `capsid migrate`.
 pub async fn migrate(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
     let (_, version) = config::open_store(global, true).await?;
+    if !global.is_postgres() {
+        // The embedded store's folder keeps its signing secret beside it, as `serve` would
+        // generate it: the admin commands that sign or seal (backup, tick) then find it.
+        config::signing_secret(global)?;
+    }
     if json_out {
         println!(
             "{}",
@@ -315,11 +324,64 @@ pub async fn agents(global: &GlobalArgs, cmd: AgentsCommand) -> Result<ExitCode>
             (a, s.json)
         }
     };
-    let answer = match call(&service, "agents", args).await? {
+    let key_file = match &cmd {
+        AgentsCommand::Mint(m) => m.key_file.as_deref(),
+        _ => None,
+    };
+    if let Some(path) = key_file {
+        // Checked before minting, so a key is never minted that cannot be kept.
+        if path.exists() {
+            return Ok(tool_refusal(format!(
+                "--key-file {}: the file exists; it is never replaced (revoke the old agent, move the file away, or choose another path)",
+                path.display()
+            )));
+        }
+        let parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        if !parent.is_dir() {
+            return Ok(tool_refusal(format!(
+                "--key-file {}: no folder {}",
+                path.display(),
+                parent.display()
+            )));
+        }
+    }
+    let mut answer = match call(&service, "agents", args).await? {
         Ok(v) => v,
         Err(m) => return Ok(tool_refusal(m)),
     };
+    if let (Some(path), Some(key)) = (key_file, answer["key"].as_str().map(str::to_owned)) {
+        if let Err(e) = config::write_private(path, &format!("{key}\n")) {
+            // The key cannot be kept: the agent it opens is revoked at once.
+            let name = answer["agent"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let _ = call(
+                &service,
+                "agents",
+                json!({"action": "revoke", "name": name}),
+            )
+            .await;
+            anyhow::bail!(
+                "writing the key to {}: {e:#}; the agent {name} was revoked",
+                path.display()
+            );
+        }
+        if let Some(map) = answer.as_object_mut() {
+            map.remove("key");
+            map.insert("key_file".into(), json!(path.display().to_string()));
+        }
+    }
     Ok(finish(answer, json_out, |v| match &cmd {
+        AgentsCommand::Mint(m) if m.key_file.is_some() => format!(
+            "minted {}\n\n  key written to {} (mode 0600)\n\nThe key is stored nowhere else (only its sha256, fingerprint {}).\nGive it to the agent as `Authorization: Bearer <key>` on /ops/mcp.",
+            agent_line(&v["agent"]),
+            v["key_file"].as_str().unwrap_or(""),
+            v["agent"]["fingerprint"].as_str().unwrap_or("")
+        ),
         AgentsCommand::Mint(_) => format!(
             "minted {}\n\n  key: {}\n\nThe key is shown once and stored nowhere (only its sha256, fingerprint {}).\nGive it to the agent as `Authorization: Bearer <key>` on /ops/mcp.",
             agent_line(&v["agent"]),

@@ -22,8 +22,8 @@ pub struct BackupArgs {
 
 /// Runs a backup.
 pub async fn run(global: &GlobalArgs, args: BackupArgs) -> Result<ExitCode> {
-    let (store, _) = config::open_store(global, true).await?;
-    let secret = config::signing_secret(global)?;
+    let store = config::open_existing_store(global).await?;
+    let secret = config::required_signing_secret(global)?;
     let media = args.blobs.media(global)?;
     let holdout = args.blobs.holdout(global)?;
     let service = config::service(store, Some(secret), None)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use capsid_core::caller::parse_operator_keys;
-use capsid_core::ports::Store;
+use capsid_core::ports::{Store, StoreHealth};
 use capsid_core::service::{Service, ServiceConfig};
 use clap::Args;
 
@@ -41,7 +41,49 @@ pub struct GlobalArgs {
     /// Log format: text or json.
     #[arg(long, env = "CAPSID_LOG_FORMAT", default_value = "text", global = true)]
     pub log_format: String,
+    /// Where `data_dir` came from (set by [`GlobalArgs::note_origins`]).
+    #[arg(skip)]
+    pub data_dir_origin: Origin,
+    /// Where `database_url` came from, when given.
+    #[arg(skip)]
+    pub database_url_origin: Origin,
 }
+
+/// Where a setting's value came from, for messages that must say why a path was used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// A command-line flag.
+    Flag,
+    /// An environment variable.
+    Env,
+    /// The built-in default.
+    #[default]
+    Default,
+}
+
+impl Origin {
+    fn of(matches: &clap::ArgMatches, id: &str) -> Origin {
+        match matches.value_source(id) {
+            Some(clap::parser::ValueSource::CommandLine) => Origin::Flag,
+            Some(clap::parser::ValueSource::EnvVariable) => Origin::Env,
+            _ => Origin::Default,
+        }
+    }
+}
+
+/// No store where the command looked: a command that only opens one says so (exit 2) rather
+/// than creating an empty store there. The message names the place, where it came from and
+/// the command that creates a store.
+#[derive(Debug)]
+pub struct NoStore(pub String);
+
+impl std::fmt::Display for NoStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoStore {}
 
 /// `--json` for commands a script reads.
 #[derive(Debug, Clone, Copy, Args)]
@@ -68,6 +110,30 @@ impl GlobalArgs {
     /// The database URL without a password, for logs and banners.
     pub fn database_display(&self) -> String {
         redact_url(&self.database_url())
+    }
+
+    /// Records where the data folder and the database URL came from.
+    pub fn note_origins(&mut self, matches: &clap::ArgMatches) {
+        self.data_dir_origin = Origin::of(matches, "data_dir");
+        self.database_url_origin = Origin::of(matches, "database_url");
+    }
+
+    /// Where the store's place came from, in a reader's words.
+    fn place_origin(&self) -> String {
+        if self.database_url.is_some() {
+            return match self.database_url_origin {
+                Origin::Env => "from CAPSID_DATABASE_URL".to_owned(),
+                _ => "from --database-url".to_owned(),
+            };
+        }
+        let dir = self.data_dir.display();
+        match self.data_dir_origin {
+            Origin::Flag => format!("in the data folder {dir} given by --data-dir"),
+            Origin::Env => format!("in the data folder {dir} from CAPSID_DATA_DIR"),
+            Origin::Default => format!(
+                "in the default data folder {dir} (relative to this folder; set --data-dir or CAPSID_DATA_DIR)"
+            ),
+        }
     }
 }
 
@@ -182,7 +248,8 @@ pub fn existing_signing_secret(global: &GlobalArgs) -> Result<Option<String>> {
     Ok(None)
 }
 
-fn write_private(path: &Path, content: &str) -> Result<()> {
+/// Creates `path` with `content`, mode 0600, refusing to replace an existing file.
+pub fn write_private(path: &Path, content: &str) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
@@ -196,7 +263,73 @@ fn write_private(path: &Path, content: &str) -> Result<()> {
     Ok(())
 }
 
-/// Opens (and by default migrates) the store the database URL names.
+/// Opens the store the database URL names, which must exist: with none there, a [`NoStore`]
+/// error naming the place and where it came from, and nothing is created. An existing store
+/// is migrated to this build's schema.
+pub async fn open_existing_store(global: &GlobalArgs) -> Result<Arc<dyn Store>> {
+    let url = global.database_url();
+    let create = "`capsid serve` (or `capsid migrate`) creates one there";
+    if global.is_postgres() {
+        let store = capsid_store_postgres::PgStore::connect(&url)
+            .await
+            .with_context(|| format!("connecting to {}", redact_url(&url)))?;
+        if store.schema_version().await?.is_none() {
+            return Err(NoStore(format!(
+                "no Capsid store in the Postgres database {} ({}): it has no Capsid tables; {create}",
+                redact_url(&url),
+                global.place_origin()
+            ))
+            .into());
+        }
+        store
+            .migrate()
+            .await
+            .context("migrating the Postgres store")?;
+        return Ok(Arc::new(store));
+    }
+    if !url.starts_with("sqlite:") && url.contains("://") {
+        bail!(
+            "unsupported database URL {}: use sqlite://<path> or postgres://...",
+            redact_url(&url)
+        );
+    }
+    if let Some(missing) = missing_sqlite_store(global)? {
+        return Err(missing.into());
+    }
+    let (store, _) = open_store(global, true).await?;
+    Ok(store)
+}
+
+/// For a SQLite URL whose file does not exist, the [`NoStore`] to report.
+pub fn missing_sqlite_store(global: &GlobalArgs) -> Result<Option<NoStore>> {
+    if global.is_postgres() {
+        return Ok(None);
+    }
+    let url = global.database_url();
+    let path = capsid_store_sqlite::database_path(&url).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok((!path.is_file()).then(|| {
+        NoStore(format!(
+            "no Capsid store at {} ({}); `capsid serve` (or `capsid migrate`) creates one there, or run this command where the store is",
+            path.display(),
+            global.place_origin()
+        ))
+    }))
+}
+
+/// The signing secret configured or kept in `<data-dir>/signing.key`, for a command that
+/// signs or seals with it and must not make up a new one (a dump sealed, or a job signed,
+/// under a secret the server does not hold would be refused later).
+pub fn required_signing_secret(global: &GlobalArgs) -> Result<String> {
+    existing_signing_secret(global)?.ok_or_else(|| {
+        anyhow::Error::new(NoStore(format!(
+            "no signing secret: CAPSID_SIGNING_SECRET is not set and {} does not exist; give this command the server's secret (the file or the variable)",
+            global.data_dir.join("signing.key").display()
+        )))
+    })
+}
+
+/// Opens (and by default migrates) the store the database URL names, creating it when
+/// missing: `serve`, `migrate` and a restore's target only.
 pub async fn open_store(
     global: &GlobalArgs,
     migrate: bool,

@@ -48,7 +48,12 @@ pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
     let mut checks = Vec::new();
     let mut healthy = true;
     checks.push(json!({"check": "database", "value": global.database_display()}));
-    match config::open_store(global, false).await {
+    let missing = config::missing_sqlite_store(global)?;
+    let opened = match &missing {
+        Some(missing) => Err(anyhow::anyhow!("{missing}")),
+        None => config::open_store(global, false).await,
+    };
+    match opened {
         Ok((store, _)) => {
             let ping = store
                 .ping()
@@ -112,6 +117,10 @@ pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
             println!("{c}");
         }
         println!("{}", if healthy { "healthy" } else { "NOT healthy" });
+    }
+    if missing.is_some() {
+        // No store here: a doctor in the wrong folder says so like every other command.
+        return Ok(ExitCode::from(2));
     }
     Ok(if healthy {
         ExitCode::SUCCESS

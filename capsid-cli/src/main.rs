@@ -29,7 +29,7 @@ mod tick;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Version line with build provenance.
 const LONG_VERSION: &str = concat!(
@@ -90,7 +90,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli.global.note_origins(&matches);
     config::init_logging(&cli.global);
     // Every outbound HTTPS client in the process uses ring for TLS (no C toolchain needed).
     capsid_http::install_tls_provider();
@@ -123,6 +125,10 @@ fn main() -> ExitCode {
     });
     match outcome {
         Ok(code) => code,
+        Err(e) if e.downcast_ref::<config::NoStore>().is_some() => {
+            eprintln!("capsid: {e:#}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("capsid: {e:#}");
             ExitCode::FAILURE

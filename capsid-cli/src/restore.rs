@@ -17,7 +17,9 @@ use capsid_blobs::{BlobUrl, ObjectBlobStore, parse_blob_url};
 use capsid_core::backup::manifest::DumpRefusal;
 use capsid_core::backup::manifest::JSON_PREFIX;
 use capsid_core::ports::Store;
-use capsid_core::service::{RestoreError, RestoreOptions, RestoreReport};
+use capsid_core::service::{
+    ReSigned, RestoreError, RestoreOptions, RestoreReport, check_dump_provenance, re_sign_plan,
+};
 use clap::Args;
 
 use crate::blobs::CliProgress;
@@ -40,6 +42,18 @@ pub struct RestoreArgs {
     /// nothing then proves it is the dump that was taken. A sealed dump is verified anyway.
     #[arg(long)]
     pub accept_unverified: bool,
+    /// The old host's signing secret is lost: restore a dump made under another secret,
+    /// re-signing its queued and blocked jobs under this host's secret (one audit row per
+    /// job) and restoring its signed policies disabled and unsigned (they authorize nothing
+    /// until `capsid policy sign`). Nothing then proves the dump's origin, so this first lists
+    /// the agents and runner settings the dump brings in and runs only with
+    /// --confirm-unverified-origin. A secret is generated into <data-dir>/signing.key when
+    /// none is configured.
+    #[arg(long)]
+    pub re_sign: bool,
+    /// Confirms --re-sign after reading what the dump brings in.
+    #[arg(long, requires = "re_sign")]
+    pub confirm_unverified_origin: bool,
 }
 
 /// `(store root, run)` from `--from`: a trailing `/backups/json/<run>` names the run.
@@ -143,6 +157,9 @@ fn print_report(report: &RestoreReport, rehearsal: bool, target: &str) {
     }
     println!("  full-text probe: {}", report.fts);
     println!("  provenance: {}", report.provenance);
+    if let Some(re_signed) = &report.re_signed {
+        print_re_signed(re_signed, "re-signed");
+    }
     println!(
         "{}",
         if report.verified {
@@ -151,6 +168,78 @@ fn print_report(report: &RestoreReport, rehearsal: bool, target: &str) {
             "NOT verified: see the lines above"
         }
     );
+}
+
+fn print_re_signed(plan: &ReSigned, verb: &str) {
+    println!(
+        "  {} queued or blocked job(s) {verb} under this host's secret{}",
+        plan.jobs.len(),
+        if plan.jobs.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ": {}",
+                plan.jobs
+                    .iter()
+                    .map(|j| format!("{} ({}, {})", j.id, j.namespace, j.status))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
+    println!(
+        "  {} signed polic{} restored disabled and unsigned{}",
+        plan.policies.len(),
+        if plan.policies.len() == 1 { "y" } else { "ies" },
+        if plan.policies.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ": {} (sign again with capsid policy sign)",
+                plan.policies.join(", ")
+            )
+        }
+    );
+    println!("  agents brought in ({}):", plan.agents.len());
+    for agent in &plan.agents {
+        println!("    {agent}");
+    }
+    println!("  runner settings brought in ({}):", plan.runners.len());
+    for runner in &plan.runners {
+        println!("    {runner}");
+    }
+}
+
+/// `--re-sign` without its confirmation: what the dump would bring in; exit 2.
+async fn preview_re_sign(
+    source: &ObjectBlobStore,
+    run: Option<&str>,
+    json_out: bool,
+) -> Result<ExitCode> {
+    let plan = re_sign_plan(source, run).await;
+    let warning = "nothing proves where this dump came from: it was not made under this host's signing secret. Whoever could write where it is kept could have added agents (with keys they hold) and runner settings (commands the driver runs). Read the lists above; if every line is yours, run the same command again with --confirm-unverified-origin";
+    match plan {
+        Ok((run, plan)) => {
+            if json_out {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "ok": false, "outcome": "needs_confirmation", "run": run,
+                        "would_re_sign": plan, "warning": warning,
+                    }))?
+                );
+            } else {
+                println!("--re-sign of run {run} would restore it under this host's secret:");
+                print_re_signed(&plan, "to re-sign");
+                eprintln!("capsid restore: not restored: {warning}");
+            }
+            Ok(ExitCode::from(2))
+        }
+        Err(e) => {
+            eprintln!("capsid restore refused: {e}");
+            Ok(ExitCode::from(2))
+        }
+    }
 }
 
 /// Runs a restore (or a rehearsal).
@@ -165,10 +254,33 @@ pub async fn run(global: &GlobalArgs, args: RestoreArgs) -> Result<ExitCode> {
     };
     let options = RestoreOptions {
         accept_unverified: args.accept_unverified,
+        re_sign: args.re_sign,
+        operator: Some(std::env::var("USER").unwrap_or_else(|_| "operator".into())),
     };
+    if args.re_sign && !args.confirm_unverified_origin {
+        if let Some(scratch) = scratch {
+            remove_scratch(scratch).await;
+        }
+        return preview_re_sign(&source, run.as_deref(), args.json).await;
+    }
     // The secret is the one of the data folder named, also for a rehearsal (whose scratch
-    // folder has none).
-    let secret = config::existing_signing_secret(global);
+    // folder has none). Never generated, except to re-sign under (a rehearsal then signs
+    // under a throwaway one).
+    let secret = if args.re_sign {
+        if args.rehearse {
+            config::existing_signing_secret(global).map(|s| {
+                s.or_else(|| {
+                    let mut bytes = [0u8; 32];
+                    rand::fill(&mut bytes[..]);
+                    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+                })
+            })
+        } else {
+            config::signing_secret(global).map(Some)
+        }
+    } else {
+        config::existing_signing_secret(global)
+    };
     let outcome = match secret {
         Ok(secret) => {
             restore_into(
@@ -258,6 +370,9 @@ async fn restore_into(
     options: &RestoreOptions,
     quiet: bool,
 ) -> Result<RestoreReport, RestoreError> {
+    // The dump is checked before the target is created: a refused dump leaves no new
+    // database file or migrated database behind.
+    check_dump_provenance(source, run, secret.as_deref(), options).await?;
     let (store, _): (Arc<dyn Store>, _) = config::open_store(target, true)
         .await
         .map_err(|e| RestoreError::Failed(format!("{e:#}")))?;

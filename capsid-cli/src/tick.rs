@@ -38,8 +38,8 @@ pub struct TickArgs {
 
 /// Runs a tick now.
 pub async fn run(global: &GlobalArgs, args: TickArgs) -> Result<ExitCode> {
-    let (store, _) = config::open_store(global, true).await?;
-    let secret = config::signing_secret(global)?;
+    let store = config::open_existing_store(global).await?;
+    let secret = config::required_signing_secret(global)?;
     let mut service = config::service(store, Some(secret), None)
         .with_media(args.blobs.media(global)?)
         .with_holdout_counts(HoldoutCounts::new(args.blobs.holdout(global)?))

@@ -43,6 +43,9 @@ fn text(out: &Output) -> String {
 fn the_roster_and_a_tick_on_demand_through_the_binary() {
     let dir = tempfile::tempdir().expect("a folder");
     let data = dir.path().join("data");
+    // The admin commands open a store; they never create one (`migrate` does).
+    let migrated = capsid(&data, &["migrate"]);
+    assert!(migrated.status.success(), "{}", text(&migrated));
     let registered = capsid(
         &data,
         &["namespaces", "register", "alpha", "--repo", "octo/alpha"],

@@ -34,6 +34,12 @@ fn json(out: &Output) -> serde_json::Value {
 fn backup_then_restore_with_exit_codes() {
     let dir = tempfile::tempdir().expect("a folder");
     let data = dir.path().join("data");
+    let migrated = capsid(&data, &["migrate"]);
+    assert!(
+        migrated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&migrated.stderr)
+    );
     let registered = capsid(
         &data,
         &["namespaces", "register", "alpha", "--repo", "octo/alpha"],

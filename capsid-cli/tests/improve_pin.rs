@@ -86,6 +86,8 @@ async fn pin_of(store: &SqliteStore, ns: &str) -> Option<String> {
 async fn capsid_improve_pin_prints_the_checksum_it_pins() {
     let dir = tempfile::tempdir().expect("a folder");
     let data = dir.path().join("data");
+    let migrated = capsid(&data, &["migrate"]);
+    assert!(migrated.status.success(), "{}", text(&migrated));
     for ns in ["capsid", "alpha"] {
         let registered = capsid(
             &data,

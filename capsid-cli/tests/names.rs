@@ -19,6 +19,7 @@ fn capsid(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
 #[test]
 fn an_unknown_flag_is_refused_listing_the_valid_ones_and_nothing_is_minted() {
     let dir = tempfile::tempdir().expect("tmp");
+    assert!(capsid(dir.path(), &["migrate"]).status.success());
     for flag in ["can_marge", "can_fly", "can_merge=maybe"] {
         let out = capsid(
             dir.path(),

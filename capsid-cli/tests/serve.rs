@@ -120,6 +120,10 @@ fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
     let key = &capsid_tests::fake_github::test_key().private_pem;
     let dir = tempfile::tempdir().expect("temporary folder");
     let capsid = || Command::new(env!("CARGO_BIN_EXE_capsid"));
+    let mut cmd = capsid();
+    cmd.arg("migrate");
+    with_app(&mut cmd, dir.path(), &gh.url, key);
+    assert!(cmd.status().expect("migrate").success());
 
     // doctor: the key parses, GitHub accepts the JWT, the installation is listed.
     let mut cmd = capsid();

@@ -129,6 +129,8 @@ async fn seed(data: &Path) {
 async fn capsid_skills_list_and_show() {
     let dir = tempfile::tempdir().expect("a folder");
     let data = dir.path().join("data");
+    let migrated = capsid(&data, &["migrate"]);
+    assert!(migrated.status.success(), "{}", text(&migrated));
     let registered = capsid(
         &data,
         &["namespaces", "register", "alpha", "--repo", "octo/alpha"],

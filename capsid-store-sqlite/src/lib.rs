@@ -44,7 +44,7 @@ mod store;
 
 pub use cache::CacheCounts;
 pub use group::CommitCounts;
-pub use store::SqliteStore;
+pub use store::{SqliteStore, database_path};
 
 /// The embedded migrations (`migrations/`), applied by [`SqliteStore::migrate`].
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");

@@ -64,7 +64,7 @@ impl std::fmt::Debug for SqliteStore {
 
 /// The file a `sqlite://<path>`, `sqlite:<path>` or bare-path URL names (query parameters,
 /// which other sqlx users append, are ignored: this store sets its own options).
-fn database_path(url: &str) -> StoreResult<PathBuf> {
+pub fn database_path(url: &str) -> StoreResult<PathBuf> {
     let rest = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))

@@ -123,6 +123,33 @@ fn field<'a>(body: &'a str, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value.trim())
 }
 
+/// `body` with every `- enabled:` line (the one [`field`] reads, whatever its case) set to
+/// `- enabled: false`, and one added after the first line when there is none: a policy a
+/// restore brought in under a secret it cannot check waits, disabled, for the admin.
+pub fn disabled(body: &str) -> String {
+    let mut found = false;
+    let lines: Vec<String> = body
+        .split('\n')
+        .map(|line| {
+            let trimmed = line.trim();
+            if trimmed.to_lowercase().starts_with("- enabled:") {
+                found = true;
+                let indent = &line[..line.len() - line.trim_start().len()];
+                format!("{indent}- enabled: false")
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    if found {
+        return lines.join("\n");
+    }
+    match body.split_once('\n') {
+        Some((first, rest)) => format!("{first}\n- enabled: false\n{rest}"),
+        None => format!("{body}\n- enabled: false\n"),
+    }
+}
+
 /// Every backticked id at the head of a list item, in document order.
 pub fn named_ids(body: &str) -> Vec<String> {
     body.split('\n')

@@ -38,6 +38,10 @@ pub enum Provenance {
     Sealed,
     /// No integrity block, restored because the operator said so.
     Unverified,
+    /// Made under another secret (or unsealed, or no secret here to check it): its origin is
+    /// unproven, restored because the operator confirmed re-signing its queue under this
+    /// store's secret.
+    ReSigned,
 }
 
 impl Provenance {
@@ -50,16 +54,25 @@ impl Provenance {
             Provenance::Unverified => {
                 "UNVERIFIED: the dump carries no digests or HMAC; restored because --accept-unverified was given"
             }
+            Provenance::ReSigned => {
+                "UNVERIFIED ORIGIN, RE-SIGNED: the dump was not made under this store's signing secret, so nothing proves where it came from; restored because --re-sign --confirm-unverified-origin was given: queued and blocked jobs re-signed under this store's secret, signed policies restored disabled and unsigned"
+            }
         }
     }
 }
 
-/// What the operator allows beyond a sealed dump made under this store's secret. New
-/// choices (restoring under a lost secret, for one) are new fields here.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What the operator allows beyond a sealed dump made under this store's secret.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RestoreOptions {
     /// Restore a dump that carries no integrity block (made before dumps were sealed).
     pub accept_unverified: bool,
+    /// The old secret is lost: restore a dump made under another secret (or unsealed), re-sign
+    /// its queued and blocked jobs under this store's secret and restore its signed policies
+    /// disabled and unsigned. A dump whose HMAC fails under the secret it names is still
+    /// refused, and this store must have a secret to sign with.
+    pub re_sign: bool,
+    /// Who asked (the audit rows' `cli:<operator>`); `restore` when not given.
+    pub operator: Option<String>,
 }
 
 fn dump_key(secret: &str) -> [u8; 32] {
@@ -112,7 +125,9 @@ pub fn check_provenance(
     options: &RestoreOptions,
 ) -> Result<Provenance, DumpRefusal> {
     let Some(integrity) = &manifest.integrity else {
-        return if options.accept_unverified {
+        return if options.re_sign && secret.is_some() {
+            Ok(Provenance::ReSigned)
+        } else if options.accept_unverified {
             Ok(Provenance::Unverified)
         } else {
             Err(DumpRefusal::Unsealed {
@@ -136,6 +151,9 @@ pub fn check_provenance(
     };
     let here = secret_fingerprint(secret);
     if !ct_eq(&here, &integrity.secret_fingerprint) {
+        if options.re_sign {
+            return Ok(Provenance::ReSigned);
+        }
         return Err(DumpRefusal::ForeignSecret {
             dump: integrity.secret_fingerprint.clone(),
             here,
@@ -194,6 +212,8 @@ mod tests {
 
     const STRICT: RestoreOptions = RestoreOptions {
         accept_unverified: false,
+        re_sign: false,
+        operator: None,
     };
 
     #[test]
@@ -261,6 +281,7 @@ mod tests {
         ));
         let lenient = RestoreOptions {
             accept_unverified: true,
+            ..RestoreOptions::default()
         };
         assert_eq!(
             check_provenance("k", &m, Some("s1"), &lenient),
@@ -271,6 +292,43 @@ mod tests {
         altered.tables[0].rows += 1;
         assert!(check_provenance("k", &altered, Some("s1"), &lenient).is_err());
         assert!(check_provenance("k", &sealed("s1"), Some("s2"), &lenient).is_err());
+    }
+
+    #[test]
+    fn re_signing_takes_a_foreign_dump_but_never_an_altered_one_or_one_with_no_secret_here() {
+        let re_sign = RestoreOptions {
+            re_sign: true,
+            ..RestoreOptions::default()
+        };
+        assert_eq!(
+            check_provenance("k", &sealed("old"), Some("new"), &re_sign),
+            Ok(Provenance::ReSigned)
+        );
+        assert_eq!(
+            check_provenance("k", &manifest(), Some("new"), &re_sign),
+            Ok(Provenance::ReSigned)
+        );
+        // Under its own secret the dump is simply sealed: nothing needs re-signing.
+        assert_eq!(
+            check_provenance("k", &sealed("s1"), Some("s1"), &re_sign),
+            Ok(Provenance::Sealed)
+        );
+        // Nothing to sign with here.
+        assert!(matches!(
+            check_provenance("k", &sealed("old"), None, &re_sign),
+            Err(DumpRefusal::NoSecret { .. })
+        ));
+        assert!(matches!(
+            check_provenance("k", &manifest(), None, &re_sign),
+            Err(DumpRefusal::Unsealed { .. })
+        ));
+        // A dump that names this secret but whose HMAC fails was edited: refused anyway.
+        let mut altered = sealed("s1");
+        altered.tables[0].rows += 1;
+        assert!(matches!(
+            check_provenance("k", &altered, Some("s1"), &re_sign),
+            Err(DumpRefusal::Altered { .. })
+        ));
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub enum DumpRefusal {
     },
     /// The dump was made under another signing secret.
     #[error(
-        "the dump was made under another signing secret (its secret's fingerprint is {dump}, this store's is {here}): carry the old host's secret over, the file <data-dir>/signing.key or the variable CAPSID_SIGNING_SECRET, and restore again"
+        "the dump was made under another signing secret (its secret's fingerprint is {dump}, this store's is {here}): carry the old host's secret over, the file <data-dir>/signing.key or the variable CAPSID_SIGNING_SECRET, and restore again; if the old secret is lost, --re-sign restores it with its queued and blocked jobs re-signed under this store's secret and its policies disabled"
     )]
     ForeignSecret {
         /// The dump's secret fingerprint.
@@ -175,7 +175,7 @@ pub enum DumpRefusal {
     },
     /// No signing secret here to verify a sealed dump with.
     #[error(
-        "the dump is sealed under a signing secret (fingerprint {dump}) and none is configured here: carry the old host's secret over, the file <data-dir>/signing.key or the variable CAPSID_SIGNING_SECRET, and restore again"
+        "the dump is sealed under a signing secret (fingerprint {dump}) and none is configured here: carry the old host's secret over, the file <data-dir>/signing.key or the variable CAPSID_SIGNING_SECRET, and restore again; if the old secret is lost, --re-sign restores it under a new secret"
     )]
     NoSecret {
         /// The dump's secret fingerprint.

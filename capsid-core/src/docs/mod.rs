@@ -36,6 +36,11 @@ use crate::time::{HOUR_MS, Timestamp};
 pub const MAX_ROWS: usize = 500;
 /// Hits returned by `search`.
 pub const SEARCH_ROWS: usize = 25;
+/// The most hits one `search` page returns (`limit`).
+pub const SEARCH_PAGE_MAX: usize = 100;
+/// How deep `search` pages reach: the best this many matches (a cursor past them is refused;
+/// a more specific query finds the rest).
+pub const SEARCH_DEPTH: usize = 500;
 /// Versions listed by `history`.
 pub const HISTORY_ROWS: usize = 100;
 

@@ -25,7 +25,8 @@ mod surfaces;
 pub use agents::Resolved;
 pub use backup::{
     BackupCredential, CredentialError, CredentialObject, DEFAULT_ON_DEMAND_INTERVAL_MS,
-    OnDemandBackup, RestoreError, RestoreOptions, RestoreReport, TableCheck, on_demand_key,
+    OnDemandBackup, ReSigned, ReSignedJob, RestoreError, RestoreOptions, RestoreReport, TableCheck,
+    check_dump_provenance, on_demand_key, re_sign_plan,
 };
 pub use confirm::{Confirmer, Consent, NoConfirmer};
 pub use documents::{

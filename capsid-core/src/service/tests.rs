@@ -271,7 +271,11 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
     ("brief", &["*namespace"]),
     ("backlinks", &["*namespace", "*path"]),
     ("find", &["namespace", "*glob"]),
-    ("search", &["*query", "namespace", "type"]),
+    // `limit` and `cursor` go beyond the reference (issue 33): pages past the 25 best.
+    (
+        "search",
+        &["*query", "namespace", "type", "limit", "cursor"],
+    ),
     ("namespaces", &[]),
     ("history", &["*namespace", "*path", "version_id"]),
     (

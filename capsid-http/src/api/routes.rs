@@ -152,8 +152,36 @@ fn fields(body: Map<String, Value>, args: &mut Value, allowed: &[&str]) -> Resul
 /// `GET /api/projects`: the namespaces the caller may read (the `namespaces` tool).
 async fn projects(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Response {
     match call_value(&state, &caller, "namespaces", json!({})).await {
-        Ok(list) => axum::Json(json!({ "projects": list })).into_response(),
+        Ok(mut list) => {
+            unnest_repos(&mut list);
+            axum::Json(json!({ "projects": list })).into_response()
+        }
         Err(r) => r,
+    }
+}
+
+/// The `namespaces` tool keeps the reference's wire shape, where `repos` (and `runner`) are
+/// JSON text inside the JSON; `/api` is this server's own, so they are arrays and objects
+/// there. A value that does not parse is left as it is.
+fn unnest_repos(value: &mut Value) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(unnest_repos),
+        Value::Object(map) => {
+            for key in ["repos", "runner"] {
+                if let Some(Value::String(text)) = map.get(key)
+                    && let Ok(parsed @ (Value::Array(_) | Value::Object(_))) =
+                        serde_json::from_str::<Value>(text)
+                {
+                    map.insert(key.to_owned(), parsed);
+                }
+            }
+            for (_, inner) in map.iter_mut() {
+                if inner.is_array() {
+                    unnest_repos(inner);
+                }
+            }
+        }
+        _ => {}
     }
 }
 

@@ -244,6 +244,7 @@ async fn an_unsealed_dump_restores_only_when_accepted() {
             Some(&run),
             &RestoreOptions {
                 accept_unverified: true,
+                ..RestoreOptions::default()
             },
             &NoProgress,
         )

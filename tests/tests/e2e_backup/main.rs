@@ -6,6 +6,7 @@
 mod authority;
 mod http;
 mod integrity;
+mod new_host;
 mod refusals;
 mod rehearsal;
 mod runs;

@@ -81,6 +81,10 @@ async fn checkmarks_answer_resume_feed_and_shared(s: &TestServer) {
         ["alpha"],
         "a narrowed caller sees only its own namespaces"
     );
+    assert!(
+        body["projects"][0]["repos"].is_array(),
+        "repos is an array on /api, not JSON text inside the JSON: {body}"
+    );
 
     // The paused question answered over the Handler API, visible in the log.
     let (status, body) = get(s, &t.a1.0, "/api/projects/alpha/agents/a2/checkmark").await;

@@ -166,7 +166,70 @@ async fn find_globs_are_bounded_in_work(s: &TestServer) {
     assert_eq!(out["count"], 1, "{out}");
 }
 
+/// `search` honours `limit` (1 to 100) and pages with `next_cursor` through every match, in
+/// the same order as one large page; a bad limit or cursor is a clear error.
+async fn search_pages_with_a_limit_and_a_cursor(s: &TestServer) {
+    s.namespace("alpha").await;
+    for n in 0..60 {
+        s.admin("write", json!({"namespace": "alpha", "path": format!("notes/n{n:02}.md"), "title": format!("Note {n}"),
+            "body": format!("A note about capybaras, number {n}.{}\n", " capybaras".repeat(n % 7))}))
+            .await;
+    }
+    let c = s.client(&writer(s).await).await;
+    let default = c.ok("search", json!({"query": "capybaras"})).await;
+    assert_eq!(
+        default["documents"].as_array().map(Vec::len),
+        Some(25),
+        "{default}"
+    );
+    let all = c
+        .ok("search", json!({"query": "capybaras", "limit": 100}))
+        .await;
+    let paths = |v: &serde_json::Value| -> Vec<String> {
+        v["documents"]
+            .as_array()
+            .expect("documents")
+            .iter()
+            .map(|d| d["path"].as_str().expect("a path").to_owned())
+            .collect()
+    };
+    let everything = paths(&all);
+    assert_eq!(everything.len(), 60, "{all}");
+    assert!(
+        all.get("next_cursor").is_none(),
+        "one page holds them all: {all}"
+    );
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let mut args = json!({"query": "capybaras", "limit": 25});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let page = c.ok("search", args).await;
+        paged.extend(paths(&page));
+        cursor = page["next_cursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(
+        paged, everything,
+        "pages of 25 are the one page of 100, in order"
+    );
+    for (args, field) in [
+        (json!({"query": "capybaras", "limit": 0}), "limit"),
+        (json!({"query": "capybaras", "limit": 101}), "limit"),
+        (json!({"query": "capybaras", "cursor": "25"}), "cursor"),
+        (json!({"query": "capybaras", "cursor": "o999999"}), "cursor"),
+    ] {
+        let err = c.err("search", args.clone()).await;
+        assert!(err.contains(field), "{args}: {err}");
+    }
+}
+
 e2e_cases!(crate::options();
+    search_pages_with_a_limit_and_a_cursor,
     a_prompt_renders_within_the_body_bound,
     appends_and_patches_stay_within_the_body_bound,
     find_globs_are_bounded_in_work,

@@ -202,3 +202,26 @@ fn ids_are_read_only_from_list_item_heads() {
         vec!["a_b".to_owned(), "c".to_owned(), "g_h".to_owned()]
     );
 }
+
+#[test]
+fn a_disabled_policy_loads_disabled_whatever_its_enabled_line_said() {
+    let off = disabled(MERGE);
+    assert!(
+        !parse_auto_merge_policy(&off, &Roster::default())
+            .expect("still loads")
+            .enabled
+    );
+    assert_eq!(off.len(), MERGE.len() - "true".len() + "false".len());
+    let gates = disabled(GATES);
+    assert!(!parse_gate_policy(&gates).expect("loads").enabled);
+    assert!(gates.contains("- enabled: false") && !gates.contains("TRUE"));
+    // No enabled line: one is added, so the policy says plainly that it is off.
+    let without = GATES.replace("- enabled: TRUE\n", "");
+    assert!(
+        parse_gate_policy(&without).is_err(),
+        "no enabled line: refused"
+    );
+    let bare = disabled(&without);
+    assert!(!parse_gate_policy(&bare).expect("loads").enabled);
+    assert!(disabled("- version: g1").ends_with("- enabled: false\n"));
+}

@@ -158,6 +158,86 @@ pub fn agent_view(row: &AgentRow) -> Value {
     })
 }
 
+/// The actions an action tool's input schema lists (`None`: the tool takes no action).
+fn tool_actions(entry: &crate::service::ToolEntry) -> Option<Vec<String>> {
+    let schema = entry.input_schema();
+    let mut node = schema.get("properties")?.get("action")?;
+    // schemars writes an enum once under `$defs` and refers to it, sometimes through a
+    // one-element `allOf`/`anyOf` (when the field has a default or is optional).
+    for _ in 0..4 {
+        if let Some(list) = node.get("enum").and_then(Value::as_array) {
+            return Some(
+                list.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect(),
+            );
+        }
+        // A documented enum: one `{"const": ...}` per variant.
+        let consts: Option<Vec<String>> = ["oneOf", "anyOf"]
+            .iter()
+            .find_map(|k| node.get(*k).and_then(Value::as_array))
+            .and_then(|list| {
+                list.iter()
+                    .map(|v| v.get("const").and_then(Value::as_str).map(str::to_owned))
+                    .collect()
+            });
+        if let Some(consts) = consts {
+            return Some(consts);
+        }
+        if let Some(target) = node.get("$ref").and_then(Value::as_str) {
+            let name = target.rsplit('/').next()?;
+            node = schema.get("$defs")?.get(name)?;
+        } else if let Some(first) = ["allOf", "anyOf", "oneOf"]
+            .iter()
+            .find_map(|k| node.get(*k).and_then(Value::as_array))
+            .and_then(|list| list.iter().find(|v| v.get("type") != Some(&json!("null"))))
+        {
+            node = first;
+        } else {
+            return None;
+        }
+    }
+    None
+}
+
+/// The tools axis names real tools: `*`, a tool, or `tool.action` with an action the tool
+/// has. An unknown name is refused with the valid ones, never kept to match nothing.
+fn check_tool_names(tools: &[String]) -> std::result::Result<(), String> {
+    for entry in tools.iter().map(|t| t.trim()).filter(|t| *t != "*") {
+        let (tool, action) = match entry.split_once('.') {
+            Some((tool, action)) => (tool, Some(action)),
+            None => (entry, None),
+        };
+        let Some(found) = crate::service::registry::lookup(tool) else {
+            let valid: Vec<&str> = crate::service::REGISTRY
+                .iter()
+                .map(|e| e.spec.name)
+                .collect();
+            return Err(format!(
+                "tools: unknown tool {tool:?} (valid: *, {})",
+                valid.join(", ")
+            ));
+        };
+        if let Some(action) = action {
+            match tool_actions(found) {
+                Some(actions) if actions.iter().any(|a| a == action) => {}
+                Some(actions) => {
+                    return Err(format!(
+                        "tools: {tool} has no action {action:?} (valid: {})",
+                        actions.join(", ")
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "tools: {tool} takes no action, so {entry:?} names nothing; give {tool}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn refusal(action: AgentsAction, why: impl Into<String>) -> Value {
     json!({ "ok": false, "action": action.name(), "refusal": why.into() })
 }
@@ -170,6 +250,11 @@ impl AgentsCx<'_> {
         _: &dyn Confirmer,
     ) -> Result<Value> {
         let action = a.action;
+        if let Some(tools) = strings(a.tools.clone())
+            && let Err(why) = check_tool_names(&tools)
+        {
+            return Ok(refusal(action, why));
+        }
         let patch = match ScopePatch::from_input(
             strings(a.namespaces.clone()),
             strings(a.repos.clone()),

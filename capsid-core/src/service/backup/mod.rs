@@ -15,7 +15,10 @@ mod restore;
 pub use crate::backup::integrity::RestoreOptions;
 pub use credential::{BackupCredential, CredentialError, CredentialObject};
 pub use on_demand::{DEFAULT_ON_DEMAND_INTERVAL_MS, OnDemandBackup, on_demand_key};
-pub use restore::{RestoreError, RestoreReport, TableCheck};
+pub use restore::{
+    ReSigned, ReSignedJob, RestoreError, RestoreReport, TableCheck, check_dump_provenance,
+    re_sign_plan,
+};
 
 use std::sync::Arc;
 

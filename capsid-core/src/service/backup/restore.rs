@@ -13,15 +13,21 @@ use serde::Serialize;
 
 use super::Service;
 use super::files::{TableFile, file_digest};
+use crate::autonomy::policy::{POLICY_NAMESPACE, disabled};
 use crate::backup::PAGE_ROWS;
 use crate::backup::integrity::{Provenance, RestoreOptions, check_digest, check_provenance};
 use crate::backup::manifest::{
     DumpRefusal, JSON_PREFIX, MANIFEST, Manifest, check_file_header, check_row_count, check_schema,
     parse_manifest, run_key, run_of_key,
 };
+use crate::backup::rows::{Cell, Row};
 use crate::backup::summary::Progress;
 use crate::backup::tables::{EXPORTED, SETTINGS, TableSpec};
-use crate::ports::{BlobError, BlobStore, RowSource, TransferError};
+use crate::caller::Caller;
+use crate::jobs::signature::{seal_task, split_signed};
+use crate::ports::{
+    AuditEntry, BlobError, BlobStore, DocumentWrite, RowSource, TransferError, WriteGuard,
+};
 
 /// Why a restore did not happen: refused (the dump or the target is not fit; nothing was
 /// written) or failed (the store or the blob store broke, or verification disagreed).
@@ -54,6 +60,93 @@ pub struct RestoreReport {
     pub provenance: String,
     /// Whether every count matched and the probe found its document.
     pub verified: bool,
+    /// What a restore under a lost secret re-signed, disabled and brought in (`--re-sign`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub re_signed: Option<ReSigned>,
+}
+
+/// What re-signing a dump's queue under this store's secret does (or, before it is
+/// confirmed, would do), and what the dump brings in that nothing proves the origin of.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReSigned {
+    /// The queued and blocked jobs, re-signed under this store's secret.
+    pub jobs: Vec<ReSignedJob>,
+    /// The signed policy documents (namespace `capsid`), restored disabled and unsigned.
+    pub policies: Vec<String>,
+    /// The agents the dump brings in: `name (kind)`, `, revoked` when revoked.
+    pub agents: Vec<String>,
+    /// The namespaces whose runner settings the dump brings in: `namespace: settings`.
+    pub runners: Vec<String>,
+}
+
+/// One re-signed job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReSignedJob {
+    /// Its id.
+    pub id: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// `queued` or `blocked`.
+    pub status: String,
+}
+
+impl ReSigned {
+    /// Notes what `row` of `table` brings in; with `reseal`, a queued or blocked job's body is
+    /// sealed again under that secret (its old signature cannot be checked any more).
+    fn observe(&mut self, table: &TableSpec, row: &mut Row, reseal: Option<&str>) {
+        let column = |name: &str| table.columns.iter().position(|c| c.name == name);
+        let text = |row: &Row, name: &str| -> Option<String> {
+            match column(name).and_then(|i| row.get(i)) {
+                Some(Cell::Text(s)) => Some(s.clone()),
+                _ => None,
+            }
+        };
+        match table.name {
+            "jobs" => {
+                let status = text(row, "status").unwrap_or_default();
+                if status != "queued" && status != "blocked" {
+                    return;
+                }
+                self.jobs.push(ReSignedJob {
+                    id: text(row, "id").unwrap_or_default(),
+                    namespace: text(row, "namespace").unwrap_or_default(),
+                    status,
+                });
+                if let (Some(secret), Some(at), Some(body)) =
+                    (reseal, column("body"), text(row, "body"))
+                {
+                    row[at] = Cell::Text(seal_task(secret, &body));
+                }
+            }
+            "agents" => {
+                let revoked = text(row, "revoked_at").is_some_and(|r| !r.is_empty());
+                self.agents.push(format!(
+                    "{} ({}){}",
+                    text(row, "name").unwrap_or_default(),
+                    text(row, "kind").unwrap_or_default(),
+                    if revoked { ", revoked" } else { "" }
+                ));
+            }
+            "namespaces" => {
+                if let Some(runner) = text(row, "runner").filter(|r| !r.trim().is_empty()) {
+                    self.runners.push(format!(
+                        "{}: {runner}",
+                        text(row, "namespace").unwrap_or_default()
+                    ));
+                }
+            }
+            "documents" => {
+                let path = text(row, "path").unwrap_or_default();
+                if text(row, "namespace").as_deref() == Some(POLICY_NAMESPACE)
+                    && path.starts_with("policy/")
+                    && text(row, "body").is_some_and(|b| split_signed(&b).is_ok())
+                {
+                    self.policies.push(path);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// One table's verification.
@@ -169,9 +262,13 @@ impl Service {
             self.config.signing_secret(),
             options,
         )?;
-        if provenance == Provenance::Sealed {
+        if provenance != Provenance::Unverified {
             verify_digests(source, &manifest, progress).await?;
         }
+        let reseal = match provenance {
+            Provenance::ReSigned => self.config.signing_secret().map(str::to_owned),
+            _ => None,
+        };
         let target_schema = self.store.schema_version().await.map_err(failed)?;
         check_schema(manifest.schema_version.as_deref(), target_schema.as_deref())?;
         let order = import_order();
@@ -219,6 +316,8 @@ impl Service {
             current: None,
             refusal: None,
             progress,
+            re_signed: reseal.as_ref().map(|_| ReSigned::default()),
+            reseal: reseal.as_deref(),
         };
         match self.store.import_tables(&mut source_rows).await {
             Ok(_) => {}
@@ -230,8 +329,87 @@ impl Service {
             }
             Err(TransferError::Store(e)) => return Err(failed(e)),
         }
+        let re_signed = source_rows.re_signed.take();
         progress.step("verifying");
-        self.verify_restore(&manifest, provenance, progress).await
+        let mut report = self.verify_restore(&manifest, provenance, progress).await?;
+        if let Some(re_signed) = re_signed {
+            progress.step("recording the re-signed jobs, disabling the policies");
+            self.after_re_sign(&re_signed, options).await?;
+            report.re_signed = Some(re_signed);
+        }
+        Ok(report)
+    }
+
+    /// After a re-signing restore: one audit row per re-signed job, and every signed policy
+    /// written back unsigned and disabled (audited), so it authorizes nothing until the admin
+    /// signs it again.
+    async fn after_re_sign(
+        &self,
+        re_signed: &ReSigned,
+        options: &RestoreOptions,
+    ) -> Result<(), RestoreError> {
+        let caller = Caller::cli(options.operator.as_deref().unwrap_or("restore"));
+        let now = self.clock.now();
+        let audit = |action: &str, namespace: &str, path: Option<&str>, params| AuditEntry {
+            actor: caller.actor(),
+            action: action.to_owned(),
+            namespace: Some(namespace.to_owned()),
+            path: path.map(str::to_owned),
+            params,
+            at: now,
+        };
+        for job in &re_signed.jobs {
+            self.store
+                .append_audit(audit(
+                    "job.resigned",
+                    &job.namespace,
+                    None,
+                    serde_json::json!({"job_id": job.id, "status": job.status,
+                        "why": "restored under a new signing secret (--re-sign): the old secret is lost"}),
+                ))
+                .await
+                .map_err(failed)?;
+        }
+        for path in &re_signed.policies {
+            let Some(doc) = self
+                .store
+                .document(POLICY_NAMESPACE, path)
+                .await
+                .map_err(failed)?
+            else {
+                continue;
+            };
+            let stored = doc.body_text().to_owned();
+            let unsigned = split_signed(&stored).map_or(stored.as_str(), |p| p.body);
+            let write = DocumentWrite {
+                namespace: POLICY_NAMESPACE.into(),
+                path: path.clone(),
+                title: doc.title.clone(),
+                body: Some(disabled(unsigned)),
+                doc_type: None,
+                status: None,
+                tags: None,
+                links: None,
+                at: now,
+            };
+            let entry = audit(
+                "policy.unsigned_on_restore",
+                POLICY_NAMESPACE,
+                Some(path),
+                serde_json::json!({"why": "restored under a new signing secret (--re-sign): disabled and unsigned until the admin signs it again"}),
+            );
+            self.store
+                .write_document(
+                    write,
+                    WriteGuard::Update {
+                        expected_body: Some(stored.clone()),
+                    },
+                    vec![entry],
+                )
+                .await
+                .map_err(failed)?;
+        }
+        Ok(())
     }
 
     async fn verify_restore(
@@ -273,9 +451,65 @@ impl Service {
             fts,
             provenance: provenance.describe().to_owned(),
             verified: counts_match && fts_ok,
+            re_signed: None,
         };
         Ok(report)
     }
+}
+
+/// The checks a restore makes of a dump's manifest and provenance before it writes anything,
+/// without a store: a caller that would create the target first (a new SQLite file, a
+/// migrated database) runs these before creating it, so a refused dump leaves nothing behind.
+pub async fn check_dump_provenance(
+    source: &dyn BlobStore,
+    run: Option<&str>,
+    secret: Option<&str>,
+    options: &RestoreOptions,
+) -> Result<Provenance, RestoreError> {
+    let run = resolve_run(source, run).await?;
+    let manifest = read_manifest(source, &run).await?;
+    Ok(check_provenance(
+        &run_key(&run, MANIFEST),
+        &manifest,
+        secret,
+        options,
+    )?)
+}
+
+/// What a restore under a lost secret would re-sign, disable and bring in, read from the
+/// dump without writing anything (for the operator to confirm).
+pub async fn re_sign_plan(
+    source: &dyn BlobStore,
+    run: Option<&str>,
+) -> Result<(String, ReSigned), RestoreError> {
+    let run = resolve_run(source, run).await?;
+    let manifest = read_manifest(source, &run).await?;
+    let mut plan = ReSigned::default();
+    for table in import_order() {
+        if !matches!(table.name, "jobs" | "agents" | "namespaces" | "documents") {
+            continue;
+        }
+        let listed = manifest
+            .table(table)
+            .ok_or_else(|| DumpRefusal::Torn(format!("the manifest lists no {}", table.name)))?;
+        let mut file = match TableFile::open(source, &listed.key, table).await {
+            Ok(file) => file,
+            Err(BlobError::NotFound(_)) => {
+                return Err(DumpRefusal::Torn(format!("{} is missing", listed.key)).into());
+            }
+            Err(e) => return Err(failed(e)),
+        };
+        while let Some(mut rows) = file
+            .next_page(PAGE_ROWS)
+            .await
+            .map_err(|e| DumpRefusal::Unfit(format!("{}: {e}", listed.key)))?
+        {
+            for row in &mut rows {
+                plan.observe(table, row, None);
+            }
+        }
+    }
+    Ok((run, plan))
 }
 
 /// The import's source: the manifest's tables in order, each file checked as it is read.
@@ -287,6 +521,9 @@ struct DumpSource<'a> {
     current: Option<TableFile>,
     refusal: Option<DumpRefusal>,
     progress: &'a dyn Progress,
+    /// What re-signing did, when the restore re-signs (`reseal` is the secret it signs with).
+    re_signed: Option<ReSigned>,
+    reseal: Option<&'a str>,
 }
 
 impl DumpSource<'_> {
@@ -369,6 +606,13 @@ impl RowSource for DumpSource<'_> {
                 return Err(self.refuse(DumpRefusal::Unfit(format!("{key}: {e}"))));
             }
         };
+        let mut page = page;
+        if let (Some(rows), Some(re_signed)) = (page.as_mut(), self.re_signed.as_mut()) {
+            let table = self.order[self.next - 1];
+            for row in rows.iter_mut() {
+                re_signed.observe(table, row, self.reseal);
+            }
+        }
         if let Some(rows) = &page {
             self.progress.rows_done(rows.len() as u64);
         }

@@ -12,7 +12,9 @@ use crate::docs::document::{LIST_ADVICE, LIST_ADVICE_IN_NAMESPACE};
 use crate::docs::links::{IncomingLink, OutgoingLink};
 use crate::docs::packets::{BriefRows, brief_packet};
 use crate::docs::versions::{HISTORY_DELETED_NOTE, version_not_found};
-use crate::docs::{HISTORY_ROWS, MAX_ROWS, ReadView, SEARCH_ROWS, bound_rows};
+use crate::docs::{
+    HISTORY_ROWS, MAX_ROWS, ReadView, SEARCH_DEPTH, SEARCH_PAGE_MAX, SEARCH_ROWS, bound_rows,
+};
 use crate::docs::{bounds, mutations};
 use crate::error::{Error, Result};
 use crate::ports::DocFilter;
@@ -76,6 +78,11 @@ pub struct SearchArgs {
     /// Only this document type.
     #[serde(rename = "type")]
     pub doc_type: Option<Bounded<{ bounds::DOC_TYPE }>>,
+    /// How many hits (1 to 100; default 25).
+    pub limit: Option<i64>,
+    /// The `next_cursor` of the previous page, for the page after it (pages reach the 500
+    /// best matches).
+    pub cursor: Option<Bounded<16>>,
 }
 scope_args!(SearchArgs, optional namespace);
 
@@ -223,15 +230,55 @@ impl DocumentsCx<'_> {
     ) -> Result<Value> {
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let doc_type = a.doc_type.as_ref().map(|t| t.as_str());
-        let hits = self
+        let limit = match a.limit {
+            None => SEARCH_ROWS,
+            Some(n) if (1..=SEARCH_PAGE_MAX as i64).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(Error::Invalid(format!(
+                    "limit: {n} is out of range (1 to {SEARCH_PAGE_MAX})"
+                )));
+            }
+        };
+        let offset = match a.cursor.as_ref().map(|c| c.as_str()) {
+            None => 0,
+            Some(c) => c
+                .strip_prefix('o')
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| *n < SEARCH_DEPTH)
+                .ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "cursor: {c:?} is not a cursor this server gave (pass the next_cursor of the previous page)"
+                    ))
+                })?,
+        };
+        let window = (offset + limit).min(SEARCH_DEPTH);
+        let mut hits = self
             .docs
-            .search_documents(a.query.as_str(), ns, doc_type, SEARCH_ROWS + 1)
+            .search_documents(a.query.as_str(), ns, doc_type, window + 1)
             .await?;
-        Ok(bounded_documents(
-            hits,
-            SEARCH_ROWS,
-            "Add a namespace or type filter, or make the query more specific.",
-        ))
+        let more = hits.len() > window;
+        hits.truncate(window);
+        let page: Vec<_> = hits.into_iter().skip(offset).collect();
+        let mut out = bounded_documents(
+            page,
+            limit,
+            "Pass next_cursor for the next page, add a namespace or type filter, or make the query more specific.",
+        );
+        let next = offset + limit;
+        if more && next < SEARCH_DEPTH {
+            out["truncated"] = json!(true);
+            out["next_cursor"] = json!(format!("o{next}"));
+            out["note"] = json!(format!(
+                "Returned {limit} hits; there are more: pass cursor {:?} for the next page.",
+                format!("o{next}")
+            ));
+        } else if more {
+            out["truncated"] = json!(true);
+            out["note"] = json!(format!(
+                "These are the last of the {SEARCH_DEPTH} best matches pages reach; make the query more specific for the rest."
+            ));
+        }
+        Ok(out)
     }
 
     /// The registered namespaces the caller may name (SPEC 8: metadata stays in scope).
@@ -410,7 +457,7 @@ mod registered {
             "search",
             Documents,
             READ,
-            "Full-text search over titles and bodies; the 25 best matches by bm25 with [marked] snippets.",
+            "Full-text search over titles and bodies; the best matches by bm25 with [marked] snippets, 25 a page (limit up to 100; next_cursor pages on, through the 500 best).",
         );
         fn run<'a>(
             s: &'a Service,
