@@ -60,8 +60,17 @@ rm -rf "$out"
 mkdir -p "$out"
 fixture_pid=
 stop_fixture() {
+  local i
   if [ -n "$fixture_pid" ]; then
-    kill "$fixture_pid" 2>/dev/null || true
+    # A SIGTERM that reaches the child before it has exec'd the fixture is taken by the
+    # forked shell and lost, so ask again, and then insist, rather than wait forever.
+    for i in $(seq 1 50); do
+      kill "$fixture_pid" 2>/dev/null || break
+      # Gone, or a zombie waiting for the `wait` below.
+      case "$(ps -o stat= -p "$fixture_pid" 2>/dev/null)" in "" | Z*) break ;; esac
+      sleep 0.1
+    done
+    kill -9 "$fixture_pid" 2>/dev/null || true
     wait "$fixture_pid" 2>/dev/null || true
     fixture_pid=
   fi
@@ -75,7 +84,9 @@ start_fixture() {
   "$fixture_bin" --port 0 "${flag[@]}" >"$out/fixture-$mode.out" 2>"$out/fixture-$mode.err" &
   fixture_pid=$!
   for i in $(seq 1 100); do
-    port=$(awk '/^LISTENING /{print $2; exit}' "$out/fixture-$mode.out")
+    # The shell creates the file in the background child: it may not exist yet, which is no
+    # failure (under `set -e` a failing substitution would end the script).
+    port=$(awk '/^LISTENING /{print $2; exit}' "$out/fixture-$mode.out" 2>/dev/null || true)
     [ -n "$port" ] && break
     kill -0 "$fixture_pid" 2>/dev/null || { cat "$out/fixture-$mode.err" >&2; say "the fixture exited" >&2; exit 1; }
     sleep 0.1
@@ -171,7 +182,7 @@ cb_port=$(( 20000 + RANDOM % 20000 ))
 fixture_pid=$!
 port=
 for i in $(seq 1 100); do
-  port=$(awk '/^LISTENING /{print $2; exit}' "$auth_dir/fixture.out")
+  port=$(awk '/^LISTENING /{print $2; exit}' "$auth_dir/fixture.out" 2>/dev/null || true)
   [ -n "$port" ] && break
   kill -0 "$fixture_pid" 2>/dev/null || { cat "$auth_dir/fixture.err" >&2; say "the OAuth fixture exited" >&2; exit 1; }
   sleep 0.1

@@ -46,32 +46,37 @@ fn the_roster_and_a_tick_on_demand_through_the_binary() {
     // The admin commands open a store; they never create one (`migrate` does).
     let migrated = capsid(&data, &["migrate"]);
     assert!(migrated.status.success(), "{}", text(&migrated));
-    let registered = capsid(
-        &data,
-        &["namespaces", "register", "alpha", "--repo", "octo/alpha"],
-    );
-    assert!(registered.status.success(), "{}", text(&registered));
+    for ns in ["alpha", "beta"] {
+        let registered = capsid(
+            &data,
+            &[
+                "namespaces",
+                "register",
+                ns,
+                "--repo",
+                &format!("octo/{ns}"),
+            ],
+        );
+        assert!(registered.status.success(), "{}", text(&registered));
+    }
 
+    // A fresh install's roster is empty: it names no one's projects.
     let listed = capsid(&data, &["improve", "roster", "list", "--json"]);
     assert!(listed.status.success(), "{}", text(&listed));
+    assert_eq!(json(&listed)["roster"], serde_json::json!([]));
+    let listed = capsid(&data, &["improve", "roster", "list"]);
     assert_eq!(
-        json(&listed)["roster"],
-        serde_json::json!(["capsid", "dustinedwards", "foxhound", "foxing", "germomics"])
+        String::from_utf8_lossy(&listed.stdout).trim(),
+        "the roster is empty"
     );
-    let added = capsid(&data, &["improve", "roster", "add", "alpha"]);
-    assert!(added.status.success(), "{}", text(&added));
-    assert!(
-        text(&added).lines().any(|l| l == "alpha"),
-        "{}",
-        text(&added)
-    );
-    let removed = capsid(&data, &["improve", "roster", "remove", "foxing", "--json"]);
+    for ns in ["alpha", "beta"] {
+        let added = capsid(&data, &["improve", "roster", "add", ns]);
+        assert!(added.status.success(), "{}", text(&added));
+        assert!(text(&added).lines().any(|l| l == ns), "{}", text(&added));
+    }
+    let removed = capsid(&data, &["improve", "roster", "remove", "alpha", "--json"]);
     assert!(removed.status.success(), "{}", text(&removed));
-    let roster = json(&removed)["roster"].clone();
-    assert_eq!(
-        roster,
-        serde_json::json!(["capsid", "dustinedwards", "foxhound", "germomics", "alpha"])
-    );
+    assert_eq!(json(&removed)["roster"], serde_json::json!(["beta"]));
     let unknown = capsid(&data, &["improve", "roster", "add", "nosuch"]);
     assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
     assert!(text(&unknown).contains("nosuch"), "{}", text(&unknown));
@@ -80,7 +85,7 @@ fn the_roster_and_a_tick_on_demand_through_the_binary() {
         String::from_utf8_lossy(&listed.stdout)
             .lines()
             .collect::<Vec<_>>(),
-        ["capsid", "dustinedwards", "foxhound", "germomics", "alpha"]
+        ["beta"]
     );
 
     let cadence = capsid(&data, &["improve", "cadence", "watcher", "45"]);

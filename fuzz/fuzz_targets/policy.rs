@@ -10,7 +10,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(body) = std::str::from_utf8(data) else {
         return;
     };
-    // The Worker's roster, and an empty one (a stored roster that does not parse).
+    // A configured roster, and an empty one (a fresh install's, or a stored roster that
+    // does not parse).
+    let _ = parse_auto_merge_policy(body, &Roster::from_setting(Some(r#"["capsid","orchard"]"#)));
     let _ = parse_auto_merge_policy(body, &Roster::default());
     let _ = parse_auto_merge_policy(body, &Roster::from_setting(Some("not a roster")));
     let _ = parse_gate_policy(body);

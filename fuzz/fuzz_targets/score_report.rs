@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
     let fits = data.len() <= capsid_core::improve::report::MAX_BODY_BYTES;
     let ok = verify_envelope(Some(ROOT), Some("capsid"), Some(TS), Some(&sig), data, now);
     assert_eq!(ok.is_ok(), fits);
-    assert!(verify_envelope(Some(ROOT), Some("foxing"), Some(TS), Some(&sig), data, now).is_err());
+    assert!(verify_envelope(Some(ROOT), Some("orchard"), Some(TS), Some(&sig), data, now).is_err());
     assert!(
         verify_envelope(
             Some("other"),

@@ -251,7 +251,7 @@ mod tests {
             backup_last_ok: Some(now.plus_millis(-27 * HOUR_MS)),
             schema: Some("0013_a".into()),
             newest_schema: Some("0014_b".into()),
-            pauses: vec![("foxing".into(), "improve-loop: drift".into())],
+            pauses: vec![("orchard".into(), "improve-loop: drift".into())],
             caps_near: vec![("model_usd_month", 45.0, 50.0)],
             blocked: vec![BlockedJob {
                 id: "job_1".into(),
@@ -283,7 +283,7 @@ mod tests {
                 "store-degraded",
                 "backup-stale",
                 "schema-behind",
-                "loop-paused:foxing",
+                "loop-paused:orchard",
                 "budget:model_usd_month",
                 "blocked:job_1",
                 "ci-red:a"

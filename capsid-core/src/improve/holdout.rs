@@ -168,12 +168,12 @@ mod tests {
         ));
         assert!(!holdout_key_ok(
             "capsid",
-            "improve/holdout/foxing/manifest.json"
+            "improve/holdout/orchard/manifest.json"
         ));
         assert!(!holdout_key_ok("capsid", "improve/holdout/capsid/"));
         assert!(!holdout_key_ok(
             "capsid",
-            "improve/holdout/capsid/../foxing/manifest.json"
+            "improve/holdout/capsid/../orchard/manifest.json"
         ));
         assert!(!holdout_key_ok("capsid", "improve/holdout/capsid//x"));
         assert!(!holdout_key_ok("capsid", "improve/holdout/capsid/a\nb"));
@@ -198,14 +198,14 @@ mod tests {
         assert!(!holdout_token_allows(
             ROOT,
             &token,
-            "improve/holdout/foxing/manifest.json",
+            "improve/holdout/orchard/manifest.json",
             now()
         ));
-        let renamed = token.replacen("capsid", "foxing", 1);
+        let renamed = token.replacen("capsid", "orchard", 1);
         assert!(!holdout_token_allows(
             ROOT,
             &renamed,
-            "improve/holdout/foxing/manifest.json",
+            "improve/holdout/orchard/manifest.json",
             now()
         ));
         let later = token.replacen(

@@ -51,10 +51,10 @@ mod tests {
 
     #[test]
     fn per_namespace_keys_carry_the_namespace_after_their_prefix() {
-        assert_eq!(best_key("foxing"), "improve:best:foxing");
+        assert_eq!(best_key("orchard"), "improve:best:orchard");
         assert_eq!(paused_key("capsid"), "improve:paused:capsid");
-        assert_eq!(anchor_key("germomics"), "improve:anchor:germomics");
-        assert_eq!(driver_key("foxhound"), "improve:driver:foxhound");
+        assert_eq!(anchor_key("borealis"), "improve:anchor:borealis");
+        assert_eq!(driver_key("atlas"), "improve:driver:atlas");
         assert_eq!(
             model_key(crate::improve::models::Stage::Abstract),
             "improve:model:abstract"

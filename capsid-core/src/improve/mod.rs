@@ -21,8 +21,6 @@ pub mod task;
 pub mod verdict;
 
 pub use budget::{BudgetCaps, BudgetError, MonthSpend, over_cap};
-pub use roster::{
-    DRIVER_LEASE_MS, ImproveMode, ROSTER, Roster, RosterError, RunCondition, on_roster,
-};
+pub use roster::{DRIVER_LEASE_MS, ImproveMode, Roster, RosterError, RunCondition};
 pub use scores::{ScoresDoc, ScoresProblem, ScoresRefusal, parse_scores, verify_anchor_pin};
 pub use verdict::{Judgement, MetricMap, Verdict, judge};

@@ -1,24 +1,16 @@
-//! The loop's vocabulary (reference 8.1, 8.2): the roster (a setting the admin edits, the
-//! Worker's five namespaces until then), the mode switch, the experimental run conditions,
+//! The loop's vocabulary (reference 8.1, 8.2): the roster (a setting the admin edits, empty
+//! until then), the mode switch, the experimental run conditions,
 //! and the driver lease length.
 
 use std::fmt;
 
 use crate::time::HOUR_MS;
 
-/// The Worker's closed roster: the roster while `improve:roster` was never set.
-pub const ROSTER: [&str; 5] = ["capsid", "dustinedwards", "foxhound", "foxing", "germomics"];
-
 /// The most namespaces the roster holds (every tick walks each of them).
 pub const ROSTER_MAX: usize = 64;
 
 /// How long the subscription-mode driver lease (`improve:driver:<ns>`) lives.
 pub const DRIVER_LEASE_MS: i64 = 6 * HOUR_MS;
-
-/// Whether `namespace` is on the Worker's default roster (exact spelling).
-pub fn on_roster(namespace: &str) -> bool {
-    ROSTER.contains(&namespace)
-}
 
 /// The namespaces that may take part in autonomy and the loop, in the order they joined.
 /// Nothing joins by merely existing: the admin adds it (`improve_run` action `roster`).
@@ -29,17 +21,19 @@ pub struct Roster {
     pub unreadable: Option<String>,
 }
 
+/// Empty: a fresh install names no one's projects; the admin adds its own
+/// (`capsid improve roster add`).
 impl Default for Roster {
     fn default() -> Roster {
         Roster {
-            namespaces: ROSTER.iter().map(|n| (*n).to_owned()).collect(),
+            namespaces: Vec::new(),
             unreadable: None,
         }
     }
 }
 
 impl Roster {
-    /// The roster a stored `improve:roster` value means: unset is the Worker's five; a value
+    /// The roster a stored `improve:roster` value means: unset is empty; a value
     /// that is not a JSON array of valid namespace names is an empty roster (fail closed:
     /// nothing takes part until the admin rewrites it), with the reason kept.
     pub fn from_setting(raw: Option<&str>) -> Roster {
@@ -163,11 +157,6 @@ pub enum RosterError {
     },
 }
 
-/// Refuses a namespace that is not on the Worker's default roster.
-pub fn require_roster(namespace: &str) -> Result<(), RosterError> {
-    Roster::default().require(namespace)
-}
-
 /// The loop's mode (`improve_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -281,25 +270,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn roster_is_closed_and_exact() {
-        for ns in ["capsid", "dustinedwards", "foxhound", "foxing", "germomics"] {
-            assert!(on_roster(ns), "{ns}");
-            assert_eq!(require_roster(ns), Ok(()));
+    fn a_fresh_roster_is_empty_and_names_no_one() {
+        let fresh = Roster::default();
+        assert!(fresh.namespaces().is_empty());
+        for ns in ["capsid", "homepage", "atlas", "orchard", "borealis"] {
+            assert!(!fresh.contains(ns), "{ns}");
         }
-        for ns in ["recova", "Capsid", " capsid", "", "capsid2"] {
-            assert!(!on_roster(ns), "{ns:?}");
-        }
-        let refusal = require_roster("recova").unwrap_err().to_string();
+        let refusal = fresh.require("recova").unwrap_err().to_string();
         assert!(
             refusal.contains("'recova'") && refusal.contains("not on the improve roster"),
             "{refusal}"
         );
+        let r = Roster::from_setting(Some(r#"["capsid"]"#));
+        for ns in ["Capsid", " capsid", "", "capsid2"] {
+            assert!(!r.contains(ns), "exact spelling: {ns:?}");
+        }
+        assert!(r.contains("capsid"));
     }
 
     #[test]
     fn the_roster_setting_is_read_fail_closed_and_edited_exactly() {
         assert_eq!(Roster::from_setting(None), Roster::default());
-        assert!(Roster::from_setting(None).contains("foxing"));
+        assert!(Roster::from_setting(None).namespaces().is_empty());
         let r = Roster::from_setting(Some(r#"["alpha","beta","alpha"]"#));
         assert_eq!(r.namespaces(), ["alpha", "beta"]);
         assert!(r.unreadable.is_none());

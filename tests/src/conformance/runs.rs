@@ -198,18 +198,18 @@ pub async fn runs_one_live_run_per_namespace<S: Store + ?Sized>(store: &S) {
         "a refused open writes no audit row"
     );
     assert_eq!(store.runs(Some("capsid"), 10).await.expect("runs").len(), 1);
-    let other = open(store, "foxing", 5).await;
+    let other = open(store, "orchard", 5).await;
     assert_eq!(
-        store.live_run("foxing").await.expect("live run"),
+        store.live_run("orchard").await.expect("live run"),
         Some(other.clone())
     );
     let duplicate = store
         .open_run(
-            new_run("foxing", 6),
+            new_run("orchard", 6),
             audit(
                 "improve-loop",
                 "improve-run-opened",
-                "foxing",
+                "orchard",
                 "improve/",
                 at(6),
             ),
@@ -387,13 +387,13 @@ pub async fn runs_report_jti_claimed_once<S: Store + ?Sized>(store: &S) {
     );
     assert!(
         store
-            .claim_nonce("foxing", "report-1", at(1))
+            .claim_nonce("orchard", "report-1", at(1))
             .await
             .expect("claim")
     );
     assert!(
         !store
-            .claim_nonce("foxing", "report-1", at(2))
+            .claim_nonce("orchard", "report-1", at(2))
             .await
             .expect("replay")
     );

@@ -138,7 +138,11 @@ pub async fn seed(s: &TestServer) -> Seeded {
         .await;
     assert_eq!(revoked["ok"], true, "{revoked}");
 
-    // Settings the sidecar carries, and one it must not.
+    // Settings the sidecar carries (the roster, and per roster namespace), and one it must not.
+    s.store
+        .put_setting("improve:roster", r#"["capsid","orchard"]"#, None)
+        .await
+        .expect("the roster");
     s.admin(
         "improve_run",
         json!({"action": "budget", "actions_minutes_month": 120.0, "model_usd_month": 25.0}),
@@ -156,7 +160,7 @@ pub async fn seed(s: &TestServer) -> Seeded {
         .expect("a setting");
     s.store
         .put_setting(
-            "improve:anchor:foxing",
+            "improve:anchor:orchard",
             "abc123",
             Some(now.plus_millis(86_400_000)),
         )

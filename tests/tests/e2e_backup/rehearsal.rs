@@ -46,7 +46,7 @@ async fn rehearse<Src: Backend, Dst: Backend>(case: &str) {
         report
             .tables
             .iter()
-            .any(|t| t.table == "settings" && t.restored == 3),
+            .any(|t| t.table == "settings" && t.restored == 4),
         "{report:?}"
     );
 

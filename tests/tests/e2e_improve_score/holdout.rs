@@ -59,11 +59,11 @@ pub(crate) async fn holdout_credential_reads_only_its_namespace_for_an_hour(env:
     assert_eq!(read.status(), 200);
     let manifest: Value = read.json().await.expect("json");
     assert_eq!(manifest["total"], 40);
-    let other = get("improve/holdout/germomics/manifest.json")
+    let other = get("improve/holdout/borealis/manifest.json")
         .await
         .expect("get");
     assert_eq!(other.status(), 401, "another namespace's prefix");
-    let climb = get("improve/holdout/capsid/../germomics/manifest.json")
+    let climb = get("improve/holdout/capsid/../borealis/manifest.json")
         .await
         .expect("get");
     assert_ne!(climb.status(), 200);

@@ -110,12 +110,22 @@ fn walk(id: &str, from: RunStatus, event: RunEvent, at: Timestamp) -> RunUpdate 
     RunUpdate::walk(id, &[step], at).expect("one step")
 }
 
-/// Registers `capsid` and `foxing`, writes and pins `capsid`'s scores document, records a
-/// best record, puts the holdout manifests (`capsid` only: `foxing` has none), and leaves a
+/// Registers `capsid` and `orchard`, writes and pins `capsid`'s scores document, records a
+/// best record, puts the holdout manifests (`capsid` only: `orchard` has none), and leaves a
 /// run with its first attempt dispatched and awaiting its score at the vector's head.
 async fn seed(s: &TestServer, holdout: &ObjectBlobStore) -> (String, String) {
     s.namespace("capsid").await;
-    s.namespace("foxing").await;
+    s.namespace("orchard").await;
+    // A fresh install's roster is empty: the admin puts its projects on it.
+    for ns in ["capsid", "orchard"] {
+        let added = s
+            .admin(
+                "improve_run",
+                json!({"action": "roster", "op": "add", "namespace": ns}),
+            )
+            .await;
+        assert_eq!(added["ok"], true, "{added}");
+    }
     let wrote = s
         .admin(
             "write",
@@ -155,8 +165,8 @@ async fn seed(s: &TestServer, holdout: &ObjectBlobStore) -> (String, String) {
         .expect("case");
     holdout
         .put(
-            "improve/holdout/germomics/manifest.json",
-            json!({"namespace": "germomics", "total": 3, "updated_at": "2026-11-01T00:00:00Z"})
+            "improve/holdout/borealis/manifest.json",
+            json!({"namespace": "borealis", "total": 3, "updated_at": "2026-11-01T00:00:00Z"})
                 .to_string()
                 .into_bytes(),
         )

@@ -228,7 +228,7 @@ pub(crate) async fn a_pin_follows_the_anchors_and_guards_the_score(env: &Env) {
     let none = admin
         .ok(
             "improve_run",
-            json!({"action": "pin", "namespace": "foxing"}),
+            json!({"action": "pin", "namespace": "orchard"}),
         )
         .await;
     assert_eq!(none["ok"], false, "{none}");
@@ -236,17 +236,17 @@ pub(crate) async fn a_pin_follows_the_anchors_and_guards_the_score(env: &Env) {
         none["refusal"]
             .as_str()
             .unwrap_or("")
-            .contains("foxing/improve/scores.md does not exist"),
+            .contains("orchard/improve/scores.md does not exist"),
         "{none}"
     );
-    assert_eq!(stored_pin(env, "foxing").await, None);
-    let foxing = status_of(&admin, "foxing").await;
+    assert_eq!(stored_pin(env, "orchard").await, None);
+    let orchard = status_of(&admin, "orchard").await;
     assert_eq!(
-        foxing["pinned"],
+        orchard["pinned"],
         json!({"pinned": false, "matches": null, "checksum": null, "current": null})
     );
-    assert_eq!(foxing["last_run"], Value::Null);
-    assert_eq!(foxing["best"], Value::Null);
+    assert_eq!(orchard["last_run"], Value::Null);
+    assert_eq!(orchard["best"], Value::Null);
     let unknown = admin
         .err(
             "improve_run",

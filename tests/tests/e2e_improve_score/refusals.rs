@@ -76,7 +76,7 @@ pub(crate) async fn envelope_refusals_change_nothing(env: &Env) {
     )
     .await;
     assert_eq!(status, 401, "bad signature: {why}");
-    let foreign = sign_report(ROOT, "foxing", &ts, body.as_bytes());
+    let foreign = sign_report(ROOT, "orchard", &ts, body.as_bytes());
     let (status, _) = post_as(env, "/improve/score", "capsid", &ts, &foreign, body.clone()).await;
     assert_eq!(status, 401, "another namespace's key");
     assert_eq!(attempt_status(env).await, AttemptStatus::AwaitingScore);
@@ -133,11 +133,11 @@ pub(crate) async fn oversized_bodies_are_refused_unread(env: &Env) {
 }
 
 pub(crate) async fn holdout_manifest_refusals(env: &Env) {
-    let foxing = json!({"namespace": "foxing", "run_id": "foxing-2026-12-01T03-00-00",
-        "attempt_id": "foxing-2026-12-01T03-00-00-a01", "head_sha": HEAD, "jti": "f1",
+    let orchard = json!({"namespace": "orchard", "run_id": "orchard-2026-12-01T03-00-00",
+        "attempt_id": "orchard-2026-12-01T03-00-00-a01", "head_sha": HEAD, "jti": "f1",
         "anchors": {"tests_pass": 1}, "secondary": {}, "holdout": {"total": 5, "passed": 5}, "ci_minutes": 1})
     .to_string();
-    let (status, why) = signed(env, "/improve/score", "foxing", foxing).await;
+    let (status, why) = signed(env, "/improve/score", "orchard", orchard).await;
     assert_eq!(status, 409, "{why}");
     assert!(description(&why).contains("no holdout manifest"), "{why}");
     let (status, why) = signed(

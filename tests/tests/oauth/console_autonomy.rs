@@ -14,6 +14,13 @@ async fn console_shows_autonomy_as_improve_status_reports_it() {
     let env = Env::start().await;
     let s = &env.server;
     s.namespace("capsid").await;
+    let added = s
+        .admin(
+            "improve_run",
+            json!({"action": "roster", "op": "add", "namespace": "capsid"}),
+        )
+        .await;
+    assert_eq!(added["ok"], true, "{added}");
     let body = "# Auto-merge\n\n- version: v-console\n- enabled: true\n- namespaces: capsid\n\n\
         - `body_names_job`\n- `author_is_driver`\n- `base_is_default_branch`\n- `ci_green`\n\
         - `paths_unprotected`\n- `paths_not_money`\n- `no_migration_workflow_lockfile`\n";

@@ -17,9 +17,9 @@ fn green() -> PrFacts {
         base_ref: "master".into(),
         default_branch: "master".into(),
         head_sha: "abcdef0123456789".into(),
-        job_claimed_by: Some("agent:foxing-driver".into()),
+        job_claimed_by: Some("agent:orchard-driver".into()),
         driver_agent: Some(DriverAgent {
-            name: "foxing-driver".into(),
+            name: "orchard-driver".into(),
             kind: AgentKind::Driver,
             revoked: false,
         }),
@@ -80,7 +80,7 @@ fn each_check_refuses_alone() {
             CheckId::AuthorIsDriver,
             |f| {
                 f.driver_agent = Some(DriverAgent {
-                    name: "foxing-driver".into(),
+                    name: "orchard-driver".into(),
                     kind: AgentKind::Cron,
                     revoked: false,
                 })
@@ -91,7 +91,7 @@ fn each_check_refuses_alone() {
             CheckId::AuthorIsDriver,
             |f| {
                 f.driver_agent = Some(DriverAgent {
-                    name: "foxing-driver".into(),
+                    name: "orchard-driver".into(),
                     kind: AgentKind::Driver,
                     revoked: true,
                 })
@@ -305,6 +305,9 @@ fn helpers_extract_the_job_and_the_agent() {
         None,
         "13 hex is not a job id"
     );
-    assert_eq!(agent_name_of("agent:foxing-driver"), Some("foxing-driver"));
+    assert_eq!(
+        agent_name_of("agent:orchard-driver"),
+        Some("orchard-driver")
+    );
     assert_eq!(agent_name_of("github:someone"), None);
 }

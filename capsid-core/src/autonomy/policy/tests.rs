@@ -3,7 +3,12 @@
 use super::*;
 use crate::improve::roster::Roster;
 
-const MERGE: &str = "# Auto-merge policy\n\n- version: 2026-09-10\n- enabled: true\n- namespaces: capsid, foxing\n\n\
+/// The roster these policies name (a fresh install's is empty).
+fn roster() -> Roster {
+    Roster::from_setting(Some(r#"["capsid","orchard"]"#))
+}
+
+const MERGE: &str = "# Auto-merge policy\n\n- version: 2026-09-10\n- enabled: true\n- namespaces: capsid, orchard\n\n\
     Checks, in order:\n\n\
     - `body_names_job` the body names a job\n- `author_is_driver`\n- `base_is_default_branch`\n- `ci_green`\n\
     - `paths_unprotected`\n- `paths_not_money`\n- `no_migration_workflow_lockfile`\n";
@@ -13,17 +18,17 @@ const GATES: &str = "- version: g1\n- enabled: TRUE\n\n- `additive_migration`: C
 
 #[test]
 fn a_complete_merge_policy_loads() {
-    let policy = parse_auto_merge_policy(MERGE, &Roster::default()).expect("loads");
+    let policy = parse_auto_merge_policy(MERGE, &roster()).expect("loads");
     assert_eq!(
         policy,
         AutoMergePolicy {
             version: "2026-09-10".into(),
             enabled: true,
-            namespaces: vec!["capsid".into(), "foxing".into()],
+            namespaces: vec!["capsid".into(), "orchard".into()],
         }
     );
     assert_eq!(
-        parse_auto_merge_policy(&MERGE.replace("\n", "\r\n"), &Roster::default()),
+        parse_auto_merge_policy(&MERGE.replace("\n", "\r\n"), &roster()),
         Ok(policy),
         "CRLF documents load too"
     );
@@ -51,15 +56,15 @@ fn merge_policy_refusals() {
             },
         ),
         (
-            MERGE.replace("- namespaces: capsid, foxing\n", ""),
+            MERGE.replace("- namespaces: capsid, orchard\n", ""),
             PolicyError::NoNamespaces,
         ),
         (
-            MERGE.replace("capsid, foxing", " , "),
+            MERGE.replace("capsid, orchard", " , "),
             PolicyError::NoNamespaces,
         ),
         (
-            MERGE.replace("capsid, foxing", "capsid, recova, Foxing"),
+            MERGE.replace("capsid, orchard", "capsid, recova, Foxing"),
             PolicyError::OffRoster {
                 namespaces: vec!["recova".into(), "Foxing".into()],
             },
@@ -83,7 +88,7 @@ fn merge_policy_refusals() {
     ];
     for (body, want) in table {
         assert_eq!(
-            parse_auto_merge_policy(&body, &Roster::default()),
+            parse_auto_merge_policy(&body, &roster()),
             Err(want.clone()),
             "{body}"
         );
@@ -92,31 +97,28 @@ fn merge_policy_refusals() {
 
 #[test]
 fn refusal_wording_names_what_is_missing() {
-    let missing = parse_auto_merge_policy(&MERGE.replace("- `ci_green`\n", ""), &Roster::default())
+    let missing = parse_auto_merge_policy(&MERGE.replace("- `ci_green`\n", ""), &roster())
         .unwrap_err()
         .to_string();
     assert!(
         missing.contains("ci_green") && missing.contains("describes less than the code"),
         "{missing}"
     );
-    let roster = parse_auto_merge_policy(
-        &MERGE.replace("capsid, foxing", "recova"),
-        &Roster::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let roster = parse_auto_merge_policy(&MERGE.replace("capsid, orchard", "recova"), &roster())
+        .unwrap_err()
+        .to_string();
     assert!(
         roster.contains("recova") && roster.contains("not on the improve roster"),
         "{roster}"
     );
     // The roster is the setting the admin edits: a namespace added to it may be named.
     let widened = Roster::from_setting(Some(r#"["recova"]"#));
-    assert!(parse_auto_merge_policy(&MERGE.replace("capsid, foxing", "recova"), &widened).is_ok());
+    assert!(parse_auto_merge_policy(&MERGE.replace("capsid, orchard", "recova"), &widened).is_ok());
     let err = parse_auto_merge_policy(MERGE, &widened)
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("capsid, foxing") && err.contains("not on the improve roster"),
+        err.contains("capsid, orchard") && err.contains("not on the improve roster"),
         "{err}"
     );
     let version = parse_gate_policy("- enabled: true")
@@ -183,7 +185,7 @@ fn gate_policy_must_name_all_three_classes_and_extra_ids_are_ignored() {
         })
     );
     let extra_merge = format!("{MERGE}- `merge_on_friday`\n");
-    assert!(parse_auto_merge_policy(&extra_merge, &Roster::default()).is_ok());
+    assert!(parse_auto_merge_policy(&extra_merge, &roster()).is_ok());
 }
 
 #[test]
@@ -207,7 +209,7 @@ fn ids_are_read_only_from_list_item_heads() {
 fn a_disabled_policy_loads_disabled_whatever_its_enabled_line_said() {
     let off = disabled(MERGE);
     assert!(
-        !parse_auto_merge_policy(&off, &Roster::default())
+        !parse_auto_merge_policy(&off, &roster())
             .expect("still loads")
             .enabled
     );

@@ -209,7 +209,7 @@ fn reports_for_attempts_not_waiting_change_nothing() {
         check_waiting(&r, None, Some(&run), at("2026-12-01T03:10:00Z")),
         Err(JudgeRefusal::NoAttempt(..))
     ));
-    attempt.namespace = "foxing".into();
+    attempt.namespace = "orchard".into();
     assert!(matches!(
         check_waiting(&r, Some(&attempt), Some(&run), at("2026-12-01T03:10:00Z")),
         Err(JudgeRefusal::NoAttempt(..))

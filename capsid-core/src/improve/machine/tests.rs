@@ -372,18 +372,18 @@ fn the_deadlines_are_strictly_after_their_spans() {
 #[test]
 fn ids_and_branches_follow_the_reference() {
     let at = Timestamp::parse("2026-12-01T03:00:07.123Z").unwrap();
-    let run = run_id("foxhound", at).unwrap();
-    assert_eq!(run, "foxhound-2026-12-01T03-00-07");
+    let run = run_id("atlas", at).unwrap();
+    assert_eq!(run, "atlas-2026-12-01T03-00-07");
     let attempt = attempt_id(&run, 3).unwrap();
-    assert_eq!(attempt, "foxhound-2026-12-01T03-00-07-a03");
+    assert_eq!(attempt, "atlas-2026-12-01T03-00-07-a03");
     assert_eq!(attempt_id(&run, 10).unwrap(), format!("{run}-a10"));
     assert_eq!(
         attempt_branch(&attempt),
-        "improve/foxhound-2026-12-01T03-00-07-a03"
+        "improve/atlas-2026-12-01T03-00-07-a03"
     );
     assert_eq!(
         archive_path(&run, &attempt),
-        "improve/archive/foxhound-2026-12-01T03-00-07/foxhound-2026-12-01T03-00-07-a03.md"
+        "improve/archive/atlas-2026-12-01T03-00-07/atlas-2026-12-01T03-00-07-a03.md"
     );
     assert_eq!(attempt_id(&run, 0), Err(IdError::AttemptNumber(0)));
     assert_eq!(attempt_id(&run, 11), Err(IdError::AttemptNumber(11)));

@@ -53,7 +53,7 @@ fn the_reference_vector_verifies() {
     assert_eq!(
         envelope(
             Some(ROOT),
-            Some("foxing"),
+            Some("orchard"),
             Some(TS),
             Some(VECTOR_SIG),
             BODY.as_bytes()
@@ -190,7 +190,7 @@ fn a_body_is_typed_without_coercion() {
         ("run_id", "drop", "run_id must be a string"),
         (
             "namespace",
-            r#""foxing""#,
+            r#""orchard""#,
             "differs from the x-improve-namespace header",
         ),
         (
@@ -280,7 +280,7 @@ fn the_pass_rate_comes_from_the_manifest() {
         Err(ReportRefusal::NoManifest("capsid".into()))
     );
     let other = HoldoutManifest {
-        namespace: "foxing".into(),
+        namespace: "orchard".into(),
         ..manifest(40)
     };
     assert_eq!(

@@ -105,23 +105,23 @@ fn only_list_lines_are_read_and_sections_end_at_the_next_heading() {
 fn the_pin_is_never_implied_and_must_match() {
     let current = anchors_checksum(GOOD);
     for missing in [None, Some(""), Some("  ")] {
-        let err = verify_anchor_pin("foxing", GOOD, missing).unwrap_err();
+        let err = verify_anchor_pin("orchard", GOOD, missing).unwrap_err();
         assert_eq!(
             err,
             ScoresRefusal::PinMissing {
-                namespace: "foxing".into(),
+                namespace: "orchard".into(),
                 current: current.clone()
             }
         );
         let text = err.to_string();
         assert!(
-            text.contains("improve:anchor:foxing") && text.contains(&current),
+            text.contains("improve:anchor:orchard") && text.contains(&current),
             "{text}"
         );
     }
     assert!(
         verify_anchor_pin(
-            "foxing",
+            "orchard",
             GOOD,
             Some(&format!(" {} \n", current.to_uppercase()))
         )
@@ -129,7 +129,7 @@ fn the_pin_is_never_implied_and_must_match() {
     );
 
     let edited = GOOD.replace("min 0.95", "min 0.5");
-    let err = verify_anchor_pin("foxing", &edited, Some(&current)).unwrap_err();
+    let err = verify_anchor_pin("orchard", &edited, Some(&current)).unwrap_err();
     assert!(
         matches!(err, ScoresRefusal::PinMismatch { ref pinned, .. } if *pinned == current),
         "{err}"
@@ -137,7 +137,7 @@ fn the_pin_is_never_implied_and_must_match() {
 
     let reweighted = GOOD.replace("weight 2", "weight 7");
     assert!(
-        verify_anchor_pin("foxing", &reweighted, Some(&current)).is_ok(),
+        verify_anchor_pin("orchard", &reweighted, Some(&current)).is_ok(),
         "Secondary edits keep the pin"
     );
 }

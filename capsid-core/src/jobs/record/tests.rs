@@ -169,7 +169,7 @@ fn attempts_only_for_drivers_over_their_namespaces() {
             reverts: 1,
         },
         NamespaceRuns {
-            namespace: "foxing".into(),
+            namespace: "orchard".into(),
             kept: 2,
             reverts: 5,
         },
