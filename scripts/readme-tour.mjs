@@ -226,7 +226,7 @@ const CHECKS = {
     checkmark_id: Number, log_entry_id: Number, checkmark: pausedMark, log_entry: pausedEntry,
   }),
   'api.1': (r) => shape(apiJson(r), {
-    projects: [{ namespace: 'demo', repos: String, created_at: instant, unconsolidated: Number }],
+    projects: [{ namespace: 'demo', repos: [{ repo: 'you/demo', label: 'primary' }], created_at: instant, unconsolidated: Number }],
   }),
   'api.2': (r) => shape(apiJson(r), { namespace: 'demo', count: 1, limit: 500, truncated: false, agents: [pausedMark] }),
   'api.3': (r) => shape(apiJson(r), { namespace: 'demo', agent: 'me', checkmark: pausedMark }),

@@ -51,7 +51,7 @@ fn reference_rule(tool: &str, action: Option<&str>) -> (Grant, bool, Vec<Flag>) 
             | "ci_status" | "improve_status",
             _,
         ) => (Read, false, vec![]),
-        ("jobs", Some("list" | "approval") | None) | ("lint", Some("gather") | None) => {
+        ("jobs", Some("list" | "get" | "approval") | None) | ("lint", Some("gather") | None) => {
             (Read, false, vec![])
         }
         ("checkmarks", Some("list" | "get" | "log" | "feed") | None) => (Read, false, vec![]),
@@ -80,6 +80,7 @@ fn actions_of(tool: &str) -> &'static [&'static str] {
             "fail",
             "block",
             "resume",
+            "get",
             "approval",
         ],
         "lint" => &["gather", "finalize", "report"],

@@ -238,7 +238,91 @@ async fn expired_lease_is_swept_and_old_holder_refused(s: &TestServer) {
     );
 }
 
+/// `jobs get`: one job by id with its outcome once it ended; a job of another namespace is
+/// "no job" when a namespace is named, a narrowed caller cannot read outside its namespaces,
+/// and a missing id is refused.
+async fn get_returns_one_job_with_its_outcome(s: &TestServer) {
+    setup(s).await;
+    let d = driver(s, "d1", json!({})).await;
+    let job = post(&d, "alpha", "Ship it", json!({})).await;
+    let id = job["id"].as_str().unwrap().to_owned();
+    let queued = d
+        .ok(
+            "jobs",
+            json!({"action": "get", "id": id, "namespace": "alpha"}),
+        )
+        .await;
+    assert_eq!(queued["ok"], true, "{queued}");
+    assert_eq!(queued["job"]["status"], "queued", "{queued}");
+    assert_eq!(queued["outcome"], serde_json::Value::Null, "{queued}");
+    d.ok(
+        "jobs",
+        json!({"action": "claim", "id": id, "namespace": "alpha"}),
+    )
+    .await;
+    let done = d
+        .ok("jobs", json!({"action": "complete", "id": id, "namespace": "alpha", "result_summary": "shipped"}))
+        .await;
+    assert_eq!(done["ok"], true, "{done}");
+    let got = d
+        .ok(
+            "jobs",
+            json!({"action": "get", "id": id, "namespace": "alpha"}),
+        )
+        .await;
+    assert_eq!(got["job"]["status"], "done", "{got}");
+    assert_eq!(got["job"]["result_summary"], "shipped", "{got}");
+    assert_eq!(got["outcome"]["job_id"], id.as_str(), "{got}");
+    assert_eq!(got["outcome"]["agent"], "agent:d1", "{got}");
+    let elsewhere = d
+        .ok(
+            "jobs",
+            json!({"action": "get", "id": id, "namespace": "beta"}),
+        )
+        .await;
+    assert_eq!(elsewhere["ok"], false, "{elsewhere}");
+    assert!(
+        elsewhere["refusal"].as_str().unwrap().contains("no job"),
+        "{elsewhere}"
+    );
+    let missing = d
+        .ok("jobs", json!({"action": "get", "namespace": "alpha"}))
+        .await;
+    assert_eq!(missing["ok"], false, "{missing}");
+    assert!(
+        missing["refusal"].as_str().unwrap().contains("needs an id"),
+        "{missing}"
+    );
+    let key = s
+        .mint(
+            "beta-only",
+            "session",
+            json!({"namespaces": ["beta"], "grants": ["read"]}),
+        )
+        .await;
+    let narrowed = s.client(&key).await;
+    let refused = narrowed
+        .call(
+            "jobs",
+            json!({"action": "get", "id": id, "namespace": "alpha"}),
+        )
+        .await;
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("alpha"))
+            || refused.as_ref().is_ok_and(|v| v["ok"] == false),
+        "a beta-only key cannot read alpha's job: {refused:?}"
+    );
+    let refused = narrowed
+        .call("jobs", json!({"action": "get", "id": id}))
+        .await;
+    assert!(
+        !refused.as_ref().is_ok_and(|v| v["ok"] == true),
+        "without a namespace, a narrowed key reads nothing: {refused:?}"
+    );
+}
+
 e2e_cases!(crate::options();
+    get_returns_one_job_with_its_outcome,
     duplicate_open_title_refused_until_done,
     stored_body_is_signed,
     tampered_body_fails_at_claim,

@@ -90,6 +90,8 @@ pub enum JobsAction {
     Resume,
     /// List jobs.
     List,
+    /// One job by id, with its outcome once it ended.
+    Get,
     /// Whether another agent's review approval stands for a head commit (the push hook asks).
     Approval,
 }
@@ -106,6 +108,7 @@ impl JobsAction {
             JobsAction::Block => "block",
             JobsAction::Resume => "resume",
             JobsAction::List => "list",
+            JobsAction::Get => "get",
             JobsAction::Approval => "approval",
         }
     }
@@ -114,7 +117,7 @@ impl JobsAction {
 /// `jobs`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct JobsArgs {
-    /// post, claim, heartbeat, complete, fail, block, resume, list or approval.
+    /// post, claim, heartbeat, complete, fail, block, resume, list, get or approval.
     pub action: JobsAction,
     /// Namespace (post; claim without id; list filter).
     pub namespace: Option<NamespaceArg>,
@@ -141,7 +144,7 @@ pub struct JobsArgs {
     pub min_record: Option<Value>,
     /// list: only this status.
     pub status: Option<JobStatus>,
-    /// The job (claim by id, heartbeat, complete, fail, block, resume).
+    /// The job (claim by id, heartbeat, complete, fail, block, resume, get).
     pub id: Option<Bounded<64>>,
     /// complete: what was done.
     pub result_summary: Option<Bounded<1024>>,
@@ -245,6 +248,7 @@ impl JobsCx<'_> {
         match action {
             JobsAction::Post => self.post_job(caller, a).await,
             JobsAction::List => self.list_jobs(a).await,
+            JobsAction::Get => self.get_job(a).await,
             JobsAction::Claim => self.claim(caller, a).await,
             JobsAction::Heartbeat => self.heartbeat(caller, a).await,
             JobsAction::Complete | JobsAction::Fail | JobsAction::Block => {
@@ -376,6 +380,34 @@ impl JobsCx<'_> {
         Ok(out)
     }
 
+    /// One job by id with its outcome (`null` until it ended). With a namespace, a job of
+    /// another namespace is "no job" (a narrowed caller names its namespace, and learns
+    /// nothing of others').
+    async fn get_job(&self, a: JobsArgs) -> Result<Value> {
+        let job = match self.job_for(JobsAction::Get, a.id.as_ref()).await? {
+            Ok(job) => job,
+            Err(refusal) => return Ok(refusal),
+        };
+        if let Some(ns) = a.namespace.as_ref().map(|n| n.as_str())
+            && job.namespace != ns
+        {
+            return Ok(refuse(
+                JobsAction::Get,
+                format!("no job {} in namespace {ns}.", job.id),
+            ));
+        }
+        let outcome = match job.claimed_by.as_deref() {
+            Some(agent) => self
+                .jobs
+                .outcomes(Some(agent))
+                .await?
+                .into_iter()
+                .find(|o| o.job_id == job.id),
+            None => None,
+        };
+        Ok(json!({ "ok": true, "action": "get", "job": to_json(&job)?, "outcome": outcome }))
+    }
+
     /// The job `id` names, refusing when it is missing.
     pub(crate) async fn job_for(
         &self,
@@ -450,10 +482,11 @@ mod registered {
                     action("block", Rule::write()),
                     action("resume", Rule::write()),
                     action("list", Rule::read()),
+                    action("get", Rule::read()),
                     action("approval", Rule::read()),
                 ],
             },
-            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list; approval: whether another agent's review approval stands for a head commit.",
+            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit.",
         )
         .ok_false_refusals();
         fn run<'a>(
