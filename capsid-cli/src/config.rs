@@ -36,10 +36,11 @@ pub struct GlobalArgs {
     )]
     pub signing_secret: Option<String>,
     /// Log filter (tracing syntax), e.g. info or capsid_http=debug.
-    #[arg(long, env = "CAPSID_LOG", default_value = "info", global = true)]
+    #[arg(long, env = "CAPSID_LOG", default_value = "info", global = true, value_parser = parse_log_filter)]
     pub log: String,
     /// Log format: text or json.
-    #[arg(long, env = "CAPSID_LOG_FORMAT", default_value = "text", global = true)]
+    #[arg(long, env = "CAPSID_LOG_FORMAT", default_value = "text", global = true,
+          value_parser = clap::builder::PossibleValuesParser::new(["text", "json"]))]
     pub log_format: String,
     /// Where `data_dir` came from (set by [`GlobalArgs::note_origins`]).
     #[arg(skip)]
@@ -84,6 +85,14 @@ impl std::fmt::Display for NoStore {
 }
 
 impl std::error::Error for NoStore {}
+
+/// A log filter that tracing can read (refused, naming the problem, rather than replaced by
+/// `info` without a word).
+fn parse_log_filter(value: &str) -> std::result::Result<String, String> {
+    tracing_subscriber::EnvFilter::try_new(log_directives(value))
+        .map(|_| value.to_owned())
+        .map_err(|e| format!("not a log filter (e.g. info, or warn,capsid_http=debug): {e}"))
+}
 
 /// `--json` for commands a script reads.
 #[derive(Debug, Clone, Copy, Args)]

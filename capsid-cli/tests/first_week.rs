@@ -186,6 +186,35 @@ fn unknown_names_exit_2_listing_the_valid_ones_and_mint_nothing() {
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
+    // Other enumerated values of the CLI: a log format, a skill status, a periodic task.
+    for (args, listed) in [
+        (
+            &["--log-format", "yaml", "agents", "list"][..],
+            &["text", "json"][..],
+        ),
+        (
+            &["skills", "list", "--status", "bogus"][..],
+            &["candidate", "live", "retired"][..],
+        ),
+        (
+            &["tick", "--task", "bogus"][..],
+            &["sweep", "backup", "watcher"][..],
+        ),
+        (
+            &["improve", "cadence", "bogus"][..],
+            &["sweep", "backup", "watcher"][..],
+        ),
+    ] {
+        let out = capsid(&data, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        for valid in listed {
+            assert!(
+                stderr(&out).contains(valid),
+                "{args:?} lists {valid}: {}",
+                stderr(&out)
+            );
+        }
+    }
     // update-scopes checks the same names.
     let out = capsid(
         &data,
