@@ -78,8 +78,9 @@ fn tool_of(listing: &ToolListing) -> Tool {
         listing.spec.description,
         listing.input_schema.clone(),
     )
+    .with_title(listing.spec.title())
     .with_annotations(
-        ToolAnnotations::new()
+        ToolAnnotations::with_title(listing.spec.title())
             .read_only(a.read_only)
             .destructive(a.destructive)
             .idempotent(a.idempotent)

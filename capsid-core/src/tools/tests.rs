@@ -490,3 +490,17 @@ fn global_actions_need_every_namespace() {
     };
     assert_eq!(gate_call(&agent(narrow), run, &pause), Ok(()));
 }
+
+#[test]
+fn every_tool_has_a_title_of_its_own() {
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in &REGISTRY {
+        let title = entry.spec.title();
+        assert_ne!(title, entry.spec.name, "{} has no title", entry.spec.name);
+        assert!(
+            title.chars().next().is_some_and(char::is_uppercase),
+            "{title}"
+        );
+        assert!(seen.insert(title), "{title} is used twice");
+    }
+}

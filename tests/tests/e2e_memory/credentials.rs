@@ -106,6 +106,30 @@ async fn read_only_operator_key_cannot_write(s: &TestServer) {
         names.contains(&"read".to_owned()) && !names.contains(&"write".to_owned()),
         "{names:?}"
     );
+    // Every listed tool carries a title and its hints on the wire.
+    let listed = ro.inner.peer().list_all_tools().await.expect("tools/list");
+    for tool in &listed {
+        let title = tool.title.as_deref().unwrap_or_default();
+        assert!(
+            !title.is_empty() && title != tool.name,
+            "{}: {title:?}",
+            tool.name
+        );
+        let hints = tool.annotations.as_ref().expect("annotations");
+        assert_eq!(hints.title.as_deref(), Some(title), "{}", tool.name);
+        assert!(
+            hints.read_only_hint.is_some() && hints.open_world_hint.is_some(),
+            "{}",
+            tool.name
+        );
+    }
+    let search_code = listed.iter().find(|t| t.name == "search_code");
+    if let Some(tool) = search_code {
+        assert_eq!(
+            tool.annotations.as_ref().and_then(|a| a.open_world_hint),
+            Some(true)
+        );
+    }
 }
 
 async fn revoked_agent_gets_401(s: &TestServer) {
