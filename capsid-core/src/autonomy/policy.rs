@@ -123,7 +123,7 @@ fn field<'a>(body: &'a str, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value.trim())
 }
 
-/// `body` with every `- enabled:` line (the one [`field`] reads, whatever its case) set to
+/// `body` with every `- enabled:` line (as the policy reader finds it, whatever its case) set to
 /// `- enabled: false`, and one added after the first line when there is none: a policy a
 /// restore brought in under a secret it cannot check waits, disabled, for the admin.
 pub fn disabled(body: &str) -> String {
