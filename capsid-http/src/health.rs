@@ -3,11 +3,11 @@
 //! the failing probe and why (with `Retry-After`). Every probe is bounded in time, so an
 //! outage answers fast.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use std::time::Duration;
-
 use capsid_core::improve::keys::BACKUP_LAST_OK_KEY;
 use capsid_core::ports::StoreError;
 use capsid_core::service::Service;
@@ -32,9 +32,15 @@ pub struct BuildInfo {
 /// A backup older than this carries a warning (never a degraded status).
 const BACKUP_STALE_HOURS: f64 = 26.0;
 
+/// `error: <why>`, at most 120 bytes (cut on a character boundary: a server's message may
+/// be in any language).
 fn probe_error(e: impl std::fmt::Display) -> String {
     let mut s = format!("error: {e}");
-    s.truncate(120);
+    let mut end = s.len().min(120);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
     s
 }
 
@@ -155,4 +161,20 @@ pub async fn health(State(state): State<AppState>) -> Response {
         crate::unavailable::with_retry_after(&mut resp);
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_errors_are_cut_on_a_character_boundary() {
+        let long = "é".repeat(100);
+        let cut = probe_error(&long);
+        assert!(cut.len() <= 120 && cut.starts_with("error: é"), "{cut}");
+        assert_eq!(
+            probe_error("connection refused at 127.0.0.1:5432"),
+            "error: connection refused at 127.0.0.1:5432"
+        );
+    }
 }
