@@ -24,6 +24,7 @@ mod proxies;
 mod restore;
 mod serve;
 mod skills;
+mod store_wait;
 mod test_clock;
 mod tick;
 

@@ -77,6 +77,9 @@ pub struct ServeArgs {
     /// within them answers 429 with Retry-After). The daily backup is not limited.
     #[arg(long, env = "CAPSID_BACKUP_INTERVAL_MINUTES", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_080))]
     pub backup_interval_minutes: u64,
+    /// The store's timeouts and the wait for Postgres at start.
+    #[command(flatten)]
+    pub store: crate::store_wait::StoreWaitArgs,
 }
 
 /// The build's provenance.
@@ -131,7 +134,7 @@ async fn shutdown_signal() {
 
 /// Runs the server.
 pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
-    let (store, version) = config::open_store(global, !args.no_migrate).await?;
+    let (store, version) = crate::store_wait::open(global, !args.no_migrate, &args.store).await?;
     let secret = config::signing_secret(global)?;
     let clock: std::sync::Arc<dyn capsid_core::time::Clock> = match &args.test_clock_file {
         Some(path) => {
@@ -261,7 +264,9 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         idle: Duration::from_secs(args.mcp_session_idle_secs),
     };
     let clock = service.clone();
-    let state = AppState::new(service, http).with_session_limits(limits);
+    let state = AppState::new(service, http)
+        .with_session_limits(limits)
+        .with_store_probe_timeout(args.store.probe_timeout());
     let metrics = state.metrics.clone();
     // Idle sessions are ended by a sweep (and at every session opening), a few times per
     // idle period.

@@ -143,9 +143,11 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
         Err(NoCaller::Nobody { presented }) => return unauthorized(presented),
         Err(NoCaller::Unavailable(e)) => {
             return crate::unavailable::unavailable_because(
+                &state.service,
                 "the store could not check the key",
                 &e,
-            );
+            )
+            .await;
         }
     };
     let resp = serve_as(&state, caller.clone(), req, next).await;
@@ -209,7 +211,13 @@ pub(crate) async fn serve_as(
     let ending = req.method() == axum::http::Method::DELETE;
     let resp = next.run(req).await;
     if let Some(reason) = fault.take() {
-        return crate::unavailable::unavailable(&format!("the store is unavailable: {reason}"));
+        let e = capsid_core::error::Error::StoreUnavailable(reason);
+        return crate::unavailable::unavailable_because(
+            &state.service,
+            "the store is unavailable",
+            &e,
+        )
+        .await;
     }
     if ending
         && resp.status().is_success()

@@ -45,7 +45,7 @@ use capsid_core::service::Service;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-pub use health::{BuildInfo, health_report};
+pub use health::{BuildInfo, STORE_PROBE_TIMEOUT, health_report, health_report_within};
 pub use ipnet::IpNet;
 pub use jsonrpc::{JsonRpcGuard, MAX_MCP_BODY};
 pub use listen::{ServeLimits, serve};
@@ -93,6 +93,8 @@ pub struct AppState {
     pub owner: Option<Arc<Owner>>,
     /// The process's figures for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// How long each store probe of `/health` may take.
+    pub store_probe_timeout: std::time::Duration,
 }
 
 impl AppState {
@@ -112,6 +114,7 @@ impl AppState {
             sessions: SessionOwners::default(),
             last_seen: auth::LastSeen::default(),
             owner,
+            store_probe_timeout: health::STORE_PROBE_TIMEOUT,
         }
     }
 }
@@ -121,6 +124,13 @@ impl AppState {
     /// Call it before [`router`]: the routes share the map's session manager.
     pub fn with_session_limits(mut self, limits: SessionLimits) -> AppState {
         self.sessions = SessionOwners::new(limits);
+        self
+    }
+
+    /// The same state with each store probe of `/health` bounded by `timeout` (default:
+    /// [`STORE_PROBE_TIMEOUT`]).
+    pub fn with_store_probe_timeout(mut self, timeout: std::time::Duration) -> AppState {
+        self.store_probe_timeout = timeout;
         self
     }
 }

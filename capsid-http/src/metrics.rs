@@ -381,7 +381,8 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
         Ok(Resolved::Unauthenticated) => return unauthorized(),
         Err(e) => {
             tracing::error!(error = %e, "metrics: caller resolution failed");
-            return unavailable_because("the store could not check the key", &e);
+            return unavailable_because(&state.service, "the store could not check the key", &e)
+                .await;
         }
     };
     if let Err(e) = state.service.check_metrics_scrape(&caller) {

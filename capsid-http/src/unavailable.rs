@@ -2,13 +2,16 @@
 //! condition, never a 500. An MCP tool call that meets [`Error::StoreUnavailable`] records it
 //! in the request's [`StoreFault`] slot, and the MCP routes turn that answer into the same
 //! 503 (in the stateless JSON mode, where the response waits for the call; in session mode
-//! the call's answer is already streaming, so the client reads the tool error instead).
+//! the call's answer is already streaming, so the client reads the tool error instead). The
+//! reason given is the store's account of the cause when it has one ("connection refused at
+//! 127.0.0.1:5432").
 
 use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capsid_core::error::Error;
+use capsid_core::service::Service;
 use serde_json::json;
 
 /// Seconds a client is asked to wait before retrying.
@@ -28,12 +31,29 @@ pub(crate) fn unavailable(reason: &str) -> Response {
     resp
 }
 
-/// 503 for `what` failing on `e`, naming the store's condition when it is an outage.
-pub(crate) fn unavailable_because(what: &str, e: &Error) -> Response {
-    match e {
-        Error::StoreUnavailable(reason) => unavailable(&format!("{what}: {reason}")),
-        _ => unavailable(what),
+/// 503 for `what` failing on `e`, naming the store's condition when it is an outage (the
+/// real cause, as [`outage_reason`] finds it).
+pub(crate) async fn unavailable_because(service: &Service, what: &str, e: &Error) -> Response {
+    match outage_reason(service, e).await {
+        Some(reason) => unavailable(&format!("{what}: {reason}")),
+        None => unavailable(what),
     }
+}
+
+/// Why the store cannot serve, when `e` is a store outage: the store's own account of the
+/// cause when it has one (a refused connection, where the error only says that no pooled
+/// connection became free in time), else the error's reason.
+pub(crate) async fn outage_reason(service: &Service, e: &Error) -> Option<String> {
+    let Error::StoreUnavailable(reason) = e else {
+        return None;
+    };
+    Some(
+        service
+            .store()
+            .outage_cause()
+            .await
+            .unwrap_or_else(|| reason.clone()),
+    )
 }
 
 /// Adds `Retry-After` to a 503 built elsewhere.

@@ -1,5 +1,5 @@
-//! The `StoreHealth` port: a trivial query, a full-text probe, and the newest applied
-//! migration as `NNNN_name`.
+//! The `StoreHealth` port: a trivial query, a full-text probe, the newest applied migration
+//! as `NNNN_name`, and why the server cannot be reached.
 
 use async_trait::async_trait;
 use capsid_core::ports::{StoreHealth, StoreResult};
@@ -44,6 +44,12 @@ impl StoreHealth for PgStore {
             .await
             .map_err(translate)?;
         Ok(newest.map(|(version, description)| version_name(version, &description)))
+    }
+
+    /// One connection attempt, bounded by the connect timeout and shared by the callers
+    /// asking within half a second: the pool's own timeout hides a refused connection.
+    async fn outage_cause(&self) -> Option<String> {
+        self.outage.cause().await
     }
 
     fn newest_migration(&self) -> Option<String> {

@@ -37,6 +37,7 @@ mod improve;
 mod jobs;
 mod namespaces;
 mod oauth;
+mod outage;
 mod plans;
 mod reviews;
 mod rows;
@@ -46,6 +47,7 @@ mod sql;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use capsid_core::ports::{StoreError, StoreHealth};
@@ -64,10 +66,34 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 /// (the HTTP answer is then 503 with `Retry-After`, quickly, instead of a hung request).
 pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long one connection attempt may take before it counts as failed, by default.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a Postgres store waits, for a pooled connection and for one new connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PgTimeouts {
+    /// How long a call waits for a pooled connection before it fails as
+    /// [`StoreError::Unavailable`].
+    pub acquire: Duration,
+    /// How long one connection attempt may take (the first one, and the attempt that finds
+    /// out why the database cannot be reached).
+    pub connect: Duration,
+}
+
+impl Default for PgTimeouts {
+    fn default() -> Self {
+        PgTimeouts {
+            acquire: ACQUIRE_TIMEOUT,
+            connect: CONNECT_TIMEOUT,
+        }
+    }
+}
+
 /// The Postgres store: a pool of connections. Cloning is cheap (the pool is shared).
 #[derive(Clone)]
 pub struct PgStore {
     pool: PgPool,
+    outage: Arc<outage::Outage>,
 }
 
 impl fmt::Debug for PgStore {
@@ -98,6 +124,22 @@ impl PgStore {
         max_connections: u32,
         acquire_timeout: Duration,
     ) -> Result<PgStore, StoreError> {
+        let timeouts = PgTimeouts {
+            acquire: acquire_timeout,
+            ..PgTimeouts::default()
+        };
+        Self::connect_timeouts(url, max_connections, timeouts).await
+    }
+
+    /// As [`PgStore::connect_with`], with `timeouts`. The first connection is one direct
+    /// attempt, so a server that cannot be reached is named with the real cause at once
+    /// ([`StoreError::Unavailable`]: "connection refused at 127.0.0.1:5432"; a refusal that
+    /// waiting cannot cure, such as a wrong password, is [`StoreError::Backend`]).
+    pub async fn connect_timeouts(
+        url: &str,
+        max_connections: u32,
+        timeouts: PgTimeouts,
+    ) -> Result<PgStore, StoreError> {
         // The URL may hold a password: never echo it.
         let options = PgConnectOptions::from_str(url)
             .map_err(|_| StoreError::Backend("the Postgres URL could not be parsed".to_owned()))?
@@ -105,13 +147,18 @@ impl PgStore {
                 ("synchronous_commit", "on"),
                 ("default_transaction_isolation", "read committed"),
             ]);
+        let outage = outage::Outage::new(options.clone(), timeouts.connect);
+        outage.attempt().await.map_err(StoreError::from)?;
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
-            .acquire_timeout(acquire_timeout)
+            .acquire_timeout(timeouts.acquire)
             .connect_with(options)
             .await
             .map_err(translate)?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            outage: Arc::new(outage),
+        })
     }
 
     /// Applies the pending migrations and returns the schema version (`0001_init`). Safe

@@ -181,6 +181,13 @@ pub trait StoreHealth: Send + Sync {
     async fn schema_version(&self) -> StoreResult<Option<String>>;
     /// The newest migration this build of the store carries (the watcher's "schema behind").
     fn newest_migration(&self) -> Option<String>;
+    /// Why the store cannot be reached now, in words a caller may read (e.g. "connection
+    /// refused at 127.0.0.1:5432"), asked after a call failed as [`StoreError::Unavailable`]
+    /// with a vaguer reason (a pool that gave no connection in time). `None`: it can be
+    /// reached, or the store cannot tell. Answers within the store's connect timeout.
+    async fn outage_cause(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Every store port at once, for the application service.

@@ -82,11 +82,19 @@ pub(crate) async fn call_value(
     tool: &str,
     args: Value,
 ) -> Result<Value, Response> {
-    state
+    match state
         .service
         .call_tool(caller, tool, args, &NoConfirmer)
         .await
-        .map_err(|e| core_error(&e))
+    {
+        Ok(value) => Ok(value),
+        Err(e) => Err(
+            match crate::unavailable::outage_reason(&state.service, &e).await {
+                Some(reason) => core_error(&Error::StoreUnavailable(reason)),
+                None => core_error(&e),
+            },
+        ),
+    }
 }
 
 /// Calls `tool` as `caller` and answers its JSON.
@@ -102,12 +110,16 @@ async fn api_caller(State(state): State<AppState>, mut req: Request, next: Next)
     let Bearer { caller, minted } = match resolve(&state, req.headers()).await {
         Ok(bearer) => bearer,
         Err(NoCaller::Nobody { presented }) => return unauthorized(presented),
-        Err(NoCaller::Unavailable(_)) => {
-            let mut resp = error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "Capsid could not reach its store to check the key; try again",
-            );
+        Err(NoCaller::Unavailable(e)) => {
+            let message = match crate::unavailable::outage_reason(&state.service, &e).await {
+                Some(reason) => {
+                    format!(
+                        "Capsid could not reach its store to check the key ({reason}); try again"
+                    )
+                }
+                None => "Capsid could not reach its store to check the key; try again".to_owned(),
+            };
+            let mut resp = error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", &message);
             crate::unavailable::with_retry_after(&mut resp);
             return resp;
         }
