@@ -259,6 +259,21 @@ const CHECKS = {
   },
   'shared.4': (r) => shape(apiJson(r), { action: 'set', entry: sharedEntry, previous: null }),
   'shared.5': (r) => shape(apiJson(r), { count: 1, limit: 500, truncated: false, entries: [sharedEntry] }),
+  // The one-time link opens a console session: followed once with curl (the port made the
+  // tour's), it answers 303 with the session cookie, and the console greets the local owner.
+  console: (r) => {
+    const m = r.out.match(/^Open this link to sign in to the console as cli:\S+ \(once, until \d{4}-\d\d-\d\dT[\d:.]+Z\):\n\n {2}(http:\/\/127\.0\.0\.1:8787\/console\/login\?token=capsid_cl_[0-9a-f]{64})\n\n$/);
+    if (!m) throw new Error(`expected the one-time link, got ${r.out}`);
+    const link = m[1].replace(README_PORT, `127.0.0.1:${port}`);
+    const open = spawnSync('curl', ['-s', '-o', '/dev/null', '-D', '-', link], { encoding: 'utf8' });
+    if (!/^HTTP\/1\.1 303/.test(open.stdout)) throw new Error(`the link answered ${open.stdout}`);
+    const cookie = open.stdout.match(/^set-cookie: (capsid_console=[0-9a-f]{64});/im);
+    if (!cookie) throw new Error(`the link set no session cookie: ${open.stdout}`);
+    const page = spawnSync('curl', ['-s', '-H', `Cookie: ${cookie[1]}`, `http://127.0.0.1:${port}/console`], { encoding: 'utf8' });
+    if (!/signed in as <strong>cli:[^<]+<\/strong>/.test(page.stdout)) throw new Error('the console did not open');
+    const again = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', link], { encoding: 'utf8' });
+    if (again.stdout !== '403') throw new Error(`the link opened twice (${again.stdout})`);
+  },
   'wrong-key': (r) => {
     const [head, body] = r.out.split(/\r?\n\r?\n/, 2);
     if (!/^HTTP\/1\.1 401 /.test(head)) throw new Error(`expected HTTP 401, got ${head.split('\n')[0]}`);

@@ -14,6 +14,7 @@ mod admin;
 mod backup;
 mod blobs;
 mod config;
+mod console;
 mod doctor;
 mod drive;
 mod hook;
@@ -88,6 +89,9 @@ enum Command {
     /// The loop's skills: list them, or show one with its evidence.
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
+    /// The admin console: `login` prints a one-time sign-in link for the local owner.
+    #[command(subcommand)]
+    Console(console::ConsoleCommand),
 }
 
 fn main() -> ExitCode {
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
             Command::Tick(args) => tick::run(&cli.global, args).await,
             Command::Improve(cmd) => improve::run(&cli.global, cmd).await,
             Command::Skills(cmd) => skills::run(&cli.global, cmd).await,
+            Command::Console(cmd) => console::run(&cli.global, cmd).await,
         }
     });
     match outcome {

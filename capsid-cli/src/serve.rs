@@ -227,6 +227,7 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
             "CAPSID_PUBLIC_URL is https:// but CAPSID_TRUSTED_PROXIES is not set: behind a reverse proxy every client shares its address and its rate limits"
         );
     }
+    let http_has_no_github = owner.is_none();
     let http = HttpConfig {
         public_url: public_url.clone(),
         mcp_sessions: args.mcp_sessions,
@@ -252,6 +253,19 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         eprintln!(
             "\ncapsid is serving MCP at {public_url}/ops/mcp\n  database: {}\n\nNo agents yet. Mint a first one (its key is printed once):\n\n  {inv} agents mint --name me --kind session --namespaces '*' --grants read,write\n\nthen register a namespace:\n\n  {inv} namespaces register my-project --repo owner/name\n",
             global.database_display()
+        );
+    }
+    if http_has_no_github {
+        let inv = invocation(global);
+        let url = if std::env::var_os("CAPSID_PUBLIC_URL").is_none()
+            && public_url != "http://127.0.0.1:8787"
+        {
+            format!(" --url {public_url}")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "\nThe console is at {public_url}/console. GitHub sign-in is not configured; sign in with a one-time link:\n\n  {inv} console login{url}\n"
         );
     }
     let scheduler = Scheduler::new(

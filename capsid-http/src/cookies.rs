@@ -27,8 +27,6 @@ pub fn get(headers: &HeaderMap, name: &str) -> Option<String> {
 pub enum SameSite {
     /// Sent on top-level navigations from other sites (login round trips).
     Lax,
-    /// Never sent from other sites.
-    Strict,
 }
 
 /// A `Set-Cookie` value.
@@ -42,7 +40,6 @@ pub fn set(
 ) -> HeaderValue {
     let site = match same_site {
         SameSite::Lax => "Lax",
-        SameSite::Strict => "Strict",
     };
     let secure = if secure { "; Secure" } else { "" };
     let text = format!(
@@ -72,10 +69,10 @@ mod tests {
 
     #[test]
     fn writes_strict_attributes() {
-        let v = set("s", "v", "/console", 60, SameSite::Strict, true);
+        let v = set("s", "v", "/console", 60, SameSite::Lax, true);
         assert_eq!(
             v.to_str().unwrap(),
-            "s=v; Path=/console; Max-Age=60; HttpOnly; SameSite=Strict; Secure"
+            "s=v; Path=/console; Max-Age=60; HttpOnly; SameSite=Lax; Secure"
         );
         assert!(
             clear("s", "/", false)

@@ -33,6 +33,19 @@ h3{font-size:1rem;margin:1rem 0 .4rem}\
 form.answer{display:flex;flex-wrap:wrap;gap:.35rem;align-items:flex-start;margin:0}\
 textarea{font:inherit;flex:1 1 24rem;min-height:3.2rem;padding:.3rem .4rem;border:1px solid var(--line);border-radius:4px;background:var(--bg);color:var(--fg)}\
 a{color:var(--accent)}\
+.s-failed{color:var(--warn)}\
+nav.session{display:flex;flex-wrap:wrap;gap:.35rem;margin-left:auto}\
+form.inline{flex-wrap:wrap;max-width:100%}\
+input[type=text]{min-width:0;max-width:100%}\
+textarea{min-width:0;max-width:100%}\
+pre{white-space:pre-wrap;overflow-wrap:anywhere;font:13px ui-monospace,Menlo,Consolas,monospace;background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:.5rem;margin:.35rem 0}\
+code{overflow-wrap:anywhere}\
+ul.items{list-style:none;margin:0;padding:0}\
+li.item{border-top:1px solid var(--line);padding:.5rem 0}\
+li.item>div,li.item>form,li.item>pre{margin-top:.35rem}\
+li.item .actions{display:flex;flex-wrap:wrap;gap:.35rem}\
+section#waiting h2{margin-top:0}\
+@media (max-width:700px){body{padding:.75rem}table{display:block;overflow-x:auto;max-width:100%}header{flex-direction:column;gap:.35rem}nav.session{margin-left:0}}\
 ";
 
 /// HTML-escapes `text` (for element content and quoted attributes).

@@ -33,6 +33,8 @@ pub const CLIENT_TTL_MS: i64 = 90 * DAY_MS;
 pub const APPROVAL_TTL_MS: i64 = 30 * DAY_MS;
 /// A console session lasts twelve hours, unless the owner ends it first.
 pub const CONSOLE_SESSION_TTL_MS: i64 = 12 * HOUR_MS;
+/// A one-time console sign-in link of `capsid console login` is accepted this long, once.
+pub const LOCAL_LOGIN_TTL_MS: i64 = 5 * MINUTE_MS;
 
 /// Dynamic registrations per client address per hour.
 pub const DCR_PER_HOUR: u64 = 30;
@@ -90,8 +92,10 @@ impl OwnerSettings {
 pub enum LoginPurpose {
     /// An MCP client's authorization request.
     Authorize,
-    /// The admin console.
+    /// The admin console, through GitHub.
     Console,
+    /// The admin console, through a one-time link printed by `capsid console login`.
+    LocalConsole,
 }
 
 impl LoginPurpose {
@@ -100,8 +104,16 @@ impl LoginPurpose {
         match self {
             LoginPurpose::Authorize => "authorize",
             LoginPurpose::Console => "console",
+            LoginPurpose::LocalConsole => "console-local",
         }
     }
+}
+
+/// The CSRF token of the console session `session_token`: bound to the session (every tab
+/// and every render of one session carries the same one) and derived, never stored. Only
+/// the session's holder can compute it: the store keeps `sha256(token)`, a different digest.
+pub fn console_csrf(session_token: &str) -> String {
+    sha256_hex(format!("capsid-console-csrf:v1:{session_token}"))
 }
 
 /// The approval tag (reference 11): `<client_id>.<first 16 hex of sha256(sorted redirect URIs
@@ -178,6 +190,15 @@ mod tests {
         let by_id = OwnerSettings::new("https://capsid.example", "42");
         assert!(by_id.is_owner("renamed", 42));
         assert!(!by_id.is_owner("42", 7));
+    }
+
+    #[test]
+    fn the_console_csrf_is_the_sessions_and_not_its_stored_hash() {
+        let a = console_csrf("session-a");
+        assert_eq!(a, console_csrf("session-a"), "the same in every render");
+        assert_ne!(a, console_csrf("session-b"));
+        assert_ne!(a, sha256_hex("session-a"), "not what the store holds");
+        assert_eq!(a.len(), 64);
     }
 
     #[test]

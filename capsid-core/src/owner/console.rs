@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::OwnerService;
+use super::local::SessionOwner;
 use crate::caller::{Caller, Principal};
 use crate::crypto::sha256_hex;
 use crate::error::{Error, Result};
@@ -260,12 +261,13 @@ impl ConsoleAction {
     }
 }
 
-/// Whether `caller` may use the console: the owner signed in with GitHub.
+/// Whether `caller` may use the console: the owner, signed in with GitHub or through a link
+/// of `capsid console login` (the command line's admin).
 pub(super) fn require_owner(caller: &Caller) -> Result<()> {
     match caller.principal {
-        Principal::Admin { .. } => Ok(()),
+        Principal::Admin { .. } | Principal::Cli { .. } => Ok(()),
         _ => Err(Error::Forbidden(
-            "the console is the owner's: sign in with GitHub".into(),
+            "the console is the owner's: sign in with GitHub or `capsid console login`".into(),
         )),
     }
 }
@@ -281,10 +283,12 @@ fn refused(out: Value) -> Result<Value> {
 }
 
 impl OwnerService {
-    /// The owner behind a console session token, re-checking the owner every time.
+    /// The owner behind a console session token, re-checking the owner every time: a GitHub
+    /// session must still be the configured owner's (`settings`; none when GitHub sign-in is
+    /// off), a local session (`capsid console login`) is the command line's admin.
     pub async fn console_caller(
         &self,
-        settings: &OwnerSettings,
+        settings: Option<&OwnerSettings>,
         token: &str,
     ) -> Result<Option<Caller>> {
         let Some(row) = self
@@ -294,9 +298,7 @@ impl OwnerService {
         else {
             return Ok(None);
         };
-        Ok(settings
-            .is_owner(&row.login, row.user_id)
-            .then(|| Caller::admin(row.login)))
+        Ok(SessionOwner::of_row(&row).caller(settings))
     }
 
     /// Ends the session `token`, or every console session when `all`. Returns how many ended.
@@ -580,7 +582,8 @@ mod tests {
     #[test]
     fn only_the_signed_in_owner_uses_the_console() {
         assert!(require_owner(&Caller::admin("octo")).is_ok());
-        assert!(require_owner(&Caller::cli("ops")).is_err());
+        assert!(require_owner(&Caller::cli("ops")).is_ok());
+        assert!(require_owner(&Caller::improve_loop()).is_err());
         assert!(require_owner(&Caller::operator_key(crate::scope::Grant::Write, "ab")).is_err());
     }
 }

@@ -2,16 +2,22 @@
 //! `/mcp` (`oauth.rs`: registration, the authorization request, the GitHub round trip;
 //! `token.rs`: codes, refresh tokens and every request's access token) and the admin console
 //! (`console.rs`: its sessions, seven actions and view; `checkmarks.rs`: its checkmarks
-//! panel). The console's actions and panels run the tools' own functions through
+//! panel; `attention.rs`: what waits on the owner; `documents.rs`: a namespace's documents, read-only; `local.rs`: the one-time
+//! sign-in links of `capsid console login`). The console's actions and panels run the tools' own functions through
 //! [`OwnerService::tools`].
 
+mod attention;
 mod checkmarks;
 mod console;
+mod documents;
+mod local;
 mod oauth;
 mod token;
 
+pub use attention::{failing_tail, status_following_job, waits_for_answer};
 pub use checkmarks::{CONSOLE_FEED_ROWS, CONSOLE_LOG_ROWS, LogSelection};
 pub use console::{ACTIVITY_ROWS, CONSOLE_ACTIONS, ConsoleAction};
+pub use local::{LOCAL_SESSION_ID, LOCAL_USER_MAX, LocalLoginLink, SessionOwner, local_user_ok};
 pub use oauth::{AuthorizeCheck, ConsoleLogin, RateExceeded, console_return_path_ok};
 pub use token::{AccessRefusal, TokenRequest};
 

@@ -581,9 +581,11 @@ fn every_tools_schema_has_the_reference_parameters_and_required_fields() {
 
 #[test]
 fn console_actions_and_revocation_refuse_anyone_but_the_owner_before_the_store() {
+    // The owner is the GitHub owner or the local owner (`cli:<user>`, who holds the
+    // database); an unrestricted agent and the server's own loop are not.
     let bot = agent(Scopes::unrestricted());
-    let cli = Caller::cli("someone");
-    for caller in [&bot, &cli] {
+    let own_loop = Caller::improve_loop();
+    for caller in [&bot, &own_loop] {
         let store = Arc::new(RecordingStore::default());
         let err =
             block_on(OwnerService::new(service_over(store.clone())).console_revoke_grants(caller))

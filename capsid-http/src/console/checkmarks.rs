@@ -1,12 +1,12 @@
 //! The console's checkmarks panel, rendered from the `checkmarks` object of `/console.json`:
 //! per namespace every agent with a status badge, where it stopped, next steps, the open
-//! question (and its answer), tests and build badges and age; an Answer and an Answer &
-//! resume form on an agent waiting for an answer; the selected agent's log in pages; the
-//! global feed; the shared context. Script-free, every value escaped.
+//! question (and its answer), tests and build badges and age (an agent waiting for an answer
+//! points to its Answer form under "Waiting on you", `attention.rs`); the selected agent's log
+//! in pages; the global feed; the shared context. Script-free, every value escaped.
 
 use serde_json::Value;
 
-use super::page::{cell, hidden, text};
+use super::page::{cell, text};
 use crate::html::esc;
 
 fn badge(kind: &str, value: &Value) -> String {
@@ -32,26 +32,6 @@ fn log_link(namespace: &str, agent: &str, cursor: Option<&str>, label: &str) -> 
     )
 }
 
-/// The Answer and Answer & resume form of an agent waiting for an answer.
-fn answer_form(csrf: &str, namespace: &str, agent: &str) -> String {
-    format!(
-        "<form method=\"post\" action=\"/console\" class=\"answer\">{}\
-         <textarea name=\"answer\" required maxlength=\"{}\" placeholder=\"your answer to {}\"></textarea>\
-         <button type=\"submit\" name=\"resume\" value=\"no\">Answer</button> \
-         <button type=\"submit\" name=\"resume\" value=\"yes\">Answer &amp; resume</button></form>",
-        hidden(
-            csrf,
-            &[
-                ("action", "answer"),
-                ("namespace", namespace),
-                ("agent", agent)
-            ]
-        ),
-        capsid_core::checkmarks::ANSWER_MAX,
-        esc(agent)
-    )
-}
-
 fn question(c: &Value) -> String {
     let asked = text(&c["open_question"]);
     match c["answer"].as_str() {
@@ -65,22 +45,27 @@ fn question(c: &Value) -> String {
     }
 }
 
-fn agents_table(ns: &Value, csrf: &str) -> String {
+fn agents_table(ns: &Value) -> String {
     let name = ns["namespace"].as_str().unwrap_or_default();
     let mut rows = String::new();
     for c in ns["agents"].as_array().into_iter().flatten() {
         let agent = c["agent"].as_str().unwrap_or_default();
-        let waiting = matches!(c["status"].as_str(), Some("paused_for_input" | "blocked"))
-            && c["open_question"].is_string()
-            && c["answer"].is_null();
+        let waiting = capsid_core::owner::waits_for_answer(c);
         let age = c["age_minutes"]
             .as_i64()
             .map_or("—".to_owned(), |m| format!("{m} min"));
-        let resume = if c["resume"].is_null() {
+        let mut resume = if c["resume"].is_null() {
             String::new()
         } else {
             " <span class=\"muted\">(resume requested)</span>".to_owned()
         };
+        if let Some(said) = c["checkmark_status"].as_str() {
+            resume.push_str(&format!(
+                " <span class=\"muted\">(its job is {}; the agent last said {})</span>",
+                esc(&text(&c["job_status"])),
+                esc(said)
+            ));
+        }
         rows.push_str(&format!(
             "<tr><td><strong>{}</strong></td><td>{}{resume}</td>{}{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(agent),
@@ -94,10 +79,9 @@ fn agents_table(ns: &Value, csrf: &str) -> String {
             log_link(name, agent, None, "log"),
         ));
         if waiting {
-            rows.push_str(&format!(
-                "<tr><td></td><td colspan=\"8\">{}</td></tr>",
-                answer_form(csrf, name, agent)
-            ));
+            rows.push_str(
+                "<tr><td></td><td colspan=\"8\"><a href=\"#waiting\">Answer it under Waiting on you</a></td></tr>",
+            );
         }
     }
     if rows.is_empty() {
@@ -194,13 +178,13 @@ fn shared_table(shared: &Value) -> String {
 }
 
 /// The whole panel, from the view's `checkmarks` object.
-pub(super) fn panel(view: &Value, csrf: &str) -> String {
+pub(super) fn panel(view: &Value) -> String {
     let c = &view["checkmarks"];
     let namespaces: String = c["namespaces"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|ns| agents_table(ns, csrf))
+        .map(agents_table)
         .collect();
     let namespaces = if namespaces.is_empty() {
         "<p class=\"muted\">No namespaces registered yet.</p>".to_owned()
@@ -240,18 +224,16 @@ mod tests {
 
     #[test]
     fn the_panel_shows_checkmarks_forms_log_feed_and_shared_context_escaped() {
-        let html = panel(&view(), "tok");
+        let html = panel(&view());
         assert!(html.contains("badge s-paused_for_input"));
         assert!(html.contains("&lt;b&gt;schema&lt;/b&gt;") && !html.contains("<b>schema</b>"));
         assert!(html.contains("pick a db, migrate"));
         assert!(html.contains("Postgres or SQLite?"));
         assert_eq!(
-            html.matches("name=\"action\" value=\"answer\"").count(),
+            html.matches("Answer it under Waiting on you").count(),
             1,
-            "only the paused agent gets the form"
+            "only the paused agent points to its form"
         );
-        assert!(html.contains("value=\"yes\">Answer &amp; resume</button>"));
-        assert!(html.contains("name=\"csrf\" value=\"tok\""));
         assert!(html.contains("log_cursor=eyJiIjo0fQ"), "the next page link");
         assert!(html.contains("shipped") && html.contains("beta / b1"));
         assert!(html.contains("staging-url") && html.contains("https://staging"));
@@ -263,8 +245,8 @@ mod tests {
         let mut v = view();
         v["checkmarks"]["namespaces"][0]["agents"][0]["answer"] = json!("Postgres");
         v["checkmarks"]["namespaces"][0]["agents"][0]["answered_by"] = json!("github:octo");
-        let html = panel(&v, "tok");
+        let html = panel(&v);
         assert!(html.contains("answered by github:octo: Postgres"));
-        assert!(!html.contains("value=\"answer\""));
+        assert!(!html.contains("Answer it under"));
     }
 }

@@ -1,11 +1,17 @@
 //! The admin console (reference 10.1): `GET /console`, `GET /console.json` (the very object
 //! the page renders), `POST /console` (seven actions, CSRF checked before anything else, a
 //! confirmation page stating the effect, then post/redirect/get), its own GitHub sign-in at
-//! `/console/callback`, and `POST /console/logout` ending this session or every session.
-//! Sessions live server-side for twelve hours. Bearer callers are turned away with 403.
+//! `/console/callback`, the one-time links of `capsid console login` at `/console/login`
+//! (`local.rs`), a namespace's documents read-only at `/console/documents` (`documents.rs`),
+//! and `POST /console/logout` ending this session or every session. Sessions live
+//! server-side for twelve hours; the CSRF token is derived from the session, so every tab of
+//! one session posts with the same one. Bearer callers are turned away with 403.
 
+mod attention;
 mod autonomy;
 mod checkmarks;
+mod documents;
+mod local;
 mod page;
 mod skills;
 
@@ -20,24 +26,24 @@ use axum::routing::{get, post};
 use capsid_core::caller::Caller;
 use capsid_core::crypto::{ct_eq, sha256_hex};
 use capsid_core::error::Error;
-use capsid_core::oauth::{CONSOLE_SESSION_TTL_MS, LoginPurpose, STATE_TTL_MS};
+use capsid_core::oauth::{
+    CONSOLE_SESSION_TTL_MS, LoginPurpose, OwnerSettings, STATE_TTL_MS, console_csrf,
+};
 use capsid_core::owner::{ConsoleAction, LogSelection, console_return_path_ok};
 use capsid_core::ports::AuditFilter;
-use rand::RngExt;
 use serde_json::{Map, Value, json};
 
 use crate::AppState;
 use crate::cookies::{self, SameSite};
 use crate::html::message;
-use crate::oauth::{
-    BodyError, github_round_trip, origin_ok, owner, parse_form, read_form, redirect,
-};
-use crate::owner::Owner;
+use crate::oauth::{BodyError, github_round_trip, owner, parse_form, read_form, redirect};
+use crate::owner::{Owner, origin_of};
 
 /// The session cookie (the token; only its hash is stored).
 pub const SESSION_COOKIE: &str = "capsid_console";
-/// The per-render CSRF cookie.
-pub const CSRF_COOKIE: &str = "capsid_console_csrf";
+/// The per-render CSRF cookie of earlier versions, cleared at sign-out (the token is now
+/// derived from the session).
+pub const OLD_CSRF_COOKIE: &str = "capsid_console_csrf";
 /// The console sign-in's state digest cookie.
 pub const STATE_COOKIE: &str = "capsid_console_state";
 /// The largest action form read.
@@ -49,6 +55,8 @@ pub fn routes() -> Router<AppState> {
         .route("/console", get(console_get).post(console_post))
         .route("/console.json", get(console_json))
         .route("/console/callback", get(console_callback))
+        .route("/console/login", get(local::console_login_link))
+        .route("/console/documents", get(documents::console_documents))
         .route("/console/logout", post(console_logout))
         .route("/console/revoke-grants", post(console_revoke_grants))
 }
@@ -60,23 +68,66 @@ fn bearer_refusal(headers: &HeaderMap) -> Option<Response> {
             StatusCode::FORBIDDEN,
             axum::Json(json!({
                 "error": "forbidden",
-                "error_description": "the console is the owner's page, signed in with GitHub in a browser; bearer keys belong on /ops/mcp (agents) and OAuth tokens on /mcp",
+                "error_description": "the console is the owner's page, signed in with GitHub or a link of `capsid console login` in a browser; bearer keys belong on /ops/mcp (agents) and OAuth tokens on /mcp",
             })),
         )
             .into_response()
     })
 }
 
-fn new_csrf() -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill(&mut bytes);
-    hex::encode(bytes)
+/// Where the console lives and how it is signed in to: GitHub when the owner's login is
+/// configured, and always the one-time links of `capsid console login`.
+#[derive(Clone)]
+pub(crate) struct Site {
+    /// The owner's GitHub login, when configured.
+    github: Option<Arc<Owner>>,
+    /// The public origin the console's forms must come from.
+    origin: String,
+    /// Whether cookies carry `Secure` (an https public URL).
+    secure: bool,
+}
+
+impl Site {
+    fn of(state: &AppState) -> Site {
+        let public = state.config.public_url.trim_end_matches('/');
+        Site {
+            github: state.owner.clone(),
+            origin: origin_of(public).to_owned(),
+            secure: public.starts_with("https://"),
+        }
+    }
+
+    fn settings(&self) -> Option<&OwnerSettings> {
+        self.github.as_ref().map(|o| &o.settings)
+    }
+
+    /// The same-origin check of the console's POSTs: an `Origin` header, when sent, must be
+    /// this server's.
+    fn origin_ok(&self, headers: &HeaderMap) -> bool {
+        match headers.get(header::ORIGIN).map(|v| v.to_str()) {
+            None => true,
+            Some(Ok(o)) => o == self.origin,
+            Some(Err(_)) => false,
+        }
+    }
+
+    /// The session cookie for `token`.
+    fn session_cookie(&self, token: &str) -> HeaderValue {
+        cookies::set(
+            SESSION_COOKIE,
+            token,
+            "/",
+            CONSOLE_SESSION_TTL_MS / 1000,
+            SameSite::Lax,
+            self.secure,
+        )
+    }
 }
 
 /// The signed-in owner and the session token, if the browser holds a live session.
 async fn session(
     state: &AppState,
-    owner: &Owner,
+    site: &Site,
     headers: &HeaderMap,
 ) -> Result<Option<(Caller, String)>, Response> {
     let Some(token) = cookies::get(headers, SESSION_COOKIE) else {
@@ -84,7 +135,7 @@ async fn session(
     };
     match state
         .owner_service
-        .console_caller(&owner.settings, &token)
+        .console_caller(site.settings(), &token)
         .await
     {
         Ok(Some(caller)) => Ok(Some((caller, token))),
@@ -97,6 +148,7 @@ async fn session(
 fn core_error(e: &Error) -> Response {
     let status = match e {
         Error::Forbidden(_) | Error::Denied(_) => StatusCode::FORBIDDEN,
+        Error::NotFound(_) => StatusCode::NOT_FOUND,
         Error::Internal(_) | Error::Unavailable(_) | Error::StoreUnavailable(_) => {
             tracing::error!(error = %e, "console failed");
             StatusCode::SERVICE_UNAVAILABLE
@@ -178,9 +230,14 @@ async fn view(
         }),
         _ => None,
     };
-    let checkmarks = state
+    let mut checkmarks = state
         .owner_service
         .console_checkmarks(caller, selection.as_ref())
+        .await
+        .map_err(|e| core_error(&e))?;
+    let attention = state
+        .owner_service
+        .console_attention(caller, &mut checkmarks)
         .await
         .map_err(|e| core_error(&e))?;
     let (_, health) = crate::health::health_report(&state.service, &state.config.build).await;
@@ -193,6 +250,7 @@ async fn view(
             }
         }
     }
+    out.insert("attention".into(), attention);
     out.insert("checkmarks".into(), checkmarks);
     Ok(Value::Object(out))
 }
@@ -206,14 +264,14 @@ pub async fn console_get(State(state): State<AppState>, req: Request) -> Respons
     if let Some(r) = bearer_refusal(req.headers()) {
         return r;
     }
-    let owner = match owner(&state) {
-        Ok(o) => o,
-        Err(r) => return r,
-    };
-    let Some((caller, _)) = (match session(&state, &owner, req.headers()).await {
+    let site = Site::of(&state);
+    let Some((caller, token)) = (match session(&state, &site, req.headers()).await {
         Ok(s) => s,
         Err(r) => return r,
     }) else {
+        let Some(owner) = site.github.clone() else {
+            return page::signed_out_page();
+        };
         let path = req
             .uri()
             .path_and_query()
@@ -233,20 +291,7 @@ pub async fn console_get(State(state): State<AppState>, req: Request) -> Respons
         Ok(v) => v,
         Err(r) => return r,
     };
-    let csrf = new_csrf();
-    let mut resp = page::console_page(&view, &csrf);
-    resp.headers_mut().append(
-        header::SET_COOKIE,
-        cookies::set(
-            CSRF_COOKIE,
-            &csrf,
-            "/console",
-            CONSOLE_SESSION_TTL_MS / 1000,
-            SameSite::Strict,
-            owner.secure,
-        ),
-    );
-    resp
+    page::console_page(&view, &console_csrf(&token))
 }
 
 /// `GET /console.json`: the same object `GET /console` renders.
@@ -254,18 +299,15 @@ pub async fn console_json(State(state): State<AppState>, req: Request) -> Respon
     if let Some(r) = bearer_refusal(req.headers()) {
         return r;
     }
-    let owner = match owner(&state) {
-        Ok(o) => o,
-        Err(r) => return r,
-    };
-    let Some((caller, _)) = (match session(&state, &owner, req.headers()).await {
+    let site = Site::of(&state);
+    let Some((caller, _)) = (match session(&state, &site, req.headers()).await {
         Ok(s) => s,
         Err(r) => return r,
     }) else {
         return (
             StatusCode::UNAUTHORIZED,
             axum::Json(
-                json!({"error": "unauthorized", "error_description": "sign in at /console first"}),
+                json!({"error": "unauthorized", "error_description": "sign in at /console first (with GitHub, or with a link of `capsid console login`)"}),
             ),
         )
             .into_response();
@@ -276,16 +318,17 @@ pub async fn console_json(State(state): State<AppState>, req: Request) -> Respon
     }
 }
 
+/// The form's CSRF field must be the one derived from this browser's session cookie.
 fn csrf_ok(headers: &HeaderMap, form: &BTreeMap<String, String>) -> bool {
-    match (cookies::get(headers, CSRF_COOKIE), form.get("csrf")) {
-        (Some(cookie), Some(field)) => !field.is_empty() && ct_eq(cookie, field),
+    match (cookies::get(headers, SESSION_COOKIE), form.get("csrf")) {
+        (Some(session), Some(field)) => !field.is_empty() && ct_eq(console_csrf(&session), field),
         _ => false,
     }
 }
 
 /// Reads the form and checks CSRF before anything else.
 async fn checked_form(
-    owner: &Owner,
+    site: &Site,
     req: Request,
 ) -> Result<(HeaderMap, BTreeMap<String, String>), Response> {
     let headers = req.headers().clone();
@@ -302,21 +345,21 @@ async fn checked_form(
             return Err(message(StatusCode::BAD_REQUEST, "Bad form", &m));
         }
     };
-    if !csrf_ok(&headers, &form) || !origin_ok(&headers, owner) {
+    if !csrf_ok(&headers, &form) || !site.origin_ok(&headers) {
         return Err(message(
             StatusCode::FORBIDDEN,
             "Refused",
-            "This form's token does not match this browser's (or it was posted from another site). Reload the console and try again.",
+            "This form's token does not match this browser's console session (or it was posted from another site). Reload the console and try again.",
         ));
     }
     Ok((headers, form))
 }
 
 /// What every signed-in console POST establishes first, in this order: not a bearer caller,
-/// the owner's login configured, the body read and its CSRF field matching the cookie, then a
-/// live session (`signed_out` is the page's text when there is none).
+/// the body read and its CSRF field matching the session, then a live session
+/// (`signed_out` is the page's text when there is none).
 struct SignedInPost {
-    owner: Arc<Owner>,
+    site: Site,
     form: BTreeMap<String, String>,
     caller: Caller,
     token: String,
@@ -330,13 +373,13 @@ async fn signed_in_post(
     if let Some(r) = bearer_refusal(req.headers()) {
         return Err(r);
     }
-    let owner = owner(state)?;
-    let (headers, form) = checked_form(&owner, req).await?;
-    let Some((caller, token)) = session(state, &owner, &headers).await? else {
+    let site = Site::of(state);
+    let (headers, form) = checked_form(&site, req).await?;
+    let Some((caller, token)) = session(state, &site, &headers).await? else {
         return Err(message(StatusCode::UNAUTHORIZED, "Signed out", signed_out));
     };
     Ok(SignedInPost {
-        owner,
+        site,
         form,
         caller,
         token,
@@ -412,14 +455,7 @@ pub async fn console_callback(State(state): State<AppState>, req: Request) -> Re
             }
             h.append(
                 header::SET_COOKIE,
-                cookies::set(
-                    SESSION_COOKIE,
-                    &login.token,
-                    "/",
-                    CONSOLE_SESSION_TTL_MS / 1000,
-                    SameSite::Lax,
-                    owner.secure,
-                ),
+                Site::of(&state).session_cookie(&login.token),
             );
             h.append(
                 header::SET_COOKIE,
@@ -438,7 +474,7 @@ pub async fn console_callback(State(state): State<AppState>, req: Request) -> Re
 /// `POST /console/logout`: ends this session (or, with `all=yes`, every console session).
 pub async fn console_logout(State(state): State<AppState>, req: Request) -> Response {
     let SignedInPost {
-        owner,
+        site,
         form,
         caller,
         token,
@@ -458,11 +494,11 @@ pub async fn console_logout(State(state): State<AppState>, req: Request) -> Resp
             let h = resp.headers_mut();
             h.append(
                 header::SET_COOKIE,
-                cookies::clear(SESSION_COOKIE, "/", owner.secure),
+                cookies::clear(SESSION_COOKIE, "/", site.secure),
             );
             h.append(
                 header::SET_COOKIE,
-                cookies::clear(CSRF_COOKIE, "/console", owner.secure),
+                cookies::clear(OLD_CSRF_COOKIE, "/console", site.secure),
             );
             resp
         }

@@ -1,9 +1,12 @@
-//! The console's HTML, rendered from exactly the object `/console.json` answers: a header
-//! (build, schema, backup, improve mode and spend), namespaces with their queues and blocked
-//! jobs (each with the command it waits on), the skills panel (`skills.rs`), the autonomy panel (`autonomy.rs`), the
-//! checkmarks panel (`checkmarks.rs`), open
-//! jobs, agents with their records, and the latest activity; every action a small
-//! CSRF-carrying form. And the confirmation page.
+//! The console's HTML, rendered from exactly the object `/console.json` answers, the owner's
+//! work first: a header, what waits on the owner (`attention.rs`: questions, blocked jobs
+//! with their commands, failed jobs with their tails, failing checks), then namespaces with
+//! their queues and documents, agents with their records, the checkmarks panel
+//! (`checkmarks.rs`), open jobs, and then the rest: the skills panel (`skills.rs`), the
+//! autonomy panel (`autonomy.rs`), the improve loop, the latest activity and the server's
+//! status (build, schema, backup, improve mode and spend). Every action is a small
+//! CSRF-carrying form. And the confirmation page, and the signed-out page of a server without
+//! GitHub sign-in.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
@@ -43,7 +46,7 @@ pub(super) fn hidden(csrf: &str, fields: &[(&str, &str)]) -> String {
 }
 
 /// A one-button action form, with an optional free-text field.
-fn action_form(
+pub(super) fn action_form(
     csrf: &str,
     fields: &[(&str, &str)],
     input: Option<(&str, &str)>,
@@ -69,6 +72,20 @@ fn amount(v: &Value) -> String {
 }
 
 fn header(view: &Value, csrf: &str) -> String {
+    format!(
+        "<header><h1>Capsid console</h1><span class=\"muted\">signed in as <strong>{viewer}</strong> · generated {generated}</span>\
+         <nav class=\"session\"><form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden}<button type=\"submit\" class=\"quiet\">Sign out</button></form>\
+         <form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden_all}<button type=\"submit\" class=\"quiet\">End every session</button></form>\
+         <form method=\"post\" action=\"/console/revoke-grants\" class=\"inline\">{hidden}<button type=\"submit\" class=\"quiet\">Revoke every MCP client</button></form></nav></header>",
+        viewer = esc(&text(&view["viewer"])),
+        generated = esc(&text(&view["generated"])),
+        hidden = hidden(csrf, &[]),
+        hidden_all = hidden(csrf, &[("all", "yes")]),
+    )
+}
+
+/// The server's status: build, schema, store, backup, improve mode and this month's spend.
+fn status_card(view: &Value) -> String {
     let h = &view["health"];
     let imp = &view["improve"];
     let backup = &h["backup"];
@@ -77,16 +94,8 @@ fn header(view: &Value, csrf: &str) -> String {
     });
     let budget = &imp["budget"];
     format!(
-        "<header><h1>Capsid console</h1><span class=\"muted\">signed in as <strong>{viewer}</strong> · generated {generated}</span>\
-         <form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden}<button type=\"submit\" class=\"quiet\">Sign out</button></form>\
-         <form method=\"post\" action=\"/console/logout\" class=\"inline\">{hidden_all}<button type=\"submit\" class=\"quiet\">End every session</button></form>\
-         <form method=\"post\" action=\"/console/revoke-grants\" class=\"inline\">{hidden}<button type=\"submit\" class=\"quiet\">Revoke every MCP client</button></form></header>\
-         <div class=\"card\">Build <code>{sha}</code>{dirty} · schema <code>{schema}</code> · store {status} · backup {age}{warning}<br>\
+        "<h2>Server</h2><div class=\"card\">Build <code>{sha}</code>{dirty} · schema <code>{schema}</code> · store {status} · backup {age}{warning}<br>\
          Improve mode <strong>{mode}</strong> ({loop_line}) · this month CI minutes {ci} of {ci_cap}, model spend ${usd} of ${usd_cap}</div>",
-        viewer = esc(&text(&view["viewer"])),
-        generated = esc(&text(&view["generated"])),
-        hidden = hidden(csrf, &[]),
-        hidden_all = hidden(csrf, &[("all", "yes")]),
         sha = esc(&text(&h["sha"])),
         dirty = if h["dirty"] == true { " (dirty)" } else { "" },
         schema = esc(&text(&h["schema_version"])),
@@ -132,7 +141,6 @@ fn last_run(r: &Value) -> String {
 
 fn namespaces(view: &Value, csrf: &str) -> String {
     let mut rows = String::new();
-    let mut blocked = String::new();
     for ns in view["improve"]["namespaces"]
         .as_array()
         .into_iter()
@@ -156,8 +164,9 @@ fn namespaces(view: &Value, csrf: &str) -> String {
             )
         };
         rows.push_str(&format!(
-            "<tr><td><strong>{}</strong></td>{}{}<td>{}</td><td>{}</td><td>{}</td>{}{}{}{}{}<td>{control}</td></tr>",
+            "<tr><td><strong>{}</strong><br><a href=\"{}\">documents</a></td>{}{}<td>{}</td><td>{}</td><td>{}</td>{}{}{}{}{}<td>{control}</td></tr>",
             esc(name),
+            super::documents::link(name, None),
             cell(&ns["paused"]),
             cell(&ns["anchor_pinned"]),
             esc(&tonight(&ns["loop"])),
@@ -171,33 +180,14 @@ fn namespaces(view: &Value, csrf: &str) -> String {
             cell(&jobs["done_today"]),
             cell(&ns["integrity"]),
         ));
-        for j in jobs["blocked_jobs"].as_array().into_iter().flatten() {
-            let id = j["id"].as_str().unwrap_or_default();
-            blocked.push_str(&format!(
-                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{} {}</td></tr>",
-                esc(id),
-                esc(name),
-                esc(&text(&j["title"])),
-                esc(&text(&j["waiting_on"])),
-                esc(&text(&j["blocked_times"])),
-                action_form(csrf, &[("action", "resume_job"), ("id", id)], Some(("reason", "what you approved")), "Resume"),
-                action_form(csrf, &[("action", "fail_job"), ("id", id)], Some(("reason", "why fail it")), "Fail"),
-            ));
-        }
     }
     if rows.is_empty() {
         rows.push_str(
             "<tr><td colspan=\"12\" class=\"muted\">No namespaces registered yet.</td></tr>",
         );
     }
-    if blocked.is_empty() {
-        blocked.push_str(
-            "<tr><td colspan=\"6\" class=\"muted\">Nothing is waiting on a human.</td></tr>",
-        );
-    }
     format!(
-        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th><th>anchor pinned</th><th>tonight</th><th>last run (attempts/kept/reverted)</th><th>best</th><th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th></th></tr>{rows}</table>\
-         <h2>Blocked jobs</h2><table><tr><th>job</th><th>namespace</th><th>title</th><th>waiting on</th><th>times blocked</th><th></th></tr>{blocked}</table>"
+        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th><th>anchor pinned</th><th>tonight</th><th>last run (attempts/kept/reverted)</th><th>best</th><th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th></th></tr>{rows}</table>"
     )
 }
 
@@ -316,18 +306,35 @@ fn activity(view: &Value, csrf: &str) -> String {
 
 /// The console page for `view` (the `/console.json` object), its forms carrying `csrf`.
 pub fn console_page(view: &Value, csrf: &str) -> Response {
-    let body = format!(
-        "{}{}{}{}{}{}{}{}",
+    let body = [
         header(view, csrf),
+        super::attention::panel(view, csrf),
         namespaces(view, csrf),
+        agents(view, csrf),
+        super::checkmarks::panel(view),
+        jobs(view, csrf),
         super::skills::panel(view),
         super::autonomy::panel(view),
-        super::checkmarks::panel(view, csrf),
-        jobs(view, csrf),
-        agents(view, csrf),
-        activity(view, csrf)
-    );
+        activity(view, csrf),
+        status_card(view),
+    ]
+    .concat();
     page(StatusCode::OK, "Capsid console", &body, &[])
+}
+
+/// What a browser without a console session sees when GitHub sign-in is not configured: the
+/// command that prints a one-time sign-in link.
+pub fn signed_out_page() -> Response {
+    let body = "<h1>Capsid console</h1><div class=\"card\"><p>You are not signed in. On the machine that holds Capsid's data folder, run</p>\
+        <pre class=\"cmd\">capsid console login</pre>\
+        <p>and open the link it prints: it signs this browser in, once, within five minutes.</p>\
+        <p class=\"muted\">GitHub sign-in (for an owner elsewhere) is not configured on this server: set CAPSID_GITHUB_CLIENT_ID, CAPSID_GITHUB_CLIENT_SECRET, CAPSID_ADMIN_GITHUB_LOGIN and CAPSID_COOKIE_KEY to turn it on.</p></div>";
+    page(
+        StatusCode::UNAUTHORIZED,
+        "Sign in to the Capsid console",
+        body,
+        &[],
+    )
 }
 
 /// The second step of every action: what it will do, and a form that re-posts it with
@@ -393,13 +400,11 @@ mod tests {
             namespaces(&view, "tok"),
             agents(&view, "tok"),
             activity(&view, "tok"),
+            status_card(&view),
         ]
         .concat();
-        assert!(
-            body.contains("git push origin x"),
-            "blocked jobs show their command"
-        );
-        assert!(body.contains("&lt;b&gt;gate&lt;/b&gt;") && !body.contains("<b>gate</b>"));
+        assert!(body.contains("/console/documents?namespace=alpha"));
+        assert!(body.contains("no successful backup recorded"));
         assert!(body.contains("job-block") && body.contains("d1") && body.contains("alpha"));
         assert!(!body.contains("<script"));
         assert!(

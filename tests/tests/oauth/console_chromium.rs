@@ -2,8 +2,6 @@
 //! checkmarks panel; and an answer typed into the panel's form and submitted by Chromium itself
 //! (its cookies, CSRF field and Origin), confirmed on the confirmation page.
 
-use std::path::PathBuf;
-
 use capsid_core::caller::Caller;
 use capsid_core::service::NoConfirmer;
 use serde_json::json;
@@ -13,32 +11,7 @@ use crate::console::blocked_job;
 use crate::console_checkmarks::paused_agent;
 use crate::env::*;
 
-pub(crate) fn chromium() -> String {
-    if let Ok(p) = std::env::var("CAPSID_CHROMIUM") {
-        return p;
-    }
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
-        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-            let p = std::path::Path::new(dir).join(name);
-            if p.is_file() {
-                return p.display().to_string();
-            }
-        }
-    }
-    panic!(
-        "headless Chromium is required (apt-get install -y chromium; scripts/test.sh installs it)"
-    );
-}
-
-pub(crate) fn artifacts() -> PathBuf {
-    let target = std::env::var("CARGO_TARGET_DIR").map_or_else(
-        |_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
-        PathBuf::from,
-    );
-    let dir = target.join("console-screenshots");
-    std::fs::create_dir_all(&dir).expect("artifact folder");
-    dir
-}
+pub(crate) use capsid_tests::cdp::{artifacts, chromium};
 
 async fn run_chromium(args: &[String], url: &str) -> std::process::Output {
     let profile = tempfile::tempdir().expect("profile");

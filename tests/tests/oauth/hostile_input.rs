@@ -250,10 +250,30 @@ async fn hostile_input_never_gets_a_500() {
 async fn without_the_owners_login_the_owner_routes_answer_503_naming_what_is_missing() {
     let (_dir, _db, store) = sqlite().await;
     let server = TestServer::start(store, ServerOptions::default()).await;
+    // The console is not off: it tells the owner how to sign in without GitHub.
+    let page = read(
+        http()
+            .get(format!("{}/console", server.url))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(page.status, 401, "{}", page.body);
+    assert!(page.body.contains("capsid console login"), "{}", page.body);
+    assert!(page.header("content-type").starts_with("text/html"));
+    let json = read(
+        http()
+            .get(format!("{}/console.json", server.url))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(json.status, 401, "{}", json.body);
     let checks = [
         ("POST", "/mcp"),
-        ("GET", "/console"),
-        ("GET", "/console.json"),
+        ("GET", "/console/callback"),
         ("GET", "/authorize"),
         ("POST", "/token"),
         ("POST", "/register"),
