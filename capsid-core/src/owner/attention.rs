@@ -27,7 +27,7 @@ pub const TAIL_LINES: usize = 15;
 /// ...and at most this many characters.
 pub const TAIL_CHARS: usize = 2000;
 
-/// The last [`TAIL_LINES`] lines (at most [`TAIL_CHARS`] characters) of a failure summary,
+/// The last `TAIL_LINES` lines (at most `TAIL_CHARS` characters) of a failure summary,
 /// where a test run's or a build's verdict is.
 pub fn failing_tail(summary: &str) -> String {
     let lines: Vec<&str> = summary.trim_end().lines().collect();
