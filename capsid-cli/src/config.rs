@@ -348,15 +348,7 @@ pub async fn open_store(
         let store = capsid_store_postgres::PgStore::connect(&url)
             .await
             .with_context(|| format!("connecting to {}", redact_url(&url)))?;
-        let version = if migrate {
-            store
-                .migrate()
-                .await
-                .context("migrating the Postgres store")?
-        } else {
-            None
-        };
-        Ok((Arc::new(store), version))
+        postgres_migrated(store, migrate).await
     } else {
         if url.starts_with("sqlite:") || !url.contains("://") {
             std::fs::create_dir_all(&global.data_dir)
@@ -380,6 +372,22 @@ pub async fn open_store(
         };
         Ok((Arc::new(store), version))
     }
+}
+
+/// A connected Postgres store, migrated first when `migrate` (the schema version it reached).
+pub async fn postgres_migrated(
+    store: capsid_store_postgres::PgStore,
+    migrate: bool,
+) -> Result<(Arc<dyn Store>, Option<String>)> {
+    let version = if migrate {
+        store
+            .migrate()
+            .await
+            .context("migrating the Postgres store")?
+    } else {
+        None
+    };
+    Ok((Arc::new(store), version))
 }
 
 /// The core service over `store`.

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use capsid_core::ports::{Store, StoreError};
 use capsid_store_postgres::{DEFAULT_MAX_CONNECTIONS, PgStore, PgTimeouts};
 use clap::Args;
@@ -109,15 +109,7 @@ pub async fn open(
     if attempt > 1 {
         tracing::info!(database = %shown, attempt, "the Postgres store is reachable");
     }
-    let version = if migrate {
-        store
-            .migrate()
-            .await
-            .context("migrating the Postgres store")?
-    } else {
-        None
-    };
-    Ok((Arc::new(store), version))
+    config::postgres_migrated(store, migrate).await
 }
 
 #[cfg(test)]
