@@ -101,6 +101,9 @@ async fn capsid_improve_pin_prints_the_checksum_it_pins() {
         );
         assert!(registered.status.success(), "{}", text(&registered));
     }
+    // The roster starts empty: capsid is put on it the way a user would.
+    let rostered = capsid(&data, &["improve", "roster", "add", "capsid"]);
+    assert!(rostered.status.success(), "{}", text(&rostered));
     let (store, service) = open(&data).await;
 
     // No scores document yet: refused, nothing stored.
