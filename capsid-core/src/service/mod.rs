@@ -7,6 +7,7 @@
 //! through [`Service::tools_for`], so a tool cannot be served without a requirement.
 
 mod agents;
+mod areas;
 pub mod args;
 mod autonomy;
 mod backup;
@@ -23,6 +24,7 @@ mod schedule;
 mod surfaces;
 
 pub use agents::Resolved;
+pub use areas::Areas;
 pub use backup::{
     BackupCredential, CredentialError, CredentialObject, DEFAULT_ON_DEMAND_INTERVAL_MS,
     OnDemandBackup, ReSigned, ReSignedJob, RestoreError, RestoreOptions, RestoreReport, TableCheck,
@@ -237,6 +239,11 @@ impl Service {
             entropy: &*self.entropy,
             clock: &*self.clock,
             zone: &self.loop_zone,
+            skill_sources: &*self.store,
+            repo_host: &self.repo_host,
+            model: &self.model,
+            holdout: &self.holdout,
+            ticker: self,
         }
     }
 

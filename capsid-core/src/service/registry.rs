@@ -32,7 +32,7 @@ pub trait Tool: 'static {
     const SPEC: ToolSpec;
     /// The handler. It runs only after the one check allowed the call.
     fn run<'a>(
-        service: &'a Service,
+        areas: super::Areas<'a>,
         caller: &'a Caller,
         args: Self::Args,
         confirmer: &'a dyn Confirmer,
@@ -139,7 +139,7 @@ fn invoke<'a, T: Tool>(
         if let Some(observer) = &service.observer {
             observer.entered(spec.name);
         }
-        T::run(service, caller, parsed, confirmer).await
+        T::run(super::Areas::of(service), caller, parsed, confirmer).await
     })
 }
 

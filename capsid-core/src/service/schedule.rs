@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::Service;
 use super::jobs::{job_audit, mirror_fn};
-use crate::error::Result;
+use crate::caller::Caller;
+use crate::error::{Error, Result};
 use crate::schedule::{LEADER_LEASE_MS, Task, is_due};
 
 /// The leader lease the scheduler's replicas compete for.
@@ -254,7 +255,7 @@ impl Service {
             Task::Backup => Ok(json!({"backed_up": self.daily_backup_if_due().await?})),
             Task::AutoMerge => super::to_json(self.autonomy().auto_merge_tick().await?),
             Task::Watcher => super::to_json(self.watcher_tick().await?),
-            Task::Improve => self.improve_loop_tick().await,
+            Task::Improve => self.improve().improve_loop_tick().await,
         }
     }
 
@@ -289,4 +290,40 @@ fn count(report: &Value, key: &str) -> usize {
         .as_u64()
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0)
+}
+
+impl super::improve::Ticker for Service {
+    fn tick<'a>(
+        &'a self,
+        caller: &'a Caller,
+        task: Option<&'a str>,
+    ) -> crate::service::registry::ToolFuture<'a> {
+        Box::pin(self.improve_tick(caller, task))
+    }
+}
+
+impl Service {
+    /// `improve_run` action `tick`: the due periodic tasks now, or only `task`.
+    pub(crate) async fn improve_tick(&self, caller: &Caller, task: Option<&str>) -> Result<Value> {
+        let task = task
+            .map(Task::parse)
+            .transpose()
+            .map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
+        let report = self.tick_now(task).await?;
+        let ran: Vec<&str> = report.ran.iter().map(|r| r.task).collect();
+        let now = self.now();
+        self.store
+            .append_audit(crate::ports::AuditEntry {
+                actor: caller.actor(),
+                action: "improve-tick".into(),
+                namespace: None,
+                path: None,
+                params: json!({"task": task.map(Task::name), "ran": ran}),
+                at: now,
+            })
+            .await?;
+        Ok(
+            json!({"ok": true, "action": "tick", "task": task.map(Task::name), "report": super::to_json(&report)?}),
+        )
+    }
 }

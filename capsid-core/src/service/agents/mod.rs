@@ -13,8 +13,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Confirmer;
 use super::args::Bounded;
-use super::{Confirmer, Service};
 use crate::caller::{AgentKind, Caller};
 use crate::crypto::sha256_hex;
 use crate::error::Result;
@@ -461,6 +461,7 @@ pub const AGENTS_ADMIN_ONLY: &str = "agents is admin only: only the owner (OAuth
 mod registered {
     //! `agents` as the registry serves it.
     use super::*;
+    use crate::service::Areas;
     use crate::service::registry::{Tool, ToolFuture};
     use crate::tools::{Requirement, Rule, ToolGroup, ToolSpec, action};
 
@@ -488,7 +489,7 @@ mod registered {
         .destructive()
         .ok_false_refusals();
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: AgentsArgs,
             k: &'a dyn Confirmer,

@@ -108,8 +108,9 @@ mod registered {
     //! The area's tools as the registry serves them.
     use super::*;
     use crate::scope::Flag;
+    use crate::service::Areas;
+    use crate::service::Confirmer;
     use crate::service::registry::{Tool, ToolFuture};
-    use crate::service::{Confirmer, Service};
     use crate::tools::{Requirement, Rule, ToolGroup, ToolSpec, action};
 
     /// `checkpoint`.
@@ -124,7 +125,7 @@ mod registered {
             "Record your checkmark in a namespace (status, where you stopped, next steps, open question, tests and build status) and append a log entry; returns both ids. done needs tests_status pass.",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: CheckpointArgs,
             _: &'a dyn Confirmer,
@@ -155,7 +156,7 @@ mod registered {
             "Agents' checkmarks and the log: list, get, log (paged) and feed (global entries) read; answer an open question or resume an agent with its answer.",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: CheckmarksArgs,
             _: &'a dyn Confirmer,
@@ -187,7 +188,7 @@ mod registered {
         )
         .destructive();
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: SharedArgs,
             _: &'a dyn Confirmer,

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::ports::DocFilter;
 use crate::scope_args;
 use crate::service::args::{Bounded, DocPathArg, NamespaceArg};
-use crate::service::{Confirmer, Service, to_json};
+use crate::service::{Confirmer, to_json};
 
 /// No arguments.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -338,6 +338,7 @@ impl DocumentsCx<'_> {
 mod registered {
     //! The read-side document tools as the registry serves them.
     use super::*;
+    use crate::service::Areas;
     use crate::service::registry::{Tool, ToolFuture};
     use crate::tools::{Requirement::Fixed, Rule, ToolGroup::Documents, ToolSpec};
 
@@ -355,7 +356,7 @@ mod registered {
             "List documents (no bodies), optionally filtered by namespace, type and status; ordered by namespace, path; at most 500.",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: ListArgs,
             k: &'a dyn Confirmer,
@@ -376,7 +377,7 @@ mod registered {
             "Read one document: its columns, body and last_actor (who last changed it).",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: ReadArgs,
             k: &'a dyn Confirmer,
@@ -397,7 +398,7 @@ mod registered {
             "Start a session in one call: conventions, repo structure, the namespace's core.md, open tasks, recent episodics and core links.",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: BriefArgs,
             k: &'a dyn Confirmer,
@@ -418,7 +419,7 @@ mod registered {
             "Typed links out of and into one document.",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: ReadArgs,
             k: &'a dyn Confirmer,
@@ -439,7 +440,7 @@ mod registered {
             "Find documents whose path matches a glob (SQLite GLOB semantics: * ? [...]); at most 500.",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: FindArgs,
             k: &'a dyn Confirmer,
@@ -460,7 +461,7 @@ mod registered {
             "Full-text search over titles and bodies; the best matches by bm25 with [marked] snippets, 25 a page (limit up to 100; next_cursor pages on, through the 500 best).",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: SearchArgs,
             k: &'a dyn Confirmer,
@@ -480,12 +481,7 @@ mod registered {
             READ,
             "Registered namespaces with their repos and how many episodic/source documents await consolidation.",
         );
-        fn run<'a>(
-            s: &'a Service,
-            c: &'a Caller,
-            a: NoArgs,
-            k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        fn run<'a>(s: Areas<'a>, c: &'a Caller, a: NoArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
             Box::pin(async move { s.documents().namespaces(c, a, k).await })
         }
     }
@@ -502,7 +498,7 @@ mod registered {
             "A document's version snapshots (newest first, at most 100), or one version by version_id.",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: HistoryArgs,
             k: &'a dyn Confirmer,

@@ -29,7 +29,7 @@ use crate::ports::{DocumentWrite, StoreError, WriteGuard};
 use crate::scope_args;
 use crate::service::args::{Bounded, DocPathArg, NamespaceArg};
 use crate::service::confirm::Confirmed;
-use crate::service::{Confirmer, Service, to_json};
+use crate::service::{Confirmer, to_json};
 
 /// `write`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -495,6 +495,7 @@ impl DocumentsCx<'_> {
 mod registered {
     //! The document write tools as the registry serves them.
     use super::*;
+    use crate::service::Areas;
     use crate::service::registry::{Tool, ToolFuture};
     use crate::tools::{Confirmation, Requirement::Fixed, Rule, ToolGroup::Documents, ToolSpec};
 
@@ -512,7 +513,7 @@ mod registered {
         .confirmed(Confirmation::OnOverwrite)
         .destructive();
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: WriteArgs,
             k: &'a dyn Confirmer,
@@ -535,7 +536,7 @@ mod registered {
         .confirmed(Confirmation::Always)
         .destructive();
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: DeleteArgs,
             k: &'a dyn Confirmer,
@@ -558,7 +559,7 @@ mod registered {
         .confirmed(Confirmation::Always)
         .destructive();
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: MoveArgs,
             k: &'a dyn Confirmer,
@@ -581,7 +582,7 @@ mod registered {
         .confirmed(Confirmation::Always)
         .destructive();
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: RestoreArgs,
             k: &'a dyn Confirmer,

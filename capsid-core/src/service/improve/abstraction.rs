@@ -11,6 +11,7 @@
 
 use serde_json::{Value, json};
 
+use super::ImproveCx;
 use super::night::loop_audit;
 use crate::caller::Caller;
 use crate::error::{Error, Result};
@@ -24,7 +25,7 @@ use crate::ports::{
     Advance, Advanced, DocumentWrite, ModelMessage, ModelRequest, ModelRole, Proposed,
     ProposedSkill, RunUpdate, SettingChange, SkillRow, SkillSource, WriteGuard,
 };
-use crate::service::Service;
+use crate::service::Area as _;
 use crate::skills::SkillStatus;
 use crate::skills::abstraction::{
     ABSTRACT_MAX_TOKENS, REASON_MAX_CHARS, SOURCE_JOB_VERDICT, SOURCES_PER_TASK, SOURCES_PER_TICK,
@@ -41,7 +42,7 @@ fn short(reason: &str) -> String {
     reason.chars().take(REASON_MAX_CHARS).collect()
 }
 
-impl Service {
+impl ImproveCx<'_> {
     /// Unspent sources of roster namespaces, oldest first: kept attempts, then verified jobs;
     /// with `only`, that one source (if it qualifies).
     async fn skill_sources(
@@ -51,11 +52,11 @@ impl Service {
         limit: usize,
         now: Timestamp,
     ) -> Result<Vec<SkillSource>> {
-        let roster = Roster::from_setting(self.store.setting(ROSTER_KEY, now).await?.as_deref());
+        let roster = Roster::from_setting(self.settings.setting(ROSTER_KEY, now).await?.as_deref());
         let mut out = Vec::new();
         if kind != Some(SourceKind::Job) {
             out.extend(
-                self.store
+                self.skill_sources
                     .kept_attempt_sources(
                         AttemptStatus::Kept.as_str(),
                         &spent_prefix(SourceKind::Attempt),
@@ -67,7 +68,7 @@ impl Service {
         }
         if kind != Some(SourceKind::Attempt) {
             out.extend(
-                self.store
+                self.skill_sources
                     .verified_job_sources(
                         JobStatus::Done.as_str(),
                         SOURCE_JOB_VERDICT,
@@ -106,13 +107,13 @@ impl Service {
         {
             let tag = json!({"namespace": source.namespace, "source_kind": source.kind, "source_id": source.id});
             // The cost lands on a run of the namespace, so the month's budget counts it.
-            let Some(run) = self.store.runs(Some(&source.namespace), 1).await?.pop() else {
+            let Some(run) = self.runs.runs(Some(&source.namespace), 1).await?.pop() else {
                 push(&mut out["waiting"], tag);
                 continue;
             };
             let text = match &source.document {
                 Some(path) => self
-                    .store
+                    .docs
                     .document(&source.namespace, path)
                     .await?
                     .and_then(|d| d.body),
@@ -162,7 +163,7 @@ impl Service {
                 )],
                 ..Advance::default()
             };
-            if self.store.advance(spent).await? == Advanced::Lost {
+            if self.runs.advance(spent).await? == Advanced::Lost {
                 // The run moved between the read and the charge: charge it again next tick.
                 push(&mut out["waiting"], tag);
                 continue;
@@ -199,7 +200,7 @@ impl Service {
         by: &str,
         now: Timestamp,
     ) -> Result<std::result::Result<String, String>> {
-        let id = new_skill_id(self.entropy.as_ref());
+        let id = new_skill_id(self.entropy);
         let path = skill_body_path(&id);
         let params = json!({"skill": id, "source_kind": source.kind, "source_id": source.id,
                             "title": p.title, "by": by});
@@ -240,14 +241,16 @@ impl Service {
                 now,
             )],
         };
-        Ok(match self.store.insert_proposed_skill(proposal).await? {
-            Proposed::Inserted => Ok(id),
-            Proposed::Spent => Err(format!(
-                "{} {} was already abstracted or declined",
-                source.kind.name(),
-                source.id
-            )),
-        })
+        Ok(
+            match self.skill_sources.insert_proposed_skill(proposal).await? {
+                Proposed::Inserted => Ok(id),
+                Proposed::Spent => Err(format!(
+                    "{} {} was already abstracted or declined",
+                    source.kind.name(),
+                    source.id
+                )),
+            },
+        )
     }
 
     /// Spends `source`: its marker set with the reason, audited in the same transaction.
@@ -266,7 +269,7 @@ impl Service {
             json!({"source_kind": source.kind, "source_id": source.id, "reason": short(why), "by": by}),
             now,
         );
-        self.store
+        self.settings
             .change_settings(&[SettingChange::put(key, short(why))], audit, now)
             .await?;
         Ok(())
@@ -286,7 +289,7 @@ impl Service {
             );
             return Ok(out);
         };
-        let (date, _) = self.loop_zone.local(now);
+        let (date, _) = self.zone.local(now);
         let mut namespaces: Vec<&str> = sources.iter().map(|s| s.namespace.as_str()).collect();
         namespaces.sort_unstable();
         namespaces.dedup();
@@ -307,7 +310,7 @@ impl Service {
                 .collect();
             let path = abstract_task_path(&date);
             let sealed = seal_task(secret, &abstract_task_body(ns, &date, &listed));
-            let stored = self.store.document(ns, &path).await?;
+            let stored = self.docs.document(ns, &path).await?;
             if stored.as_ref().is_some_and(|d| d.body_text() == sealed) {
                 push(
                     &mut out["tasks"],
@@ -333,7 +336,7 @@ impl Service {
                 links: None,
                 at: now,
             };
-            self.store
+            self.docs
                 .write_document(write, WriteGuard::Upsert, vec![audit])
                 .await?;
             push(
@@ -349,14 +352,12 @@ impl Service {
     /// candidate; `{"skill": null}` declines it. A spent source, a source of another
     /// namespace, an invalid proposal or a caller without the lease is refused, and nothing
     /// is written.
-    pub(crate) async fn propose_skill(
-        &self,
-        caller: &Caller,
-        ns: Option<&str>,
-        kind: Option<&str>,
-        id: Option<&str>,
-        proposal: Option<&Value>,
-    ) -> Result<Value> {
+    pub(crate) async fn propose_skill(&self, caller: &Caller, a: &super::RunArgs) -> Result<Value> {
+        let ns = a.namespace.as_ref().map(|n| n.as_str());
+        let kind = a.source_kind.as_ref().map(|k| k.as_str());
+        let id = a.source_id.as_ref().map(|i| i.as_str());
+        let proposal = a.proposal.clone().map(Value::Object);
+        let proposal = proposal.as_ref();
         let name = "propose_skill";
         let refuse = |why: String| Ok(json!({"ok": false, "action": name, "refusal": why}));
         let now = self.now();

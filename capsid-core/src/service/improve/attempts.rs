@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::ImproveCx;
 use super::night::{Closing, loop_audit, step_audits};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
@@ -28,7 +29,7 @@ use crate::ports::{
     ModelMessage, ModelRequest, ModelRole, NewAttempt, RepoHost, RepoHostError, RepoRef, RunRow,
     RunUpdate, WriteGuard,
 };
-use crate::service::Service;
+use crate::service::Area as _;
 use crate::service::improve::score::SCORES_PATH;
 use crate::time::Timestamp;
 
@@ -47,7 +48,7 @@ struct Made {
     skill: Option<String>,
 }
 
-impl Service {
+impl ImproveCx<'_> {
     /// The default branch of `repo` and its head commit.
     pub(crate) async fn default_head(
         &self,
@@ -93,7 +94,7 @@ impl Service {
     /// Dispatches an attempt that was added but not yet dispatched (a tick stopped between
     /// the two updates), or flags it when it carries no commit to score.
     pub(crate) async fn dispatch_pending(&self, run: &RunRow, now: Timestamp) -> Result<String> {
-        let attempts = self.store.attempts(&run.id).await?;
+        let attempts = self.runs.attempts(&run.id).await?;
         let Some(a) = attempts.iter().find(|a| a.status == AttemptStatus::Pending) else {
             return Ok("an attempt is outstanding but none is pending".into());
         };
@@ -172,7 +173,7 @@ impl Service {
             audits,
             ..Advance::default()
         };
-        Ok(match self.store.advance(advance).await? {
+        Ok(match self.runs.advance(advance).await? {
             Advanced::Applied => format!("{} dispatched at {head}", a.id),
             Advanced::Lost => "another writer moved the run first".into(),
         })
@@ -219,7 +220,7 @@ impl Service {
             json!({"run": run.id, "attempt": made.id}),
             now,
         );
-        self.store
+        self.docs
             .write_document(write, WriteGuard::Upsert, vec![doc_audit])
             .await?;
         let mut update = RunUpdate::within(&run.id, RunStatus::Attempting, now);
@@ -245,13 +246,13 @@ impl Service {
             json!({"run": run.id, "attempt": made.id, "branch": made.branch, "summary": made.summary}),
             now,
         );
-        if self.store.add_attempt(new, update, audit).await? == Advanced::Lost {
+        if self.runs.add_attempt(new, update, audit).await? == Advanced::Lost {
             return Ok("another writer moved the run first".into());
         }
-        let Some(run) = self.store.run(&run.id).await? else {
+        let Some(run) = self.runs.run(&run.id).await? else {
             return Ok("the run vanished".into());
         };
-        let Some(row) = self.store.attempt(&made.id).await? else {
+        let Some(row) = self.runs.attempt(&made.id).await? else {
             return Ok("the attempt vanished".into());
         };
         match (&made.flagged, &made.head_sha) {
@@ -285,14 +286,14 @@ impl Service {
         };
         let base = run.base_sha.clone().unwrap_or(default_sha);
         let scores = self
-            .store
+            .docs
             .document(&run.namespace, SCORES_PATH)
             .await?
             .and_then(|d| d.body)
             .unwrap_or_default();
         let condition = RunCondition::parse(&run.condition).unwrap_or(RunCondition::Full);
         let history: Vec<String> = if condition.uses_memory() {
-            self.store
+            self.runs
                 .attempts(&run.id)
                 .await?
                 .iter()
@@ -364,10 +365,10 @@ impl Service {
             )],
             ..Advance::default()
         };
-        if self.store.advance(spent).await? == Advanced::Lost {
+        if self.runs.advance(spent).await? == Advanced::Lost {
             return Ok("another writer moved the run first".into());
         }
-        let Some(run) = self.store.run(&run.id).await? else {
+        let Some(run) = self.runs.run(&run.id).await? else {
             return Ok("the run vanished".into());
         };
         let number = run.tally.attempts + 1;
@@ -495,11 +496,12 @@ impl Service {
     pub(crate) async fn report_attempt(
         &self,
         caller: &Caller,
-        ns: Option<&str>,
-        head_sha: Option<&str>,
-        summary: Option<&str>,
-        skill: Option<&str>,
+        a: &super::RunArgs,
     ) -> Result<Value> {
+        let ns = a.namespace.as_ref().map(|n| n.as_str());
+        let head_sha = a.head_sha.as_ref().map(|h| h.as_str());
+        let summary = a.summary.as_ref().map(|s| s.as_str());
+        let skill = a.skill.as_ref().map(|s| s.as_str());
         let name = "attempt";
         let refuse = |why: String| Ok(json!({"ok": false, "action": name, "refusal": why}));
         let now = self.now();
@@ -516,13 +518,13 @@ impl Service {
         if let Some(why) = self.not_the_driver(caller, ns, name, now).await? {
             return refuse(why);
         }
-        let Some(mut run) = self.store.live_run(ns).await? else {
+        let Some(mut run) = self.runs.live_run(ns).await? else {
             return refuse(format!("{ns} has no live run tonight"));
         };
         // The skill the session followed, if it names one: it must be a skill that may be
         // offered in the namespace, and a revert of the attempt leaves it a failure note.
         if let Some(id) = skill {
-            let usable = self.store.skill(id).await?.filter(|s| {
+            let usable = self.skills.skill(id).await?.filter(|s| {
                 s.status != crate::skills::SkillStatus::Retired.name()
                     && (s.source_namespace == ns
                         || crate::skills::offer::namespaces_admit(s.namespaces.as_deref(), ns))
@@ -566,7 +568,7 @@ impl Service {
         }
         if run.status == RunStatus::Opening {
             self.walk_run(&run, &[RunEvent::Begin], None, now).await?;
-            run = match self.store.run(&run.id).await? {
+            run = match self.runs.run(&run.id).await? {
                 Some(r) => r,
                 None => return refuse("the run vanished".into()),
             };
@@ -585,7 +587,7 @@ impl Service {
             skill: skill.map(str::to_owned),
         };
         let did = self.add_and_dispatch(&run, made, now).await?;
-        let row = self.store.attempt(&id).await?;
+        let row = self.runs.attempt(&id).await?;
         Ok(
             json!({"ok": true, "action": name, "namespace": ns, "run": run.id, "attempt": id,
                   "branch": branch, "status": row.map(|r| r.status.as_str()), "did": did}),

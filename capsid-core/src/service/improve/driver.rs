@@ -2,14 +2,14 @@
 //! lease may take (`attempt`, `propose_skill`, `propose_edit`) is refused, with one reason
 //! text, unless the loop is in subscription mode and the caller holds that lease.
 
+use super::ImproveCx;
 use crate::caller::Caller;
 use crate::error::Result;
 use crate::improve::keys::driver_key;
 use crate::improve::roster::ImproveMode;
-use crate::service::Service;
 use crate::time::Timestamp;
 
-impl Service {
+impl ImproveCx<'_> {
     /// Why `caller` may not take `action` as `ns`'s subscription driver now, or `None` when
     /// it may: the mode must be subscription and the caller must hold the driver lease.
     pub(crate) async fn not_the_driver(
@@ -24,7 +24,7 @@ impl Service {
                 "{action} is for subscription mode: improve_mode is not subscription"
             )));
         }
-        let holder = self.store.setting(&driver_key(ns), now).await?;
+        let holder = self.settings.setting(&driver_key(ns), now).await?;
         if holder.as_deref() == Some(caller.actor().as_str()) {
             return Ok(None);
         }

@@ -12,6 +12,7 @@
 
 use serde_json::{Value, json};
 
+use super::ImproveCx;
 use super::evaluate::ProbeAnswer;
 use super::night::loop_audit;
 use super::score::ScoreError;
@@ -24,7 +25,7 @@ use crate::ports::{
     DocumentWrite, ModelMessage, ModelRequest, ModelRole, SettingChange, SkillEditRow, SkillRow,
     WriteGuard,
 };
-use crate::service::Service;
+use crate::service::Area as _;
 use crate::skills::edit_prompt::{
     EDIT_MAX_TOKENS, EditBrief, REJECTED_SHOWN, Rejected, edit_prompt, parse_edit_answer,
 };
@@ -52,11 +53,11 @@ fn ops_json(ops: &[EditOp]) -> String {
     serde_json::to_string(ops).unwrap_or_else(|_| "[]".to_owned())
 }
 
-impl Service {
+impl ImproveCx<'_> {
     /// The skill's current body, if its document exists.
-    async fn skill_body(&self, skill: &SkillRow) -> Result<Option<String>> {
+    pub(super) async fn skill_body(&self, skill: &SkillRow) -> Result<Option<String>> {
         Ok(self
-            .store
+            .docs
             .document(&skill.source_namespace, &skill.body_ref)
             .await?
             .and_then(|d| d.body))
@@ -79,7 +80,7 @@ impl Service {
             now,
         );
         audit.actor = actor.to_owned();
-        self.store
+        self.skills
             .record_skill_edit(
                 SkillEditRow {
                     skill: skill.id.clone(),
@@ -135,7 +136,7 @@ impl Service {
             now,
         );
         doc_audit.actor = actor.to_owned();
-        self.store
+        self.docs
             .write_document(write, WriteGuard::Upsert, vec![doc_audit])
             .await?;
         let pending = PendingEdit {
@@ -154,7 +155,7 @@ impl Service {
             now,
         );
         audit.actor = actor.to_owned();
-        self.store
+        self.settings
             .change_settings(
                 &[SettingChange::put(edit_key(&skill.id), value)],
                 audit,
@@ -173,7 +174,7 @@ impl Service {
             return Ok(json!([]));
         }
         let mut out = Vec::new();
-        for skill in self.store.skills(None).await? {
+        for skill in self.skills.skills(None).await? {
             if skill.status == SkillStatus::Retired.name() {
                 continue;
             }
@@ -181,7 +182,7 @@ impl Service {
                 break;
             }
             let failures: Vec<String> = self
-                .store
+                .skills
                 .skill_failures(&skill.id, FAILURES_GIVEN)
                 .await?
                 .into_iter()
@@ -190,7 +191,7 @@ impl Service {
             if failures.is_empty() {
                 continue;
             }
-            let pending = self.store.setting(&edit_key(&skill.id), now).await?;
+            let pending = self.settings.setting(&edit_key(&skill.id), now).await?;
             if PendingEdit::from_setting(pending.as_deref())
                 .is_some_and(|p| p.from_version == skill.version)
             {
@@ -200,7 +201,7 @@ impl Service {
                 continue;
             };
             let rejected: Vec<Rejected> = self
-                .store
+                .skills
                 .skill_edits(&skill.id, REJECTED_SHOWN * 2)
                 .await?
                 .into_iter()
@@ -239,7 +240,7 @@ impl Service {
                 }
             };
             let cost = estimate_usd(&model_name, reply.usage);
-            self.store
+            self.audit_log
                 .append_audit(loop_audit(
                     "improve-model-call",
                     &skill.source_namespace,
@@ -279,7 +280,7 @@ impl Service {
         now: Timestamp,
     ) -> std::result::Result<JudgedEdit, ScoreError> {
         let raw = self
-            .store
+            .settings
             .setting(&edit_key(&skill.id), now)
             .await
             .map_err(unavailable)?;
@@ -287,7 +288,7 @@ impl Service {
             .filter(|p| p.from_version == skill.version)
             .ok_or_else(|| ProbeRefusal::NoPendingEdit(skill.id.clone()))?;
         let baseline = self
-            .store
+            .skills
             .evaluations(&skill.id)
             .await
             .map_err(unavailable)?
@@ -376,7 +377,7 @@ impl Service {
                 at: now,
             };
             if self
-                .store
+                .skills
                 .accept_skill_edit(row, body, audit)
                 .await
                 .map_err(unavailable)?
@@ -389,7 +390,7 @@ impl Service {
                 );
             }
         } else {
-            self.store
+            self.skills
                 .record_skill_edit(row, audit)
                 .await
                 .map_err(unavailable)?;
@@ -401,7 +402,7 @@ impl Service {
             json!({"skill": skill.id, "accepted": accepted}),
             now,
         );
-        self.store
+        self.settings
             .change_settings(&[SettingChange::delete(edit_key(&skill.id))], cleared, now)
             .await
             .map_err(unavailable)?;
@@ -428,10 +429,11 @@ impl Service {
     pub(crate) async fn propose_edit_action(
         &self,
         caller: &Caller,
-        ns: Option<&str>,
-        skill_id: Option<&str>,
-        ops: Option<Vec<EditOp>>,
+        a: &super::RunArgs,
     ) -> Result<Value> {
+        let ns = a.namespace.as_ref().map(|n| n.as_str());
+        let skill_id = a.skill.as_ref().map(|s| s.as_str());
+        let ops: Option<Vec<EditOp>> = a.ops.clone();
         let name = "propose_edit";
         let refuse = |why: String| Ok(json!({"ok": false, "action": name, "refusal": why}));
         let now = self.now();
@@ -446,18 +448,18 @@ impl Service {
         let Some(ops) = ops else {
             return refuse("propose_edit needs ops: [{op: add|delete|replace, line, text}]".into());
         };
-        let Some(skill) = self.store.skill(skill_id).await? else {
+        let Some(skill) = self.skills.skill(skill_id).await? else {
             return refuse(format!("no skill {skill_id}."));
         };
         if skill.status == SkillStatus::Retired.name() {
             return refuse(format!("{skill_id} is retired: it is not edited"));
         }
-        if self.store.skill_failures(&skill.id, 1).await?.is_empty() {
+        if self.skills.skill_failures(&skill.id, 1).await?.is_empty() {
             return refuse(format!(
                 "{skill_id} has no failure notes: an edit answers a failure"
             ));
         }
-        let pending = self.store.setting(&edit_key(&skill.id), now).await?;
+        let pending = self.settings.setting(&edit_key(&skill.id), now).await?;
         if PendingEdit::from_setting(pending.as_deref())
             .is_some_and(|p| p.from_version == skill.version)
         {

@@ -14,13 +14,14 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::ImproveCx;
 use super::night::loop_audit;
 use super::score::ScoreError;
 use crate::error::Result;
 use crate::improve::judging::LOOP_ACTOR;
 use crate::improve::report::{ReportRefusal, verify_envelope};
 use crate::ports::{Expect, SettingChange, SkillEvaluationRow, SkillRow};
-use crate::service::Service;
+use crate::service::Area as _;
 use crate::skills::offer::namespaces_admit;
 use crate::skills::probe::{
     CADENCE_KEY, LAST_CYCLE_KEY, MAX_PROBES_PER_CYCLE, PROBE_WORKFLOW, PROBES_PATH, PendingEdit,
@@ -75,11 +76,11 @@ pub(crate) fn lifecycle_rows(rows: &[SkillEvaluationRow]) -> Vec<Evaluation> {
     out
 }
 
-impl Service {
+impl ImproveCx<'_> {
     /// The evaluation step of the `improve` task: nothing unless a cycle is due.
     pub(crate) async fn skills_evaluate_tick(&self, now: Timestamp) -> Result<Value> {
-        let days = cadence_days(self.store.setting(CADENCE_KEY, now).await?.as_deref());
-        let last = self.store.setting(LAST_CYCLE_KEY, now).await?;
+        let days = cadence_days(self.settings.setting(CADENCE_KEY, now).await?.as_deref());
+        let last = self.settings.setting(LAST_CYCLE_KEY, now).await?;
         if !evaluation_due(last.as_deref(), days, now) {
             let next = last
                 .as_deref()
@@ -108,12 +109,12 @@ impl Service {
             params: json!({"cadence_days": days, "previous": last}),
             at: now,
         };
-        if !self.store.change_settings(&[claim], audit, now).await? {
+        if !self.settings.change_settings(&[claim], audit, now).await? {
             return Ok(json!({"cycle": "claimed by another replica"}));
         }
         let edits = self.propose_edits(now).await?;
         let skills: Vec<SkillRow> = self
-            .store
+            .skills
             .skills(None)
             .await?
             .into_iter()
@@ -123,10 +124,10 @@ impl Service {
         let mut not_evaluated = Vec::new();
         let mut errors = Vec::new();
         let mut skipped = 0usize;
-        for row in self.store.namespaces().await? {
+        for row in self.namespaces.namespaces().await? {
             let ns = row.namespace.as_str();
             let Some(probes) = self
-                .store
+                .docs
                 .document(ns, PROBES_PATH)
                 .await?
                 .and_then(|d| d.body)
@@ -157,7 +158,7 @@ impl Service {
             };
             for skill in applying {
                 let pending = PendingEdit::from_setting(
-                    self.store
+                    self.settings
                         .setting(&edit_key(&skill.id), now)
                         .await?
                         .as_deref(),
@@ -193,7 +194,7 @@ impl Service {
                                            "error": format!("dispatching {PROBE_WORKFLOW}: {e}")}));
                         continue;
                     }
-                    self.store
+                    self.audit_log
                         .append_audit(loop_audit(
                             "skill-probe-dispatched",
                             ns,
@@ -220,7 +221,7 @@ impl Service {
 
     /// Takes a signed probe report: the current version's evaluation (and the lifecycle), or
     /// the pending edit's measurement (`edit.rs`).
-    pub async fn improve_probe(
+    pub(crate) async fn improve_probe(
         &self,
         namespace: Option<&str>,
         timestamp: Option<&str>,
@@ -232,7 +233,7 @@ impl Service {
         let ns = verify_envelope(root, namespace, timestamp, signature, body, now)?;
         let report = parse_probe_report(ns, body)?;
         let skill = self
-            .store
+            .skills
             .skill(&report.skill)
             .await
             .map_err(unavailable)?
@@ -256,7 +257,7 @@ impl Service {
             .into());
         }
         let probes = self
-            .store
+            .docs
             .document(ns, PROBES_PATH)
             .await
             .map_err(unavailable)?
@@ -282,7 +283,7 @@ impl Service {
 
     /// Claims the report's `jti` in the namespace's replay scope (shared with score reports).
     async fn claim_probe_jti(&self, ns: &str, jti: &str) -> std::result::Result<(), ScoreError> {
-        match self.store.claim_nonce(ns, jti, self.now()).await {
+        match self.settings.claim_nonce(ns, jti, self.now()).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(ReportRefusal::Replayed(jti.to_owned()).into()),
             Err(e) => Err(ReportRefusal::ReplayUnknown(e.to_string()).into()),
@@ -309,7 +310,7 @@ impl Service {
                    "verdict": verdict.name()}),
             now,
         );
-        self.store
+        self.skills
             .record_evaluation(
                 SkillEvaluationRow {
                     skill: skill.id.clone(),
@@ -326,7 +327,7 @@ impl Service {
             .await
             .map_err(unavailable)?;
         let rows = self
-            .store
+            .skills
             .evaluations(&skill.id)
             .await
             .map_err(unavailable)?;
@@ -349,7 +350,7 @@ impl Service {
                 now,
             );
             let moved = self
-                .store
+                .skills
                 .set_skill_status(&skill.id, from.name(), to.name(), now, audit)
                 .await
                 .map_err(unavailable)?;

@@ -4,6 +4,7 @@
 //! restored (attempts live on branches, so the default branch never moved); the run is done
 //! with a summary note; then the drift gate may pause the namespace.
 
+use super::ImproveCx;
 use crate::error::Result;
 use crate::improve::judging::BestRecord;
 use crate::improve::keys::best_key;
@@ -11,15 +12,14 @@ use crate::improve::machine::{AttemptStatus, RunEvent, RunTally, drift_gate};
 use crate::improve::scores::parse_scores;
 use crate::improve::verdict::MetricMap;
 use crate::ports::{RepoHostError, RunRow};
-use crate::service::Service;
 use crate::service::improve::score::SCORES_PATH;
 use crate::time::Timestamp;
 
-impl Service {
+impl ImproveCx<'_> {
     /// The finalizing step: branches and pull requests put right, the run done, the gate.
     pub(crate) async fn finish_run(&self, run: &RunRow, now: Timestamp) -> Result<String> {
         let ns = run.namespace.as_str();
-        let attempts = self.store.attempts(&run.id).await?;
+        let attempts = self.runs.attempts(&run.id).await?;
         let mut problems = Vec::new();
         let mut open_prs = Vec::new();
         let repo = self.loop_repo(ns).await?;
@@ -57,7 +57,7 @@ impl Service {
             }
         }
         let best =
-            BestRecord::from_setting(self.store.setting(&best_key(ns), now).await?.as_deref());
+            BestRecord::from_setting(self.settings.setting(&best_key(ns), now).await?.as_deref());
         let t = run.tally;
         let mut note = format!(
             "{} attempts, {} kept, {} reverted",
@@ -100,14 +100,14 @@ impl Service {
         now: Timestamp,
     ) -> Result<Option<String>> {
         let recent: Vec<RunTally> = self
-            .store
+            .runs
             .runs(Some(ns), crate::improve::machine::DRIFT_WINDOW_RUNS)
             .await?
             .into_iter()
             .map(|r| r.tally)
             .collect();
         let scores = self
-            .store
+            .docs
             .document(ns, SCORES_PATH)
             .await?
             .and_then(|d| d.body)

@@ -1,20 +1,25 @@
-//! `improve_status` and `improve_run`. The status reports the loop (mode, budget and spend,
-//! each namespace's live run, pin, best record and counts), the queue per namespace and every
-//! agent with its measured record. The control actions (mode, pause, unpause, budget, the
-//! driver lease, a read-only operator key, policy signing) are here; opening a run and the
-//! subscription driver's attempt are `night.rs` and `attempts.rs`, the tick's loop step
-//! `night.rs`, finishing a run `finish.rs`.
-//! The status itself is `status.rs` (its `autonomy` block `service::autonomy::status`); the
-//! roster, cadence and tick actions are `roster.rs`, signing `sign.rs`, the agent inventory
-//! `inventory.rs`, the skill actions `skills.rs`, the tools' registry entries `registered.rs`.
+//! `improve_status` and `improve_run`, and the self-improvement loop behind them. The status
+//! reports the loop (mode, budget and spend, each namespace's live run, pin, best record and
+//! counts), the queue per namespace and every agent with its measured record.
+//!
+//! Every `improve_run` action is dispatched by one table ([`ImproveCx::improve_run`]) to a
+//! handler on [`ImproveCx`], which holds only the role ports the wing uses (never the
+//! composite store): the control actions (mode, pause, unpause, budget, the driver lease, a
+//! read-only operator key) are here; opening a run `run.rs`, the subscription driver's
+//! attempt `attempts.rs`, its skill proposals `abstraction.rs` and edits `edit.rs`, the
+//! tick's loop step `night.rs`, finishing a run `finish.rs`, the scorer path `score.rs`
+//! and the evaluation cycle `evaluate.rs`. The status is `status.rs` (its `autonomy` block
+//! `service::autonomy::status`); roster and cadence `roster.rs`, signing `sign.rs`, pins
+//! `pin.rs`, the agent inventory `inventory.rs`, the skill actions `skills.rs`, the tools'
+//! registry entries `registered.rs`. Action `tick` asks the scheduler through [`Ticker`].
 
 use crate::service::Area;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Confirmer;
 use super::args::{Bounded, DocPathArg, NamespaceArg};
-use super::{Confirmer, Service};
 
 mod abstraction;
 mod attempts;
@@ -46,9 +51,11 @@ use crate::time::Timestamp;
 pub use evaluate::ProbeAnswer;
 pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 
-/// What the improve area's handlers reach: the loop's settings and tables, the queue (its
-/// counts and records), documents (reports, policies), agents, the audit log, ids and the
-/// signing secret.
+/// What the improve area's handlers and the loop reach: the loop's settings and tables, the
+/// queue (its counts and records), documents (reports, policies), agents, the audit log,
+/// skills and their sources, the repository host, the model, the holdout store, the
+/// scheduler's on-demand tick, ids and the signing secret. Each a role port: no handler
+/// holds the composite store (`service::areas`).
 #[derive(Clone, Copy)]
 pub struct ImproveCx<'a> {
     /// Settings (mode, budget, pauses, leases).
@@ -77,6 +84,27 @@ pub struct ImproveCx<'a> {
     pub clock: &'a dyn crate::time::Clock,
     /// The loop's time zone.
     pub zone: &'a crate::improve::night::LoopZone,
+    /// The sources skills are abstracted from (kept attempts, verified jobs).
+    pub skill_sources: &'a dyn crate::ports::SkillSourceStore,
+    /// The repository host the loop pushes attempts to and reads heads from.
+    pub repo_host: &'a Option<std::sync::Arc<dyn crate::ports::RepoHost>>,
+    /// The model `api` mode asks.
+    pub model: &'a Option<std::sync::Arc<dyn crate::ports::ModelClient>>,
+    /// The holdout store (only the scorer path and the holdout credential reach it).
+    pub holdout: &'a Option<crate::improve::holdout::HoldoutStore>,
+    /// The scheduler, asked to run its due tasks now (action `tick`).
+    pub ticker: &'a dyn Ticker,
+}
+
+/// The scheduler's on-demand run, as the improve area asks for it: the leader's periodic
+/// tasks are the service's maintenance, reached through this one method, never held.
+pub trait Ticker: Send + Sync {
+    /// Runs the due periodic tasks now, or only `task`, and audits it as `caller`'s.
+    fn tick<'a>(
+        &'a self,
+        caller: &'a Caller,
+        task: Option<&'a str>,
+    ) -> crate::service::registry::ToolFuture<'a>;
 }
 
 impl super::Area for ImproveCx<'_> {
@@ -256,15 +284,17 @@ impl ImproveCx<'_> {
         let ns = a.namespace.as_ref().map(|n| n.as_str().to_owned());
         let name = action.name().to_owned();
         let dry = a.dry_run == Some(true);
+        // The one table: every action's handler is on this context.
         match action {
-            // The registry entry opens runs and takes attempts on the service (they reach the
-            // repository host and the model) before this context is built.
-            RunAction::Run
-            | RunAction::Attempt
-            | RunAction::ProposeSkill
-            | RunAction::ProposeEdit => Err(Error::Internal(format!(
-                "improve_run {name} is dispatched by its registry entry"
-            ))),
+            RunAction::Run => self.run_action(caller, &a).await,
+            RunAction::Attempt => self.report_attempt(caller, &a).await,
+            RunAction::ProposeSkill => self.propose_skill(caller, &a).await,
+            RunAction::ProposeEdit => self.propose_edit_action(caller, &a).await,
+            RunAction::Tick => {
+                self.ticker
+                    .tick(caller, a.task.as_ref().map(|t| t.as_str()))
+                    .await
+            }
             RunAction::Mode => {
                 let value = a.value.as_ref().map(|v| v.as_str()).unwrap_or("");
                 let Some(mode) = ImproveMode::parse(value) else {
@@ -499,10 +529,6 @@ impl ImproveCx<'_> {
                 )
                 .await
             }
-            // The registry entry runs a tick on the service before this context is built.
-            RunAction::Tick => Err(Error::Internal(
-                "improve_run tick is dispatched by its registry entry".into(),
-            )),
         }
     }
 }

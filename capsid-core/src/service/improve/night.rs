@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use super::ImproveCx;
 use super::month_start;
 use crate::autonomy::watcher::LOOP_PAUSE_PREFIX;
 use crate::error::{Error, Result};
@@ -23,7 +24,7 @@ use crate::ports::{
     RunUpdate,
 };
 use crate::repos::{resolve_repo, stored_repos};
-use crate::service::Service;
+use crate::service::Area as _;
 use crate::service::improve::score::SCORES_PATH;
 use crate::time::Timestamp;
 
@@ -50,18 +51,22 @@ pub(crate) fn loop_audit(
     }
 }
 
-impl Service {
+impl ImproveCx<'_> {
     /// The loop's mode as stored (unset or unreadable: off).
     pub(crate) async fn loop_mode(&self, now: Timestamp) -> Result<ImproveMode> {
         Ok(ImproveMode::from_setting(
-            self.store.setting(IMPROVE_MODE_KEY, now).await?.as_deref(),
+            self.settings
+                .setting(IMPROVE_MODE_KEY, now)
+                .await?
+                .as_deref(),
         ))
     }
 
     /// Why the month's spend stops the loop, if it does (reference 8.4).
     pub(crate) async fn over_budget(&self, now: Timestamp) -> Result<Option<String>> {
-        let caps = BudgetCaps::from_setting(self.store.setting(BUDGET_KEY, now).await?.as_deref());
-        let totals = self.store.run_totals(Some(month_start(now))).await?;
+        let caps =
+            BudgetCaps::from_setting(self.settings.setting(BUDGET_KEY, now).await?.as_deref());
+        let totals = self.improve.run_totals(Some(month_start(now))).await?;
         let spend = MonthSpend {
             ci_minutes: totals.iter().map(|t| t.ci_minutes).sum(),
             cost_usd: totals.iter().map(|t| t.cost_usd).sum(),
@@ -77,14 +82,14 @@ impl Service {
         now: Timestamp,
     ) -> Result<std::result::Result<crate::improve::ScoresDoc, String>> {
         let over = self.over_budget(now).await?;
-        let roster = Roster::from_setting(self.store.setting(ROSTER_KEY, now).await?.as_deref());
-        let paused = self.store.setting(&paused_key(ns), now).await?;
+        let roster = Roster::from_setting(self.settings.setting(ROSTER_KEY, now).await?.as_deref());
+        let paused = self.settings.setting(&paused_key(ns), now).await?;
         let scores = self
-            .store
+            .docs
             .document(ns, SCORES_PATH)
             .await?
             .and_then(|d| d.body);
-        let pin = self.store.setting(&anchor_key(ns), now).await?;
+        let pin = self.settings.setting(&anchor_key(ns), now).await?;
         Ok(may_run(&Standing {
             namespace: ns,
             mode,
@@ -98,7 +103,7 @@ impl Service {
 
     /// The namespace's primary repository, if it maps one.
     pub(crate) async fn loop_repo(&self, ns: &str) -> Result<Option<RepoRef>> {
-        let Some(row) = self.store.namespace(ns).await? else {
+        let Some(row) = self.namespaces.namespace(ns).await? else {
             return Ok(None);
         };
         let list = stored_repos(ns, row.repos.as_deref()).unwrap_or_default();
@@ -109,7 +114,7 @@ impl Service {
     pub(crate) async fn improve_loop_tick(&self) -> Result<Value> {
         let now = self.now();
         let mode = self.loop_mode(now).await?;
-        let mut report = json!({"mode": mode.name(), "zone": self.loop_zone.name(),
+        let mut report = json!({"mode": mode.name(), "zone": self.zone.name(),
             "opened": [], "refused": [], "advanced": [], "errors": []});
         if mode == ImproveMode::Off {
             report["loop"] = json!("off");
@@ -132,17 +137,17 @@ impl Service {
             return Ok(report);
         }
         report["loop"] = json!("on");
-        if let Some(date) = opener_date(&self.loop_zone, now) {
+        if let Some(date) = opener_date(self.zone, now) {
             let roster =
-                Roster::from_setting(self.store.setting(ROSTER_KEY, now).await?.as_deref());
+                Roster::from_setting(self.settings.setting(ROSTER_KEY, now).await?.as_deref());
             for ns in roster.namespaces() {
                 let key = opener_key(ns);
-                let last = self.store.setting(&key, now).await?;
+                let last = self.settings.setting(&key, now).await?;
                 if last.as_deref() == Some(date.as_str()) {
                     continue;
                 }
                 if !self
-                    .store
+                    .settings
                     .compare_and_set_setting(&key, last.as_deref(), Some(&date), None, now)
                     .await?
                 {
@@ -185,8 +190,8 @@ impl Service {
     /// Every run that is neither done nor paused, one per namespace.
     async fn live_runs(&self) -> Result<Vec<RunRow>> {
         let mut out = Vec::new();
-        for row in self.store.namespaces().await? {
-            if let Some(run) = self.store.live_run(&row.namespace).await? {
+        for row in self.namespaces.namespaces().await? {
+            if let Some(run) = self.runs.live_run(&row.namespace).await? {
                 out.push(run);
             }
         }
@@ -225,7 +230,7 @@ impl Service {
             };
         }
         if let Some(why) = why {
-            self.store
+            self.audit_log
                 .append_audit(loop_audit(
                     "improve-run-refused",
                     ns,
@@ -262,7 +267,7 @@ impl Service {
             json!({"run": id, "mode": mode.name(), "condition": condition.name(), "base_sha": base_sha}),
             now,
         );
-        match self.store.open_run(new, audit).await? {
+        match self.runs.open_run(new, audit).await? {
             RunOpened::Opened(row) => {
                 let row = *row;
                 if mode == ImproveMode::Subscription {
@@ -301,7 +306,7 @@ impl Service {
                 RunStatus::Done | RunStatus::Paused => "nothing: the run is over".into(),
             }
         };
-        let after = self.store.run(&run.id).await?;
+        let after = self.runs.run(&run.id).await?;
         out["to"] = json!(after.map(|r| r.status.as_str()));
         out["did"] = json!(did);
         Ok(out)
@@ -330,7 +335,7 @@ impl Service {
             audits,
             ..Advance::default()
         };
-        Ok(match self.store.advance(advance).await? {
+        Ok(match self.runs.advance(advance).await? {
             Advanced::Applied => format!("{} → {}", run.status, at),
             Advanced::Lost => "another tick moved the run first".into(),
         })
@@ -348,7 +353,7 @@ impl Service {
     pub(crate) async fn pause_namespace(&self, ns: &str, why: &str, now: Timestamp) -> Result<()> {
         let reason = format!("{LOOP_PAUSE_PREFIX} {why}");
         let audit = loop_audit("improve-pause", ns, None, json!({"reason": reason}), now);
-        self.store
+        self.settings
             .change_settings(
                 &[crate::ports::SettingChange::put(paused_key(ns), reason)],
                 audit,
@@ -387,7 +392,7 @@ impl Service {
                 )
                 .await;
         };
-        let Some(a) = self.store.attempt(current).await? else {
+        let Some(a) = self.runs.attempt(current).await? else {
             return Ok(format!("the attempt in flight ({current}) is missing"));
         };
         match a.dispatched_at {
@@ -405,7 +410,7 @@ impl Service {
         expire: bool,
         now: Timestamp,
     ) -> Result<String> {
-        let Some(a) = self.store.attempt(current).await? else {
+        let Some(a) = self.runs.attempt(current).await? else {
             return Ok(format!("the attempt in flight ({current}) is missing"));
         };
         let params = json!({"run": run.id, "attempt": a.id,
@@ -480,7 +485,7 @@ impl Service {
             audits,
             ..Advance::default()
         };
-        if self.store.advance(advance).await? == Advanced::Lost {
+        if self.runs.advance(advance).await? == Advanced::Lost {
             return Ok("another writer moved the run first".into());
         }
         self.discard_branch(&run.namespace, a.branch.as_deref().unwrap_or_default())
@@ -547,21 +552,21 @@ fn push(list: &mut Value, item: Value) {
     }
 }
 
-impl Service {
+impl ImproveCx<'_> {
     /// The model a stage asks, from its setting.
     pub(crate) async fn stage_model(
         &self,
         stage: crate::improve::models::Stage,
         now: Timestamp,
     ) -> Result<String> {
-        let stored = self.store.setting(&stage.setting_key(), now).await?;
+        let stored = self.settings.setting(&stage.setting_key(), now).await?;
         Ok(crate::improve::models::model_for(stage, stored.as_deref()))
     }
 
     /// Subscription mode: the signed task document of a run just opened.
     async fn write_task_for(&self, run: &RunRow, now: Timestamp) -> Result<()> {
-        let (date, _) = self.loop_zone.local(now);
-        self.improve().write_task_document(run, &date).await?;
+        let (date, _) = self.zone.local(now);
+        self.write_task_document(run, &date).await?;
         Ok(())
     }
 }

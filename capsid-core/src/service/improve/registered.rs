@@ -1,5 +1,6 @@
 //! The improve tools as the registry serves them.
 use super::*;
+use crate::service::Areas;
 use crate::service::registry::{Tool, ToolFuture};
 use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup, ToolSpec, action};
 
@@ -93,42 +94,8 @@ impl Tool for ImproveRun {
         "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status), propose_skill (the subscription driver proposes a skill from a kept attempt or a verified job), propose_edit (the subscription driver's bounded skill edit).",
     )
     .ok_false_refusals();
-    fn run<'a>(s: &'a Service, c: &'a Caller, a: RunArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
-        Box::pin(async move {
-            match a.action.unwrap_or(RunAction::Run) {
-                RunAction::Tick => {
-                    return s.improve_tick(c, a.task.as_ref().map(|t| t.as_str())).await;
-                }
-                RunAction::Run => return s.run_action(c, &a).await,
-                RunAction::ProposeSkill => {
-                    let (ns, kind) = (a.namespace.as_ref(), a.source_kind.as_ref());
-                    let id = a.source_id.as_ref().map(|i| i.as_str());
-                    let (ns, kind) = (ns.map(|n| n.as_str()), kind.map(|k| k.as_str()));
-                    let proposal = a.proposal.clone().map(Value::Object);
-                    return s.propose_skill(c, ns, kind, id, proposal.as_ref()).await;
-                }
-                RunAction::Attempt => {
-                    return s
-                        .report_attempt(
-                            c,
-                            a.namespace.as_ref().map(|n| n.as_str()),
-                            a.head_sha.as_ref().map(|h| h.as_str()),
-                            a.summary.as_ref().map(|h| h.as_str()),
-                            a.skill.as_ref().map(|h| h.as_str()),
-                        )
-                        .await;
-                }
-                RunAction::ProposeEdit => {
-                    let (ns, skill) = (
-                        a.namespace.as_ref().map(|n| n.as_str()),
-                        a.skill.as_ref().map(|x| x.as_str()),
-                    );
-                    return s.propose_edit_action(c, ns, skill, a.ops.clone()).await;
-                }
-                _ => {}
-            }
-            s.improve().improve_run(c, a, k).await
-        })
+    fn run<'a>(s: Areas<'a>, c: &'a Caller, a: RunArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
+        Box::pin(async move { s.improve().improve_run(c, a, k).await })
     }
 }
 
@@ -143,12 +110,7 @@ impl Tool for ImproveStatus {
         Fixed(Rule::read()),
         "Queue, agents and loop status per namespace.",
     );
-    fn run<'a>(
-        s: &'a Service,
-        c: &'a Caller,
-        a: StatusArgs,
-        k: &'a dyn Confirmer,
-    ) -> ToolFuture<'a> {
+    fn run<'a>(s: Areas<'a>, c: &'a Caller, a: StatusArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
         Box::pin(async move { s.improve().improve_status(c, a, k).await })
     }
 }

@@ -12,7 +12,7 @@ use crate::improve::keys::ROSTER_KEY;
 use crate::improve::roster::Roster;
 use crate::ports::{Expect, SettingChange};
 use crate::schedule::Task;
-use crate::service::{Area, Service, require_namespace, to_json};
+use crate::service::{Area, require_namespace};
 use crate::time::{DAY_MS, MINUTE_MS};
 
 impl ImproveCx<'_> {
@@ -128,31 +128,5 @@ impl ImproveCx<'_> {
                 .await?;
         }
         Ok(answer(minutes, dry))
-    }
-}
-
-impl Service {
-    /// `improve_run` action `tick`: the due periodic tasks now, or only `task`.
-    pub(crate) async fn improve_tick(&self, caller: &Caller, task: Option<&str>) -> Result<Value> {
-        let task = task
-            .map(Task::parse)
-            .transpose()
-            .map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
-        let report = self.tick_now(task).await?;
-        let ran: Vec<&str> = report.ran.iter().map(|r| r.task).collect();
-        let now = self.now();
-        self.store
-            .append_audit(crate::ports::AuditEntry {
-                actor: caller.actor(),
-                action: "improve-tick".into(),
-                namespace: None,
-                path: None,
-                params: json!({"task": task.map(Task::name), "ran": ran}),
-                at: now,
-            })
-            .await?;
-        Ok(
-            json!({"ok": true, "action": "tick", "task": task.map(Task::name), "report": to_json(&report)?}),
-        )
     }
 }

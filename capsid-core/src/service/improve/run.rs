@@ -4,12 +4,13 @@
 
 use serde_json::{Value, json};
 
+use super::ImproveCx;
 use crate::error::{Error, Result};
 use crate::improve::keys::ROSTER_KEY;
 use crate::improve::roster::{ImproveMode, Roster, RunCondition};
-use crate::service::Service;
+use crate::service::Area as _;
 
-impl Service {
+impl ImproveCx<'_> {
     /// `improve_run` action `run`: opens a run now for one roster namespace, or for every
     /// roster namespace the caller may reach; `dry_run` answers who may run without opening.
     pub(crate) async fn run_action(
@@ -31,7 +32,7 @@ impl Service {
                 "the loop is off: improve_run action mode with value subscription or api turns it on",
             ));
         }
-        let roster = Roster::from_setting(self.store.setting(ROSTER_KEY, now).await?.as_deref());
+        let roster = Roster::from_setting(self.settings.setting(ROSTER_KEY, now).await?.as_deref());
         let targets: Vec<String> = match &a.namespace {
             Some(ns) => vec![ns.as_str().to_owned()],
             None => roster

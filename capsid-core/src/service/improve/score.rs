@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::ImproveCx;
 use crate::error::{Error, Result};
 use crate::improve::holdout::{
     HOLDOUT_TOKEN_TTL_MS, HoldoutStore, holdout_prefix, holdout_token_allows, mint_holdout_token,
@@ -21,7 +22,7 @@ use crate::improve::report::{
 };
 use crate::improve::verify_anchor_pin;
 use crate::ports::{Advanced, BlobReader, BlobStore};
-use crate::service::Service;
+use crate::service::{Area as _, Service};
 
 /// The scores document of a namespace.
 pub const SCORES_PATH: &str = "improve/scores.md";
@@ -152,6 +153,55 @@ impl Service {
         self
     }
 
+    /// `POST /improve/score`: takes a signed score report and judges the attempt it names
+    /// (the improve area's scorer path).
+    pub async fn improve_score(
+        &self,
+        namespace: Option<&str>,
+        timestamp: Option<&str>,
+        signature: Option<&str>,
+        body: &[u8],
+    ) -> std::result::Result<ScoreAnswer, ScoreError> {
+        self.improve()
+            .improve_score(namespace, timestamp, signature, body)
+            .await
+    }
+
+    /// `POST /improve/holdout-credential`: a one-hour read-only credential for the
+    /// namespace's holdout prefix, for a request signed as a score report is.
+    pub async fn holdout_credential(
+        &self,
+        namespace: Option<&str>,
+        timestamp: Option<&str>,
+        signature: Option<&str>,
+        body: &[u8],
+    ) -> std::result::Result<HoldoutCredential, ScoreError> {
+        self.improve()
+            .holdout_credential(namespace, timestamp, signature, body)
+            .await
+    }
+
+    /// Opens `key` of the holdout store for the holder of a token from
+    /// [`Service::holdout_credential`].
+    pub async fn read_holdout_object(&self, token: &str, key: &str) -> Result<Box<dyn BlobReader>> {
+        self.improve().read_holdout_object(token, key).await
+    }
+
+    /// `POST /improve/probe`: a signed skill probe's answer (the evaluation cycle).
+    pub async fn improve_probe(
+        &self,
+        namespace: Option<&str>,
+        timestamp: Option<&str>,
+        signature: Option<&str>,
+        body: &[u8],
+    ) -> std::result::Result<super::ProbeAnswer, ScoreError> {
+        self.improve()
+            .improve_probe(namespace, timestamp, signature, body)
+            .await
+    }
+}
+
+impl ImproveCx<'_> {
     fn holdout(&self) -> std::result::Result<&HoldoutStore, ScoreError> {
         self.holdout.as_ref().ok_or_else(|| {
             ScoreError::Unavailable("no holdout store is configured (CAPSID_HOLDOUT_URL)".into())
@@ -164,7 +214,7 @@ impl Service {
         namespace: &str,
         jti: &str,
     ) -> std::result::Result<(), ScoreError> {
-        match self.store.claim_nonce(namespace, jti, self.now()).await {
+        match self.settings.claim_nonce(namespace, jti, self.now()).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(ReportRefusal::Replayed(jti.to_owned()).into()),
             Err(e) => Err(ReportRefusal::ReplayUnknown(e.to_string()).into()),
@@ -172,7 +222,7 @@ impl Service {
     }
 
     /// Takes a signed score report and judges the attempt it names.
-    pub async fn improve_score(
+    pub(crate) async fn improve_score(
         &self,
         namespace: Option<&str>,
         timestamp: Option<&str>,
@@ -191,13 +241,14 @@ impl Service {
             .map_err(blob_unavailable)?;
         let pass_rate = holdout_pass_rate(&report, manifest.as_ref())?;
 
-        let store = &self.store;
-        let attempt = store
+        let attempt = self
+            .runs
             .attempt(&report.attempt_id)
             .await
             .map_err(unavailable("the attempts table"))?;
         let run = match &attempt {
-            Some(a) => store
+            Some(a) => self
+                .runs
                 .run(&a.run_id)
                 .await
                 .map_err(unavailable("the runs table"))?,
@@ -207,26 +258,29 @@ impl Service {
         let (Some(attempt), Some(run)) = (attempt, run) else {
             return Err(JudgeRefusal::NoAttempt(report.attempt_id.clone(), ns.to_owned()).into());
         };
-        let scores_md = store
+        let scores_md = self
+            .docs
             .document(ns, SCORES_PATH)
             .await
             .map_err(unavailable("the documents table"))?
             .and_then(|d| d.body)
             .ok_or_else(|| ScoreError::Scores(format!("{ns}/{SCORES_PATH} does not exist")))?;
-        let pinned = store
+        let pinned = self
+            .settings
             .setting(&anchor_key(ns), now)
             .await
             .map_err(unavailable("the settings table"))?;
         let doc = verify_anchor_pin(ns, &scores_md, pinned.as_deref())
             .map_err(|e| ScoreError::Scores(e.to_string()))?;
         let best = BestRecord::from_setting(
-            store
+            self.settings
                 .setting(&best_key(ns), now)
                 .await
                 .map_err(unavailable("the settings table"))?
                 .as_deref(),
         );
-        let baseline = store
+        let baseline = self
+            .runs
             .scores(&run.id, None)
             .await
             .map_err(unavailable("the scores table"))?
@@ -245,7 +299,8 @@ impl Service {
             },
             now,
         )?;
-        match store
+        match self
+            .runs
             .advance(judged.advance)
             .await
             .map_err(unavailable("the runs table"))?
@@ -294,7 +349,7 @@ impl Service {
                 params: serde_json::json!({"skill": skill, "attempt": attempt.id}),
                 at: now,
             };
-            if let Err(e) = self.store.record_skill_failure(row, audit).await {
+            if let Err(e) = self.skills.record_skill_failure(row, audit).await {
                 skill_note = Some(format!("skill {skill}: failure note not written: {e}"));
             }
         }
@@ -315,7 +370,7 @@ impl Service {
 
     /// Mints a one-hour read-only credential for the namespace's holdout prefix, for a
     /// request signed as a score report is, body `{"jti": "<unique>"}`.
-    pub async fn holdout_credential(
+    pub(crate) async fn holdout_credential(
         &self,
         namespace: Option<&str>,
         timestamp: Option<&str>,
@@ -354,7 +409,11 @@ impl Service {
     /// Opens `key` of the holdout store for the holder of a token from
     /// [`Service::holdout_credential`]: `Forbidden` unless the token is live and `key` lies
     /// under the token's namespace prefix.
-    pub async fn read_holdout_object(&self, token: &str, key: &str) -> Result<Box<dyn BlobReader>> {
+    pub(crate) async fn read_holdout_object(
+        &self,
+        token: &str,
+        key: &str,
+    ) -> Result<Box<dyn BlobReader>> {
         let Some(root) = self.config.signing_secret.as_deref() else {
             return Err(Error::Unavailable(
                 "the signing secret is not configured".to_owned(),

@@ -60,16 +60,6 @@ impl ImproveCx<'_> {
         }))
     }
 
-    /// A skill's instruction body, empty when its document is missing.
-    async fn skill_body(&self, skill: &SkillRow) -> Result<String> {
-        Ok(self
-            .docs
-            .document(&skill.source_namespace, &skill.body_ref)
-            .await?
-            .and_then(|d| d.body)
-            .unwrap_or_default())
-    }
-
     /// The open merge proposals among the live skills `caller` may read (of `namespace`'s
     /// panel, when one is named), without the pairs a human rejected.
     pub(crate) async fn open_merge_proposals(
@@ -87,7 +77,7 @@ impl ImproveCx<'_> {
             .collect();
         let mut bodies = Vec::with_capacity(live.len());
         for s in &live {
-            bodies.push(self.skill_body(s).await?);
+            bodies.push(self.skill_body(s).await?.unwrap_or_default());
         }
         let inputs: Vec<MergeInput<'_>> = live
             .iter()
@@ -171,8 +161,8 @@ impl ImproveCx<'_> {
         };
         let pair = pair_name(&kept.id, &retired.id);
         let (kb, rb) = (
-            self.skill_body(&kept).await?,
-            self.skill_body(&retired).await?,
+            self.skill_body(&kept).await?.unwrap_or_default(),
+            self.skill_body(&retired).await?.unwrap_or_default(),
         );
         let (Some(ks), Some(rs)) = (
             SkillStatus::parse(&kept.status),

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::args::{Bounded, NamespaceArg};
-use super::{Confirmer, Service, to_json};
+use super::{Confirmer, to_json};
 use crate::caller::Caller;
 use crate::docs::bounds;
 use crate::error::{Error, Result};
@@ -460,6 +460,7 @@ impl JobsCx<'_> {
 mod registered {
     //! `jobs` as the registry serves it.
     use super::*;
+    use crate::service::Areas;
     use crate::service::registry::{Tool, ToolFuture};
     use crate::tools::{Requirement, Rule, ToolGroup, ToolSpec, action};
 
@@ -490,7 +491,7 @@ mod registered {
         )
         .ok_false_refusals();
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: JobsArgs,
             k: &'a dyn Confirmer,

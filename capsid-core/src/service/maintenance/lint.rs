@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::ports::{DocumentWrite, StoreError, WriteGuard};
 use crate::service::args::{DocPathArg, NamespaceArg};
 use crate::service::registry::REGISTRY;
-use crate::service::{Confirmer, Service, to_json};
+use crate::service::{Confirmer, to_json};
 
 /// `lint`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -289,6 +289,7 @@ impl MaintenanceCx<'_> {
 mod registered {
     //! `lint` as the registry serves it.
     use super::*;
+    use crate::service::Areas;
     use crate::service::registry::{Tool, ToolFuture};
     use crate::tools::{Confirmation, Requirement, Rule, ToolGroup::Maintenance, ToolSpec, action};
 
@@ -313,7 +314,7 @@ mod registered {
         .confirmed(Confirmation::ForActions(&["finalize"]))
         .destructive();
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: LintArgs,
             k: &'a dyn Confirmer,

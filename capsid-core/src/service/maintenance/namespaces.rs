@@ -15,8 +15,8 @@ use crate::error::{Error, Result};
 use crate::ports::StoreError;
 use crate::repos::{RepoEntry, is_repo_shape, parse_repos_list, require_single_primary};
 use crate::scope_args;
+use crate::service::Confirmer;
 use crate::service::args::{Bounded, NamespaceArg, ScopeArgs};
-use crate::service::{Confirmer, Service};
 
 /// `register_namespace`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -237,6 +237,7 @@ impl MaintenanceCx<'_> {
 mod registered {
     //! The namespace tools as the registry serves them.
     use super::*;
+    use crate::service::Areas;
     use crate::service::registry::{Tool, ToolFuture};
     use crate::tools::{Requirement::Fixed, Rule, ToolGroup::Maintenance, ToolSpec};
 
@@ -252,7 +253,7 @@ mod registered {
             "Register a new namespace with its repositories (exactly one labelled primary). Create-only.",
         );
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: RegisterArgs,
             k: &'a dyn Confirmer,
@@ -277,7 +278,7 @@ mod registered {
         )
         .destructive();
         fn run<'a>(
-            s: &'a Service,
+            s: Areas<'a>,
             c: &'a Caller,
             a: UpdateArgs,
             k: &'a dyn Confirmer,

@@ -4,9 +4,10 @@
 
 use crate::caller::Caller;
 use crate::scope::Flag;
+use crate::service::Areas;
+use crate::service::Confirmer;
 use crate::service::registry::{Tool, ToolFuture};
 use crate::service::repo::args::*;
-use crate::service::{Confirmer, Service};
 use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup::Repo, ToolSpec, action};
 
 /// `list_repo_tree`.
@@ -21,7 +22,7 @@ impl Tool for ListRepoTree {
         "List a directory of a mapped repository.",
     );
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: ListTreeArgs,
         k: &'a dyn Confirmer,
@@ -42,7 +43,7 @@ impl Tool for ReadRepoFile {
         "Read one file (path) or several (paths) from a mapped repository.",
     );
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: ReadFileArgs,
         k: &'a dyn Confirmer,
@@ -63,7 +64,7 @@ impl Tool for SearchCode {
         "Case-insensitive substring search over a mapped repository's files, paged with start.",
     );
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: SearchCodeArgs,
         k: &'a dyn Confirmer,
@@ -84,7 +85,7 @@ impl Tool for RepoRefs {
         "Branches (with ahead/behind and open PR), tags and open pull requests of a mapped repository.",
     );
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: RepoRefsArgs,
         k: &'a dyn Confirmer,
@@ -105,7 +106,7 @@ impl Tool for RepoHistory {
         "Commits on a ref, a base...head comparison, or one commit; patches only when asked.",
     );
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: RepoHistoryArgs,
         k: &'a dyn Confirmer,
@@ -126,7 +127,7 @@ impl Tool for CiStatus {
         "Recent workflow runs, and for the latest failure its failing jobs and steps (log tail for write-grant callers).",
     );
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: CiStatusArgs,
         k: &'a dyn Confirmer,
@@ -148,7 +149,7 @@ impl Tool for WriteRepoFile {
     )
     .destructive();
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: WriteFileArgs,
         k: &'a dyn Confirmer,
@@ -169,7 +170,7 @@ impl Tool for CreateBranch {
         "Create a branch off the default branch or another ref.",
     );
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: CreateBranchArgs,
         k: &'a dyn Confirmer,
@@ -189,12 +190,7 @@ impl Tool for OpenPr {
         Fixed(Rule::write()),
         "Open a pull request.",
     );
-    fn run<'a>(
-        s: &'a Service,
-        c: &'a Caller,
-        a: OpenPrArgs,
-        k: &'a dyn Confirmer,
-    ) -> ToolFuture<'a> {
+    fn run<'a>(s: Areas<'a>, c: &'a Caller, a: OpenPrArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
         Box::pin(async move { s.repo().open_pr(c, a, k).await })
     }
 }
@@ -212,7 +208,7 @@ impl Tool for DeleteRepoFile {
     )
     .destructive();
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: DeleteFileArgs,
         k: &'a dyn Confirmer,
@@ -241,7 +237,7 @@ impl Tool for ManagePr {
     )
     .destructive();
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: ManagePrArgs,
         k: &'a dyn Confirmer,
@@ -263,7 +259,7 @@ impl Tool for DeleteBranch {
     )
     .destructive();
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: DeleteBranchArgs,
         k: &'a dyn Confirmer,
@@ -284,7 +280,7 @@ impl Tool for CiDispatch {
         "Dispatch a workflow on a ref, or re-run a run's failed jobs (needs can_dispatch).",
     );
     fn run<'a>(
-        s: &'a Service,
+        s: Areas<'a>,
         c: &'a Caller,
         a: CiDispatchArgs,
         k: &'a dyn Confirmer,
