@@ -24,6 +24,7 @@ mod owner;
 mod proxies;
 mod restore;
 mod serve;
+mod service;
 mod skills;
 mod store_wait;
 mod test_clock;
@@ -92,6 +93,9 @@ enum Command {
     /// The admin console: `login` prints a one-time sign-in link for the local owner.
     #[command(subcommand)]
     Console(console::ConsoleCommand),
+    /// Run `serve` as a systemd service: `install` prints (or with --apply writes) its unit.
+    #[command(subcommand)]
+    Service(service::ServiceCommand),
 }
 
 fn main() -> ExitCode {
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
             Command::Improve(cmd) => improve::run(&cli.global, cmd).await,
             Command::Skills(cmd) => skills::run(&cli.global, cmd).await,
             Command::Console(cmd) => console::run(&cli.global, cmd).await,
+            Command::Service(cmd) => Ok(service::run(&cli.global, cmd)),
         }
     });
     match outcome {
