@@ -161,7 +161,7 @@ pub struct Annotations {
     pub destructive: bool,
     /// `idempotentHint`: repeating the call has no further effect.
     pub idempotent: bool,
-    /// `openWorldHint`: reaches outside Capsid (GitHub).
+    /// `openWorldHint`: reaches outside Capsid (GitHub, the model API).
     pub open_world: bool,
 }
 
@@ -182,6 +182,10 @@ pub struct ToolSpec {
     pub destructive: bool,
     /// How its non-scope refusals answer.
     pub refusals: RefusalShape,
+    /// Whether a call may reach outside Capsid (GitHub or the model API) beyond the repo group.
+    pub reaches_outside: bool,
+    /// Whether repeating a write with the same arguments has no further effect.
+    pub repeatable: bool,
 }
 
 impl ToolSpec {
@@ -201,6 +205,26 @@ impl ToolSpec {
             confirmation: Confirmation::Never,
             destructive: false,
             refusals: RefusalShape::ToolError,
+            reaches_outside: false,
+            repeatable: false,
+        }
+    }
+
+    /// The same tool, marked as one whose calls may reach GitHub or the model API
+    /// (`openWorldHint`; the repo group always does).
+    pub const fn open_world(self) -> ToolSpec {
+        ToolSpec {
+            reaches_outside: true,
+            ..self
+        }
+    }
+
+    /// The same tool, marked as a write whose repeat with the same arguments has no further
+    /// effect (`idempotentHint`; a read always is).
+    pub const fn idempotent(self) -> ToolSpec {
+        ToolSpec {
+            repeatable: true,
+            ..self
         }
     }
 
@@ -300,8 +324,8 @@ impl ToolSpec {
         Annotations {
             read_only,
             destructive: !read_only && self.destructive,
-            idempotent: read_only,
-            open_world: self.group == ToolGroup::Repo,
+            idempotent: read_only || self.repeatable,
+            open_world: self.group == ToolGroup::Repo || self.reaches_outside,
         }
     }
 }

@@ -103,6 +103,33 @@ fn read_only_hint_follows_the_grant() {
 }
 
 #[test]
+fn open_world_and_idempotent_hints_name_exactly_the_tools_they_should() {
+    // GitHub (the repo tools; jobs verifying evidence; lint gathering a repo's paths) or the
+    // model API and GitHub (improve_run's loop): nothing else leaves Capsid.
+    let outside: Vec<&str> = specs()
+        .filter(|t| t.annotations().open_world)
+        .map(|t| t.name)
+        .collect();
+    let mut expected: Vec<&str> = specs()
+        .filter(|t| t.group == ToolGroup::Repo)
+        .map(|t| t.name)
+        .chain(["jobs", "lint", "improve_run"])
+        .collect();
+    expected.sort_unstable();
+    let mut outside_sorted = outside.clone();
+    outside_sorted.sort_unstable();
+    assert_eq!(outside_sorted, expected);
+    // A write whose repeat changes nothing more; a write that adds each time is not.
+    for t in ["delete", "update_namespace", "delete_repo_file", "delete_branch", "create_branch"] {
+        let a = named(t).annotations();
+        assert!(a.idempotent && !a.read_only, "{t}");
+    }
+    for t in ["write", "checkpoint", "jobs", "open_pr", "write_repo_file", "improve_run"] {
+        assert!(!named(t).annotations().idempotent, "{t}");
+    }
+}
+
+#[test]
 fn confirmation_rules() {
     assert_eq!(named("write").confirmation, Confirmation::OnOverwrite);
     for t in ["delete", "move", "restore"] {

@@ -533,6 +533,7 @@ mod registered {
             Fixed(Rule::write()),
             "Delete a document (snapshotted first) and every link touching it. Needs confirm.",
         )
+        .idempotent()
         .confirmed(Confirmation::Always)
         .destructive();
         fn run<'a>(

@@ -93,6 +93,7 @@ impl Tool for ImproveRun {
         },
         "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status), propose_skill (the subscription driver proposes a skill from a kept attempt or a verified job), propose_edit (the subscription driver's bounded skill edit).",
     )
+    .open_world()
     .ok_false_refusals();
     fn run<'a>(s: Areas<'a>, c: &'a Caller, a: RunArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
         Box::pin(async move { s.improve().improve_run(c, a, k).await })

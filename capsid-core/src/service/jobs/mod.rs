@@ -489,6 +489,7 @@ mod registered {
             },
             "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit.",
         )
+    .open_world()
         .ok_false_refusals();
         fn run<'a>(
             s: Areas<'a>,

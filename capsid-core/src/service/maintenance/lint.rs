@@ -311,6 +311,7 @@ mod registered {
             },
             "Consolidation loop: mode gather (read-only packet), finalize (archive consumed episodic/source docs, needs confirm) or report (truth report).",
         )
+    .open_world()
         .confirmed(Confirmation::ForActions(&["finalize"]))
         .destructive();
         fn run<'a>(

@@ -276,6 +276,7 @@ mod registered {
             Fixed(Rule::write().admin_only(UPDATE_NAMESPACE_ADMIN_ONLY)),
             "Replace a namespace's repository mapping (exactly one labelled primary), or its runner settings for agent hosts (admin only).",
         )
+    .idempotent()
         .destructive();
         fn run<'a>(
             s: Areas<'a>,

@@ -168,7 +168,8 @@ impl Tool for CreateBranch {
         Repo,
         Fixed(Rule::write()),
         "Create a branch off the default branch or another ref.",
-    );
+    )
+    .idempotent();
     fn run<'a>(
         s: Areas<'a>,
         c: &'a Caller,
@@ -206,6 +207,7 @@ impl Tool for DeleteRepoFile {
         Fixed(Rule::write()),
         "Delete a file from a mapped repository (through a pull request by default).",
     )
+    .idempotent()
     .destructive();
     fn run<'a>(
         s: Areas<'a>,
@@ -257,6 +259,7 @@ impl Tool for DeleteBranch {
         Fixed(Rule::write()),
         "Delete a branch (never the default branch; improve/ branches and branches with open PRs need force).",
     )
+    .idempotent()
     .destructive();
     fn run<'a>(
         s: Areas<'a>,
