@@ -41,6 +41,9 @@ pub enum Error {
     /// A dependency (GitHub, the blob store) is not configured or not reachable.
     #[error("{0}")]
     Unavailable(String),
+    /// The client cancelled the call before it finished; nothing was changed.
+    #[error("{0}")]
+    Cancelled(String),
     /// The store cannot serve the call now (connection lost, pool exhausted, disk full):
     /// nothing was changed, and the same call may be retried once the store recovers. The
     /// HTTP adapter answers it with 503 and `Retry-After`.

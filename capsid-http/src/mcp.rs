@@ -23,9 +23,10 @@ use rmcp::model::{
     CompleteResult, CompletionInfo, ContentBlock, CustomRequest, CustomResult,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool, ToolAnnotations,
+    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
+    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -156,6 +157,23 @@ impl Confirmer for Elicitor<'_> {
             ) => Consent::Declined,
             Err(_) => Consent::Unsupported,
         }
+    }
+
+    async fn progress(&self, done: u64, total: Option<u64>, message: &str) {
+        let Some(token) = self.ctx.meta.get_progress_token() else {
+            return;
+        };
+        let mut note = ProgressNotificationParam::new(token, done as f64);
+        note.total = total.map(|t| t as f64);
+        note.message = Some(message.to_owned());
+        // A client gone away is not the call's failure: the answer still comes.
+        if let Err(e) = self.ctx.peer.notify_progress(note).await {
+            tracing::debug!(error = %e, "progress notification not sent");
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.ctx.ct.is_cancelled()
     }
 }
 

@@ -150,6 +150,13 @@ impl Metrics {
             .observe(seconds);
     }
 
+    /// The calls of `tool` that ended with `outcome` so far (what `/metrics` reports).
+    pub fn tool_call_count(&self, tool: &'static str, outcome: &'static str) -> u64 {
+        self.tool_calls
+            .get_or_create(&ToolLabels { tool, outcome })
+            .get()
+    }
+
     /// Counts one scheduler tick of `task`: not due, led by this replica, left to another
     /// replica, or failed.
     pub fn record_tick(&self, task: &'static str, result: &Result<TickReport, Error>) {

@@ -18,11 +18,25 @@ pub enum Consent {
     Unsupported,
 }
 
-/// Asks the human behind the client to confirm.
+/// The client's side of one call: asks the human behind it to confirm, tells it how far a
+/// long call is, and says whether it cancelled the call.
 #[async_trait]
 pub trait Confirmer: Send + Sync {
     /// Asks `message`; an error while asking counts as [`Consent::Unsupported`].
     async fn confirm(&self, message: &str) -> Consent;
+
+    /// Tells the client that a long call has done `done` of `total` (when known), in a short
+    /// `message`. Heard only by a client that asked for progress (an MCP `progressToken`);
+    /// `done` only grows. The default tells no one.
+    async fn progress(&self, done: u64, total: Option<u64>, message: &str) {
+        let _ = (done, total, message);
+    }
+
+    /// Whether the client cancelled the call (MCP `notifications/cancelled`): a long handler
+    /// stops at its next safe point, having written nothing half-way. The default never is.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// A confirmer for callers that cannot be asked (stateless HTTP, the CLI, tests).

@@ -31,7 +31,7 @@ pub const METRICS_SURFACE: &str = "metrics";
 pub const MAX_NAMESPACE_SERIES: usize = 500;
 
 /// Every outcome label a tool call can get.
-pub const OUTCOMES: [&str; 9] = [
+pub const OUTCOMES: [&str; 10] = [
     "ok",
     "refused",
     "denied",
@@ -40,6 +40,7 @@ pub const OUTCOMES: [&str; 9] = [
     "conflict",
     "unconfirmed",
     "unavailable",
+    "cancelled",
     "error",
 ];
 
@@ -93,6 +94,7 @@ pub fn outcome_label(result: &Result<Value>) -> &'static str {
         Err(Error::Conflict(_)) => "conflict",
         Err(Error::ConfirmationRequired(_) | Error::Declined(_)) => "unconfirmed",
         Err(Error::Unavailable(_) | Error::StoreUnavailable(_)) => "unavailable",
+        Err(Error::Cancelled(_)) => "cancelled",
         Err(Error::Internal(_)) => "error",
     }
 }
@@ -221,6 +223,7 @@ mod tests {
             (Err(Error::Conflict("x".into())), "conflict"),
             (Err(Error::ConfirmationRequired("x".into())), "unconfirmed"),
             (Err(Error::Declined("x".into())), "unconfirmed"),
+            (Err(Error::Cancelled("x".into())), "cancelled"),
             (Err(Error::Unavailable("x".into())), "unavailable"),
             (Err(Error::StoreUnavailable("x".into())), "unavailable"),
             (Err(Error::Internal("x".into())), "error"),

@@ -120,11 +120,24 @@ fn open_world_and_idempotent_hints_name_exactly_the_tools_they_should() {
     outside_sorted.sort_unstable();
     assert_eq!(outside_sorted, expected);
     // A write whose repeat changes nothing more; a write that adds each time is not.
-    for t in ["delete", "update_namespace", "delete_repo_file", "delete_branch", "create_branch"] {
+    for t in [
+        "delete",
+        "update_namespace",
+        "delete_repo_file",
+        "delete_branch",
+        "create_branch",
+    ] {
         let a = named(t).annotations();
         assert!(a.idempotent && !a.read_only, "{t}");
     }
-    for t in ["write", "checkpoint", "jobs", "open_pr", "write_repo_file", "improve_run"] {
+    for t in [
+        "write",
+        "checkpoint",
+        "jobs",
+        "open_pr",
+        "write_repo_file",
+        "improve_run",
+    ] {
         assert!(!named(t).annotations().idempotent, "{t}");
     }
 }

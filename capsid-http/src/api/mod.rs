@@ -54,6 +54,7 @@ fn core_error(e: &Error) -> Response {
         | Error::ConfirmationRequired(_)
         | Error::Declined(_) => (StatusCode::CONFLICT, "conflict"),
         Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        Error::Cancelled(_) => (StatusCode::CONFLICT, "cancelled"),
         Error::StoreUnavailable(_) => {
             let mut resp = error(
                 StatusCode::SERVICE_UNAVAILABLE,

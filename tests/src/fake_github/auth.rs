@@ -130,6 +130,9 @@ pub async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if uri.path().contains("/git/blobs/") {
+        shared.blob_gate.pass().await;
+    }
     let now = shared.clock.now();
     let segs: Vec<String> = uri
         .path()

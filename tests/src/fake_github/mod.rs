@@ -29,6 +29,8 @@ pub const CLIENT_ID: &str = "Iv1.capsidtestapp";
 
 pub(crate) struct Shared {
     pub state: Mutex<model::State>,
+    /// Holds blob reads while a test says so ([`FakeGitHub::hold_blobs_after`]).
+    pub blob_gate: BlobGate,
     pub clock: Arc<ManualClock>,
     pub key: &'static TestKey,
     pub url: String,
@@ -72,6 +74,7 @@ impl FakeGitHub {
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
+            blob_gate: BlobGate::default(),
             clock: clock.clone(),
             key: test_key(),
             url: url.clone(),
@@ -154,6 +157,77 @@ impl Drop for FakeGitHub {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
+        }
+    }
+}
+
+/// Lets `git/blobs` reads through, or holds each one past a number the test set until the
+/// test opens the gate: a call that reads many files can then be caught mid-way, without
+/// timing.
+#[derive(Default)]
+pub(crate) struct BlobGate {
+    permits: Mutex<Option<Arc<tokio::sync::Semaphore>>>,
+    waiting: std::sync::atomic::AtomicUsize,
+    arrived: tokio::sync::Notify,
+}
+
+impl BlobGate {
+    /// Waits while the gate holds this read.
+    pub async fn pass(&self) {
+        use std::sync::atomic::Ordering;
+        let permits = self
+            .permits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let Some(permits) = permits else {
+            return;
+        };
+        if let Ok(permit) = permits.try_acquire() {
+            permit.forget();
+            return;
+        }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        self.arrived.notify_one();
+        if let Ok(permit) = permits.acquire().await {
+            permit.forget();
+        }
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl FakeGitHub {
+    /// From now on, lets `n` more blob reads through and holds every later one until
+    /// [`FakeGitHub::open_blobs`].
+    pub fn hold_blobs_after(&self, n: usize) {
+        *self
+            .shared
+            .blob_gate
+            .permits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(tokio::sync::Semaphore::new(n)));
+    }
+
+    /// Waits until a blob read is held at the gate.
+    pub async fn blob_held(&self) {
+        use std::sync::atomic::Ordering;
+        let gate = &self.shared.blob_gate;
+        while gate.waiting.load(Ordering::SeqCst) == 0 {
+            gate.arrived.notified().await;
+        }
+    }
+
+    /// Lets every held and later blob read through.
+    pub fn open_blobs(&self) {
+        let permits = self
+            .shared
+            .blob_gate
+            .permits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(permits) = permits {
+            permits.add_permits(tokio::sync::Semaphore::MAX_PERMITS / 2);
         }
     }
 }

@@ -28,6 +28,7 @@ mod boundaries;
 mod ci;
 mod ci_poller;
 mod outcomes;
+mod progress;
 mod read_tools;
 mod review_gate;
 mod write_tools;

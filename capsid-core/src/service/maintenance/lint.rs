@@ -106,7 +106,7 @@ impl MaintenanceCx<'_> {
         let mode = a.mode.unwrap_or(LintMode::Gather);
         let ns = a.namespace.as_str();
         match mode {
-            LintMode::Gather => self.lint_gather(caller, ns).await,
+            LintMode::Gather => self.lint_gather(caller, ns, confirmer).await,
             LintMode::Finalize => {
                 self.lint_finalize(
                     caller,
@@ -121,8 +121,28 @@ impl MaintenanceCx<'_> {
         }
     }
 
-    async fn lint_gather(&self, caller: &Caller, ns: &str) -> Result<Value> {
+    async fn lint_gather(
+        &self,
+        caller: &Caller,
+        ns: &str,
+        client: &dyn Confirmer,
+    ) -> Result<Value> {
+        const STAGES: u64 = 2;
+        let stop = |at: &str| {
+            client.cancelled().then(|| {
+                Error::Cancelled(format!("lint: gather of {ns} cancelled by the client {at}"))
+            })
+        };
+        client
+            .progress(0, Some(STAGES), &format!("reading {ns}'s documents"))
+            .await;
         let rows = LintRows::from_packet(self.docs.read_packet(&lint_packet(ns)).await?);
+        if let Some(cancelled) = stop("after reading its documents") {
+            return Err(cancelled);
+        }
+        client
+            .progress(1, Some(STAGES), "resolving links that leave the namespace")
+            .await;
         let docs = standing(&rows);
         let present = |n: &str, p: &str| docs.iter().any(|d| d.namespace == n && d.path == p);
         let authoritative = authoritative_for(ns, artifact_counts());
@@ -136,6 +156,10 @@ impl MaintenanceCx<'_> {
             authoritative_counts: authoritative,
             count_claims: scan_count_claims(&docs, authoritative.as_ref()),
         });
+        if let Some(cancelled) = stop("after resolving its links") {
+            return Err(cancelled);
+        }
+        client.progress(STAGES, Some(STAGES), "packet ready").await;
         to_json(packet)
     }
 

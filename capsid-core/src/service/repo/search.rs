@@ -73,7 +73,7 @@ impl RepoCx<'_> {
         &self,
         caller: &Caller,
         a: SearchCodeArgs,
-        _: &dyn Confirmer,
+        client: &dyn Confirmer,
     ) -> Result<Value> {
         const TOOL: &str = "search_code";
         let query = a.query.as_str();
@@ -130,11 +130,28 @@ impl RepoCx<'_> {
         let mut items: Vec<Value> = Vec::new();
         let mut unreadable: Vec<&str> = Vec::new();
         let (mut scanned, mut index, mut stopped_at_file_cap) = (0usize, start, false);
+        // Progress counts files read, of at most this many; at most about 100 notifications.
+        let to_scan = candidates.len().saturating_sub(start).min(max_files) as u64;
+        let step = to_scan.div_ceil(100).max(1);
         while index < candidates.len() {
             if scanned >= max_files {
                 // The cap came before candidates[index] was read: resume from here.
                 stopped_at_file_cap = true;
                 break;
+            }
+            if client.cancelled() {
+                return Err(Error::Cancelled(format!(
+                    "{TOOL}: cancelled by the client after {scanned} of {to_scan} files"
+                )));
+            }
+            if (scanned as u64).is_multiple_of(step) {
+                client
+                    .progress(
+                        scanned as u64,
+                        Some(to_scan),
+                        &format!("searched {scanned} of {to_scan} files of {full}"),
+                    )
+                    .await;
             }
             scanned += 1;
             let c = candidates[index];
@@ -171,6 +188,13 @@ impl RepoCx<'_> {
                 break;
             }
         }
+        client
+            .progress(
+                scanned as u64,
+                Some(to_scan),
+                &format!("searched {scanned} of {to_scan} files of {full}"),
+            )
+            .await;
         let remaining = candidates.len().saturating_sub(index);
         let mut out = json!({"repo": full, "ref": git_ref, "query": query,
                              "candidates": candidates.len(), "start": start,
