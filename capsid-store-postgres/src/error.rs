@@ -64,7 +64,7 @@ pub(crate) fn unique_violation(error: &sqlx::Error) -> Option<&str> {
 }
 
 /// Whether the database asks the transaction to be run again.
-fn is_retryable(error: &sqlx::Error) -> bool {
+pub(crate) fn is_retryable(error: &sqlx::Error) -> bool {
     match error {
         sqlx::Error::Database(db) => matches!(
             db.code().as_deref(),

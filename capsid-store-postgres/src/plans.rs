@@ -7,7 +7,6 @@ use sqlx::{AssertSqlSafe, Row};
 
 use crate::PgStore;
 use crate::agents::BY_KEY_HASH;
-use crate::audit::recent_sql;
 use crate::checkmarks::{BY_NAMESPACE as CHECKMARKS_BY_NAMESPACE, feed_sql, log_sql};
 use crate::documents::search::{CANDIDATES_MAX, Parser, search_sql};
 use crate::documents::{
@@ -16,6 +15,7 @@ use crate::documents::{
 use crate::error::translate;
 use crate::glob;
 use crate::jobs::{BEGIN_CLAIM, BEST_CANDIDATE, HELD, SWEEP};
+use capsid_store_sql::audit::recent_audit_stmt;
 
 /// One bound parameter of a probe.
 enum Param {
@@ -120,10 +120,14 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
         },
         probe(
             "recent_audit_in_namespace",
-            &recent_sql(&AuditFilter {
-                namespace: Some(namespace.to_owned()),
-                actor: None,
-            }),
+            &recent_audit_stmt(
+                &AuditFilter {
+                    namespace: Some(namespace.to_owned()),
+                    actor: None,
+                },
+                50,
+            )
+            .sql,
             vec![text(namespace), Param::Int(50)],
         ),
         probe(

@@ -4,7 +4,7 @@ use capsid_core::caller::AgentKind;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::{Job, JobStatus};
-use capsid_core::ports::{AgentRow, AuditRow};
+use capsid_core::ports::AgentRow;
 use capsid_core::time::Timestamp;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
@@ -164,19 +164,6 @@ pub(crate) fn agent(row: &PgRow) -> Result<AgentRow, sqlx::Error> {
         created_at: row.time("created_at")?,
         revoked_at: row.time("revoked_at")?,
         last_seen: row.time("last_seen")?,
-    })
-}
-
-/// An audit row.
-pub(crate) fn audit(row: &PgRow) -> Result<AuditRow, sqlx::Error> {
-    Ok(AuditRow {
-        id: row.try_get("id")?,
-        actor: row.try_get("actor")?,
-        action: row.try_get("action")?,
-        namespace: row.try_get("namespace")?,
-        path: row.try_get("path")?,
-        params: row.try_get("params")?,
-        at: row.time("at")?,
     })
 }
 

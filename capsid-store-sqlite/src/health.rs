@@ -7,7 +7,6 @@ use capsid_core::ports::{AuditFilter, DocFilter, StoreError, StoreHealth, StoreR
 use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool};
 use sqlx::{Arguments, QueryBuilder, Row};
 
-use crate::audit::push_recent_audit;
 use crate::documents::{
     DOC_WITH_ACTOR_SQL, LAST_ACTOR_SQL, VERSIONS_SQL, filtered_expression, push_find, push_list,
     push_search, push_selection,
@@ -15,6 +14,7 @@ use crate::documents::{
 use crate::error::DbResult;
 use crate::jobs::{BEST_QUEUED_SQL, HELD_SQL, SWEEP_SQL};
 use crate::store::SqliteStore;
+use capsid_store_sql::audit::recent_audit_stmt;
 
 /// The newest applied migration as `NNNN_name` (sqlx stores the name with spaces for
 /// underscores), or `None` before the first migration.
@@ -75,7 +75,7 @@ enum Param<'a> {
 }
 
 /// `EXPLAIN QUERY PLAN` of a static statement bound to `params`.
-fn explain_static(sql: &'static str, params: &[Param<'_>]) -> StoreResult<QueryBuilder<Sqlite>> {
+fn explain_static(sql: &str, params: &[Param<'_>]) -> StoreResult<QueryBuilder<Sqlite>> {
     let mut args = SqliteArguments::default();
     for param in params {
         let added = match param {
@@ -141,13 +141,14 @@ impl SqliteStore {
         let mut qb = explain();
         push_selection(&mut qb, &open_tasks);
         plans.push(("brief open tasks", qb));
-        let mut qb = explain();
         let filter = AuditFilter {
             namespace: Some(ns.clone()),
             actor: None,
         };
-        push_recent_audit(&mut qb, &filter, 50);
-        plans.push(("recent audit in namespace", qb));
+        plans.push((
+            "recent audit in namespace",
+            explain_static(&recent_audit_stmt(&filter, 50).sql, &[Text(&ns), Int(50)])?,
+        ));
         plans.push((
             "claim candidate",
             explain_static(BEST_QUEUED_SQL, &[Text(&ns)])?,

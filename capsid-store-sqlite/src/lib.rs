@@ -22,21 +22,18 @@
 
 mod abstraction;
 mod agents;
-mod audit;
 mod backup;
 mod cache;
 mod checkmarks;
-mod ci;
 mod documents;
+mod engine;
 mod error;
 mod gauges;
 mod group;
 mod health;
 mod improve;
 mod jobs;
-mod namespaces;
 mod oauth;
-mod reviews;
 mod rows;
 mod runs;
 mod settings;

@@ -25,15 +25,18 @@ capsid_tests::github_cases!(
 /// Files in the large tree: at `search_code`'s 200-file cap.
 const FILES: usize = 200;
 
+/// One progress notification: how far, of what total, and the message.
+type Note = (f64, Option<f64>, Option<String>);
+
 /// The progress notifications a client heard, in order.
 #[derive(Clone, Default)]
 struct Heard {
-    progress: Arc<Mutex<Vec<(f64, Option<f64>, Option<String>)>>>,
+    progress: Arc<Mutex<Vec<Note>>>,
     complete: Arc<tokio::sync::Notify>,
 }
 
 impl Heard {
-    fn progress(&self) -> Vec<(f64, Option<f64>, Option<String>)> {
+    fn progress(&self) -> Vec<Note> {
         self.progress
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -1,0 +1,153 @@
+//! capsid-store-sql: the SQL Capsid's two stores share, written once.
+//!
+//! The SQLite and Postgres adapters (`capsid-store-sqlite`, `capsid-store-postgres`) each
+//! implement [`Engine`]: their connections, their way of running a unit of work in one
+//! transaction (SQLite's group commit on one writer; Postgres's retried transaction), and
+//! their error translation. Everything else a port method does (its statements, binding,
+//! row mapping, the audit row of a change) is here, once, as a function over any engine;
+//! [`sql_ports!`] implements the ports those functions cover for an adapter's store type.
+//! Statements use `$n` placeholders, which both drivers read; a value is one of four
+//! kinds ([`Stmt`]), and a row is read by column name ([`Row`]).
+//!
+//! A port moves here whole, one at a time; until it does, each adapter keeps its own.
+//! Moved so far: [`AuditLog`](capsid_core::ports::AuditLog),
+//! [`CiStore`](capsid_core::ports::CiStore),
+//! [`NamespaceStore`](capsid_core::ports::NamespaceStore),
+//! [`ReviewStore`](capsid_core::ports::ReviewStore).
+
+#![forbid(unsafe_code)]
+
+pub mod audit;
+pub mod ci;
+mod engine;
+mod exec;
+pub mod namespaces;
+pub mod reviews;
+mod row;
+mod stmt;
+
+pub use engine::{Engine, MAX_ATTEMPTS, Tx, TxError, TxResult, always, finish, read_all, unit};
+pub use exec::Exec;
+pub use row::{Row, all};
+pub use stmt::{Arg, Kind, Stmt, ToArg};
+
+/// Implements, for the adapter's store type `$store` (an [`Engine`]), every port whose SQL
+/// lives in this crate, each method calling its function here.
+#[macro_export]
+macro_rules! sql_ports {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl capsid_core::ports::AuditLog for $store {
+            async fn append_audit(
+                &self,
+                entry: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::audit::append_audit(self, entry).await
+            }
+            async fn recent_audit(
+                &self,
+                filter: &capsid_core::ports::AuditFilter,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::AuditRow>> {
+                $crate::audit::recent_audit(self, filter, limit).await
+            }
+            async fn newest_audit(
+                &self,
+                action: &str,
+                namespace: &str,
+                path: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AuditRow>> {
+                $crate::audit::newest_audit(self, action, namespace, path).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::CiStore for $store {
+            async fn pending_ci(
+                &self,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::PendingCi>> {
+                $crate::ci::pending_ci(self, limit).await
+            }
+            async fn record_ci(
+                &self,
+                id: i64,
+                status: capsid_core::checkmarks::CiStatus,
+                at: capsid_core::time::Timestamp,
+                audit: Option<capsid_core::ports::AuditEntry>,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::ci::record_ci(self, id, status, at, audit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::NamespaceStore for $store {
+            async fn namespaces(
+                &self,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::NamespaceRow>> {
+                $crate::namespaces::namespaces(self).await
+            }
+            async fn namespace(
+                &self,
+                name: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::NamespaceRow>> {
+                $crate::namespaces::namespace(self, name).await
+            }
+            async fn namespace_exists(&self, name: &str) -> capsid_core::ports::StoreResult<bool> {
+                $crate::namespaces::namespace_exists(self, name).await
+            }
+            async fn register_namespace(
+                &self,
+                name: &str,
+                repos_json: &str,
+                at: capsid_core::time::Timestamp,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::namespaces::register_namespace(self, name, repos_json, at, audit).await
+            }
+            async fn update_namespace(
+                &self,
+                name: &str,
+                repos_json: &str,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<Option<String>> {
+                $crate::namespaces::update_namespace(self, name, repos_json, audit).await
+            }
+            async fn set_namespace_runner(
+                &self,
+                name: &str,
+                runner_json: Option<String>,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<Option<String>> {
+                $crate::namespaces::set_namespace_runner(self, name, runner_json, audit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::ReviewStore for $store {
+            async fn record_review(
+                &self,
+                review: capsid_core::ports::NewReview,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::reviews::record_review(self, review, audit).await
+            }
+            async fn reviews(
+                &self,
+                repo: &str,
+                number: u64,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ReviewRow>> {
+                $crate::reviews::reviews(self, repo, number, limit).await
+            }
+            async fn head_reviews(
+                &self,
+                namespace: &str,
+                head_sha: &str,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ReviewRow>> {
+                $crate::reviews::head_reviews(self, namespace, head_sha, limit).await
+            }
+        }
+    };
+}

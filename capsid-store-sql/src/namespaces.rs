@@ -1,0 +1,146 @@
+//! The namespace port: registered namespaces with their unconsolidated counts, registration
+//! and the keyed repos and runner updates, each change audited in its unit of work. The row
+//! a keyed update reads is locked the engine's way ([`Engine::lock_row`]).
+
+use capsid_core::ports::{AuditEntry, NamespaceRow, StoreError, StoreResult};
+use capsid_core::time::Timestamp;
+
+use crate::engine::{Engine, TxError, TxResult, always, finish, read_all, unit};
+use crate::exec::Exec;
+use crate::row::Row;
+use crate::stmt::Stmt;
+
+/// Namespaces with the count of their `episodic`/`source` documents not under `archive/`
+/// (a correlated count on the `(namespace, type)` index; `substr` compares the prefix
+/// exactly and alike on both engines, where `LIKE` folds case on SQLite).
+const SELECT: &str = "SELECT n.namespace, n.repos, n.created_at, n.runner, \
+     (SELECT COUNT(*) FROM documents d WHERE d.namespace = n.namespace \
+      AND d.type IN ('episodic', 'source') AND substr(d.path, 1, 8) <> 'archive/') AS unconsolidated \
+     FROM namespaces n";
+const EXISTS: &str = "SELECT COUNT(*) AS n FROM namespaces WHERE namespace = $1";
+const REGISTER: &str = "INSERT INTO namespaces (namespace, repos, created_at) VALUES ($1, $2, $3) \
+     ON CONFLICT (namespace) DO NOTHING RETURNING namespace";
+
+fn namespace_row(row: &Row) -> Result<NamespaceRow, sqlx::Error> {
+    Ok(NamespaceRow {
+        namespace: row.text("namespace")?,
+        repos: row.opt_text("repos")?,
+        created_at: row.time("created_at")?,
+        unconsolidated: row.count("unconsolidated")?,
+        runner: row.opt_text("runner")?,
+    })
+}
+
+fn not_registered(name: &str) -> TxError {
+    StoreError::NotFound(format!("namespace '{name}' is not registered")).into()
+}
+
+/// `NamespaceStore::namespaces`.
+pub async fn namespaces(engine: &impl Engine) -> StoreResult<Vec<NamespaceRow>> {
+    let sql = format!("{SELECT} ORDER BY n.namespace");
+    read_all(engine, Stmt::new(sql), namespace_row).await
+}
+
+/// `NamespaceStore::namespace`.
+pub async fn namespace(engine: &impl Engine, name: &str) -> StoreResult<Option<NamespaceRow>> {
+    let sql = format!("{SELECT} WHERE n.namespace = $1");
+    Ok(read_all(engine, Stmt::new(sql).bind(name), namespace_row)
+        .await?
+        .pop())
+}
+
+/// `NamespaceStore::namespace_exists`: the key only.
+pub async fn namespace_exists(engine: &impl Engine, name: &str) -> StoreResult<bool> {
+    let found = read_all(engine, Stmt::new(EXISTS).bind(name), |r| r.count("n")).await?;
+    Ok(found.first().is_some_and(|n| *n > 0))
+}
+
+/// `NamespaceStore::register_namespace`: `Conflict` when it exists.
+pub async fn register_namespace(
+    engine: &impl Engine,
+    name: &str,
+    repos_json: &str,
+    at: Timestamp,
+    audit: AuditEntry,
+) -> StoreResult<()> {
+    let audit = &audit;
+    unit(engine, || {
+        Box::pin(async move {
+            let mut tx = engine.begin().await?;
+            let result = async {
+                let stmt = Stmt::new(REGISTER).bind(name).bind(repos_json).bind(at);
+                if tx.fetch_optional(stmt).await?.is_none() {
+                    return Err(StoreError::Conflict(format!(
+                        "namespace '{name}' is already registered"
+                    ))
+                    .into());
+                }
+                crate::audit::insert(&mut *tx, audit).await?;
+                Ok(())
+            }
+            .await;
+            finish(tx, result, always).await
+        })
+    })
+    .await
+}
+
+/// Replaces `column` (`repos` or `runner`) of a registered namespace, returning what it
+/// held: the row read locked, then written, then audited, in one unit.
+async fn replace(
+    engine: &impl Engine,
+    tx: &mut dyn Exec,
+    column: &'static str,
+    name: &str,
+    value: Option<&str>,
+    audit: &AuditEntry,
+) -> TxResult<Option<String>> {
+    let read = format!(
+        "SELECT {column} AS previous FROM namespaces WHERE namespace = $1{}",
+        engine.lock_row()
+    );
+    let Some(row) = tx.fetch_optional(Stmt::new(read).bind(name)).await? else {
+        return Err(not_registered(name));
+    };
+    let previous = row.opt_text("previous")?;
+    let write = format!("UPDATE namespaces SET {column} = $2 WHERE namespace = $1");
+    tx.execute(Stmt::new(write).bind(name).bind(value)).await?;
+    crate::audit::insert(tx, audit).await?;
+    Ok(previous)
+}
+
+/// `NamespaceStore::update_namespace`: the previous repos JSON; `NotFound` when unknown.
+pub async fn update_namespace(
+    engine: &impl Engine,
+    name: &str,
+    repos_json: &str,
+    audit: AuditEntry,
+) -> StoreResult<Option<String>> {
+    let audit = &audit;
+    unit(engine, || {
+        Box::pin(async move {
+            let mut tx = engine.begin().await?;
+            let result = replace(engine, &mut *tx, "repos", name, Some(repos_json), audit).await;
+            finish(tx, result, always).await
+        })
+    })
+    .await
+}
+
+/// `NamespaceStore::set_namespace_runner`: the previous runner JSON; `NotFound` when unknown.
+pub async fn set_namespace_runner(
+    engine: &impl Engine,
+    name: &str,
+    runner_json: Option<String>,
+    audit: AuditEntry,
+) -> StoreResult<Option<String>> {
+    let (audit, runner) = (&audit, runner_json.as_deref());
+    unit(engine, || {
+        Box::pin(async move {
+            let mut tx = engine.begin().await?;
+            let result = replace(engine, &mut *tx, "runner", name, runner, audit).await;
+            finish(tx, result, always).await
+        })
+    })
+    .await
+}

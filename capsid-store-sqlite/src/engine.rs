@@ -1,0 +1,59 @@
+//! This store as an engine of the shared SQL (`capsid-store-sql`): reads on the `query_only`
+//! pool, each unit of work a savepoint of the group commit's batch on the one writer
+//! ([`crate::group`]), driver errors through [`backend`]. SQLite never asks a unit to run
+//! again: one writer means no transaction is made to fail by another.
+
+use async_trait::async_trait;
+use capsid_core::ports::{StoreError, StoreResult};
+use capsid_store_sql::{Engine, Exec, Row, Stmt, Tx};
+use futures::future::BoxFuture;
+use sqlx::sqlite::SqliteConnection;
+
+use crate::error::backend;
+use crate::group::WriteUnit;
+use crate::store::SqliteStore;
+
+impl Exec for WriteUnit {
+    fn execute(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<u64, sqlx::Error>> {
+        let conn: &mut SqliteConnection = self;
+        conn.execute(stmt)
+    }
+
+    fn fetch_all(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<Vec<Row>, sqlx::Error>> {
+        let conn: &mut SqliteConnection = self;
+        conn.fetch_all(stmt)
+    }
+
+    fn fetch_optional(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<Option<Row>, sqlx::Error>> {
+        let conn: &mut SqliteConnection = self;
+        conn.fetch_optional(stmt)
+    }
+}
+
+impl Tx for WriteUnit {
+    fn commit(self: Box<Self>) -> BoxFuture<'static, StoreResult<()>> {
+        Box::pin((*self).commit())
+    }
+
+    fn rollback(self: Box<Self>) -> BoxFuture<'static, StoreResult<()>> {
+        Box::pin((*self).rollback())
+    }
+}
+
+#[async_trait]
+impl Engine for SqliteStore {
+    async fn read(&self, stmt: Stmt) -> StoreResult<Vec<Row>> {
+        let mut conn = self.reader().acquire().await.map_err(backend)?;
+        Exec::fetch_all(&mut *conn, stmt).await.map_err(backend)
+    }
+
+    async fn begin(&self) -> StoreResult<Box<dyn Tx>> {
+        Ok(Box::new(self.begin_write().await?))
+    }
+
+    fn translate(&self, error: sqlx::Error) -> StoreError {
+        backend(error)
+    }
+}
+
+capsid_store_sql::sql_ports!(SqliteStore);
