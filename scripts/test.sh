@@ -143,5 +143,18 @@ elif [ "$tour_status" -ne 0 ]; then
   exit "$tour_status"
 fi
 
+step "release binary: built as users build it, its size printed (at most 30 MB)"
+# The release profile (Cargo.toml) strips symbols and links with fat LTO; the bound keeps a
+# dependency that doubles the binary from landing unnoticed.
+disk
+cargo build --release --locked -p capsid-cli
+release_bytes=$(stat -c %s target/release/capsid)
+release_limit=$((30 * 1024 * 1024))
+echo "capsid release binary: ${release_bytes} bytes ($((release_bytes / 1024 / 1024)) MiB; limit ${release_limit})"
+if [ "$release_bytes" -gt "$release_limit" ]; then
+  echo "the release binary is over 30 MB" >&2
+  exit 1
+fi
+
 echo
 echo "all checks passed"
