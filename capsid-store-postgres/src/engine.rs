@@ -3,7 +3,7 @@
 //! through [`translate`] (constraint names, outages).
 
 use async_trait::async_trait;
-use capsid_core::ports::{StoreError, StoreResult};
+use capsid_core::ports::{PoolUsage, StoreError, StoreResult};
 use capsid_store_sql::{Engine, Exec, Row, Stmt, Tx};
 use futures::future::BoxFuture;
 use sqlx::{Postgres, Transaction};
@@ -55,6 +55,19 @@ impl Engine for PgStore {
 
     fn retryable(&self, error: &sqlx::Error) -> bool {
         is_retryable(error)
+    }
+
+    fn pool_usage(&self) -> Vec<PoolUsage> {
+        let open = self.pool.size();
+        let idle = u32::try_from(self.pool.num_idle())
+            .unwrap_or(open)
+            .min(open);
+        vec![PoolUsage {
+            pool: "main",
+            in_use: open - idle,
+            idle,
+            max: self.pool.options().get_max_connections(),
+        }]
     }
 
     fn translate(&self, error: sqlx::Error) -> StoreError {

@@ -30,7 +30,6 @@ mod checkmarks;
 mod documents;
 mod engine;
 mod error;
-mod gauges;
 pub mod glob;
 mod health;
 mod improve;
@@ -40,7 +39,6 @@ mod outage;
 mod plans;
 mod rows;
 mod runs;
-mod settings;
 mod sql;
 
 use std::fmt;

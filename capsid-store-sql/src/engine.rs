@@ -5,7 +5,7 @@
 //! names, outages).
 
 use async_trait::async_trait;
-use capsid_core::ports::{StoreError, StoreResult};
+use capsid_core::ports::{PoolUsage, StoreError, StoreResult};
 use futures::future::BoxFuture;
 
 use crate::exec::Exec;
@@ -70,6 +70,9 @@ pub trait Engine: Send + Sync {
     fn lock_row(&self) -> &'static str {
         ""
     }
+
+    /// How full the engine's connection pools are, for `/metrics`.
+    fn pool_usage(&self) -> Vec<PoolUsage>;
 
     /// A driver error in the core's words (a unique violation as the conflict it means, an
     /// unreachable database as unavailable).

@@ -12,8 +12,11 @@
 //! A port moves here whole, one at a time; until it does, each adapter keeps its own.
 //! Moved so far: [`AuditLog`](capsid_core::ports::AuditLog),
 //! [`CiStore`](capsid_core::ports::CiStore),
+//! [`LeaderLease`](capsid_core::ports::LeaderLease),
 //! [`NamespaceStore`](capsid_core::ports::NamespaceStore),
-//! [`ReviewStore`](capsid_core::ports::ReviewStore).
+//! [`ReviewStore`](capsid_core::ports::ReviewStore),
+//! [`SettingsStore`](capsid_core::ports::SettingsStore),
+//! [`StoreGauges`](capsid_core::ports::StoreGauges).
 
 #![forbid(unsafe_code)]
 
@@ -21,9 +24,11 @@ pub mod audit;
 pub mod ci;
 mod engine;
 mod exec;
+pub mod gauges;
 pub mod namespaces;
 pub mod reviews;
 mod row;
+pub mod settings;
 mod stmt;
 
 pub use engine::{Engine, MAX_ATTEMPTS, Tx, TxError, TxResult, always, finish, read_all, unit};
@@ -120,6 +125,102 @@ macro_rules! sql_ports {
                 audit: capsid_core::ports::AuditEntry,
             ) -> capsid_core::ports::StoreResult<Option<String>> {
                 $crate::namespaces::set_namespace_runner(self, name, runner_json, audit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::SettingsStore for $store {
+            async fn setting(
+                &self,
+                key: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<String>> {
+                $crate::settings::setting(self, key, now).await
+            }
+            async fn put_setting(
+                &self,
+                key: &str,
+                value: &str,
+                expires_at: Option<capsid_core::time::Timestamp>,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::settings::put_setting(self, key, value, expires_at).await
+            }
+            async fn delete_setting(&self, key: &str) -> capsid_core::ports::StoreResult<()> {
+                $crate::settings::delete_setting(self, key).await
+            }
+            async fn compare_and_set_setting(
+                &self,
+                key: &str,
+                expected: Option<&str>,
+                new: Option<&str>,
+                expires_at: Option<capsid_core::time::Timestamp>,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::settings::compare_and_set_setting(self, key, expected, new, expires_at, now)
+                    .await
+            }
+            async fn change_settings(
+                &self,
+                changes: &[capsid_core::ports::SettingChange],
+                audit: capsid_core::ports::AuditEntry,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::settings::change_settings_audited(
+                    self,
+                    changes,
+                    std::slice::from_ref(&audit),
+                    now,
+                )
+                .await
+            }
+            async fn change_settings_audited(
+                &self,
+                changes: &[capsid_core::ports::SettingChange],
+                audits: &[capsid_core::ports::AuditEntry],
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::settings::change_settings_audited(self, changes, audits, now).await
+            }
+            async fn claim_nonce(
+                &self,
+                scope: &str,
+                jti: &str,
+                at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::settings::claim_nonce(self, scope, jti, at).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::LeaderLease for $store {
+            async fn acquire_lease(
+                &self,
+                name: &str,
+                holder: &str,
+                now: capsid_core::time::Timestamp,
+                until: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::settings::acquire_lease(self, name, holder, now, until).await
+            }
+            async fn release_lease(
+                &self,
+                name: &str,
+                holder: &str,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::settings::release_lease(self, name, holder).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::StoreGauges for $store {
+            async fn job_gauges(
+                &self,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::JobGaugeRow>> {
+                $crate::gauges::job_gauges(self, now).await
+            }
+            fn pool_usage(&self) -> Vec<capsid_core::ports::PoolUsage> {
+                $crate::Engine::pool_usage(self)
             }
         }
 

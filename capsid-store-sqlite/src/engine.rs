@@ -4,10 +4,10 @@
 //! again: one writer means no transaction is made to fail by another.
 
 use async_trait::async_trait;
-use capsid_core::ports::{StoreError, StoreResult};
+use capsid_core::ports::{PoolUsage, StoreError, StoreResult};
 use capsid_store_sql::{Engine, Exec, Row, Stmt, Tx};
 use futures::future::BoxFuture;
-use sqlx::sqlite::SqliteConnection;
+use sqlx::sqlite::{SqliteConnection, SqlitePool};
 
 use crate::error::backend;
 use crate::group::WriteUnit;
@@ -51,8 +51,27 @@ impl Engine for SqliteStore {
         Ok(Box::new(self.begin_write().await?))
     }
 
+    fn pool_usage(&self) -> Vec<PoolUsage> {
+        vec![
+            usage("writer", self.writer()),
+            usage("reader", self.reader()),
+        ]
+    }
+
     fn translate(&self, error: sqlx::Error) -> StoreError {
         backend(error)
+    }
+}
+
+/// A pool's open, busy and idle connections.
+fn usage(pool: &'static str, p: &SqlitePool) -> PoolUsage {
+    let open = p.size();
+    let idle = u32::try_from(p.num_idle()).unwrap_or(open).min(open);
+    PoolUsage {
+        pool,
+        in_use: open - idle,
+        idle,
+        max: p.options().get_max_connections(),
     }
 }
 

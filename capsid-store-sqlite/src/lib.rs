@@ -28,7 +28,6 @@ mod checkmarks;
 mod documents;
 mod engine;
 mod error;
-mod gauges;
 mod group;
 mod health;
 mod improve;
@@ -36,7 +35,6 @@ mod jobs;
 mod oauth;
 mod rows;
 mod runs;
-mod settings;
 mod store;
 
 pub use cache::CacheCounts;
