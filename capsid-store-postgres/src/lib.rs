@@ -23,7 +23,6 @@
 #![forbid(unsafe_code)]
 
 mod abstraction;
-mod agents;
 mod audit;
 mod backup;
 mod checkmarks;

@@ -6,7 +6,6 @@ use capsid_core::ports::{AuditFilter, DocFilter, StoreError};
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::PgStore;
-use crate::agents::BY_KEY_HASH;
 use crate::checkmarks::{BY_NAMESPACE as CHECKMARKS_BY_NAMESPACE, feed_sql, log_sql};
 use crate::documents::search::{CANDIDATES_MAX, Parser, search_sql};
 use crate::documents::{
@@ -15,6 +14,7 @@ use crate::documents::{
 use crate::error::translate;
 use crate::glob;
 use crate::jobs::{BEGIN_CLAIM, BEST_CANDIDATE, HELD, SWEEP};
+use capsid_store_sql::agents::BY_KEY_HASH;
 use capsid_store_sql::audit::recent_audit_stmt;
 
 /// One bound parameter of a probe.

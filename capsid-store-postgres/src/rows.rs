@@ -1,10 +1,8 @@
 //! Column lists and explicit row mapping from `PgRow`s to the core's row types.
 
-use capsid_core::caller::AgentKind;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::{Job, JobStatus};
-use capsid_core::ports::AgentRow;
 use capsid_core::time::Timestamp;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
@@ -36,13 +34,7 @@ macro_rules! job_cols {
          requested_by, depth"
     };
 }
-/// The columns of an agent row.
-macro_rules! agent_cols {
-    () => {
-        "id, name, kind, key_hash, scopes, created_by, created_at, revoked_at, last_seen"
-    };
-}
-pub(crate) use {agent_cols, doc_cols, doc_cols_d, job_cols, summary_cols};
+pub(crate) use {doc_cols, doc_cols_d, job_cols, summary_cols};
 
 /// A full document row.
 pub(crate) fn document(row: &PgRow) -> Result<Document, sqlx::Error> {
@@ -149,21 +141,6 @@ pub(crate) fn outcome(row: &PgRow) -> Result<OutcomeRow, sqlx::Error> {
         skill_ids_offered: row.try_get("skill_ids_offered")?,
         skill_ids_used: row.try_get("skill_ids_used")?,
         skill_verdict: row.try_get("skill_verdict")?,
-    })
-}
-
-/// An agent row.
-pub(crate) fn agent(row: &PgRow) -> Result<AgentRow, sqlx::Error> {
-    Ok(AgentRow {
-        id: row.try_get("id")?,
-        name: row.try_get("name")?,
-        kind: word(row, "kind", AgentKind::parse)?,
-        key_hash: row.try_get("key_hash")?,
-        scopes: row.try_get("scopes")?,
-        created_by: row.try_get("created_by")?,
-        created_at: row.time("created_at")?,
-        revoked_at: row.time("revoked_at")?,
-        last_seen: row.time("last_seen")?,
     })
 }
 

@@ -5,7 +5,7 @@
 //! names, outages).
 
 use async_trait::async_trait;
-use capsid_core::ports::{PoolUsage, StoreError, StoreResult};
+use capsid_core::ports::{AgentRow, PoolUsage, StoreError, StoreResult};
 use futures::future::BoxFuture;
 
 use crate::exec::Exec;
@@ -69,6 +69,15 @@ pub trait Engine: Send + Sync {
     /// serializes every unit (SQLite).
     fn lock_row(&self) -> &'static str {
         ""
+    }
+
+    /// The agent a bearer key's hash names: every authenticated request asks, so an engine
+    /// with a read cache answers from it (SQLite). Default: the query itself.
+    async fn agent_by_key_hash_cached(&self, key_hash: &str) -> StoreResult<Option<AgentRow>>
+    where
+        Self: Sized,
+    {
+        crate::agents::agent_by_key_hash(self, key_hash).await
     }
 
     /// How full the engine's connection pools are, for `/metrics`.

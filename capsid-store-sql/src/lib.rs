@@ -10,7 +10,8 @@
 //! kinds ([`Stmt`]), and a row is read by column name ([`Row`]).
 //!
 //! A port moves here whole, one at a time; until it does, each adapter keeps its own.
-//! Moved so far: [`AuditLog`](capsid_core::ports::AuditLog),
+//! Moved so far: [`AgentStore`](capsid_core::ports::AgentStore),
+//! [`AuditLog`](capsid_core::ports::AuditLog),
 //! [`CiStore`](capsid_core::ports::CiStore),
 //! [`LeaderLease`](capsid_core::ports::LeaderLease),
 //! [`NamespaceStore`](capsid_core::ports::NamespaceStore),
@@ -20,6 +21,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod agents;
 pub mod audit;
 pub mod ci;
 mod engine;
@@ -41,6 +43,58 @@ pub use stmt::{Arg, Kind, Stmt, ToArg};
 #[macro_export]
 macro_rules! sql_ports {
     ($store:ty) => {
+        #[async_trait::async_trait]
+        impl capsid_core::ports::AgentStore for $store {
+            async fn agent_by_key_hash(
+                &self,
+                key_hash: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AgentRow>> {
+                $crate::Engine::agent_by_key_hash_cached(self, key_hash).await
+            }
+            async fn agent_by_name(
+                &self,
+                name: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AgentRow>> {
+                $crate::agents::agent_by_name(self, name).await
+            }
+            async fn agents(
+                &self,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::AgentRow>> {
+                $crate::agents::agents(self).await
+            }
+            async fn touch_agent(
+                &self,
+                id: &str,
+                at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::agents::touch_agent(self, id, at).await
+            }
+            async fn mint_agent(
+                &self,
+                agent: capsid_core::ports::NewAgent,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::AgentRow> {
+                $crate::agents::mint_agent(self, agent, audit).await
+            }
+            async fn revoke_agent(
+                &self,
+                id: &str,
+                at: capsid_core::time::Timestamp,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AgentRow>> {
+                $crate::agents::revoke_agent(self, id, at, audit).await
+            }
+            async fn rescope_agent(
+                &self,
+                id: &str,
+                expected_scopes: &str,
+                scopes: &str,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AgentRow>> {
+                $crate::agents::rescope_agent(self, id, expected_scopes, scopes, audit).await
+            }
+        }
+
         #[async_trait::async_trait]
         impl capsid_core::ports::AuditLog for $store {
             async fn append_audit(

@@ -4,7 +4,7 @@
 //! again: one writer means no transaction is made to fail by another.
 
 use async_trait::async_trait;
-use capsid_core::ports::{PoolUsage, StoreError, StoreResult};
+use capsid_core::ports::{AgentRow, PoolUsage, StoreError, StoreResult};
 use capsid_store_sql::{Engine, Exec, Row, Stmt, Tx};
 use futures::future::BoxFuture;
 use sqlx::sqlite::{SqliteConnection, SqlitePool};
@@ -51,6 +51,19 @@ impl Engine for SqliteStore {
         Ok(Box::new(self.begin_write().await?))
     }
 
+    async fn agent_by_key_hash_cached(&self, key_hash: &str) -> StoreResult<Option<AgentRow>> {
+        // Answered from memory while the database has not changed since (a revocation, in
+        // this process or any other, changes it).
+        crate::cache::read_through(
+            self.data_version(),
+            self.agent_cache(),
+            key_hash.to_owned(),
+            |key, row| key.len() + row.as_ref().map_or(0, agent_size),
+            capsid_store_sql::agents::agent_by_key_hash(self, key_hash),
+        )
+        .await
+    }
+
     fn pool_usage(&self) -> Vec<PoolUsage> {
         vec![
             usage("writer", self.writer()),
@@ -61,6 +74,16 @@ impl Engine for SqliteStore {
     fn translate(&self, error: sqlx::Error) -> StoreError {
         backend(error)
     }
+}
+
+/// An agent row's size as the cache counts it.
+fn agent_size(row: &AgentRow) -> usize {
+    row.id.len()
+        + row.name.len()
+        + row.key_hash.len()
+        + row.scopes.len()
+        + row.created_by.len()
+        + 128
 }
 
 /// A pool's open, busy and idle connections.

@@ -21,7 +21,6 @@
 #![forbid(unsafe_code)]
 
 mod abstraction;
-mod agents;
 mod backup;
 mod cache;
 mod checkmarks;

@@ -1,11 +1,10 @@
 //! Explicit row mapping: the column lists the queries select and the functions that turn a
 //! `SqliteRow` into the core's row types (decode failures are errors, never panics).
 
-use capsid_core::caller::AgentKind;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::{Job, JobStatus};
-use capsid_core::ports::{AgentRow, AuditEntry};
+use capsid_core::ports::AuditEntry;
 use capsid_core::time::Timestamp;
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{Error, Row};
@@ -31,13 +30,7 @@ macro_rules! job_columns {
          requested_by, depth"
     };
 }
-/// The `agents` columns an [`AgentRow`] is read from.
-macro_rules! agent_columns {
-    () => {
-        "id, name, kind, key_hash, scopes, created_by, created_at, revoked_at, last_seen"
-    };
-}
-pub(crate) use {agent_columns, doc_columns, job_columns, summary_columns};
+pub(crate) use {doc_columns, job_columns, summary_columns};
 
 fn corrupt(what: String) -> Error {
     Error::Decode(what.into())
@@ -104,21 +97,6 @@ pub(crate) fn job(row: &SqliteRow) -> Result<Job, Error> {
         parent_id: row.try_get("parent_id")?,
         requested_by: row.try_get("requested_by")?,
         depth: row.try_get("depth")?,
-    })
-}
-
-/// An [`AgentRow`] from a row selected with [`agent_columns`].
-pub(crate) fn agent(row: &SqliteRow) -> Result<AgentRow, Error> {
-    Ok(AgentRow {
-        id: row.try_get("id")?,
-        name: row.try_get("name")?,
-        kind: word(row, "kind", AgentKind::parse)?,
-        key_hash: row.try_get("key_hash")?,
-        scopes: row.try_get("scopes")?,
-        created_by: row.try_get("created_by")?,
-        created_at: row.time("created_at")?,
-        revoked_at: row.time("revoked_at")?,
-        last_seen: row.time("last_seen")?,
     })
 }
 
