@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use capsid_core::service::Scheduler;
+use capsid_core::service::{DEFAULT_ON_DEMAND_INTERVAL_MS, Scheduler};
+use capsid_core::time::MINUTE_MS;
 use capsid_http::{AppState, BuildInfo, HttpConfig, ServeLimits, SessionLimits};
 use clap::Args;
 
@@ -75,12 +76,15 @@ pub struct ServeArgs {
     pub model: crate::model::ModelArgs,
     /// Minutes each caller waits between two backups on demand (`POST /ops/backup`; a call
     /// within them answers 429 with Retry-After). The daily backup is not limited.
-    #[arg(long, env = "CAPSID_BACKUP_INTERVAL_MINUTES", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_080))]
+    #[arg(long, env = "CAPSID_BACKUP_INTERVAL_MINUTES", default_value_t = BACKUP_INTERVAL_MINUTES, value_parser = clap::value_parser!(u64).range(1..=10_080))]
     pub backup_interval_minutes: u64,
     /// The store's timeouts and the wait for Postgres at start.
     #[command(flatten)]
     pub store: crate::store_wait::StoreWaitArgs,
 }
+
+/// `--backup-interval-minutes` by default: the core's interval between two backups on demand.
+const BACKUP_INTERVAL_MINUTES: u64 = (DEFAULT_ON_DEMAND_INTERVAL_MS / MINUTE_MS) as u64;
 
 /// The build's provenance.
 pub fn build_info() -> BuildInfo {

@@ -4,9 +4,10 @@
 //! [`tools`]), which paths are protected ([`paths`], [`guards`]), how documents are assembled
 //! ([`docs`]), which job transitions are legal and how jobs are signed ([`jobs`]), what the
 //! autonomy policies allow ([`autonomy`]), how the improve loop scores ([`improve`]),
-//! when a skill goes live ([`skills`]) and what an agent's checkmark may say
-//! ([`checkmarks`]). The ports it needs from the outside world are in [`ports`]; time comes
-//! from [`time::Clock`] and randomness from [`ids::Entropy`].
+//! when a skill goes live ([`skills`]), what an agent's checkmark may say ([`checkmarks`])
+//! and what the store's probes make of `/health` ([`health`]). The ports it needs from the
+//! outside world are in [`ports`]; time comes from [`time::Clock`] and randomness from
+//! [`ids::Entropy`].
 //!
 //! It depends on no database, HTTP, MCP or GitHub crate and reads no clock; the workspace's
 //! test command asserts that with `cargo tree`.
@@ -53,6 +54,7 @@ pub mod docs;
 pub mod drive;
 pub mod error;
 pub mod guards;
+pub mod health;
 pub mod ids;
 pub mod improve;
 pub mod jobs;

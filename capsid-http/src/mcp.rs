@@ -17,7 +17,9 @@ use std::sync::Arc;
 use capsid_core::caller::Caller;
 use capsid_core::error::Error;
 use capsid_core::service::metrics::{outcome_label, tool_label};
-use capsid_core::service::{CompletionRef, Confirmer, Consent, Service, ToolListing, pretty};
+use capsid_core::service::{
+    CONFIRM_WAIT_MS, CompletionRef, Confirmer, Consent, Service, ToolListing, pretty,
+};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
     CompleteResult, CompletionInfo, ContentBlock, CustomRequest, CustomResult,
@@ -132,6 +134,11 @@ struct Confirm {
 }
 rmcp::elicit_safe!(Confirm);
 
+/// How long the human has to answer, as the core says ([`CONFIRM_WAIT_MS`]).
+fn confirm_wait() -> std::time::Duration {
+    std::time::Duration::from_millis(u64::try_from(CONFIRM_WAIT_MS).unwrap_or(u64::MAX))
+}
+
 #[async_trait::async_trait]
 impl Confirmer for Elicitor<'_> {
     async fn confirm(&self, message: &str) -> Consent {
@@ -146,7 +153,7 @@ impl Confirmer for Elicitor<'_> {
         let asked = self
             .ctx
             .peer
-            .elicit_with_timeout::<Confirm>(message, Some(std::time::Duration::from_secs(90)))
+            .elicit_with_timeout::<Confirm>(message, Some(confirm_wait()))
             .await;
         match asked {
             Ok(Some(Confirm { confirm: true })) => Consent::Accepted,

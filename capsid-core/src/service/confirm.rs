@@ -6,6 +6,12 @@ use async_trait::async_trait;
 
 use crate::docs::write::ConfirmationText;
 use crate::error::{Error, Result};
+use crate::time::SECOND_MS;
+
+/// How long a human asked to confirm (an MCP elicitation) has to answer; past it the asking
+/// failed, which counts as [`Consent::Unsupported`] (the call then says to pass
+/// `confirm: true`).
+pub const CONFIRM_WAIT_MS: i64 = 90 * SECOND_MS;
 
 /// A human's answer to a confirmation request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

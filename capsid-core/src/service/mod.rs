@@ -30,7 +30,7 @@ pub use backup::{
     OnDemandBackup, ReSigned, ReSignedJob, RestoreError, RestoreOptions, RestoreReport, TableCheck,
     check_dump_provenance, on_demand_key, re_sign_plan,
 };
-pub use confirm::{Confirmer, Consent, NoConfirmer};
+pub use confirm::{CONFIRM_WAIT_MS, Confirmer, Consent, NoConfirmer};
 pub use documents::{
     CompletionRef, PromptArgument, PromptListing, RESOURCE_TEMPLATE, RenderedPrompt,
     ResourceListing, ResourcePage, parse_resource_uri,

@@ -240,7 +240,8 @@ async fn view(
         .console_attention(caller, &mut checkmarks)
         .await
         .map_err(|e| core_error(&e))?;
-    let (_, health) = crate::health::health_report(&state.service, &state.config.build).await;
+    let health = crate::health::health_report(&state.service, &state.config.build).await;
+    let health = serde_json::to_value(&health).unwrap_or(Value::Null);
     let mut out = Map::new();
     if let Value::Object(fields) = core {
         for (k, v) in fields {
