@@ -60,7 +60,9 @@ pub fn pull_json(full: &str, p: &Pull) -> Value {
            "merged_at": if p.merged { json!(p.updated_at) } else { Value::Null },
            "body": p.body, "commits": p.commits, "changed_files": p.changed_files,
            "html_url": format!("https://github.com/{full}/pull/{}", p.number), "updated_at": p.updated_at,
-           "head": {"ref": p.head, "sha": p.head_sha, "repo": {"full_name": p.head_repo}},
+           "head": {"ref": p.head, "sha": p.head_sha,
+                    // GitHub names no repository for the head of a deleted fork.
+                    "repo": if p.head_repo.is_empty() { Value::Null } else { json!({"full_name": p.head_repo}) }},
            "base": {"ref": p.base, "repo": {"full_name": full}}})
 }
 

@@ -174,7 +174,8 @@ impl FakeGitHub {
         });
     }
 
-    /// Makes a pull request's head look like it lives on a fork.
+    /// Makes a pull request's head look like it lives on a fork (`""`: a fork since deleted,
+    /// whose repository GitHub no longer names).
     pub fn fork_head(&self, full: &str, number: u64, fork: &str) {
         self.with_repo(full, |repo| {
             if let Some(p) = repo.pulls.get_mut(&number) {

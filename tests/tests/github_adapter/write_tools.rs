@@ -352,12 +352,30 @@ async fn branches_and_pull_requests(s: &TestServer, g: &FakeGitHub) {
         .await;
     assert_eq!(out["head_branch_deleted"], false, "{out}");
     assert!(g.branch_names(ALPHA).contains(&"forked".to_owned()));
+    // A deleted fork's head names no repository: a same-named branch here is not its own.
+    g.commit(ALPHA, "orphaned", &[("o.md", Some("o"))], "someone else's");
+    let orphan_pr = g.open_pull(ALPHA, "orphaned", "main", "Orphan", "");
+    g.fork_head(ALPHA, orphan_pr, "");
+    let out = w
+        .ok(
+            "manage_pr",
+            json!({"namespace": "alpha", "number": orphan_pr, "action": "close"}),
+        )
+        .await;
+    assert_eq!(out["head_branch_deleted"], false, "{out}");
+    assert!(
+        out["head_branch_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("unknown")),
+        "{out}"
+    );
+    assert!(g.branch_names(ALPHA).contains(&"orphaned".to_owned()));
     let probe = s.probe.as_ref().expect("probe");
     assert_eq!(
         probe
             .count("SELECT COUNT(*) FROM audit_log WHERE action = 'manage_pr'")
             .await,
-        4
+        5
     );
 }
 

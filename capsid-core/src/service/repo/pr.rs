@@ -54,6 +54,13 @@ impl RepoCx<'_> {
         if pr.head_is_fork {
             return keep("head is on a fork, not this repo, so it was left alone".into());
         }
+        // Fail closed: GitHub names no head repository when a fork was deleted, and a branch
+        // of that name here would be someone else's.
+        if pr.head_repo.is_none() {
+            return keep(
+                "the head's repository is unknown (a deleted fork?), so nothing was deleted".into(),
+            );
+        }
         if branch == pr.base_ref {
             return keep("head and base are the same branch, so nothing was deleted".into());
         }
