@@ -60,6 +60,7 @@ pub enum Proposed {
 }
 
 /// Sources of skills and the insert of a proposal.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait SkillSourceStore: Send + Sync {
     /// Attempts in status `kept_status` that no skill names as `source_attempt` and whose

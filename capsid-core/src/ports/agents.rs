@@ -50,6 +50,7 @@ pub struct NewAgent {
 }
 
 /// Agent credentials.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait AgentStore: Send + Sync {
     /// The row whose key hash is `key_hash`, revoked or not (a revoked key must be

@@ -55,6 +55,7 @@ pub struct Pruned {
 }
 
 /// Backups and restore, store side.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait BackupStore: Send + Sync {
     /// `sqlite` or `postgres`.

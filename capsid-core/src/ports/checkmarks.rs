@@ -193,6 +193,7 @@ pub struct SharedEntry {
 }
 
 /// Checkmarks, the log and the shared context.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait CheckmarkStore: Send + Sync {
     /// Inserts the entry, upserts the checkmark keyed by (namespace, agent) onto it (clearing

@@ -24,6 +24,7 @@ pub struct PendingCi {
 }
 
 /// Pending CI verdicts.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait CiStore: Send + Sync {
     /// Entries with `ci_status = 'pending'` and a pushed commit, never asked first, then

@@ -247,6 +247,7 @@ pub struct WriteReceipt {
 }
 
 /// Documents: reads and atomic changes.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait DocumentStore: Send + Sync {
     /// One document.
@@ -361,6 +362,7 @@ pub trait DocumentStore: Send + Sync {
 }
 
 /// Namespaces and their repository mapping.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[cfg_attr(test, mockall::automock)]
 #[async_trait]
 pub trait NamespaceStore: Send + Sync {

@@ -37,6 +37,7 @@ pub struct PoolUsage {
 }
 
 /// What `/metrics` reads from the store.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait StoreGauges: Send + Sync {
     /// Jobs grouped by namespace and status (`GROUP BY`: at most namespaces × statuses rows),

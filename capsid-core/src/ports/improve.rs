@@ -26,6 +26,7 @@ pub struct ImproveRunTotals {
 }
 
 /// The improve loop's tables.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait ImproveStore: Send + Sync {
     /// Totals per namespace over runs started at or after `since` (all runs when `None`).
@@ -125,6 +126,7 @@ pub struct SkillOfferRow {
 }
 
 /// Skills and their evidence.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait SkillStore: Send + Sync {
     /// Inserts a candidate skill.

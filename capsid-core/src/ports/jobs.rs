@@ -303,6 +303,7 @@ impl JobTransition {
 }
 
 /// The work queue.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait JobStore: Send + Sync {
     /// Inserts a queued job with its audit row and mirror; `Conflict` when the namespace

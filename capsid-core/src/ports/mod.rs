@@ -154,6 +154,7 @@ pub struct AuditFilter {
 }
 
 /// The append-only audit log.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait::async_trait]
 pub trait AuditLog: Send + Sync {
     /// Appends one row on its own (repo mutations, console clicks, settings changes).
@@ -171,6 +172,7 @@ pub trait AuditLog: Send + Sync {
 }
 
 /// Liveness probes for `/health` and `capsid doctor`.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait::async_trait]
 pub trait StoreHealth: Send + Sync {
     /// A trivial query (`SELECT 1`).

@@ -198,6 +198,7 @@ pub enum Rotation {
 }
 
 /// Owner-login state.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait OAuthStore: Send + Sync {
     /// Registers a client; `Conflict` if the id exists.

@@ -58,6 +58,7 @@ pub struct ReviewRow {
 }
 
 /// Recorded review verdicts.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait ReviewStore: Send + Sync {
     /// Records `review` and its audit row in one transaction.

@@ -313,6 +313,7 @@ pub enum Advanced {
 }
 
 /// Runs and attempts.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait RunStore: Send + Sync {
     /// Opens a run with its audit row, or answers that the namespace has a live one.

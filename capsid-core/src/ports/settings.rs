@@ -51,6 +51,7 @@ impl SettingChange {
 }
 
 /// Key/value settings with optional expiry. An expired value reads as absent.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait SettingsStore: Send + Sync {
     /// The live value of `key` at `now`.
@@ -101,6 +102,7 @@ pub trait SettingsStore: Send + Sync {
 }
 
 /// One leader per periodic task across replicas.
+#[cfg_attr(test, capsid_refusing::refused)]
 #[async_trait]
 pub trait LeaderLease: Send + Sync {
     /// Takes or renews the lease `name` for `holder` until `until`: succeeds if it is free,

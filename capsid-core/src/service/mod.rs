@@ -336,6 +336,6 @@ pub fn pretty(value: &Value) -> String {
 #[cfg(test)]
 mod gate_props;
 #[cfg(test)]
-mod recording_store;
+pub(crate) mod recording_store;
 #[cfg(test)]
 mod tests;
