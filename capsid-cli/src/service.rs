@@ -358,6 +358,18 @@ pub fn run(global: &GlobalArgs, cmd: ServiceCommand) -> ExitCode {
         );
     }
     if args.apply {
+        // Both files are checked before either is written: a refusal changes nothing.
+        if !args.force
+            && let Some(existing) = [&plan.env_path, &plan.unit_path]
+                .into_iter()
+                .find(|p| p.exists())
+        {
+            eprintln!(
+                "capsid service install: {} exists: nothing was written (add --force to replace both files)",
+                existing.display()
+            );
+            return ExitCode::from(2);
+        }
         // The unit is readable by all (systemd reads it); the environment file only by its owner.
         for (path, text, mode) in [
             (&plan.env_path, &plan.env, 0o600),

@@ -161,6 +161,22 @@ fn a_user_unit_is_printed_then_written_as_printed_and_systemd_accepts_it() {
     );
     assert_eq!(std::fs::read_to_string(&unit_path).expect("unit"), unit);
 
+    // With only the unit left, a second --apply still writes nothing: not even the missing
+    // environment file.
+    std::fs::remove_file(&env_path).expect("the owner removes the environment file");
+    let half = capsid(home.path(), &["--user", "--apply"]);
+    assert_eq!(half.status.code(), Some(2), "{}", text(&half));
+    assert!(
+        text(&half).contains(&format!("{} exists", unit_path.display())),
+        "{}",
+        text(&half)
+    );
+    assert!(
+        !env_path.exists(),
+        "a refused install wrote {}",
+        env_path.display()
+    );
+
     // --force replaces both, whole.
     let forced = capsid(
         home.path(),
