@@ -7,7 +7,8 @@ use capsid_core::caller::AgentKind;
 use capsid_core::ports::{AgentRow, AuditEntry, NewAgent, StoreError, StoreResult};
 use capsid_core::time::Timestamp;
 
-use crate::engine::{Engine, TxError, TxResult, always, finish, read_all, unit};
+use crate::engine::in_unit;
+use crate::engine::{Engine, TxError, always, read_all};
 use crate::row::Row;
 use crate::stmt::Stmt;
 
@@ -104,18 +105,11 @@ pub async fn agents(engine: &impl Engine) -> StoreResult<Vec<AgentRow>> {
 
 /// `AgentStore::touch_agent`.
 pub async fn touch_agent(engine: &impl Engine, id: &str, at: Timestamp) -> StoreResult<()> {
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result: TxResult<()> = async {
-                tx.execute(Stmt::new(TOUCH).bind(id).bind(at)).await?;
-                Ok(())
-            }
-            .await;
-            finish(tx, result, always).await
-        })
-    })
-    .await
+    in_unit!(engine, always, |tx| async {
+        tx.execute(Stmt::new(TOUCH).bind(id).bind(at)).await?;
+        Ok(())
+    }
+    .await)
 }
 
 /// `AgentStore::mint_agent`: `Conflict` naming the rule a collision broke.
@@ -125,40 +119,33 @@ pub async fn mint_agent(
     audit: AuditEntry,
 ) -> StoreResult<AgentRow> {
     let (agent, audit) = (&agent, &audit);
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result = async {
-                let stmt = Stmt::new(MINT)
-                    .bind(&agent.id)
-                    .bind(&agent.name)
-                    .bind(agent.kind.name())
-                    .bind(&agent.key_hash)
-                    .bind(&agent.scopes)
-                    .bind(&agent.created_by)
-                    .bind(agent.at);
-                let row = match tx.fetch_optional(stmt).await {
-                    Ok(row) => row,
-                    Err(e) => {
-                        return Err(match mint_collision(&e, agent) {
-                            Some(what) => TxError::Store(StoreError::Conflict(what)),
-                            None => e.into(),
-                        });
-                    }
-                };
-                let minted = row
-                    .as_ref()
-                    .map(agent_row)
-                    .transpose()?
-                    .ok_or_else(|| StoreError::Backend("the mint returned no row".into()))?;
-                crate::audit::insert(&mut *tx, audit).await?;
-                Ok(minted)
+    in_unit!(engine, always, |tx| async {
+        let stmt = Stmt::new(MINT)
+            .bind(&agent.id)
+            .bind(&agent.name)
+            .bind(agent.kind.name())
+            .bind(&agent.key_hash)
+            .bind(&agent.scopes)
+            .bind(&agent.created_by)
+            .bind(agent.at);
+        let row = match tx.fetch_optional(stmt).await {
+            Ok(row) => row,
+            Err(e) => {
+                return Err(match mint_collision(&e, agent) {
+                    Some(what) => TxError::Store(StoreError::Conflict(what)),
+                    None => e.into(),
+                });
             }
-            .await;
-            finish(tx, result, always).await
-        })
-    })
-    .await
+        };
+        let minted = row
+            .as_ref()
+            .map(agent_row)
+            .transpose()?
+            .ok_or_else(|| StoreError::Backend("the mint returned no row".into()))?;
+        crate::audit::insert(&mut *tx, audit).await?;
+        Ok(minted)
+    }
+    .await)
 }
 
 /// A keyed `UPDATE ... RETURNING` of one agent and, when it matched, its audit row in the
@@ -169,22 +156,19 @@ async fn keyed_update(
     audit: &AuditEntry,
 ) -> StoreResult<Option<AgentRow>> {
     let stmt = &stmt;
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result = async {
-                let Some(row) = tx.fetch_optional(stmt.clone()).await? else {
-                    return Ok(None);
-                };
-                let agent = agent_row(&row)?;
-                crate::audit::insert(&mut *tx, audit).await?;
-                Ok(Some(agent))
-            }
-            .await;
-            finish(tx, result, |changed: &Option<AgentRow>| changed.is_some()).await
-        })
-    })
-    .await
+    in_unit!(
+        engine,
+        |changed: &Option<AgentRow>| changed.is_some(),
+        |tx| async {
+            let Some(row) = tx.fetch_optional(stmt.clone()).await? else {
+                return Ok(None);
+            };
+            let agent = agent_row(&row)?;
+            crate::audit::insert(&mut *tx, audit).await?;
+            Ok(Some(agent))
+        }
+        .await
+    )
 }
 
 /// `AgentStore::revoke_agent`.

@@ -4,7 +4,8 @@
 
 use capsid_core::ports::{AuditEntry, AuditFilter, AuditRow, StoreResult};
 
-use crate::engine::{Engine, TxError, always, finish, read_all, unit};
+use crate::engine::in_unit;
+use crate::engine::{Engine, TxError, always, read_all};
 use crate::exec::Exec;
 use crate::row::Row;
 use crate::stmt::Stmt;
@@ -63,14 +64,9 @@ pub fn recent_audit_stmt(filter: &AuditFilter, limit: usize) -> Stmt {
 /// `AuditLog::append_audit`: one row in a unit of its own.
 pub async fn append_audit(engine: &impl Engine, entry: AuditEntry) -> StoreResult<()> {
     let entry = &entry;
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result = insert(&mut *tx, entry).await.map_err(TxError::from);
-            finish(tx, result, always).await
-        })
-    })
-    .await
+    in_unit!(engine, always, |tx| insert(&mut *tx, entry)
+        .await
+        .map_err(TxError::from))
 }
 
 /// `AuditLog::recent_audit`.

@@ -6,7 +6,8 @@ use capsid_core::checkmarks::CiStatus;
 use capsid_core::ports::{AuditEntry, PendingCi, StoreResult};
 use capsid_core::time::Timestamp;
 
-use crate::engine::{Engine, always, finish, read_all, unit};
+use crate::engine::in_unit;
+use crate::engine::{Engine, always, read_all};
 use crate::stmt::Stmt;
 
 const PENDING: &str = "SELECT id, namespace, push_sha, created_at, ci_checked_at FROM log_entries \
@@ -38,22 +39,15 @@ pub async fn record_ci(
     audit: Option<AuditEntry>,
 ) -> StoreResult<bool> {
     let audit = &audit;
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result = async {
-                let stmt = Stmt::new(RECORD).bind(id).bind(status.as_str()).bind(at);
-                if tx.fetch_optional(stmt).await?.is_none() {
-                    return Ok(false);
-                }
-                if let Some(a) = audit {
-                    crate::audit::insert(&mut *tx, a).await?;
-                }
-                Ok(true)
-            }
-            .await;
-            finish(tx, result, always).await
-        })
-    })
-    .await
+    in_unit!(engine, always, |tx| async {
+        let stmt = Stmt::new(RECORD).bind(id).bind(status.as_str()).bind(at);
+        if tx.fetch_optional(stmt).await?.is_none() {
+            return Ok(false);
+        }
+        if let Some(a) = audit {
+            crate::audit::insert(&mut *tx, a).await?;
+        }
+        Ok(true)
+    }
+    .await)
 }

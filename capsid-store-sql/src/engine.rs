@@ -137,6 +137,23 @@ pub async fn unit<'a, T>(
     }
 }
 
+/// Runs `$work` (an expression that may use `$tx`, the unit's open transaction) as one unit of
+/// work on `$engine`: begun, then committed when `$keep` accepts its `Ok` value and rolled back
+/// otherwise, the whole run again when the engine retries ([`unit`], [`finish`]).
+macro_rules! in_unit {
+    ($engine:ident, $keep:expr, |$tx:ident| $work:expr) => {
+        $crate::engine::unit($engine, || {
+            Box::pin(async move {
+                let mut $tx = $engine.begin().await?;
+                let result: $crate::engine::TxResult<_> = $work;
+                $crate::engine::finish($tx, result, $keep).await
+            })
+        })
+        .await
+    };
+}
+pub(crate) use in_unit;
+
 /// Reads with `engine` and maps every row.
 pub async fn read_all<T>(
     engine: &impl Engine,

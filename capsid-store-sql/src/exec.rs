@@ -44,48 +44,36 @@ macro_rules! query {
     }};
 }
 
-impl Exec for SqliteConnection {
-    fn execute(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<u64, sqlx::Error>> {
-        Box::pin(async move {
-            let done = Executor::execute(&mut *self, query!(stmt)).await?;
-            Ok(done.rows_affected())
-        })
-    }
+/// `Exec` for one driver's connection, its rows wrapped as `$row`.
+macro_rules! exec_for {
+    ($conn:ty, $row:path) => {
+        impl Exec for $conn {
+            fn execute(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<u64, sqlx::Error>> {
+                Box::pin(async move {
+                    let done = Executor::execute(&mut *self, query!(stmt)).await?;
+                    Ok(done.rows_affected())
+                })
+            }
 
-    fn fetch_all(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<Vec<Row>, sqlx::Error>> {
-        Box::pin(async move {
-            let rows = Executor::fetch_all(&mut *self, query!(stmt)).await?;
-            Ok(rows.into_iter().map(Row::Sqlite).collect())
-        })
-    }
+            fn fetch_all(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<Vec<Row>, sqlx::Error>> {
+                Box::pin(async move {
+                    let rows = Executor::fetch_all(&mut *self, query!(stmt)).await?;
+                    Ok(rows.into_iter().map($row).collect())
+                })
+            }
 
-    fn fetch_optional(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<Option<Row>, sqlx::Error>> {
-        Box::pin(async move {
-            let row = Executor::fetch_optional(&mut *self, query!(stmt)).await?;
-            Ok(row.map(Row::Sqlite))
-        })
-    }
+            fn fetch_optional(
+                &mut self,
+                stmt: Stmt,
+            ) -> BoxFuture<'_, Result<Option<Row>, sqlx::Error>> {
+                Box::pin(async move {
+                    let row = Executor::fetch_optional(&mut *self, query!(stmt)).await?;
+                    Ok(row.map($row))
+                })
+            }
+        }
+    };
 }
 
-impl Exec for PgConnection {
-    fn execute(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<u64, sqlx::Error>> {
-        Box::pin(async move {
-            let done = Executor::execute(&mut *self, query!(stmt)).await?;
-            Ok(done.rows_affected())
-        })
-    }
-
-    fn fetch_all(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<Vec<Row>, sqlx::Error>> {
-        Box::pin(async move {
-            let rows = Executor::fetch_all(&mut *self, query!(stmt)).await?;
-            Ok(rows.into_iter().map(Row::Postgres).collect())
-        })
-    }
-
-    fn fetch_optional(&mut self, stmt: Stmt) -> BoxFuture<'_, Result<Option<Row>, sqlx::Error>> {
-        Box::pin(async move {
-            let row = Executor::fetch_optional(&mut *self, query!(stmt)).await?;
-            Ok(row.map(Row::Postgres))
-        })
-    }
-}
+exec_for!(SqliteConnection, Row::Sqlite);
+exec_for!(PgConnection, Row::Postgres);

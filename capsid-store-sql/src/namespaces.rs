@@ -5,7 +5,8 @@
 use capsid_core::ports::{AuditEntry, NamespaceRow, StoreError, StoreResult};
 use capsid_core::time::Timestamp;
 
-use crate::engine::{Engine, TxError, TxResult, always, finish, read_all, unit};
+use crate::engine::in_unit;
+use crate::engine::{Engine, TxError, TxResult, always, read_all};
 use crate::exec::Exec;
 use crate::row::Row;
 use crate::stmt::Stmt;
@@ -64,25 +65,17 @@ pub async fn register_namespace(
     audit: AuditEntry,
 ) -> StoreResult<()> {
     let audit = &audit;
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result = async {
-                let stmt = Stmt::new(REGISTER).bind(name).bind(repos_json).bind(at);
-                if tx.fetch_optional(stmt).await?.is_none() {
-                    return Err(StoreError::Conflict(format!(
-                        "namespace '{name}' is already registered"
-                    ))
-                    .into());
-                }
-                crate::audit::insert(&mut *tx, audit).await?;
-                Ok(())
-            }
-            .await;
-            finish(tx, result, always).await
-        })
-    })
-    .await
+    in_unit!(engine, always, |tx| async {
+        let stmt = Stmt::new(REGISTER).bind(name).bind(repos_json).bind(at);
+        if tx.fetch_optional(stmt).await?.is_none() {
+            return Err(
+                StoreError::Conflict(format!("namespace '{name}' is already registered")).into(),
+            );
+        }
+        crate::audit::insert(&mut *tx, audit).await?;
+        Ok(())
+    }
+    .await)
 }
 
 /// Replaces `column` (`repos` or `runner`) of a registered namespace, returning what it
@@ -117,14 +110,15 @@ pub async fn update_namespace(
     audit: AuditEntry,
 ) -> StoreResult<Option<String>> {
     let audit = &audit;
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result = replace(engine, &mut *tx, "repos", name, Some(repos_json), audit).await;
-            finish(tx, result, always).await
-        })
-    })
-    .await
+    in_unit!(engine, always, |tx| replace(
+        engine,
+        &mut *tx,
+        "repos",
+        name,
+        Some(repos_json),
+        audit
+    )
+    .await)
 }
 
 /// `NamespaceStore::set_namespace_runner`: the previous runner JSON; `NotFound` when unknown.
@@ -135,12 +129,8 @@ pub async fn set_namespace_runner(
     audit: AuditEntry,
 ) -> StoreResult<Option<String>> {
     let (audit, runner) = (&audit, runner_json.as_deref());
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result = replace(engine, &mut *tx, "runner", name, runner, audit).await;
-            finish(tx, result, always).await
-        })
-    })
-    .await
+    in_unit!(engine, always, |tx| replace(
+        engine, &mut *tx, "runner", name, runner, audit
+    )
+    .await)
 }

@@ -5,7 +5,8 @@
 use capsid_core::jobs::review::Verdict;
 use capsid_core::ports::{AuditEntry, NewReview, ReviewRow, StoreResult};
 
-use crate::engine::{Engine, always, finish, read_all, unit};
+use crate::engine::in_unit;
+use crate::engine::{Engine, always, read_all};
 use crate::row::Row;
 use crate::stmt::Stmt;
 
@@ -36,31 +37,24 @@ pub async fn record_review(
     audit: AuditEntry,
 ) -> StoreResult<()> {
     let (review, audit) = (&review, &audit);
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result = async {
-                tx.execute(
-                    Stmt::new(INSERT)
-                        .bind(&review.repo)
-                        .bind(review.number)
-                        .bind(&review.namespace)
-                        .bind(&review.reviewer)
-                        .bind(review.verdict.as_str())
-                        .bind(&review.said)
-                        .bind(&review.head_sha)
-                        .bind(&review.comment_url)
-                        .bind(review.at),
-                )
-                .await?;
-                crate::audit::insert(&mut *tx, audit).await?;
-                Ok(())
-            }
-            .await;
-            finish(tx, result, always).await
-        })
-    })
-    .await
+    in_unit!(engine, always, |tx| async {
+        tx.execute(
+            Stmt::new(INSERT)
+                .bind(&review.repo)
+                .bind(review.number)
+                .bind(&review.namespace)
+                .bind(&review.reviewer)
+                .bind(review.verdict.as_str())
+                .bind(&review.said)
+                .bind(&review.head_sha)
+                .bind(&review.comment_url)
+                .bind(review.at),
+        )
+        .await?;
+        crate::audit::insert(&mut *tx, audit).await?;
+        Ok(())
+    }
+    .await)
 }
 
 /// `ReviewStore::reviews`.

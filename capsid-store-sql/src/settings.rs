@@ -7,7 +7,8 @@
 use capsid_core::ports::{AuditEntry, Expect, SettingChange, StoreResult};
 use capsid_core::time::Timestamp;
 
-use crate::engine::{Engine, TxResult, always, finish, read_all, unit};
+use crate::engine::in_unit;
+use crate::engine::{Engine, always, read_all};
 use crate::exec::Exec;
 use crate::stmt::Stmt;
 
@@ -95,15 +96,10 @@ async fn compare_and_set_on(
 /// Runs `stmt` alone in a unit of its own; whether it returned a row.
 async fn one_returning(engine: &impl Engine, stmt: Stmt) -> StoreResult<bool> {
     let stmt = &stmt;
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result: TxResult<bool> =
-                async { Ok(tx.fetch_optional(stmt.clone()).await?.is_some()) }.await;
-            finish(tx, result, always).await
-        })
-    })
-    .await
+    in_unit!(engine, always, |tx| async {
+        Ok(tx.fetch_optional(stmt.clone()).await?.is_some())
+    }
+    .await)
 }
 
 /// `SettingsStore::setting`: the live value.
@@ -146,16 +142,11 @@ pub async fn compare_and_set_setting(
     expires_at: Option<Timestamp>,
     now: Timestamp,
 ) -> StoreResult<bool> {
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result = compare_and_set_on(&mut *tx, key, expected, new, expires_at, now)
-                .await
-                .map_err(Into::into);
-            finish(tx, result, |applied| *applied).await
-        })
-    })
+    in_unit!(engine, |applied| *applied, |tx| compare_and_set_on(
+        &mut *tx, key, expected, new, expires_at, now
+    )
     .await
+    .map_err(Into::into))
 }
 
 /// `SettingsStore::change_settings_audited`: every change applies, with every audit row, or
@@ -166,45 +157,38 @@ pub async fn change_settings_audited(
     audits: &[AuditEntry],
     now: Timestamp,
 ) -> StoreResult<bool> {
-    unit(engine, || {
-        Box::pin(async move {
-            let mut tx = engine.begin().await?;
-            let result: TxResult<bool> = async {
-                for c in changes {
-                    let applied = match &c.expected {
-                        Expect::Anything => {
-                            match &c.value {
-                                Some(v) => put_on(&mut *tx, &c.key, v, c.expires_at).await?,
-                                None => delete_on(&mut *tx, &c.key).await?,
-                            }
-                            true
-                        }
-                        Expect::Value(expected) => {
-                            compare_and_set_on(
-                                &mut *tx,
-                                &c.key,
-                                expected.as_deref(),
-                                c.value.as_deref(),
-                                c.expires_at,
-                                now,
-                            )
-                            .await?
-                        }
-                    };
-                    if !applied {
-                        return Ok(false);
+    in_unit!(engine, |applied| *applied, |tx| async {
+        for c in changes {
+            let applied = match &c.expected {
+                Expect::Anything => {
+                    match &c.value {
+                        Some(v) => put_on(&mut *tx, &c.key, v, c.expires_at).await?,
+                        None => delete_on(&mut *tx, &c.key).await?,
                     }
+                    true
                 }
-                for audit in audits {
-                    crate::audit::insert(&mut *tx, audit).await?;
+                Expect::Value(expected) => {
+                    compare_and_set_on(
+                        &mut *tx,
+                        &c.key,
+                        expected.as_deref(),
+                        c.value.as_deref(),
+                        c.expires_at,
+                        now,
+                    )
+                    .await?
                 }
-                Ok(true)
+            };
+            if !applied {
+                return Ok(false);
             }
-            .await;
-            finish(tx, result, |applied| *applied).await
-        })
-    })
-    .await
+        }
+        for audit in audits {
+            crate::audit::insert(&mut *tx, audit).await?;
+        }
+        Ok(true)
+    }
+    .await)
 }
 
 /// `SettingsStore::claim_nonce`: `true` the first time `jti` is seen in `scope`.
