@@ -2,7 +2,8 @@
 //! `capsid restore --rehearse` restores it into a throwaway store and verifies it (exit 0);
 //! `capsid restore` into the non-empty source is refused (exit 2) and into an empty file
 //! succeeds; a data folder with another signing secret is refused (exit 2, naming
-//! `signing.key` and `CAPSID_SIGNING_SECRET`); a folder with no dump is refused.
+//! `signing.key` and `CAPSID_SIGNING_SECRET`); a folder with no dump is refused. A dump with
+//! one byte changed is refused (exit 2, naming the file) and nothing reaches the target.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -203,4 +204,83 @@ fn backup_then_restore_with_exit_codes() {
         "{}",
         String::from_utf8_lossy(&nothing.stderr)
     );
+}
+
+#[test]
+fn restore_refuses_a_dump_with_one_byte_changed_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let data = dir.path().join("data");
+    for args in [
+        &["migrate"][..],
+        &[
+            "agents",
+            "mint",
+            "--name",
+            "me",
+            "--kind",
+            "session",
+            "--namespaces",
+            "*",
+            "--grants",
+            "read,write",
+        ],
+        &["backup", "--json"],
+    ] {
+        let out = capsid(&data, args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A copy of the dump with one byte of the agents table changed: still valid JSON, an
+    // agent renamed.
+    let dumps = data.join("media/backups/json");
+    let run = std::fs::read_dir(&dumps)
+        .expect("the dump's folder")
+        .flatten()
+        .next()
+        .expect("one dump")
+        .file_name();
+    let run = run.to_str().expect("utf-8").to_owned();
+    let tampered = dir.path().join("tampered");
+    let copy = tampered.join("backups/json").join(&run);
+    std::fs::create_dir_all(&copy).expect("a folder");
+    for e in std::fs::read_dir(dumps.join(&run))
+        .expect("the dump")
+        .flatten()
+    {
+        std::fs::copy(e.path(), copy.join(e.file_name())).expect("copy");
+    }
+    let agents = copy.join("agents.json");
+    let text = std::fs::read_to_string(&agents).expect("agents.json");
+    let changed = text.replacen("\"name\":\"me\"", "\"name\":\"mf\"", 1);
+    assert_eq!(changed.len(), text.len(), "one byte");
+    assert_ne!(changed, text, "the byte changed");
+    std::fs::write(&agents, changed).expect("write");
+
+    let target = dir.path().join("target.db");
+    let url = format!("sqlite://{}", target.display());
+    let refused = capsid(
+        &data,
+        &[
+            "restore",
+            "--from",
+            tampered.to_str().expect("utf-8"),
+            "--database-url",
+            &url,
+        ],
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("capsid restore refused")
+            && said.contains(&format!("backups/json/{run}/agents.json"))
+            && said.contains("SHA-256"),
+        "{said}"
+    );
+    // Nothing reached the target: no agent, neither the renamed one nor the original.
+    let listed = capsid(&data, &["--database-url", &url, "agents", "list", "--json"]);
+    let listed = json(&listed);
+    assert_eq!(listed["agents"], serde_json::json!([]), "{listed}");
 }

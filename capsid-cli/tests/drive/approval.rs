@@ -4,8 +4,11 @@
 //! fake GitHub, so a reviewer's `manage_pr` comment records a verdict pinned to the pull
 //! request's head, which the test makes the repository's own HEAD). Without an approval, with
 //! the caller's own, and with one for an older commit the hook denies and says why; with
-//! another agent's approval of the current head it prints nothing and exits 0. A server that
-//! cannot be reached denies too (fail closed).
+//! another agent's approval of the current head it prints nothing and exits 0. A merge is
+//! judged against the pull request's head on GitHub: a head moved there (the local HEAD still
+//! the approved commit), another pull request or another repository of the namespace at the
+//! approved head, and a GraphQL `mergePullRequest` are refused. A server that cannot be
+//! reached denies too (fail closed).
 
 use std::io::Write;
 use std::path::Path;
@@ -17,6 +20,8 @@ use serde_json::{Value, json};
 use super::support::{BIN, Store, World, git_out, said};
 
 const ALPHA: &str = "octo/alpha";
+/// A second repository namespace alpha maps.
+const BETA: &str = "octo/beta";
 
 /// Claude Code's PreToolUse event for a Bash command, as its documentation shows it.
 fn bash_event(cwd: &Path, command: &str) -> String {
@@ -133,6 +138,7 @@ fn approvals_follow_the_head(store: Store, case: &str) {
         .expect("runtime");
     let gh = runtime.block_on(FakeGitHub::start());
     gh.add_repo(ALPHA, &[("README.md", "alpha\n")]);
+    gh.add_repo(BETA, &[("README.md", "beta\n")]);
     let env = vec![
         (
             "CAPSID_GITHUB_APP_CLIENT_ID".to_owned(),
@@ -147,7 +153,13 @@ fn approvals_follow_the_head(store: Store, case: &str) {
     let Some(w) = World::start_with(store, case, env) else {
         return;
     };
-    w.cli(&["namespaces", "register", "alpha", "--repo", ALPHA]);
+    w.cli(&[
+        "namespaces",
+        "register",
+        "alpha",
+        "--repos",
+        &json!([{"repo": ALPHA, "label": "primary"}, {"repo": BETA, "label": "beta"}]).to_string(),
+    ]);
     let driver = mint(&w, "alpha-driver");
     let reviewer = mint(&w, "alpha-reviewer");
     let dir = local_repo(&w);
@@ -203,15 +215,83 @@ fn approvals_follow_the_head(store: Store, case: &str) {
         &driver,
         &format!("gh api -X PUT repos/{ALPHA}/pulls/{pr}/merge"),
     ));
-    // ... while a push of every branch is still refused, approval or not.
+    // ... while a push of every branch is still refused, approval or not, and so is a merge
+    // through GraphQL's `mergePullRequest`, which names no pull request to check.
     let why = denied(&hook(&dir, &mcp, &driver, "git push --all origin"));
     assert!(why.contains("No approval lets this through"), "{why}");
+    let why = denied(&hook(
+        &dir,
+        &mcp,
+        &driver,
+        "gh api graphql -f query='mutation { mergePullRequest(input: {pullRequestId: \"PR_kw\"}) { clientMutationId } }'",
+    ));
+    assert!(why.contains("names no pull request number"), "{why}");
+
+    // The pull request's head moved on GitHub while the local HEAD is still the approved
+    // commit: the push of that commit passes, the merge is refused naming GitHub's head.
+    let moved = gh.commit(
+        ALPHA,
+        "topic",
+        &[("w.txt", Some("pushed from elsewhere\n"))],
+        "elsewhere",
+    );
+    gh.set_pull_head(ALPHA, pr, &moved);
+    passed(&hook(&dir, &mcp, &driver, push));
+    for command in [
+        merge.clone(),
+        format!("gh api -X PUT repos/{ALPHA}/pulls/{pr}/merge"),
+    ] {
+        let why = denied(&hook(&dir, &mcp, &driver, &command));
+        assert!(
+            why.contains(&format!("{ALPHA}#{pr}'s current head is {moved}"))
+                && why.contains(&format!(
+                    "no review verdict is recorded for head {}",
+                    &moved[..12]
+                )),
+            "{command}: {why}"
+        );
+    }
+    gh.set_pull_head(ALPHA, pr, &head);
+    passed(&hook(&dir, &mcp, &driver, &merge));
 
     // The approval is of that pull request of that repository: another pull request (its
     // value flags not taken for its number), another repository, or the other pull request
     // through `gh api` is refused.
     gh.commit(ALPHA, "other", &[("o.txt", Some("other\n"))], "other");
     let other = gh.open_pull(ALPHA, "other", "main", "Other", "");
+    // Another pull request of the same repository at the very head the approval was of.
+    gh.set_pull_head(ALPHA, other, &head);
+    for command in [
+        format!("gh pr merge {other}"),
+        format!("gh pr merge -t {pr} {other}"),
+        format!("gh api -X PUT repos/{ALPHA}/pulls/{other}/merge"),
+    ] {
+        let why = denied(&hook(&dir, &mcp, &driver, &command));
+        assert!(
+            why.contains(&format!(
+                "{ALPHA}#{other}'s current head is {head}; the verdict on that commit is on {ALPHA}#{pr}, not on this pull request"
+            )),
+            "{command}: {why}"
+        );
+    }
+    // Another repository the namespace maps, with a pull request of the same number at the
+    // same head.
+    gh.commit(BETA, "topic", &[("w.txt", Some("work\n"))], "work");
+    gh.open_pull_numbered(BETA, pr, "topic", "main", "Beta work", "");
+    gh.set_pull_head(BETA, pr, &head);
+    for command in [
+        format!("gh pr merge -R {BETA} {pr}"),
+        format!("gh pr merge https://github.com/{BETA}/pull/{pr}"),
+        format!("gh api -X PUT repos/{BETA}/pulls/{pr}/merge"),
+    ] {
+        let why = denied(&hook(&dir, &mcp, &driver, &command));
+        assert!(
+            why.contains(&format!(
+                "{BETA}#{pr}'s current head is {head}; the verdict on that commit is on {ALPHA}#{pr}, not on this pull request"
+            )),
+            "{command}: {why}"
+        );
+    }
     for command in [
         format!("gh pr merge -t {pr} {other}"),
         format!("gh pr merge --subject ship-it {other} --squash"),

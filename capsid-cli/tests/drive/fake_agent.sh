@@ -1,6 +1,7 @@
 #!/bin/sh
 # A fake Claude Code for the drive tests that the real CLI cannot express (the approval round
-# trips against a fake GitHub, dispatch bounds). Like `claude -p --output-format stream-json`, it
+# trips against a fake GitHub, dispatch bounds, a session that runs none of the hooks or
+# rewires the worktree's git hooks). Like `claude -p --output-format stream-json`, it
 # reads its prompt (the job body) on stdin, works in its current folder (the job's worktree),
 # runs the hooks the driver passes with `--settings` (as Claude Code reads them) with Claude
 # Code's hook event JSON, and prints stream-json ending in a result line.
@@ -52,6 +53,21 @@ case "$input" in
     out=$(hook pre-tool-use "$(printf '{"session_id":"%s","transcript_path":"/tmp/t.jsonl","cwd":"%s","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push origin %s","description":"Push","timeout":120000,"run_in_background":false},"tool_use_id":"toolu_push"}' "$session" "$(pwd)" "$branch")")
     log "pre-tool-use: $out"
     [ -z "$out" ] && git push -q origin "$branch" 2>>"$FAKE_LOG"
+    ;;
+  *MODE=nohooks*)
+    # An agent command that loads none of the driver's hooks (a setting switched them off).
+    echo 'widgets: 2' > widgets.txt
+    git add widgets.txt && git commit -qm "Widgets without hooks"
+    log "no hooks run"
+    printf '{"type":"result","subtype":"success","session_id":"%s","is_error":false,"result":"Widgets now ship in two sizes.","total_cost_usd":0.12,"num_turns":4}\n' "$session"
+    exit 0
+    ;;
+  *MODE=rewire*)
+    # Points the worktree's hooks somewhere else, then works and runs its hooks as usual.
+    git config --worktree core.hooksPath /tmp/x
+    echo 'widgets: 2' > widgets.txt
+    git add widgets.txt && git commit -qm "Widgets after rewiring the hooks"
+    log "rewired core.hooksPath"
     ;;
   *MODE=fail*)
     echo broken > state.txt

@@ -4,7 +4,9 @@
 //! driver measured when the tests pass, failed with the failing tail when they do not, a push
 //! the build check fails is denied by the hook, a question blocks the job until it is
 //! answered over /api and resumed in the same worktree, an unresolvable credential stops the
-//! driver before any claim, and two namespaces driven at once share nothing.
+//! driver before any claim, and two namespaces driven at once share nothing. A session none of
+//! the driver's hooks reported from, or one that rewired the worktree's `core.hooksPath`, fails
+//! its job whatever it committed.
 
 mod approval;
 mod bounds;
@@ -55,6 +57,8 @@ claude::claude_cases!(
 
 both_stores!(
     a_push_the_build_check_fails_is_denied_by_the_hook,
+    a_session_none_of_the_hooks_reported_from_fails,
+    a_session_that_rewires_the_worktrees_hooks_fails,
     an_unresolvable_credential_stops_before_any_claim,
     two_namespaces_at_once_share_no_worktree_or_checkmark,
     runner_settings_come_from_the_namespace,
@@ -160,6 +164,51 @@ fn a_push_the_build_check_fails_is_denied_by_the_hook(w: &World) {
     );
     let mark = w.checkmark("demo", "demo-driver");
     assert_eq!(mark["build_status"], json!("fail"), "{mark}");
+}
+
+/// An agent command that ran none of Capsid's hooks (Claude Code with the hooks switched off,
+/// or a command that does not load `--settings`): whatever it committed, with the driver's own
+/// tests green, the job fails saying no hook reported.
+fn a_session_none_of_the_hooks_reported_from_fails(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Widgets", "Two sizes. MODE=nohooks");
+    let out = w.drive_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    assert!(w.fake_said("demo").contains("no hooks run"), "the mode ran");
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("failed"), "{job}");
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        summary.contains("Capsid's gates cannot vouch for this run")
+            && summary.contains("none of Capsid's hooks reported during the session"),
+        "{job}"
+    );
+}
+
+/// An agent that points its worktree's `core.hooksPath` elsewhere (so git's pre-push gate
+/// would not run), then works and runs its hooks as usual: the job fails naming
+/// `core.hooksPath`.
+fn a_session_that_rewires_the_worktrees_hooks_fails(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Widgets", "Two sizes. MODE=rewire");
+    let out = w.drive_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    let fake = w.fake_said("demo");
+    assert!(
+        fake.contains("rewired core.hooksPath"),
+        "the mode ran: {fake}"
+    );
+    assert!(fake.contains("stop: "), "its hooks ran: {fake}");
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("failed"), "{job}");
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        summary.contains("Capsid's gates cannot vouch for this run")
+            && summary.contains("core.hooksPath is /tmp/x instead of"),
+        "{job}"
+    );
 }
 
 fn an_unresolvable_credential_stops_before_any_claim(w: &World) {

@@ -426,9 +426,39 @@ fn classify_depth(line: &str, depth: usize) -> Vec<Gated> {
 /// PreToolUse gate refuses these outright, anywhere in the command line (`--no-verify`,
 /// `core.hooksPath`, git's plumbing that pushes without hooks, `-c` overrides of push, alias,
 /// remote, url or core settings, git's configuration through the environment, another git
-/// directory). Fails closed: a mention inside quotes counts.
+/// directory). Fails closed: a mention inside quotes counts, so does one in the words as the
+/// shell reads them, in a command line run by `sh -c` or `eval`, and a `git config` whose
+/// words the shell or `xargs` computes.
 pub fn hook_bypass(line: &str) -> Option<String> {
-    let lower = line.to_ascii_lowercase();
+    hook_bypass_depth(line, 0)
+}
+
+fn hook_bypass_depth(line: &str, depth: usize) -> Option<String> {
+    if depth > 8 {
+        return Some("shells nested too deep to read".into());
+    }
+    // The text as written, and as the shell reads its words (quotes and backslashes gone:
+    // `core.hooks''Path` is `core.hooksPath`).
+    let words = simple_commands(line);
+    let lower = format!(
+        "{}\n{}",
+        line.to_ascii_lowercase(),
+        words
+            .iter()
+            .map(|w| w.join(" "))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .to_ascii_lowercase()
+    );
+    // git takes any unambiguous prefix of a long option: `--no-veri` is `--no-verify`.
+    if let Some(w) = words.iter().flatten().find(|w| {
+        let w = w.split('=').next().unwrap_or(w);
+        w.len() > "--no-v".len() && "--no-verify".starts_with(w)
+    }) {
+        return Some(format!(
+            "`{w}` is git's `--no-verify`, which skips git's pre-push hook"
+        ));
+    }
     for (needle, what) in [
         ("--no-verify", "`--no-verify` skips git's pre-push hook"),
         ("core.hookspath", "`core.hooksPath` rewires git's hooks"),
@@ -491,9 +521,33 @@ pub fn hook_bypass(line: &str) -> Option<String> {
             return Some(what.to_owned());
         }
     }
-    for words in simple_commands(line) {
+    for words in words {
+        // A command line of its own, inside `sh -c` or `eval`, is read the same way.
+        let program = program_words(&words);
+        if let Some(first) = program.first() {
+            let base = first.rsplit('/').next().unwrap_or(first);
+            let code = if SHELLS.contains(&base) {
+                program
+                    .iter()
+                    .position(|w| {
+                        w == "-c" || (w.starts_with('-') && !w.starts_with("--") && w.contains('c'))
+                    })
+                    .and_then(|pos| program.get(pos + 1))
+                    .cloned()
+            } else if base == "eval" {
+                Some(program[1..].join(" "))
+            } else {
+                None
+            };
+            if let Some(why) = code.and_then(|c| hook_bypass_depth(&c, depth + 1)) {
+                return Some(why);
+            }
+        }
         let mut rest = words.as_slice();
         while let Some(pos) = rest.iter().position(|w| is_program(w, "git")) {
+            let via_xargs = rest[..pos]
+                .iter()
+                .any(|w| w.rsplit('/').next() == Some("xargs"));
             let after = &rest[pos + 1..];
             let mut i = 0;
             while i < after.len() {
@@ -532,9 +586,16 @@ pub fn hook_bypass(line: &str) -> Option<String> {
             }
             // `git config ... alias.x push` / `remote.*.push` / `push.*` written for later.
             if after.get(i).map(String::as_str) == Some("config") {
+                // Words the shell or `xargs` computes could name any key.
+                if via_xargs || line.contains('$') || line.contains('`') {
+                    return Some(
+                        "`git config` with words computed by the shell or `xargs` could rewire git's hooks".into(),
+                    );
+                }
                 let keys = after[i + 1..].iter().map(|w| w.to_ascii_lowercase());
                 for k in keys {
                     if k.starts_with("alias.")
+                        || k.starts_with("include")
                         || k.starts_with("push.")
                         || k.starts_with("url.")
                         || (k.starts_with("remote.")

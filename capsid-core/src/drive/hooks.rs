@@ -624,6 +624,16 @@ mod tests {
             "cd .. && git push origin topic",
             "cd && git status",
             "GIT_DIR=/x/.git git push origin topic",
+            // git takes a prefix of a long option; the shell drops quotes; `eval` and `sh -c`
+            // run a line of their own; a computed `git config` could name any key.
+            "git push --no-veri origin topic",
+            "git push --no-verif",
+            "git config core.hooks''Path /dev/null",
+            "eval \"git config core.hooks''Path /dev/null\"",
+            "sh -c \"git push --no-veri origin topic\"",
+            "git config $(printf core.hooks%sath P) /dev/null",
+            "printf 'core.hooks%sath' P | xargs git config",
+            "git config include.path /tmp/evil.gitconfig",
         ] {
             assert!(
                 matches!(plan_pre_tool_use(&bash(cmd), &rooted), PrePlan::Deny { .. }),
@@ -635,6 +645,8 @@ mod tests {
             "git -C sub status",
             "cd /tmp && ls",
             "git push origin capsid/job_1",
+            "git config user.name T",
+            "git push --verbose origin capsid/job_1",
         ] {
             assert!(
                 !matches!(plan_pre_tool_use(&bash(cmd), &rooted), PrePlan::Deny { .. }),

@@ -116,8 +116,22 @@ impl FakeGitHub {
 
     /// Opens a pull request `head` → `base`; returns its number.
     pub fn open_pull(&self, full: &str, head: &str, base: &str, title: &str, body: &str) -> u64 {
-        let date = self.now();
         let number = self.shared.lock().id();
+        self.open_pull_numbered(full, number, head, base, title, body)
+    }
+
+    /// [`FakeGitHub::open_pull`] with the number given: GitHub numbers pull requests per
+    /// repository, so two repositories may each have a `#number`.
+    pub fn open_pull_numbered(
+        &self,
+        full: &str,
+        number: u64,
+        head: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+    ) -> u64 {
+        let date = self.now();
         self.with_repo(full, |repo| {
             let hs = repo.branches[head].clone();
             let bs = repo.branches[base].clone();
