@@ -88,6 +88,24 @@ impl Request {
             .collect()
     }
 
+    /// The session Claude Code says the request belongs to (`metadata.user_id`, a JSON text
+    /// whose `session_id` a `--resume` keeps and a fresh session renews).
+    pub fn session_id(&self) -> Option<String> {
+        let user: Value = serde_json::from_str(self.body["metadata"]["user_id"].as_str()?).ok()?;
+        user["session_id"].as_str().map(str::to_owned)
+    }
+
+    /// The primary working directory the request's system prompt names (where the session
+    /// started: the job's worktree).
+    pub fn cwd(&self) -> String {
+        cwd_of(&self.body)
+    }
+
+    /// All user text of the request (the prompt, a resume's answer, hook feedback).
+    pub fn user_text(&self) -> String {
+        user_text(&self.body)
+    }
+
     /// The names of the tools offered in this request.
     pub fn tools(&self) -> Vec<String> {
         self.body["tools"]
@@ -355,7 +373,8 @@ pub fn require_claude(case: &str) -> Option<PathBuf> {
 
 /// The environment the real CLI runs in against `fake`: a fresh `HOME` and `TMPDIR` under
 /// `dir`, the fake as its API, no other host tried, the CLI's folder first on `PATH` (so the
-/// driver's default `claude` is this one), and `IS_SANDBOX=1` (as root, bypass modes need it).
+/// driver's default `claude` is this one). `IS_SANDBOX` is not set here: as root the driver
+/// sets it for its agent (Claude Code's bypass mode needs it), and the tests exercise that.
 pub fn claude_env(fake: &FakeClaude, bin: &Path, dir: &Path) -> Vec<(String, String)> {
     let home = dir.join("claude-home");
     let tmp = dir.join("claude-tmp");
@@ -377,7 +396,6 @@ pub fn claude_env(fake: &FakeClaude, bin: &Path, dir: &Path) -> Vec<(String, Str
         ("DISABLE_TELEMETRY", "1".to_owned()),
         ("DISABLE_ERROR_REPORTING", "1".to_owned()),
         ("DISABLE_AUTOUPDATER", "1".to_owned()),
-        ("IS_SANDBOX", "1".to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))

@@ -464,6 +464,8 @@ impl World {
             .env_remove("CAPSID_AGENT_COMMAND")
             .env_remove("CAPSID_AGENT_ARGS")
             .env_remove("CAPSID_CREDENTIAL_REF")
+            // The driver sets it for the agent when it runs as root; none is inherited.
+            .env_remove("IS_SANDBOX")
             .env("CAPSID_KEY", key)
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env("GIT_AUTHOR_NAME", "Claude Code")
