@@ -65,6 +65,32 @@ fn results(w: &World, marker: &str) -> String {
         .join("\n")
 }
 
+/// The tool result Claude Code sent back for the call `tool_use_id` of script `marker`:
+/// its text and whether it was an error.
+fn result_of(w: &World, marker: &str, tool_use_id: &str) -> Option<(String, bool)> {
+    w.fake()
+        .requests(marker)
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .find(|(id, _, _)| id == tool_use_id)
+        .map(|(_, t, e)| (t, e))
+}
+
+/// The sessions the requests of script `marker` came from, and how many requests opened a
+/// conversation (turn 0): one session and one opening mean every run after the first resumed
+/// it.
+fn sessions(w: &World, marker: &str) -> (std::collections::BTreeSet<String>, usize) {
+    let requests = w.fake().requests(marker);
+    let ids = requests
+        .iter()
+        .map(|r| {
+            r.session_id()
+                .unwrap_or_else(|| format!("no session in {}", r.body["metadata"]))
+        })
+        .collect();
+    (ids, requests.iter().filter(|r| r.turn == 0).count())
+}
+
 pub fn the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_tests(w: &World) {
     let key = w.namespace_with_driver("demo");
     let root = w.project("demo");
@@ -290,6 +316,24 @@ pub fn a_question_reaches_a_person_and_the_answer_reaches_the_same_session(w: &W
         results(w, "SCRIPT=ask")
     );
     assert!(!results(w, "SCRIPT=ask").contains("Tool result missing"));
+    // The same session: the question's own call (turn 0, its first block) is what the answer
+    // answers, the conversation was opened once, and every request names one session, the one
+    // the driver recorded when it blocked and again when the job closed.
+    let (text, error) = result_of(w, "SCRIPT=ask", "toolu_fake_0_0").expect("the replayed call");
+    assert!(!error && text.contains("SQLite, please"), "{text}");
+    let (ids, openings) = sessions(w, "SCRIPT=ask");
+    assert_eq!(openings, 1, "the resume started a new conversation");
+    assert_eq!(ids.len(), 1, "more than one session: {ids:?}");
+    let session = ids.into_iter().next().unwrap_or_default();
+    let log = w.log("demo", "demo-driver");
+    let recorded: Vec<&str> = log["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["status"] == json!("paused_for_input") || e["status"] == json!("done"))
+        .filter_map(|e| e["session_id"].as_str())
+        .collect();
+    assert_eq!(recorded, vec![session.as_str(), session.as_str()], "{log}");
 }
 
 pub fn a_question_through_the_agents_own_checkpoint_blocks_the_job(w: &World) {
