@@ -472,56 +472,89 @@ pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) 
 pub fn the_gates_run_at_the_root_after_the_agent_cds_into_a_subfolder(w: &World) {
     let key = w.namespace_with_driver("demo");
     let root = w.project("demo");
+    let origin = w.dir.path().join("demo-origin.git");
+    let on_origin = |id: &str| {
+        std::process::Command::new("git")
+            .args([
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/capsid/{id}"),
+            ])
+            .current_dir(&origin)
+            .output()
+            .expect("git")
+    };
+    // Green: the agent moves into docs/ (which holds no test script) and stays there; Claude
+    // Code keeps the folder between Bash calls, so the push and the Stop hook see docs/ as
+    // their cwd. The gates run `sh test.sh` at the worktree's root, where it passes.
     let green = w.post("demo", "Docs", "SCRIPT=green");
     w.fake().script(
         "SCRIPT=green",
         vec![
             vec![bash("mkdir -p docs && cd docs && echo hi > readme.txt && git add readme.txt && git commit -qm docs")],
-            vec![bash("cd docs && git push -q origin HEAD")],
+            vec![bash("pwd")],
+            vec![bash("git push -q origin HEAD")],
             vec![text("Docs written.")],
         ],
     );
     let out = w.drive_claude_once("demo", &key, &root, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", said(&out));
     assert_eq!(w.job("demo", &green)["status"], json!("done"));
+    let all = results(w, "SCRIPT=green");
+    let wt = root.join(".capsid/worktrees").join(&green);
+    let (pwd, _) = result_of(w, "SCRIPT=green", "toolu_fake_1_0").expect("pwd ran");
+    assert_eq!(pwd.trim(), wt.join("docs").display().to_string(), "{all}");
+    assert!(!all.contains("[error]"), "a call failed: {all}");
     let fed_back = w
         .fake()
         .requests("SCRIPT=green")
         .iter()
         .any(|r| r.body.to_string().contains("Stop hook feedback"));
+    assert!(!fed_back, "a green suite blocked the turn: {all}");
+    let pushed = on_origin(&green);
     assert!(
-        !fed_back,
-        "a green suite blocked the turn: {}",
-        results(w, "SCRIPT=green")
+        pushed.status.success(),
+        "the green branch never reached the origin: {all}"
     );
+    assert_eq!(
+        String::from_utf8_lossy(&pushed.stdout).trim(),
+        git_out(&root, &["rev-parse", &format!("refs/heads/capsid/{green}")])
+    );
+
+    // Red: a passing test script in docs/ too, so a gate that ran the tests in the agent's
+    // folder would let a red suite out. The PreToolUse gate itself refuses the push (the
+    // call never runs: git's own pre-push hook says nothing).
+    std::fs::create_dir_all(root.join("docs")).expect("docs");
+    std::fs::write(root.join("docs/test.sh"), "echo 'all docs tests passed'\n").expect("w");
+    git_out(&root, &["add", "docs/test.sh"]);
+    git_out(&root, &["commit", "-qm", "Docs have tests of their own"]);
     let red = w.post("demo", "Docs red", "SCRIPT=redcd");
     w.fake().script(
         "SCRIPT=redcd",
         vec![
-            vec![bash("echo broken > state.txt && git add state.txt && git commit -qm broken && mkdir -p docs")],
-            vec![bash("cd docs && git push origin HEAD")],
+            vec![bash(
+                "echo broken > state.txt && git add state.txt && git commit -qm broken && cd docs",
+            )],
+            vec![bash("git push origin HEAD")],
             vec![text("Pushed.")],
         ],
     );
     let out = w.drive_claude_once("demo", &key, &root, &[]);
     assert_eq!(out.status.code(), Some(4), "{}", said(&out));
     assert_eq!(w.job("demo", &red)["status"], json!("failed"));
-    let origin = w.dir.path().join("demo-origin.git");
-    let branch = std::process::Command::new("git")
-        .args([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("refs/heads/capsid/{red}"),
-        ])
-        .current_dir(&origin)
-        .output()
-        .expect("git");
-    assert!(!branch.status.success(), "a red suite was pushed");
+    assert!(!on_origin(&red).status.success(), "a red suite was pushed");
     let all = results(w, "SCRIPT=redcd");
+    let (denied, error) = result_of(w, "SCRIPT=redcd", "toolu_fake_1_0").expect("the push call");
+    assert!(error, "the push ran: {all}");
     assert!(
-        all.contains("assertion failed: widgets are broken"),
+        denied.contains("assertion failed: widgets are broken")
+            && denied.contains("The push was refused: fix the tests first."),
         "{all}"
+    );
+    assert!(
+        !denied.contains("capsid pre-push"),
+        "the PreToolUse gate let the push run; only git's hook stopped it: {all}"
     );
 }
 
