@@ -235,23 +235,25 @@ pub fn the_agent_cannot_grade_itself_and_holds_no_driver_key(w: &World) {
         json!("failed"),
         "the driver's verdict: {job}"
     );
+    let refusal = "scope refused: this caller may not use jobs.complete";
+    // The agent's own `jobs complete` over MCP (turn 1's call) is refused for its scope.
+    let mcp = results(w, "SCRIPT=grade");
+    let (said, error) =
+        result_of(w, "SCRIPT=grade", "toolu_fake_1_0").expect("the MCP complete was answered");
+    assert!(
+        error && said.contains(refusal),
+        "the MCP complete was not refused: {mcp}"
+    );
     let home = w.claude_home();
     let curl_said = std::fs::read_to_string(home.join("complete.out")).unwrap_or_default();
     assert!(
-        curl_said.contains("jobs.complete")
-            || curl_said.contains("not allowed")
-            || curl_said.contains("scope"),
+        curl_said.contains(refusal),
         "curl with the run credential was not refused: {curl_said}"
     );
     let env =
         std::fs::read_to_string(home.join("env.dump")).expect("the agent dumped its environment");
     assert!(!env.contains(&key), "the driver's key reached the agent");
     assert!(env.contains("CAPSID_RUN_CREDENTIAL=capsid_run_"), "{env}");
-    let mcp = results(w, "SCRIPT=grade");
-    assert!(
-        mcp.contains("[error]"),
-        "the MCP complete was not refused: {mcp}"
-    );
     // The run credential died with the claim.
     let credential = env
         .lines()
