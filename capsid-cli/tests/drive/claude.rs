@@ -446,8 +446,9 @@ pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) 
             vec![bash(
                 "git -c remote.origin.push=HEAD:refs/heads/main push origin",
             )],
+            // From the project root, the job's branch (its commit v2) onto main.
             vec![bash(&format!(
-                "cd {elsewhere} && git push origin HEAD:main"
+                "cd {elsewhere} && git push origin capsid/{id}:main"
             ))],
             vec![bash("git push origin HEAD:heads/main")],
             vec![text("Tried.")],
@@ -462,6 +463,14 @@ pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) 
     );
     let all = results(w, "SCRIPT=sneak");
     assert!(all.matches("[error]").count() >= 4, "{all}");
+    let (elsewhere_said, error) =
+        result_of(w, "SCRIPT=sneak", "toolu_fake_3_0").expect("the push from the root");
+    assert!(
+        error
+            && elsewhere_said.contains(&format!("runs git in {elsewhere}, outside the worktree"))
+            && elsewhere_said.contains(&format!("git push origin capsid/{id}:main`")),
+        "{all}"
+    );
     assert_ne!(
         w.job("demo", &id)["status"],
         json!("done"),
