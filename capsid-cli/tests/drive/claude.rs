@@ -350,6 +350,10 @@ pub fn a_question_through_the_agents_own_checkpoint_blocks_the_job(w: &World) {
                 json!({"namespace": "demo", "status": "paused_for_input", "question": "Which port should the server listen on?", "where_it_stopped": "asked"}),
             )],
             vec![text("I asked which port; waiting.")],
+            vec![bash(
+                "echo 8080 > port.txt && git add port.txt && git commit -qm 'Listen on 8080'",
+            )],
+            vec![text("The server listens on 8080.")],
         ],
     );
     let out = w.drive_claude_once("demo", &key, &root, &[]);
@@ -364,6 +368,51 @@ pub fn a_question_through_the_agents_own_checkpoint_blocks_the_job(w: &World) {
             .unwrap_or("")
             .contains("Which port"),
         "{mark}"
+    );
+    // Answered over /api and driven again: the same session goes on in the same worktree,
+    // with the answer as its next prompt.
+    let (status, body) = w.api(
+        "POST",
+        "/api/projects/demo/agents/demo-driver/answer",
+        Some(json!({"answer": "Port 8080, please", "resume": true})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}");
+    let requests = w.fake().requests("SCRIPT=cp");
+    let resumed = requests
+        .iter()
+        .find(|r| r.turn == 2)
+        .expect("the session went on past its question");
+    assert!(
+        resumed.user_text().contains("Port 8080, please"),
+        "the answer never reached the session: {}",
+        resumed.user_text()
+    );
+    let (ids, openings) = sessions(w, "SCRIPT=cp");
+    assert_eq!(openings, 1, "the resume started a new conversation");
+    assert_eq!(ids.len(), 1, "more than one session: {ids:?}");
+    let wt = root
+        .join(".capsid/worktrees")
+        .join(&id)
+        .display()
+        .to_string();
+    let cwds: std::collections::BTreeSet<String> = requests.iter().map(|r| r.cwd()).collect();
+    assert_eq!(cwds, [wt].into(), "the resume ran elsewhere");
+    let done = w.log("demo", "demo-driver")["entries"][0].clone();
+    assert_eq!(done["status"], json!("done"), "{done}");
+    assert_eq!(
+        done["session_id"].as_str(),
+        ids.iter().next().map(String::as_str)
+    );
+    assert_eq!(
+        git_out(
+            &root,
+            &["log", "-1", "--format=%s", &format!("capsid/{id}")]
+        ),
+        "Listen on 8080"
     );
 }
 
