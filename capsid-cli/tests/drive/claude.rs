@@ -460,6 +460,37 @@ pub fn a_push_to_main_blocks_with_the_command_and_two_questions_never_overwrite(
         Some(json!({"answer": "I pushed it myself", "resume": true})),
     );
     assert_eq!(status, 200, "{body}");
+    // Driven again: the job that asked resumes with the answer; the other is never claimed.
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let resumed = w.job("demo", &id);
+    assert_eq!(resumed["status"], json!("done"), "{resumed}");
+    assert_eq!(resumed["resumed_count"], json!(1), "{resumed}");
+    assert_eq!(w.job("demo", &second)["status"], json!("queued"));
+    assert!(
+        w.fake().requests("SCRIPT=second").is_empty(),
+        "the other job ran"
+    );
+    let answered = w
+        .fake()
+        .requests("SCRIPT=main")
+        .iter()
+        .any(|r| r.user_text().contains("I pushed it myself"));
+    assert!(answered, "the answer never reached the job that asked");
+    let log = w.log("demo", "demo-driver");
+    assert_eq!(
+        log["entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("resumed ")))
+            .filter_map(|e| e["job_id"].as_str())
+            .collect::<Vec<_>>(),
+        vec![id.as_str()],
+        "{log}"
+    );
 }
 
 pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) {
