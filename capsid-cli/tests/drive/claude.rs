@@ -121,6 +121,19 @@ pub fn the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_te
         summary.contains("Session: $"),
         "the cost is recorded: {summary}"
     );
+    // What the session cost, as Claude Code reported it, is recorded with the outcome.
+    let err = stderr(&out);
+    let finished = err
+        .lines()
+        .find_map(|l| l.split("the agent finished: success after ").nth(1))
+        .unwrap_or_else(|| panic!("no result line: {err}"));
+    let (turns, cost) = finished.split_once(" turn(s), $").expect("turns and cost");
+    let closing = w.log("demo", "demo-driver")["entries"][0].clone();
+    assert_eq!(closing["status"], json!("done"), "{closing}");
+    assert_eq!(closing["turns"].as_u64(), turns.parse().ok(), "{closing}");
+    let recorded = closing["cost_usd"].as_f64().expect("a cost");
+    assert!(recorded > 0.0, "{closing}");
+    assert_eq!(format!("{recorded:.4}"), cost.trim(), "{closing}");
     let all = results(w, "SCRIPT=ship");
     assert!(!all.contains("[error]"), "every call ran: {all}");
     // The agent's own checkpoint went through MCP with the run credential, as its own actor.
