@@ -221,6 +221,33 @@ pub fn a_run_whose_changes_were_all_refused_fails_naming_them(w: &World) {
         "{reason}"
     );
     assert!(reason.contains("widgets.txt"), "{reason}");
+    // Nothing refused and nothing changed is a scout's run: done, its tests skipped.
+    let scout = w.post("demo", "Look around", "SCRIPT=scout");
+    w.fake().script(
+        "SCRIPT=scout",
+        vec![
+            vec![bash("ls && git log --oneline -1")],
+            vec![text(
+                "The project has a test and a build script; nothing to change.",
+            )],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let job = w.job("demo", &scout);
+    assert_eq!(job["status"], json!("done"), "{job}");
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        summary.starts_with("The project has a test and a build script; nothing to change.")
+            && summary.contains("(a scout's run), so the test gate was skipped"),
+        "{summary}"
+    );
+    let all = results(w, "SCRIPT=scout");
+    assert!(all.contains("test.sh") && !all.contains("[error]"), "{all}");
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["job_id"], json!(scout), "{mark}");
+    assert_eq!(mark["tests_status"], json!("skipped"), "{mark}");
+    assert_eq!(mark["status"], json!("done"), "{mark}");
 }
 
 pub fn the_agent_cannot_grade_itself_and_holds_no_driver_key(w: &World) {
