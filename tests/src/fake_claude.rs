@@ -121,6 +121,8 @@ impl Request {
 struct State {
     scripts: Vec<(String, Vec<Vec<Block>>)>,
     requests: Vec<Request>,
+    /// What was POSTed to `/webhook` (the server's `CAPSID_WEBHOOK_URL` in the drive tests).
+    webhooks: Vec<Value>,
 }
 
 /// The fake Messages API.
@@ -128,6 +130,8 @@ pub struct FakeClaude {
     /// `http://127.0.0.1:<port>`: `ANTHROPIC_BASE_URL`.
     pub url: String,
     state: Arc<Mutex<State>>,
+    /// Signalled at each webhook delivery.
+    delivered: Arc<std::sync::Condvar>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -144,6 +148,8 @@ impl FakeClaude {
         );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let shared = state.clone();
+        let delivered = Arc::new(std::sync::Condvar::new());
+        let signal = delivered.clone();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -154,7 +160,17 @@ impl FakeClaude {
                     tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
                 let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: Bytes| {
                     let shared = shared.clone();
-                    async move { answer(&shared, uri.path(), &body) }
+                    let signal = signal.clone();
+                    async move {
+                        if uri.path() == "/webhook" {
+                            let got = serde_json::from_slice(&body)
+                                .unwrap_or_else(|_| json!(String::from_utf8_lossy(&body)));
+                            lock(&shared).webhooks.push(got);
+                            signal.notify_all();
+                            return "ok".into_response();
+                        }
+                        answer(&shared, uri.path(), &body)
+                    }
                 });
                 let _ = axum::serve(listener, app)
                     .with_graceful_shutdown(async {
@@ -166,6 +182,7 @@ impl FakeClaude {
         FakeClaude {
             url,
             state,
+            delivered,
             stop: Some(stop),
             thread: Some(thread),
         }
@@ -184,6 +201,33 @@ impl FakeClaude {
             .filter(|r| r.script.as_deref() == Some(marker))
             .cloned()
             .collect()
+    }
+
+    /// `<url>/webhook`: a webhook receiver that records every JSON body POSTed to it.
+    pub fn webhook_url(&self) -> String {
+        format!("{}/webhook", self.url)
+    }
+
+    /// The first webhook body `matches` accepts, waiting for its delivery (the server posts
+    /// webhooks in the background) for at most `limit`; `None` when none came.
+    pub fn webhook(
+        &self,
+        matches: impl Fn(&Value) -> bool,
+        limit: std::time::Duration,
+    ) -> Option<Value> {
+        let deadline = std::time::Instant::now() + limit;
+        let mut s = lock(&self.state);
+        loop {
+            if let Some(v) = s.webhooks.iter().find(|v| matches(v)) {
+                return Some(v.clone());
+            }
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            s = self
+                .delivered
+                .wait_timeout(s, left)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
     }
 
     /// Every request, oldest first.

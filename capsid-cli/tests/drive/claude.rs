@@ -13,10 +13,8 @@ macro_rules! claude_cases {
         mod claude_sqlite {
             $(#[test]
             fn $case() {
-                if let Some(mut w) = super::World::start(super::Store::Sqlite, stringify!($case)) {
-                    if w.with_claude(stringify!($case)) {
-                        super::claude::$case(&w);
-                    }
+                if let Some(w) = super::World::start_claude(super::Store::Sqlite, stringify!($case)) {
+                    super::claude::$case(&w);
                     w.finish();
                 }
             })+
@@ -24,10 +22,8 @@ macro_rules! claude_cases {
         mod claude_postgres {
             $(#[test]
             fn $case() {
-                if let Some(mut w) = super::World::start(super::Store::Postgres, stringify!($case)) {
-                    if w.with_claude(stringify!($case)) {
-                        super::claude::$case(&w);
-                    }
+                if let Some(w) = super::World::start_claude(super::Store::Postgres, stringify!($case)) {
+                    super::claude::$case(&w);
                     w.finish();
                 }
             })+
@@ -336,6 +332,23 @@ pub fn a_question_reaches_a_person_and_the_answer_reaches_the_same_session(w: &W
             .unwrap_or("")
             .contains("Postgres or SQLite for the cache?"),
         "{mark}"
+    );
+    // The server's webhook told a person (waiting for its delivery, bounded).
+    let told = w
+        .fake()
+        .webhook(
+            |v| v["event"] == json!("checkmark-paused_for_input"),
+            std::time::Duration::from_secs(30),
+        )
+        .expect("no webhook for the question");
+    assert_eq!(told["namespace"], json!("demo"), "{told}");
+    assert_eq!(told["agent"], json!("demo-driver"), "{told}");
+    assert!(
+        told["question"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Postgres or SQLite for the cache?"),
+        "{told}"
     );
     let (status, body) = w.api(
         "POST",

@@ -424,16 +424,18 @@ pub fn git_out(dir: &Path, args: &[&str]) -> String {
 }
 
 impl World {
-    /// Starts the fake Messages API for the real Claude Code CLI; `false` (after saying the
-    /// case did not run) when the CLI is not installed outside CI.
-    pub fn with_claude(&mut self, case: &str) -> bool {
-        let Some(bin) = require_claude(case) else {
-            return false;
-        };
+    /// A world for the real Claude Code CLI: the fake Messages API started first, the server
+    /// posting its webhooks to the fake's recorder (`FakeClaude::webhook`); `None` (after
+    /// saying the case did not run) when the CLI is not installed outside CI, or the Postgres
+    /// case cannot run here.
+    pub fn start_claude(store: Store, case: &str) -> Option<World> {
+        let bin = require_claude(case)?;
         let fake = FakeClaude::start();
-        let env = claude_env(&fake, &bin, self.dir.path());
-        self.claude = Some((fake, env));
-        true
+        let hook = vec![("CAPSID_WEBHOOK_URL".to_owned(), fake.webhook_url())];
+        let mut w = World::start_with(store, case, hook)?;
+        let env = claude_env(&fake, &bin, w.dir.path());
+        w.claude = Some((fake, env));
+        Some(w)
     }
 
     /// The fake Messages API.
