@@ -440,7 +440,7 @@ impl World {
 
     /// The fake Messages API.
     pub fn fake(&self) -> &FakeClaude {
-        &self.claude.as_ref().expect("with_claude first").0
+        &self.claude.as_ref().expect("a World::start_claude world").0
     }
 
     /// The `HOME` the real Claude Code runs with.
@@ -451,7 +451,7 @@ impl World {
     /// `capsid drive --once` with the real Claude Code as the agent (the default agent
     /// command), not yet waited on.
     pub fn drive_claude(&self, ns: &str, key: &str, root: &Path, extra: &[&str]) -> Command {
-        let (_, env) = self.claude.as_ref().expect("with_claude first");
+        let (_, env) = self.claude.as_ref().expect("a World::start_claude world");
         let mut c = self.command();
         c.args(["drive", "--once", "--namespace", ns, "--url", &self.url])
             .arg("--root-dir")
