@@ -257,6 +257,65 @@ mod per_caller {
     e2e_cases!(super::bounded_sessions(); bounded);
 }
 
+/// Session mode with the shipped bounds (`SessionLimits::default()`: 16 per caller).
+fn default_bounds() -> ServerOptions {
+    ServerOptions {
+        sessions: true,
+        session_limits: Some(SessionLimits::default()),
+        ..ServerOptions::default()
+    }
+}
+
+/// This process's resident memory in KiB (`VmRSS` of `/proc/self/status`).
+fn resident_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The attack the issue measured: one read-only key opening 1,500 sessions. With the
+/// shipped bounds it holds 16, every other `initialize` is refused, rmcp holds 16, and the
+/// server's memory does not grow with the attempts (unbounded, 1,500 sessions grew the
+/// server by about 200 MB).
+async fn one_key_opening_1500_sessions_holds_16_and_memory_stays_flat(s: &TestServer) {
+    let reader = s
+        .mint(
+            "reader",
+            "session",
+            json!({"namespaces": ["*"], "grants": ["read"]}),
+        )
+        .await;
+    let per_caller = SessionLimits::default().per_caller;
+    for _ in 0..per_caller {
+        open_session(s, &reader).await;
+    }
+    let before = resident_kib();
+    for _ in 0..1_500 {
+        refused_session(s, &reader).await;
+    }
+    let grown_kib = resident_kib().saturating_sub(before);
+    assert_eq!(s.sessions.len(), per_caller);
+    assert_eq!(s.sessions.open_in_transport().await, per_caller);
+    assert!(
+        grown_kib < 48 * 1024,
+        "1,500 refused sessions grew this process by {grown_kib} KiB"
+    );
+}
+
+mod shipped_bounds {
+    use capsid_tests::e2e_cases;
+
+    use super::{default_bounds, one_key_opening_1500_sessions_holds_16_and_memory_stays_flat};
+
+    e2e_cases!(super::default_bounds(); one_key_opening_1500_sessions_holds_16_and_memory_stays_flat);
+}
+
 fn authority(s: &TestServer) -> String {
     s.url.trim_start_matches("http://").to_owned()
 }
