@@ -70,9 +70,9 @@ pub use oauth::{
 };
 pub use repo_host::{
     CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileBlob, FileChange,
-    FileCommit, FileWrite, GitTree, GitTreeItem, IssueComment, MergeOutcome, OpenedPull,
-    PostedComment, PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError,
-    RepoRef, RepoResult, RunJob, RunQuery, RunStep, TreeEntry, WorkflowRun,
+    FileCommit, FileWrite, GitTree, GitTreeItem, IssueComment, IssueFacts, MergeOutcome,
+    OpenedPull, PostedComment, PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHost,
+    RepoHostError, RepoRef, RepoResult, RunJob, RunQuery, RunStep, TreeEntry, WorkflowRun,
 };
 pub use reviews::{NewReview, ReviewRow, ReviewStore};
 pub use runs::{
