@@ -125,7 +125,7 @@ pub fn parse_intake_policy(body: &str) -> Result<IntakePolicy, IntakePolicyError
     }
     let label = match field(body, "label") {
         None => DEFAULT_LABEL.to_owned(),
-        Some(l) if l.is_empty() => {
+        Some("") => {
             return refuse("label", "empty; leave the line out for `capsid`");
         }
         Some(l) if l.contains(',') => {

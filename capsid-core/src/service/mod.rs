@@ -15,6 +15,7 @@ mod checkmarks;
 mod confirm;
 mod documents;
 mod improve;
+mod intake;
 mod jobs;
 mod maintenance;
 pub mod metrics;
@@ -38,6 +39,7 @@ pub use documents::{
 pub use improve::ProbeAnswer;
 pub use improve::StatusArgs as ImproveStatusArgs;
 pub use improve::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
+pub use intake::{IntakeReport, IssueJob};
 pub use jobs::JobsArgs;
 pub(crate) use jobs::ResumeTo;
 pub use registry::{CallObserver, ParsedCall, REGISTRY, ToolEntry, ToolListing, parse_tool_args};
