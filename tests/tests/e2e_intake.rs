@@ -25,6 +25,7 @@ capsid_tests::github_cases!(
     an_author_the_policy_does_not_name_is_left_out,
     closing_or_unlabelling_the_issue_fails_its_queued_job,
     a_done_jobs_pull_request_is_commented_on_the_issue,
+    a_failed_comment_is_tried_again_and_never_doubled,
 );
 
 const ALPHA: &str = "octo/alpha";
@@ -535,4 +536,44 @@ async fn a_done_jobs_pull_request_is_commented_on_the_issue(s: &TestServer, g: &
     tick(s).await;
     assert_eq!(g.comment_texts(ALPHA, n).len(), 2, "commented once");
     assert_all_intake(s, 3).await;
+}
+
+async fn a_failed_comment_is_tried_again_and_never_doubled(s: &TestServer, g: &FakeGitHub) {
+    setup(s, g).await;
+    write_policy(s, &policy("v1", true, "alpha", ""), true).await;
+    let n = g.open_issue(ALPHA, "Flaky GitHub", "f", "octocat", &["capsid"]);
+    g.fault(
+        "POST",
+        &format!("/repos/{ALPHA}/issues/{n}/comments"),
+        502,
+        &[],
+        "Bad Gateway",
+        1,
+    );
+    let first = tick(s).await;
+    assert_eq!(first["posted"].as_array().map(Vec::len), Some(1), "{first}");
+    assert_eq!(first["commented"], json!([]), "{first}");
+    assert!(
+        first["notes"][0]
+            .as_str()
+            .unwrap_or_default()
+            .contains("comment failed"),
+        "{first}"
+    );
+    assert!(g.comment_texts(ALPHA, n).is_empty());
+    let failed = audit_rows(s, "intake-comment-failed").await;
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].actor.as_deref(), Some("intake"));
+    // The next pass tells the issue; later ones do not repeat it.
+    let second = tick(s).await;
+    assert_eq!(
+        second["commented"].as_array().map(Vec::len),
+        Some(1),
+        "{second}"
+    );
+    tick(s).await;
+    let comments = g.comment_texts(ALPHA, n);
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert_eq!(jobs_in(s, "alpha").await.len(), 1);
+    assert!(comments[0].contains(&jobs_in(s, "alpha").await[0].id));
 }
