@@ -20,9 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::Service;
 use super::autonomy::PolicyState;
-use super::jobs::{JobsArgs, job_audit, mirror_fn};
+use super::jobs::{JobsArgs, JobsCx, job_audit, mirror_fn};
+use super::{Area, Service, ServiceConfig};
 use crate::autonomy::anchor::{POLICY_SIGNED_ACTION, signed_by_the_admin};
 use crate::autonomy::policy::POLICY_NAMESPACE;
 use crate::caller::Caller;
@@ -134,13 +134,54 @@ struct Listed {
     repos: BTreeMap<String, RepoRef>,
 }
 
+/// What the intake reaches: documents (its policy), the audit log (the policy's signing and
+/// every step), namespaces (their repositories), the queue, the intake's records, the jobs
+/// area (to post as the intake), GitHub, the signing secret, ids and the clock.
+#[derive(Clone, Copy)]
+pub struct IntakeCx<'a> {
+    /// Documents.
+    pub docs: &'a dyn crate::ports::DocumentStore,
+    /// The audit log.
+    pub audit_log: &'a dyn crate::ports::AuditLog,
+    /// Namespaces and their repositories.
+    pub namespaces: &'a dyn crate::ports::NamespaceStore,
+    /// The queue.
+    pub jobs: &'a dyn crate::ports::JobStore,
+    /// Which issue became which job.
+    pub intake: &'a dyn crate::ports::IntakeStore,
+    /// The jobs area: a job is posted through its `post`.
+    pub posting: JobsCx<'a>,
+    /// GitHub, when configured.
+    pub repo_host: &'a Option<std::sync::Arc<dyn RepoHost>>,
+    /// The signing secret.
+    pub config: &'a ServiceConfig,
+    /// Ids.
+    pub entropy: &'a dyn crate::ids::Entropy,
+    /// Now.
+    pub clock: &'a dyn crate::time::Clock,
+}
+
+impl Area for IntakeCx<'_> {
+    fn clock(&self) -> &dyn crate::time::Clock {
+        self.clock
+    }
+}
+
 impl Service {
+    /// One intake pass (what the `intake` task runs, without the scheduler's turn: tests race
+    /// two of them over one store).
+    pub async fn intake_pass(&self) -> Result<IntakeReport> {
+        self.intake().pass().await
+    }
+}
+
+impl IntakeCx<'_> {
     /// Loads the intake policy: missing, unsigned, edited after signing, unparseable (the note
     /// names the field) or disabled is no policy, with the note saying which.
     pub(crate) async fn intake_policy(&self) -> Result<(PolicyState, Option<IntakePolicy>)> {
         let mut state = PolicyState::default();
         let Some(doc) = self
-            .store
+            .docs
             .document(POLICY_NAMESPACE, INTAKE_POLICY_PATH)
             .await?
         else {
@@ -161,7 +202,7 @@ impl Service {
             }
         };
         let signed = self
-            .store
+            .audit_log
             .newest_audit(POLICY_SIGNED_ACTION, POLICY_NAMESPACE, INTAKE_POLICY_PATH)
             .await?;
         if let Err(why) =
@@ -191,9 +232,8 @@ impl Service {
         Ok((state, Some(policy)))
     }
 
-    /// One intake pass (what the `intake` task runs, without the scheduler's turn: tests race
-    /// two of them over one store).
-    pub async fn intake_pass(&self) -> Result<IntakeReport> {
+    /// One intake pass.
+    pub(crate) async fn pass(&self) -> Result<IntakeReport> {
         let now = self.now();
         let mut report = IntakeReport {
             at: now.to_string(),
@@ -215,7 +255,7 @@ impl Service {
             repos: BTreeMap::new(),
         };
         for ns in &policy.namespaces {
-            let Some(row) = self.store.namespace(ns).await? else {
+            let Some(row) = self.namespaces.namespace(ns).await? else {
                 report.note(format!("{ns}: not a registered namespace"));
                 continue;
             };
@@ -272,7 +312,7 @@ impl Service {
                 }
             }
         }
-        for row in self.store.open_intake(OPEN_SCAN).await? {
+        for row in self.intake.open_intake(OPEN_SCAN).await? {
             if !policy.names(&row.namespace) {
                 continue;
             }
@@ -302,10 +342,10 @@ impl Service {
     ) -> Result<()> {
         let now = self.now();
         let digest = body_digest(&issue.body);
-        let row = match self.store.intake_issue(key, issue.number).await? {
+        let row = match self.intake.intake_issue(key, issue.number).await? {
             Some(row) => row,
             None => {
-                let job_id = new_job_id(&*self.entropy);
+                let job_id = new_job_id(self.entropy);
                 let new = NewIntakeIssue {
                     repo: key.to_owned(),
                     number: issue.number,
@@ -326,8 +366,8 @@ impl Service {
                     at: now,
                 };
                 // Lost to another tick: its record stands, with its job id.
-                self.store.record_intake(new, taken).await?;
-                match self.store.intake_issue(key, issue.number).await? {
+                self.intake.record_intake(new, taken).await?;
+                match self.intake.intake_issue(key, issue.number).await? {
                     Some(row) => row,
                     None => return Ok(()),
                 }
@@ -336,7 +376,7 @@ impl Service {
         if row.namespace != ns || row.closed_at.is_some() {
             return Ok(());
         }
-        if self.store.job(&row.job_id).await?.is_none()
+        if self.jobs.job(&row.job_id).await?.is_none()
             && !self
                 .post_issue_job(caller, policy, &row, issue, report)
                 .await?
@@ -358,7 +398,7 @@ impl Service {
                 sha256: digest.clone(),
             };
             if self
-                .store
+                .intake
                 .update_intake(&row.repo, row.number, change, now, Some(noted))
                 .await?
             {
@@ -403,7 +443,7 @@ impl Service {
             }
         };
         let answer = self
-            .jobs()
+            .posting
             .post_job_as(caller, args, row.job_id.clone())
             .await?;
         if answer["ok"] == json!(true) {
@@ -411,7 +451,7 @@ impl Service {
             return Ok(true);
         }
         // Another tick posted it under the same id first: one job either way.
-        if self.store.job(&row.job_id).await?.is_some() {
+        if self.jobs.job(&row.job_id).await?.is_some() {
             return Ok(true);
         }
         let refusal = answer["refusal"].as_str().unwrap_or("refused");
@@ -443,7 +483,7 @@ impl Service {
         let now = self.now();
         let told = audit(row, "intake-commented", json!({"said": "job id"}), now);
         if !self
-            .store
+            .intake
             .update_intake(
                 &row.repo,
                 row.number,
@@ -471,7 +511,7 @@ impl Service {
                     json!({"error": e.to_string()}),
                     now,
                 );
-                self.store
+                self.intake
                     .update_intake(
                         &row.repo,
                         row.number,
@@ -498,7 +538,7 @@ impl Service {
         let now = self.now();
         let is_listed = listed.issues.contains(&(row.repo.clone(), row.number));
         let read_repo = listed.repos.get(&row.repo);
-        let Some(job) = self.store.job(&row.job_id).await? else {
+        let Some(job) = self.jobs.job(&row.job_id).await? else {
             // Recorded, never posted, and the issue is gone from the listing: nothing to post.
             if !is_listed && read_repo.is_some() {
                 let outcome = "no job was posted: the issue is no longer open with the label";
@@ -557,7 +597,7 @@ impl Service {
                     mirror: mirror_fn(now),
                 };
                 // Claimed meanwhile: the keyed update does not apply, and the claim stands.
-                if self.store.transition_job(t).await?.is_some() {
+                if self.jobs.transition_job(t).await?.is_some() {
                     report.failed.push(issue_job(row, Some(reason.clone())));
                     let outcome = format!("job failed: {reason}");
                     self.close_loop(row, &outcome, json!({"outcome": outcome}), report)
@@ -598,7 +638,7 @@ impl Service {
         };
         let closed = audit(row, "intake-closed", params, now);
         let done = self
-            .store
+            .intake
             .update_intake(&row.repo, row.number, change, now, Some(closed))
             .await?;
         if done {
@@ -632,7 +672,7 @@ impl Service {
                 json!({"error": e.to_string()}),
                 now,
             );
-            self.store
+            self.intake
                 .update_intake(
                     &row.repo,
                     row.number,

@@ -207,6 +207,22 @@ impl Service {
         }
     }
 
+    /// The intake area (the `intake` periodic task).
+    pub(crate) fn intake(&self) -> intake::IntakeCx<'_> {
+        intake::IntakeCx {
+            docs: &*self.store,
+            audit_log: &*self.store,
+            namespaces: &*self.store,
+            jobs: &*self.store,
+            intake: &*self.store,
+            posting: self.jobs(),
+            repo_host: &self.repo_host,
+            config: &self.config,
+            entropy: &*self.entropy,
+            clock: &*self.clock,
+        }
+    }
+
     /// The jobs area.
     pub(crate) fn jobs(&self) -> jobs::JobsCx<'_> {
         jobs::JobsCx {
