@@ -136,10 +136,28 @@ pub enum NamespacesCommand {
         /// Runner: where the credential is, env:NAME, file:/path or cmd:command (never the secret).
         #[arg(long)]
         credential_ref: Option<String>,
+        /// The namespace's monthly budget for agent sessions in US dollars (0 stops every
+        /// claim), or "none" for the server's default (CAPSID_MONTHLY_BUDGET_USD). A claim in
+        /// a namespace whose finished jobs cost that much this month (UTC) is refused.
+        #[arg(long, value_name = "DOLLARS|none")]
+        monthly_budget_usd: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `--monthly-budget-usd` as the tool takes it: a number when it reads as one, else the
+/// text (the tool names what it accepts).
+fn budget_arg(given: Option<&String>) -> Value {
+    match given.map(|t| t.trim()) {
+        None => Value::Null,
+        Some(t) => t
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| Value::from(t), Value::Number),
+    }
 }
 
 /// `capsid policy`.
@@ -425,6 +443,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
             build_command,
             agent_command,
             credential_ref,
+            monthly_budget_usd,
             json,
         } => (
             "update_namespace",
@@ -432,6 +451,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
                 "namespace": namespace, "repos": repos, "root_dir": root_dir,
                 "test_command": test_command, "build_command": build_command,
                 "agent_command": agent_command, "credential_ref": credential_ref,
+                "monthly_budget_usd": budget_arg(monthly_budget_usd.as_ref()),
             }),
             *json,
         ),
@@ -450,10 +470,13 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
                 list.iter()
                     .map(|n| {
                         format!(
-                            "{:<24} repos {}  unconsolidated {}",
+                            "{:<24} repos {}  unconsolidated {}{}",
                             n["namespace"].as_str().unwrap_or(""),
                             n["repos"].as_str().unwrap_or("[]"),
-                            n["unconsolidated"]
+                            n["unconsolidated"],
+                            n["monthly_budget_usd"]
+                                .as_f64()
+                                .map_or(String::new(), |b| format!("  budget ${b:.2}/month"))
                         )
                     })
                     .collect::<Vec<_>>()
@@ -465,9 +488,14 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
             v["action"].as_str().unwrap_or("done"),
             v["namespace"].as_str().unwrap_or(""),
             if v["runner"].is_object() {
-                &v["runner"]
+                v["runner"].to_string()
+            } else if v.get("monthly_budget_usd").is_some() {
+                match v["monthly_budget_usd"].as_f64() {
+                    Some(b) => format!("monthly budget ${b:.2}"),
+                    None => "monthly budget cleared (the server's default applies)".into(),
+                }
             } else {
-                &v["repos"]
+                v["repos"].to_string()
             }
         ),
     }))

@@ -409,8 +409,39 @@ pub fn service_on(
     let config = ServiceConfig {
         signing_secret,
         operator_keys: operator_keys.map(parse_operator_keys).unwrap_or_default(),
+        default_monthly_budget_usd: default_monthly_budget(),
     };
     Service::new(store, clock, Arc::new(OsEntropy), config)
+}
+
+/// `CAPSID_MONTHLY_BUDGET_USD`, the monthly budget of every namespace without its own.
+/// A value that is not dollars of zero or more fails closed: a budget of 0, which stops
+/// every claim, with an error in the log naming the variable (`serve` refuses to start on
+/// it first, through [`check_monthly_budget`]).
+fn default_monthly_budget() -> Option<f64> {
+    match check_monthly_budget() {
+        Ok(budget) => budget,
+        Err(e) => {
+            tracing::error!("{e:#}; every namespace without its own budget is held at 0");
+            Some(0.0)
+        }
+    }
+}
+
+/// Reads `CAPSID_MONTHLY_BUDGET_USD`: unset or blank is no default budget.
+pub fn check_monthly_budget() -> Result<Option<f64>> {
+    let Some(text) = std::env::var("CAPSID_MONTHLY_BUDGET_USD")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    let parsed: f64 = text.trim().parse().map_err(|_| {
+        anyhow::anyhow!("CAPSID_MONTHLY_BUDGET_USD={text:?} is not a number of US dollars")
+    })?;
+    capsid_core::jobs::budget::parse_budget(parsed)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("CAPSID_MONTHLY_BUDGET_USD: {e}"))
 }
 
 /// The GitHub App's settings (`CAPSID_GITHUB_APP_CLIENT_ID`, `CAPSID_GITHUB_APP_PRIVATE_KEY`,

@@ -140,6 +140,16 @@ async fn shutdown_signal() {
 pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
     let (store, version) = crate::store_wait::open(global, !args.no_migrate, &args.store).await?;
     let secret = config::signing_secret(global)?;
+    // A default budget that is not dollars stops the start, naming the variable.
+    match config::check_monthly_budget()? {
+        Some(usd) => tracing::info!(
+            usd,
+            "default monthly budget per namespace (CAPSID_MONTHLY_BUDGET_USD)"
+        ),
+        None => tracing::info!(
+            "no default monthly budget (CAPSID_MONTHLY_BUDGET_USD): only namespaces with their own budget stop at one"
+        ),
+    }
     let clock: std::sync::Arc<dyn capsid_core::time::Clock> = match &args.test_clock_file {
         Some(path) => {
             tracing::warn!(path = %path.display(), "TEST CLOCK: time is read from a file; never run a real server like this");

@@ -56,6 +56,7 @@ async fn open(data: &Path) -> (Arc<SqliteStore>, Service) {
         ServiceConfig {
             signing_secret: None,
             operator_keys: Vec::new(),
+            ..Default::default()
         },
     );
     (store, service)

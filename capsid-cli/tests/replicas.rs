@@ -183,6 +183,7 @@ impl Cluster {
             ServiceConfig {
                 signing_secret: Some(TEST_SECRET.into()),
                 operator_keys: Vec::new(),
+                ..Default::default()
             },
         );
         std::fs::create_dir_all(dirs.path().join("a")).expect("a");

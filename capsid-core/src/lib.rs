@@ -29,7 +29,7 @@
 //!                     clock: Arc<dyn capsid_core::time::Clock>,
 //!                     entropy: Arc<dyn capsid_core::ids::Entropy>) -> serde_json::Value {
 //!     let config = ServiceConfig { signing_secret: Some("from your secret store".into()),
-//!                                  operator_keys: Vec::new() };
+//!                                  operator_keys: Vec::new(), ..Default::default() };
 //!     let service = Service::new(store, clock, entropy, config);
 //!     // The CLI's caller is an admin holding the database; an HTTP adapter resolves
 //!     // a bearer key into a Caller with `Service::resolve_bearer` instead.

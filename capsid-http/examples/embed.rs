@@ -50,6 +50,7 @@ async fn main() -> anyhow::Result<()> {
     let config = ServiceConfig {
         signing_secret: Some(secret),
         operator_keys: Vec::new(),
+        ..Default::default()
     };
     let service = Service::new(store, Arc::new(SystemClock), Arc::new(OsEntropy), config);
 

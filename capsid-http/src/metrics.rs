@@ -270,6 +270,27 @@ fn register_store_gauges(r: &mut Registry, g: &Gauges) {
             .set(q.oldest_queued_seconds.unwrap_or(0.0));
     }
     r.register("queue_depth", "Queued jobs per namespace", depth);
+    let spent: Family<NamespaceLabel, SecondsGauge> = Family::default();
+    let budget: Family<NamespaceLabel, SecondsGauge> = Family::default();
+    for q in &g.queues {
+        let label = NamespaceLabel {
+            namespace: q.namespace.clone(),
+        };
+        spent.get_or_create(&label).set(q.spent_usd);
+        if let Some(b) = q.budget_usd {
+            budget.get_or_create(&label).set(b);
+        }
+    }
+    r.register(
+        "namespace_spend_usd",
+        "US dollars a namespace's finished jobs reported spending this month (UTC)",
+        spent,
+    );
+    r.register(
+        "namespace_budget_usd",
+        "A namespace's monthly budget in US dollars (only namespaces that have one)",
+        budget,
+    );
     r.register_with_unit(
         "queue_oldest_age",
         "Age of the oldest queued job per namespace (0 when none is queued)",

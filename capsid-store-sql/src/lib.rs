@@ -182,6 +182,27 @@ macro_rules! sql_ports {
             ) -> capsid_core::ports::StoreResult<Option<String>> {
                 $crate::namespaces::set_namespace_runner(self, name, runner_json, audit).await
             }
+            async fn set_namespace_budget(
+                &self,
+                name: &str,
+                budget_usd: Option<f64>,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<Option<f64>> {
+                $crate::namespaces::set_namespace_budget(self, name, budget_usd, audit).await
+            }
+            async fn spend_since(
+                &self,
+                since: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::NamespaceSpend>> {
+                $crate::namespaces::spend_since(self, since).await
+            }
+            async fn namespace_budget(
+                &self,
+                name: &str,
+                since: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::NamespaceBudget>> {
+                $crate::namespaces::namespace_budget(self, name, since).await
+            }
         }
 
         #[async_trait::async_trait]

@@ -2,19 +2,21 @@
 //! and the keyed repos and runner updates, each change audited in its unit of work. The row
 //! a keyed update reads is locked the engine's way ([`Engine::lock_row`]).
 
-use capsid_core::ports::{AuditEntry, NamespaceRow, StoreError, StoreResult};
+use capsid_core::ports::{
+    AuditEntry, NamespaceBudget, NamespaceRow, NamespaceSpend, StoreError, StoreResult,
+};
 use capsid_core::time::Timestamp;
 
 use crate::engine::in_unit;
 use crate::engine::{Engine, TxError, TxResult, always, read_all};
 use crate::exec::Exec;
 use crate::row::Row;
-use crate::stmt::Stmt;
+use crate::stmt::{Stmt, ToArg};
 
 /// Namespaces with the count of their `episodic`/`source` documents not under `archive/`
 /// (a correlated count on the `(namespace, type)` index; `substr` compares the prefix
 /// exactly and alike on both engines, where `LIKE` folds case on SQLite).
-const SELECT: &str = "SELECT n.namespace, n.repos, n.created_at, n.runner, \
+const SELECT: &str = "SELECT n.namespace, n.repos, n.created_at, n.runner, n.monthly_budget_usd, \
      (SELECT COUNT(*) FROM documents d WHERE d.namespace = n.namespace \
       AND d.type IN ('episodic', 'source') AND substr(d.path, 1, 8) <> 'archive/') AS unconsolidated \
      FROM namespaces n";
@@ -29,6 +31,7 @@ fn namespace_row(row: &Row) -> Result<NamespaceRow, sqlx::Error> {
         created_at: row.time("created_at")?,
         unconsolidated: row.count("unconsolidated")?,
         runner: row.opt_text("runner")?,
+        monthly_budget_usd: row.opt_real("monthly_budget_usd")?,
     })
 }
 
@@ -78,28 +81,34 @@ pub async fn register_namespace(
     .await)
 }
 
-/// Replaces `column` (`repos` or `runner`) of a registered namespace, returning what it
-/// held: the row read locked, then written, then audited, in one unit.
-async fn replace(
+/// Replaces `column` (`repos`, `runner` or `monthly_budget_usd`) of a registered namespace,
+/// returning what it held (read as `read`): the row read locked, then written, then
+/// audited, in one unit.
+async fn replace<T: ToArg>(
     engine: &impl Engine,
     tx: &mut dyn Exec,
     column: &'static str,
     name: &str,
-    value: Option<&str>,
+    value: T,
     audit: &AuditEntry,
-) -> TxResult<Option<String>> {
-    let read = format!(
+    read: fn(&Row) -> Result<T, sqlx::Error>,
+) -> TxResult<T> {
+    let sql = format!(
         "SELECT {column} AS previous FROM namespaces WHERE namespace = $1{}",
         engine.lock_row()
     );
-    let Some(row) = tx.fetch_optional(Stmt::new(read).bind(name)).await? else {
+    let Some(row) = tx.fetch_optional(Stmt::new(sql).bind(name)).await? else {
         return Err(not_registered(name));
     };
-    let previous = row.opt_text("previous")?;
+    let previous = read(&row)?;
     let write = format!("UPDATE namespaces SET {column} = $2 WHERE namespace = $1");
     tx.execute(Stmt::new(write).bind(name).bind(value)).await?;
     crate::audit::insert(tx, audit).await?;
     Ok(previous)
+}
+
+fn previous_text(row: &Row) -> Result<Option<String>, sqlx::Error> {
+    row.opt_text("previous")
 }
 
 /// `NamespaceStore::update_namespace`: the previous repos JSON; `NotFound` when unknown.
@@ -115,8 +124,9 @@ pub async fn update_namespace(
         &mut *tx,
         "repos",
         name,
-        Some(repos_json),
-        audit
+        Some(repos_json.to_owned()),
+        audit,
+        previous_text
     )
     .await)
 }
@@ -128,9 +138,78 @@ pub async fn set_namespace_runner(
     runner_json: Option<String>,
     audit: AuditEntry,
 ) -> StoreResult<Option<String>> {
-    let (audit, runner) = (&audit, runner_json.as_deref());
+    let (audit, runner) = (&audit, &runner_json);
     in_unit!(engine, always, |tx| replace(
-        engine, &mut *tx, "runner", name, runner, audit
+        engine,
+        &mut *tx,
+        "runner",
+        name,
+        runner.clone(),
+        audit,
+        previous_text
     )
     .await)
+}
+
+/// `NamespaceStore::set_namespace_budget`: the previous budget; `NotFound` when unknown.
+pub async fn set_namespace_budget(
+    engine: &impl Engine,
+    name: &str,
+    budget_usd: Option<f64>,
+    audit: AuditEntry,
+) -> StoreResult<Option<f64>> {
+    let audit = &audit;
+    in_unit!(engine, always, |tx| replace(
+        engine,
+        &mut *tx,
+        "monthly_budget_usd",
+        name,
+        budget_usd,
+        audit,
+        |row| row.opt_real("previous")
+    )
+    .await)
+}
+
+/// Costs summed per namespace from the outcomes recorded at or after `$1` (the index on
+/// `(namespace, recorded_at)`); outcomes with no reported cost add nothing.
+const SPEND: &str = "SELECT namespace, SUM(cost_usd) AS spent FROM job_outcomes \
+     WHERE recorded_at >= $1 AND cost_usd IS NOT NULL";
+
+/// `NamespaceStore::spend_since`.
+pub async fn spend_since(
+    engine: &impl Engine,
+    since: Timestamp,
+) -> StoreResult<Vec<NamespaceSpend>> {
+    let sql = format!("{SPEND} GROUP BY namespace ORDER BY namespace");
+    read_all(engine, Stmt::new(sql).bind(since), |r| {
+        Ok(NamespaceSpend {
+            namespace: r.text("namespace")?,
+            spent_usd: r.real("spent")?,
+        })
+    })
+    .await
+}
+
+/// A namespace's own budget and its spend since `$2`, in one read.
+const BUDGET: &str = "SELECT n.monthly_budget_usd, \
+     (SELECT COALESCE(SUM(o.cost_usd), 0.0) FROM job_outcomes o \
+      WHERE o.namespace = n.namespace AND o.recorded_at >= $2) AS spent \
+     FROM namespaces n WHERE n.namespace = $1";
+
+/// `NamespaceStore::namespace_budget`.
+pub async fn namespace_budget(
+    engine: &impl Engine,
+    name: &str,
+    since: Timestamp,
+) -> StoreResult<Option<NamespaceBudget>> {
+    let stmt = Stmt::new(BUDGET).bind(name).bind(since);
+    let found = read_all(engine, stmt, |r| {
+        Ok(NamespaceBudget {
+            budget_usd: r.opt_real("monthly_budget_usd")?,
+            spent_usd: r.real("spent")?,
+        })
+    })
+    .await?;
+    Ok(found.first().copied())
 }

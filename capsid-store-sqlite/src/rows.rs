@@ -138,6 +138,9 @@ pub(crate) fn outcome(row: &SqliteRow) -> Result<OutcomeRow, Error> {
         skill_ids_offered: row.try_get("skill_ids_offered")?,
         skill_ids_used: row.try_get("skill_ids_used")?,
         skill_verdict: row.try_get("skill_verdict")?,
+        cost_usd: row.try_get("cost_usd")?,
+        turns: row.try_get("turns")?,
+        duration_ms: row.try_get("duration_ms")?,
     })
 }
 

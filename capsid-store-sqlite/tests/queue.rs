@@ -127,6 +127,9 @@ fn outcome_for(job: &Job, recorded: Timestamp, urls: &[&str]) -> OutcomeRecord {
             skill_ids_offered: None,
             skill_ids_used: None,
             skill_verdict: None,
+            cost_usd: None,
+            turns: None,
+            duration_ms: None,
         },
         pr_urls: urls.iter().map(|u| (*u).to_owned()).collect(),
     }

@@ -88,6 +88,24 @@ impl Request {
             .collect()
     }
 
+    /// The session Claude Code says the request belongs to (`metadata.user_id`, a JSON text
+    /// whose `session_id` a `--resume` keeps and a fresh session renews).
+    pub fn session_id(&self) -> Option<String> {
+        let user: Value = serde_json::from_str(self.body["metadata"]["user_id"].as_str()?).ok()?;
+        user["session_id"].as_str().map(str::to_owned)
+    }
+
+    /// The primary working directory the request's system prompt names (where the session
+    /// started: the job's worktree).
+    pub fn cwd(&self) -> String {
+        cwd_of(&self.body)
+    }
+
+    /// All user text of the request (the prompt, a resume's answer, hook feedback).
+    pub fn user_text(&self) -> String {
+        user_text(&self.body)
+    }
+
     /// The names of the tools offered in this request.
     pub fn tools(&self) -> Vec<String> {
         self.body["tools"]
@@ -103,6 +121,8 @@ impl Request {
 struct State {
     scripts: Vec<(String, Vec<Vec<Block>>)>,
     requests: Vec<Request>,
+    /// What was POSTed to `/webhook` (the server's `CAPSID_WEBHOOK_URL` in the drive tests).
+    webhooks: Vec<Value>,
 }
 
 /// The fake Messages API.
@@ -110,6 +130,8 @@ pub struct FakeClaude {
     /// `http://127.0.0.1:<port>`: `ANTHROPIC_BASE_URL`.
     pub url: String,
     state: Arc<Mutex<State>>,
+    /// Signalled at each webhook delivery.
+    delivered: Arc<std::sync::Condvar>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -126,6 +148,8 @@ impl FakeClaude {
         );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let shared = state.clone();
+        let delivered = Arc::new(std::sync::Condvar::new());
+        let signal = delivered.clone();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -136,7 +160,17 @@ impl FakeClaude {
                     tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
                 let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: Bytes| {
                     let shared = shared.clone();
-                    async move { answer(&shared, uri.path(), &body) }
+                    let signal = signal.clone();
+                    async move {
+                        if uri.path() == "/webhook" {
+                            let got = serde_json::from_slice(&body)
+                                .unwrap_or_else(|_| json!(String::from_utf8_lossy(&body)));
+                            lock(&shared).webhooks.push(got);
+                            signal.notify_all();
+                            return "ok".into_response();
+                        }
+                        answer(&shared, uri.path(), &body)
+                    }
                 });
                 let _ = axum::serve(listener, app)
                     .with_graceful_shutdown(async {
@@ -148,6 +182,7 @@ impl FakeClaude {
         FakeClaude {
             url,
             state,
+            delivered,
             stop: Some(stop),
             thread: Some(thread),
         }
@@ -166,6 +201,33 @@ impl FakeClaude {
             .filter(|r| r.script.as_deref() == Some(marker))
             .cloned()
             .collect()
+    }
+
+    /// `<url>/webhook`: a webhook receiver that records every JSON body POSTed to it.
+    pub fn webhook_url(&self) -> String {
+        format!("{}/webhook", self.url)
+    }
+
+    /// The first webhook body `matches` accepts, waiting for its delivery (the server posts
+    /// webhooks in the background) for at most `limit`; `None` when none came.
+    pub fn webhook(
+        &self,
+        matches: impl Fn(&Value) -> bool,
+        limit: std::time::Duration,
+    ) -> Option<Value> {
+        let deadline = std::time::Instant::now() + limit;
+        let mut s = lock(&self.state);
+        loop {
+            if let Some(v) = s.webhooks.iter().find(|v| matches(v)) {
+                return Some(v.clone());
+            }
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            s = self
+                .delivered
+                .wait_timeout(s, left)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
     }
 
     /// Every request, oldest first.
@@ -355,7 +417,8 @@ pub fn require_claude(case: &str) -> Option<PathBuf> {
 
 /// The environment the real CLI runs in against `fake`: a fresh `HOME` and `TMPDIR` under
 /// `dir`, the fake as its API, no other host tried, the CLI's folder first on `PATH` (so the
-/// driver's default `claude` is this one), and `IS_SANDBOX=1` (as root, bypass modes need it).
+/// driver's default `claude` is this one). `IS_SANDBOX` is not set here: as root the driver
+/// sets it for its agent (Claude Code's bypass mode needs it), and the tests exercise that.
 pub fn claude_env(fake: &FakeClaude, bin: &Path, dir: &Path) -> Vec<(String, String)> {
     let home = dir.join("claude-home");
     let tmp = dir.join("claude-tmp");
@@ -377,7 +440,6 @@ pub fn claude_env(fake: &FakeClaude, bin: &Path, dir: &Path) -> Vec<(String, Str
         ("DISABLE_TELEMETRY", "1".to_owned()),
         ("DISABLE_ERROR_REPORTING", "1".to_owned()),
         ("DISABLE_AUTOUPDATER", "1".to_owned()),
-        ("IS_SANDBOX", "1".to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))

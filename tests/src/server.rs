@@ -55,6 +55,9 @@ pub struct ServerOptions {
     pub signing_secret: Option<String>,
     /// Start without a signing secret (the signed routes answer 503).
     pub no_signing_secret: bool,
+    /// The default monthly budget of namespaces without their own
+    /// (`CAPSID_MONTHLY_BUDGET_USD`).
+    pub default_monthly_budget_usd: Option<f64>,
     /// The model API (`CAPSID_ANTHROPIC_API_URL`, `CAPSID_ANTHROPIC_API_KEY`) the loop's `api`
     /// mode asks, for example a [`crate::fake_model::FakeModel`]; none means no model.
     pub anthropic: Option<(String, String)>,
@@ -132,6 +135,7 @@ impl TestServer {
                 .as_deref()
                 .map(capsid_core::caller::parse_operator_keys)
                 .unwrap_or_default(),
+            default_monthly_budget_usd: options.default_monthly_budget_usd,
         };
         let mut service = Service::new(store.clone(), clock.clone(), Arc::new(TestEntropy), config);
         if let Some(host) = options.repo_host.clone() {

@@ -209,6 +209,7 @@ async fn backup_to_s3_lists_prunes_old_runs_and_restores() {
         capsid_core::service::ServiceConfig {
             signing_secret: Some(capsid_tests::server::TEST_SECRET.into()),
             operator_keys: Vec::new(),
+            ..Default::default()
         },
     );
     let report = restorer

@@ -240,3 +240,113 @@ async fn an_unreachable_webhook_never_affects_a_checkpoint() {
     assert_eq!(read["checkmark"]["open_question"], "Which region?");
     s.stop().await;
 }
+
+/// Keeps every notification the service hands it, in order (the service awaits it inline).
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<capsid_core::ports::Notification>>);
+
+#[async_trait::async_trait]
+impl capsid_core::ports::Notifier for Recorder {
+    async fn notify(&self, notification: capsid_core::ports::Notification) {
+        self.0.lock().expect("lock").push(notification);
+    }
+}
+
+/// A namespace's budget alerts fire once each: at 80% and at 100%, whatever the number of
+/// jobs that cross or pass them, for done and failed jobs alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_tells_the_owner_once_at_80_and_once_at_100_percent() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = capsid_store_sqlite::SqliteStore::open(&format!(
+        "sqlite://{}",
+        dir.path().join("w.db").display()
+    ))
+    .await
+    .expect("open");
+    store.migrate().await.expect("migrate");
+    let recorder = std::sync::Arc::new(Recorder::default());
+    let hook: std::sync::Arc<dyn capsid_core::ports::Notifier> = recorder.clone();
+    let s = TestServer::start_customized(
+        std::sync::Arc::new(store),
+        ServerOptions::default(),
+        |_| None,
+        move |service| service.with_notifier(hook),
+    )
+    .await;
+    s.namespace("alpha").await;
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "monthly_budget_usd": 10}),
+    )
+    .await;
+    let key = s
+        .mint(
+            "d",
+            "driver",
+            json!({"namespaces": ["alpha"], "grants": ["read", "write"]}),
+        )
+        .await;
+    let c = s.client(&key).await;
+    let budget_events = || {
+        recorder
+            .0
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|n| n.event.starts_with("budget-"))
+            .map(|n| (n.event.clone(), n.reason.clone()))
+            .collect::<Vec<_>>()
+    };
+    // 5 (50%), 8.5 (85%: crosses 80), 9.5 (no new share), 11.5 (crosses 100, a failed job).
+    for (n, (cost, action), seen) in [
+        (1, (5.0, "complete"), 0),
+        (2, (3.5, "complete"), 1),
+        (3, (1.0, "complete"), 1),
+        (4, (2.0, "fail"), 2),
+    ] {
+        let job = c
+            .ok(
+                "jobs",
+                json!({"action": "post", "namespace": "alpha", "title": format!("Job {n}"), "body": "b"}),
+            )
+            .await;
+        let claimed = c
+            .ok("jobs", json!({"action": "claim", "namespace": "alpha"}))
+            .await;
+        assert_eq!(claimed["ok"], true, "{claimed}");
+        let finished = c
+            .ok(
+                "jobs",
+                json!({"action": action, "id": job["job"]["id"], "namespace": "alpha",
+                       "result_summary": "x", "reason": "red tests", "evidence": {"cost_usd": cost}}),
+            )
+            .await;
+        assert_eq!(finished["ok"], true, "{finished}");
+        assert_eq!(
+            budget_events().len(),
+            seen,
+            "after job {n}: {:?}",
+            budget_events()
+        );
+    }
+    let events = budget_events();
+    assert_eq!(events[0].0, "budget-80");
+    assert!(
+        events[0].1.contains("$8.50") && events[0].1.contains("$10.00"),
+        "{events:?}"
+    );
+    assert_eq!(events[1].0, "budget-100");
+    assert!(events[1].1.contains("$11.50"), "{events:?}");
+    // Spent: the next claim is refused and no alert repeats.
+    c.ok(
+        "jobs",
+        json!({"action": "post", "namespace": "alpha", "title": "Over", "body": "b"}),
+    )
+    .await;
+    let refused = c
+        .ok("jobs", json!({"action": "claim", "namespace": "alpha"}))
+        .await;
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(budget_events().len(), 2);
+    s.stop().await;
+}

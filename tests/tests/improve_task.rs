@@ -29,6 +29,7 @@ fn service(store: Arc<dyn Store>, secret: Option<&str>) -> Service {
         ServiceConfig {
             signing_secret: secret.map(str::to_owned),
             operator_keys: Vec::new(),
+            ..Default::default()
         },
     )
 }

@@ -416,6 +416,22 @@ fn session_cost(rep: &SessionReport) -> Option<String> {
     Some(s)
 }
 
+/// The session's measured cost, turns and time as outcome evidence (what the namespace's
+/// budget sums); only what Claude Code reported.
+fn measured_cost(rep: &SessionReport) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    if let Some(c) = rep.cost_usd {
+        m.insert("cost_usd".into(), json!(c));
+    }
+    if let Some(t) = rep.turns {
+        m.insert("turns".into(), json!(t));
+    }
+    if let Some(ms) = rep.duration_ms {
+        m.insert("duration_ms".into(), json!(ms));
+    }
+    m
+}
+
 /// Closes the job as `close` says, with the checkpoint that goes with it.
 async fn finish(
     r: &Ready,
@@ -481,6 +497,10 @@ async fn finish(
                 None => summary.clone(),
             };
 
+            let mut evidence = evidence.clone();
+            if let (Some(e), Some(rep)) = (evidence.as_object_mut(), report) {
+                e.extend(measured_cost(rep));
+            }
             let mut args = json!({"action": "complete", "id": id, "namespace": r.namespace, "result_summary": summary, "evidence": evidence});
             if let Some(pr) = evidence["prs"][0].as_str() {
                 args["result_ref"] = json!(pr);
@@ -533,10 +553,12 @@ async fn finish(
                 }
                 None => reason.clone(),
             };
+            let evidence: serde_json::Map<String, Value> =
+                report.map(measured_cost).unwrap_or_default();
             r.mcp
                 .ok(
                     "jobs",
-                    json!({"action": "fail", "id": id, "namespace": r.namespace, "reason": reason}),
+                    json!({"action": "fail", "id": id, "namespace": r.namespace, "reason": reason, "evidence": evidence}),
                 )
                 .await?;
             worktree::keep_failed(&r.root, id);

@@ -33,6 +33,37 @@ pub fn runner_settings_come_from_the_namespace(w: &World) {
         "not a git repository, no settings: {}",
         said(&out)
     );
+    // The refusal names the path and where it came from.
+    let expected = format!(
+        "the project root {} is not a git repository (it came from the current folder (no --root-dir given))",
+        elsewhere.display()
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&expected),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(w.job("demo", &id)["status"], json!("queued"));
+    let plain = w.dir.path().join("plain-folder");
+    std::fs::create_dir_all(&plain).expect("a folder");
+    w.cli(&[
+        "namespaces",
+        "update",
+        "demo",
+        "--root-dir",
+        &plain.display().to_string(),
+    ]);
+    let out = w.drive_bare("demo", &key, elsewhere);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let expected = format!(
+        "the project root {} is not a git repository (it came from the namespace's runner setting root_dir",
+        plain.display()
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&expected),
+        "{}",
+        said(&out)
+    );
     assert_eq!(w.job("demo", &id)["status"], json!("queued"));
 
     let root_text = root.display().to_string();

@@ -13,10 +13,8 @@ macro_rules! claude_cases {
         mod claude_sqlite {
             $(#[test]
             fn $case() {
-                if let Some(mut w) = super::World::start(super::Store::Sqlite, stringify!($case)) {
-                    if w.with_claude(stringify!($case)) {
-                        super::claude::$case(&w);
-                    }
+                if let Some(w) = super::World::start_claude(super::Store::Sqlite, stringify!($case)) {
+                    super::claude::$case(&w);
                     w.finish();
                 }
             })+
@@ -24,10 +22,8 @@ macro_rules! claude_cases {
         mod claude_postgres {
             $(#[test]
             fn $case() {
-                if let Some(mut w) = super::World::start(super::Store::Postgres, stringify!($case)) {
-                    if w.with_claude(stringify!($case)) {
-                        super::claude::$case(&w);
-                    }
+                if let Some(w) = super::World::start_claude(super::Store::Postgres, stringify!($case)) {
+                    super::claude::$case(&w);
                     w.finish();
                 }
             })+
@@ -65,6 +61,32 @@ fn results(w: &World, marker: &str) -> String {
         .join("\n")
 }
 
+/// The tool result Claude Code sent back for the call `tool_use_id` of script `marker`:
+/// its text and whether it was an error.
+fn result_of(w: &World, marker: &str, tool_use_id: &str) -> Option<(String, bool)> {
+    w.fake()
+        .requests(marker)
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .find(|(id, _, _)| id == tool_use_id)
+        .map(|(_, t, e)| (t, e))
+}
+
+/// The sessions the requests of script `marker` came from, and how many requests opened a
+/// conversation (turn 0): one session and one opening mean every run after the first resumed
+/// it.
+fn sessions(w: &World, marker: &str) -> (std::collections::BTreeSet<String>, usize) {
+    let requests = w.fake().requests(marker);
+    let ids = requests
+        .iter()
+        .map(|r| {
+            r.session_id()
+                .unwrap_or_else(|| format!("no session in {}", r.body["metadata"]))
+        })
+        .collect();
+    (ids, requests.iter().filter(|r| r.turn == 0).count())
+}
+
 pub fn the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_tests(w: &World) {
     let key = w.namespace_with_driver("demo");
     let root = w.project("demo");
@@ -95,6 +117,19 @@ pub fn the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_te
         summary.contains("Session: $"),
         "the cost is recorded: {summary}"
     );
+    // What the session cost, as Claude Code reported it, is recorded with the outcome.
+    let err = stderr(&out);
+    let finished = err
+        .lines()
+        .find_map(|l| l.split("the agent finished: success after ").nth(1))
+        .unwrap_or_else(|| panic!("no result line: {err}"));
+    let (turns, cost) = finished.split_once(" turn(s), $").expect("turns and cost");
+    let closing = w.log("demo", "demo-driver")["entries"][0].clone();
+    assert_eq!(closing["status"], json!("done"), "{closing}");
+    assert_eq!(closing["turns"].as_u64(), turns.parse().ok(), "{closing}");
+    let recorded = closing["cost_usd"].as_f64().expect("a cost");
+    assert!(recorded > 0.0, "{closing}");
+    assert_eq!(format!("{recorded:.4}"), cost.trim(), "{closing}");
     let all = results(w, "SCRIPT=ship");
     assert!(!all.contains("[error]"), "every call ran: {all}");
     // The agent's own checkpoint went through MCP with the run credential, as its own actor.
@@ -182,6 +217,33 @@ pub fn a_run_whose_changes_were_all_refused_fails_naming_them(w: &World) {
         "{reason}"
     );
     assert!(reason.contains("widgets.txt"), "{reason}");
+    // Nothing refused and nothing changed is a scout's run: done, its tests skipped.
+    let scout = w.post("demo", "Look around", "SCRIPT=scout");
+    w.fake().script(
+        "SCRIPT=scout",
+        vec![
+            vec![bash("ls && git log --oneline -1")],
+            vec![text(
+                "The project has a test and a build script; nothing to change.",
+            )],
+        ],
+    );
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let job = w.job("demo", &scout);
+    assert_eq!(job["status"], json!("done"), "{job}");
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        summary.starts_with("The project has a test and a build script; nothing to change.")
+            && summary.contains("(a scout's run), so the test gate was skipped"),
+        "{summary}"
+    );
+    let all = results(w, "SCRIPT=scout");
+    assert!(all.contains("test.sh") && !all.contains("[error]"), "{all}");
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["job_id"], json!(scout), "{mark}");
+    assert_eq!(mark["tests_status"], json!("skipped"), "{mark}");
+    assert_eq!(mark["status"], json!("done"), "{mark}");
 }
 
 pub fn the_agent_cannot_grade_itself_and_holds_no_driver_key(w: &World) {
@@ -209,23 +271,25 @@ pub fn the_agent_cannot_grade_itself_and_holds_no_driver_key(w: &World) {
         json!("failed"),
         "the driver's verdict: {job}"
     );
+    let refusal = "scope refused: this caller may not use jobs.complete";
+    // The agent's own `jobs complete` over MCP (turn 1's call) is refused for its scope.
+    let mcp = results(w, "SCRIPT=grade");
+    let (said, error) =
+        result_of(w, "SCRIPT=grade", "toolu_fake_1_0").expect("the MCP complete was answered");
+    assert!(
+        error && said.contains(refusal),
+        "the MCP complete was not refused: {mcp}"
+    );
     let home = w.claude_home();
     let curl_said = std::fs::read_to_string(home.join("complete.out")).unwrap_or_default();
     assert!(
-        curl_said.contains("jobs.complete")
-            || curl_said.contains("not allowed")
-            || curl_said.contains("scope"),
+        curl_said.contains(refusal),
         "curl with the run credential was not refused: {curl_said}"
     );
     let env =
         std::fs::read_to_string(home.join("env.dump")).expect("the agent dumped its environment");
     assert!(!env.contains(&key), "the driver's key reached the agent");
     assert!(env.contains("CAPSID_RUN_CREDENTIAL=capsid_run_"), "{env}");
-    let mcp = results(w, "SCRIPT=grade");
-    assert!(
-        mcp.contains("[error]"),
-        "the MCP complete was not refused: {mcp}"
-    );
     // The run credential died with the claim.
     let credential = env
         .lines()
@@ -269,6 +333,23 @@ pub fn a_question_reaches_a_person_and_the_answer_reaches_the_same_session(w: &W
             .contains("Postgres or SQLite for the cache?"),
         "{mark}"
     );
+    // The server's webhook told a person (waiting for its delivery, bounded).
+    let told = w
+        .fake()
+        .webhook(
+            |v| v["event"] == json!("checkmark-paused_for_input"),
+            std::time::Duration::from_secs(30),
+        )
+        .expect("no webhook for the question");
+    assert_eq!(told["namespace"], json!("demo"), "{told}");
+    assert_eq!(told["agent"], json!("demo-driver"), "{told}");
+    assert!(
+        told["question"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Postgres or SQLite for the cache?"),
+        "{told}"
+    );
     let (status, body) = w.api(
         "POST",
         "/api/projects/demo/agents/demo-driver/answer",
@@ -290,6 +371,24 @@ pub fn a_question_reaches_a_person_and_the_answer_reaches_the_same_session(w: &W
         results(w, "SCRIPT=ask")
     );
     assert!(!results(w, "SCRIPT=ask").contains("Tool result missing"));
+    // The same session: the question's own call (turn 0, its first block) is what the answer
+    // answers, the conversation was opened once, and every request names one session, the one
+    // the driver recorded when it blocked and again when the job closed.
+    let (text, error) = result_of(w, "SCRIPT=ask", "toolu_fake_0_0").expect("the replayed call");
+    assert!(!error && text.contains("SQLite, please"), "{text}");
+    let (ids, openings) = sessions(w, "SCRIPT=ask");
+    assert_eq!(openings, 1, "the resume started a new conversation");
+    assert_eq!(ids.len(), 1, "more than one session: {ids:?}");
+    let session = ids.into_iter().next().unwrap_or_default();
+    let log = w.log("demo", "demo-driver");
+    let recorded: Vec<&str> = log["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["status"] == json!("paused_for_input") || e["status"] == json!("done"))
+        .filter_map(|e| e["session_id"].as_str())
+        .collect();
+    assert_eq!(recorded, vec![session.as_str(), session.as_str()], "{log}");
 }
 
 pub fn a_question_through_the_agents_own_checkpoint_blocks_the_job(w: &World) {
@@ -304,6 +403,10 @@ pub fn a_question_through_the_agents_own_checkpoint_blocks_the_job(w: &World) {
                 json!({"namespace": "demo", "status": "paused_for_input", "question": "Which port should the server listen on?", "where_it_stopped": "asked"}),
             )],
             vec![text("I asked which port; waiting.")],
+            vec![bash(
+                "echo 8080 > port.txt && git add port.txt && git commit -qm 'Listen on 8080'",
+            )],
+            vec![text("The server listens on 8080.")],
         ],
     );
     let out = w.drive_claude_once("demo", &key, &root, &[]);
@@ -318,6 +421,51 @@ pub fn a_question_through_the_agents_own_checkpoint_blocks_the_job(w: &World) {
             .unwrap_or("")
             .contains("Which port"),
         "{mark}"
+    );
+    // Answered over /api and driven again: the same session goes on in the same worktree,
+    // with the answer as its next prompt.
+    let (status, body) = w.api(
+        "POST",
+        "/api/projects/demo/agents/demo-driver/answer",
+        Some(json!({"answer": "Port 8080, please", "resume": true})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}");
+    let requests = w.fake().requests("SCRIPT=cp");
+    let resumed = requests
+        .iter()
+        .find(|r| r.turn == 2)
+        .expect("the session went on past its question");
+    assert!(
+        resumed.user_text().contains("Port 8080, please"),
+        "the answer never reached the session: {}",
+        resumed.user_text()
+    );
+    let (ids, openings) = sessions(w, "SCRIPT=cp");
+    assert_eq!(openings, 1, "the resume started a new conversation");
+    assert_eq!(ids.len(), 1, "more than one session: {ids:?}");
+    let wt = root
+        .join(".capsid/worktrees")
+        .join(&id)
+        .display()
+        .to_string();
+    let cwds: std::collections::BTreeSet<String> = requests.iter().map(|r| r.cwd()).collect();
+    assert_eq!(cwds, [wt].into(), "the resume ran elsewhere");
+    let done = w.log("demo", "demo-driver")["entries"][0].clone();
+    assert_eq!(done["status"], json!("done"), "{done}");
+    assert_eq!(
+        done["session_id"].as_str(),
+        ids.iter().next().map(String::as_str)
+    );
+    assert_eq!(
+        git_out(
+            &root,
+            &["log", "-1", "--format=%s", &format!("capsid/{id}")]
+        ),
+        "Listen on 8080"
     );
 }
 
@@ -365,6 +513,37 @@ pub fn a_push_to_main_blocks_with_the_command_and_two_questions_never_overwrite(
         Some(json!({"answer": "I pushed it myself", "resume": true})),
     );
     assert_eq!(status, 200, "{body}");
+    // Driven again: the job that asked resumes with the answer; the other is never claimed.
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let resumed = w.job("demo", &id);
+    assert_eq!(resumed["status"], json!("done"), "{resumed}");
+    assert_eq!(resumed["resumed_count"], json!(1), "{resumed}");
+    assert_eq!(w.job("demo", &second)["status"], json!("queued"));
+    assert!(
+        w.fake().requests("SCRIPT=second").is_empty(),
+        "the other job ran"
+    );
+    let answered = w
+        .fake()
+        .requests("SCRIPT=main")
+        .iter()
+        .any(|r| r.user_text().contains("I pushed it myself"));
+    assert!(answered, "the answer never reached the job that asked");
+    let log = w.log("demo", "demo-driver");
+    assert_eq!(
+        log["entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("resumed ")))
+            .filter_map(|e| e["job_id"].as_str())
+            .collect::<Vec<_>>(),
+        vec![id.as_str()],
+        "{log}"
+    );
 }
 
 pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) {
@@ -400,8 +579,9 @@ pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) 
             vec![bash(
                 "git -c remote.origin.push=HEAD:refs/heads/main push origin",
             )],
+            // From the project root, the job's branch (its commit v2) onto main.
             vec![bash(&format!(
-                "cd {elsewhere} && git push origin HEAD:main"
+                "cd {elsewhere} && git push origin capsid/{id}:main"
             ))],
             vec![bash("git push origin HEAD:heads/main")],
             vec![text("Tried.")],
@@ -416,6 +596,14 @@ pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) 
     );
     let all = results(w, "SCRIPT=sneak");
     assert!(all.matches("[error]").count() >= 4, "{all}");
+    let (elsewhere_said, error) =
+        result_of(w, "SCRIPT=sneak", "toolu_fake_3_0").expect("the push from the root");
+    assert!(
+        error
+            && elsewhere_said.contains(&format!("runs git in {elsewhere}, outside the worktree"))
+            && elsewhere_said.contains(&format!("git push origin capsid/{id}:main`")),
+        "{all}"
+    );
     assert_ne!(
         w.job("demo", &id)["status"],
         json!("done"),
@@ -428,56 +616,89 @@ pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) 
 pub fn the_gates_run_at_the_root_after_the_agent_cds_into_a_subfolder(w: &World) {
     let key = w.namespace_with_driver("demo");
     let root = w.project("demo");
+    let origin = w.dir.path().join("demo-origin.git");
+    let on_origin = |id: &str| {
+        std::process::Command::new("git")
+            .args([
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/capsid/{id}"),
+            ])
+            .current_dir(&origin)
+            .output()
+            .expect("git")
+    };
+    // Green: the agent moves into docs/ (which holds no test script) and stays there; Claude
+    // Code keeps the folder between Bash calls, so the push and the Stop hook see docs/ as
+    // their cwd. The gates run `sh test.sh` at the worktree's root, where it passes.
     let green = w.post("demo", "Docs", "SCRIPT=green");
     w.fake().script(
         "SCRIPT=green",
         vec![
             vec![bash("mkdir -p docs && cd docs && echo hi > readme.txt && git add readme.txt && git commit -qm docs")],
-            vec![bash("cd docs && git push -q origin HEAD")],
+            vec![bash("pwd")],
+            vec![bash("git push -q origin HEAD")],
             vec![text("Docs written.")],
         ],
     );
     let out = w.drive_claude_once("demo", &key, &root, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", said(&out));
     assert_eq!(w.job("demo", &green)["status"], json!("done"));
+    let all = results(w, "SCRIPT=green");
+    let wt = root.join(".capsid/worktrees").join(&green);
+    let (pwd, _) = result_of(w, "SCRIPT=green", "toolu_fake_1_0").expect("pwd ran");
+    assert_eq!(pwd.trim(), wt.join("docs").display().to_string(), "{all}");
+    assert!(!all.contains("[error]"), "a call failed: {all}");
     let fed_back = w
         .fake()
         .requests("SCRIPT=green")
         .iter()
         .any(|r| r.body.to_string().contains("Stop hook feedback"));
+    assert!(!fed_back, "a green suite blocked the turn: {all}");
+    let pushed = on_origin(&green);
     assert!(
-        !fed_back,
-        "a green suite blocked the turn: {}",
-        results(w, "SCRIPT=green")
+        pushed.status.success(),
+        "the green branch never reached the origin: {all}"
     );
+    assert_eq!(
+        String::from_utf8_lossy(&pushed.stdout).trim(),
+        git_out(&root, &["rev-parse", &format!("refs/heads/capsid/{green}")])
+    );
+
+    // Red: a passing test script in docs/ too, so a gate that ran the tests in the agent's
+    // folder would let a red suite out. The PreToolUse gate itself refuses the push (the
+    // call never runs: git's own pre-push hook says nothing).
+    std::fs::create_dir_all(root.join("docs")).expect("docs");
+    std::fs::write(root.join("docs/test.sh"), "echo 'all docs tests passed'\n").expect("w");
+    git_out(&root, &["add", "docs/test.sh"]);
+    git_out(&root, &["commit", "-qm", "Docs have tests of their own"]);
     let red = w.post("demo", "Docs red", "SCRIPT=redcd");
     w.fake().script(
         "SCRIPT=redcd",
         vec![
-            vec![bash("echo broken > state.txt && git add state.txt && git commit -qm broken && mkdir -p docs")],
-            vec![bash("cd docs && git push origin HEAD")],
+            vec![bash(
+                "echo broken > state.txt && git add state.txt && git commit -qm broken && cd docs",
+            )],
+            vec![bash("git push origin HEAD")],
             vec![text("Pushed.")],
         ],
     );
     let out = w.drive_claude_once("demo", &key, &root, &[]);
     assert_eq!(out.status.code(), Some(4), "{}", said(&out));
     assert_eq!(w.job("demo", &red)["status"], json!("failed"));
-    let origin = w.dir.path().join("demo-origin.git");
-    let branch = std::process::Command::new("git")
-        .args([
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("refs/heads/capsid/{red}"),
-        ])
-        .current_dir(&origin)
-        .output()
-        .expect("git");
-    assert!(!branch.status.success(), "a red suite was pushed");
+    assert!(!on_origin(&red).status.success(), "a red suite was pushed");
     let all = results(w, "SCRIPT=redcd");
+    let (denied, error) = result_of(w, "SCRIPT=redcd", "toolu_fake_1_0").expect("the push call");
+    assert!(error, "the push ran: {all}");
     assert!(
-        all.contains("assertion failed: widgets are broken"),
+        denied.contains("assertion failed: widgets are broken")
+            && denied.contains("The push was refused: fix the tests first."),
         "{all}"
+    );
+    assert!(
+        !denied.contains("capsid pre-push"),
+        "the PreToolUse gate let the push run; only git's hook stopped it: {all}"
     );
 }
 

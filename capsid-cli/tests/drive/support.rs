@@ -424,21 +424,23 @@ pub fn git_out(dir: &Path, args: &[&str]) -> String {
 }
 
 impl World {
-    /// Starts the fake Messages API for the real Claude Code CLI; `false` (after saying the
-    /// case did not run) when the CLI is not installed outside CI.
-    pub fn with_claude(&mut self, case: &str) -> bool {
-        let Some(bin) = require_claude(case) else {
-            return false;
-        };
+    /// A world for the real Claude Code CLI: the fake Messages API started first, the server
+    /// posting its webhooks to the fake's recorder (`FakeClaude::webhook`); `None` (after
+    /// saying the case did not run) when the CLI is not installed outside CI, or the Postgres
+    /// case cannot run here.
+    pub fn start_claude(store: Store, case: &str) -> Option<World> {
+        let bin = require_claude(case)?;
         let fake = FakeClaude::start();
-        let env = claude_env(&fake, &bin, self.dir.path());
-        self.claude = Some((fake, env));
-        true
+        let hook = vec![("CAPSID_WEBHOOK_URL".to_owned(), fake.webhook_url())];
+        let mut w = World::start_with(store, case, hook)?;
+        let env = claude_env(&fake, &bin, w.dir.path());
+        w.claude = Some((fake, env));
+        Some(w)
     }
 
     /// The fake Messages API.
     pub fn fake(&self) -> &FakeClaude {
-        &self.claude.as_ref().expect("with_claude first").0
+        &self.claude.as_ref().expect("a World::start_claude world").0
     }
 
     /// The `HOME` the real Claude Code runs with.
@@ -449,7 +451,7 @@ impl World {
     /// `capsid drive --once` with the real Claude Code as the agent (the default agent
     /// command), not yet waited on.
     pub fn drive_claude(&self, ns: &str, key: &str, root: &Path, extra: &[&str]) -> Command {
-        let (_, env) = self.claude.as_ref().expect("with_claude first");
+        let (_, env) = self.claude.as_ref().expect("a World::start_claude world");
         let mut c = self.command();
         c.args(["drive", "--once", "--namespace", ns, "--url", &self.url])
             .arg("--root-dir")
@@ -464,6 +466,8 @@ impl World {
             .env_remove("CAPSID_AGENT_COMMAND")
             .env_remove("CAPSID_AGENT_ARGS")
             .env_remove("CAPSID_CREDENTIAL_REF")
+            // The driver sets it for the agent when it runs as root; none is inherited.
+            .env_remove("IS_SANDBOX")
             .env("CAPSID_KEY", key)
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env("GIT_AUTHOR_NAME", "Claude Code")

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::EVIDENCE_PRS_MAX;
 
 /// The driver's report on a finished job. Every field is optional; absent stays NULL.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Evidence {
     /// Pull-request URLs the job produced, in the order given (at most ten).
     pub prs: Vec<String>,
@@ -20,6 +20,27 @@ pub struct Evidence {
     pub files_changed: Option<u64>,
     /// Tests added, as the driver counted them (never verified).
     pub tests_added: Option<u64>,
+    /// What the agent's session cost in US dollars, as the driver measured it (Claude Code's
+    /// `total_cost_usd`); the namespace's month spend is the sum of these.
+    pub cost_usd: Option<f64>,
+    /// The session's turns.
+    pub turns: Option<u64>,
+    /// The session's wall time in milliseconds.
+    pub duration_ms: Option<u64>,
+}
+
+/// A cost in US dollars: absent or null is `None`; anything but a finite number of zero or
+/// more is refused, since a budget sums these (a negative cost would buy a namespace room).
+fn dollars(value: Option<&Value>) -> Result<Option<f64>, EvidenceError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_f64().filter(|x| x.is_finite() && *x >= 0.0) {
+            Some(x) => Ok(Some(x)),
+            None => Err(EvidenceError::BadCost {
+                found: v.to_string().chars().take(40).collect(),
+            }),
+        },
+    }
 }
 
 /// Why `evidence` was refused.
@@ -39,6 +60,12 @@ pub enum EvidenceError {
     WrongType {
         /// The JSON type received.
         found: &'static str,
+    },
+    /// A `cost_usd` that is not a number of zero or more.
+    #[error("evidence.cost_usd must be a number of US dollars, zero or more, not {found}")]
+    BadCost {
+        /// What was sent.
+        found: String,
     },
     /// More pull requests than one job may name.
     #[error("evidence.prs names {count} pull requests; at most {EVIDENCE_PRS_MAX} per job")]
@@ -117,6 +144,9 @@ impl Evidence {
             commits: count("commits"),
             files_changed: count("files_changed"),
             tests_added: count("tests_added"),
+            cost_usd: dollars(fields.get("cost_usd"))?,
+            turns: count("turns"),
+            duration_ms: count("duration_ms"),
         })
     }
 }
@@ -137,12 +167,32 @@ mod tests {
             commits: Some(3),
             files_changed: Some(0),
             tests_added: Some(2),
+            ..Evidence::default()
         };
         assert_eq!(Evidence::parse(&object), Ok(Some(want.clone())));
         assert_eq!(
             Evidence::parse(&Value::String(object.to_string())),
             Ok(Some(want))
         );
+    }
+
+    #[test]
+    fn a_cost_is_dollars_of_zero_or_more_or_refused() {
+        let input = json!({"cost_usd": 1.5, "turns": 7, "duration_ms": 64000});
+        let got = Evidence::parse(&input).unwrap().unwrap();
+        assert_eq!(
+            (got.cost_usd, got.turns, got.duration_ms),
+            (Some(1.5), Some(7), Some(64000))
+        );
+        let none = Evidence::parse(&json!({"cost_usd": null}))
+            .unwrap()
+            .unwrap();
+        assert_eq!(none.cost_usd, None);
+        for bad in [json!(-0.01), json!("1.5"), json!(true), json!([1])] {
+            let err = Evidence::parse(&json!({ "cost_usd": bad })).unwrap_err();
+            assert!(matches!(err, EvidenceError::BadCost { .. }), "{bad}: {err}");
+            assert!(err.to_string().contains("cost_usd"), "{err}");
+        }
     }
 
     #[test]

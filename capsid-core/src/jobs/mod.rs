@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod block;
+pub mod budget;
 pub mod dispatch;
 pub mod evidence;
 pub mod lease;

@@ -72,7 +72,7 @@ pub struct WorkflowRun {
 }
 
 /// The evidence after verification: the row's counts and what the server checked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct EvidenceVerdict {
     /// Pull requests opened (driver-named when unverified).
     pub prs_opened: Option<i64>,
@@ -90,6 +90,12 @@ pub struct EvidenceVerdict {
     pub verified: VerifiedFields,
     /// Every verification that could not run, by name.
     pub notes: Vec<String>,
+    /// The session's cost in US dollars, as the driver measured it (never verified).
+    pub cost_usd: Option<f64>,
+    /// The session's turns (never verified).
+    pub turns: Option<i64>,
+    /// The session's wall time in milliseconds (never verified).
+    pub duration_ms: Option<i64>,
 }
 
 /// How a job ended up, derived from `result_ref`.
@@ -104,8 +110,8 @@ pub enum ResultKind {
     None,
 }
 
-/// One row of `job_outcomes`, in the Worker's column order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// One row of `job_outcomes`, in the Worker's column order (Capsid's own columns after).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OutcomeRow {
     /// The job.
     pub job_id: String,
@@ -146,10 +152,20 @@ pub struct OutcomeRow {
     /// The verifier's verdict the completing call reported (`verified-success`, ...); `None`
     /// when it reported none. A job done with `verified-success` is a source of skills.
     pub skill_verdict: Option<String>,
+    /// What the job's agent session cost in US dollars, as its driver measured it; the
+    /// namespace's month spend sums these. Shown only when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The session's turns, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<i64>,
+    /// The session's wall time in milliseconds, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
 }
 
 /// The row plus the notes the response carries.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Outcome {
     /// The row written.
     pub row: OutcomeRow,
@@ -283,6 +299,9 @@ pub fn verify_evidence(
         commits: count(evidence.and_then(|e| e.commits)),
         files_changed: count(evidence.and_then(|e| e.files_changed)),
         tests_added: count(evidence.and_then(|e| e.tests_added)),
+        cost_usd: evidence.and_then(|e| e.cost_usd),
+        turns: count(evidence.and_then(|e| e.turns)),
+        duration_ms: count(evidence.and_then(|e| e.duration_ms)),
         ..EvidenceVerdict::default()
     };
     if named == 0 {
@@ -382,6 +401,9 @@ pub fn build_outcome(job: &Job, verdict: EvidenceVerdict, now: Timestamp) -> Out
         skill_ids_offered: None,
         skill_ids_used: None,
         skill_verdict: None,
+        cost_usd: verdict.cost_usd,
+        turns: verdict.turns,
+        duration_ms: verdict.duration_ms,
     };
     Outcome {
         row,

@@ -178,7 +178,7 @@ pub struct PacketRows {
 }
 
 /// A namespace row with its unconsolidated count.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct NamespaceRow {
     /// Name.
     pub namespace: String,
@@ -191,6 +191,27 @@ pub struct NamespaceRow {
     /// The runner settings for agent hosts (the core's JSON), when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runner: Option<String>,
+    /// Its own monthly budget in US dollars, when set (else the server's default applies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monthly_budget_usd: Option<f64>,
+}
+
+/// A namespace's own budget and its spend since a given instant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NamespaceBudget {
+    /// Its own monthly budget in US dollars, when set.
+    pub budget_usd: Option<f64>,
+    /// The sum of its outcomes' reported `cost_usd` since the instant.
+    pub spent_usd: f64,
+}
+
+/// What one namespace's finished jobs cost since a given instant.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct NamespaceSpend {
+    /// The namespace.
+    pub namespace: String,
+    /// The sum of its outcomes' reported `cost_usd`.
+    pub spent_usd: f64,
 }
 
 /// A document change: the fields to set. `None` keeps the stored value (or takes the default
@@ -398,4 +419,23 @@ pub trait NamespaceStore: Send + Sync {
         runner_json: Option<String>,
         audit: AuditEntry,
     ) -> StoreResult<Option<String>>;
+    /// Replaces the monthly budget of an existing namespace (`None` clears it, so the
+    /// server's default applies) and returns the previous one (keyed update); `NotFound` if
+    /// it does not exist. Audited in the same transaction.
+    async fn set_namespace_budget(
+        &self,
+        name: &str,
+        budget_usd: Option<f64>,
+        audit: AuditEntry,
+    ) -> StoreResult<Option<f64>>;
+    /// What each namespace's finished jobs cost since `since` (outcomes recorded at or after
+    /// it), every namespace with a reported cost, by name.
+    async fn spend_since(&self, since: Timestamp) -> StoreResult<Vec<NamespaceSpend>>;
+    /// One namespace's own monthly budget and what its finished jobs cost since `since`, in
+    /// one read (a claim asks it); `None` when the namespace is not registered.
+    async fn namespace_budget(
+        &self,
+        name: &str,
+        since: Timestamp,
+    ) -> StoreResult<Option<NamespaceBudget>>;
 }

@@ -47,8 +47,8 @@ pub use deadline::{Deadline, TaskFuture};
 pub use documents::MockNamespaceStore;
 pub use documents::{
     Backlinks, DocFilter, DocWithActor, DocumentStore, DocumentWrite, EdgeTuple, Kinds,
-    NamespaceRow, NamespaceStore, Order, Packet, PacketRows, Prefix, SearchHit, Selection,
-    VersionRow, VersionSummary, WriteGuard, WriteReceipt,
+    NamespaceBudget, NamespaceRow, NamespaceSpend, NamespaceStore, Order, Packet, PacketRows,
+    Prefix, SearchHit, Selection, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
 pub use gauges::{JobGaugeRow, PoolUsage, StoreGauges};
 pub use improve::{

@@ -53,6 +53,10 @@ pub struct QueueGauge {
     pub depth: u64,
     /// Seconds since the oldest queued job was posted; `None` when nothing is queued.
     pub oldest_queued_seconds: Option<f64>,
+    /// US dollars its finished jobs reported spending this month (UTC).
+    pub spent_usd: f64,
+    /// The monthly budget that applies (its own, else the server's default), if any.
+    pub budget_usd: Option<f64>,
 }
 
 /// The store's figures at one instant.
@@ -125,9 +129,21 @@ impl Service {
         let mut by_status: Vec<(JobStatus, u64)> =
             JobStatus::ALL.into_iter().map(|s| (s, 0)).collect();
         let mut queues: BTreeMap<String, QueueGauge> = BTreeMap::new();
+        let spent = self
+            .store
+            .spend_since(crate::jobs::budget::month_start(now))
+            .await?;
         for row in self.store.namespaces().await? {
             if allowed(&row.namespace) {
-                queues.insert(row.namespace.clone(), empty_queue(row.namespace));
+                let mut queue = empty_queue(row.namespace.clone());
+                queue.spent_usd = spent
+                    .iter()
+                    .find(|s| s.namespace == row.namespace)
+                    .map_or(0.0, |s| s.spent_usd);
+                queue.budget_usd = row
+                    .monthly_budget_usd
+                    .or(self.config.default_monthly_budget_usd);
+                queues.insert(row.namespace, queue);
             }
         }
         let (mut live, mut lapsed) = (0, 0);
@@ -169,6 +185,8 @@ fn empty_queue(namespace: String) -> QueueGauge {
         namespace,
         depth: 0,
         oldest_queued_seconds: None,
+        spent_usd: 0.0,
+        budget_usd: None,
     }
 }
 

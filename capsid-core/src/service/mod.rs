@@ -65,6 +65,9 @@ pub struct ServiceConfig {
     pub signing_secret: Option<String>,
     /// Legacy operator keys (`CAPSID_OPERATOR_KEY_HASH`).
     pub operator_keys: Vec<OperatorKeyEntry>,
+    /// The monthly budget in US dollars of every namespace without its own
+    /// (`CAPSID_MONTHLY_BUDGET_USD`); `None`: no budget.
+    pub default_monthly_budget_usd: Option<f64>,
 }
 
 impl fmt::Debug for ServiceConfig {
@@ -75,6 +78,10 @@ impl fmt::Debug for ServiceConfig {
                 &self.signing_secret.as_ref().map(|_| "<redacted>"),
             )
             .field("operator_keys", &self.operator_keys.len())
+            .field(
+                "default_monthly_budget_usd",
+                &self.default_monthly_budget_usd,
+            )
             .finish()
     }
 }
@@ -233,6 +240,7 @@ impl Service {
             reviews: &*self.store,
             audit_log: &*self.store,
             skills: &*self.store,
+            settings: &*self.store,
             repo_host: &self.repo_host,
             notifier: &self.notifier,
             config: &self.config,

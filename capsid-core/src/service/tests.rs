@@ -337,6 +337,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
             "build_command",
             "agent_command",
             "credential_ref",
+            "monthly_budget_usd",
         ],
     ),
     ("list_repo_tree", &["*namespace", "repo", "path", "ref"]),

@@ -95,6 +95,18 @@ fn agents_table(ns: &Value) -> String {
     )
 }
 
+/// What the session behind an entry cost, when the driver recorded it: `$0.0123 · 4 turns`.
+fn cost(e: &Value) -> String {
+    let Some(usd) = e["cost_usd"].as_f64() else {
+        return "—".to_owned();
+    };
+    match e["turns"].as_u64() {
+        Some(1) => format!("${usd:.4} · 1 turn"),
+        Some(t) => format!("${usd:.4} · {t} turns"),
+        None => format!("${usd:.4}"),
+    }
+}
+
 fn entries_table(entries: &Value, with_agent: bool) -> String {
     let mut rows = String::new();
     for e in entries.as_array().into_iter().flatten() {
@@ -108,7 +120,7 @@ fn entries_table(entries: &Value, with_agent: bool) -> String {
             String::new()
         };
         rows.push_str(&format!(
-            "<tr>{}{who}<td>{}</td>{}{}{}{}<td><code>{}</code> {}</td></tr>",
+            "<tr>{}{who}<td>{}</td>{}{}{}{}<td><code>{}</code> {}</td><td>{}</td></tr>",
             cell(&e["created_at"]),
             badge("s", &e["status"]),
             cell(&e["summary"]),
@@ -117,9 +129,10 @@ fn entries_table(entries: &Value, with_agent: bool) -> String {
             cell(&e["visibility"]),
             esc(&text(&e["push_sha"])),
             esc(&text(&e["ci_status"])),
+            esc(&cost(e)),
         ));
     }
-    let span = if with_agent { 8 } else { 7 };
+    let span = if with_agent { 9 } else { 8 };
     if rows.is_empty() {
         rows.push_str(&format!(
             "<tr><td colspan=\"{span}\" class=\"muted\">No entries.</td></tr>"
@@ -127,7 +140,7 @@ fn entries_table(entries: &Value, with_agent: bool) -> String {
     }
     let agent_head = if with_agent { "<th>agent</th>" } else { "" };
     format!(
-        "<table><tr><th>at</th>{agent_head}<th>status</th><th>summary</th><th>question</th><th>answer</th><th>visibility</th><th>push · CI</th></tr>{rows}</table>"
+        "<table><tr><th>at</th>{agent_head}<th>status</th><th>summary</th><th>question</th><th>answer</th><th>visibility</th><th>push · CI</th><th>cost</th></tr>{rows}</table>"
     )
 }
 
@@ -217,7 +230,7 @@ mod tests {
             "log": {"namespace": "alpha", "agent": "d1", "next_cursor": "eyJiIjo0fQ", "entries": [
                 {"created_at": "t", "status": "paused_for_input", "summary": "s", "question": "q", "answer": null, "visibility": "project"}
             ]},
-            "feed": {"entries": [{"namespace": "beta", "agent": "b1", "status": "done", "visibility": "global", "summary": "shipped"}]},
+            "feed": {"entries": [{"namespace": "beta", "agent": "b1", "status": "done", "visibility": "global", "summary": "shipped", "cost_usd": 0.01234, "turns": 4}]},
             "shared": {"entries": [{"key": "staging-url", "value": "https://staging", "set_by": "agent:b1", "updated_at": "t"}]}
         }})
     }
@@ -238,6 +251,15 @@ mod tests {
         assert!(html.contains("shipped") && html.contains("beta / b1"));
         assert!(html.contains("staging-url") && html.contains("https://staging"));
         assert!(!html.contains("<script"));
+    }
+
+    #[test]
+    fn a_log_entry_shows_what_its_session_cost() {
+        let html = panel(&view());
+        assert_eq!(html.matches("<th>cost</th>").count(), 2, "log and feed");
+        assert!(html.contains("<td>$0.0123 · 4 turns</td>"), "{html}");
+        // An entry no session closed has no cost.
+        assert!(html.contains("<td>—</td></tr>"), "{html}");
     }
 
     #[test]

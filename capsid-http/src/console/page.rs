@@ -112,6 +112,22 @@ fn status_card(view: &Value) -> String {
     )
 }
 
+/// A namespace's month of job spend against its budget: "$1.50 of $1.00 (spent)".
+fn spend(b: &Value) -> String {
+    let spent = b["spent_usd"].as_f64().unwrap_or(0.0);
+    match b["budget_usd"].as_f64() {
+        Some(budget) => format!(
+            "${spent:.2} of ${budget:.2}{}",
+            if spent >= budget {
+                " (spent: claims stop)"
+            } else {
+                ""
+            }
+        ),
+        None => format!("${spent:.2} (no budget)"),
+    }
+}
+
 /// A namespace's live run in a few words ("idle" when none).
 fn tonight(l: &Value) -> String {
     match l.as_str() {
@@ -164,7 +180,7 @@ fn namespaces(view: &Value, csrf: &str) -> String {
             )
         };
         rows.push_str(&format!(
-            "<tr><td><strong>{}</strong><br><a href=\"{}\">documents</a></td>{}{}<td>{}</td><td>{}</td><td>{}</td>{}{}{}{}{}<td>{control}</td></tr>",
+            "<tr><td><strong>{}</strong><br><a href=\"{}\">documents</a></td>{}{}<td>{}</td><td>{}</td><td>{}</td>{}{}{}{}{}<td>{}</td><td>{control}</td></tr>",
             esc(name),
             super::documents::link(name, None),
             cell(&ns["paused"]),
@@ -179,15 +195,16 @@ fn namespaces(view: &Value, csrf: &str) -> String {
             cell(&jobs["blocked"]),
             cell(&jobs["done_today"]),
             cell(&ns["integrity"]),
+            esc(&spend(&ns["jobs_budget"])),
         ));
     }
     if rows.is_empty() {
         rows.push_str(
-            "<tr><td colspan=\"12\" class=\"muted\">No namespaces registered yet.</td></tr>",
+            "<tr><td colspan=\"13\" class=\"muted\">No namespaces registered yet.</td></tr>",
         );
     }
     format!(
-        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th><th>anchor pinned</th><th>tonight</th><th>last run (attempts/kept/reverted)</th><th>best</th><th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th></th></tr>{rows}</table>"
+        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th><th>anchor pinned</th><th>tonight</th><th>last run (attempts/kept/reverted)</th><th>best</th><th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th>jobs' spend this month</th><th></th></tr>{rows}</table>"
     )
 }
 
@@ -383,6 +400,7 @@ mod tests {
             "health": {"sha": "abc", "dirty": false, "schema_version": "0002_oauth", "status": "ok", "backup": {"age_hours": null, "warning": "no successful backup recorded"}},
             "improve": {"mode": "off", "budget": {"caps": {}, "month_to_date": {}}, "namespaces": [
                 {"namespace": "alpha", "paused": null, "anchor_pinned": false, "integrity": null,
+                 "jobs_budget": {"spent_usd": 1.5, "budget_usd": 1.0},
                  "jobs": {"queued": 1, "claimed": 0, "blocked": 1, "done_today": 0,
                           "blocked_jobs": [{"id": "job_000000000001", "title": "<b>gate</b>", "waiting_on": "git push origin x", "blocked_times": 1}]}}]},
             "agents": [{"name": "d1", "kind": "driver", "namespaces": ["alpha"], "grants": ["read"], "flags": [], "revoked_at": null, "record": {}}],
@@ -405,6 +423,7 @@ mod tests {
         .concat();
         assert!(body.contains("/console/documents?namespace=alpha"));
         assert!(body.contains("no successful backup recorded"));
+        assert!(body.contains("$1.50 of $1.00 (spent: claims stop)"));
         assert!(body.contains("job-block") && body.contains("d1") && body.contains("alpha"));
         assert!(!body.contains("<script"));
         assert!(

@@ -55,11 +55,11 @@ const STATUS_COUNTS: &str = "SELECT claimed_by, status, count(*) AS n FROM jobs 
      WHERE claimed_by IS NOT NULL GROUP BY claimed_by, status ORDER BY claimed_by, status";
 const OUTCOME_SELECT: &str = "SELECT job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, \
      tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, \
-     reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict FROM job_outcomes";
+     reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict, cost_usd, turns, duration_ms FROM job_outcomes";
 const INSERT_OUTCOME: &str = "INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, \
      files_changed, tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, \
-     recorded_at, reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+     recorded_at, reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict, cost_usd, turns, duration_ms) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
      ON CONFLICT (job_id) DO NOTHING RETURNING job_id";
 const INSERT_OUTCOME_PRS: &str = "INSERT INTO job_outcome_prs (job_id, pr_url, recorded_at) \
      SELECT $1, u.url, $2 FROM unnest($3::text[]) WITH ORDINALITY AS u(url, ord) ORDER BY u.ord \
@@ -161,7 +161,7 @@ pub(crate) async fn record_outcome(
     Ok(())
 }
 
-/// Binds an outcome row's nineteen values, in `job_outcomes`' column order.
+/// Binds an outcome row's twenty-two values, in `job_outcomes`' column order.
 pub(crate) fn bind_outcome<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     row: &'q OutcomeRow,
@@ -186,6 +186,9 @@ pub(crate) fn bind_outcome<'q>(
         .bind(&row.skill_ids_offered)
         .bind(&row.skill_ids_used)
         .bind(&row.skill_verdict)
+        .bind(row.cost_usd)
+        .bind(row.turns)
+        .bind(row.duration_ms)
 }
 
 /// A conflict on the jobs table, named: an open title taken, or a second claim.

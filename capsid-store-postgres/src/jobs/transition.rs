@@ -45,7 +45,7 @@ const TRANSITION: &str = audited!(
 /// holds only while every column a transition changes is still as read (`$26`..`$34`), so the
 /// row it leaves is known before it runs and its mirror (`$35`..`$44`) is rendered from that;
 /// with the audit row (`$20`..`$25`) and, in [`ONE_STATEMENT_RECORDED`], the outcome
-/// (`$45`..`$63`) and its PR rows (`$64`).
+/// (`$45`..`$66`) and its PR rows (`$67`).
 macro_rules! one_statement {
     ($recorded:expr) => {
         concat!(
@@ -84,11 +84,12 @@ const ONE_STATEMENT: &str = one_statement!("");
 const ONE_STATEMENT_RECORDED: &str = one_statement!(concat!(
     ", recorded AS (INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, ",
     "files_changed, tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, ",
-    "recorded_at, reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict) ",
-    "SELECT $45, $46, $47, $48, $49, $50, $51, $52, $53, $54, $55, $56, $57, $58, $59, $60, $61, $62, $63 ",
+    "recorded_at, reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict, cost_usd, turns, duration_ms) ",
+    "SELECT $45, $46, $47, $48, $49, $50, $51, $52, $53, $54, $55, $56, $57, $58, $59, $60, $61, $62, $63, ",
+    "$64, $65, $66 ",
     "FROM changed ON CONFLICT (job_id) DO NOTHING RETURNING job_id), ",
     "listed AS (INSERT INTO job_outcome_prs (job_id, pr_url, recorded_at) ",
-    "SELECT r.job_id, u.url, $59 FROM recorded r CROSS JOIN unnest($64::text[]) WITH ORDINALITY AS u(url, ord) ",
+    "SELECT r.job_id, u.url, $59 FROM recorded r CROSS JOIN unnest($67::text[]) WITH ORDINALITY AS u(url, ord) ",
     "ORDER BY u.ord ON CONFLICT (job_id, pr_url) DO NOTHING)"
 ));
 

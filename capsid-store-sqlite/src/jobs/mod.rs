@@ -50,7 +50,8 @@ pub(crate) async fn record_outcome(
     let inserted: Option<String> = sqlx::query_scalar(
         "INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, \
          tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, \
-         reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
+         reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict, cost_usd, turns, duration_ms) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
     )
     .bind(&row.job_id)
     .bind(&row.agent)
@@ -71,6 +72,9 @@ pub(crate) async fn record_outcome(
     .bind(&row.skill_ids_offered)
     .bind(&row.skill_ids_used)
     .bind(&row.skill_verdict)
+    .bind(row.cost_usd)
+    .bind(row.turns)
+    .bind(row.duration_ms)
     .fetch_optional(&mut *conn)
     .await
     .db()?;
@@ -286,7 +290,7 @@ impl JobStore for SqliteStore {
         let mut qb = QueryBuilder::<Sqlite>::new(
             "SELECT job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, tests_added, ci_green, \
              blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, reviewed_by, \
-             skill_ids_offered, skill_ids_used, skill_verdict FROM job_outcomes",
+             skill_ids_offered, skill_ids_used, skill_verdict, cost_usd, turns, duration_ms FROM job_outcomes",
         );
         if let Some(agent) = agent {
             qb.push(" WHERE agent = ").push_bind(agent.to_owned());

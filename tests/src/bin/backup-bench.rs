@@ -309,5 +309,6 @@ fn bench_config() -> ServiceConfig {
     ServiceConfig {
         signing_secret: Some("capsid-backup-bench".into()),
         operator_keys: Vec::new(),
+        ..Default::default()
     }
 }

@@ -248,6 +248,7 @@ pub async fn backup_import_into_empty_store<S: Store>(store: &S) {
                 Cell::Null,
                 text("2026-03-01T09:00:00.000Z"),
                 Cell::Null,
+                Cell::Real(12.5),
             ]],
         ),
         (
@@ -274,6 +275,15 @@ pub async fn backup_import_into_empty_store<S: Store>(store: &S) {
         fail_at_table: None,
     };
     assert_eq!(store.import_tables(&mut replay).await.expect("import"), 5);
+    assert_eq!(
+        store
+            .namespace("alpha")
+            .await
+            .expect("namespace")
+            .and_then(|n| n.monthly_budget_usd),
+        Some(12.5),
+        "the budget column round-trips"
+    );
     let hits = store
         .search_documents("aardvark", None, None, 10)
         .await

@@ -10,7 +10,8 @@ use capsid_core::ports::{
 
 use super::jobs_claim::{claimed, post};
 use super::support::{
-    Toward, assert_mirror, at, complete_patch, doc, fail_patch, job_id, outcome_row, transition,
+    Toward, assert_mirror, at, audit, complete_patch, doc, fail_patch, job_id, outcome_row,
+    transition,
 };
 use crate::harness::Probe;
 
@@ -453,4 +454,153 @@ pub async fn transitions_from_the_row_read_match_the_plain_ones<S: Store>(
     assert_mirror(store, &done, at(30)).await;
     assert_eq!(super::support::audit_count(store).await, audits + 1);
     assert_eq!(probe.count(&prs(&read.id)).await, 2);
+}
+
+/// A namespace's budget is a keyed, audited update, and its spend sums the costs its
+/// outcomes reported since an instant, whichever way the outcome was written (the plain
+/// transition and the one from the row as read).
+pub async fn budgets_sum_reported_costs_since_an_instant<S: Store>(store: &S) {
+    use capsid_core::ports::{NamespaceBudget, NamespaceSpend, StoreError};
+    store
+        .register_namespace(
+            "proj",
+            "[]",
+            at(0),
+            audit("github:o", "register_namespace", "proj", "", at(0)),
+        )
+        .await
+        .expect("register");
+    assert_eq!(
+        store.namespace_budget("proj", at(0)).await.expect("budget"),
+        Some(NamespaceBudget {
+            budget_usd: None,
+            spent_usd: 0.0
+        })
+    );
+    assert_eq!(
+        store.namespace_budget("nope", at(0)).await.expect("budget"),
+        None
+    );
+    let set = |b| {
+        audit(
+            "github:o",
+            "update_namespace",
+            "proj",
+            &format!("{b:?}"),
+            at(1),
+        )
+    };
+    assert_eq!(
+        store
+            .set_namespace_budget("proj", Some(2.5), set(Some(2.5)))
+            .await
+            .expect("set"),
+        None
+    );
+    assert_eq!(
+        store
+            .set_namespace_budget("proj", Some(3.0), set(Some(3.0)))
+            .await
+            .expect("set"),
+        Some(2.5)
+    );
+    assert!(matches!(
+        store
+            .set_namespace_budget("nope", Some(1.0), set(Some(1.0)))
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(
+        store
+            .namespace("proj")
+            .await
+            .expect("row")
+            .map(|r| r.monthly_budget_usd),
+        Some(Some(3.0))
+    );
+
+    for (n, cost, expected) in [
+        (1, Some(1.25), false),
+        (2, Some(0.5), true),
+        (3, None, true),
+    ] {
+        post(
+            store,
+            &job_id(n),
+            "proj",
+            &format!("Job {n}"),
+            0,
+            at(10 * n as i64),
+        )
+        .await;
+        let job = claimed(
+            store,
+            "agent:a",
+            ClaimTarget::Id(job_id(n)),
+            at(10 * n as i64 + 1),
+        )
+        .await;
+        let mut row = outcome_row(&job, "agent:a", at(10 * n as i64 + 2));
+        row.cost_usd = cost;
+        row.turns = cost.map(|_| 4);
+        row.duration_ms = cost.map(|_| 64_000);
+        let mut done = transition(
+            &job.id,
+            "proj",
+            JobStatus::Claimed,
+            "agent:a",
+            complete_patch(),
+            at(10 * n as i64 + 2),
+        )
+        .toward(JobStatus::Done);
+        if expected {
+            done.expected = Some(job.clone());
+        }
+        done.outcome = Some(OutcomeRecord {
+            row: row.clone(),
+            pr_urls: vec![],
+        });
+        store
+            .transition_job(done)
+            .await
+            .expect("complete")
+            .expect("applied");
+        let stored = store.outcomes(Some("agent:a")).await.expect("outcomes");
+        assert_eq!(stored.last(), Some(&row), "job {n}: the cost round-trips");
+    }
+    assert_eq!(
+        store.spend_since(at(0)).await.expect("spend"),
+        vec![NamespaceSpend {
+            namespace: "proj".into(),
+            spent_usd: 1.75
+        }]
+    );
+    assert_eq!(
+        store.spend_since(at(20)).await.expect("spend"),
+        vec![NamespaceSpend {
+            namespace: "proj".into(),
+            spent_usd: 0.5
+        }],
+        "outcomes recorded before the instant are left out"
+    );
+    assert_eq!(
+        store
+            .namespace_budget("proj", at(12))
+            .await
+            .expect("budget"),
+        Some(NamespaceBudget {
+            budget_usd: Some(3.0),
+            spent_usd: 1.75
+        })
+    );
+    assert_eq!(
+        store
+            .namespace_budget("proj", at(40))
+            .await
+            .expect("budget"),
+        Some(NamespaceBudget {
+            budget_usd: Some(3.0),
+            spent_usd: 0.0
+        })
+    );
 }

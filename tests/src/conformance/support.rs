@@ -294,6 +294,9 @@ pub fn outcome_row(job: &Job, agent: &str, when: Timestamp) -> OutcomeRow {
         skill_ids_offered: None,
         skill_ids_used: None,
         skill_verdict: None,
+        cost_usd: None,
+        turns: None,
+        duration_ms: None,
     }
 }
 

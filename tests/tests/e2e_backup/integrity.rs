@@ -132,6 +132,7 @@ async fn sealed_dumps_refuse_every_edit<S: Backend, T: Backend>(tag: &str) {
         ServiceConfig {
             signing_secret: Some("another host's secret".into()),
             operator_keys: Vec::new(),
+            ..Default::default()
         },
     );
     let r = refused(restore(&foreign, media.as_ref(), &run).await);

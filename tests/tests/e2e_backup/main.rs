@@ -38,6 +38,7 @@ pub fn service_over(store: Arc<dyn Store>, clock: Arc<ManualClock>) -> Service {
         ServiceConfig {
             signing_secret: Some(TEST_SECRET.into()),
             operator_keys: Vec::new(),
+            ..Default::default()
         },
     )
 }

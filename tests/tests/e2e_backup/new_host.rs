@@ -117,6 +117,7 @@ fn restorer(store: Arc<dyn Store>, s: &TestServer, secret: &str) -> Service {
         ServiceConfig {
             signing_secret: Some(secret.into()),
             operator_keys: Vec::new(),
+            ..Default::default()
         },
     )
 }

@@ -2,6 +2,7 @@
 //! of the reference (section 6) and the gate policy (7.4); GitHub is a fake behind the
 //! `RepoHost` port. Each module holds its scenarios and expands them once per store.
 
+mod budget;
 mod crowd;
 mod evidence;
 mod policy;

@@ -23,6 +23,7 @@ fn evidence(
         commits,
         files_changed: files,
         tests_added: tests,
+        ..Evidence::default()
     }
 }
 

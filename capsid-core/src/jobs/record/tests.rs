@@ -36,6 +36,9 @@ fn row(
         skill_ids_offered: None,
         skill_ids_used: None,
         skill_verdict: None,
+        cost_usd: None,
+        turns: None,
+        duration_ms: None,
     }
 }
 

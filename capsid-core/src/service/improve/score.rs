@@ -462,6 +462,7 @@ mod tests {
             ServiceConfig {
                 signing_secret: secret.map(str::to_owned),
                 operator_keys: Vec::new(),
+                ..Default::default()
             },
         )
     }

@@ -64,7 +64,21 @@ impl ImproveCx<'_> {
         let lifetime = self.improve.run_totals(None).await?;
         let skills = self.skills.skills(None).await?;
         let mut namespaces = Vec::new();
+        let spent = self
+            .namespaces
+            .spend_since(crate::jobs::budget::month_start(now))
+            .await?;
         for row in self.namespaces.namespaces().await? {
+            let jobs_budget = crate::jobs::budget::BudgetState::new(
+                &row.namespace,
+                now,
+                row.monthly_budget_usd,
+                self.config.default_monthly_budget_usd,
+                spent
+                    .iter()
+                    .find(|s| s.namespace == row.namespace)
+                    .map_or(0.0, |s| s.spent_usd),
+            );
             let ns = row.namespace;
             if a.namespace.as_ref().is_some_and(|n| n.as_str() != ns)
                 || !caller.scopes.namespaces.allows(&ns)
@@ -76,6 +90,7 @@ impl ImproveCx<'_> {
                 status[key] = value;
             }
             status["skills"] = self.skills_panel(&ns, &skills).await?;
+            status["jobs_budget"] = to_json(&jobs_budget)?;
             namespaces.push(status);
         }
         let awaiting: Value = self

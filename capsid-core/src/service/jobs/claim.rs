@@ -167,6 +167,23 @@ impl JobsCx<'_> {
                 ));
             }
         };
+        // The namespace's budget: a spent month claims nothing there, and the job stays queued.
+        let budget_ns = match &target {
+            ClaimTarget::Best { namespace } => Some(namespace.clone()),
+            // A job outside the caller's namespaces is refused by the decider, naming
+            // nothing of that namespace's spend.
+            ClaimTarget::Id(id) => self
+                .jobs
+                .job(id)
+                .await?
+                .map(|job| job.namespace)
+                .filter(|ns| caller.scopes.namespaces.allows(ns)),
+        };
+        if let Some(ns) = budget_ns
+            && let Some(why) = self.budget_refusal(&ns).await?
+        {
+            return Ok(refuse(act, why));
+        }
         let mut record = None;
         let skills = super::skills::offerable(self).await?;
         // A lost race on the best candidate is retried with the next one a few times.

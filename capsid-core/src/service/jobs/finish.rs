@@ -429,6 +429,20 @@ impl JobsCx<'_> {
                 })
                 .await;
         }
+        // The job has finished: an alert that could not be worked out is said in the answer,
+        // never turned into a failure of the call that finished it.
+        let alert_error = match outcome
+            .as_ref()
+            .and_then(|o| o.row.cost_usd)
+            .filter(|c| *c > 0.0)
+        {
+            Some(cost) => self
+                .budget_alerts(&updated.namespace, cost)
+                .await
+                .err()
+                .map(|e| format!("the budget alert could not be worked out: {e}")),
+            None => None,
+        };
         let act_name = if status == JobStatus::Blocked {
             JobsAction::Block
         } else {
@@ -436,7 +450,9 @@ impl JobsCx<'_> {
         };
         let mut out = done(act_name, &updated)?;
         if let Some(o) = outcome {
-            out["outcome"] = json!({ "row": to_json(&o.row)?, "notes": o.notes });
+            let mut notes = o.notes;
+            notes.extend(alert_error);
+            out["outcome"] = json!({ "row": to_json(&o.row)?, "notes": notes });
         }
         if let Some(report) = skills.filter(|_| status != JobStatus::Blocked) {
             let failed = (status == JobStatus::Failed).then_some(text.as_deref().unwrap_or(""));

@@ -4,6 +4,7 @@
 
 mod admin;
 mod approval;
+mod budget;
 mod claim;
 mod finish;
 mod resume;
@@ -52,6 +53,8 @@ pub struct JobsCx<'a> {
     pub audit_log: &'a dyn crate::ports::AuditLog,
     /// Skills offered with claims and credited on completion.
     pub skills: &'a dyn crate::ports::SkillStore,
+    /// The replay cache that makes each budget alert fire once.
+    pub settings: &'a dyn crate::ports::SettingsStore,
     /// The GitHub App, when configured.
     pub repo_host: &'a Option<std::sync::Arc<dyn crate::ports::RepoHost>>,
     /// Who is told of blocked and failed jobs.

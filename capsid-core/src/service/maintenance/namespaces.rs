@@ -65,6 +65,35 @@ pub struct UpdateArgs {
     pub agent_command: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
     /// Runner (admin only): env:NAME, file:/path or cmd:command, never a secret; "" clears.
     pub credential_ref: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
+    /// Admin only: the namespace's monthly budget in US dollars (0 stops every claim), or
+    /// "none" to clear it so the server's default (CAPSID_MONTHLY_BUDGET_USD) applies.
+    pub monthly_budget_usd: Option<BudgetArg>,
+}
+
+/// A monthly budget as `update_namespace` takes it: dollars, or `"none"` to clear.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum BudgetArg {
+    /// US dollars, zero or more.
+    Dollars(f64),
+    /// `"none"` (or `""`): clear it.
+    Clear(Bounded<16>),
+}
+
+impl BudgetArg {
+    /// The budget to store (`None` clears), or why it cannot be.
+    fn value(&self) -> Result<Option<f64>> {
+        match self {
+            BudgetArg::Dollars(x) => crate::jobs::budget::parse_budget(*x)
+                .map(Some)
+                .map_err(|e| Error::Invalid(format!("update_namespace: {e}"))),
+            BudgetArg::Clear(text) if matches!(text.as_str().trim(), "" | "none") => Ok(None),
+            BudgetArg::Clear(text) => Err(Error::Invalid(format!(
+                "update_namespace: monthly_budget_usd must be a number of US dollars or \"none\" to clear it, not {:?}",
+                text.as_str()
+            ))),
+        }
+    }
 }
 
 impl UpdateArgs {
@@ -154,10 +183,18 @@ impl MaintenanceCx<'_> {
     ) -> Result<Value> {
         let ns = a.namespace.as_str().trim().to_owned();
         let patch = a.runner_patch();
+        if let Some(budget) = &a.monthly_budget_usd {
+            if a.repos.is_some() || RunnerSettings::names_any(&patch) {
+                return Err(Error::Invalid(
+                    "update_namespace: change the budget, the repos and the runner settings in separate calls (each is its own audited change)".into(),
+                ));
+            }
+            return self.update_budget(caller, &ns, budget.value()?).await;
+        }
         let Some(repos) = &a.repos else {
             if !RunnerSettings::names_any(&patch) {
                 return Err(Error::Invalid(
-                    "update_namespace: give repos, or a runner setting (root_dir, test_command, build_command, agent_command, credential_ref)".into(),
+                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref), or monthly_budget_usd".into(),
                 ));
             }
             return self.update_runner(caller, &ns, &patch).await;
@@ -193,6 +230,33 @@ impl MaintenanceCx<'_> {
                 other => other.into(),
             })?;
         Ok(json!({ "namespace": ns, "repos": list, "action": "updated", "previous": previous }))
+    }
+
+    /// The monthly budget: admin only (the tool is), in one audited keyed update.
+    async fn update_budget(&self, caller: &Caller, ns: &str, budget: Option<f64>) -> Result<Value> {
+        let audit = self.audit(
+            caller,
+            "update_namespace",
+            Some(ns),
+            None,
+            json!({"monthly_budget_usd": budget}),
+        );
+        let previous = self
+            .namespaces
+            .set_namespace_budget(ns, budget, audit)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => Error::NotFound(format!(
+                    "namespace not found: {ns}. Use register_namespace to create it."
+                )),
+                other => other.into(),
+            })?;
+        Ok(json!({
+            "namespace": ns,
+            "monthly_budget_usd": budget,
+            "previous_monthly_budget_usd": previous,
+            "action": "updated",
+        }))
     }
 
     /// The runner settings: admin only (the agent command runs on agent hosts), checked and
