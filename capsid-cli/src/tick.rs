@@ -19,7 +19,8 @@ use crate::config::{self, GlobalArgs};
 /// `capsid tick`.
 #[derive(Debug, Clone, Args)]
 pub struct TickArgs {
-    /// Only this task (sweep, ci-poll, backup, auto-merge, watcher, improve), whether due or not.
+    /// Only this task (sweep, ci-poll, backup, auto-merge, watcher, improve, intake), whether due
+    /// or not.
     #[arg(long)]
     pub task: Option<String>,
     /// The self-improvement loop's time zone (its opener runs at 03:00 there).

@@ -89,6 +89,9 @@ pub enum Principal {
     ImproveLoop,
     /// The watcher: posts its findings as jobs, scoped to `jobs.post` in `capsid`, no flags.
     Watcher,
+    /// The intake: posts tracker issues as jobs, scoped to `jobs.post` in the namespaces its
+    /// signed policy names, no flags.
+    Intake,
     /// The `capsid` command line, run by whoever holds the database: an admin.
     Cli {
         /// The operating-system user who ran it.
@@ -181,6 +184,17 @@ impl Caller {
         }
     }
 
+    /// The intake (issue 37): it may post jobs in `namespaces` (the ones its signed policy
+    /// names) and nothing else (no flags, not an admin).
+    pub fn intake(namespaces: &[String]) -> Caller {
+        let axes = serde_json::json!({"namespaces": namespaces, "tools": ["jobs", "jobs.post"],
+                                      "grants": ["write"]});
+        Caller {
+            principal: Principal::Intake,
+            scopes: Scopes::parse(Some(&axes.to_string())),
+        }
+    }
+
     /// The actor string written to audit rows, `claimed_by` and outcome rows.
     pub fn actor(&self) -> String {
         match &self.principal {
@@ -189,6 +203,7 @@ impl Caller {
             Principal::Admin { login } => format!("github:{login}"),
             Principal::ImproveLoop => "improve-loop".to_owned(),
             Principal::Watcher => "watcher".to_owned(),
+            Principal::Intake => crate::intake::INTAKE_ACTOR.to_owned(),
             Principal::Cli { user } => format!("cli:{user}"),
             Principal::Run { driver, job_id } => format!("agent:{driver}/run:{job_id}"),
         }
@@ -397,6 +412,45 @@ mod tests {
                 "{tool} {action:?} {ns:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_intake_may_post_jobs_in_its_namespaces_and_nothing_else() {
+        use crate::scope::{Need, check_scope};
+        let i = Caller::intake(&["alpha".to_owned(), "beta".to_owned()]);
+        assert_eq!(i.actor(), "intake");
+        assert!(!i.is_admin());
+        assert!(i.scopes.flags.is_empty(), "no flags");
+        let need = |tool, action, namespace| Need {
+            tool,
+            action,
+            namespace,
+            repo: None,
+            grant: Some(Grant::Write),
+            flags: Vec::new(),
+        };
+        for ns in ["alpha", "beta"] {
+            assert_eq!(
+                check_scope(&i.scopes, &need("jobs", Some("post"), Some(ns))),
+                Ok(())
+            );
+        }
+        for (tool, action, ns) in [
+            ("jobs", Some("post"), Some("gamma")),
+            ("jobs", Some("post"), Some("capsid")),
+            ("jobs", Some("claim"), Some("alpha")),
+            ("write", None, Some("alpha")),
+        ] {
+            assert!(
+                check_scope(&i.scopes, &need(tool, action, ns)).is_err(),
+                "{tool} {action:?} {ns:?}"
+            );
+        }
+        let none = Caller::intake(&[]);
+        assert!(
+            check_scope(&none.scopes, &need("jobs", Some("post"), Some("alpha"))).is_err(),
+            "no namespaces named reaches none"
+        );
     }
 
     #[test]

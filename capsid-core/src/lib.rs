@@ -57,6 +57,7 @@ pub mod guards;
 pub mod health;
 pub mod ids;
 pub mod improve;
+pub mod intake;
 pub mod jobs;
 pub mod oauth;
 pub mod owner;

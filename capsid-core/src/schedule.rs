@@ -22,17 +22,21 @@ pub enum Task {
     Watcher,
     /// The self-improvement loop: the budget, the nightly opener, one step per live run.
     Improve,
+    /// Labelled tracker issues taken in as signed jobs by the signed intake policy, and the
+    /// loop between each issue and its job closed.
+    Intake,
 }
 
 impl Task {
     /// Every task, in run order.
-    pub const ALL: [Task; 6] = [
+    pub const ALL: [Task; 7] = [
         Task::Sweep,
         Task::CiPoll,
         Task::Backup,
         Task::AutoMerge,
         Task::Watcher,
         Task::Improve,
+        Task::Intake,
     ];
 
     /// The name the CLI, the tool, the tick report and the metrics use.
@@ -44,6 +48,7 @@ impl Task {
             Task::AutoMerge => "auto-merge",
             Task::Watcher => "watcher",
             Task::Improve => "improve",
+            Task::Intake => "intake",
         }
     }
 
@@ -94,7 +99,7 @@ impl Task {
     pub fn time_bound_ms(self) -> u64 {
         let ms = match self {
             Task::Sweep | Task::Watcher => 60 * SECOND_MS,
-            Task::CiPoll | Task::AutoMerge => 2 * MINUTE_MS,
+            Task::CiPoll | Task::AutoMerge | Task::Intake => 2 * MINUTE_MS,
             Task::Improve => 4 * MINUTE_MS,
             Task::Backup => 30 * MINUTE_MS,
         };
@@ -151,6 +156,10 @@ mod tests {
             "tick:cadence-minutes:auto-merge"
         );
         assert_eq!(Task::Sweep.last_run_key(), "tick:last:sweep");
+        assert_eq!(Task::parse("intake"), Ok(Task::Intake));
+        assert_eq!(Task::Intake.cadence_key(), "tick:cadence-minutes:intake");
+        assert_eq!(Task::Intake.cadence_ms(None), 5 * MINUTE_MS);
+        assert_eq!(Task::Intake.time_bound_ms(), 120_000);
     }
 
     #[test]

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use capsid_core::ports::{
     CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileCommit, FileWrite,
-    GitTree, IssueComment, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts, PullSummary,
-    RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob, RunQuery,
-    WorkflowRun,
+    GitTree, IssueComment, IssueFacts, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts,
+    PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob,
+    RunQuery, WorkflowRun,
 };
 
 use crate::GitHubApp;
@@ -33,6 +33,20 @@ impl RepoHost for GitHubApp {
     }
     async fn issue_comments(&self, repo: &RepoRef, number: u64) -> RepoResult<Vec<IssueComment>> {
         self.read_issue_comments(repo, number).await
+    }
+    async fn open_issues(&self, repo: &RepoRef, label: &str) -> RepoResult<Vec<IssueFacts>> {
+        self.read_open_issues(repo, label).await
+    }
+    async fn issue(&self, repo: &RepoRef, number: u64) -> RepoResult<IssueFacts> {
+        self.read_issue(repo, number).await
+    }
+    async fn comment_issue(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        body: &str,
+    ) -> RepoResult<PostedComment> {
+        self.write_comment(repo, number, body).await
     }
     async fn file_text(
         &self,

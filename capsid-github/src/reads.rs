@@ -3,8 +3,8 @@
 
 use capsid_core::ports::{
     CheckRun, CommitDetail, CommitSummary, Comparison, Contents, FileBlob, GitTree, IssueComment,
-    PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHostError, RepoRef, RunJob, RunQuery,
-    TreeEntry, WorkflowRun,
+    IssueFacts, PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHostError, RepoRef, RunJob,
+    RunQuery, TreeEntry, WorkflowRun,
 };
 use http::Method;
 use serde_json::Value;
@@ -188,6 +188,37 @@ impl GitHubApp {
         let path = format!("{}/issues/{number}/comments?per_page=100", base(repo)?);
         let v = self.get(repo, &path, &what).await?;
         Ok(items(&v).iter().map(wire::issue_comment).collect())
+    }
+
+    pub(crate) async fn read_open_issues(
+        &self,
+        repo: &RepoRef,
+        label: &str,
+    ) -> Result<Vec<IssueFacts>, RepoHostError> {
+        let what = format!("list the open issues labelled '{label}' of {repo}");
+        let path = format!(
+            "{}/issues?state=open&labels={}&sort=created&direction=asc&per_page=100",
+            base(repo)?,
+            seg(label)?
+        );
+        let v = self.get(repo, &path, &what).await?;
+        Ok(items(&v)
+            .iter()
+            .filter(|i| !wire::is_pull(i))
+            .map(wire::issue_facts)
+            .collect())
+    }
+
+    pub(crate) async fn read_issue(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+    ) -> Result<IssueFacts, RepoHostError> {
+        let what = format!("read issue #{number} of {repo}");
+        let v = self
+            .get(repo, &format!("{}/issues/{number}", base(repo)?), &what)
+            .await?;
+        Ok(wire::issue_facts(&v))
     }
 
     pub(crate) async fn read_repository(&self, repo: &RepoRef) -> Result<RepoFacts, RepoHostError> {

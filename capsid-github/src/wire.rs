@@ -4,8 +4,8 @@
 use base64::Engine;
 use capsid_core::ports::{
     CheckRun, CommitDetail, CommitSummary, Comparison, FileChange, GitTree, GitTreeItem,
-    IssueComment, PullRequestFacts, PullSummary, RefHead, RepoHostError, RunJob, RunStep,
-    TreeEntry, WorkflowRun,
+    IssueComment, IssueFacts, PullRequestFacts, PullSummary, RefHead, RepoHostError, RunJob,
+    RunStep, TreeEntry, WorkflowRun,
 };
 use serde_json::Value;
 
@@ -116,6 +116,34 @@ pub fn issue_comment(v: &Value) -> IssueComment {
         login: text(&v["user"]["login"]),
         body: text(&v["body"]),
         created_at: text(&v["created_at"]),
+    }
+}
+
+/// Whether an item of GitHub's issue listing is a pull request (the listing returns both).
+pub fn is_pull(v: &Value) -> bool {
+    v.get("pull_request").is_some_and(|p| !p.is_null())
+}
+
+pub fn issue_facts(v: &Value) -> IssueFacts {
+    IssueFacts {
+        number: num(&v["number"]),
+        id: num(&v["id"]),
+        title: text(&v["title"]),
+        body: text(&v["body"]),
+        author: text(&v["user"]["login"]),
+        open: v["state"] == "open",
+        labels: items(&v["labels"])
+            .iter()
+            .map(|l| {
+                l["name"]
+                    .as_str()
+                    .or(l.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .filter(|l| !l.is_empty())
+            .collect(),
+        url: text(&v["html_url"]),
     }
 }
 

@@ -13,6 +13,7 @@
 //! Moved so far: [`AgentStore`](capsid_core::ports::AgentStore),
 //! [`AuditLog`](capsid_core::ports::AuditLog),
 //! [`CiStore`](capsid_core::ports::CiStore),
+//! [`IntakeStore`](capsid_core::ports::IntakeStore) (new, written here once),
 //! [`LeaderLease`](capsid_core::ports::LeaderLease),
 //! [`NamespaceStore`](capsid_core::ports::NamespaceStore),
 //! [`ReviewStore`](capsid_core::ports::ReviewStore),
@@ -27,6 +28,7 @@ pub mod ci;
 mod engine;
 mod exec;
 pub mod gauges;
+pub mod intake;
 pub mod namespaces;
 pub mod reviews;
 mod row;
@@ -296,6 +298,40 @@ macro_rules! sql_ports {
             }
             fn pool_usage(&self) -> Vec<capsid_core::ports::PoolUsage> {
                 $crate::Engine::pool_usage(self)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::IntakeStore for $store {
+            async fn record_intake(
+                &self,
+                issue: capsid_core::ports::NewIntakeIssue,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::intake::record_intake(self, issue, audit).await
+            }
+            async fn intake_issue(
+                &self,
+                repo: &str,
+                number: u64,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::IntakeIssueRow>> {
+                $crate::intake::intake_issue(self, repo, number).await
+            }
+            async fn open_intake(
+                &self,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::IntakeIssueRow>> {
+                $crate::intake::open_intake(self, limit).await
+            }
+            async fn update_intake(
+                &self,
+                repo: &str,
+                number: u64,
+                change: capsid_core::ports::IntakeChange,
+                at: capsid_core::time::Timestamp,
+                audit: Option<capsid_core::ports::AuditEntry>,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::intake::update_intake(self, repo, number, change, at, audit).await
             }
         }
 

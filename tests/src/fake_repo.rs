@@ -9,9 +9,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use capsid_core::ports::{
     CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileCommit, FileWrite,
-    GitTree, IssueComment, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts, PullSummary,
-    RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob, RunQuery,
-    WorkflowRun,
+    GitTree, IssueComment, IssueFacts, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts,
+    PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob,
+    RunQuery, WorkflowRun,
 };
 
 fn not_faked<T>(what: &str) -> RepoResult<T> {
@@ -299,6 +299,15 @@ impl RepoHost for FakeRepoHost {
     }
     async fn comment_pull(&self, _: &RepoRef, _: u64, _: &str) -> RepoResult<PostedComment> {
         not_faked("comment_pull")
+    }
+    async fn open_issues(&self, _: &RepoRef, _: &str) -> RepoResult<Vec<IssueFacts>> {
+        not_faked("open_issues")
+    }
+    async fn issue(&self, _: &RepoRef, _: u64) -> RepoResult<IssueFacts> {
+        not_faked("issue")
+    }
+    async fn comment_issue(&self, _: &RepoRef, _: u64, _: &str) -> RepoResult<PostedComment> {
+        not_faked("comment_issue")
     }
     async fn dispatch_workflow(
         &self,

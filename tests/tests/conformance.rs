@@ -71,6 +71,10 @@ conformance_suite! {
     store documents_point::document_with_actor_is_the_row_and_its_newest_actor;
     store registry::namespaces_register_update_and_count;
     store registry::recent_audit_filters_and_orders;
+    store intake::intake_records_an_issue_once;
+    store intake::intake_changes_apply_once_from_their_state;
+    store intake::open_intake_is_oldest_first_and_bounded;
+    shared intake::concurrent_records_of_one_issue_make_one_row;
     store reviews::reviews_record_with_audit_newest_first;
     store reviews::head_reviews_are_one_namespaces_verdicts_on_one_commit;
     store reviews::newest_audit_of_an_action_on_a_path;

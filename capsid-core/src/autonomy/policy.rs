@@ -114,7 +114,7 @@ static ID_ITEM: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The value of the first line (trimmed) that starts, case-insensitively, with `- <name>:`:
 /// the text after its first colon, trimmed.
-fn field<'a>(body: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn field<'a>(body: &'a str, name: &str) -> Option<&'a str> {
     let prefix = format!("- {name}:");
     body.split('\n')
         .map(str::trim)

@@ -126,7 +126,7 @@ pub const SETTINGS: TableSpec = TableSpec {
 };
 
 /// Every table a dump carries, documents first: the reference's seventeen.
-pub const EXPORTED: [TableSpec; 21] = [
+pub const EXPORTED: [TableSpec; 22] = [
     DOCUMENTS,
     TableSpec {
         name: "namespaces",
@@ -453,6 +453,27 @@ pub const EXPORTED: [TableSpec; 21] = [
         ],
         key: &["id"],
         identity: Some("id"),
+    },
+    // Which issue became which job: without it a restored server would take every labelled
+    // issue in again as a second job.
+    TableSpec {
+        name: "intake_issues",
+        columns: &[
+            t("repo"),
+            i("number"),
+            i("issue_id"),
+            t("namespace"),
+            t("job_id"),
+            t("body_sha256"),
+            t("noted_sha256"),
+            t("commented_at"),
+            t("closed_at"),
+            t("outcome"),
+            t("created_at"),
+            t("updated_at"),
+        ],
+        key: &["repo", "number"],
+        identity: None,
     },
     TableSpec {
         name: "shared_context",

@@ -3,7 +3,7 @@
 //! Store ports are small role traits ([`DocumentStore`], [`NamespaceStore`], [`AuditLog`],
 //! [`AgentStore`], [`JobStore`], [`SettingsStore`], [`LeaderLease`], [`ImproveStore`],
 //! [`SkillStore`], [`StoreHealth`], [`StoreGauges`], [`BackupStore`], [`CheckmarkStore`],
-//! [`ReviewStore`]) with a composite [`Store`] for callers that need them all.
+//! [`ReviewStore`], [`IntakeStore`]) with a composite [`Store`] for callers that need them all.
 //! Every method that changes more than one row is one atomic unit of work: the adapter runs
 //! it in one transaction, so the core never holds a transaction. Every conditional change is a
 //! keyed `UPDATE ... RETURNING` (or an equivalent guard) whose loss is reported as
@@ -23,6 +23,7 @@ mod deadline;
 mod documents;
 mod gauges;
 mod improve;
+mod intake;
 mod jobs;
 mod model;
 mod notifier;
@@ -54,6 +55,7 @@ pub use improve::{
     ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
     SkillOfferRow, SkillRow, SkillStore,
 };
+pub use intake::{IntakeChange, IntakeIssueRow, IntakeStore, NewIntakeIssue};
 pub use jobs::{
     Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, JobCounts,
     JobFilter, JobPatch, JobStore, JobTransition, MirrorFn, NewJob, OutcomeRecord, StatusCount,
@@ -70,9 +72,9 @@ pub use oauth::{
 };
 pub use repo_host::{
     CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileBlob, FileChange,
-    FileCommit, FileWrite, GitTree, GitTreeItem, IssueComment, MergeOutcome, OpenedPull,
-    PostedComment, PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError,
-    RepoRef, RepoResult, RunJob, RunQuery, RunStep, TreeEntry, WorkflowRun,
+    FileCommit, FileWrite, GitTree, GitTreeItem, IssueComment, IssueFacts, MergeOutcome,
+    OpenedPull, PostedComment, PullRequestFacts, PullSummary, RefHead, RepoFacts, RepoHost,
+    RepoHostError, RepoRef, RepoResult, RunJob, RunQuery, RunStep, TreeEntry, WorkflowRun,
 };
 pub use reviews::{NewReview, ReviewRow, ReviewStore};
 pub use runs::{
@@ -212,6 +214,7 @@ pub trait Store:
     + CiStore
     + ReviewStore
     + RunStore
+    + IntakeStore
 {
 }
 
@@ -234,5 +237,6 @@ impl<T> Store for T where
         + CiStore
         + ReviewStore
         + RunStore
+        + IntakeStore
 {
 }

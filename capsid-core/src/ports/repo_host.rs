@@ -92,6 +92,12 @@ pub trait RepoHost: Send + Sync {
     async fn workflow_runs(&self, repo: &RepoRef, sha: &str) -> RepoResult<Vec<WorkflowRun>>;
     /// Issue comments on a pull request (first 100).
     async fn issue_comments(&self, repo: &RepoRef, number: u64) -> RepoResult<Vec<IssueComment>>;
+    /// Open issues of `repo` carrying `label` (first 100, oldest first); pull requests, which
+    /// GitHub's issue listing also returns, are left out.
+    async fn open_issues(&self, repo: &RepoRef, label: &str) -> RepoResult<Vec<IssueFacts>>;
+    /// One issue, open or closed, with its labels ([`RepoHostError::NotFound`] when GitHub no
+    /// longer shows it).
+    async fn issue(&self, repo: &RepoRef, number: u64) -> RepoResult<IssueFacts>;
     /// A file's text on a ref (the default branch when `None`).
     async fn file_text(
         &self,
@@ -190,6 +196,13 @@ pub trait RepoHost: Send + Sync {
     async fn close_pull(&self, repo: &RepoRef, number: u64) -> RepoResult<ClosedPull>;
     /// Posts a conversation comment on a pull request.
     async fn comment_pull(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        body: &str,
+    ) -> RepoResult<PostedComment>;
+    /// Posts a comment on an issue.
+    async fn comment_issue(
         &self,
         repo: &RepoRef,
         number: u64,

@@ -15,6 +15,7 @@ mod checkmarks;
 mod confirm;
 mod documents;
 mod improve;
+mod intake;
 mod jobs;
 mod maintenance;
 pub mod metrics;
@@ -38,6 +39,7 @@ pub use documents::{
 pub use improve::ProbeAnswer;
 pub use improve::StatusArgs as ImproveStatusArgs;
 pub use improve::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
+pub use intake::{IntakeReport, IssueJob};
 pub use jobs::JobsArgs;
 pub(crate) use jobs::ResumeTo;
 pub use registry::{CallObserver, ParsedCall, REGISTRY, ToolEntry, ToolListing, parse_tool_args};
@@ -208,6 +210,22 @@ impl Service {
             reviews: &*self.store,
             repo_host: &self.repo_host,
             repo_reads: &self.repo_reads,
+            clock: &*self.clock,
+        }
+    }
+
+    /// The intake area (the `intake` periodic task).
+    pub(crate) fn intake(&self) -> intake::IntakeCx<'_> {
+        intake::IntakeCx {
+            docs: &*self.store,
+            audit_log: &*self.store,
+            namespaces: &*self.store,
+            jobs: &*self.store,
+            intake: &*self.store,
+            posting: self.jobs(),
+            repo_host: &self.repo_host,
+            config: &self.config,
+            entropy: &*self.entropy,
             clock: &*self.clock,
         }
     }

@@ -13,6 +13,7 @@ pub mod documents_search;
 pub mod documents_write;
 pub mod gauges;
 pub mod hostile;
+pub mod intake;
 pub mod jobs_claim;
 pub mod jobs_flow;
 pub mod jobs_records;

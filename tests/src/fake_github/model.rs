@@ -36,6 +36,19 @@ pub struct Pull {
     pub merge_block: Option<(u16, String)>,
 }
 
+/// An issue (numbered from the same counter as pull requests, as GitHub numbers both).
+#[derive(Clone, Debug)]
+pub struct Issue {
+    pub number: u64,
+    pub id: u64,
+    pub title: String,
+    pub body: String,
+    pub author: String,
+    pub state: String,
+    pub labels: Vec<String>,
+    pub created_at: String,
+}
+
 /// A step of a job.
 #[derive(Clone, Debug)]
 pub struct Step {
@@ -79,6 +92,7 @@ pub struct Repo {
     pub branches: BTreeMap<String, String>,
     pub tags: BTreeMap<String, String>,
     pub pulls: BTreeMap<u64, Pull>,
+    pub issues: BTreeMap<u64, Issue>,
     pub comments: BTreeMap<u64, Vec<(u64, String, String, String)>>,
     pub runs: Vec<Run>,
     /// Workflow file → (accepts workflow_dispatch, a dispatch starts a run).

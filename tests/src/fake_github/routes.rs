@@ -11,7 +11,7 @@ use capsid_core::time::Timestamp;
 use serde_json::{Value, json};
 
 use super::auth::{message, reply};
-use super::model::{Pull, Repo, State, blob_sha, diff};
+use super::model::{Issue, Pull, Repo, State, blob_sha, diff};
 
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -400,6 +400,43 @@ pub fn repo(
             };
             pull_route(repo, full, m, number, tail, body, &date)
         }
+        ("GET", ["issues"]) => {
+            // GitHub's listing holds pull requests too (marked `pull_request`), open ones by
+            // default; `labels` names labels every item must carry.
+            let state = q(query, "state").unwrap_or("open");
+            let wanted: Vec<String> = q(query, "labels")
+                .map(|l| l.split(',').map(|x| x.trim().to_lowercase()).collect())
+                .unwrap_or_default();
+            let mut list: Vec<Value> = repo
+                .issues
+                .values()
+                .filter(|i| state == "all" || i.state == state)
+                .filter(|i| {
+                    wanted
+                        .iter()
+                        .all(|w| i.labels.iter().any(|l| l.to_lowercase() == *w))
+                })
+                .map(|i| issue_json(full, i))
+                .collect();
+            if wanted.is_empty() {
+                list.extend(
+                    repo.pulls
+                        .values()
+                        .filter(|p| state == "all" || p.state == state)
+                        .map(|p| {
+                            json!({"number": p.number, "id": p.number * 1000, "title": p.title,
+                                   "body": p.body, "state": p.state, "user": {"login": "capsid-test[bot]"},
+                                   "labels": [], "pull_request": {"url": format!("https://api.github.com/repos/{full}/pulls/{}", p.number)},
+                                   "html_url": format!("https://github.com/{full}/pull/{}", p.number)})
+                        }),
+                );
+            }
+            reply(200, Value::Array(list))
+        }
+        ("GET", ["issues", n]) => match n.parse::<u64>().ok().and_then(|n| repo.issues.get(&n)) {
+            Some(i) => reply(200, issue_json(full, i)),
+            None => message(404, "Not Found"),
+        },
         ("GET", ["issues", n, "comments"]) => {
             let list = repo
                 .comments
@@ -409,7 +446,11 @@ pub fn repo(
             reply(200, Value::Array(list.iter().map(|(id, login, body, at)| json!({"id": id, "user": {"login": login}, "body": body, "created_at": at})).collect()))
         }
         ("POST", ["issues", n, "comments"]) => {
-            let Some(number) = n.parse::<u64>().ok().filter(|n| repo.pulls.contains_key(n)) else {
+            let Some(number) = n
+                .parse::<u64>()
+                .ok()
+                .filter(|n| repo.pulls.contains_key(n) || repo.issues.contains_key(n))
+            else {
                 return message(404, "Not Found");
             };
             let text = body["body"].as_str().unwrap_or_default().to_owned();
@@ -429,6 +470,14 @@ pub fn repo(
         }
         _ => message(404, "Not Found"),
     }
+}
+
+/// An issue in GitHub's JSON shape.
+pub fn issue_json(full: &str, i: &Issue) -> Value {
+    json!({"number": i.number, "id": i.id, "title": i.title, "body": i.body, "state": i.state,
+           "user": {"login": i.author}, "created_at": i.created_at,
+           "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
+           "html_url": format!("https://github.com/{full}/issues/{}", i.number)})
 }
 
 fn pull_route(

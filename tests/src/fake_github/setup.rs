@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use capsid_core::time::Clock;
 
 use super::FakeGitHub;
-use super::model::{Fault, Job, Pull, Repo, Run, Step};
+use super::model::{Fault, Issue, Job, Pull, Repo, Run, Step};
 
 /// A step of a job, for [`FakeGitHub::add_run`].
 pub fn step(name: &str, conclusion: &str, started_at: &str, completed_at: &str) -> Step {
@@ -195,6 +195,68 @@ impl FakeGitHub {
             if let Some(p) = repo.pulls.get_mut(&number) {
                 p.head_repo = fork.into();
             }
+        });
+    }
+
+    /// Opens an issue by `author` with `labels`; returns its number.
+    pub fn open_issue(
+        &self,
+        full: &str,
+        title: &str,
+        body: &str,
+        author: &str,
+        labels: &[&str],
+    ) -> u64 {
+        let date = self.now();
+        let number = self.shared.lock().id();
+        self.with_repo(full, |repo| {
+            repo.issues.insert(
+                number,
+                Issue {
+                    number,
+                    id: 900_000 + number,
+                    title: title.into(),
+                    body: body.into(),
+                    author: author.into(),
+                    state: "open".into(),
+                    labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+                    created_at: date,
+                },
+            );
+        });
+        number
+    }
+
+    fn with_issue(&self, full: &str, number: u64, f: impl FnOnce(&mut Issue)) {
+        self.with_repo(full, |repo| {
+            f(repo
+                .issues
+                .get_mut(&number)
+                .unwrap_or_else(|| panic!("the fake has no issue {full}#{number}")));
+        });
+    }
+
+    /// Closes (or reopens) an issue.
+    pub fn set_issue_state(&self, full: &str, number: u64, state: &str) {
+        self.with_issue(full, number, |i| i.state = state.into());
+    }
+
+    /// Replaces an issue's labels.
+    pub fn set_issue_labels(&self, full: &str, number: u64, labels: &[&str]) {
+        self.with_issue(full, number, |i| {
+            i.labels = labels.iter().map(|l| (*l).to_owned()).collect();
+        });
+    }
+
+    /// Edits an issue's body.
+    pub fn edit_issue_body(&self, full: &str, number: u64, body: &str) {
+        self.with_issue(full, number, |i| i.body = body.into());
+    }
+
+    /// Deletes an issue (GitHub then answers 404 for it).
+    pub fn delete_issue(&self, full: &str, number: u64) {
+        self.with_repo(full, |repo| {
+            repo.issues.remove(&number);
         });
     }
 

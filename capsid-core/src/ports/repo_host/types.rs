@@ -330,3 +330,24 @@ pub struct PostedComment {
     /// Its page on GitHub.
     pub url: String,
 }
+
+/// An issue as the tracker shows it (pull requests are not issues here).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IssueFacts {
+    /// Number (per repository).
+    pub number: u64,
+    /// GitHub's id of the issue (stable across renames and transfers).
+    pub id: u64,
+    /// Title.
+    pub title: String,
+    /// Description (empty when none).
+    pub body: String,
+    /// The login of whoever opened it.
+    pub author: String,
+    /// Whether it is open.
+    pub open: bool,
+    /// Its labels' names.
+    pub labels: Vec<String>,
+    /// Its page on GitHub.
+    pub url: String,
+}

@@ -263,6 +263,18 @@ impl JobsCx<'_> {
     }
 
     async fn post_job(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+        self.post_job_as(caller, a, new_job_id(self.entropy)).await
+    }
+
+    /// `post` under the job id `id`: a fresh one for the tool; the one the intake recorded for
+    /// an issue before posting (so two ticks posting for one issue make one job: the second
+    /// insert conflicts on the id).
+    pub(crate) async fn post_job_as(
+        &self,
+        caller: &Caller,
+        a: JobsArgs,
+        id: String,
+    ) -> Result<Value> {
         let act = JobsAction::Post;
         let (Some(ns), Some(title), Some(body)) = (&a.namespace, &a.title, &a.body) else {
             return Ok(refuse(act, "post needs namespace, title and body"));
@@ -310,7 +322,7 @@ impl JobsCx<'_> {
         };
         let now = self.now();
         let job = NewJob {
-            id: new_job_id(self.entropy),
+            id,
             namespace: ns.as_str().to_owned(),
             title: title.clone(),
             body: seal_task(secret, body.as_str()),

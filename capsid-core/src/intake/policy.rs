@@ -1,0 +1,259 @@
+//! The intake policy document (`capsid/policy/intake.md`): the autonomy policies' envelope and
+//! rules (signed by `sign_policy`, unsigned or edited after signing authorizes nothing, off
+//! unless `- enabled: true`), with these fields:
+//!
+//! ```text
+//! - version: 1
+//! - enabled: true
+//! - namespaces: alpha, beta
+//! - label: capsid            (optional; default `capsid`)
+//! - authors: octocat, hubot  (optional; anyone when the line is absent)
+//! ```
+//!
+//! The caller verifies the signature and strips the envelope before parsing. Every refusal
+//! names its field.
+
+use crate::autonomy::policy::field;
+use crate::paths::namespace_problem;
+
+/// The intake policy's path in the `capsid` namespace.
+pub const INTAKE_POLICY_PATH: &str = "policy/intake.md";
+/// The label an issue needs when the policy names none.
+pub const DEFAULT_LABEL: &str = "capsid";
+/// The actor of every row the intake writes and of the jobs it posts.
+pub const INTAKE_ACTOR: &str = "intake";
+
+/// The longest label GitHub accepts.
+const LABEL_MAX: usize = 50;
+/// The longest GitHub login.
+const LOGIN_MAX: usize = 39;
+
+/// A loaded intake policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntakePolicy {
+    /// The version string, recorded on every job the intake posts.
+    pub version: String,
+    /// Whether the policy is on.
+    pub enabled: bool,
+    /// The namespaces whose repositories the intake reads, in document order, no repeats.
+    pub namespaces: Vec<String>,
+    /// The label an issue needs.
+    pub label: String,
+    /// The logins whose issues are taken in (lower-cased); `None`: anyone's.
+    pub authors: Option<Vec<String>>,
+}
+
+impl IntakePolicy {
+    /// Whether the policy names `namespace`.
+    pub fn names(&self, namespace: &str) -> bool {
+        self.namespaces.iter().any(|n| n == namespace)
+    }
+
+    /// Whether an issue opened by `login` is taken in (GitHub logins are case-insensitive).
+    pub fn admits(&self, login: &str) -> bool {
+        match &self.authors {
+            None => true,
+            Some(list) => list.iter().any(|a| a.eq_ignore_ascii_case(login)),
+        }
+    }
+}
+
+/// Why an intake policy authorizes nothing: the field and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the intake policy's `{field}` field: {why}")]
+pub struct IntakePolicyError {
+    /// The field (`version`, `enabled`, `namespaces`, `label` or `authors`).
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+fn refuse<T>(field: &'static str, why: impl Into<String>) -> Result<T, IntakePolicyError> {
+    Err(IntakePolicyError {
+        field,
+        why: why.into(),
+    })
+}
+
+fn list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn login_ok(login: &str) -> bool {
+    let name = login.strip_suffix("[bot]").unwrap_or(login);
+    !name.is_empty()
+        && name.len() <= LOGIN_MAX
+        && !name.starts_with('-')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
+/// Loads the intake policy from its unsigned body: version, enabled (`true` or `false`),
+/// namespaces (at least one, each a valid namespace name), label (default `capsid`), authors
+/// (when the line is present: at least one GitHub login).
+pub fn parse_intake_policy(body: &str) -> Result<IntakePolicy, IntakePolicyError> {
+    let Some(version) = field(body, "version").filter(|v| !v.is_empty()) else {
+        return refuse(
+            "version",
+            "missing (a `- version:` line); every job the intake posts records the version that allowed it",
+        );
+    };
+    let enabled = match field(body, "enabled").map(str::to_ascii_lowercase) {
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        Some(v) => return refuse("enabled", format!("'{v}' is neither true nor false")),
+        None => return refuse("enabled", "missing (a `- enabled: true` or `false` line)"),
+    };
+    let mut namespaces: Vec<String> = Vec::new();
+    for ns in list(field(body, "namespaces").unwrap_or_default()) {
+        if let Some(problem) = namespace_problem(&ns) {
+            return refuse("namespaces", format!("'{ns}': {problem}"));
+        }
+        if !namespaces.contains(&ns) {
+            namespaces.push(ns);
+        }
+    }
+    if namespaces.is_empty() {
+        return refuse(
+            "namespaces",
+            "names no namespace (a `- namespaces: a, b` line), so it takes in nothing",
+        );
+    }
+    let label = match field(body, "label") {
+        None => DEFAULT_LABEL.to_owned(),
+        Some("") => {
+            return refuse("label", "empty; leave the line out for `capsid`");
+        }
+        Some(l) if l.contains(',') => {
+            return refuse("label", format!("'{l}' names more than one label"));
+        }
+        Some(l) if l.chars().count() > LABEL_MAX || l.chars().any(char::is_control) => {
+            return refuse(
+                "label",
+                format!("'{l}' is not a GitHub label (at most {LABEL_MAX} printable characters)"),
+            );
+        }
+        Some(l) => l.to_owned(),
+    };
+    let authors = match field(body, "authors") {
+        None => None,
+        Some(value) => {
+            let logins = list(value);
+            if logins.is_empty() {
+                return refuse(
+                    "authors",
+                    "lists nobody; leave the line out to take in anyone's issues",
+                );
+            }
+            if let Some(bad) = logins.iter().find(|l| !login_ok(l)) {
+                return refuse("authors", format!("'{bad}' is not a GitHub login"));
+            }
+            Some(logins.iter().map(|l| l.to_ascii_lowercase()).collect())
+        }
+    };
+    Ok(IntakePolicy {
+        version: version.to_owned(),
+        enabled,
+        namespaces,
+        label,
+        authors,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = "# Intake\n\n- version: 3\n- enabled: true\n- namespaces: alpha, beta, alpha\n\
+                        - label: agent-work\n- authors: Octocat, hubot[bot]\n";
+
+    #[test]
+    fn a_full_policy_parses_every_field() {
+        let p = parse_intake_policy(FULL).unwrap();
+        assert_eq!(p.version, "3");
+        assert!(p.enabled);
+        assert_eq!(
+            p.namespaces,
+            ["alpha", "beta"],
+            "repeats dropped, order kept"
+        );
+        assert_eq!(p.label, "agent-work");
+        assert_eq!(
+            p.authors.as_deref(),
+            Some(&["octocat".to_owned(), "hubot[bot]".to_owned()][..])
+        );
+        assert!(p.names("beta") && !p.names("gamma"));
+        assert!(p.admits("OCTOCAT") && p.admits("hubot[bot]") && !p.admits("mallory"));
+    }
+
+    #[test]
+    fn label_defaults_to_capsid_and_authors_to_anyone() {
+        let p =
+            parse_intake_policy("- version: 1\n- enabled: false\n- namespaces: alpha\n").unwrap();
+        assert_eq!(p.label, DEFAULT_LABEL);
+        assert_eq!(p.authors, None);
+        assert!(p.admits("anyone"));
+        assert!(!p.enabled);
+    }
+
+    #[test]
+    fn each_malformed_field_is_named() {
+        let base = "- version: 1\n- enabled: true\n- namespaces: alpha\n";
+        let cases: [(&str, &str, &str); 10] = [
+            ("- enabled: true\n- namespaces: a\n", "version", "missing"),
+            (
+                "- version:\n- enabled: true\n- namespaces: a\n",
+                "version",
+                "missing",
+            ),
+            ("- version: 1\n- namespaces: a\n", "enabled", "missing"),
+            (
+                "- version: 1\n- enabled: yes\n- namespaces: a\n",
+                "enabled",
+                "'yes'",
+            ),
+            (
+                "- version: 1\n- enabled: true\n",
+                "namespaces",
+                "names no namespace",
+            ),
+            (
+                "- version: 1\n- enabled: true\n- namespaces: a/b\n",
+                "namespaces",
+                "'a/b'",
+            ),
+            (&format!("{base}- label:\n"), "label", "empty"),
+            (&format!("{base}- label: a, b\n"), "label", "more than one"),
+            (&format!("{base}- authors: ,\n"), "authors", "lists nobody"),
+            (
+                &format!("{base}- authors: ok, not a login\n"),
+                "authors",
+                "'not a login'",
+            ),
+        ];
+        for (body, field, says) in cases {
+            let err = parse_intake_policy(body).unwrap_err();
+            assert_eq!(err.field, field, "{body}");
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("`{field}`")) && text.contains(says),
+                "{body}: {text}"
+            );
+        }
+        let long = format!("{base}- label: {}\n", "x".repeat(LABEL_MAX + 1));
+        assert_eq!(parse_intake_policy(&long).unwrap_err().field, "label");
+        let ok = format!("{base}- label: {}\n", "x".repeat(LABEL_MAX));
+        assert!(parse_intake_policy(&ok).is_ok());
+    }
+
+    #[test]
+    fn enabled_is_read_whatever_its_case() {
+        let p = parse_intake_policy("- Version: 2\n- ENABLED: True\n- namespaces: a\n").unwrap();
+        assert!(p.enabled);
+        assert_eq!(p.version, "2");
+    }
+}
