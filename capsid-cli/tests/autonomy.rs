@@ -121,7 +121,8 @@ fn the_roster_and_a_tick_on_demand_through_the_binary() {
             "backup",
             "auto-merge",
             "watcher",
-            "improve"
+            "improve",
+            "intake"
         ],
         "{answer}"
     );
