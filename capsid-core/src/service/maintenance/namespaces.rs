@@ -110,6 +110,16 @@ impl UpdateArgs {
 }
 scope_args!(UpdateArgs, namespace);
 
+/// A keyed update's `NotFound` in the tool's words: the namespace is not registered.
+fn unregistered(ns: &str, e: StoreError) -> Error {
+    match e {
+        StoreError::NotFound(_) => Error::NotFound(format!(
+            "namespace not found: {ns}. Use register_namespace to create it."
+        )),
+        other => other.into(),
+    }
+}
+
 fn repos_json(list: &[RepoEntry]) -> String {
     serde_json::to_string(list).unwrap_or_else(|_| "[]".into())
 }
@@ -223,12 +233,7 @@ impl MaintenanceCx<'_> {
             .namespaces
             .update_namespace(&ns, &json, audit)
             .await
-            .map_err(|e| match e {
-                StoreError::NotFound(_) => Error::NotFound(format!(
-                    "namespace not found: {ns}. Use register_namespace to create it."
-                )),
-                other => other.into(),
-            })?;
+            .map_err(|e| unregistered(&ns, e))?;
         Ok(json!({ "namespace": ns, "repos": list, "action": "updated", "previous": previous }))
     }
 
@@ -245,12 +250,7 @@ impl MaintenanceCx<'_> {
             .namespaces
             .set_namespace_budget(ns, budget, audit)
             .await
-            .map_err(|e| match e {
-                StoreError::NotFound(_) => Error::NotFound(format!(
-                    "namespace not found: {ns}. Use register_namespace to create it."
-                )),
-                other => other.into(),
-            })?;
+            .map_err(|e| unregistered(ns, e))?;
         Ok(json!({
             "namespace": ns,
             "monthly_budget_usd": budget,
@@ -286,12 +286,7 @@ impl MaintenanceCx<'_> {
         self.namespaces
             .set_namespace_runner(ns, next.to_stored(), audit)
             .await
-            .map_err(|e| match e {
-                StoreError::NotFound(_) => Error::NotFound(format!(
-                    "namespace not found: {ns}. Use register_namespace to create it."
-                )),
-                other => other.into(),
-            })?;
+            .map_err(|e| unregistered(ns, e))?;
         Ok(
             json!({ "namespace": ns, "runner": next, "action": "updated", "previous_runner": current }),
         )
