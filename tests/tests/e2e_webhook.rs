@@ -31,6 +31,19 @@ async fn receiver() -> (String, mpsc::UnboundedReceiver<Value>) {
     (url, rx)
 }
 
+/// A migrated SQLite store in a fresh folder (kept alive by the returned guard).
+async fn sqlite_store() -> (tempfile::TempDir, capsid_store_sqlite::SqliteStore) {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = capsid_store_sqlite::SqliteStore::open(&format!(
+        "sqlite://{}",
+        dir.path().join("w.db").display()
+    ))
+    .await
+    .expect("open");
+    store.migrate().await.expect("migrate");
+    (dir, store)
+}
+
 async fn run_blocking_job(s: &TestServer) -> Value {
     s.namespace("alpha").await;
     let key = s
@@ -54,14 +67,7 @@ async fn run_blocking_job(s: &TestServer) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocked_job_is_posted_to_the_webhook() {
-    let dir = tempfile::tempdir().expect("dir");
-    let store = capsid_store_sqlite::SqliteStore::open(&format!(
-        "sqlite://{}",
-        dir.path().join("w.db").display()
-    ))
-    .await
-    .expect("open");
-    store.migrate().await.expect("migrate");
+    let (_dir, store) = sqlite_store().await;
     let (url, mut rx) = receiver().await;
     let s = TestServer::start(
         std::sync::Arc::new(store),
@@ -87,14 +93,7 @@ async fn blocked_job_is_posted_to_the_webhook() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_webhook_never_affects_the_job() {
-    let dir = tempfile::tempdir().expect("dir");
-    let store = capsid_store_sqlite::SqliteStore::open(&format!(
-        "sqlite://{}",
-        dir.path().join("w.db").display()
-    ))
-    .await
-    .expect("open");
-    store.migrate().await.expect("migrate");
+    let (_dir, store) = sqlite_store().await;
     // A port nothing listens on.
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -117,14 +116,7 @@ async fn an_unreachable_webhook_never_affects_the_job() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_asks_or_blocks_is_posted_to_the_webhook_with_a_console_link() {
-    let dir = tempfile::tempdir().expect("dir");
-    let store = capsid_store_sqlite::SqliteStore::open(&format!(
-        "sqlite://{}",
-        dir.path().join("w.db").display()
-    ))
-    .await
-    .expect("open");
-    store.migrate().await.expect("migrate");
+    let (_dir, store) = sqlite_store().await;
     let (url, mut rx) = receiver().await;
     let s = TestServer::start(
         std::sync::Arc::new(store),
@@ -194,14 +186,7 @@ async fn an_agent_that_asks_or_blocks_is_posted_to_the_webhook_with_a_console_li
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_webhook_never_affects_a_checkpoint() {
-    let dir = tempfile::tempdir().expect("dir");
-    let store = capsid_store_sqlite::SqliteStore::open(&format!(
-        "sqlite://{}",
-        dir.path().join("w.db").display()
-    ))
-    .await
-    .expect("open");
-    store.migrate().await.expect("migrate");
+    let (_dir, store) = sqlite_store().await;
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -256,14 +241,7 @@ impl capsid_core::ports::Notifier for Recorder {
 /// jobs that cross or pass them, for done and failed jobs alike.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_tells_the_owner_once_at_80_and_once_at_100_percent() {
-    let dir = tempfile::tempdir().expect("dir");
-    let store = capsid_store_sqlite::SqliteStore::open(&format!(
-        "sqlite://{}",
-        dir.path().join("w.db").display()
-    ))
-    .await
-    .expect("open");
-    store.migrate().await.expect("migrate");
+    let (_dir, store) = sqlite_store().await;
     let recorder = std::sync::Arc::new(Recorder::default());
     let hook: std::sync::Arc<dyn capsid_core::ports::Notifier> = recorder.clone();
     let s = TestServer::start_customized(

@@ -23,8 +23,6 @@ use serde_json::{Value, json};
 use super::autonomy::PolicyState;
 use super::jobs::{JobsArgs, JobsCx, job_audit, mirror_fn};
 use super::{Area, Service, ServiceConfig};
-use crate::autonomy::anchor::{POLICY_SIGNED_ACTION, signed_by_the_admin};
-use crate::autonomy::policy::POLICY_NAMESPACE;
 use crate::caller::Caller;
 use crate::error::Result;
 use crate::ids::new_job_id;
@@ -34,7 +32,6 @@ use crate::intake::{
     FollowUp, INTAKE_ACTOR, INTAKE_POLICY_PATH, IntakePolicy, IssueNow, body_digest, follow_up,
     issue_job_body, issue_job_title, parse_intake_policy,
 };
-use crate::jobs::signature::verify_task;
 use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{JobStatus, job_doc_path};
 use crate::ports::{
@@ -180,38 +177,19 @@ impl IntakeCx<'_> {
     /// names the field) or disabled is no policy, with the note saying which.
     pub(crate) async fn intake_policy(&self) -> Result<(PolicyState, Option<IntakePolicy>)> {
         let mut state = PolicyState::default();
-        let Some(doc) = self
-            .docs
-            .document(POLICY_NAMESPACE, INTAKE_POLICY_PATH)
-            .await?
+        let Some(body) = crate::service::autonomy::signed_policy_body(
+            self.docs,
+            self.audit_log,
+            self.config,
+            INTAKE_POLICY_PATH,
+            "the intake policy",
+            "no issue becomes a job",
+            &mut state,
+        )
+        .await?
         else {
-            state.note = Some(format!(
-                "there is no {POLICY_NAMESPACE}/{INTAKE_POLICY_PATH}: no issue becomes a job"
-            ));
             return Ok((state, None));
         };
-        state.present = true;
-        let stored = doc.body_text();
-        let body = match verify_task(self.config.signing_secret().unwrap_or(""), stored) {
-            Ok(body) => body.to_owned(),
-            Err(e) => {
-                state.note = Some(format!(
-                    "the intake policy is not validly signed ({e}); an unsigned policy, or one edited after signing, authorizes nothing"
-                ));
-                return Ok((state, None));
-            }
-        };
-        let signed = self
-            .audit_log
-            .newest_audit(POLICY_SIGNED_ACTION, POLICY_NAMESPACE, INTAKE_POLICY_PATH)
-            .await?;
-        if let Err(why) =
-            signed_by_the_admin(stored, signed.as_ref().and_then(|r| r.params.as_deref()))
-        {
-            state.note = Some(format!("the intake policy is {why}; it authorizes nothing"));
-            return Ok((state, None));
-        }
-        state.signed = true;
         let policy = match parse_intake_policy(&body) {
             Ok(p) => p,
             Err(e) => {

@@ -119,6 +119,46 @@ impl AutonomyCx<'_> {
     }
 }
 
+/// The verified body of the signed policy at `path` in `capsid` (the auto-merge and the
+/// intake policies alike): `None`, with the note saying why, when it is missing (`missing`
+/// says what that means), not validly signed, or not the signature its newest signing
+/// recorded. Sets `present` and `signed` as it goes; `what` names the policy in notes.
+pub(crate) async fn signed_policy_body(
+    docs: &dyn crate::ports::DocumentStore,
+    audit_log: &dyn crate::ports::AuditLog,
+    config: &super::ServiceConfig,
+    path: &str,
+    what: &str,
+    missing: &str,
+    state: &mut PolicyState,
+) -> Result<Option<String>> {
+    let Some(doc) = docs.document(POLICY_NAMESPACE, path).await? else {
+        state.note = Some(format!("there is no {POLICY_NAMESPACE}/{path}: {missing}"));
+        return Ok(None);
+    };
+    state.present = true;
+    let stored = doc.body_text();
+    let body = match verify_task(config.signing_secret().unwrap_or(""), stored) {
+        Ok(body) => body.to_owned(),
+        Err(e) => {
+            state.note = Some(format!(
+                "{what} is not validly signed ({e}); an unsigned policy, or one edited after signing, authorizes nothing"
+            ));
+            return Ok(None);
+        }
+    };
+    let signed = audit_log
+        .newest_audit(POLICY_SIGNED_ACTION, POLICY_NAMESPACE, path)
+        .await?;
+    if let Err(why) = signed_by_the_admin(stored, signed.as_ref().and_then(|r| r.params.as_deref()))
+    {
+        state.note = Some(format!("{what} is {why}; it authorizes nothing"));
+        return Ok(None);
+    }
+    state.signed = true;
+    Ok(Some(body))
+}
+
 /// Loads the auto-merge policy (reference 7.3): missing, unsigned, edited after signing,
 /// unparseable or naming less than the code enforces, or disabled, is no policy, with the note
 /// saying which.
@@ -130,39 +170,19 @@ pub(crate) async fn load_auto_merge_policy(
     now: crate::time::Timestamp,
 ) -> Result<(PolicyState, Option<AutoMergePolicy>)> {
     let mut state = PolicyState::default();
-    let Some(doc) = docs
-        .document(POLICY_NAMESPACE, AUTO_MERGE_POLICY_PATH)
-        .await?
+    let Some(body) = signed_policy_body(
+        docs,
+        audit_log,
+        config,
+        AUTO_MERGE_POLICY_PATH,
+        "the merge policy",
+        "nothing merges without a human",
+        &mut state,
+    )
+    .await?
     else {
-        state.note = Some(format!(
-            "there is no {POLICY_NAMESPACE}/{AUTO_MERGE_POLICY_PATH}: nothing merges without a human"
-        ));
         return Ok((state, None));
     };
-    state.present = true;
-    let stored = doc.body_text();
-    let body = match verify_task(config.signing_secret().unwrap_or(""), stored) {
-        Ok(body) => body.to_owned(),
-        Err(e) => {
-            state.note = Some(format!(
-                "the merge policy is not validly signed ({e}); an unsigned policy, or one edited after signing, authorizes nothing"
-            ));
-            return Ok((state, None));
-        }
-    };
-    let signed = audit_log
-        .newest_audit(
-            POLICY_SIGNED_ACTION,
-            POLICY_NAMESPACE,
-            AUTO_MERGE_POLICY_PATH,
-        )
-        .await?;
-    if let Err(why) = signed_by_the_admin(stored, signed.as_ref().and_then(|r| r.params.as_deref()))
-    {
-        state.note = Some(format!("the merge policy is {why}; it authorizes nothing"));
-        return Ok((state, None));
-    }
-    state.signed = true;
     let roster = read_roster(settings, now).await?;
     let policy = match parse_auto_merge_policy(&body, &roster) {
         Ok(p) => p,
