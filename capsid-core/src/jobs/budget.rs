@@ -1,7 +1,7 @@
 //! Monthly budgets per namespace (issue 37): what a namespace may spend on agent sessions in
 //! a calendar month (UTC), measured from the costs its drivers report with each finished
 //! job. A claim in a namespace at or over its budget is refused and the job stays queued;
-//! the owner is told once when a namespace crosses 80% and once at 100%.
+//! the owner is told once a month when a namespace reaches 80% and once at 100%.
 //!
 //! Pure: the service reads the budget, the default and the month's spend, and asks here.
 
@@ -67,17 +67,16 @@ impl BudgetState {
         ))
     }
 
-    /// The alert thresholds a spend moving from `before` to this state's spend crossed.
-    pub fn crossed(&self, before: f64) -> Vec<u8> {
+    /// The alert shares the spend has reached. The service sends each once a month through
+    /// the replay cache, so asking after every costed finish cannot miss a share when two
+    /// jobs finish at once (neither alone would have "crossed" it) nor send one twice.
+    pub fn reached(&self) -> Vec<u8> {
         let Some(budget) = self.budget_usd else {
             return Vec::new();
         };
         ALERT_PERCENTS
             .into_iter()
-            .filter(|p| {
-                let line = budget * f64::from(*p) / 100.0;
-                before < line && self.spent_usd >= line
-            })
+            .filter(|p| self.spent_usd >= budget * f64::from(*p) / 100.0)
             .collect()
     }
 }
@@ -153,15 +152,15 @@ mod tests {
     }
 
     #[test]
-    fn each_threshold_is_crossed_once() {
+    fn the_shares_reached_are_those_at_or_under_the_spend() {
         let now = at("2026-12-04T10:00:00.000Z");
         let s = |spent| BudgetState::new("alpha", now, Some(10.0), None, spent);
-        assert_eq!(s(7.9).crossed(0.0), Vec::<u8>::new());
-        assert_eq!(s(8.0).crossed(7.9), vec![80]);
-        assert_eq!(s(9.0).crossed(8.0), Vec::<u8>::new());
-        assert_eq!(s(15.0).crossed(9.0), vec![100]);
-        assert_eq!(s(15.0).crossed(1.0), vec![80, 100]);
-        assert_eq!(s(16.0).crossed(15.0), Vec::<u8>::new());
+        assert_eq!(s(7.9).reached(), Vec::<u8>::new());
+        assert_eq!(s(8.0).reached(), vec![80]);
+        assert_eq!(s(9.99).reached(), vec![80]);
+        assert_eq!(s(10.0).reached(), vec![80, 100]);
+        let none = BudgetState::new("alpha", now, None, None, 1e9);
+        assert_eq!(none.reached(), Vec::<u8>::new());
     }
 
     #[test]

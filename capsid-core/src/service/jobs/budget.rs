@@ -1,8 +1,9 @@
 //! Budgets at the queue: a claim in a namespace whose month's spend reached its budget is
 //! refused before the store is asked (spend only grows when a job finishes, so a claim
 //! racing a finish is the one claim the budget lets through), and a finished job's cost
-//! that crosses 80% or 100% of the budget tells the owner once (the replay cache keys each
-//! alert by namespace, month and share, so replicas and retries send it once).
+//! that brings the spend to 80% or 100% of the budget tells the owner once (the replay
+//! cache keys each alert by namespace, month and share, so replicas, retries and
+//! concurrent finishes send it once).
 
 use super::JobsCx;
 use crate::error::Result;
@@ -41,10 +42,11 @@ impl JobsCx<'_> {
             .and_then(|state| state.claim_refusal()))
     }
 
-    /// After a job of `namespace` finished with a reported `cost`: each alert share the
-    /// spend crossed, sent once. A failure to send is the notifier's to log; nothing here
-    /// undoes the finished job.
-    pub(super) async fn budget_alerts(&self, namespace: &str, cost: f64) -> Result<()> {
+    /// After a job of `namespace` finished with a reported cost: each alert share the spend
+    /// has reached, sent once a month (the replay cache decides, across replicas and
+    /// concurrent finishes). A failure to send is the notifier's to log; nothing here undoes
+    /// the finished job.
+    pub(super) async fn budget_alerts(&self, namespace: &str) -> Result<()> {
         let Some(notifier) = self.notifier else {
             return Ok(());
         };
@@ -52,7 +54,7 @@ impl JobsCx<'_> {
             return Ok(());
         };
         let now = self.now();
-        for pct in state.crossed(state.spent_usd - cost) {
+        for pct in state.reached() {
             let key = format!("{namespace}/{}/{pct}", state.month);
             if !self.settings.claim_nonce(ALERT_SCOPE, &key, now).await? {
                 continue;

@@ -431,17 +431,17 @@ impl JobsCx<'_> {
         }
         // The job has finished: an alert that could not be worked out is said in the answer,
         // never turned into a failure of the call that finished it.
-        let alert_error = match outcome
+        let costed = outcome
             .as_ref()
             .and_then(|o| o.row.cost_usd)
-            .filter(|c| *c > 0.0)
-        {
-            Some(cost) => self
-                .budget_alerts(&updated.namespace, cost)
+            .is_some_and(|c| c > 0.0);
+        let alert_error = if costed {
+            self.budget_alerts(&updated.namespace)
                 .await
                 .err()
-                .map(|e| format!("the budget alert could not be worked out: {e}")),
-            None => None,
+                .map(|e| format!("the budget alert could not be worked out: {e}"))
+        } else {
+            None
         };
         let act_name = if status == JobStatus::Blocked {
             JobsAction::Block
