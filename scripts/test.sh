@@ -64,6 +64,23 @@ else
   echo "moto_server: NOT AVAILABLE - the S3 cases will report that they did not run" >&2
 fi
 
+step "the MCP Python SDK (the subscription tests subscribe with it)"
+# A pinned SDK in its own virtual environment under .tools, so nothing system-wide changes.
+CAPSID_PY_MCP_VERSION=2.3.0
+if [ ! -x .tools/py/bin/python ] || ! .tools/py/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$CAPSID_PY_MCP_VERSION')" 2>/dev/null; then
+  python3 -m venv .tools/py && .tools/py/bin/pip install --quiet "mcp==$CAPSID_PY_MCP_VERSION" \
+    || echo "python sdk: pip install mcp==$CAPSID_PY_MCP_VERSION failed" >&2
+fi
+if .tools/py/bin/python -c "import mcp" 2>/dev/null; then
+  export CAPSID_TEST_PYTHON="$PWD/.tools/py/bin/python"
+  echo "python sdk: mcp $CAPSID_PY_MCP_VERSION in $CAPSID_TEST_PYTHON"
+elif [ "${CI:-}" = "true" ]; then
+  echo "python sdk: not installed, and CI requires the subscription cases to run" >&2
+  exit 1
+else
+  echo "python sdk: NOT AVAILABLE - the subscription cases will report that they did not run" >&2
+fi
+
 step "headless Chromium (the console test renders the page in it)"
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${CAPSID_CHROMIUM:-}" ]; then
   apt_install chromium

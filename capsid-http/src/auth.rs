@@ -224,6 +224,11 @@ pub(crate) async fn serve_as(
         && let Some(id) = &session
     {
         state.sessions.forget(id);
+        // rmcp answers an ended session 202; the Python SDK reads anything but 200 or 204
+        // as a failed termination (and says so), so the ending is answered 204.
+        let mut ended = resp;
+        *ended.status_mut() = StatusCode::NO_CONTENT;
+        return ended;
     }
     if let Some(place) = place
         && let Some(new_id) = resp

@@ -32,6 +32,7 @@ mod middleware;
 mod oauth;
 mod owner;
 mod sessions;
+mod subscriptions;
 pub mod system;
 mod unavailable;
 mod webhook;
@@ -191,8 +192,18 @@ fn mcp_service(
     let config = transport_config(&state.config.public_url, state.config.mcp_sessions);
     let service = state.service.clone();
     let metrics = state.metrics.clone();
+    let subscriptions = state
+        .config
+        .mcp_sessions
+        .then(|| subscriptions::Subscriptions::new(service.clone()));
     JsonRpcGuard::new(StreamableHttpService::new(
-        move || Ok(CapsidMcp::new(service.clone()).with_metrics(metrics.clone())),
+        move || {
+            let mcp = CapsidMcp::new(service.clone()).with_metrics(metrics.clone());
+            Ok(match &subscriptions {
+                Some(subs) => mcp.with_subscriptions(subs.clone()),
+                None => mcp,
+            })
+        },
         state.sessions.transport(),
         config,
     ))

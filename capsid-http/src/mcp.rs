@@ -18,7 +18,8 @@ use capsid_core::caller::Caller;
 use capsid_core::error::Error;
 use capsid_core::service::metrics::{outcome_label, tool_label};
 use capsid_core::service::{
-    CONFIRM_WAIT_MS, CompletionRef, Confirmer, Consent, Service, ToolListing, pretty,
+    CHECKMARK_TEMPLATE, CONFIRM_WAIT_MS, CompletionRef, Confirmer, Consent, Service, ToolListing,
+    pretty, resource_mime,
 };
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
@@ -27,8 +28,8 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
-    ToolAnnotations,
+    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -41,6 +42,8 @@ use crate::jsonrpc::Outcome;
 pub struct CapsidMcp {
     service: Service,
     metrics: Option<Arc<crate::Metrics>>,
+    /// What sessions watch (with `--mcp-sessions`; stateless requests cannot be told).
+    subscriptions: Option<Arc<crate::subscriptions::Subscriptions>>,
 }
 
 impl std::fmt::Debug for CapsidMcp {
@@ -55,7 +58,18 @@ impl CapsidMcp {
         CapsidMcp {
             service,
             metrics: None,
+            subscriptions: None,
         }
+    }
+
+    /// Offers `resources/subscribe` and `notifications/tools/list_changed`, kept in
+    /// `subscriptions` (shared by every session of the server).
+    pub fn with_subscriptions(
+        mut self,
+        subscriptions: Arc<crate::subscriptions::Subscriptions>,
+    ) -> CapsidMcp {
+        self.subscriptions = Some(subscriptions);
+        self
     }
 
     /// Counts every tool call (tool, outcome, latency) into `metrics`.
@@ -63,6 +77,15 @@ impl CapsidMcp {
         self.metrics = Some(metrics);
         self
     }
+}
+
+/// The `Mcp-Session-Id` the request came with (every request after `initialize` in a session).
+fn session_of(ctx: &RequestContext<RoleServer>) -> Option<String> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.headers.get("mcp-session-id"))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// The caller the auth middleware resolved for this request.
@@ -186,13 +209,20 @@ impl Confirmer for Elicitor<'_> {
 
 impl ServerHandler for CapsidMcp {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let builder = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
             .enable_prompts()
             .enable_logging()
-            .enable_completions()
-            .build();
+            .enable_completions();
+        let capabilities = if self.subscriptions.is_some() {
+            builder
+                .enable_tool_list_changed()
+                .enable_resources_subscribe()
+                .build()
+        } else {
+            builder.build()
+        };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("capsid", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -207,12 +237,12 @@ impl ServerHandler for CapsidMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let caller = caller_of(&ctx)?;
-        let tools = self
-            .service
-            .tools_for(&caller)
-            .iter()
-            .map(tool_of)
-            .collect();
+        let listings = self.service.tools_for(&caller);
+        if let (Some(subs), Some(session)) = (&self.subscriptions, session_of(&ctx)) {
+            let names = listings.iter().map(|t| t.spec.name).collect();
+            subs.listed_tools(&session, &caller, ctx.peer.clone(), names);
+        }
+        let tools = listings.iter().map(tool_of).collect();
         // What a caller sees depends on its scopes: never cache it for anyone else.
         Ok(ListToolsResult::with_all_items(tools).with_cache_scope(CacheScope::Private))
     }
@@ -292,9 +322,15 @@ impl ServerHandler for CapsidMcp {
             .resource_templates(&caller)
             .into_iter()
             .map(|uri| {
-                ResourceTemplate::new(uri, "document")
-                    .with_title("A Capsid document")
-                    .with_mime_type("text/markdown")
+                if uri == CHECKMARK_TEMPLATE {
+                    ResourceTemplate::new(uri, "checkmark")
+                        .with_title("An agent's checkmark in a namespace")
+                        .with_mime_type(resource_mime(uri))
+                } else {
+                    ResourceTemplate::new(uri, "document")
+                        .with_title("A Capsid document")
+                        .with_mime_type("text/markdown")
+                }
             })
             .collect();
         Ok(ListResourceTemplatesResult::with_all_items(templates))
@@ -308,7 +344,8 @@ impl ServerHandler for CapsidMcp {
         let caller = caller_of(&ctx)?;
         match self.service.read_resource(&caller, &request.uri).await {
             Ok(body) => Ok(ReadResourceResult::new(vec![
-                ResourceContents::text(body, request.uri.clone()).with_mime_type("text/markdown"),
+                ResourceContents::text(body, request.uri.clone())
+                    .with_mime_type(resource_mime(&request.uri)),
             ])
             .into()),
             Err(Error::NotFound(m)) => Err(McpError::resource_not_found(
@@ -317,6 +354,52 @@ impl ServerHandler for CapsidMcp {
             )),
             Err(e) => Err(failed(&ctx, e)),
         }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        use crate::subscriptions::Refused;
+        let caller = caller_of(&ctx)?;
+        let (Some(subs), Some(session)) = (&self.subscriptions, session_of(&ctx)) else {
+            return Err(McpError::invalid_request(
+                "resources/subscribe needs a session: the server runs with --mcp-sessions and \
+                 the request carries its Mcp-Session-Id",
+                None,
+            ));
+        };
+        match subs
+            .subscribe(&session, &request.uri, &caller, ctx.peer.clone())
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(Refused::TooMany) => Err(McpError::invalid_request(
+                format!(
+                    "this session watches {} resources already; unsubscribe from one first",
+                    crate::subscriptions::MAX_PER_SESSION
+                ),
+                None,
+            )),
+            Err(Refused::Read(Error::NotFound(m))) => Err(McpError::resource_not_found(
+                m,
+                Some(serde_json::json!({"uri": request.uri})),
+            )),
+            Err(Refused::Read(e)) => Err(failed(&ctx, e)),
+        }
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        caller_of(&ctx)?;
+        if let (Some(subs), Some(session)) = (&self.subscriptions, session_of(&ctx)) {
+            subs.unsubscribe(&session, &request.uri);
+        }
+        Ok(())
     }
 
     async fn list_prompts(

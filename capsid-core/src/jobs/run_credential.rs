@@ -84,6 +84,15 @@ fn holder(job: &Job) -> Option<(&str, Timestamp)> {
     Some((name, job.claimed_at?))
 }
 
+/// Whether `driver` still holds `job` in a live claim (claimed by it, the lease not over): what
+/// a run credential resolved earlier needs to still hold, without the credential itself (a
+/// subscription re-checks its caller with this).
+pub fn still_held(job: &Job, driver: &str, now: Timestamp) -> bool {
+    job.status == JobStatus::Claimed
+        && holder(job).is_some_and(|(name, _)| name == driver)
+        && job.lease_expires.is_some_and(|l| l > now)
+}
+
 /// The run credential of `job`'s current claim, when a minted agent holds it and signing is
 /// configured.
 pub fn issue(secret: Option<&str>, job: &Job) -> Option<String> {

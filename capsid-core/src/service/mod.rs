@@ -44,6 +44,7 @@ pub use jobs::JobsArgs;
 pub(crate) use jobs::ResumeTo;
 pub use registry::{CallObserver, ParsedCall, REGISTRY, ToolEntry, ToolListing, parse_tool_args};
 pub use schedule::{SWEEP_LEASE, Scheduler, TaskOutcome, TaskRun, TickReport};
+pub use surfaces::{CHECKMARK_TEMPLATE, parse_checkmark_uri, resource_mime};
 
 pub(crate) use confirm::require_confirmation;
 

@@ -33,14 +33,40 @@ impl Service {
         self.documents().list_resources(caller, cursor).await
     }
 
-    /// `resources/read`.
-    pub async fn read_resource(&self, caller: &Caller, uri: &str) -> Result<String> {
-        self.documents().read_resource(caller, uri).await
+    /// `caller` as it stands now (see [`super::agents::AgentsCx::refresh`]): what a kept
+    /// caller, such as a resource subscription's, is re-checked as before each read.
+    pub async fn refresh_caller(&self, caller: &Caller) -> Result<Option<Caller>> {
+        self.agents().refresh(caller).await
     }
 
-    /// `resources/templates/list`.
+    /// `resources/read`: a document, or an agent's checkmark
+    /// (`capsid://<ns>/agents/<agent>/checkmark`), read as the `checkmarks` tool's `get` through
+    /// the registry, so the same check refuses it as the tool.
+    pub async fn read_resource(&self, caller: &Caller, uri: &str) -> Result<String> {
+        match parse_checkmark_uri(uri) {
+            Some((namespace, agent)) => {
+                let args = serde_json::json!({
+                    "action": "get", "namespace": namespace, "agent": agent,
+                });
+                let answer = self
+                    .call_tool(caller, "checkmarks", args, &super::NoConfirmer)
+                    .await?;
+                Ok(super::pretty(&answer))
+            }
+            None => self.documents().read_resource(caller, uri).await,
+        }
+    }
+
+    /// `resources/templates/list`: documents for a caller that may read any, and checkmarks
+    /// for one that sees the `checkmarks` tool.
     pub fn resource_templates(&self, caller: &Caller) -> Vec<&'static str> {
-        self.documents().resource_templates(caller)
+        let mut templates = self.documents().resource_templates(caller);
+        if super::registry::spec("checkmarks")
+            .is_some_and(|spec| crate::tools::visible_to(caller, spec))
+        {
+            templates.push(CHECKMARK_TEMPLATE);
+        }
+        templates
     }
 
     /// `completion/complete`.
@@ -70,5 +96,25 @@ impl Service {
         args: &BTreeMap<String, String>,
     ) -> Result<RenderedPrompt> {
         self.documents().get_prompt(caller, name, args).await
+    }
+}
+
+/// The resource template of an agent's checkmark in a namespace (JSON, as `checkmarks get`
+/// answers it).
+pub const CHECKMARK_TEMPLATE: &str = "capsid://{namespace}/agents/{agent}/checkmark";
+
+/// The namespace and agent of a checkmark's URI (`capsid://<ns>/agents/<agent>/checkmark`).
+pub fn parse_checkmark_uri(uri: &str) -> Option<(&str, &str)> {
+    let (namespace, path) = super::documents::parse_resource_uri(uri)?;
+    let agent = path.strip_prefix("agents/")?.strip_suffix("/checkmark")?;
+    (!agent.is_empty() && !agent.contains('/')).then_some((namespace, agent))
+}
+
+/// The MIME type of what `resources/read` answers for `uri`.
+pub fn resource_mime(uri: &str) -> &'static str {
+    if parse_checkmark_uri(uri).is_some() {
+        "application/json"
+    } else {
+        "text/markdown"
     }
 }

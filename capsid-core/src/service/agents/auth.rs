@@ -92,6 +92,39 @@ impl AgentsCx<'_> {
         }))
     }
 
+    /// `caller` as it stands now, for a caller resolved earlier and kept (a resource
+    /// subscription): a minted agent with its current scopes, none once it is revoked or its
+    /// name names another agent; a run credential's caller while its driver is live and still
+    /// holds the job in a live claim; anyone else (operator keys, the owner) as they are.
+    pub async fn refresh(&self, caller: &Caller) -> Result<Option<Caller>> {
+        match &caller.principal {
+            Principal::Agent { id, name, .. } => Ok(self
+                .agents
+                .agent_by_name(name)
+                .await?
+                .filter(|row| row.revoked_at.is_none() && &row.id == id)
+                .map(|row| {
+                    let scopes = Scopes::parse(Some(&row.scopes));
+                    Caller::agent(row.id, row.name, row.kind, scopes)
+                })),
+            Principal::Run { driver, job_id } => {
+                let live = self
+                    .agents
+                    .agent_by_name(driver)
+                    .await?
+                    .is_some_and(|row| row.revoked_at.is_none());
+                let held = live
+                    && self
+                        .jobs
+                        .job(job_id)
+                        .await?
+                        .is_some_and(|job| run_credential::still_held(&job, driver, self.now()));
+                Ok(held.then(|| caller.clone()))
+            }
+            _ => Ok(Some(caller.clone())),
+        }
+    }
+
     /// The `last_seen` stamp for a minted agent, after its call was answered. Best effort:
     /// the caller logs a failure and carries on.
     pub async fn touch_last_seen(&self, caller: &Caller) -> Result<()> {
