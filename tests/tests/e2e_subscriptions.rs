@@ -177,10 +177,19 @@ async fn a_checkmark_subscriber_hears_the_next_checkpoint(s: &TestServer) {
     let at = |status: &str| json!({"namespace": "alpha", "status": status});
     worker.ok("checkpoint", at("working")).await;
     let uri = "capsid://alpha/agents/worker/checkmark";
-    // The resource reads as `checkmarks get` answers.
-    let read = s
-        .client(&watcher)
+    let reader = s.client(&watcher).await;
+    let templates = reader
+        .inner
+        .list_all_resource_templates()
         .await
+        .expect("resources/templates/list");
+    let checkmark = templates
+        .iter()
+        .find(|t| t.uri_template == "capsid://{namespace}/agents/{agent}/checkmark")
+        .unwrap_or_else(|| panic!("the checkmark template is listed: {templates:?}"));
+    assert_eq!(checkmark.mime_type.as_deref(), Some("application/json"));
+    // The resource reads as `checkmarks get` answers.
+    let read = reader
         .inner
         .read_resource(rmcp::model::ReadResourceRequestParams::new(uri))
         .await
