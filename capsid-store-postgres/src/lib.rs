@@ -25,7 +25,6 @@
 mod abstraction;
 mod audit;
 mod backup;
-mod checkmarks;
 mod documents;
 mod engine;
 mod error;

@@ -35,6 +35,8 @@ mod row;
 pub mod settings;
 mod stmt;
 
+pub mod checkmarks;
+
 pub use engine::{Engine, MAX_ATTEMPTS, Tx, TxError, TxResult, always, finish, read_all, unit};
 pub use exec::Exec;
 pub use row::{Row, all};
@@ -359,6 +361,80 @@ macro_rules! sql_ports {
                 limit: usize,
             ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ReviewRow>> {
                 $crate::reviews::head_reviews(self, namespace, head_sha, limit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::CheckmarkStore for $store {
+            async fn checkpoint(
+                &self,
+                checkpoint: capsid_core::ports::NewCheckpoint,
+                audit: capsid_core::ports::CheckpointAuditFn,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::CheckmarkView> {
+                $crate::checkmarks::checkpoint(self, checkpoint, audit).await
+            }
+            async fn checkmark(
+                &self,
+                namespace: &str,
+                agent: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::CheckmarkView>> {
+                $crate::checkmarks::checkmark(self, namespace, agent).await
+            }
+            async fn checkmarks(
+                &self,
+                namespace: &str,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::CheckmarkView>> {
+                $crate::checkmarks::checkmarks(self, namespace, limit).await
+            }
+            async fn log_entries(
+                &self,
+                namespace: &str,
+                agent: &str,
+                before: Option<i64>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::LogEntryRow>> {
+                $crate::checkmarks::log_entries(self, namespace, agent, before, limit).await
+            }
+            async fn global_entries(
+                &self,
+                namespace: Option<&str>,
+                before: Option<i64>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::LogEntryRow>> {
+                $crate::checkmarks::global_entries(self, namespace, before, limit).await
+            }
+            async fn transition_checkmark(
+                &self,
+                transition: capsid_core::ports::CheckmarkTransition,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::CheckmarkView>> {
+                $crate::checkmarks::transition_checkmark(self, transition).await
+            }
+            async fn shared_entry(
+                &self,
+                key: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SharedEntry>> {
+                $crate::checkmarks::shared_entry(self, key).await
+            }
+            async fn shared_entries(
+                &self,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SharedEntry>> {
+                $crate::checkmarks::shared_entries(self, limit).await
+            }
+            async fn set_shared(
+                &self,
+                entry: capsid_core::ports::SharedEntry,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SharedEntry>> {
+                $crate::checkmarks::set_shared(self, entry, audit).await
+            }
+            async fn delete_shared(
+                &self,
+                key: &str,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SharedEntry>> {
+                $crate::checkmarks::delete_shared(self, key, audit).await
             }
         }
     };

@@ -23,7 +23,6 @@
 mod abstraction;
 mod backup;
 mod cache;
-mod checkmarks;
 mod documents;
 mod engine;
 mod error;
