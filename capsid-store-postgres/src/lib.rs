@@ -30,7 +30,6 @@ mod engine;
 mod error;
 pub mod glob;
 mod health;
-mod improve;
 mod jobs;
 mod oauth;
 mod outage;

@@ -28,7 +28,6 @@ mod engine;
 mod error;
 mod group;
 mod health;
-mod improve;
 mod jobs;
 mod oauth;
 mod rows;
