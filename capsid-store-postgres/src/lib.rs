@@ -22,7 +22,6 @@
 
 #![forbid(unsafe_code)]
 
-mod abstraction;
 mod audit;
 mod backup;
 mod documents;

@@ -35,6 +35,7 @@ mod row;
 pub mod settings;
 mod stmt;
 
+pub mod abstraction;
 pub mod checkmarks;
 pub mod improve;
 
@@ -551,6 +552,50 @@ macro_rules! sql_ports {
                 limit: usize,
             ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillOfferRow>> {
                 $crate::improve::skill_offers(self, namespace, limit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::SkillSourceStore for $store {
+            async fn kept_attempt_sources(
+                &self,
+                kept_status: &str,
+                spent_prefix: &str,
+                only: Option<&str>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillSource>> {
+                $crate::abstraction::kept_attempt_sources(
+                    self,
+                    kept_status,
+                    spent_prefix,
+                    only,
+                    limit,
+                )
+                .await
+            }
+            async fn verified_job_sources(
+                &self,
+                done_status: &str,
+                verdict: &str,
+                spent_prefix: &str,
+                only: Option<&str>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillSource>> {
+                $crate::abstraction::verified_job_sources(
+                    self,
+                    done_status,
+                    verdict,
+                    spent_prefix,
+                    only,
+                    limit,
+                )
+                .await
+            }
+            async fn insert_proposed_skill(
+                &self,
+                proposal: capsid_core::ports::ProposedSkill,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Proposed> {
+                $crate::abstraction::insert_proposed_skill(self, proposal).await
             }
         }
     };

@@ -20,7 +20,6 @@
 
 #![forbid(unsafe_code)]
 
-mod abstraction;
 mod backup;
 mod cache;
 mod documents;
