@@ -3,12 +3,13 @@
 //! through [`translate`] (constraint names, outages).
 
 use async_trait::async_trait;
-use capsid_core::ports::{PoolUsage, StoreError, StoreResult};
-use capsid_store_sql::{Engine, Exec, Row, Stmt, Tx};
+use capsid_core::ports::{DocumentWrite, PoolUsage, StoreError, StoreResult, WriteGuard};
+use capsid_store_sql::{Engine, Exec, Row, Stmt, Tx, TxError, TxResult};
 use futures::future::BoxFuture;
 use sqlx::{Postgres, Transaction};
 
 use crate::PgStore;
+use crate::documents::write_in_tx;
 use crate::error::{is_retryable, translate};
 
 /// A unit of work: a transaction on a pooled connection.
@@ -35,6 +36,20 @@ impl Tx for PgTx {
 
     fn rollback(self: Box<Self>) -> BoxFuture<'static, StoreResult<()>> {
         Box::pin(async move { self.0.rollback().await.map_err(translate) })
+    }
+
+    fn write_document<'a>(
+        &'a mut self,
+        write: &'a DocumentWrite,
+        guard: &'a WriteGuard,
+    ) -> BoxFuture<'a, TxResult<()>> {
+        Box::pin(async move {
+            match write_in_tx(&mut self.0, write, guard).await {
+                Ok(_) => Ok(()),
+                Err(crate::error::TxError::Db(e)) => Err(TxError::Db(e)),
+                Err(crate::error::TxError::Store(e)) => Err(TxError::Store(e)),
+            }
+        })
     }
 }
 

@@ -22,16 +22,13 @@
 
 #![forbid(unsafe_code)]
 
-mod abstraction;
 mod audit;
 mod backup;
-mod checkmarks;
 mod documents;
 mod engine;
 mod error;
 pub mod glob;
 mod health;
-mod improve;
 mod jobs;
 mod oauth;
 mod outage;

@@ -6,7 +6,6 @@ use capsid_core::ports::{AuditFilter, DocFilter, StoreError};
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::PgStore;
-use crate::checkmarks::{BY_NAMESPACE as CHECKMARKS_BY_NAMESPACE, feed_sql, log_sql};
 use crate::documents::search::{CANDIDATES_MAX, Parser, search_sql};
 use crate::documents::{
     Bind, DOC_WITH_ACTOR, DOCUMENT, LAST_ACTOR, VERSIONS, find_sql, list_sql, selection_sql,
@@ -16,6 +15,7 @@ use crate::glob;
 use crate::jobs::{BEGIN_CLAIM, BEST_CANDIDATE, HELD, SWEEP};
 use capsid_store_sql::agents::BY_KEY_HASH;
 use capsid_store_sql::audit::recent_audit_stmt;
+use capsid_store_sql::checkmarks::{BY_NAMESPACE as CHECKMARKS_BY_NAMESPACE, feed_stmt, log_stmt};
 
 /// One bound parameter of a probe.
 enum Param {
@@ -137,7 +137,7 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
         ),
         probe(
             "checkmark_log_page",
-            &log_sql(true),
+            &log_stmt(namespace, "driver", Some(1_000), 21).sql,
             vec![
                 text(namespace),
                 text("driver"),
@@ -147,7 +147,7 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
         ),
         probe(
             "global_feed_page",
-            &feed_sql(false, true),
+            &feed_stmt(None, Some(1_000), 21).sql,
             vec![text("global"), Param::Int(1_000), Param::Int(21)],
         ),
         probe(

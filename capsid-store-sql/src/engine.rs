@@ -5,7 +5,7 @@
 //! names, outages).
 
 use async_trait::async_trait;
-use capsid_core::ports::{AgentRow, PoolUsage, StoreError, StoreResult};
+use capsid_core::ports::{AgentRow, DocumentWrite, PoolUsage, StoreError, StoreResult, WriteGuard};
 use futures::future::BoxFuture;
 
 use crate::exec::Exec;
@@ -46,6 +46,15 @@ pub trait Tx: Exec {
     fn commit(self: Box<Self>) -> BoxFuture<'static, StoreResult<()>>;
     /// Undoes the unit's writes.
     fn rollback(self: Box<Self>) -> BoxFuture<'static, StoreResult<()>>;
+    /// Writes a document in this unit as the documents port writes one (its guard checked,
+    /// the live row snapshotted, the row upserted, its edges replaced), without audit rows:
+    /// the documents port is still each adapter's own (SQLite's FTS5 triggers, Postgres's
+    /// `tsvector` column), so a unit of another port that writes a document asks its adapter.
+    fn write_document<'a>(
+        &'a mut self,
+        write: &'a DocumentWrite,
+        guard: &'a WriteGuard,
+    ) -> BoxFuture<'a, TxResult<()>>;
 }
 
 /// An engine: the adapter's connections and its dialect's few differences.

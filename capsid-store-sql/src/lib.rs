@@ -35,6 +35,10 @@ mod row;
 pub mod settings;
 mod stmt;
 
+pub mod abstraction;
+pub mod checkmarks;
+pub mod improve;
+
 pub use engine::{Engine, MAX_ATTEMPTS, Tx, TxError, TxResult, always, finish, read_all, unit};
 pub use exec::Exec;
 pub use row::{Row, all};
@@ -359,6 +363,239 @@ macro_rules! sql_ports {
                 limit: usize,
             ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ReviewRow>> {
                 $crate::reviews::head_reviews(self, namespace, head_sha, limit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::CheckmarkStore for $store {
+            async fn checkpoint(
+                &self,
+                checkpoint: capsid_core::ports::NewCheckpoint,
+                audit: capsid_core::ports::CheckpointAuditFn,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::CheckmarkView> {
+                $crate::checkmarks::checkpoint(self, checkpoint, audit).await
+            }
+            async fn checkmark(
+                &self,
+                namespace: &str,
+                agent: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::CheckmarkView>> {
+                $crate::checkmarks::checkmark(self, namespace, agent).await
+            }
+            async fn checkmarks(
+                &self,
+                namespace: &str,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::CheckmarkView>> {
+                $crate::checkmarks::checkmarks(self, namespace, limit).await
+            }
+            async fn log_entries(
+                &self,
+                namespace: &str,
+                agent: &str,
+                before: Option<i64>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::LogEntryRow>> {
+                $crate::checkmarks::log_entries(self, namespace, agent, before, limit).await
+            }
+            async fn global_entries(
+                &self,
+                namespace: Option<&str>,
+                before: Option<i64>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::LogEntryRow>> {
+                $crate::checkmarks::global_entries(self, namespace, before, limit).await
+            }
+            async fn transition_checkmark(
+                &self,
+                transition: capsid_core::ports::CheckmarkTransition,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::CheckmarkView>> {
+                $crate::checkmarks::transition_checkmark(self, transition).await
+            }
+            async fn shared_entry(
+                &self,
+                key: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SharedEntry>> {
+                $crate::checkmarks::shared_entry(self, key).await
+            }
+            async fn shared_entries(
+                &self,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SharedEntry>> {
+                $crate::checkmarks::shared_entries(self, limit).await
+            }
+            async fn set_shared(
+                &self,
+                entry: capsid_core::ports::SharedEntry,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SharedEntry>> {
+                $crate::checkmarks::set_shared(self, entry, audit).await
+            }
+            async fn delete_shared(
+                &self,
+                key: &str,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SharedEntry>> {
+                $crate::checkmarks::delete_shared(self, key, audit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::ImproveStore for $store {
+            async fn run_totals(
+                &self,
+                since: Option<capsid_core::time::Timestamp>,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ImproveRunTotals>> {
+                $crate::improve::run_totals(self, since).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::SkillStore for $store {
+            async fn insert_skill(
+                &self,
+                skill: capsid_core::ports::SkillRow,
+                at: capsid_core::time::Timestamp,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::improve::insert_skill(self, skill, at, audit).await
+            }
+            async fn skills(
+                &self,
+                status: Option<&str>,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillRow>> {
+                $crate::improve::skills(self, status).await
+            }
+            async fn record_evaluation(
+                &self,
+                evaluation: capsid_core::ports::SkillEvaluationRow,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::improve::record_evaluation(self, evaluation, audit).await
+            }
+            async fn evaluations(
+                &self,
+                skill: &str,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillEvaluationRow>> {
+                $crate::improve::evaluations(self, skill).await
+            }
+            async fn set_skill_status(
+                &self,
+                skill: &str,
+                from: &str,
+                to: &str,
+                at: capsid_core::time::Timestamp,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::improve::set_skill_status(self, skill, from, to, at, audit).await
+            }
+            async fn skill(
+                &self,
+                id: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SkillRow>> {
+                $crate::improve::skill_by_id(self, id).await
+            }
+            async fn record_skill_edit(
+                &self,
+                edit: capsid_core::ports::SkillEditRow,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::improve::record_skill_edit(self, edit, audit).await
+            }
+            async fn accept_skill_edit(
+                &self,
+                edit: capsid_core::ports::SkillEditRow,
+                body: capsid_core::ports::DocumentWrite,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::improve::accept_skill_edit(self, edit, body, audit).await
+            }
+            async fn skill_edits(
+                &self,
+                skill: &str,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillEditRow>> {
+                $crate::improve::skill_edits(self, skill, limit).await
+            }
+            async fn record_skill_failure(
+                &self,
+                failure: capsid_core::ports::SkillFailureRow,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::improve::record_skill_failure(self, failure, audit).await
+            }
+            async fn skill_failures(
+                &self,
+                skill: &str,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillFailureRow>> {
+                $crate::improve::skill_failures(self, skill, limit).await
+            }
+            async fn credit_skill(
+                &self,
+                skill: &str,
+                win: bool,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::improve::credit_skill(self, skill, win, audit).await
+            }
+            async fn last_evaluation(
+                &self,
+                namespace: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SkillEvaluationRow>>
+            {
+                $crate::improve::last_evaluation(self, namespace).await
+            }
+            async fn skill_offers(
+                &self,
+                namespace: &str,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillOfferRow>> {
+                $crate::improve::skill_offers(self, namespace, limit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::SkillSourceStore for $store {
+            async fn kept_attempt_sources(
+                &self,
+                kept_status: &str,
+                spent_prefix: &str,
+                only: Option<&str>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillSource>> {
+                $crate::abstraction::kept_attempt_sources(
+                    self,
+                    kept_status,
+                    spent_prefix,
+                    only,
+                    limit,
+                )
+                .await
+            }
+            async fn verified_job_sources(
+                &self,
+                done_status: &str,
+                verdict: &str,
+                spent_prefix: &str,
+                only: Option<&str>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillSource>> {
+                $crate::abstraction::verified_job_sources(
+                    self,
+                    done_status,
+                    verdict,
+                    spent_prefix,
+                    only,
+                    limit,
+                )
+                .await
+            }
+            async fn insert_proposed_skill(
+                &self,
+                proposal: capsid_core::ports::ProposedSkill,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Proposed> {
+                $crate::abstraction::insert_proposed_skill(self, proposal).await
             }
         }
     };

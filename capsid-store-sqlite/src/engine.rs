@@ -4,8 +4,8 @@
 //! again: one writer means no transaction is made to fail by another.
 
 use async_trait::async_trait;
-use capsid_core::ports::{AgentRow, PoolUsage, StoreError, StoreResult};
-use capsid_store_sql::{Engine, Exec, Row, Stmt, Tx};
+use capsid_core::ports::{AgentRow, DocumentWrite, PoolUsage, StoreError, StoreResult, WriteGuard};
+use capsid_store_sql::{Engine, Exec, Row, Stmt, Tx, TxResult};
 use futures::future::BoxFuture;
 use sqlx::sqlite::{SqliteConnection, SqlitePool};
 
@@ -37,6 +37,17 @@ impl Tx for WriteUnit {
 
     fn rollback(self: Box<Self>) -> BoxFuture<'static, StoreResult<()>> {
         Box::pin((*self).rollback())
+    }
+
+    fn write_document<'a>(
+        &'a mut self,
+        write: &'a DocumentWrite,
+        guard: &'a WriteGuard,
+    ) -> BoxFuture<'a, TxResult<()>> {
+        Box::pin(async move {
+            crate::documents::write::write_in_unit(self, write, guard).await?;
+            Ok(())
+        })
     }
 }
 

@@ -20,16 +20,13 @@
 
 #![forbid(unsafe_code)]
 
-mod abstraction;
 mod backup;
 mod cache;
-mod checkmarks;
 mod documents;
 mod engine;
 mod error;
 mod group;
 mod health;
-mod improve;
 mod jobs;
 mod oauth;
 mod rows;

@@ -174,27 +174,22 @@ fn vanished(namespace: &str, path: &str) -> StoreError {
     ))
 }
 
-pub(crate) async fn write_document(
-    store: &SqliteStore,
-    write: DocumentWrite,
-    guard: WriteGuard,
-    audit: Vec<AuditEntry>,
+/// Checks `guard` and writes `write` in the caller's transaction, which owns the audit rows.
+pub(crate) async fn write_in_unit(
+    conn: &mut SqliteConnection,
+    write: &DocumentWrite,
+    guard: &WriteGuard,
 ) -> StoreResult<WriteReceipt> {
-    let mut tx = store.begin_write().await?;
     if matches!(guard, WriteGuard::Create) {
-        let document = insert_new(&mut tx, &write).await?;
-        for entry in &audit {
-            insert_audit(&mut tx, entry).await.db()?;
-        }
-        commit(tx).await?;
+        let document = insert_new(conn, write).await?;
         return Ok(WriteReceipt {
             created: true,
             snapshotted: false,
             document,
         });
     }
-    let live = live_row(&mut tx, &write.namespace, &write.path).await?;
-    match (&guard, &live) {
+    let live = live_row(conn, &write.namespace, &write.path).await?;
+    match (guard, &live) {
         (WriteGuard::Update { .. }, None) => return Err(vanished(&write.namespace, &write.path)),
         (WriteGuard::Update { expected_body }, Some((_, body)))
             if !body_matches(body.as_deref(), expected_body.as_deref()) =>
@@ -204,16 +199,27 @@ pub(crate) async fn write_document(
         _ => {}
     }
     let exists = live.is_some();
-    let document = apply_write(&mut tx, &write, exists).await?;
-    for entry in &audit {
-        insert_audit(&mut tx, entry).await.db()?;
-    }
-    commit(tx).await?;
+    let document = apply_write(conn, write, exists).await?;
     Ok(WriteReceipt {
         created: !exists,
         snapshotted: exists,
         document,
     })
+}
+
+pub(crate) async fn write_document(
+    store: &SqliteStore,
+    write: DocumentWrite,
+    guard: WriteGuard,
+    audit: Vec<AuditEntry>,
+) -> StoreResult<WriteReceipt> {
+    let mut tx = store.begin_write().await?;
+    let receipt = write_in_unit(&mut tx, &write, &guard).await?;
+    for entry in &audit {
+        insert_audit(&mut tx, entry).await.db()?;
+    }
+    commit(tx).await?;
+    Ok(receipt)
 }
 
 /// Checks that `(namespace, path)` exists and, with `expected_body`, still holds it.
