@@ -37,7 +37,6 @@ mod oauth;
 mod outage;
 mod plans;
 mod rows;
-mod runs;
 mod sql;
 
 use std::fmt;

@@ -35,6 +35,9 @@ mod row;
 pub mod settings;
 mod stmt;
 
+mod conflict;
+pub mod runs;
+
 pub use engine::{Engine, MAX_ATTEMPTS, Tx, TxError, TxResult, always, finish, read_all, unit};
 pub use exec::Exec;
 pub use row::{Row, all};
@@ -359,6 +362,69 @@ macro_rules! sql_ports {
                 limit: usize,
             ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ReviewRow>> {
                 $crate::reviews::head_reviews(self, namespace, head_sha, limit).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::RunStore for $store {
+            async fn open_run(
+                &self,
+                run: capsid_core::ports::NewRun,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::RunOpened> {
+                $crate::runs::open_run(self, run, audit).await
+            }
+            async fn add_attempt(
+                &self,
+                attempt: capsid_core::ports::NewAttempt,
+                run: capsid_core::ports::RunUpdate,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Advanced> {
+                $crate::runs::add_attempt(self, attempt, run, audit).await
+            }
+            async fn advance(
+                &self,
+                advance: capsid_core::ports::Advance,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Advanced> {
+                $crate::runs::advance(self, advance).await
+            }
+            async fn run(
+                &self,
+                id: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::RunRow>> {
+                $crate::runs::run(self, id).await
+            }
+            async fn live_run(
+                &self,
+                namespace: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::RunRow>> {
+                $crate::runs::live_run(self, namespace).await
+            }
+            async fn runs(
+                &self,
+                namespace: Option<&str>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::RunRow>> {
+                $crate::runs::runs(self, namespace, limit).await
+            }
+            async fn attempt(
+                &self,
+                id: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AttemptRow>> {
+                $crate::runs::attempt(self, id).await
+            }
+            async fn attempts(
+                &self,
+                run_id: &str,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::AttemptRow>> {
+                $crate::runs::attempts(self, run_id).await
+            }
+            async fn scores(
+                &self,
+                run_id: &str,
+                attempt_id: Option<&str>,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ScoreRow>> {
+                $crate::runs::scores(self, run_id, attempt_id).await
             }
         }
     };

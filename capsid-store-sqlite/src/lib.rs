@@ -33,7 +33,6 @@ mod improve;
 mod jobs;
 mod oauth;
 mod rows;
-mod runs;
 mod store;
 
 pub use cache::CacheCounts;
