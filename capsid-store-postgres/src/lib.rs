@@ -33,7 +33,6 @@ pub mod glob;
 mod health;
 mod improve;
 mod jobs;
-mod oauth;
 mod outage;
 mod plans;
 mod rows;

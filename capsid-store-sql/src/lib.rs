@@ -36,6 +36,7 @@ pub mod settings;
 mod stmt;
 
 mod conflict;
+pub mod oauth;
 pub mod runs;
 
 pub use engine::{Engine, MAX_ATTEMPTS, Tx, TxError, TxResult, always, finish, read_all, unit};
@@ -425,6 +426,155 @@ macro_rules! sql_ports {
                 attempt_id: Option<&str>,
             ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ScoreRow>> {
                 $crate::runs::scores(self, run_id, attempt_id).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::OAuthStore for $store {
+            async fn insert_client(
+                &self,
+                client: capsid_core::ports::OAuthClientRow,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::insert_client(self, client).await
+            }
+            async fn client(
+                &self,
+                client_id: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::OAuthClientRow>> {
+                $crate::oauth::client_of(self, client_id, now).await
+            }
+            async fn bump_counter(
+                &self,
+                key: &str,
+                now: capsid_core::time::Timestamp,
+                expires_at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<u64> {
+                $crate::oauth::bump_counter(self, key, now, expires_at).await
+            }
+            async fn put_login_state(
+                &self,
+                state: capsid_core::ports::LoginStateRow,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::put_login_state(self, state).await
+            }
+            async fn login_state(
+                &self,
+                state_hash: &str,
+                purpose: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::LoginStateRow>> {
+                $crate::oauth::login_state(self, state_hash, purpose, now).await
+            }
+            async fn take_login_state(
+                &self,
+                state_hash: &str,
+                purpose: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::LoginStateRow>> {
+                $crate::oauth::take_login_state(self, state_hash, purpose, now).await
+            }
+            async fn approve_client(
+                &self,
+                tag: &str,
+                client_id: &str,
+                at: capsid_core::time::Timestamp,
+                expires_at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::approve_client(self, tag, client_id, at, expires_at).await
+            }
+            async fn approval(
+                &self,
+                tag: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::oauth::approval(self, tag, now).await
+            }
+            async fn insert_code(
+                &self,
+                code: capsid_core::ports::CodeRow,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::insert_code(self, code).await
+            }
+            async fn code(
+                &self,
+                code_hash: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::CodeRow>> {
+                $crate::oauth::code_of(self, code_hash).await
+            }
+            async fn redeem_code(
+                &self,
+                code_hash: &str,
+                now: capsid_core::time::Timestamp,
+                grant: capsid_core::ports::NewGrant,
+                tokens: Vec<capsid_core::ports::NewToken>,
+                client_expires_at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Redemption> {
+                $crate::oauth::redeem_code(self, code_hash, now, grant, tokens, client_expires_at)
+                    .await
+            }
+            async fn token(
+                &self,
+                token_hash: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::TokenRow>> {
+                $crate::oauth::token_of(self, token_hash).await
+            }
+            async fn rotate_refresh(
+                &self,
+                token_hash: &str,
+                now: capsid_core::time::Timestamp,
+                tokens: Vec<capsid_core::ports::NewToken>,
+                client_expires_at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Rotation> {
+                $crate::oauth::rotate_refresh(self, token_hash, now, tokens, client_expires_at)
+                    .await
+            }
+            async fn revoke_grant(
+                &self,
+                grant_id: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::revoke_grant(self, grant_id, now).await
+            }
+            async fn revoke_all_grants(
+                &self,
+                now: capsid_core::time::Timestamp,
+                audit_of: &(dyn Fn(u64) -> capsid_core::ports::AuditEntry + Send + Sync),
+            ) -> capsid_core::ports::StoreResult<u64> {
+                $crate::oauth::revoke_all_grants(self, now, audit_of).await
+            }
+            async fn insert_console_session(
+                &self,
+                session: capsid_core::ports::ConsoleSessionRow,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::insert_console_session(self, session).await
+            }
+            async fn console_session(
+                &self,
+                session_hash: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::ConsoleSessionRow>>
+            {
+                $crate::oauth::console_session(self, session_hash, now).await
+            }
+            async fn end_console_session(
+                &self,
+                session_hash: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::oauth::end_console_session(self, session_hash, now).await
+            }
+            async fn end_console_sessions(
+                &self,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<u64> {
+                $crate::oauth::end_console_sessions(self, now).await
+            }
+            async fn purge_expired_oauth(
+                &self,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<u64> {
+                $crate::oauth::purge_expired_oauth(self, now).await
             }
         }
     };

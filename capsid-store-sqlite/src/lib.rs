@@ -31,7 +31,6 @@ mod group;
 mod health;
 mod improve;
 mod jobs;
-mod oauth;
 mod rows;
 mod store;
 
