@@ -35,12 +35,13 @@ mod row;
 pub mod settings;
 mod stmt;
 
+pub mod backup;
 mod conflict;
 pub mod oauth;
 pub mod runs;
 
 pub use engine::{Engine, MAX_ATTEMPTS, Tx, TxError, TxResult, always, finish, read_all, unit};
-pub use exec::Exec;
+pub use exec::{Exec, Fetch};
 pub use row::{Row, all};
 pub use stmt::{Arg, Kind, Stmt, ToArg};
 
@@ -575,6 +576,39 @@ macro_rules! sql_ports {
                 now: capsid_core::time::Timestamp,
             ) -> capsid_core::ports::StoreResult<u64> {
                 $crate::oauth::purge_expired_oauth(self, now).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::BackupStore for $store {
+            fn engine(&self) -> &'static str {
+                <$store as $crate::backup::BackupEngine>::NAME
+            }
+            async fn export_tables(
+                &self,
+                tables: &[&'static capsid_core::backup::tables::TableSpec],
+                page_rows: usize,
+                sink: &mut dyn capsid_core::ports::DumpSink,
+            ) -> Result<(), capsid_core::ports::TransferError> {
+                $crate::backup::export_tables(self, tables, page_rows, sink).await
+            }
+            async fn count_rows(
+                &self,
+                tables: &[&'static capsid_core::backup::tables::TableSpec],
+            ) -> capsid_core::ports::StoreResult<Vec<u64>> {
+                $crate::backup::count_rows(self, tables).await
+            }
+            async fn import_tables(
+                &self,
+                source: &mut dyn capsid_core::ports::RowSource,
+            ) -> Result<u64, capsid_core::ports::TransferError> {
+                $crate::backup::import_tables(self, source).await
+            }
+            async fn prune_history(
+                &self,
+                cutoffs: capsid_core::backup::retention::PruneCutoffs,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Pruned> {
+                $crate::backup::prune_history(self, cutoffs).await
             }
         }
     };
