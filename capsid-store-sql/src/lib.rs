@@ -37,6 +37,7 @@ mod stmt;
 
 pub mod backup;
 mod conflict;
+pub mod health;
 pub mod oauth;
 pub mod runs;
 
@@ -609,6 +610,25 @@ macro_rules! sql_ports {
                 cutoffs: capsid_core::backup::retention::PruneCutoffs,
             ) -> capsid_core::ports::StoreResult<capsid_core::ports::Pruned> {
                 $crate::backup::prune_history(self, cutoffs).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::StoreHealth for $store {
+            async fn ping(&self) -> capsid_core::ports::StoreResult<()> {
+                $crate::health::ping(self).await
+            }
+            async fn fts_probe(&self, term: &str) -> capsid_core::ports::StoreResult<u64> {
+                $crate::health::HealthEngine::fts_probe(self, term).await
+            }
+            async fn schema_version(&self) -> capsid_core::ports::StoreResult<Option<String>> {
+                $crate::health::schema_version(self).await
+            }
+            fn newest_migration(&self) -> Option<String> {
+                $crate::health::newest_migration(self)
+            }
+            async fn outage_cause(&self) -> Option<String> {
+                $crate::health::HealthEngine::outage_cause(self).await
             }
         }
     };
