@@ -30,11 +30,9 @@ mod error;
 pub mod glob;
 mod health;
 mod jobs;
-mod oauth;
 mod outage;
 mod plans;
 mod rows;
-mod runs;
 mod sql;
 
 use std::fmt;

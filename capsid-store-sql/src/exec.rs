@@ -1,6 +1,8 @@
 //! Running a [`Stmt`] on either driver's connection: the one place arguments are bound.
 
+use futures::TryStreamExt;
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use sqlx::postgres::PgConnection;
 use sqlx::sqlite::SqliteConnection;
 use sqlx::{AssertSqlSafe, Executor};
@@ -77,3 +79,23 @@ macro_rules! exec_for {
 
 exec_for!(SqliteConnection, Row::Sqlite);
 exec_for!(PgConnection, Row::Postgres);
+
+/// A connection whose rows are read as they arrive: a dump's table need not fit in memory.
+pub trait Fetch: Exec {
+    /// Runs `stmt`; its rows, one at a time.
+    fn fetch(&mut self, stmt: Stmt) -> BoxStream<'_, Result<Row, sqlx::Error>>;
+}
+
+/// `Fetch` for one driver's connection, its rows wrapped as `$row`.
+macro_rules! fetch_for {
+    ($conn:ty, $row:path) => {
+        impl Fetch for $conn {
+            fn fetch(&mut self, stmt: Stmt) -> BoxStream<'_, Result<Row, sqlx::Error>> {
+                Box::pin(Executor::fetch(&mut *self, query!(stmt)).map_ok($row))
+            }
+        }
+    };
+}
+
+fetch_for!(SqliteConnection, Row::Sqlite);
+fetch_for!(PgConnection, Row::Postgres);

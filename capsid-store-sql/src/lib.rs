@@ -12,13 +12,23 @@
 //! A port moves here whole, one at a time; until it does, each adapter keeps its own.
 //! Moved so far: [`AgentStore`](capsid_core::ports::AgentStore),
 //! [`AuditLog`](capsid_core::ports::AuditLog),
+//! [`BackupStore`](capsid_core::ports::BackupStore) (what differs: each adapter's
+//! [`backup::BackupEngine`]),
+//! [`CheckmarkStore`](capsid_core::ports::CheckmarkStore),
 //! [`CiStore`](capsid_core::ports::CiStore),
+//! [`ImproveStore`](capsid_core::ports::ImproveStore),
 //! [`IntakeStore`](capsid_core::ports::IntakeStore) (new, written here once),
 //! [`LeaderLease`](capsid_core::ports::LeaderLease),
 //! [`NamespaceStore`](capsid_core::ports::NamespaceStore),
+//! [`OAuthStore`](capsid_core::ports::OAuthStore),
 //! [`ReviewStore`](capsid_core::ports::ReviewStore),
+//! [`RunStore`](capsid_core::ports::RunStore),
 //! [`SettingsStore`](capsid_core::ports::SettingsStore),
-//! [`StoreGauges`](capsid_core::ports::StoreGauges).
+//! [`SkillSourceStore`](capsid_core::ports::SkillSourceStore),
+//! [`SkillStore`](capsid_core::ports::SkillStore),
+//! [`StoreGauges`](capsid_core::ports::StoreGauges),
+//! [`StoreHealth`](capsid_core::ports::StoreHealth) (what differs: each adapter's
+//! [`health::HealthEngine`]). The documents and jobs ports are still each adapter's.
 
 #![forbid(unsafe_code)]
 
@@ -36,11 +46,16 @@ pub mod settings;
 mod stmt;
 
 pub mod abstraction;
+pub mod backup;
 pub mod checkmarks;
+mod conflict;
+pub mod health;
 pub mod improve;
+pub mod oauth;
+pub mod runs;
 
 pub use engine::{Engine, MAX_ATTEMPTS, Tx, TxError, TxResult, always, finish, read_all, unit};
-pub use exec::Exec;
+pub use exec::{Exec, Fetch};
 pub use row::{Row, all};
 pub use stmt::{Arg, Kind, Stmt, ToArg};
 
@@ -556,6 +571,69 @@ macro_rules! sql_ports {
         }
 
         #[async_trait::async_trait]
+        impl capsid_core::ports::RunStore for $store {
+            async fn open_run(
+                &self,
+                run: capsid_core::ports::NewRun,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::RunOpened> {
+                $crate::runs::open_run(self, run, audit).await
+            }
+            async fn add_attempt(
+                &self,
+                attempt: capsid_core::ports::NewAttempt,
+                run: capsid_core::ports::RunUpdate,
+                audit: capsid_core::ports::AuditEntry,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Advanced> {
+                $crate::runs::add_attempt(self, attempt, run, audit).await
+            }
+            async fn advance(
+                &self,
+                advance: capsid_core::ports::Advance,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Advanced> {
+                $crate::runs::advance(self, advance).await
+            }
+            async fn run(
+                &self,
+                id: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::RunRow>> {
+                $crate::runs::run(self, id).await
+            }
+            async fn live_run(
+                &self,
+                namespace: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::RunRow>> {
+                $crate::runs::live_run(self, namespace).await
+            }
+            async fn runs(
+                &self,
+                namespace: Option<&str>,
+                limit: usize,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::RunRow>> {
+                $crate::runs::runs(self, namespace, limit).await
+            }
+            async fn attempt(
+                &self,
+                id: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AttemptRow>> {
+                $crate::runs::attempt(self, id).await
+            }
+            async fn attempts(
+                &self,
+                run_id: &str,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::AttemptRow>> {
+                $crate::runs::attempts(self, run_id).await
+            }
+            async fn scores(
+                &self,
+                run_id: &str,
+                attempt_id: Option<&str>,
+            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ScoreRow>> {
+                $crate::runs::scores(self, run_id, attempt_id).await
+            }
+        }
+
+        #[async_trait::async_trait]
         impl capsid_core::ports::SkillSourceStore for $store {
             async fn kept_attempt_sources(
                 &self,
@@ -596,6 +674,207 @@ macro_rules! sql_ports {
                 proposal: capsid_core::ports::ProposedSkill,
             ) -> capsid_core::ports::StoreResult<capsid_core::ports::Proposed> {
                 $crate::abstraction::insert_proposed_skill(self, proposal).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::OAuthStore for $store {
+            async fn insert_client(
+                &self,
+                client: capsid_core::ports::OAuthClientRow,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::insert_client(self, client).await
+            }
+            async fn client(
+                &self,
+                client_id: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::OAuthClientRow>> {
+                $crate::oauth::client_of(self, client_id, now).await
+            }
+            async fn bump_counter(
+                &self,
+                key: &str,
+                now: capsid_core::time::Timestamp,
+                expires_at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<u64> {
+                $crate::oauth::bump_counter(self, key, now, expires_at).await
+            }
+            async fn put_login_state(
+                &self,
+                state: capsid_core::ports::LoginStateRow,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::put_login_state(self, state).await
+            }
+            async fn login_state(
+                &self,
+                state_hash: &str,
+                purpose: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::LoginStateRow>> {
+                $crate::oauth::login_state(self, state_hash, purpose, now).await
+            }
+            async fn take_login_state(
+                &self,
+                state_hash: &str,
+                purpose: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::LoginStateRow>> {
+                $crate::oauth::take_login_state(self, state_hash, purpose, now).await
+            }
+            async fn approve_client(
+                &self,
+                tag: &str,
+                client_id: &str,
+                at: capsid_core::time::Timestamp,
+                expires_at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::approve_client(self, tag, client_id, at, expires_at).await
+            }
+            async fn approval(
+                &self,
+                tag: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::oauth::approval(self, tag, now).await
+            }
+            async fn insert_code(
+                &self,
+                code: capsid_core::ports::CodeRow,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::insert_code(self, code).await
+            }
+            async fn code(
+                &self,
+                code_hash: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::CodeRow>> {
+                $crate::oauth::code_of(self, code_hash).await
+            }
+            async fn redeem_code(
+                &self,
+                code_hash: &str,
+                now: capsid_core::time::Timestamp,
+                grant: capsid_core::ports::NewGrant,
+                tokens: Vec<capsid_core::ports::NewToken>,
+                client_expires_at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Redemption> {
+                $crate::oauth::redeem_code(self, code_hash, now, grant, tokens, client_expires_at)
+                    .await
+            }
+            async fn token(
+                &self,
+                token_hash: &str,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::TokenRow>> {
+                $crate::oauth::token_of(self, token_hash).await
+            }
+            async fn rotate_refresh(
+                &self,
+                token_hash: &str,
+                now: capsid_core::time::Timestamp,
+                tokens: Vec<capsid_core::ports::NewToken>,
+                client_expires_at: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Rotation> {
+                $crate::oauth::rotate_refresh(self, token_hash, now, tokens, client_expires_at)
+                    .await
+            }
+            async fn revoke_grant(
+                &self,
+                grant_id: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::revoke_grant(self, grant_id, now).await
+            }
+            async fn revoke_all_grants(
+                &self,
+                now: capsid_core::time::Timestamp,
+                audit_of: &(dyn Fn(u64) -> capsid_core::ports::AuditEntry + Send + Sync),
+            ) -> capsid_core::ports::StoreResult<u64> {
+                $crate::oauth::revoke_all_grants(self, now, audit_of).await
+            }
+            async fn insert_console_session(
+                &self,
+                session: capsid_core::ports::ConsoleSessionRow,
+            ) -> capsid_core::ports::StoreResult<()> {
+                $crate::oauth::insert_console_session(self, session).await
+            }
+            async fn console_session(
+                &self,
+                session_hash: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::ConsoleSessionRow>>
+            {
+                $crate::oauth::console_session(self, session_hash, now).await
+            }
+            async fn end_console_session(
+                &self,
+                session_hash: &str,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<bool> {
+                $crate::oauth::end_console_session(self, session_hash, now).await
+            }
+            async fn end_console_sessions(
+                &self,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<u64> {
+                $crate::oauth::end_console_sessions(self, now).await
+            }
+            async fn purge_expired_oauth(
+                &self,
+                now: capsid_core::time::Timestamp,
+            ) -> capsid_core::ports::StoreResult<u64> {
+                $crate::oauth::purge_expired_oauth(self, now).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::BackupStore for $store {
+            fn engine(&self) -> &'static str {
+                <$store as $crate::backup::BackupEngine>::NAME
+            }
+            async fn export_tables(
+                &self,
+                tables: &[&'static capsid_core::backup::tables::TableSpec],
+                page_rows: usize,
+                sink: &mut dyn capsid_core::ports::DumpSink,
+            ) -> Result<(), capsid_core::ports::TransferError> {
+                $crate::backup::export_tables(self, tables, page_rows, sink).await
+            }
+            async fn count_rows(
+                &self,
+                tables: &[&'static capsid_core::backup::tables::TableSpec],
+            ) -> capsid_core::ports::StoreResult<Vec<u64>> {
+                $crate::backup::count_rows(self, tables).await
+            }
+            async fn import_tables(
+                &self,
+                source: &mut dyn capsid_core::ports::RowSource,
+            ) -> Result<u64, capsid_core::ports::TransferError> {
+                $crate::backup::import_tables(self, source).await
+            }
+            async fn prune_history(
+                &self,
+                cutoffs: capsid_core::backup::retention::PruneCutoffs,
+            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Pruned> {
+                $crate::backup::prune_history(self, cutoffs).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl capsid_core::ports::StoreHealth for $store {
+            async fn ping(&self) -> capsid_core::ports::StoreResult<()> {
+                $crate::health::ping(self).await
+            }
+            async fn fts_probe(&self, term: &str) -> capsid_core::ports::StoreResult<u64> {
+                $crate::health::HealthEngine::fts_probe(self, term).await
+            }
+            async fn schema_version(&self) -> capsid_core::ports::StoreResult<Option<String>> {
+                $crate::health::schema_version(self).await
+            }
+            fn newest_migration(&self) -> Option<String> {
+                $crate::health::newest_migration(self)
+            }
+            async fn outage_cause(&self) -> Option<String> {
+                $crate::health::HealthEngine::outage_cause(self).await
             }
         }
     };

@@ -1,10 +1,13 @@
-//! Liveness probes (`ping`, `fts_probe`, `schema_version`) and [`SqliteStore::query_plans`]:
-//! `EXPLAIN QUERY PLAN` of the exact SQL of the hot queries, so a test can refuse a full scan.
+//! This store's health differences (its catalogue, its FTS5 probe) and
+//! [`SqliteStore::query_plans`]: `EXPLAIN QUERY PLAN` of the exact SQL of the hot queries, so a
+//! test can refuse a full scan.
 
 use async_trait::async_trait;
 use capsid_core::docs::packets::brief_packet;
-use capsid_core::ports::{AuditFilter, DocFilter, StoreError, StoreHealth, StoreResult};
-use sqlx::sqlite::{Sqlite, SqliteArguments, SqlitePool};
+use capsid_core::ports::{AuditFilter, DocFilter, StoreError, StoreResult};
+use capsid_store_sql::health::HealthEngine;
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{Sqlite, SqliteArguments};
 use sqlx::{Arguments, QueryBuilder, Row};
 
 use crate::documents::{
@@ -15,35 +18,6 @@ use crate::error::DbResult;
 use crate::jobs::{BEST_QUEUED_SQL, HELD_SQL, SWEEP_SQL};
 use crate::store::SqliteStore;
 use capsid_store_sql::audit::recent_audit_stmt;
-
-/// The newest applied migration as `NNNN_name` (sqlx stores the name with spaces for
-/// underscores), or `None` before the first migration.
-pub(crate) async fn schema_version(pool: &SqlitePool) -> StoreResult<Option<String>> {
-    let migrated: Option<i64> = sqlx::query_scalar(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-    )
-    .fetch_optional(pool)
-    .await
-    .db()?;
-    if migrated.is_none() {
-        return Ok(None);
-    }
-    let newest = sqlx::query(
-        "SELECT version, description FROM _sqlx_migrations WHERE success = 1 ORDER BY version DESC LIMIT 1",
-    )
-    .fetch_optional(pool)
-    .await
-    .db()?;
-    let Some(row) = newest else {
-        return Ok(None);
-    };
-    let version: i64 = row.try_get("version").db()?;
-    let description: String = row.try_get("description").db()?;
-    Ok(Some(format!(
-        "{version:04}_{}",
-        description.replace(' ', "_")
-    )))
-}
 
 /// The plan of one statement as text, one `detail` line per step, indented by depth.
 async fn plan_of(store: &SqliteStore, mut qb: QueryBuilder<Sqlite>) -> StoreResult<String> {
@@ -170,11 +144,14 @@ impl SqliteStore {
     }
 }
 
+/// SQLite's catalogue, and its FTS5 index.
 #[async_trait]
-impl StoreHealth for SqliteStore {
-    async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(self.reader()).await.db()?;
-        Ok(())
+impl HealthEngine for SqliteStore {
+    const MIGRATIONS_TABLE: &'static str = "SELECT COUNT(*) AS n FROM sqlite_master \
+         WHERE type = 'table' AND name = '_sqlx_migrations'";
+
+    fn migrator(&self) -> &'static Migrator {
+        &crate::MIGRATOR
     }
 
     async fn fts_probe(&self, term: &str) -> StoreResult<u64> {
@@ -190,16 +167,5 @@ impl StoreHealth for SqliteStore {
                 .await
                 .db()?;
         Ok(crate::rows::count(n))
-    }
-
-    async fn schema_version(&self) -> StoreResult<Option<String>> {
-        schema_version(self.reader()).await
-    }
-
-    fn newest_migration(&self) -> Option<String> {
-        crate::MIGRATOR
-            .iter()
-            .map(|m| format!("{:04}_{}", m.version, m.description.replace(' ', "_")))
-            .next_back()
     }
 }

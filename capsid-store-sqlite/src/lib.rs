@@ -28,9 +28,7 @@ mod error;
 mod group;
 mod health;
 mod jobs;
-mod oauth;
 mod rows;
-mod runs;
 mod store;
 
 pub use cache::CacheCounts;

@@ -213,25 +213,6 @@ impl StoredTime for Option<Timestamp> {
     }
 }
 
-/// A column holding one word of a closed vocabulary (an agent kind, a verdict): a word the
-/// core's `parse` does not know is a decode error naming the column, never a default.
-pub(crate) fn word<T>(
-    row: &SqliteRow,
-    column: &str,
-    parse: impl Fn(&str) -> Option<T>,
-) -> Result<T, sqlx::Error> {
-    let text: String = row.try_get(column)?;
-    parse(&text).ok_or_else(|| {
-        sqlx::Error::Decode(
-            format!(
-                "column {column} holds '{}', which is not a known value",
-                text.chars().take(40).collect::<String>()
-            )
-            .into(),
-        )
-    })
-}
-
 /// `row.time("created_at")?`: a time column through [`StoredTime`].
 pub(crate) trait TimeColumns {
     /// Reads `column` as an instant.

@@ -148,7 +148,7 @@ impl SqliteStore {
             .run(&self.inner.writer)
             .await
             .map_err(|e| StoreError::Backend(format!("migration failed: {e}")))?;
-        crate::health::schema_version(&self.inner.reader).await
+        capsid_store_sql::health::schema_version(self).await
     }
 
     /// Closes both pools, waiting for connections in use to be returned.
