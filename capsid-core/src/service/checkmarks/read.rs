@@ -142,6 +142,7 @@ pub struct ResumeAsked {
 /// The `checkmarks` answer, one per action.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // built once per call, then serialized
 pub enum CheckmarksAnswer {
     /// `list`.
     List(CheckmarkList),
