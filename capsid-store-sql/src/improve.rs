@@ -1,7 +1,7 @@
 //! The improve loop's run totals (`ImproveStore`) and the skill store (`SkillStore`): skills,
 //! evaluations, edits and failures each written with their audit row in one unit, keyed status
 //! changes and credits audited only when their guard held, and an accepted edit's version bump
-//! with its body document (written through the unit's own document write, [`Tx::write_document`]).
+//! with its body document (written through the unit's own document write, [`crate::Tx::write_document`]).
 
 use capsid_core::ports::{
     AuditEntry, DocumentWrite, ImproveRunTotals, SkillEditRow, SkillEvaluationRow, SkillFailureRow,

@@ -33,8 +33,10 @@ impl Service {
         self.documents().list_resources(caller, cursor).await
     }
 
-    /// `caller` as it stands now (see [`super::agents::AgentsCx::refresh`]): what a kept
-    /// caller, such as a resource subscription's, is re-checked as before each read.
+    /// `caller` as it stands now, for a caller resolved earlier and kept (a resource
+    /// subscription's, re-checked before each read): a minted agent with its current scopes,
+    /// none once it is revoked; a run credential's caller while its driver is live and still
+    /// holds the job; anyone else as they are.
     pub async fn refresh_caller(&self, caller: &Caller) -> Result<Option<Caller>> {
         self.agents().refresh(caller).await
     }
