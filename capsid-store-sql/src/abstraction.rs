@@ -117,18 +117,7 @@ pub async fn insert_proposed_skill(
             return Ok(Proposed::Spent);
         }
         let s = &p.row;
-        let insert = Stmt::new(INSERT)
-            .bind(&s.id)
-            .bind(&s.source_namespace)
-            .bind(&s.title)
-            .bind(&s.body_ref)
-            .bind(s.version)
-            .bind(&s.status)
-            .bind(s.wins)
-            .bind(s.losses)
-            .bind(p.body.at)
-            .bind(s.trigger_condition.as_deref())
-            .bind(s.namespaces.as_deref())
+        let insert = crate::improve::skill_insert(INSERT, s, p.body.at)
             .bind(p.termination_test.as_deref())
             .bind(p.composition_interface.as_deref())
             .bind(p.source_attempt.as_deref())

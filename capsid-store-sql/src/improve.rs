@@ -182,18 +182,7 @@ pub async fn insert_skill(
 ) -> StoreResult<()> {
     let (s, audit) = (&skill, &audit);
     in_unit!(engine, always, |tx| async {
-        let stmt = Stmt::new(INSERT_SKILL)
-            .bind(&s.id)
-            .bind(&s.source_namespace)
-            .bind(&s.title)
-            .bind(&s.body_ref)
-            .bind(s.version)
-            .bind(&s.status)
-            .bind(s.wins)
-            .bind(s.losses)
-            .bind(at)
-            .bind(s.trigger_condition.as_deref())
-            .bind(s.namespaces.as_deref());
+        let stmt = skill_insert(INSERT_SKILL, s, at);
         if tx.fetch_optional(stmt).await?.is_none() {
             return Err(skill_exists(&s.id).into());
         }
@@ -376,4 +365,22 @@ pub async fn skill_offers(
         })
     })
     .await
+}
+
+/// `sql` (an insert into `improve_skills` whose first eleven columns are the skill's own, as
+/// [`INSERT_SKILL`]'s) with those bound from `s`, created at `at`; a proposed skill binds its
+/// four more after them.
+pub(crate) fn skill_insert(sql: &'static str, s: &SkillRow, at: Timestamp) -> Stmt {
+    Stmt::new(sql)
+        .bind(&s.id)
+        .bind(&s.source_namespace)
+        .bind(&s.title)
+        .bind(&s.body_ref)
+        .bind(s.version)
+        .bind(&s.status)
+        .bind(s.wins)
+        .bind(s.losses)
+        .bind(at)
+        .bind(s.trigger_condition.as_deref())
+        .bind(s.namespaces.as_deref())
 }
