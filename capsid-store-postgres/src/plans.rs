@@ -7,15 +7,14 @@ use sqlx::{AssertSqlSafe, Row};
 
 use crate::PgStore;
 use crate::documents::search::{CANDIDATES_MAX, Parser, search_sql};
-use crate::documents::{
-    Bind, DOC_WITH_ACTOR, DOCUMENT, LAST_ACTOR, VERSIONS, find_sql, list_sql, selection_sql,
-};
+use crate::documents::{Bind, DOC_WITH_ACTOR, find_sql, selection_sql};
 use crate::error::translate;
 use crate::glob;
 use crate::jobs::{BEGIN_CLAIM, BEST_CANDIDATE, HELD, SWEEP};
 use capsid_store_sql::agents::BY_KEY_HASH;
 use capsid_store_sql::audit::recent_audit_stmt;
 use capsid_store_sql::checkmarks::{BY_NAMESPACE as CHECKMARKS_BY_NAMESPACE, feed_stmt, log_stmt};
+use capsid_store_sql::documents::{DOCUMENT, LAST_ACTOR, VERSIONS, list_sql};
 
 /// One bound parameter of a probe.
 enum Param {

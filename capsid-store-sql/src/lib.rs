@@ -28,7 +28,9 @@
 //! [`SkillStore`](capsid_core::ports::SkillStore),
 //! [`StoreGauges`](capsid_core::ports::StoreGauges),
 //! [`StoreHealth`](capsid_core::ports::StoreHealth) (what differs: each adapter's
-//! [`health::HealthEngine`]). The documents and jobs ports are still each adapter's.
+//! [`health::HealthEngine`]). The documents and jobs ports are still each adapter's; the
+//! documents port's reads both share (a document, its last actor, listings, versions, edges)
+//! are already here, in [`documents`], and each adapter's impl calls them.
 
 #![forbid(unsafe_code)]
 
@@ -49,6 +51,7 @@ pub mod abstraction;
 pub mod backup;
 pub mod checkmarks;
 mod conflict;
+pub mod documents;
 pub mod health;
 pub mod improve;
 pub mod oauth;

@@ -11,13 +11,13 @@ use sqlx::sqlite::{Sqlite, SqliteArguments};
 use sqlx::{Arguments, QueryBuilder, Row};
 
 use crate::documents::{
-    DOC_WITH_ACTOR_SQL, LAST_ACTOR_SQL, VERSIONS_SQL, filtered_expression, push_find, push_list,
-    push_search, push_selection,
+    DOC_WITH_ACTOR_SQL, filtered_expression, push_find, push_search, push_selection,
 };
 use crate::error::DbResult;
 use crate::jobs::{BEST_QUEUED_SQL, HELD_SQL, SWEEP_SQL};
 use crate::store::SqliteStore;
 use capsid_store_sql::audit::recent_audit_stmt;
+use capsid_store_sql::documents::{LAST_ACTOR, VERSIONS, list_sql};
 
 /// The plan of one statement as text, one `detail` line per step, indented by depth.
 async fn plan_of(store: &SqliteStore, mut qb: QueryBuilder<Sqlite>) -> StoreResult<String> {
@@ -81,31 +81,33 @@ impl SqliteStore {
         let expression = filtered_expression("lease", Some(&ns), Some("note"));
         push_search(&mut qb, &expression, Some(&ns), Some("note"), 25);
         plans.push(("search in namespace and type", qb));
-        let mut qb = explain();
         let filter = DocFilter {
             namespace: Some(ns.clone()),
             ..DocFilter::default()
         };
-        push_list(&mut qb, &filter, 501);
-        plans.push(("list by namespace", qb));
-        let mut qb = explain();
+        plans.push((
+            "list by namespace",
+            explain_static(&list_sql(&filter), &[Text(&ns), Int(501)])?,
+        ));
         let filter = DocFilter {
             namespace: Some(ns.clone()),
             doc_type: Some("decision".to_owned()),
             status: None,
         };
-        push_list(&mut qb, &filter, 501);
-        plans.push(("list by namespace and type", qb));
+        plans.push((
+            "list by namespace and type",
+            explain_static(&list_sql(&filter), &[Text(&ns), Text("decision"), Int(501)])?,
+        ));
         let mut qb = explain();
         push_find(&mut qb, Some(&ns), "notes/*", 501);
         plans.push(("find in namespace", qb));
         plans.push((
             "versions",
-            explain_static(VERSIONS_SQL, &[Text(&ns), Text("core.md"), Int(101)])?,
+            explain_static(VERSIONS, &[Text(&ns), Text("core.md"), Int(101)])?,
         ));
         plans.push((
             "last actor",
-            explain_static(LAST_ACTOR_SQL, &[Text(&ns), Text("core.md")])?,
+            explain_static(LAST_ACTOR, &[Text(&ns), Text("core.md")])?,
         ));
         plans.push((
             "document with actor",

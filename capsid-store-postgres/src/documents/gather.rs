@@ -8,7 +8,7 @@ use capsid_core::ports::{
 use sqlx::postgres::PgRow;
 use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 
-use super::{EdgeRow, fetch_backlinks};
+use super::EdgeRow;
 use crate::error::translate;
 use crate::rows::{self, doc_cols_d};
 
@@ -176,7 +176,7 @@ pub(crate) async fn read_packet(pool: &PgPool, packet: &Packet) -> StoreResult<P
         }
         for (namespace, path) in &packet.links_of {
             out.links
-                .push(fetch_backlinks(&mut tx, namespace, path).await?);
+                .push(capsid_store_sql::documents::backlinks_on(&mut *tx, namespace, path).await?);
         }
         if let Some(namespace) = &packet.edges_of {
             out.edges = edge_rows(&mut tx, EDGES, namespace).await?;

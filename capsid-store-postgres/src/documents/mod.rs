@@ -9,7 +9,6 @@ pub(crate) mod write;
 
 pub(crate) use write::{bind_write, write_in_tx};
 
-use crate::rows::TimeColumns;
 use async_trait::async_trait;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::ports::{
@@ -17,57 +16,20 @@ use capsid_core::ports::{
     PacketRows, SearchHit, StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
+use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgRow;
-use sqlx::{AssertSqlSafe, PgConnection, Row};
 
 use crate::PgStore;
-use crate::error::{count, limit, translate};
+use crate::error::{limit, translate};
 use crate::glob;
-use crate::rows::{self, doc_cols, summary_cols};
+use crate::rows::{self, summary_cols};
 use crate::sql::SqlText;
 
 /// One edge: `(type, from_ns, from_path, to_ns, to_path)`.
 pub(crate) type EdgeRow = (String, String, String, String, String);
 
-pub(crate) const DOCUMENT: &str = concat!(
-    "SELECT ",
-    doc_cols!(),
-    " FROM documents WHERE namespace = $1 AND path = $2"
-);
-
-pub(crate) const LAST_ACTOR: &str =
-    "SELECT actor FROM audit_log WHERE namespace = $1 AND path = $2 ORDER BY id DESC LIMIT 1";
-
-pub(crate) const VERSIONS: &str = "SELECT id, snapshot_at, title, coalesce(octet_length(body), 0)::bigint AS bytes \
-     FROM document_versions WHERE namespace = $1 AND path = $2 ORDER BY id DESC LIMIT $3";
-
-const VERSION: &str = "SELECT id, document_id, namespace, path, title, body, type, status, tags, snapshot_at \
-     FROM document_versions WHERE id = $1 AND namespace = $2 AND path = $3";
-
-const BACKLINKS: &str = "SELECT 'out' AS dir, type, to_ns AS ns, to_path AS path FROM document_links \
-     WHERE from_ns = $1 AND from_path = $2 \
-     UNION ALL \
-     SELECT 'in', type, from_ns, from_path FROM document_links WHERE to_ns = $1 AND to_path = $2";
-
 const DOCUMENTS_EXIST: &str = "SELECT r.ord FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(ns, path, ord) \
      WHERE EXISTS (SELECT 1 FROM documents d WHERE d.namespace = r.ns AND d.path = r.path)";
-
-/// The SQL of `list_documents` for `filter`: its set filters in order (namespace, type,
-/// status), then the limit.
-pub(crate) fn list_sql(filter: &DocFilter) -> String {
-    let mut sql = SqlText::new(concat!("SELECT ", summary_cols!(), " FROM documents"));
-    if filter.namespace.is_some() {
-        sql.and("namespace = $?");
-    }
-    if filter.doc_type.is_some() {
-        sql.and("type = $?");
-    }
-    if filter.status.is_some() {
-        sql.and("status = $?");
-    }
-    sql.push(" ORDER BY namespace, path LIMIT $?");
-    sql.finish()
-}
 
 /// The SQL of `find_documents`: namespace (when given), regex, prefix range (`>=`, and `<`
 /// when bounded), then the limit.
@@ -110,67 +72,14 @@ fn summaries(rows: &[PgRow]) -> StoreResult<Vec<DocumentSummary>> {
         .map_err(translate)
 }
 
-/// One document, read on `conn`.
-pub(crate) async fn fetch_document(
-    conn: &mut PgConnection,
-    namespace: &str,
-    path: &str,
-) -> Result<Option<Document>, sqlx::Error> {
-    let row = sqlx::query(DOCUMENT)
-        .bind(namespace)
-        .bind(path)
-        .fetch_optional(conn)
-        .await?;
-    row.as_ref().map(rows::document).transpose()
-}
-
-/// Edges out of and into one document, sorted by type, namespace, path (byte order).
-pub(crate) async fn fetch_backlinks(
-    conn: &mut PgConnection,
-    namespace: &str,
-    path: &str,
-) -> Result<Backlinks, sqlx::Error> {
-    let rows = sqlx::query(BACKLINKS)
-        .bind(namespace)
-        .bind(path)
-        .fetch_all(conn)
-        .await?;
-    let mut links = Backlinks::default();
-    for row in &rows {
-        let dir: String = row.try_get("dir")?;
-        let edge = (
-            row.try_get("type")?,
-            row.try_get("ns")?,
-            row.try_get("path")?,
-        );
-        if dir == "out" {
-            links.outgoing.push(edge);
-        } else {
-            links.incoming.push(edge);
-        }
-    }
-    links.outgoing.sort();
-    links.incoming.sort();
-    Ok(links)
-}
-
 #[async_trait]
 impl DocumentStore for PgStore {
     async fn document(&self, namespace: &str, path: &str) -> StoreResult<Option<Document>> {
-        let mut conn = self.pool.acquire().await.map_err(translate)?;
-        fetch_document(&mut conn, namespace, path)
-            .await
-            .map_err(translate)
+        capsid_store_sql::documents::document(self, namespace, path).await
     }
 
     async fn last_actor(&self, namespace: &str, path: &str) -> StoreResult<Option<String>> {
-        let actor: Option<Option<String>> = sqlx::query_scalar(LAST_ACTOR)
-            .bind(namespace)
-            .bind(path)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(translate)?;
-        Ok(actor.flatten())
+        capsid_store_sql::documents::last_actor(self, namespace, path).await
     }
 
     async fn document_with_actor(
@@ -189,19 +98,7 @@ impl DocumentStore for PgStore {
         filter: &DocFilter,
         max: usize,
     ) -> StoreResult<Vec<DocumentSummary>> {
-        let mut query = sqlx::query(AssertSqlSafe(list_sql(filter)));
-        for value in [&filter.namespace, &filter.doc_type, &filter.status]
-            .into_iter()
-            .flatten()
-        {
-            query = query.bind(value);
-        }
-        let rows = query
-            .bind(limit(max))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(translate)?;
-        summaries(&rows)
+        capsid_store_sql::documents::list_documents(self, filter, max).await
     }
 
     async fn find_documents(
@@ -262,24 +159,7 @@ impl DocumentStore for PgStore {
         path: &str,
         max: usize,
     ) -> StoreResult<Vec<VersionSummary>> {
-        let rows = sqlx::query(VERSIONS)
-            .bind(namespace)
-            .bind(path)
-            .bind(limit(max))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(translate)?;
-        rows.iter()
-            .map(|row| {
-                Ok(VersionSummary {
-                    id: row.try_get("id")?,
-                    snapshot_at: row.time("snapshot_at")?,
-                    title: row.try_get("title")?,
-                    bytes: count(row.try_get("bytes")?),
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(translate)
+        capsid_store_sql::documents::versions(self, namespace, path, max).await
     }
 
     async fn version(
@@ -288,36 +168,11 @@ impl DocumentStore for PgStore {
         namespace: &str,
         path: &str,
     ) -> StoreResult<Option<VersionRow>> {
-        let row = sqlx::query(VERSION)
-            .bind(id)
-            .bind(namespace)
-            .bind(path)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(translate)?;
-        let Some(row) = row else { return Ok(None) };
-        let version = (|| -> Result<VersionRow, sqlx::Error> {
-            Ok(VersionRow {
-                id: row.try_get("id")?,
-                document_id: row.try_get("document_id")?,
-                namespace: row.try_get("namespace")?,
-                path: row.try_get("path")?,
-                title: row.try_get("title")?,
-                body: row.try_get("body")?,
-                doc_type: row.try_get("type")?,
-                status: row.try_get("status")?,
-                tags: row.try_get("tags")?,
-                snapshot_at: row.time("snapshot_at")?,
-            })
-        })();
-        version.map(Some).map_err(translate)
+        capsid_store_sql::documents::version(self, id, namespace, path).await
     }
 
     async fn backlinks(&self, namespace: &str, path: &str) -> StoreResult<Backlinks> {
-        let mut conn = self.pool.acquire().await.map_err(translate)?;
-        fetch_backlinks(&mut conn, namespace, path)
-            .await
-            .map_err(translate)
+        capsid_store_sql::documents::backlinks(self, namespace, path).await
     }
 
     async fn documents_exist(&self, refs: &[(String, String)]) -> StoreResult<Vec<bool>> {

@@ -9,7 +9,6 @@ use capsid_core::ports::{
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
 use sqlx::{QueryBuilder, Row};
 
-use super::backlinks_on;
 use crate::error::DbResult;
 use crate::rows::{self, doc_columns, limit as sql_limit, summary_columns};
 use crate::store::SqliteStore;
@@ -170,8 +169,11 @@ pub(crate) async fn read_packet(store: &SqliteStore, packet: &Packet) -> StoreRe
         out.selections.push(rows::all(&found, with_actor).db()?);
     }
     for (namespace, path) in &packet.links_of {
-        out.links
-            .push(backlinks_on(&mut tx, namespace, path).await.db()?);
+        out.links.push(
+            capsid_store_sql::documents::backlinks_on(&mut *tx, namespace, path)
+                .await
+                .db()?,
+        );
     }
     if let Some(namespace) = &packet.edges_of {
         out.edges = edges_where(&mut tx, EDGES_SQL, namespace).await?;
