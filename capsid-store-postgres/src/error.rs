@@ -203,11 +203,6 @@ pub(crate) async fn with_retry<'a, T>(
     }
 }
 
-/// Converts a stored count to `u64` (counts are never negative; a negative one reads as 0).
-pub(crate) fn count(value: i64) -> u64 {
-    u64::try_from(value).unwrap_or(0)
-}
-
 /// Converts a caller's row limit to a SQL `LIMIT` value.
 pub(crate) fn limit(value: usize) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
@@ -250,9 +245,8 @@ mod tests {
     }
 
     #[test]
-    fn limits_and_counts_saturate() {
-        assert_eq!(count(-3), 0);
-        assert_eq!(count(7), 7);
+    fn limits_saturate() {
         assert_eq!(limit(25), 25);
+        assert_eq!(limit(usize::MAX), i64::MAX);
     }
 }

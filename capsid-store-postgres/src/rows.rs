@@ -1,193 +1,31 @@
-//! Column lists and explicit row mapping from `PgRow`s to the core's row types.
+//! Rows this driver reads itself (the statements still written here: search, the gathers,
+//! the writes, claims and transitions) through the shared row mapping of `capsid-store-sql`.
 
 use capsid_core::docs::document::{Document, DocumentSummary};
-use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
-use capsid_core::jobs::{Job, JobStatus};
-use capsid_core::time::Timestamp;
-use sqlx::Row;
+use capsid_core::jobs::Job;
+use capsid_store_sql::Row;
 use sqlx::postgres::PgRow;
 
-/// The columns of a full document row, in [`document`]'s order.
-macro_rules! doc_cols {
-    () => {
-        "id, namespace, path, title, body, type, status, tags, created_at, updated_at"
-    };
-}
-/// The columns of a document summary (no body).
-macro_rules! summary_cols {
-    () => {
-        "id, namespace, path, title, type, status, tags, created_at, updated_at"
-    };
-}
-/// The columns of a document row aliased `d`.
+/// The columns of a document row aliased `d`, in `capsid_store_sql::doc_columns!`'s order
+/// (the upsert's two branches are one `UNION ALL`).
 macro_rules! doc_cols_d {
     () => {
-        "d.id, d.namespace, d.path, d.title, d.body, d.type, d.status, d.tags, d.created_at, d.updated_at"
+        "d.id, d.namespace, d.path, d.title, d.type, d.status, d.tags, d.created_at, d.updated_at, d.body"
     };
 }
-/// The columns of a job row.
-macro_rules! job_cols {
-    () => {
-        "id, namespace, title, body, priority, status, posted_by, claimed_by, claimed_at, lease_expires, \
-         result_ref, result_summary, gate_required, review_required, blocked_count, resumed_count, \
-         corrections_count, required_scopes, min_record, created_at, updated_at, parent_id, \
-         requested_by, depth"
-    };
-}
-pub(crate) use {doc_cols, doc_cols_d, job_cols, summary_cols};
+pub(crate) use doc_cols_d;
 
 /// A full document row.
-pub(crate) fn document(row: &PgRow) -> Result<Document, sqlx::Error> {
-    Ok(Document {
-        id: row.try_get("id")?,
-        namespace: row.try_get("namespace")?,
-        path: row.try_get("path")?,
-        title: row.try_get("title")?,
-        doc_type: row.try_get("type")?,
-        status: row.try_get("status")?,
-        tags: row.try_get("tags")?,
-        created_at: row.time("created_at")?,
-        updated_at: row.time("updated_at")?,
-        body: row.try_get("body")?,
-    })
+pub(crate) fn document(row: PgRow) -> Result<Document, sqlx::Error> {
+    capsid_store_sql::documents::document_row(&Row::Postgres(row))
 }
 
 /// A document row without its body.
-pub(crate) fn summary(row: &PgRow) -> Result<DocumentSummary, sqlx::Error> {
-    Ok(DocumentSummary {
-        id: row.try_get("id")?,
-        namespace: row.try_get("namespace")?,
-        path: row.try_get("path")?,
-        title: row.try_get("title")?,
-        doc_type: row.try_get("type")?,
-        status: row.try_get("status")?,
-        tags: row.try_get("tags")?,
-        created_at: row.time("created_at")?,
-        updated_at: row.time("updated_at")?,
-    })
-}
-
-/// A stored value the schema does not allow, reported as a decode error.
-fn corrupt(column: &str, value: &str) -> sqlx::Error {
-    sqlx::Error::Decode(format!("column {column} holds an unknown value {value:?}").into())
+pub(crate) fn summary(row: PgRow) -> Result<DocumentSummary, sqlx::Error> {
+    capsid_store_sql::documents::summary(&Row::Postgres(row))
 }
 
 /// A job row.
-pub(crate) fn job(row: &PgRow) -> Result<Job, sqlx::Error> {
-    let status: String = row.try_get("status")?;
-    Ok(Job {
-        id: row.try_get("id")?,
-        namespace: row.try_get("namespace")?,
-        title: row.try_get("title")?,
-        body: row.try_get("body")?,
-        priority: row.try_get("priority")?,
-        status: JobStatus::parse(&status).ok_or_else(|| corrupt("jobs.status", &status))?,
-        posted_by: row.try_get("posted_by")?,
-        claimed_by: row.try_get("claimed_by")?,
-        claimed_at: row.time("claimed_at")?,
-        lease_expires: row.time("lease_expires")?,
-        result_ref: row.try_get("result_ref")?,
-        result_summary: row.try_get("result_summary")?,
-        gate_required: row.try_get::<i64, _>("gate_required")? != 0,
-        review_required: row.try_get::<i64, _>("review_required")? != 0,
-        blocked_count: row.try_get("blocked_count")?,
-        resumed_count: row.try_get("resumed_count")?,
-        corrections_count: row.try_get("corrections_count")?,
-        required_scopes: row.try_get("required_scopes")?,
-        min_record: row.try_get("min_record")?,
-        created_at: row.time("created_at")?,
-        updated_at: row.time("updated_at")?,
-        parent_id: row.try_get("parent_id")?,
-        requested_by: row.try_get("requested_by")?,
-        depth: row.try_get("depth")?,
-    })
-}
-
-/// The stored spelling of a result kind.
-pub(crate) fn result_kind_str(kind: ResultKind) -> &'static str {
-    match kind {
-        ResultKind::Pr => "pr",
-        ResultKind::Doc => "doc",
-        ResultKind::None => "none",
-    }
-}
-
-/// An outcome row.
-pub(crate) fn outcome(row: &PgRow) -> Result<OutcomeRow, sqlx::Error> {
-    let kind: String = row.try_get("result_kind")?;
-    let result_kind = match kind.as_str() {
-        "pr" => ResultKind::Pr,
-        "doc" => ResultKind::Doc,
-        "none" => ResultKind::None,
-        other => return Err(corrupt("job_outcomes.result_kind", other)),
-    };
-    Ok(OutcomeRow {
-        job_id: row.try_get("job_id")?,
-        agent: row.try_get("agent")?,
-        namespace: row.try_get("namespace")?,
-        prs_opened: row.try_get("prs_opened")?,
-        prs_merged: row.try_get("prs_merged")?,
-        commits: row.try_get("commits")?,
-        files_changed: row.try_get("files_changed")?,
-        tests_added: row.try_get("tests_added")?,
-        ci_green: row.try_get("ci_green")?,
-        blocked_count: row.try_get("blocked_count")?,
-        resumed_count: row.try_get("resumed_count")?,
-        duration_minutes: row.try_get("duration_minutes")?,
-        result_kind,
-        verified: row.try_get("verified")?,
-        recorded_at: row.time("recorded_at")?,
-        reviewed_by: row.try_get("reviewed_by")?,
-        skill_ids_offered: row.try_get("skill_ids_offered")?,
-        skill_ids_used: row.try_get("skill_ids_used")?,
-        skill_verdict: row.try_get("skill_verdict")?,
-        cost_usd: row.try_get("cost_usd")?,
-        turns: row.try_get("turns")?,
-        duration_ms: row.try_get("duration_ms")?,
-    })
-}
-
-/// A column holding an instant, read as [`Timestamp`] or `Option<Timestamp>`; text no form of
-/// [`Timestamp::parse`] reads is a decode error naming the column, never a default.
-pub(crate) trait StoredTime: Sized {
-    /// Reads `column` of `row`.
-    fn read(row: &PgRow, column: &str) -> Result<Self, sqlx::Error>;
-}
-
-fn instant(column: &str, text: &str) -> Result<Timestamp, sqlx::Error> {
-    Timestamp::parse(text).ok_or_else(|| {
-        sqlx::Error::Decode(
-            format!(
-                "column {column} holds '{}', which is not an instant",
-                text.chars().take(40).collect::<String>()
-            )
-            .into(),
-        )
-    })
-}
-
-impl StoredTime for Timestamp {
-    fn read(row: &PgRow, column: &str) -> Result<Self, sqlx::Error> {
-        let text: String = row.try_get(column)?;
-        instant(column, &text)
-    }
-}
-
-impl StoredTime for Option<Timestamp> {
-    fn read(row: &PgRow, column: &str) -> Result<Self, sqlx::Error> {
-        let text: Option<String> = row.try_get(column)?;
-        text.map(|t| instant(column, &t)).transpose()
-    }
-}
-
-/// `row.time("created_at")?`: a time column through [`StoredTime`].
-pub(crate) trait TimeColumns {
-    /// Reads `column` as an instant.
-    fn time<T: StoredTime>(&self, column: &str) -> Result<T, sqlx::Error>;
-}
-
-impl TimeColumns for PgRow {
-    fn time<T: StoredTime>(&self, column: &str) -> Result<T, sqlx::Error> {
-        T::read(self, column)
-    }
+pub(crate) fn job(row: PgRow) -> Result<Job, sqlx::Error> {
+    capsid_store_sql::jobs::job_row(&Row::Postgres(row))
 }

@@ -54,6 +54,7 @@ mod conflict;
 pub mod documents;
 pub mod health;
 pub mod improve;
+pub mod jobs;
 pub mod oauth;
 pub mod runs;
 

@@ -14,10 +14,11 @@ use crate::documents::{
     DOC_WITH_ACTOR_SQL, filtered_expression, push_find, push_search, push_selection,
 };
 use crate::error::DbResult;
-use crate::jobs::{BEST_QUEUED_SQL, HELD_SQL, SWEEP_SQL};
+use crate::jobs::{BEST_QUEUED_SQL, SWEEP_SQL};
 use crate::store::SqliteStore;
 use capsid_store_sql::audit::recent_audit_stmt;
 use capsid_store_sql::documents::{LAST_ACTOR, VERSIONS, list_sql};
+use capsid_store_sql::jobs::HELD as HELD_SQL;
 
 /// The plan of one statement as text, one `detail` line per step, indented by depth.
 async fn plan_of(store: &SqliteStore, mut qb: QueryBuilder<Sqlite>) -> StoreResult<String> {

@@ -10,7 +10,7 @@ use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
 
 use super::EdgeRow;
 use crate::error::translate;
-use crate::rows::{self, doc_cols_d};
+use crate::rows::doc_cols_d;
 
 const SNAPSHOT_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
@@ -104,11 +104,8 @@ pub(crate) fn selection_sql(selection: &Selection) -> (String, Vec<Bind>) {
     (sql, binds)
 }
 
-fn with_actor(row: &PgRow) -> Result<DocWithActor, sqlx::Error> {
-    Ok(DocWithActor {
-        document: rows::document(row)?,
-        last_actor: row.try_get("last_actor")?,
-    })
+fn with_actor(row: PgRow) -> Result<DocWithActor, sqlx::Error> {
+    capsid_store_sql::documents::with_actor(&capsid_store_sql::Row::Postgres(row))
 }
 
 /// One document with the actor of its newest audit row, in one statement, read on `conn`.
@@ -122,7 +119,7 @@ pub(crate) async fn one_with_actor(
         .bind(path)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(with_actor).transpose()
+    row.map(with_actor).transpose()
 }
 
 async fn selected(
@@ -139,7 +136,7 @@ async fn selected(
         };
     }
     let rows = query.fetch_all(conn).await?;
-    rows.iter().map(with_actor).collect()
+    rows.into_iter().map(with_actor).collect()
 }
 
 /// Edge rows `(type, from_ns, from_path, to_ns, to_path)` of `sql` for `namespace`.

@@ -22,7 +22,9 @@ use sqlx::postgres::PgRow;
 use crate::PgStore;
 use crate::error::{limit, translate};
 use crate::glob;
-use crate::rows::{self, summary_cols};
+use capsid_store_sql::summary_columns;
+
+use crate::rows;
 use crate::sql::SqlText;
 
 /// One edge: `(type, from_ns, from_path, to_ns, to_path)`.
@@ -34,7 +36,7 @@ const DOCUMENTS_EXIST: &str = "SELECT r.ord FROM unnest($1::text[], $2::text[]) 
 /// The SQL of `find_documents`: namespace (when given), regex, prefix range (`>=`, and `<`
 /// when bounded), then the limit.
 pub(crate) fn find_sql(namespace: bool, glob: &glob::GlobRegex) -> String {
-    let mut sql = SqlText::new(concat!("SELECT ", summary_cols!(), " FROM documents"));
+    let mut sql = SqlText::new(concat!("SELECT ", summary_columns!(), " FROM documents"));
     if namespace {
         sql.and("namespace = $?");
     }
@@ -51,7 +53,7 @@ pub(crate) fn find_sql(namespace: bool, glob: &glob::GlobRegex) -> String {
 
 /// The SQL of `page_documents`: namespaces, type, keyset position (each when given), limit.
 fn page_sql(namespaces: bool, doc_type: bool, after: bool) -> String {
-    let mut sql = SqlText::new(concat!("SELECT ", summary_cols!(), " FROM documents"));
+    let mut sql = SqlText::new(concat!("SELECT ", summary_columns!(), " FROM documents"));
     if namespaces {
         sql.and("namespace = ANY($?)");
     }
@@ -65,8 +67,8 @@ fn page_sql(namespaces: bool, doc_type: bool, after: bool) -> String {
     sql.finish()
 }
 
-fn summaries(rows: &[PgRow]) -> StoreResult<Vec<DocumentSummary>> {
-    rows.iter()
+fn summaries(rows: Vec<PgRow>) -> StoreResult<Vec<DocumentSummary>> {
+    rows.into_iter()
         .map(rows::summary)
         .collect::<Result<_, _>>()
         .map_err(translate)
@@ -132,7 +134,7 @@ impl DocumentStore for PgStore {
         }
         .await;
         match found {
-            Ok(rows) => summaries(&rows),
+            Ok(rows) => summaries(rows),
             Err(sqlx::Error::Database(e))
                 if e.code().as_deref() == Some(search::QUERY_CANCELED) =>
             {
@@ -230,7 +232,7 @@ impl DocumentStore for PgStore {
             .fetch_all(&self.pool)
             .await
             .map_err(translate)?;
-        summaries(&rows)
+        summaries(rows)
     }
 
     async fn write_document(

@@ -4,10 +4,9 @@
 //! namespace and path, with `ts_headline` snippets computed for the returned rows only.
 //! Every search is bounded: in words, in ranked candidates, in snippet text and in time.
 
-use crate::rows::TimeColumns;
 use capsid_core::ports::{SearchHit, StoreError, StoreResult};
 use sqlx::postgres::PgRow;
-use sqlx::{AssertSqlSafe, PgPool, Row};
+use sqlx::{AssertSqlSafe, PgPool};
 
 use crate::error::{limit, translate};
 
@@ -127,17 +126,8 @@ pub(crate) fn search_sql(parser: Parser, namespace: bool, doc_type: bool) -> Str
     )
 }
 
-fn hit(row: &PgRow) -> Result<SearchHit, sqlx::Error> {
-    Ok(SearchHit {
-        id: row.try_get("id")?,
-        namespace: row.try_get("namespace")?,
-        path: row.try_get("path")?,
-        title: row.try_get("title")?,
-        doc_type: row.try_get("type")?,
-        status: row.try_get("status")?,
-        updated_at: row.time("updated_at")?,
-        snippet: row.try_get("snippet")?,
-    })
+fn hit(row: PgRow) -> Result<SearchHit, sqlx::Error> {
+    capsid_store_sql::documents::search_hit(&capsid_store_sql::Row::Postgres(row))
 }
 
 async fn run(
@@ -163,7 +153,7 @@ async fn run(
         .fetch_all(&mut *tx)
         .await?;
     tx.commit().await?;
-    rows.iter().map(hit).collect()
+    rows.into_iter().map(hit).collect()
 }
 
 /// `DocumentStore::search_documents`: blank text finds nothing without asking; a query the

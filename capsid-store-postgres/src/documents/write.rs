@@ -14,7 +14,9 @@ use sqlx::{PgConnection, PgPool, Row};
 use super::EdgeRow;
 use crate::audit;
 use crate::error::{TxResult, always, finish, with_retry};
-use crate::rows::{self, doc_cols, doc_cols_d};
+use capsid_store_sql::doc_columns;
+
+use crate::rows::{self, doc_cols_d};
 
 /// Locks the live row and says whether its body still equals `$3` (always, when `$3` is
 /// NULL). A NULL body compares as `""`.
@@ -29,7 +31,7 @@ const SNAPSHOT_AND_UPDATE: &str = concat!(
     "SELECT id, namespace, path, title, body, type, status, tags, $7 FROM documents WHERE id = $1) ",
     "UPDATE documents SET title = coalesce($2, title), body = coalesce($3, body), type = coalesce($4, type), ",
     "status = coalesce($5, status), tags = coalesce($6, tags), updated_at = $7 WHERE id = $1 RETURNING ",
-    doc_cols!()
+    doc_columns!()
 );
 
 /// Inserts a new row with the defaults; nothing when another transaction created it first.
@@ -37,7 +39,7 @@ const INSERT_DOCUMENT: &str = concat!(
     "INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
     "VALUES ($1, $2, $3, $4, coalesce($5, $9), coalesce($6, $10), $7, $8, $8) ",
     "ON CONFLICT (namespace, path) DO NOTHING RETURNING ",
-    doc_cols!()
+    doc_columns!()
 );
 
 /// The whole upsert in one statement: lock the live row (its latest version, so the snapshot
@@ -58,7 +60,7 @@ const UPSERT: &str = concat!(
     "inserted AS (INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
     "SELECT $1, $2, $3, $4, coalesce($5, $9), coalesce($6, $10), $7, $8, $8 ",
     "WHERE NOT EXISTS (SELECT 1 FROM prior) ON CONFLICT (namespace, path) DO NOTHING RETURNING ",
-    doc_cols!(),
+    doc_columns!(),
     ", true AS created) ",
     "SELECT * FROM updated UNION ALL SELECT * FROM inserted"
 );
@@ -182,7 +184,7 @@ async fn create(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<Writ
         Some(row) => Ok(WriteReceipt {
             created: true,
             snapshotted: false,
-            document: rows::document(&row)?,
+            document: rows::document(row)?,
         }),
         None => Err(create_collision(&write.namespace, &write.path).into()),
     }
@@ -199,7 +201,7 @@ async fn upsert(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<Writ
             return Ok(WriteReceipt {
                 created,
                 snapshotted: !created,
-                document: rows::document(&row)?,
+                document: rows::document(row)?,
             });
         }
         // Another transaction created the row after this statement began: go again.
@@ -248,7 +250,7 @@ async fn update(
     Ok(WriteReceipt {
         created: false,
         snapshotted: true,
-        document: rows::document(&row)?,
+        document: rows::document(row)?,
     })
 }
 

@@ -9,22 +9,18 @@ use capsid_core::ports::{
 };
 use sqlx::{PgConnection, PgPool, Row};
 
-use super::{fetch_job, mirror_upsert, mirrored, record_outcome, write_mirror};
+use capsid_store_sql::job_columns;
+use capsid_store_sql::jobs::{HELD, fetch_job, record_outcome};
+
+use super::{mirror_upsert, mirrored, write_mirror};
 use crate::audit::{self, audited};
 use crate::documents::bind_write;
 use crate::error::{TxResult, finish, unique_violation, with_retry};
-use crate::rows::{self, job_cols};
-
-/// The claimed job `$1` holds, if any (served by the `jobs_one_claim` index).
-pub(crate) const HELD: &str = concat!(
-    "SELECT ",
-    job_cols!(),
-    " FROM jobs WHERE claimed_by = $1 AND status = 'claimed' LIMIT 1"
-);
+use crate::rows;
 
 const BY_ID_FOR_UPDATE: &str = concat!(
     "SELECT ",
-    job_cols!(),
+    job_columns!(),
     " FROM jobs WHERE id = $1 FOR UPDATE"
 );
 
@@ -32,7 +28,7 @@ const BY_ID_FOR_UPDATE: &str = concat!(
 /// holds no claimed job (one statement for the held check and the candidate).
 pub(crate) const BEST_CANDIDATE: &str = concat!(
     "SELECT ",
-    job_cols!(),
+    job_columns!(),
     " FROM jobs WHERE namespace = $1 AND status = 'queued' ",
     "AND NOT EXISTS (SELECT 1 FROM jobs held WHERE held.claimed_by = $2 AND held.status = 'claimed') ",
     "ORDER BY priority DESC, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED"
@@ -57,7 +53,7 @@ const CLAIM: &str = concat!(
     "WITH changed AS (",
     "UPDATE jobs SET status = 'claimed', claimed_by = $2, claimed_at = $3, lease_expires = $4, updated_at = $3 ",
     "WHERE id = $1 AND status = 'queued' RETURNING ",
-    job_cols!(),
+    job_columns!(),
     "), logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
     "SELECT $5, $6, $7, $8, $9, $10 FROM changed), ",
     mirror_upsert!(
@@ -95,7 +91,7 @@ const FAIL: &str = audited!(
     concat!(
         "UPDATE jobs SET status = 'failed', result_summary = $2, updated_at = $3 ",
         "WHERE id = $1 AND status = 'queued' RETURNING ",
-        job_cols!()
+        job_columns!()
     ),
     "$4, $5, $6, $7, $8, $9"
 );
@@ -133,7 +129,7 @@ async fn decide_and_apply(
                 .fetch_optional(&mut *conn)
                 .await?;
             match row {
-                Some(row) => rows::job(&row)?,
+                Some(row) => rows::job(row)?,
                 None => {
                     if let Some(held) = fetch_job(&mut *conn, HELD, &request.actor).await? {
                         return Ok(Attempt::Done(ClaimOutcome::AlreadyHolding(held)));
@@ -181,8 +177,8 @@ async fn decide_and_apply(
             let Some(row) = row else {
                 return Ok(Attempt::Done(ClaimOutcome::LostRace));
             };
-            let job = rows::job(&row)?;
             let mirrored: bool = row.try_get("mirrored")?;
+            let job = rows::job(row)?;
             // The candidate was locked, so the row is what was predicted; were it not, or had
             // another transaction created the mirror's path meanwhile, the mirror is written
             // again from the row, still inside this transaction.
@@ -206,7 +202,7 @@ async fn decide_and_apply(
             let Some(row) = row else {
                 return Ok(Attempt::Done(ClaimOutcome::LostRace));
             };
-            let job = rows::job(&row)?;
+            let job = rows::job(row)?;
             write_mirror(&mut *conn, &request.mirror, &job).await?;
             if let Some(record) = &outcome {
                 record_outcome(&mut *conn, record).await?;
@@ -241,7 +237,7 @@ pub(crate) async fn claim_job(
         Attempt::SecondClaim => {
             // The caller's other claim committed first: report the job it holds.
             let mut conn = pool.acquire().await.map_err(crate::error::translate)?;
-            match fetch_job(&mut conn, HELD, &request.actor)
+            match fetch_job(&mut *conn, HELD, &request.actor)
                 .await
                 .map_err(crate::error::translate)?
             {

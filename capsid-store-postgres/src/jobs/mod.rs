@@ -7,30 +7,26 @@ mod transition;
 
 use async_trait::async_trait;
 use capsid_core::jobs::Job;
-use capsid_core::jobs::JobStatus;
 use capsid_core::jobs::outcome::OutcomeRow;
 use capsid_core::ports::DISPATCH_LIMIT;
 use capsid_core::ports::{
     AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobStore, JobTransition,
-    MirrorFn, NewJob, OutcomeRecord, StatusCount, StoreError, StoreResult, SweepAuditFn,
-    WriteGuard,
+    MirrorFn, NewJob, StatusCount, StoreError, StoreResult, SweepAuditFn, WriteGuard,
 };
 use capsid_core::time::Timestamp;
-use sqlx::{AssertSqlSafe, PgConnection, Row};
+use capsid_store_sql::{job_columns, jobs};
+use sqlx::PgConnection;
 
-pub(crate) use claim::{BEGIN_CLAIM, BEST_CANDIDATE, HELD};
+pub(crate) use capsid_store_sql::jobs::HELD;
+pub(crate) use claim::{BEGIN_CLAIM, BEST_CANDIDATE};
 pub(crate) use transition::SWEEP;
 
 use crate::PgStore;
 use crate::audit::{self, audited};
 use crate::documents::write_in_tx;
-use crate::error::{
-    TxError, TxResult, always, count, finish, limit, translate, unique_violation, with_retry,
-};
-use crate::rows::{self, job_cols};
-use crate::sql::SqlText;
+use crate::error::{TxError, TxResult, always, finish, unique_violation, with_retry};
+use crate::rows;
 
-const JOB: &str = concat!("SELECT ", job_cols!(), " FROM jobs WHERE id = $1");
 /// Inserts a queued job (with its parent link, `$12`..`$14`) and its audit row (`$15`..`$20`).
 const POST: &str = audited!(
     concat!(
@@ -38,7 +34,7 @@ const POST: &str = audited!(
         "review_required, required_scopes, min_record, created_at, updated_at, parent_id, ",
         "requested_by, depth) ",
         "VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $11, $12, $13, $14) RETURNING ",
-        job_cols!()
+        job_columns!()
     ),
     "$15, $16, $17, $18, $19, $20"
 );
@@ -46,48 +42,6 @@ const POST: &str = audited!(
 const LOCK_PARENT: &str = "SELECT id FROM jobs WHERE id = $1 FOR UPDATE";
 /// A job's children.
 const CHILDREN: &str = "SELECT count(*) FROM jobs WHERE parent_id = $1";
-const JOB_COUNTS: &str = "SELECT count(*) FILTER (WHERE status = 'queued') AS queued, \
-     count(*) FILTER (WHERE status = 'claimed') AS claimed, \
-     count(*) FILTER (WHERE status = 'blocked') AS blocked, \
-     count(*) FILTER (WHERE status = 'done' AND updated_at >= $2) AS done_today \
-     FROM jobs WHERE namespace = $1";
-const STATUS_COUNTS: &str = "SELECT claimed_by, status, count(*) AS n FROM jobs \
-     WHERE claimed_by IS NOT NULL GROUP BY claimed_by, status ORDER BY claimed_by, status";
-const OUTCOME_SELECT: &str = "SELECT job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, \
-     tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, \
-     reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict, cost_usd, turns, duration_ms FROM job_outcomes";
-const INSERT_OUTCOME: &str = "INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, \
-     files_changed, tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, \
-     recorded_at, reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict, cost_usd, turns, duration_ms) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) \
-     ON CONFLICT (job_id) DO NOTHING RETURNING job_id";
-const INSERT_OUTCOME_PRS: &str = "INSERT INTO job_outcome_prs (job_id, pr_url, recorded_at) \
-     SELECT $1, u.url, $2 FROM unnest($3::text[]) WITH ORDINALITY AS u(url, ord) ORDER BY u.ord \
-     ON CONFLICT (job_id, pr_url) DO NOTHING";
-
-/// The SQL of `jobs`: namespace and status filters when given, then the limit.
-fn jobs_sql(filter: &JobFilter) -> String {
-    let mut sql = SqlText::new(concat!("SELECT ", job_cols!(), " FROM jobs"));
-    if filter.namespace.is_some() {
-        sql.and("namespace = $?");
-    }
-    if filter.status.is_some() {
-        sql.and("status = $?");
-    }
-    sql.push(" ORDER BY created_at DESC, id DESC LIMIT $?");
-    sql.finish()
-}
-
-/// One job row read on `conn` with `sql` keyed by `key`.
-pub(crate) async fn fetch_job(
-    conn: &mut PgConnection,
-    sql: &'static str,
-    key: &str,
-) -> Result<Option<Job>, sqlx::Error> {
-    let row = sqlx::query(sql).bind(key).fetch_optional(conn).await?;
-    row.as_ref().map(rows::job).transpose()
-}
-
 /// The mirror's rewrite as CTEs, its ten values at the placeholders given, done only when
 /// `$guard` holds: the stored row is locked (its latest version), snapshotted into
 /// `document_versions` and updated with every named field replaced; or, when there is none, a
@@ -141,26 +95,6 @@ pub(crate) async fn write_mirror(
     Ok(())
 }
 
-/// Records the write-once outcome row and, when it is new, its PR rows.
-pub(crate) async fn record_outcome(
-    conn: &mut PgConnection,
-    record: &OutcomeRecord,
-) -> TxResult<()> {
-    let row: &OutcomeRow = &record.row;
-    let inserted = bind_outcome(sqlx::query(INSERT_OUTCOME), row)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if inserted.is_some() && !record.pr_urls.is_empty() {
-        sqlx::query(INSERT_OUTCOME_PRS)
-            .bind(&row.job_id)
-            .bind(row.recorded_at.to_string())
-            .bind(&record.pr_urls)
-            .execute(conn)
-            .await?;
-    }
-    Ok(())
-}
-
 /// Binds an outcome row's twenty-two values, in `job_outcomes`' column order.
 pub(crate) fn bind_outcome<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
@@ -179,7 +113,7 @@ pub(crate) fn bind_outcome<'q>(
         .bind(row.blocked_count)
         .bind(row.resumed_count)
         .bind(row.duration_minutes)
-        .bind(rows::result_kind_str(row.result_kind))
+        .bind(jobs::result_kind_text(row.result_kind))
         .bind(&row.verified)
         .bind(row.recorded_at.to_string())
         .bind(&row.reviewed_by)
@@ -204,16 +138,6 @@ pub(crate) fn job_conflict(error: sqlx::Error, namespace: &str, title: &str) -> 
         _ => return TxError::Db(error),
     };
     TxError::Store(StoreError::Conflict(what))
-}
-
-fn status_count(row: &sqlx::postgres::PgRow) -> Result<StatusCount, sqlx::Error> {
-    let status: String = row.try_get("status")?;
-    Ok(StatusCount {
-        claimed_by: row.try_get("claimed_by")?,
-        status: JobStatus::parse(&status)
-            .ok_or_else(|| sqlx::Error::Decode(format!("unknown job status {status:?}").into()))?,
-        count: count(row.try_get("n")?),
-    })
 }
 
 #[async_trait]
@@ -262,7 +186,7 @@ impl JobStore for PgStore {
                         .fetch_one(&mut *tx)
                         .await
                         .map_err(|e| job_conflict(e, &job.namespace, &job.title))?;
-                    let posted = rows::job(&row)?;
+                    let posted = rows::job(row)?;
                     write_mirror(&mut tx, mirror, &posted).await?;
                     Ok(posted)
                 }
@@ -274,61 +198,23 @@ impl JobStore for PgStore {
     }
 
     async fn job(&self, id: &str) -> StoreResult<Option<Job>> {
-        let mut conn = self.pool.acquire().await.map_err(translate)?;
-        fetch_job(&mut conn, JOB, id).await.map_err(translate)
+        jobs::one_job(self, jobs::JOB, id).await
     }
 
     async fn held_job(&self, actor: &str) -> StoreResult<Option<Job>> {
-        let mut conn = self.pool.acquire().await.map_err(translate)?;
-        fetch_job(&mut conn, HELD, actor).await.map_err(translate)
+        jobs::one_job(self, HELD, actor).await
     }
 
     async fn jobs(&self, filter: &JobFilter, max: usize) -> StoreResult<Vec<Job>> {
-        let mut query = sqlx::query(AssertSqlSafe(jobs_sql(filter)));
-        if let Some(namespace) = &filter.namespace {
-            query = query.bind(namespace);
-        }
-        if let Some(status) = filter.status {
-            query = query.bind(status.as_str());
-        }
-        let rows = query
-            .bind(limit(max))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(translate)?;
-        rows.iter()
-            .map(rows::job)
-            .collect::<Result<_, _>>()
-            .map_err(translate)
+        jobs::jobs(self, filter, max).await
     }
 
     async fn job_counts(&self, namespace: &str, day_start: Timestamp) -> StoreResult<JobCounts> {
-        let row = sqlx::query(JOB_COUNTS)
-            .bind(namespace)
-            .bind(day_start.to_string())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(translate)?;
-        let counts = (|| -> Result<JobCounts, sqlx::Error> {
-            Ok(JobCounts {
-                queued: count(row.try_get("queued")?),
-                claimed: count(row.try_get("claimed")?),
-                blocked: count(row.try_get("blocked")?),
-                done_today: count(row.try_get("done_today")?),
-            })
-        })();
-        counts.map_err(translate)
+        jobs::job_counts(self, namespace, day_start).await
     }
 
     async fn job_status_counts(&self) -> StoreResult<Vec<StatusCount>> {
-        let rows = sqlx::query(STATUS_COUNTS)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(translate)?;
-        rows.iter()
-            .map(status_count)
-            .collect::<Result<_, _>>()
-            .map_err(translate)
+        jobs::job_status_counts(self).await
     }
 
     async fn claim_job(&self, request: ClaimRequest<'_>) -> StoreResult<ClaimOutcome> {
@@ -349,27 +235,6 @@ impl JobStore for PgStore {
     }
 
     async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
-        let rows = match agent {
-            Some(agent) => {
-                sqlx::query(AssertSqlSafe(format!(
-                    "{OUTCOME_SELECT} WHERE agent = $1 ORDER BY recorded_at, job_id"
-                )))
-                .bind(agent)
-                .fetch_all(&self.pool)
-                .await
-            }
-            None => {
-                sqlx::query(AssertSqlSafe(format!(
-                    "{OUTCOME_SELECT} ORDER BY recorded_at, job_id"
-                )))
-                .fetch_all(&self.pool)
-                .await
-            }
-        }
-        .map_err(translate)?;
-        rows.iter()
-            .map(rows::outcome)
-            .collect::<Result<_, _>>()
-            .map_err(translate)
+        jobs::outcomes(self, agent).await
     }
 }

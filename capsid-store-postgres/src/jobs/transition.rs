@@ -6,11 +6,14 @@ use capsid_core::ports::{AuditEntry, JobTransition, MirrorFn, StoreError, StoreR
 use capsid_core::time::Timestamp;
 use sqlx::{PgConnection, PgPool, Row};
 
-use super::{bind_outcome, mirror_upsert, mirrored, record_outcome, write_mirror};
+use super::{bind_outcome, mirror_upsert, mirrored, write_mirror};
 use crate::audit::{self, audited};
 use crate::documents::bind_write;
 use crate::error::{TxError, TxResult, always, finish, unique_violation, with_retry};
-use crate::rows::{self, job_cols};
+use capsid_store_sql::job_columns;
+use capsid_store_sql::jobs::record_outcome;
+
+use crate::rows;
 
 /// A query being bound.
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
@@ -37,7 +40,7 @@ macro_rules! transition_update {
 
 /// The transition with its audit row (`$20`..`$25`), inside its transaction.
 const TRANSITION: &str = audited!(
-    concat!(transition_update!(), " RETURNING ", job_cols!()),
+    concat!(transition_update!(), " RETURNING ", job_columns!()),
     "$20, $21, $22, $23, $24, $25"
 );
 
@@ -55,7 +58,7 @@ macro_rules! one_statement {
             "AND lease_expires IS NOT DISTINCT FROM $28 AND result_ref IS NOT DISTINCT FROM $29 ",
             "AND result_summary IS NOT DISTINCT FROM $30 AND blocked_count = $31 AND resumed_count = $32 ",
             "AND corrections_count = $33 AND updated_at = $34 RETURNING ",
-            job_cols!(),
+            job_columns!(),
             "), logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
             "SELECT $20, $21, $22, $23, $24, $25 FROM changed), ",
             mirror_upsert!(
@@ -97,7 +100,7 @@ const ONE_STATEMENT_RECORDED: &str = one_statement!(concat!(
 pub(crate) const SWEEP: &str = concat!(
     "UPDATE jobs SET status = 'queued', claimed_by = NULL, claimed_at = NULL, lease_expires = NULL, updated_at = $1 ",
     "WHERE status = 'claimed' AND lease_expires IS NOT NULL AND lease_expires < $1 RETURNING ",
-    job_cols!()
+    job_columns!()
 );
 
 /// A transition the unique indexes refused: a second claim for the holder, or an open title
@@ -158,7 +161,7 @@ async fn apply(conn: &mut PgConnection, t: &JobTransition) -> TxResult<Option<Jo
         .map_err(transition_conflict)?;
     // Not in the expected state: a lost race or not the holder. Nothing was written.
     let Some(row) = row else { return Ok(None) };
-    let job = rows::job(&row)?;
+    let job = rows::job(row)?;
     write_mirror(&mut *conn, &t.mirror, &job).await?;
     if let Some(record) = &t.outcome {
         record_outcome(&mut *conn, record).await?;
@@ -212,8 +215,8 @@ async fn one_statement_in(
         .await
         .map_err(transition_conflict)?;
     let Some(row) = row else { return Ok(None) };
-    let job = rows::job(&row)?;
     let mirrored: bool = row.try_get("mirrored")?;
+    let job = rows::job(row)?;
     // The update held only while the row was as read, so it left `after`; only a row whose
     // other columns changed without a transition (a restore) could differ. That, or a mirror
     // path another transaction created meanwhile: the mirror is written again from the row,
@@ -254,7 +257,7 @@ pub(crate) async fn sweep_expired_leases<'a>(
             let result = async {
                 let rows = sqlx::query(SWEEP).bind(now).fetch_all(&mut *tx).await?;
                 let mut swept = rows
-                    .iter()
+                    .into_iter()
                     .map(rows::job)
                     .collect::<Result<Vec<Job>, _>>()?;
                 // A stable order: audit ids and mirror locks follow job ids.

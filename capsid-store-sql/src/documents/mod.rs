@@ -6,5 +6,6 @@ pub mod read;
 
 pub use read::{
     DOCUMENT, LAST_ACTOR, SUMMARY_COLUMNS, VERSION, VERSIONS, backlinks, backlinks_on, document,
-    document_row, last_actor, list_documents, list_sql, summary, version, versions,
+    document_row, last_actor, list_documents, list_sql, search_hit, summary, version, versions,
+    with_actor,
 };

@@ -2,20 +2,40 @@
 //! engines.
 
 use capsid_core::docs::document::{Document, DocumentSummary};
-use capsid_core::ports::{Backlinks, DocFilter, StoreResult, VersionRow, VersionSummary};
+use capsid_core::ports::{
+    Backlinks, DocFilter, DocWithActor, SearchHit, StoreResult, VersionRow, VersionSummary,
+};
 
 use crate::engine::{Engine, read_all};
 use crate::exec::Exec;
 use crate::row::Row;
 use crate::stmt::Stmt;
 
+/// The `documents` columns a [`DocumentSummary`] is read from.
+#[macro_export]
+macro_rules! summary_columns {
+    () => {
+        "id, namespace, path, title, type, status, tags, created_at, updated_at"
+    };
+}
+
+/// The `documents` columns a [`Document`] is read from.
+#[macro_export]
+macro_rules! doc_columns {
+    () => {
+        "id, namespace, path, title, type, status, tags, created_at, updated_at, body"
+    };
+}
+
 /// The columns a [`DocumentSummary`] is read from.
-pub const SUMMARY_COLUMNS: &str =
-    "id, namespace, path, title, type, status, tags, created_at, updated_at";
+pub const SUMMARY_COLUMNS: &str = summary_columns!();
 
 /// `document`: one document by its key (the UNIQUE index).
-pub const DOCUMENT: &str = "SELECT id, namespace, path, title, type, status, tags, created_at, \
-     updated_at, body FROM documents WHERE namespace = $1 AND path = $2";
+pub const DOCUMENT: &str = concat!(
+    "SELECT ",
+    doc_columns!(),
+    " FROM documents WHERE namespace = $1 AND path = $2"
+);
 
 /// `last_actor`: the newest audit row of the document (index `audit_log_doc`).
 pub const LAST_ACTOR: &str =
@@ -49,6 +69,29 @@ pub fn document_row(row: &Row) -> Result<Document, sqlx::Error> {
         created_at: summary.created_at,
         updated_at: summary.updated_at,
         body: row.opt_text("body")?,
+    })
+}
+
+/// A [`DocWithActor`] from a row selected as [`DOCUMENT`] does, with the actor of the
+/// document's newest audit row as `last_actor`.
+pub fn with_actor(row: &Row) -> Result<DocWithActor, sqlx::Error> {
+    Ok(DocWithActor {
+        document: document_row(row)?,
+        last_actor: row.opt_text("last_actor")?,
+    })
+}
+
+/// A [`SearchHit`] from a row of either engine's search (a `NULL` snippet read as empty).
+pub fn search_hit(row: &Row) -> Result<SearchHit, sqlx::Error> {
+    Ok(SearchHit {
+        id: row.int("id")?,
+        namespace: row.text("namespace")?,
+        path: row.text("path")?,
+        title: row.opt_text("title")?,
+        doc_type: row.text("type")?,
+        status: row.text("status")?,
+        updated_at: row.time("updated_at")?,
+        snippet: row.opt_text("snippet")?.unwrap_or_default(),
     })
 }
 

@@ -10,7 +10,9 @@ use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
 use sqlx::{QueryBuilder, Row};
 
 use crate::error::DbResult;
-use crate::rows::{self, doc_columns, limit as sql_limit, summary_columns};
+use capsid_store_sql::{Row as SqlRow, doc_columns, summary_columns};
+
+use crate::rows::{self, limit as sql_limit};
 use crate::store::SqliteStore;
 
 /// A document row with the actor of its newest audit row (a correlated lookup on
@@ -27,11 +29,8 @@ macro_rules! with_actor_select {
     };
 }
 
-fn with_actor(row: &SqliteRow) -> Result<DocWithActor, sqlx::Error> {
-    Ok(DocWithActor {
-        document: rows::document(row)?,
-        last_actor: row.try_get("last_actor")?,
-    })
+fn with_actor(row: SqliteRow) -> Result<DocWithActor, sqlx::Error> {
+    capsid_store_sql::documents::with_actor(&SqlRow::Sqlite(row))
 }
 
 /// One document with its last actor: the row and the correlated `audit_log_doc` lookup in
@@ -49,7 +48,7 @@ pub(crate) async fn doc_with_actor(
         .bind(path)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(with_actor).transpose()
+    row.map(with_actor).transpose()
 }
 
 /// Pushes `, 'a', 'b'` ... as bound values.
@@ -126,8 +125,8 @@ const DANGLING_SQL: &str = "SELECT l.type, l.from_ns, l.from_path, l.to_ns, l.to
 pub(crate) type EdgeTuple = (String, String, String, String, String);
 
 /// Maps a row selected as `type, from_ns, from_path, to_ns, to_path`.
-pub(crate) fn edge_tuple(row: &SqliteRow) -> Result<EdgeTuple, sqlx::Error> {
-    edge_tuple_at(row, 0)
+pub(crate) fn edge_tuple(row: SqliteRow) -> Result<EdgeTuple, sqlx::Error> {
+    edge_tuple_at(&row, 0)
 }
 
 /// Maps the five edge columns starting at column `first`.
@@ -151,7 +150,7 @@ async fn edges_where(
         .fetch_all(conn)
         .await
         .db()?;
-    rows::all(&found, edge_tuple).db()
+    rows::all(found, edge_tuple).db()
 }
 
 /// `DocumentStore::read_packet`: every part from one read transaction.
@@ -166,7 +165,7 @@ pub(crate) async fn read_packet(store: &SqliteStore, packet: &Packet) -> StoreRe
         let mut qb = QueryBuilder::<Sqlite>::new("");
         push_selection(&mut qb, selection);
         let found = qb.build().fetch_all(&mut *tx).await.db()?;
-        out.selections.push(rows::all(&found, with_actor).db()?);
+        out.selections.push(rows::all(found, with_actor).db()?);
     }
     for (namespace, path) in &packet.links_of {
         out.links.push(
@@ -218,5 +217,5 @@ pub(crate) async fn page_documents(
     qb.push(" ORDER BY namespace, path LIMIT ")
         .push_bind(sql_limit(limit));
     let found = qb.build().fetch_all(store.reader()).await.db()?;
-    rows::all(&found, rows::summary).db()
+    rows::all(found, rows::summary).db()
 }

@@ -16,7 +16,9 @@ use sqlx::QueryBuilder;
 use sqlx::sqlite::Sqlite;
 
 use crate::error::DbResult;
-use crate::rows::{self, limit as sql_limit, summary_columns};
+use capsid_store_sql::summary_columns;
+
+use crate::rows::{self, limit as sql_limit};
 use crate::store::SqliteStore;
 
 pub(crate) use gather::{DOC_WITH_ACTOR_SQL, push_selection};
@@ -107,7 +109,7 @@ impl DocumentStore for SqliteStore {
         let mut qb = QueryBuilder::new("");
         push_find(&mut qb, namespace, glob, limit);
         let found = qb.build().fetch_all(self.reader()).await.db()?;
-        rows::all(&found, rows::summary).db()
+        rows::all(found, rows::summary).db()
     }
 
     async fn search_documents(

@@ -12,10 +12,9 @@
 //! creation order: a tie-break key would cost a second bm25 pass (reading `rank` as a column
 //! recomputes it) or a sort outside the index.
 
-use crate::rows::TimeColumns;
 use capsid_core::ports::{SearchHit, StoreResult};
+use sqlx::QueryBuilder;
 use sqlx::sqlite::{Sqlite, SqliteRow};
-use sqlx::{QueryBuilder, Row};
 
 use crate::error::{DbResult, backend, is_statement_error};
 use crate::rows::limit as sql_limit;
@@ -117,19 +116,8 @@ pub(crate) fn as_phrase(text: &str) -> String {
     format!("\"{}\"", text.replace('"', "\"\""))
 }
 
-fn hit(row: &SqliteRow) -> Result<SearchHit, sqlx::Error> {
-    Ok(SearchHit {
-        id: row.try_get("id")?,
-        namespace: row.try_get("namespace")?,
-        path: row.try_get("path")?,
-        title: row.try_get("title")?,
-        doc_type: row.try_get("type")?,
-        status: row.try_get("status")?,
-        updated_at: row.time("updated_at")?,
-        snippet: row
-            .try_get::<Option<String>, _>("snippet")?
-            .unwrap_or_default(),
-    })
+fn hit(row: SqliteRow) -> Result<SearchHit, sqlx::Error> {
+    capsid_store_sql::documents::search_hit(&capsid_store_sql::Row::Sqlite(row))
 }
 
 async fn run(
@@ -143,7 +131,7 @@ async fn run(
     let mut qb = QueryBuilder::new("");
     push_search(&mut qb, &expression, namespace, doc_type, limit);
     let found = qb.build().fetch_all(store.reader()).await?;
-    found.iter().map(hit).collect()
+    found.into_iter().map(hit).collect()
 }
 
 pub(crate) async fn search(

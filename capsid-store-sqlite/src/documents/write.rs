@@ -12,7 +12,10 @@ use sqlx::sqlite::SqliteConnection;
 
 use super::gather::{EdgeTuple, edge_tuple_at};
 use crate::error::{DbResult, conflict_or_backend};
-use crate::rows::{self, doc_columns, insert_audit};
+use capsid_store_sql::audit::insert as insert_audit;
+use capsid_store_sql::doc_columns;
+
+use crate::rows;
 use crate::store::{SqliteStore, commit};
 
 /// The live row's id and body, read inside the caller's transaction.
@@ -104,7 +107,7 @@ async fn insert_new(conn: &mut SqliteConnection, write: &DocumentWrite) -> Store
                 )
             })
         })?;
-    let document = rows::document(&row).db()?;
+    let document = rows::document(row).db()?;
     replace_links(conn, write).await?;
     Ok(document)
 }
@@ -124,7 +127,7 @@ pub(crate) async fn apply_write(
         .fetch_one(&mut *conn)
         .await
         .db()?;
-    let document = rows::document(&row).db()?;
+    let document = rows::document(row).db()?;
     replace_links(conn, write).await?;
     Ok(document)
 }

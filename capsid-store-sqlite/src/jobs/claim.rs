@@ -7,17 +7,14 @@ use capsid_core::jobs::Job;
 use capsid_core::ports::{ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, StoreResult};
 use sqlx::sqlite::SqliteConnection;
 
-use super::{job_change_error, record_outcome, write_mirror};
-use crate::error::DbResult;
-use crate::rows::{self, insert_audit, job_columns};
-use crate::store::{SqliteStore, commit};
+use capsid_store_sql::audit::insert as insert_audit;
+use capsid_store_sql::job_columns;
+use capsid_store_sql::jobs::{HELD, JOB, fetch_job, record_outcome};
 
-/// The claimed job `actor` holds (index `jobs_one_claim`).
-pub(crate) const HELD_SQL: &str = concat!(
-    "SELECT ",
-    job_columns!(),
-    " FROM jobs WHERE claimed_by = ? AND status = 'claimed' LIMIT 1"
-);
+use super::{job_change_error, write_mirror};
+use crate::error::DbResult;
+use crate::rows;
+use crate::store::{SqliteStore, commit};
 
 /// The namespace's best queued job: highest priority, then oldest, then id (index
 /// `jobs_claimable`).
@@ -26,8 +23,6 @@ pub(crate) const BEST_QUEUED_SQL: &str = concat!(
     job_columns!(),
     " FROM jobs WHERE namespace = ? AND status = 'queued' ORDER BY priority DESC, created_at, id LIMIT 1"
 );
-
-const BY_ID_SQL: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = ?");
 
 const CLAIM_SQL: &str = concat!(
     "UPDATE jobs SET status = 'claimed', claimed_by = ?1, claimed_at = ?2, lease_expires = ?3, updated_at = ?2 \
@@ -46,8 +41,7 @@ async fn job_where(
     sql: &'static str,
     key: &str,
 ) -> StoreResult<Option<Job>> {
-    let row = sqlx::query(sql).bind(key).fetch_optional(conn).await.db()?;
-    row.as_ref().map(rows::job).transpose().db()
+    fetch_job(conn, sql, key).await.db()
 }
 
 pub(crate) async fn claim_job(
@@ -55,11 +49,11 @@ pub(crate) async fn claim_job(
     request: ClaimRequest<'_>,
 ) -> StoreResult<ClaimOutcome> {
     let mut tx = store.begin_write().await?;
-    if let Some(held) = job_where(&mut tx, HELD_SQL, &request.actor).await? {
+    if let Some(held) = job_where(&mut tx, HELD, &request.actor).await? {
         return Ok(ClaimOutcome::AlreadyHolding(held));
     }
     let candidate = match &request.target {
-        ClaimTarget::Id(id) => match job_where(&mut tx, BY_ID_SQL, id).await? {
+        ClaimTarget::Id(id) => match job_where(&mut tx, JOB, id).await? {
             None => return Ok(ClaimOutcome::NotFound),
             Some(job) if job.status != capsid_core::jobs::JobStatus::Queued => {
                 return Ok(ClaimOutcome::NotQueued(job));
@@ -90,7 +84,7 @@ pub(crate) async fn claim_job(
             let Some(row) = row else {
                 return Ok(ClaimOutcome::LostRace);
             };
-            let job = rows::job(&row).db()?;
+            let job = rows::job(row).db()?;
             insert_audit(&mut tx, &audit).await.db()?;
             (job.clone(), ClaimOutcome::Claimed(job))
         }
@@ -109,10 +103,10 @@ pub(crate) async fn claim_job(
             let Some(row) = row else {
                 return Ok(ClaimOutcome::LostRace);
             };
-            let job = rows::job(&row).db()?;
+            let job = rows::job(row).db()?;
             insert_audit(&mut tx, &audit).await.db()?;
             if let Some(outcome) = &outcome {
-                record_outcome(&mut tx, outcome).await?;
+                record_outcome(&mut *tx, outcome).await.db()?;
             }
             (job.clone(), ClaimOutcome::Failed(job, summary))
         }

@@ -7,23 +7,23 @@ mod transition;
 
 use async_trait::async_trait;
 use capsid_core::jobs::Job;
-use capsid_core::jobs::JobStatus;
 use capsid_core::jobs::outcome::OutcomeRow;
 use capsid_core::ports::DISPATCH_LIMIT;
 use capsid_core::ports::{
     AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobStore, JobTransition,
-    MirrorFn, NewJob, OutcomeRecord, StatusCount, StoreError, StoreResult, SweepAuditFn,
+    MirrorFn, NewJob, StatusCount, StoreError, StoreResult, SweepAuditFn,
 };
 use capsid_core::time::Timestamp;
-use sqlx::sqlite::{Sqlite, SqliteConnection};
-use sqlx::{QueryBuilder, Row};
+use capsid_store_sql::audit::insert as insert_audit;
+use capsid_store_sql::{job_columns, jobs};
+use sqlx::sqlite::SqliteConnection;
 
 use crate::documents::{apply_write, live_row};
 use crate::error::{DbResult, conflict_or_backend};
-use crate::rows::{self, insert_audit, job_columns, limit as sql_limit, result_kind_text};
+use crate::rows;
 use crate::store::{SqliteStore, commit};
 
-pub(crate) use claim::{BEST_QUEUED_SQL, HELD_SQL};
+pub(crate) use claim::BEST_QUEUED_SQL;
 pub(crate) use transition::SWEEP_SQL;
 
 /// Rewrites the job's mirror document inside the caller's transaction: snapshot the existing
@@ -38,61 +38,6 @@ pub(crate) async fn write_mirror(
         .await?
         .is_some();
     apply_write(conn, &write, exists).await?;
-    Ok(())
-}
-
-/// Records the write-once outcome row (a second record for the job is ignored, PR rows too).
-pub(crate) async fn record_outcome(
-    conn: &mut SqliteConnection,
-    outcome: &OutcomeRecord,
-) -> StoreResult<()> {
-    let row = &outcome.row;
-    let inserted: Option<String> = sqlx::query_scalar(
-        "INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, \
-         tests_added, ci_green, blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, \
-         reviewed_by, skill_ids_offered, skill_ids_used, skill_verdict, cost_usd, turns, duration_ms) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
-    )
-    .bind(&row.job_id)
-    .bind(&row.agent)
-    .bind(&row.namespace)
-    .bind(row.prs_opened)
-    .bind(row.prs_merged)
-    .bind(row.commits)
-    .bind(row.files_changed)
-    .bind(row.tests_added)
-    .bind(row.ci_green)
-    .bind(row.blocked_count)
-    .bind(row.resumed_count)
-    .bind(row.duration_minutes)
-    .bind(result_kind_text(row.result_kind))
-    .bind(&row.verified)
-    .bind(row.recorded_at.to_string())
-    .bind(&row.reviewed_by)
-    .bind(&row.skill_ids_offered)
-    .bind(&row.skill_ids_used)
-    .bind(&row.skill_verdict)
-    .bind(row.cost_usd)
-    .bind(row.turns)
-    .bind(row.duration_ms)
-    .fetch_optional(&mut *conn)
-    .await
-    .db()?;
-    if inserted.is_none() {
-        return Ok(());
-    }
-    for url in &outcome.pr_urls {
-        sqlx::query(
-            "INSERT INTO job_outcome_prs (job_id, pr_url, recorded_at) VALUES (?, ?, ?) \
-             ON CONFLICT (job_id, pr_url) DO NOTHING",
-        )
-        .bind(&row.job_id)
-        .bind(url)
-        .bind(row.recorded_at.to_string())
-        .execute(&mut *conn)
-        .await
-        .db()?;
-    }
     Ok(())
 }
 
@@ -115,15 +60,6 @@ pub(crate) fn job_change_error(err: sqlx::Error, id: &str, holder: Option<&str>)
             )
         }
     })
-}
-
-async fn one_job(store: &SqliteStore, sql: &'static str, key: &str) -> StoreResult<Option<Job>> {
-    let row = sqlx::query(sql)
-        .bind(key)
-        .fetch_optional(store.reader())
-        .await
-        .db()?;
-    row.as_ref().map(rows::job).transpose().db()
 }
 
 async fn post_job(
@@ -182,22 +118,11 @@ async fn post_job(
             }
         })
     })?;
-    let posted = rows::job(&row).db()?;
+    let posted = rows::job(row).db()?;
     insert_audit(&mut tx, &audit).await.db()?;
     write_mirror(&mut tx, &mirror, &posted).await?;
     commit(tx).await?;
     Ok(posted)
-}
-
-fn status_count(row: &sqlx::sqlite::SqliteRow) -> Result<StatusCount, sqlx::Error> {
-    let status: String = row.try_get("status")?;
-    let status = JobStatus::parse(&status)
-        .ok_or_else(|| sqlx::Error::Decode(format!("unknown job status {status:?}").into()))?;
-    Ok(StatusCount {
-        claimed_by: row.try_get("claimed_by")?,
-        status,
-        count: rows::count(row.try_get("n")?),
-    })
 }
 
 #[async_trait]
@@ -207,66 +132,23 @@ impl JobStore for SqliteStore {
     }
 
     async fn job(&self, id: &str) -> StoreResult<Option<Job>> {
-        one_job(
-            self,
-            concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = ?"),
-            id,
-        )
-        .await
+        jobs::one_job(self, jobs::JOB, id).await
     }
 
     async fn held_job(&self, actor: &str) -> StoreResult<Option<Job>> {
-        one_job(self, HELD_SQL, actor).await
+        jobs::one_job(self, jobs::HELD, actor).await
     }
 
     async fn jobs(&self, filter: &JobFilter, limit: usize) -> StoreResult<Vec<Job>> {
-        let mut qb = QueryBuilder::<Sqlite>::new(concat!(
-            "SELECT ",
-            job_columns!(),
-            " FROM jobs WHERE 1 = 1"
-        ));
-        if let Some(namespace) = &filter.namespace {
-            qb.push(" AND namespace = ").push_bind(namespace.clone());
-        }
-        if let Some(status) = filter.status {
-            qb.push(" AND status = ").push_bind(status.as_str());
-        }
-        qb.push(" ORDER BY created_at DESC, id DESC LIMIT ")
-            .push_bind(sql_limit(limit));
-        let found = qb.build().fetch_all(self.reader()).await.db()?;
-        rows::all(&found, rows::job).db()
+        jobs::jobs(self, filter, limit).await
     }
 
     async fn job_counts(&self, namespace: &str, day_start: Timestamp) -> StoreResult<JobCounts> {
-        let row = sqlx::query(
-            "SELECT COALESCE(SUM(status = 'queued'), 0) AS queued, COALESCE(SUM(status = 'claimed'), 0) AS claimed, \
-             COALESCE(SUM(status = 'blocked'), 0) AS blocked, \
-             COALESCE(SUM(status = 'done' AND updated_at >= ?2), 0) AS done_today \
-             FROM jobs WHERE namespace = ?1",
-        )
-        .bind(namespace)
-        .bind(day_start.to_string())
-        .fetch_one(self.reader())
-        .await
-        .db()?;
-        let get = |name: &str| row.try_get::<i64, _>(name).map(rows::count);
-        Ok(JobCounts {
-            queued: get("queued").db()?,
-            claimed: get("claimed").db()?,
-            blocked: get("blocked").db()?,
-            done_today: get("done_today").db()?,
-        })
+        jobs::job_counts(self, namespace, day_start).await
     }
 
     async fn job_status_counts(&self) -> StoreResult<Vec<StatusCount>> {
-        let found = sqlx::query(
-            "SELECT claimed_by, status, COUNT(*) AS n FROM jobs WHERE claimed_by IS NOT NULL \
-             GROUP BY claimed_by, status ORDER BY claimed_by, status",
-        )
-        .fetch_all(self.reader())
-        .await
-        .db()?;
-        rows::all(&found, status_count).db()
+        jobs::job_status_counts(self).await
     }
 
     async fn claim_job(&self, request: ClaimRequest<'_>) -> StoreResult<ClaimOutcome> {
@@ -287,16 +169,6 @@ impl JobStore for SqliteStore {
     }
 
     async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
-        let mut qb = QueryBuilder::<Sqlite>::new(
-            "SELECT job_id, agent, namespace, prs_opened, prs_merged, commits, files_changed, tests_added, ci_green, \
-             blocked_count, resumed_count, duration_minutes, result_kind, verified, recorded_at, reviewed_by, \
-             skill_ids_offered, skill_ids_used, skill_verdict, cost_usd, turns, duration_ms FROM job_outcomes",
-        );
-        if let Some(agent) = agent {
-            qb.push(" WHERE agent = ").push_bind(agent.to_owned());
-        }
-        qb.push(" ORDER BY recorded_at, job_id");
-        let found = qb.build().fetch_all(self.reader()).await.db()?;
-        rows::all(&found, rows::outcome).db()
+        jobs::outcomes(self, agent).await
     }
 }

@@ -8,9 +8,13 @@ use capsid_core::time::Timestamp;
 use sqlx::QueryBuilder;
 use sqlx::sqlite::Sqlite;
 
-use super::{job_change_error, record_outcome, write_mirror};
+use capsid_store_sql::audit::insert as insert_audit;
+use capsid_store_sql::job_columns;
+use capsid_store_sql::jobs::record_outcome;
+
+use super::{job_change_error, write_mirror};
 use crate::error::DbResult;
-use crate::rows::{self, insert_audit, job_columns};
+use crate::rows;
 use crate::store::{SqliteStore, commit};
 
 /// The sweep: every claimed job whose lease ran out before `?1` goes back to the queue
@@ -106,10 +110,10 @@ pub(crate) async fn transition_job(
         // Not in the expected state: a lost race or not the holder. Nothing was written.
         return Ok(None);
     };
-    let job = rows::job(&row).db()?;
+    let job = rows::job(row).db()?;
     insert_audit(&mut tx, &transition.audit).await.db()?;
     if let Some(outcome) = &transition.outcome {
-        record_outcome(&mut tx, outcome).await?;
+        record_outcome(&mut *tx, outcome).await.db()?;
     }
     write_mirror(&mut tx, &transition.mirror, &job).await?;
     commit(tx).await?;
@@ -128,7 +132,7 @@ pub(crate) async fn sweep_expired_leases(
         .fetch_all(&mut *tx)
         .await
         .db()?;
-    let mut swept = rows::all(&found, rows::job).db()?;
+    let mut swept = rows::all(found, rows::job).db()?;
     if swept.is_empty() {
         return Ok(swept);
     }

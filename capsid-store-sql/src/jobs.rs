@@ -1,0 +1,272 @@
+//! The jobs port's SQL both engines share: the job and outcome rows, the reads (a job, the
+//! claim an agent holds, listings, counts, outcomes) and the write-once outcome record. Posts,
+//! claims, transitions and the lease sweep are still each adapter's: SQLite's run as a few
+//! statements under its one writer, Postgres's as one statement each, with its row locks,
+//! audit row and mirror carried as CTEs.
+
+use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
+use capsid_core::jobs::{Job, JobStatus};
+use capsid_core::ports::{JobCounts, JobFilter, OutcomeRecord, StatusCount, StoreResult};
+use capsid_core::time::Timestamp;
+
+use crate::engine::{Engine, read_all};
+use crate::exec::Exec;
+use crate::row::Row;
+use crate::stmt::Stmt;
+
+/// The `jobs` columns a [`Job`] is read from.
+#[macro_export]
+macro_rules! job_columns {
+    () => {
+        "id, namespace, title, body, priority, status, posted_by, claimed_by, claimed_at, lease_expires, \
+         result_ref, result_summary, gate_required, review_required, blocked_count, resumed_count, \
+         corrections_count, required_scopes, min_record, created_at, updated_at, parent_id, \
+         requested_by, depth"
+    };
+}
+
+/// `job`: one job by id.
+pub const JOB: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1");
+
+/// The claimed job an agent holds (index `jobs_one_claim`).
+pub const HELD: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs WHERE claimed_by = $1 AND status = 'claimed' LIMIT 1"
+);
+
+const JOB_COUNTS: &str = "SELECT count(CASE WHEN status = 'queued' THEN 1 END) AS queued, \
+     count(CASE WHEN status = 'claimed' THEN 1 END) AS claimed, \
+     count(CASE WHEN status = 'blocked' THEN 1 END) AS blocked, \
+     count(CASE WHEN status = 'done' AND updated_at >= $2 THEN 1 END) AS done_today \
+     FROM jobs WHERE namespace = $1";
+
+const STATUS_COUNTS: &str = "SELECT claimed_by, status, count(*) AS n FROM jobs \
+     WHERE claimed_by IS NOT NULL GROUP BY claimed_by, status ORDER BY claimed_by, status";
+
+const OUTCOMES: &str = "SELECT job_id, agent, namespace, prs_opened, prs_merged, commits, \
+     files_changed, tests_added, ci_green, blocked_count, resumed_count, duration_minutes, \
+     result_kind, verified, recorded_at, reviewed_by, skill_ids_offered, skill_ids_used, \
+     skill_verdict, cost_usd, turns, duration_ms FROM job_outcomes";
+
+/// Inserts an outcome row unless the job has one (write-once), returning its id when new.
+pub const INSERT_OUTCOME: &str = "INSERT INTO job_outcomes (job_id, agent, namespace, prs_opened, \
+     prs_merged, commits, files_changed, tests_added, ci_green, blocked_count, resumed_count, \
+     duration_minutes, result_kind, verified, recorded_at, reviewed_by, skill_ids_offered, \
+     skill_ids_used, skill_verdict, cost_usd, turns, duration_ms) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+     $19, $20, $21, $22) ON CONFLICT (job_id) DO NOTHING RETURNING job_id";
+
+const INSERT_OUTCOME_PR: &str = "INSERT INTO job_outcome_prs (job_id, pr_url, recorded_at) \
+     VALUES ($1, $2, $3) ON CONFLICT (job_id, pr_url) DO NOTHING";
+
+/// A [`Job`] from a row selected with [`job_columns`].
+pub fn job_row(row: &Row) -> Result<Job, sqlx::Error> {
+    Ok(Job {
+        id: row.text("id")?,
+        namespace: row.text("namespace")?,
+        title: row.text("title")?,
+        body: row.text("body")?,
+        priority: row.int("priority")?,
+        status: row.word("status", JobStatus::parse)?,
+        posted_by: row.text("posted_by")?,
+        claimed_by: row.opt_text("claimed_by")?,
+        claimed_at: row.opt_time("claimed_at")?,
+        lease_expires: row.opt_time("lease_expires")?,
+        result_ref: row.opt_text("result_ref")?,
+        result_summary: row.opt_text("result_summary")?,
+        gate_required: row.flag("gate_required")?,
+        review_required: row.flag("review_required")?,
+        blocked_count: row.int("blocked_count")?,
+        resumed_count: row.int("resumed_count")?,
+        corrections_count: row.int("corrections_count")?,
+        required_scopes: row.opt_text("required_scopes")?,
+        min_record: row.opt_text("min_record")?,
+        created_at: row.time("created_at")?,
+        updated_at: row.time("updated_at")?,
+        parent_id: row.opt_text("parent_id")?,
+        requested_by: row.opt_text("requested_by")?,
+        depth: row.int("depth")?,
+    })
+}
+
+/// The stored spelling of a [`ResultKind`].
+pub fn result_kind_text(kind: ResultKind) -> &'static str {
+    match kind {
+        ResultKind::Pr => "pr",
+        ResultKind::Doc => "doc",
+        ResultKind::None => "none",
+    }
+}
+
+fn result_kind(text: &str) -> Option<ResultKind> {
+    [ResultKind::Pr, ResultKind::Doc, ResultKind::None]
+        .into_iter()
+        .find(|kind| result_kind_text(*kind) == text)
+}
+
+/// An [`OutcomeRow`] from a `job_outcomes` row.
+pub fn outcome_row(row: &Row) -> Result<OutcomeRow, sqlx::Error> {
+    Ok(OutcomeRow {
+        job_id: row.text("job_id")?,
+        agent: row.text("agent")?,
+        namespace: row.text("namespace")?,
+        prs_opened: row.opt_int("prs_opened")?,
+        prs_merged: row.opt_int("prs_merged")?,
+        commits: row.opt_int("commits")?,
+        files_changed: row.opt_int("files_changed")?,
+        tests_added: row.opt_int("tests_added")?,
+        ci_green: row.opt_int("ci_green")?,
+        blocked_count: row.int("blocked_count")?,
+        resumed_count: row.int("resumed_count")?,
+        duration_minutes: row.opt_int("duration_minutes")?,
+        result_kind: row.word("result_kind", result_kind)?,
+        verified: row.text("verified")?,
+        recorded_at: row.time("recorded_at")?,
+        reviewed_by: row.opt_text("reviewed_by")?,
+        skill_ids_offered: row.opt_text("skill_ids_offered")?,
+        skill_ids_used: row.opt_text("skill_ids_used")?,
+        skill_verdict: row.opt_text("skill_verdict")?,
+        cost_usd: row.opt_real("cost_usd")?,
+        turns: row.opt_int("turns")?,
+        duration_ms: row.opt_int("duration_ms")?,
+    })
+}
+
+/// `sql` (a job select keyed by one text value) bound to `key`.
+fn keyed(sql: &'static str, key: &str) -> Stmt {
+    Stmt::new(sql).bind(key)
+}
+
+/// One job read on `x` (inside a unit of work) with `sql` keyed by `key`.
+pub async fn fetch_job(
+    x: &mut (impl Exec + ?Sized),
+    sql: &'static str,
+    key: &str,
+) -> Result<Option<Job>, sqlx::Error> {
+    x.fetch_optional(keyed(sql, key))
+        .await?
+        .as_ref()
+        .map(job_row)
+        .transpose()
+}
+
+/// `JobStore::job` (`sql` [`JOB`]) and `JobStore::held_job` (`sql` [`HELD`]).
+pub async fn one_job(
+    engine: &impl Engine,
+    sql: &'static str,
+    key: &str,
+) -> StoreResult<Option<Job>> {
+    let found = read_all(engine, keyed(sql, key), job_row).await?;
+    Ok(found.into_iter().next())
+}
+
+/// `JobStore::jobs`: newest first, filtered by namespace and status when given.
+pub async fn jobs(engine: &impl Engine, filter: &JobFilter, limit: usize) -> StoreResult<Vec<Job>> {
+    let mut sql = concat!("SELECT ", job_columns!(), " FROM jobs WHERE 1 = 1").to_owned();
+    let mut args = Vec::new();
+    if let Some(namespace) = &filter.namespace {
+        args.push(namespace.as_str());
+        sql.push_str(&format!(" AND namespace = ${}", args.len()));
+    }
+    if let Some(status) = filter.status {
+        args.push(status.as_str());
+        sql.push_str(&format!(" AND status = ${}", args.len()));
+    }
+    sql.push_str(&format!(
+        " ORDER BY created_at DESC, id DESC LIMIT ${}",
+        args.len() + 1
+    ));
+    let stmt = args.into_iter().fold(Stmt::new(sql), Stmt::bind);
+    read_all(engine, stmt.bind(limit), job_row).await
+}
+
+/// `JobStore::job_counts`.
+pub async fn job_counts(
+    engine: &impl Engine,
+    namespace: &str,
+    day_start: Timestamp,
+) -> StoreResult<JobCounts> {
+    let stmt = Stmt::new(JOB_COUNTS).bind(namespace).bind(day_start);
+    let found = read_all(engine, stmt, |row| {
+        Ok(JobCounts {
+            queued: row.count("queued")?,
+            claimed: row.count("claimed")?,
+            blocked: row.count("blocked")?,
+            done_today: row.count("done_today")?,
+        })
+    })
+    .await?;
+    Ok(found.into_iter().next().unwrap_or_default())
+}
+
+/// `JobStore::job_status_counts`.
+pub async fn job_status_counts(engine: &impl Engine) -> StoreResult<Vec<StatusCount>> {
+    read_all(engine, Stmt::new(STATUS_COUNTS), |row| {
+        Ok(StatusCount {
+            claimed_by: row.text("claimed_by")?,
+            status: row.word("status", JobStatus::parse)?,
+            count: row.count("n")?,
+        })
+    })
+    .await
+}
+
+/// `JobStore::outcomes`: in recording order, one agent's when given.
+pub async fn outcomes(engine: &impl Engine, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
+    let stmt = match agent {
+        Some(agent) => Stmt::new(format!(
+            "{OUTCOMES} WHERE agent = $1 ORDER BY recorded_at, job_id"
+        ))
+        .bind(agent),
+        None => Stmt::new(format!("{OUTCOMES} ORDER BY recorded_at, job_id")),
+    };
+    read_all(engine, stmt, outcome_row).await
+}
+
+/// `stmt` with an outcome row's twenty-two values bound, in `job_outcomes`' column order.
+pub fn bind_outcome(stmt: Stmt, row: &OutcomeRow) -> Stmt {
+    stmt.bind(&row.job_id)
+        .bind(&row.agent)
+        .bind(&row.namespace)
+        .bind(row.prs_opened)
+        .bind(row.prs_merged)
+        .bind(row.commits)
+        .bind(row.files_changed)
+        .bind(row.tests_added)
+        .bind(row.ci_green)
+        .bind(row.blocked_count)
+        .bind(row.resumed_count)
+        .bind(row.duration_minutes)
+        .bind(result_kind_text(row.result_kind))
+        .bind(&row.verified)
+        .bind(row.recorded_at)
+        .bind(row.reviewed_by.as_deref())
+        .bind(row.skill_ids_offered.as_deref())
+        .bind(row.skill_ids_used.as_deref())
+        .bind(row.skill_verdict.as_deref())
+        .bind(row.cost_usd)
+        .bind(row.turns)
+        .bind(row.duration_ms)
+}
+
+/// Records the write-once outcome row on `x` (inside the change's unit) and, when it is new,
+/// its PR rows in the record's order (a second record for the job is ignored, PR rows too).
+pub async fn record_outcome(
+    x: &mut (impl Exec + ?Sized),
+    record: &OutcomeRecord,
+) -> Result<(), sqlx::Error> {
+    let row = &record.row;
+    let stmt = bind_outcome(Stmt::new(INSERT_OUTCOME), row);
+    if x.fetch_optional(stmt).await?.is_none() {
+        return Ok(());
+    }
+    for url in &record.pr_urls {
+        let stmt = Stmt::new(INSERT_OUTCOME_PR)
+            .bind(&row.job_id)
+            .bind(url)
+            .bind(row.recorded_at);
+        x.execute(stmt).await?;
+    }
+    Ok(())
+}
