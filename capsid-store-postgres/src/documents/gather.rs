@@ -6,11 +6,11 @@ use capsid_core::ports::{
     DocWithActor, Kinds, Order, Packet, PacketRows, Prefix, Selection, StoreResult,
 };
 use sqlx::postgres::PgRow;
-use sqlx::{AssertSqlSafe, PgConnection, PgPool, Row};
+use sqlx::{AssertSqlSafe, PgConnection, PgPool};
 
-use super::EdgeRow;
 use crate::error::translate;
 use crate::rows::doc_cols_d;
+use capsid_store_sql::documents::{DANGLING_EDGES, EDGES, edges_on};
 
 const SNAPSHOT_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
@@ -28,17 +28,6 @@ macro_rules! with_actor {
 
 pub(crate) const DOC_WITH_ACTOR: &str =
     concat!(with_actor!(), " WHERE d.namespace = $1 AND d.path = $2");
-
-/// Every edge with either endpoint in the namespace.
-const EDGES: &str = "SELECT type, from_ns, from_path, to_ns, to_path FROM document_links \
-     WHERE from_ns = $1 OR to_ns = $1 ORDER BY type, from_ns, from_path, to_ns, to_path";
-
-/// Edges touching the namespace at either end whose other end (or either end) is missing.
-const DANGLING_EDGES: &str = "SELECT l.type, l.from_ns, l.from_path, l.to_ns, l.to_path FROM document_links l \
-     WHERE (l.from_ns = $1 OR l.to_ns = $1) \
-     AND (NOT EXISTS (SELECT 1 FROM documents d WHERE d.namespace = l.from_ns AND d.path = l.from_path) \
-       OR NOT EXISTS (SELECT 1 FROM documents d WHERE d.namespace = l.to_ns AND d.path = l.to_path)) \
-     ORDER BY l.type, l.from_ns, l.from_path, l.to_ns, l.to_path";
 
 /// One bound value of a selection's query.
 pub(crate) enum Bind {
@@ -139,26 +128,6 @@ async fn selected(
     rows.into_iter().map(with_actor).collect()
 }
 
-/// Edge rows `(type, from_ns, from_path, to_ns, to_path)` of `sql` for `namespace`.
-async fn edge_rows(
-    conn: &mut PgConnection,
-    sql: &'static str,
-    namespace: &str,
-) -> Result<Vec<EdgeRow>, sqlx::Error> {
-    let rows = sqlx::query(sql).bind(namespace).fetch_all(conn).await?;
-    rows.iter()
-        .map(|row| {
-            Ok((
-                row.try_get("type")?,
-                row.try_get("from_ns")?,
-                row.try_get("from_path")?,
-                row.try_get("to_ns")?,
-                row.try_get("to_path")?,
-            ))
-        })
-        .collect()
-}
-
 /// `DocumentStore::read_packet`: every part from one read-only REPEATABLE READ transaction.
 pub(crate) async fn read_packet(pool: &PgPool, packet: &Packet) -> StoreResult<PacketRows> {
     let read = async {
@@ -176,8 +145,8 @@ pub(crate) async fn read_packet(pool: &PgPool, packet: &Packet) -> StoreResult<P
                 .push(capsid_store_sql::documents::backlinks_on(&mut *tx, namespace, path).await?);
         }
         if let Some(namespace) = &packet.edges_of {
-            out.edges = edge_rows(&mut tx, EDGES, namespace).await?;
-            out.dangling_edges = edge_rows(&mut tx, DANGLING_EDGES, namespace).await?;
+            out.edges = edges_on(&mut *tx, EDGES, namespace).await?;
+            out.dangling_edges = edges_on(&mut *tx, DANGLING_EDGES, namespace).await?;
         }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(out)

@@ -12,8 +12,9 @@ pub(crate) use write::{bind_write, write_in_tx};
 use async_trait::async_trait;
 use capsid_core::docs::document::{Document, DocumentSummary};
 use capsid_core::ports::{
-    AuditEntry, Backlinks, DocFilter, DocWithActor, DocumentStore, DocumentWrite, Packet,
-    PacketRows, SearchHit, StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
+    AuditEntry, Backlinks, DocFilter, DocWithActor, DocumentStore, DocumentWrite, EdgeTuple,
+    Packet, PacketRows, SearchHit, StoreResult, VersionRow, VersionSummary, WriteGuard,
+    WriteReceipt,
 };
 use capsid_core::time::Timestamp;
 use sqlx::AssertSqlSafe;
@@ -26,9 +27,6 @@ use capsid_store_sql::summary_columns;
 
 use crate::rows;
 use crate::sql::SqlText;
-
-/// One edge: `(type, from_ns, from_path, to_ns, to_path)`.
-pub(crate) type EdgeRow = (String, String, String, String, String);
 
 const DOCUMENTS_EXIST: &str = "SELECT r.ord FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(ns, path, ord) \
      WHERE EXISTS (SELECT 1 FROM documents d WHERE d.namespace = r.ns AND d.path = r.path)";
@@ -46,22 +44,6 @@ pub(crate) fn find_sql(namespace: bool, glob: &glob::GlobRegex) -> String {
         if glob.prefix_upper_bound().is_some() {
             sql.and("path < $?");
         }
-    }
-    sql.push(" ORDER BY namespace, path LIMIT $?");
-    sql.finish()
-}
-
-/// The SQL of `page_documents`: namespaces, type, keyset position (each when given), limit.
-fn page_sql(namespaces: bool, doc_type: bool, after: bool) -> String {
-    let mut sql = SqlText::new(concat!("SELECT ", summary_columns!(), " FROM documents"));
-    if namespaces {
-        sql.and("namespace = ANY($?)");
-    }
-    if doc_type {
-        sql.and("type = $?");
-    }
-    if after {
-        sql.and("(namespace, path) > ($?, $?)");
     }
     sql.push(" ORDER BY namespace, path LIMIT $?");
     sql.finish()
@@ -213,26 +195,7 @@ impl DocumentStore for PgStore {
         after: Option<(&str, &str)>,
         max: usize,
     ) -> StoreResult<Vec<DocumentSummary>> {
-        if namespaces.is_some_and(<[String]>::is_empty) {
-            return Ok(Vec::new());
-        }
-        let sql = page_sql(namespaces.is_some(), doc_type.is_some(), after.is_some());
-        let mut query = sqlx::query(AssertSqlSafe(sql));
-        if let Some(namespaces) = namespaces {
-            query = query.bind(namespaces);
-        }
-        if let Some(doc_type) = doc_type {
-            query = query.bind(doc_type);
-        }
-        if let Some((namespace, path)) = after {
-            query = query.bind(namespace).bind(path);
-        }
-        let rows = query
-            .bind(limit(max))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(translate)?;
-        summaries(rows)
+        capsid_store_sql::documents::page_documents(self, namespaces, doc_type, after, max).await
     }
 
     async fn write_document(
@@ -250,7 +213,7 @@ impl DocumentStore for PgStore {
         path: &str,
         expected_body: Option<&str>,
         audit: AuditEntry,
-    ) -> StoreResult<Vec<EdgeRow>> {
+    ) -> StoreResult<Vec<EdgeTuple>> {
         write::delete_document(&self.pool, namespace, path, expected_body, &audit).await
     }
 

@@ -6,15 +6,15 @@
 use capsid_core::docs::links::Link;
 use capsid_core::docs::packets::{DEFAULT_STATUS, DEFAULT_TYPE};
 use capsid_core::ports::{
-    AuditEntry, DocumentWrite, StoreError, StoreResult, WriteGuard, WriteReceipt,
+    AuditEntry, DocumentWrite, EdgeTuple, StoreError, StoreResult, WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
 use sqlx::{PgConnection, PgPool, Row};
 
-use super::EdgeRow;
 use crate::audit;
 use crate::error::{TxResult, always, finish, with_retry};
-use capsid_store_sql::doc_columns;
+use capsid_store_sql::documents::edge;
+use capsid_store_sql::{Row as SqlRow, all, doc_columns};
 
 use crate::rows::{self, doc_cols_d};
 
@@ -314,7 +314,7 @@ pub(crate) async fn delete_document(
     path: &str,
     expected_body: Option<&str>,
     audit: &AuditEntry,
-) -> StoreResult<Vec<EdgeRow>> {
+) -> StoreResult<Vec<EdgeTuple>> {
     with_retry(|| {
         Box::pin(async move {
             let mut tx = pool.begin().await?;
@@ -325,18 +325,8 @@ pub(crate) async fn delete_document(
                     .bind(path)
                     .fetch_all(&mut *tx)
                     .await?;
-                let edges = rows
-                    .iter()
-                    .map(|row| {
-                        Ok((
-                            row.try_get("type")?,
-                            row.try_get("from_ns")?,
-                            row.try_get("from_path")?,
-                            row.try_get("to_ns")?,
-                            row.try_get("to_path")?,
-                        ))
-                    })
-                    .collect::<Result<Vec<EdgeRow>, sqlx::Error>>()?;
+                let rows: Vec<_> = rows.into_iter().map(SqlRow::Postgres).collect();
+                let edges = all(&rows, edge)?;
                 sqlx::query(SNAPSHOT_AND_DELETE)
                     .bind(id)
                     .bind(audit.at.to_string())

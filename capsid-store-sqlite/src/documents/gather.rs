@@ -1,17 +1,16 @@
 //! The multi-part reads: packets (named documents, selections, links and edges from one read
-//! snapshot; the core decides what `brief` and `lint` select) and the keyset-paginated
-//! document pages of resources and prompts.
+//! snapshot; the core decides what `brief` and `lint` select). The edges' statements are
+//! the shared ones (`capsid_store_sql::documents::gather`).
 
-use capsid_core::docs::document::DocumentSummary;
 use capsid_core::ports::{
     DocWithActor, Kinds, Order, Packet, PacketRows, Prefix, Selection, StoreResult,
 };
+use capsid_store_sql::documents::{DANGLING_EDGES, EDGES, edges_on};
+use capsid_store_sql::{Row as SqlRow, doc_columns};
+use sqlx::QueryBuilder;
 use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
-use sqlx::{QueryBuilder, Row};
 
 use crate::error::DbResult;
-use capsid_store_sql::{Row as SqlRow, doc_columns, summary_columns};
-
 use crate::rows::{self, limit as sql_limit};
 use crate::store::SqliteStore;
 
@@ -110,49 +109,6 @@ pub(crate) fn push_selection(qb: &mut QueryBuilder<Sqlite>, selection: &Selectio
     }
 }
 
-/// Every edge with an end in the namespace (indexes `document_links_from`/`_to`).
-const EDGES_SQL: &str = "SELECT type, from_ns, from_path, to_ns, to_path FROM document_links \
-     WHERE from_ns = ?1 OR to_ns = ?1 ORDER BY type, from_ns, from_path, to_ns, to_path";
-
-/// Edges with an end in the namespace and an endpoint (either one) that does not exist.
-const DANGLING_SQL: &str = "SELECT l.type, l.from_ns, l.from_path, l.to_ns, l.to_path \
-     FROM document_links AS l WHERE (l.from_ns = ?1 OR l.to_ns = ?1) \
-     AND (NOT EXISTS (SELECT 1 FROM documents AS s WHERE s.namespace = l.from_ns AND s.path = l.from_path) \
-       OR NOT EXISTS (SELECT 1 FROM documents AS t WHERE t.namespace = l.to_ns AND t.path = l.to_path)) \
-     ORDER BY l.type, l.from_ns, l.from_path, l.to_ns, l.to_path";
-
-/// An edge as `(type, from_ns, from_path, to_ns, to_path)`.
-pub(crate) type EdgeTuple = (String, String, String, String, String);
-
-/// Maps a row selected as `type, from_ns, from_path, to_ns, to_path`.
-pub(crate) fn edge_tuple(row: SqliteRow) -> Result<EdgeTuple, sqlx::Error> {
-    edge_tuple_at(&row, 0)
-}
-
-/// Maps the five edge columns starting at column `first`.
-pub(crate) fn edge_tuple_at(row: &SqliteRow, first: usize) -> Result<EdgeTuple, sqlx::Error> {
-    Ok((
-        row.try_get(first)?,
-        row.try_get(first + 1)?,
-        row.try_get(first + 2)?,
-        row.try_get(first + 3)?,
-        row.try_get(first + 4)?,
-    ))
-}
-
-async fn edges_where(
-    conn: &mut SqliteConnection,
-    sql: &'static str,
-    namespace: &str,
-) -> StoreResult<Vec<EdgeTuple>> {
-    let found = sqlx::query(sql)
-        .bind(namespace)
-        .fetch_all(conn)
-        .await
-        .db()?;
-    rows::all(found, edge_tuple).db()
-}
-
 /// `DocumentStore::read_packet`: every part from one read transaction.
 pub(crate) async fn read_packet(store: &SqliteStore, packet: &Packet) -> StoreResult<PacketRows> {
     let mut tx = store.begin_read().await?;
@@ -175,47 +131,8 @@ pub(crate) async fn read_packet(store: &SqliteStore, packet: &Packet) -> StoreRe
         );
     }
     if let Some(namespace) = &packet.edges_of {
-        out.edges = edges_where(&mut tx, EDGES_SQL, namespace).await?;
-        out.dangling_edges = edges_where(&mut tx, DANGLING_SQL, namespace).await?;
+        out.edges = edges_on(&mut *tx, EDGES, namespace).await.db()?;
+        out.dangling_edges = edges_on(&mut *tx, DANGLING_EDGES, namespace).await.db()?;
     }
     Ok(out)
-}
-
-pub(crate) async fn page_documents(
-    store: &SqliteStore,
-    namespaces: Option<&[String]>,
-    doc_type: Option<&str>,
-    after: Option<(&str, &str)>,
-    limit: usize,
-) -> StoreResult<Vec<DocumentSummary>> {
-    if namespaces.is_some_and(<[String]>::is_empty) || limit == 0 {
-        return Ok(Vec::new());
-    }
-    let mut qb = QueryBuilder::<Sqlite>::new(concat!(
-        "SELECT ",
-        summary_columns!(),
-        " FROM documents WHERE 1 = 1"
-    ));
-    if let Some(namespaces) = namespaces {
-        qb.push(" AND namespace IN (");
-        let mut list = qb.separated(", ");
-        for namespace in namespaces {
-            list.push_bind(namespace.clone());
-        }
-        qb.push(")");
-    }
-    if let Some(doc_type) = doc_type {
-        qb.push(" AND type = ").push_bind(doc_type.to_owned());
-    }
-    if let Some((namespace, path)) = after {
-        qb.push(" AND (namespace, path) > (")
-            .push_bind(namespace.to_owned())
-            .push(", ")
-            .push_bind(path.to_owned())
-            .push(")");
-    }
-    qb.push(" ORDER BY namespace, path LIMIT ")
-        .push_bind(sql_limit(limit));
-    let found = qb.build().fetch_all(store.reader()).await.db()?;
-    rows::all(found, rows::summary).db()
 }

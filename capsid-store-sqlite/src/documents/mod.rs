@@ -171,7 +171,7 @@ impl DocumentStore for SqliteStore {
         after: Option<(&str, &str)>,
         limit: usize,
     ) -> StoreResult<Vec<DocumentSummary>> {
-        gather::page_documents(self, namespaces, doc_type, after, limit).await
+        capsid_store_sql::documents::page_documents(self, namespaces, doc_type, after, limit).await
     }
 
     async fn write_document(

@@ -4,16 +4,16 @@
 use capsid_core::docs::document::Document;
 use capsid_core::docs::packets::{DEFAULT_STATUS, DEFAULT_TYPE};
 use capsid_core::ports::{
-    AuditEntry, DocumentWrite, StoreError, StoreResult, WriteGuard, WriteReceipt,
+    AuditEntry, DocumentWrite, EdgeTuple, StoreError, StoreResult, WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
 use sqlx::Row;
 use sqlx::sqlite::SqliteConnection;
 
-use super::gather::{EdgeTuple, edge_tuple_at};
 use crate::error::{DbResult, conflict_or_backend};
 use capsid_store_sql::audit::insert as insert_audit;
-use capsid_store_sql::doc_columns;
+use capsid_store_sql::documents::edge;
+use capsid_store_sql::{Row as SqlRow, doc_columns};
 
 use crate::rows;
 use crate::store::{SqliteStore, commit};
@@ -262,8 +262,11 @@ pub(crate) async fn delete_document(
     .db()?;
     // In creation order.
     let mut numbered = removed
-        .iter()
-        .map(|row| Ok((row.try_get::<i64, _>("id")?, edge_tuple_at(row, 1)?)))
+        .into_iter()
+        .map(|row| {
+            let row = SqlRow::Sqlite(row);
+            Ok((row.int("id")?, edge(&row)?))
+        })
         .collect::<Result<Vec<(i64, EdgeTuple)>, sqlx::Error>>()
         .db()?;
     numbered.sort_by_key(|(id, _)| *id);
