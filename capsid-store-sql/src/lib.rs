@@ -28,9 +28,11 @@
 //! [`SkillStore`](capsid_core::ports::SkillStore),
 //! [`StoreGauges`](capsid_core::ports::StoreGauges),
 //! [`StoreHealth`](capsid_core::ports::StoreHealth) (what differs: each adapter's
-//! [`health::HealthEngine`]). The documents and jobs ports are still each adapter's; the
-//! documents port's reads both share (a document, its last actor, listings, versions, edges)
-//! are already here, in [`documents`], and each adapter's impl calls them.
+//! [`health::HealthEngine`]). The documents and jobs ports are still each adapter's impl, but
+//! what of them both engines share is here and the impls call it: [`documents`] (the row
+//! mappers, point reads, listings, versions, edges, pages) and [`jobs`] (the row mappers,
+//! reads, counts, outcomes and the outcome record). Search, globbing, the read cache, the
+//! packet's snapshot, the writes, claims and transitions stay each adapter's.
 
 #![forbid(unsafe_code)]
 
@@ -64,822 +66,743 @@ pub use row::{Row, all};
 pub use stmt::{Arg, Kind, Stmt, ToArg};
 
 /// Implements, for the adapter's store type `$store` (an [`Engine`]), every port whose SQL
-/// lives in this crate, each method calling its function here.
+/// lives in this crate, each method calling its function here. The core's types are
+/// imported once, in an anonymous `const` block that scopes them to the impls.
 #[macro_export]
 macro_rules! sql_ports {
     ($store:ty) => {
-        #[async_trait::async_trait]
-        impl capsid_core::ports::AgentStore for $store {
-            async fn agent_by_key_hash(
-                &self,
-                key_hash: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AgentRow>> {
-                $crate::Engine::agent_by_key_hash_cached(self, key_hash).await
-            }
-            async fn agent_by_name(
-                &self,
-                name: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AgentRow>> {
-                $crate::agents::agent_by_name(self, name).await
-            }
-            async fn agents(
-                &self,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::AgentRow>> {
-                $crate::agents::agents(self).await
-            }
-            async fn touch_agent(
-                &self,
-                id: &str,
-                at: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::agents::touch_agent(self, id, at).await
-            }
-            async fn mint_agent(
-                &self,
-                agent: capsid_core::ports::NewAgent,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<capsid_core::ports::AgentRow> {
-                $crate::agents::mint_agent(self, agent, audit).await
-            }
-            async fn revoke_agent(
-                &self,
-                id: &str,
-                at: capsid_core::time::Timestamp,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AgentRow>> {
-                $crate::agents::revoke_agent(self, id, at, audit).await
-            }
-            async fn rescope_agent(
-                &self,
-                id: &str,
-                expected_scopes: &str,
-                scopes: &str,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AgentRow>> {
-                $crate::agents::rescope_agent(self, id, expected_scopes, scopes, audit).await
-            }
-        }
+        const _: () = {
+            use capsid_core::backup::retention::PruneCutoffs;
+            use capsid_core::backup::tables::TableSpec;
+            use capsid_core::checkmarks::CiStatus;
+            use capsid_core::ports::{
+                Advance, Advanced, AgentRow, AgentStore, AttemptRow, AuditEntry, AuditFilter,
+                AuditLog, AuditRow, BackupStore, CheckmarkStore, CheckmarkTransition,
+                CheckmarkView, CheckpointAuditFn, CiStore, CodeRow, ConsoleSessionRow,
+                DocumentWrite, DumpSink, ImproveRunTotals, ImproveStore, IntakeChange,
+                IntakeIssueRow, IntakeStore, JobGaugeRow, LeaderLease, LogEntryRow, LoginStateRow,
+                NamespaceBudget, NamespaceRow, NamespaceSpend, NamespaceStore, NewAgent,
+                NewAttempt, NewCheckpoint, NewGrant, NewIntakeIssue, NewReview, NewRun, NewToken,
+                OAuthClientRow, OAuthStore, PendingCi, PoolUsage, Proposed, ProposedSkill, Pruned,
+                Redemption, ReviewRow, ReviewStore, Rotation, RowSource, RunOpened, RunRow,
+                RunStore, RunUpdate, ScoreRow, SettingChange, SettingsStore, SharedEntry,
+                SkillEditRow, SkillEvaluationRow, SkillFailureRow, SkillOfferRow, SkillRow,
+                SkillSource, SkillSourceStore, SkillStore, StoreGauges, StoreHealth, StoreResult,
+                TokenRow, TransferError,
+            };
+            use capsid_core::time::Timestamp;
 
-        #[async_trait::async_trait]
-        impl capsid_core::ports::AuditLog for $store {
-            async fn append_audit(
-                &self,
-                entry: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::audit::append_audit(self, entry).await
+            #[async_trait::async_trait]
+            impl AgentStore for $store {
+                async fn agent_by_key_hash(&self, key_hash: &str) -> StoreResult<Option<AgentRow>> {
+                    $crate::Engine::agent_by_key_hash_cached(self, key_hash).await
+                }
+                async fn agent_by_name(&self, name: &str) -> StoreResult<Option<AgentRow>> {
+                    $crate::agents::agent_by_name(self, name).await
+                }
+                async fn agents(&self) -> StoreResult<Vec<AgentRow>> {
+                    $crate::agents::agents(self).await
+                }
+                async fn touch_agent(&self, id: &str, at: Timestamp) -> StoreResult<()> {
+                    $crate::agents::touch_agent(self, id, at).await
+                }
+                async fn mint_agent(
+                    &self,
+                    agent: NewAgent,
+                    audit: AuditEntry,
+                ) -> StoreResult<AgentRow> {
+                    $crate::agents::mint_agent(self, agent, audit).await
+                }
+                async fn revoke_agent(
+                    &self,
+                    id: &str,
+                    at: Timestamp,
+                    audit: AuditEntry,
+                ) -> StoreResult<Option<AgentRow>> {
+                    $crate::agents::revoke_agent(self, id, at, audit).await
+                }
+                async fn rescope_agent(
+                    &self,
+                    id: &str,
+                    expected_scopes: &str,
+                    scopes: &str,
+                    audit: AuditEntry,
+                ) -> StoreResult<Option<AgentRow>> {
+                    $crate::agents::rescope_agent(self, id, expected_scopes, scopes, audit).await
+                }
             }
-            async fn recent_audit(
-                &self,
-                filter: &capsid_core::ports::AuditFilter,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::AuditRow>> {
-                $crate::audit::recent_audit(self, filter, limit).await
-            }
-            async fn newest_audit(
-                &self,
-                action: &str,
-                namespace: &str,
-                path: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AuditRow>> {
-                $crate::audit::newest_audit(self, action, namespace, path).await
-            }
-        }
 
-        #[async_trait::async_trait]
-        impl capsid_core::ports::CiStore for $store {
-            async fn pending_ci(
-                &self,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::PendingCi>> {
-                $crate::ci::pending_ci(self, limit).await
+            #[async_trait::async_trait]
+            impl AuditLog for $store {
+                async fn append_audit(&self, entry: AuditEntry) -> StoreResult<()> {
+                    $crate::audit::append_audit(self, entry).await
+                }
+                async fn recent_audit(
+                    &self,
+                    filter: &AuditFilter,
+                    limit: usize,
+                ) -> StoreResult<Vec<AuditRow>> {
+                    $crate::audit::recent_audit(self, filter, limit).await
+                }
+                async fn newest_audit(
+                    &self,
+                    action: &str,
+                    namespace: &str,
+                    path: &str,
+                ) -> StoreResult<Option<AuditRow>> {
+                    $crate::audit::newest_audit(self, action, namespace, path).await
+                }
             }
-            async fn record_ci(
-                &self,
-                id: i64,
-                status: capsid_core::checkmarks::CiStatus,
-                at: capsid_core::time::Timestamp,
-                audit: Option<capsid_core::ports::AuditEntry>,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::ci::record_ci(self, id, status, at, audit).await
-            }
-        }
 
-        #[async_trait::async_trait]
-        impl capsid_core::ports::NamespaceStore for $store {
-            async fn namespaces(
-                &self,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::NamespaceRow>> {
-                $crate::namespaces::namespaces(self).await
+            #[async_trait::async_trait]
+            impl CiStore for $store {
+                async fn pending_ci(&self, limit: usize) -> StoreResult<Vec<PendingCi>> {
+                    $crate::ci::pending_ci(self, limit).await
+                }
+                async fn record_ci(
+                    &self,
+                    id: i64,
+                    status: CiStatus,
+                    at: Timestamp,
+                    audit: Option<AuditEntry>,
+                ) -> StoreResult<bool> {
+                    $crate::ci::record_ci(self, id, status, at, audit).await
+                }
             }
-            async fn namespace(
-                &self,
-                name: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::NamespaceRow>> {
-                $crate::namespaces::namespace(self, name).await
-            }
-            async fn namespace_exists(&self, name: &str) -> capsid_core::ports::StoreResult<bool> {
-                $crate::namespaces::namespace_exists(self, name).await
-            }
-            async fn register_namespace(
-                &self,
-                name: &str,
-                repos_json: &str,
-                at: capsid_core::time::Timestamp,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::namespaces::register_namespace(self, name, repos_json, at, audit).await
-            }
-            async fn update_namespace(
-                &self,
-                name: &str,
-                repos_json: &str,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<Option<String>> {
-                $crate::namespaces::update_namespace(self, name, repos_json, audit).await
-            }
-            async fn set_namespace_runner(
-                &self,
-                name: &str,
-                runner_json: Option<String>,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<Option<String>> {
-                $crate::namespaces::set_namespace_runner(self, name, runner_json, audit).await
-            }
-            async fn set_namespace_budget(
-                &self,
-                name: &str,
-                budget_usd: Option<f64>,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<Option<f64>> {
-                $crate::namespaces::set_namespace_budget(self, name, budget_usd, audit).await
-            }
-            async fn spend_since(
-                &self,
-                since: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::NamespaceSpend>> {
-                $crate::namespaces::spend_since(self, since).await
-            }
-            async fn namespace_budget(
-                &self,
-                name: &str,
-                since: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::NamespaceBudget>> {
-                $crate::namespaces::namespace_budget(self, name, since).await
-            }
-        }
 
-        #[async_trait::async_trait]
-        impl capsid_core::ports::SettingsStore for $store {
-            async fn setting(
-                &self,
-                key: &str,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<Option<String>> {
-                $crate::settings::setting(self, key, now).await
+            #[async_trait::async_trait]
+            impl NamespaceStore for $store {
+                async fn namespaces(&self) -> StoreResult<Vec<NamespaceRow>> {
+                    $crate::namespaces::namespaces(self).await
+                }
+                async fn namespace(&self, name: &str) -> StoreResult<Option<NamespaceRow>> {
+                    $crate::namespaces::namespace(self, name).await
+                }
+                async fn namespace_exists(&self, name: &str) -> StoreResult<bool> {
+                    $crate::namespaces::namespace_exists(self, name).await
+                }
+                async fn register_namespace(
+                    &self,
+                    name: &str,
+                    repos_json: &str,
+                    at: Timestamp,
+                    audit: AuditEntry,
+                ) -> StoreResult<()> {
+                    $crate::namespaces::register_namespace(self, name, repos_json, at, audit).await
+                }
+                async fn update_namespace(
+                    &self,
+                    name: &str,
+                    repos_json: &str,
+                    audit: AuditEntry,
+                ) -> StoreResult<Option<String>> {
+                    $crate::namespaces::update_namespace(self, name, repos_json, audit).await
+                }
+                async fn set_namespace_runner(
+                    &self,
+                    name: &str,
+                    runner_json: Option<String>,
+                    audit: AuditEntry,
+                ) -> StoreResult<Option<String>> {
+                    $crate::namespaces::set_namespace_runner(self, name, runner_json, audit).await
+                }
+                async fn set_namespace_budget(
+                    &self,
+                    name: &str,
+                    budget_usd: Option<f64>,
+                    audit: AuditEntry,
+                ) -> StoreResult<Option<f64>> {
+                    $crate::namespaces::set_namespace_budget(self, name, budget_usd, audit).await
+                }
+                async fn spend_since(&self, since: Timestamp) -> StoreResult<Vec<NamespaceSpend>> {
+                    $crate::namespaces::spend_since(self, since).await
+                }
+                async fn namespace_budget(
+                    &self,
+                    name: &str,
+                    since: Timestamp,
+                ) -> StoreResult<Option<NamespaceBudget>> {
+                    $crate::namespaces::namespace_budget(self, name, since).await
+                }
             }
-            async fn put_setting(
-                &self,
-                key: &str,
-                value: &str,
-                expires_at: Option<capsid_core::time::Timestamp>,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::settings::put_setting(self, key, value, expires_at).await
-            }
-            async fn delete_setting(&self, key: &str) -> capsid_core::ports::StoreResult<()> {
-                $crate::settings::delete_setting(self, key).await
-            }
-            async fn compare_and_set_setting(
-                &self,
-                key: &str,
-                expected: Option<&str>,
-                new: Option<&str>,
-                expires_at: Option<capsid_core::time::Timestamp>,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::settings::compare_and_set_setting(self, key, expected, new, expires_at, now)
+
+            #[async_trait::async_trait]
+            impl SettingsStore for $store {
+                async fn setting(&self, key: &str, now: Timestamp) -> StoreResult<Option<String>> {
+                    $crate::settings::setting(self, key, now).await
+                }
+                async fn put_setting(
+                    &self,
+                    key: &str,
+                    value: &str,
+                    expires_at: Option<Timestamp>,
+                ) -> StoreResult<()> {
+                    $crate::settings::put_setting(self, key, value, expires_at).await
+                }
+                async fn delete_setting(&self, key: &str) -> StoreResult<()> {
+                    $crate::settings::delete_setting(self, key).await
+                }
+                async fn compare_and_set_setting(
+                    &self,
+                    key: &str,
+                    expected: Option<&str>,
+                    new: Option<&str>,
+                    expires_at: Option<Timestamp>,
+                    now: Timestamp,
+                ) -> StoreResult<bool> {
+                    $crate::settings::compare_and_set_setting(
+                        self, key, expected, new, expires_at, now,
+                    )
                     .await
-            }
-            async fn change_settings(
-                &self,
-                changes: &[capsid_core::ports::SettingChange],
-                audit: capsid_core::ports::AuditEntry,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::settings::change_settings_audited(
-                    self,
-                    changes,
-                    std::slice::from_ref(&audit),
-                    now,
-                )
-                .await
-            }
-            async fn change_settings_audited(
-                &self,
-                changes: &[capsid_core::ports::SettingChange],
-                audits: &[capsid_core::ports::AuditEntry],
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::settings::change_settings_audited(self, changes, audits, now).await
-            }
-            async fn claim_nonce(
-                &self,
-                scope: &str,
-                jti: &str,
-                at: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::settings::claim_nonce(self, scope, jti, at).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::LeaderLease for $store {
-            async fn acquire_lease(
-                &self,
-                name: &str,
-                holder: &str,
-                now: capsid_core::time::Timestamp,
-                until: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::settings::acquire_lease(self, name, holder, now, until).await
-            }
-            async fn release_lease(
-                &self,
-                name: &str,
-                holder: &str,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::settings::release_lease(self, name, holder).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::StoreGauges for $store {
-            async fn job_gauges(
-                &self,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::JobGaugeRow>> {
-                $crate::gauges::job_gauges(self, now).await
-            }
-            fn pool_usage(&self) -> Vec<capsid_core::ports::PoolUsage> {
-                $crate::Engine::pool_usage(self)
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::IntakeStore for $store {
-            async fn record_intake(
-                &self,
-                issue: capsid_core::ports::NewIntakeIssue,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::intake::record_intake(self, issue, audit).await
-            }
-            async fn intake_issue(
-                &self,
-                repo: &str,
-                number: u64,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::IntakeIssueRow>> {
-                $crate::intake::intake_issue(self, repo, number).await
-            }
-            async fn open_intake(
-                &self,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::IntakeIssueRow>> {
-                $crate::intake::open_intake(self, limit).await
-            }
-            async fn update_intake(
-                &self,
-                repo: &str,
-                number: u64,
-                change: capsid_core::ports::IntakeChange,
-                at: capsid_core::time::Timestamp,
-                audit: Option<capsid_core::ports::AuditEntry>,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::intake::update_intake(self, repo, number, change, at, audit).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::ReviewStore for $store {
-            async fn record_review(
-                &self,
-                review: capsid_core::ports::NewReview,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::reviews::record_review(self, review, audit).await
-            }
-            async fn reviews(
-                &self,
-                repo: &str,
-                number: u64,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ReviewRow>> {
-                $crate::reviews::reviews(self, repo, number, limit).await
-            }
-            async fn head_reviews(
-                &self,
-                namespace: &str,
-                head_sha: &str,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ReviewRow>> {
-                $crate::reviews::head_reviews(self, namespace, head_sha, limit).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::CheckmarkStore for $store {
-            async fn checkpoint(
-                &self,
-                checkpoint: capsid_core::ports::NewCheckpoint,
-                audit: capsid_core::ports::CheckpointAuditFn,
-            ) -> capsid_core::ports::StoreResult<capsid_core::ports::CheckmarkView> {
-                $crate::checkmarks::checkpoint(self, checkpoint, audit).await
-            }
-            async fn checkmark(
-                &self,
-                namespace: &str,
-                agent: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::CheckmarkView>> {
-                $crate::checkmarks::checkmark(self, namespace, agent).await
-            }
-            async fn checkmarks(
-                &self,
-                namespace: &str,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::CheckmarkView>> {
-                $crate::checkmarks::checkmarks(self, namespace, limit).await
-            }
-            async fn log_entries(
-                &self,
-                namespace: &str,
-                agent: &str,
-                before: Option<i64>,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::LogEntryRow>> {
-                $crate::checkmarks::log_entries(self, namespace, agent, before, limit).await
-            }
-            async fn global_entries(
-                &self,
-                namespace: Option<&str>,
-                before: Option<i64>,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::LogEntryRow>> {
-                $crate::checkmarks::global_entries(self, namespace, before, limit).await
-            }
-            async fn transition_checkmark(
-                &self,
-                transition: capsid_core::ports::CheckmarkTransition,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::CheckmarkView>> {
-                $crate::checkmarks::transition_checkmark(self, transition).await
-            }
-            async fn shared_entry(
-                &self,
-                key: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SharedEntry>> {
-                $crate::checkmarks::shared_entry(self, key).await
-            }
-            async fn shared_entries(
-                &self,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SharedEntry>> {
-                $crate::checkmarks::shared_entries(self, limit).await
-            }
-            async fn set_shared(
-                &self,
-                entry: capsid_core::ports::SharedEntry,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SharedEntry>> {
-                $crate::checkmarks::set_shared(self, entry, audit).await
-            }
-            async fn delete_shared(
-                &self,
-                key: &str,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SharedEntry>> {
-                $crate::checkmarks::delete_shared(self, key, audit).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::ImproveStore for $store {
-            async fn run_totals(
-                &self,
-                since: Option<capsid_core::time::Timestamp>,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ImproveRunTotals>> {
-                $crate::improve::run_totals(self, since).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::SkillStore for $store {
-            async fn insert_skill(
-                &self,
-                skill: capsid_core::ports::SkillRow,
-                at: capsid_core::time::Timestamp,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::improve::insert_skill(self, skill, at, audit).await
-            }
-            async fn skills(
-                &self,
-                status: Option<&str>,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillRow>> {
-                $crate::improve::skills(self, status).await
-            }
-            async fn record_evaluation(
-                &self,
-                evaluation: capsid_core::ports::SkillEvaluationRow,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::improve::record_evaluation(self, evaluation, audit).await
-            }
-            async fn evaluations(
-                &self,
-                skill: &str,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillEvaluationRow>> {
-                $crate::improve::evaluations(self, skill).await
-            }
-            async fn set_skill_status(
-                &self,
-                skill: &str,
-                from: &str,
-                to: &str,
-                at: capsid_core::time::Timestamp,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::improve::set_skill_status(self, skill, from, to, at, audit).await
-            }
-            async fn skill(
-                &self,
-                id: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SkillRow>> {
-                $crate::improve::skill_by_id(self, id).await
-            }
-            async fn record_skill_edit(
-                &self,
-                edit: capsid_core::ports::SkillEditRow,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::improve::record_skill_edit(self, edit, audit).await
-            }
-            async fn accept_skill_edit(
-                &self,
-                edit: capsid_core::ports::SkillEditRow,
-                body: capsid_core::ports::DocumentWrite,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::improve::accept_skill_edit(self, edit, body, audit).await
-            }
-            async fn skill_edits(
-                &self,
-                skill: &str,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillEditRow>> {
-                $crate::improve::skill_edits(self, skill, limit).await
-            }
-            async fn record_skill_failure(
-                &self,
-                failure: capsid_core::ports::SkillFailureRow,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::improve::record_skill_failure(self, failure, audit).await
-            }
-            async fn skill_failures(
-                &self,
-                skill: &str,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillFailureRow>> {
-                $crate::improve::skill_failures(self, skill, limit).await
-            }
-            async fn credit_skill(
-                &self,
-                skill: &str,
-                win: bool,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::improve::credit_skill(self, skill, win, audit).await
-            }
-            async fn last_evaluation(
-                &self,
-                namespace: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::SkillEvaluationRow>>
-            {
-                $crate::improve::last_evaluation(self, namespace).await
-            }
-            async fn skill_offers(
-                &self,
-                namespace: &str,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillOfferRow>> {
-                $crate::improve::skill_offers(self, namespace, limit).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::RunStore for $store {
-            async fn open_run(
-                &self,
-                run: capsid_core::ports::NewRun,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<capsid_core::ports::RunOpened> {
-                $crate::runs::open_run(self, run, audit).await
-            }
-            async fn add_attempt(
-                &self,
-                attempt: capsid_core::ports::NewAttempt,
-                run: capsid_core::ports::RunUpdate,
-                audit: capsid_core::ports::AuditEntry,
-            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Advanced> {
-                $crate::runs::add_attempt(self, attempt, run, audit).await
-            }
-            async fn advance(
-                &self,
-                advance: capsid_core::ports::Advance,
-            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Advanced> {
-                $crate::runs::advance(self, advance).await
-            }
-            async fn run(
-                &self,
-                id: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::RunRow>> {
-                $crate::runs::run(self, id).await
-            }
-            async fn live_run(
-                &self,
-                namespace: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::RunRow>> {
-                $crate::runs::live_run(self, namespace).await
-            }
-            async fn runs(
-                &self,
-                namespace: Option<&str>,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::RunRow>> {
-                $crate::runs::runs(self, namespace, limit).await
-            }
-            async fn attempt(
-                &self,
-                id: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::AttemptRow>> {
-                $crate::runs::attempt(self, id).await
-            }
-            async fn attempts(
-                &self,
-                run_id: &str,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::AttemptRow>> {
-                $crate::runs::attempts(self, run_id).await
-            }
-            async fn scores(
-                &self,
-                run_id: &str,
-                attempt_id: Option<&str>,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::ScoreRow>> {
-                $crate::runs::scores(self, run_id, attempt_id).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::SkillSourceStore for $store {
-            async fn kept_attempt_sources(
-                &self,
-                kept_status: &str,
-                spent_prefix: &str,
-                only: Option<&str>,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillSource>> {
-                $crate::abstraction::kept_attempt_sources(
-                    self,
-                    kept_status,
-                    spent_prefix,
-                    only,
-                    limit,
-                )
-                .await
-            }
-            async fn verified_job_sources(
-                &self,
-                done_status: &str,
-                verdict: &str,
-                spent_prefix: &str,
-                only: Option<&str>,
-                limit: usize,
-            ) -> capsid_core::ports::StoreResult<Vec<capsid_core::ports::SkillSource>> {
-                $crate::abstraction::verified_job_sources(
-                    self,
-                    done_status,
-                    verdict,
-                    spent_prefix,
-                    only,
-                    limit,
-                )
-                .await
-            }
-            async fn insert_proposed_skill(
-                &self,
-                proposal: capsid_core::ports::ProposedSkill,
-            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Proposed> {
-                $crate::abstraction::insert_proposed_skill(self, proposal).await
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl capsid_core::ports::OAuthStore for $store {
-            async fn insert_client(
-                &self,
-                client: capsid_core::ports::OAuthClientRow,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::oauth::insert_client(self, client).await
-            }
-            async fn client(
-                &self,
-                client_id: &str,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::OAuthClientRow>> {
-                $crate::oauth::client_of(self, client_id, now).await
-            }
-            async fn bump_counter(
-                &self,
-                key: &str,
-                now: capsid_core::time::Timestamp,
-                expires_at: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<u64> {
-                $crate::oauth::bump_counter(self, key, now, expires_at).await
-            }
-            async fn put_login_state(
-                &self,
-                state: capsid_core::ports::LoginStateRow,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::oauth::put_login_state(self, state).await
-            }
-            async fn login_state(
-                &self,
-                state_hash: &str,
-                purpose: &str,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::LoginStateRow>> {
-                $crate::oauth::login_state(self, state_hash, purpose, now).await
-            }
-            async fn take_login_state(
-                &self,
-                state_hash: &str,
-                purpose: &str,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::LoginStateRow>> {
-                $crate::oauth::take_login_state(self, state_hash, purpose, now).await
-            }
-            async fn approve_client(
-                &self,
-                tag: &str,
-                client_id: &str,
-                at: capsid_core::time::Timestamp,
-                expires_at: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::oauth::approve_client(self, tag, client_id, at, expires_at).await
-            }
-            async fn approval(
-                &self,
-                tag: &str,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::oauth::approval(self, tag, now).await
-            }
-            async fn insert_code(
-                &self,
-                code: capsid_core::ports::CodeRow,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::oauth::insert_code(self, code).await
-            }
-            async fn code(
-                &self,
-                code_hash: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::CodeRow>> {
-                $crate::oauth::code_of(self, code_hash).await
-            }
-            async fn redeem_code(
-                &self,
-                code_hash: &str,
-                now: capsid_core::time::Timestamp,
-                grant: capsid_core::ports::NewGrant,
-                tokens: Vec<capsid_core::ports::NewToken>,
-                client_expires_at: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Redemption> {
-                $crate::oauth::redeem_code(self, code_hash, now, grant, tokens, client_expires_at)
+                }
+                async fn change_settings(
+                    &self,
+                    changes: &[SettingChange],
+                    audit: AuditEntry,
+                    now: Timestamp,
+                ) -> StoreResult<bool> {
+                    $crate::settings::change_settings_audited(
+                        self,
+                        changes,
+                        std::slice::from_ref(&audit),
+                        now,
+                    )
                     .await
+                }
+                async fn change_settings_audited(
+                    &self,
+                    changes: &[SettingChange],
+                    audits: &[AuditEntry],
+                    now: Timestamp,
+                ) -> StoreResult<bool> {
+                    $crate::settings::change_settings_audited(self, changes, audits, now).await
+                }
+                async fn claim_nonce(
+                    &self,
+                    scope: &str,
+                    jti: &str,
+                    at: Timestamp,
+                ) -> StoreResult<bool> {
+                    $crate::settings::claim_nonce(self, scope, jti, at).await
+                }
             }
-            async fn token(
-                &self,
-                token_hash: &str,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::TokenRow>> {
-                $crate::oauth::token_of(self, token_hash).await
+
+            #[async_trait::async_trait]
+            impl LeaderLease for $store {
+                async fn acquire_lease(
+                    &self,
+                    name: &str,
+                    holder: &str,
+                    now: Timestamp,
+                    until: Timestamp,
+                ) -> StoreResult<bool> {
+                    $crate::settings::acquire_lease(self, name, holder, now, until).await
+                }
+                async fn release_lease(&self, name: &str, holder: &str) -> StoreResult<()> {
+                    $crate::settings::release_lease(self, name, holder).await
+                }
             }
-            async fn rotate_refresh(
-                &self,
-                token_hash: &str,
-                now: capsid_core::time::Timestamp,
-                tokens: Vec<capsid_core::ports::NewToken>,
-                client_expires_at: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Rotation> {
-                $crate::oauth::rotate_refresh(self, token_hash, now, tokens, client_expires_at)
+
+            #[async_trait::async_trait]
+            impl StoreGauges for $store {
+                async fn job_gauges(&self, now: Timestamp) -> StoreResult<Vec<JobGaugeRow>> {
+                    $crate::gauges::job_gauges(self, now).await
+                }
+                fn pool_usage(&self) -> Vec<PoolUsage> {
+                    $crate::Engine::pool_usage(self)
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl IntakeStore for $store {
+                async fn record_intake(
+                    &self,
+                    issue: NewIntakeIssue,
+                    audit: AuditEntry,
+                ) -> StoreResult<bool> {
+                    $crate::intake::record_intake(self, issue, audit).await
+                }
+                async fn intake_issue(
+                    &self,
+                    repo: &str,
+                    number: u64,
+                ) -> StoreResult<Option<IntakeIssueRow>> {
+                    $crate::intake::intake_issue(self, repo, number).await
+                }
+                async fn open_intake(&self, limit: usize) -> StoreResult<Vec<IntakeIssueRow>> {
+                    $crate::intake::open_intake(self, limit).await
+                }
+                async fn update_intake(
+                    &self,
+                    repo: &str,
+                    number: u64,
+                    change: IntakeChange,
+                    at: Timestamp,
+                    audit: Option<AuditEntry>,
+                ) -> StoreResult<bool> {
+                    $crate::intake::update_intake(self, repo, number, change, at, audit).await
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl ReviewStore for $store {
+                async fn record_review(
+                    &self,
+                    review: NewReview,
+                    audit: AuditEntry,
+                ) -> StoreResult<()> {
+                    $crate::reviews::record_review(self, review, audit).await
+                }
+                async fn reviews(
+                    &self,
+                    repo: &str,
+                    number: u64,
+                    limit: usize,
+                ) -> StoreResult<Vec<ReviewRow>> {
+                    $crate::reviews::reviews(self, repo, number, limit).await
+                }
+                async fn head_reviews(
+                    &self,
+                    namespace: &str,
+                    head_sha: &str,
+                    limit: usize,
+                ) -> StoreResult<Vec<ReviewRow>> {
+                    $crate::reviews::head_reviews(self, namespace, head_sha, limit).await
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl CheckmarkStore for $store {
+                async fn checkpoint(
+                    &self,
+                    checkpoint: NewCheckpoint,
+                    audit: CheckpointAuditFn,
+                ) -> StoreResult<CheckmarkView> {
+                    $crate::checkmarks::checkpoint(self, checkpoint, audit).await
+                }
+                async fn checkmark(
+                    &self,
+                    namespace: &str,
+                    agent: &str,
+                ) -> StoreResult<Option<CheckmarkView>> {
+                    $crate::checkmarks::checkmark(self, namespace, agent).await
+                }
+                async fn checkmarks(
+                    &self,
+                    namespace: &str,
+                    limit: usize,
+                ) -> StoreResult<Vec<CheckmarkView>> {
+                    $crate::checkmarks::checkmarks(self, namespace, limit).await
+                }
+                async fn log_entries(
+                    &self,
+                    namespace: &str,
+                    agent: &str,
+                    before: Option<i64>,
+                    limit: usize,
+                ) -> StoreResult<Vec<LogEntryRow>> {
+                    $crate::checkmarks::log_entries(self, namespace, agent, before, limit).await
+                }
+                async fn global_entries(
+                    &self,
+                    namespace: Option<&str>,
+                    before: Option<i64>,
+                    limit: usize,
+                ) -> StoreResult<Vec<LogEntryRow>> {
+                    $crate::checkmarks::global_entries(self, namespace, before, limit).await
+                }
+                async fn transition_checkmark(
+                    &self,
+                    transition: CheckmarkTransition,
+                ) -> StoreResult<Option<CheckmarkView>> {
+                    $crate::checkmarks::transition_checkmark(self, transition).await
+                }
+                async fn shared_entry(&self, key: &str) -> StoreResult<Option<SharedEntry>> {
+                    $crate::checkmarks::shared_entry(self, key).await
+                }
+                async fn shared_entries(&self, limit: usize) -> StoreResult<Vec<SharedEntry>> {
+                    $crate::checkmarks::shared_entries(self, limit).await
+                }
+                async fn set_shared(
+                    &self,
+                    entry: SharedEntry,
+                    audit: AuditEntry,
+                ) -> StoreResult<Option<SharedEntry>> {
+                    $crate::checkmarks::set_shared(self, entry, audit).await
+                }
+                async fn delete_shared(
+                    &self,
+                    key: &str,
+                    audit: AuditEntry,
+                ) -> StoreResult<Option<SharedEntry>> {
+                    $crate::checkmarks::delete_shared(self, key, audit).await
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl ImproveStore for $store {
+                async fn run_totals(
+                    &self,
+                    since: Option<Timestamp>,
+                ) -> StoreResult<Vec<ImproveRunTotals>> {
+                    $crate::improve::run_totals(self, since).await
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl SkillStore for $store {
+                async fn insert_skill(
+                    &self,
+                    skill: SkillRow,
+                    at: Timestamp,
+                    audit: AuditEntry,
+                ) -> StoreResult<()> {
+                    $crate::improve::insert_skill(self, skill, at, audit).await
+                }
+                async fn skills(&self, status: Option<&str>) -> StoreResult<Vec<SkillRow>> {
+                    $crate::improve::skills(self, status).await
+                }
+                async fn record_evaluation(
+                    &self,
+                    evaluation: SkillEvaluationRow,
+                    audit: AuditEntry,
+                ) -> StoreResult<()> {
+                    $crate::improve::record_evaluation(self, evaluation, audit).await
+                }
+                async fn evaluations(&self, skill: &str) -> StoreResult<Vec<SkillEvaluationRow>> {
+                    $crate::improve::evaluations(self, skill).await
+                }
+                async fn set_skill_status(
+                    &self,
+                    skill: &str,
+                    from: &str,
+                    to: &str,
+                    at: Timestamp,
+                    audit: AuditEntry,
+                ) -> StoreResult<bool> {
+                    $crate::improve::set_skill_status(self, skill, from, to, at, audit).await
+                }
+                async fn skill(&self, id: &str) -> StoreResult<Option<SkillRow>> {
+                    $crate::improve::skill_by_id(self, id).await
+                }
+                async fn record_skill_edit(
+                    &self,
+                    edit: SkillEditRow,
+                    audit: AuditEntry,
+                ) -> StoreResult<()> {
+                    $crate::improve::record_skill_edit(self, edit, audit).await
+                }
+                async fn accept_skill_edit(
+                    &self,
+                    edit: SkillEditRow,
+                    body: DocumentWrite,
+                    audit: AuditEntry,
+                ) -> StoreResult<bool> {
+                    $crate::improve::accept_skill_edit(self, edit, body, audit).await
+                }
+                async fn skill_edits(
+                    &self,
+                    skill: &str,
+                    limit: usize,
+                ) -> StoreResult<Vec<SkillEditRow>> {
+                    $crate::improve::skill_edits(self, skill, limit).await
+                }
+                async fn record_skill_failure(
+                    &self,
+                    failure: SkillFailureRow,
+                    audit: AuditEntry,
+                ) -> StoreResult<()> {
+                    $crate::improve::record_skill_failure(self, failure, audit).await
+                }
+                async fn skill_failures(
+                    &self,
+                    skill: &str,
+                    limit: usize,
+                ) -> StoreResult<Vec<SkillFailureRow>> {
+                    $crate::improve::skill_failures(self, skill, limit).await
+                }
+                async fn credit_skill(
+                    &self,
+                    skill: &str,
+                    win: bool,
+                    audit: AuditEntry,
+                ) -> StoreResult<bool> {
+                    $crate::improve::credit_skill(self, skill, win, audit).await
+                }
+                async fn last_evaluation(
+                    &self,
+                    namespace: &str,
+                ) -> StoreResult<Option<SkillEvaluationRow>> {
+                    $crate::improve::last_evaluation(self, namespace).await
+                }
+                async fn skill_offers(
+                    &self,
+                    namespace: &str,
+                    limit: usize,
+                ) -> StoreResult<Vec<SkillOfferRow>> {
+                    $crate::improve::skill_offers(self, namespace, limit).await
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl RunStore for $store {
+                async fn open_run(&self, run: NewRun, audit: AuditEntry) -> StoreResult<RunOpened> {
+                    $crate::runs::open_run(self, run, audit).await
+                }
+                async fn add_attempt(
+                    &self,
+                    attempt: NewAttempt,
+                    run: RunUpdate,
+                    audit: AuditEntry,
+                ) -> StoreResult<Advanced> {
+                    $crate::runs::add_attempt(self, attempt, run, audit).await
+                }
+                async fn advance(&self, advance: Advance) -> StoreResult<Advanced> {
+                    $crate::runs::advance(self, advance).await
+                }
+                async fn run(&self, id: &str) -> StoreResult<Option<RunRow>> {
+                    $crate::runs::run(self, id).await
+                }
+                async fn live_run(&self, namespace: &str) -> StoreResult<Option<RunRow>> {
+                    $crate::runs::live_run(self, namespace).await
+                }
+                async fn runs(
+                    &self,
+                    namespace: Option<&str>,
+                    limit: usize,
+                ) -> StoreResult<Vec<RunRow>> {
+                    $crate::runs::runs(self, namespace, limit).await
+                }
+                async fn attempt(&self, id: &str) -> StoreResult<Option<AttemptRow>> {
+                    $crate::runs::attempt(self, id).await
+                }
+                async fn attempts(&self, run_id: &str) -> StoreResult<Vec<AttemptRow>> {
+                    $crate::runs::attempts(self, run_id).await
+                }
+                async fn scores(
+                    &self,
+                    run_id: &str,
+                    attempt_id: Option<&str>,
+                ) -> StoreResult<Vec<ScoreRow>> {
+                    $crate::runs::scores(self, run_id, attempt_id).await
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl SkillSourceStore for $store {
+                async fn kept_attempt_sources(
+                    &self,
+                    kept_status: &str,
+                    spent_prefix: &str,
+                    only: Option<&str>,
+                    limit: usize,
+                ) -> StoreResult<Vec<SkillSource>> {
+                    $crate::abstraction::kept_attempt_sources(
+                        self,
+                        kept_status,
+                        spent_prefix,
+                        only,
+                        limit,
+                    )
                     .await
+                }
+                async fn verified_job_sources(
+                    &self,
+                    done_status: &str,
+                    verdict: &str,
+                    spent_prefix: &str,
+                    only: Option<&str>,
+                    limit: usize,
+                ) -> StoreResult<Vec<SkillSource>> {
+                    $crate::abstraction::verified_job_sources(
+                        self,
+                        done_status,
+                        verdict,
+                        spent_prefix,
+                        only,
+                        limit,
+                    )
+                    .await
+                }
+                async fn insert_proposed_skill(
+                    &self,
+                    proposal: ProposedSkill,
+                ) -> StoreResult<Proposed> {
+                    $crate::abstraction::insert_proposed_skill(self, proposal).await
+                }
             }
-            async fn revoke_grant(
-                &self,
-                grant_id: &str,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::oauth::revoke_grant(self, grant_id, now).await
-            }
-            async fn revoke_all_grants(
-                &self,
-                now: capsid_core::time::Timestamp,
-                audit_of: &(dyn Fn(u64) -> capsid_core::ports::AuditEntry + Send + Sync),
-            ) -> capsid_core::ports::StoreResult<u64> {
-                $crate::oauth::revoke_all_grants(self, now, audit_of).await
-            }
-            async fn insert_console_session(
-                &self,
-                session: capsid_core::ports::ConsoleSessionRow,
-            ) -> capsid_core::ports::StoreResult<()> {
-                $crate::oauth::insert_console_session(self, session).await
-            }
-            async fn console_session(
-                &self,
-                session_hash: &str,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<Option<capsid_core::ports::ConsoleSessionRow>>
-            {
-                $crate::oauth::console_session(self, session_hash, now).await
-            }
-            async fn end_console_session(
-                &self,
-                session_hash: &str,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<bool> {
-                $crate::oauth::end_console_session(self, session_hash, now).await
-            }
-            async fn end_console_sessions(
-                &self,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<u64> {
-                $crate::oauth::end_console_sessions(self, now).await
-            }
-            async fn purge_expired_oauth(
-                &self,
-                now: capsid_core::time::Timestamp,
-            ) -> capsid_core::ports::StoreResult<u64> {
-                $crate::oauth::purge_expired_oauth(self, now).await
-            }
-        }
 
-        #[async_trait::async_trait]
-        impl capsid_core::ports::BackupStore for $store {
-            fn engine(&self) -> &'static str {
-                <$store as $crate::backup::BackupEngine>::NAME
+            #[async_trait::async_trait]
+            impl OAuthStore for $store {
+                async fn insert_client(&self, client: OAuthClientRow) -> StoreResult<()> {
+                    $crate::oauth::insert_client(self, client).await
+                }
+                async fn client(
+                    &self,
+                    client_id: &str,
+                    now: Timestamp,
+                ) -> StoreResult<Option<OAuthClientRow>> {
+                    $crate::oauth::client_of(self, client_id, now).await
+                }
+                async fn bump_counter(
+                    &self,
+                    key: &str,
+                    now: Timestamp,
+                    expires_at: Timestamp,
+                ) -> StoreResult<u64> {
+                    $crate::oauth::bump_counter(self, key, now, expires_at).await
+                }
+                async fn put_login_state(&self, state: LoginStateRow) -> StoreResult<()> {
+                    $crate::oauth::put_login_state(self, state).await
+                }
+                async fn login_state(
+                    &self,
+                    state_hash: &str,
+                    purpose: &str,
+                    now: Timestamp,
+                ) -> StoreResult<Option<LoginStateRow>> {
+                    $crate::oauth::login_state(self, state_hash, purpose, now).await
+                }
+                async fn take_login_state(
+                    &self,
+                    state_hash: &str,
+                    purpose: &str,
+                    now: Timestamp,
+                ) -> StoreResult<Option<LoginStateRow>> {
+                    $crate::oauth::take_login_state(self, state_hash, purpose, now).await
+                }
+                async fn approve_client(
+                    &self,
+                    tag: &str,
+                    client_id: &str,
+                    at: Timestamp,
+                    expires_at: Timestamp,
+                ) -> StoreResult<()> {
+                    $crate::oauth::approve_client(self, tag, client_id, at, expires_at).await
+                }
+                async fn approval(&self, tag: &str, now: Timestamp) -> StoreResult<bool> {
+                    $crate::oauth::approval(self, tag, now).await
+                }
+                async fn insert_code(&self, code: CodeRow) -> StoreResult<()> {
+                    $crate::oauth::insert_code(self, code).await
+                }
+                async fn code(&self, code_hash: &str) -> StoreResult<Option<CodeRow>> {
+                    $crate::oauth::code_of(self, code_hash).await
+                }
+                async fn redeem_code(
+                    &self,
+                    code_hash: &str,
+                    now: Timestamp,
+                    grant: NewGrant,
+                    tokens: Vec<NewToken>,
+                    client_expires_at: Timestamp,
+                ) -> StoreResult<Redemption> {
+                    $crate::oauth::redeem_code(
+                        self,
+                        code_hash,
+                        now,
+                        grant,
+                        tokens,
+                        client_expires_at,
+                    )
+                    .await
+                }
+                async fn token(&self, token_hash: &str) -> StoreResult<Option<TokenRow>> {
+                    $crate::oauth::token_of(self, token_hash).await
+                }
+                async fn rotate_refresh(
+                    &self,
+                    token_hash: &str,
+                    now: Timestamp,
+                    tokens: Vec<NewToken>,
+                    client_expires_at: Timestamp,
+                ) -> StoreResult<Rotation> {
+                    $crate::oauth::rotate_refresh(self, token_hash, now, tokens, client_expires_at)
+                        .await
+                }
+                async fn revoke_grant(&self, grant_id: &str, now: Timestamp) -> StoreResult<()> {
+                    $crate::oauth::revoke_grant(self, grant_id, now).await
+                }
+                async fn revoke_all_grants(
+                    &self,
+                    now: Timestamp,
+                    audit_of: &(dyn Fn(u64) -> AuditEntry + Send + Sync),
+                ) -> StoreResult<u64> {
+                    $crate::oauth::revoke_all_grants(self, now, audit_of).await
+                }
+                async fn insert_console_session(
+                    &self,
+                    session: ConsoleSessionRow,
+                ) -> StoreResult<()> {
+                    $crate::oauth::insert_console_session(self, session).await
+                }
+                async fn console_session(
+                    &self,
+                    session_hash: &str,
+                    now: Timestamp,
+                ) -> StoreResult<Option<ConsoleSessionRow>> {
+                    $crate::oauth::console_session(self, session_hash, now).await
+                }
+                async fn end_console_session(
+                    &self,
+                    session_hash: &str,
+                    now: Timestamp,
+                ) -> StoreResult<bool> {
+                    $crate::oauth::end_console_session(self, session_hash, now).await
+                }
+                async fn end_console_sessions(&self, now: Timestamp) -> StoreResult<u64> {
+                    $crate::oauth::end_console_sessions(self, now).await
+                }
+                async fn purge_expired_oauth(&self, now: Timestamp) -> StoreResult<u64> {
+                    $crate::oauth::purge_expired_oauth(self, now).await
+                }
             }
-            async fn export_tables(
-                &self,
-                tables: &[&'static capsid_core::backup::tables::TableSpec],
-                page_rows: usize,
-                sink: &mut dyn capsid_core::ports::DumpSink,
-            ) -> Result<(), capsid_core::ports::TransferError> {
-                $crate::backup::export_tables(self, tables, page_rows, sink).await
-            }
-            async fn count_rows(
-                &self,
-                tables: &[&'static capsid_core::backup::tables::TableSpec],
-            ) -> capsid_core::ports::StoreResult<Vec<u64>> {
-                $crate::backup::count_rows(self, tables).await
-            }
-            async fn import_tables(
-                &self,
-                source: &mut dyn capsid_core::ports::RowSource,
-            ) -> Result<u64, capsid_core::ports::TransferError> {
-                $crate::backup::import_tables(self, source).await
-            }
-            async fn prune_history(
-                &self,
-                cutoffs: capsid_core::backup::retention::PruneCutoffs,
-            ) -> capsid_core::ports::StoreResult<capsid_core::ports::Pruned> {
-                $crate::backup::prune_history(self, cutoffs).await
-            }
-        }
 
-        #[async_trait::async_trait]
-        impl capsid_core::ports::StoreHealth for $store {
-            async fn ping(&self) -> capsid_core::ports::StoreResult<()> {
-                $crate::health::ping(self).await
+            #[async_trait::async_trait]
+            impl BackupStore for $store {
+                fn engine(&self) -> &'static str {
+                    <$store as $crate::backup::BackupEngine>::NAME
+                }
+                async fn export_tables(
+                    &self,
+                    tables: &[&'static TableSpec],
+                    page_rows: usize,
+                    sink: &mut dyn DumpSink,
+                ) -> Result<(), TransferError> {
+                    $crate::backup::export_tables(self, tables, page_rows, sink).await
+                }
+                async fn count_rows(&self, tables: &[&'static TableSpec]) -> StoreResult<Vec<u64>> {
+                    $crate::backup::count_rows(self, tables).await
+                }
+                async fn import_tables(
+                    &self,
+                    source: &mut dyn RowSource,
+                ) -> Result<u64, TransferError> {
+                    $crate::backup::import_tables(self, source).await
+                }
+                async fn prune_history(&self, cutoffs: PruneCutoffs) -> StoreResult<Pruned> {
+                    $crate::backup::prune_history(self, cutoffs).await
+                }
             }
-            async fn fts_probe(&self, term: &str) -> capsid_core::ports::StoreResult<u64> {
-                $crate::health::HealthEngine::fts_probe(self, term).await
+
+            #[async_trait::async_trait]
+            impl StoreHealth for $store {
+                async fn ping(&self) -> StoreResult<()> {
+                    $crate::health::ping(self).await
+                }
+                async fn fts_probe(&self, term: &str) -> StoreResult<u64> {
+                    $crate::health::HealthEngine::fts_probe(self, term).await
+                }
+                async fn schema_version(&self) -> StoreResult<Option<String>> {
+                    $crate::health::schema_version(self).await
+                }
+                fn newest_migration(&self) -> Option<String> {
+                    $crate::health::newest_migration(self)
+                }
+                async fn outage_cause(&self) -> Option<String> {
+                    $crate::health::HealthEngine::outage_cause(self).await
+                }
             }
-            async fn schema_version(&self) -> capsid_core::ports::StoreResult<Option<String>> {
-                $crate::health::schema_version(self).await
-            }
-            fn newest_migration(&self) -> Option<String> {
-                $crate::health::newest_migration(self)
-            }
-            async fn outage_cause(&self) -> Option<String> {
-                $crate::health::HealthEngine::outage_cause(self).await
-            }
-        }
+        };
     };
 }
