@@ -48,8 +48,9 @@ pub trait Tx: Exec {
     fn rollback(self: Box<Self>) -> BoxFuture<'static, StoreResult<()>>;
     /// Writes a document in this unit as the documents port writes one (its guard checked,
     /// the live row snapshotted, the row upserted, its edges replaced), without audit rows:
-    /// the documents port is still each adapter's own (SQLite's FTS5 triggers, Postgres's
-    /// `tsvector` column), so a unit of another port that writes a document asks its adapter.
+    /// the document write is still each adapter's own ([`crate::documents::DocumentEngine`]:
+    /// SQLite's FTS5 triggers, Postgres's `tsvector` column), so a unit of another port that
+    /// writes a document asks its adapter.
     fn write_document<'a>(
         &'a mut self,
         write: &'a DocumentWrite,

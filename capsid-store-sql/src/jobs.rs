@@ -1,18 +1,47 @@
-//! The jobs port's SQL both engines share: the job and outcome rows, the reads (a job, the
-//! claim an agent holds, listings, counts, outcomes) and the write-once outcome record. Posts,
-//! claims, transitions and the lease sweep are still each adapter's: SQLite's run as a few
-//! statements under its one writer, Postgres's as one statement each, with its row locks,
-//! audit row and mirror carried as CTEs.
+//! The jobs port: the SQL both engines share (the job and outcome rows, the reads of a job,
+//! the claim an agent holds, listings, counts and outcomes, and the write-once outcome
+//! record) and [`JobEngine`], the posts, claims, transitions and lease sweep each adapter
+//! still runs its own way: SQLite's as a few statements under its one writer, Postgres's as
+//! one statement each, with its row locks, audit row and mirror carried as CTEs.
 
+use async_trait::async_trait;
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::{Job, JobStatus};
-use capsid_core::ports::{JobCounts, JobFilter, OutcomeRecord, StatusCount, StoreResult};
+use capsid_core::ports::{
+    AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobTransition, MirrorFn, NewJob,
+    OutcomeRecord, StatusCount, StoreResult, SweepAuditFn,
+};
 use capsid_core::time::Timestamp;
 
 use crate::engine::{Engine, read_all};
 use crate::exec::Exec;
 use crate::row::Row;
 use crate::stmt::Stmt;
+
+/// What the jobs port does differently on each engine, which each adapter implements beside
+/// its [`Engine`]; [`sql_ports!`](crate::sql_ports) implements `JobStore` from these and this
+/// module's shared functions. Postgres runs each as few statements as it can under row locks
+/// (a claim with `FOR UPDATE SKIP LOCKED`, the audit row and the mirror as CTEs), retried;
+/// SQLite as a few statements under its one writer.
+#[async_trait]
+pub trait JobEngine: Engine {
+    /// `JobStore::post_job`.
+    async fn post_job(&self, job: NewJob, audit: AuditEntry, mirror: MirrorFn) -> StoreResult<Job>;
+
+    /// `JobStore::claim_job`.
+    async fn claim_job(&self, request: ClaimRequest<'_>) -> StoreResult<ClaimOutcome>;
+
+    /// `JobStore::transition_job`.
+    async fn transition_job(&self, transition: JobTransition) -> StoreResult<Option<Job>>;
+
+    /// `JobStore::sweep_expired_leases`.
+    async fn sweep_expired_leases(
+        &self,
+        now: Timestamp,
+        audit: &SweepAuditFn,
+        mirror: MirrorFn,
+    ) -> StoreResult<Vec<Job>>;
+}
 
 /// The `jobs` columns a [`Job`] is read from.
 #[macro_export]

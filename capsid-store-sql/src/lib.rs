@@ -9,8 +9,8 @@
 //! Statements use `$n` placeholders, which both drivers read; a value is one of four
 //! kinds ([`Stmt`]), and a row is read by column name ([`Row`]).
 //!
-//! A port moves here whole, one at a time; until it does, each adapter keeps its own.
-//! Moved so far: [`AgentStore`](capsid_core::ports::AgentStore),
+//! Ports moved here whole, one at a time, each with a trait of what still differs by engine
+//! where something does: [`AgentStore`](capsid_core::ports::AgentStore),
 //! [`AuditLog`](capsid_core::ports::AuditLog),
 //! [`BackupStore`](capsid_core::ports::BackupStore) (what differs: each adapter's
 //! [`backup::BackupEngine`]),
@@ -28,11 +28,11 @@
 //! [`SkillStore`](capsid_core::ports::SkillStore),
 //! [`StoreGauges`](capsid_core::ports::StoreGauges),
 //! [`StoreHealth`](capsid_core::ports::StoreHealth) (what differs: each adapter's
-//! [`health::HealthEngine`]). The documents and jobs ports are still each adapter's impl, but
-//! what of them both engines share is here and the impls call it: [`documents`] (the row
-//! mappers, point reads, listings, versions, edges, pages) and [`jobs`] (the row mappers,
-//! reads, counts, outcomes and the outcome record). Search, globbing, the read cache, the
-//! packet's snapshot, the writes, claims and transitions stay each adapter's.
+//! [`health::HealthEngine`]),
+//! [`DocumentStore`](capsid_core::ports::DocumentStore) (what differs: each adapter's
+//! [`documents::DocumentEngine`]: search, globbing, SQLite's read cache, the packet's
+//! snapshot and selections, the writes) and [`JobStore`](capsid_core::ports::JobStore) (what
+//! differs: each adapter's [`jobs::JobEngine`]: posts, claims, transitions, the lease sweep).
 
 #![forbid(unsafe_code)]
 
@@ -75,20 +75,26 @@ macro_rules! sql_ports {
             use capsid_core::backup::retention::PruneCutoffs;
             use capsid_core::backup::tables::TableSpec;
             use capsid_core::checkmarks::CiStatus;
+            use capsid_core::docs::document::{Document, DocumentSummary};
+            use capsid_core::jobs::Job;
+            use capsid_core::jobs::outcome::OutcomeRow;
             use capsid_core::ports::{
                 Advance, Advanced, AgentRow, AgentStore, AttemptRow, AuditEntry, AuditFilter,
-                AuditLog, AuditRow, BackupStore, CheckmarkStore, CheckmarkTransition,
-                CheckmarkView, CheckpointAuditFn, CiStore, CodeRow, ConsoleSessionRow,
-                DocumentWrite, DumpSink, ImproveRunTotals, ImproveStore, IntakeChange,
-                IntakeIssueRow, IntakeStore, JobGaugeRow, LeaderLease, LogEntryRow, LoginStateRow,
-                NamespaceBudget, NamespaceRow, NamespaceSpend, NamespaceStore, NewAgent,
-                NewAttempt, NewCheckpoint, NewGrant, NewIntakeIssue, NewReview, NewRun, NewToken,
-                OAuthClientRow, OAuthStore, PendingCi, PoolUsage, Proposed, ProposedSkill, Pruned,
+                AuditLog, AuditRow, Backlinks, BackupStore, CheckmarkStore, CheckmarkTransition,
+                CheckmarkView, CheckpointAuditFn, CiStore, ClaimOutcome, ClaimRequest, CodeRow,
+                ConsoleSessionRow, DocFilter, DocWithActor, DocumentStore, DocumentWrite, DumpSink,
+                EdgeTuple, ImproveRunTotals, ImproveStore, IntakeChange, IntakeIssueRow,
+                IntakeStore, JobCounts, JobFilter, JobGaugeRow, JobStore, JobTransition,
+                LeaderLease, LogEntryRow, LoginStateRow, MirrorFn, NamespaceBudget, NamespaceRow,
+                NamespaceSpend, NamespaceStore, NewAgent, NewAttempt, NewCheckpoint, NewGrant,
+                NewIntakeIssue, NewJob, NewReview, NewRun, NewToken, OAuthClientRow, OAuthStore,
+                Packet, PacketRows, PendingCi, PoolUsage, Proposed, ProposedSkill, Pruned,
                 Redemption, ReviewRow, ReviewStore, Rotation, RowSource, RunOpened, RunRow,
-                RunStore, RunUpdate, ScoreRow, SettingChange, SettingsStore, SharedEntry,
-                SkillEditRow, SkillEvaluationRow, SkillFailureRow, SkillOfferRow, SkillRow,
-                SkillSource, SkillSourceStore, SkillStore, StoreGauges, StoreHealth, StoreResult,
-                TokenRow, TransferError,
+                RunStore, RunUpdate, ScoreRow, SearchHit, SettingChange, SettingsStore,
+                SharedEntry, SkillEditRow, SkillEvaluationRow, SkillFailureRow, SkillOfferRow,
+                SkillRow, SkillSource, SkillSourceStore, SkillStore, StatusCount, StoreGauges,
+                StoreHealth, StoreResult, SweepAuditFn, TokenRow, TransferError, VersionRow,
+                VersionSummary, WriteGuard, WriteReceipt,
             };
             use capsid_core::time::Timestamp;
 
@@ -801,6 +807,206 @@ macro_rules! sql_ports {
                 }
                 async fn outage_cause(&self) -> Option<String> {
                     $crate::health::HealthEngine::outage_cause(self).await
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl DocumentStore for $store {
+                async fn document(
+                    &self,
+                    namespace: &str,
+                    path: &str,
+                ) -> StoreResult<Option<Document>> {
+                    $crate::documents::document(self, namespace, path).await
+                }
+                async fn last_actor(
+                    &self,
+                    namespace: &str,
+                    path: &str,
+                ) -> StoreResult<Option<String>> {
+                    $crate::documents::last_actor(self, namespace, path).await
+                }
+                async fn document_with_actor(
+                    &self,
+                    namespace: &str,
+                    path: &str,
+                ) -> StoreResult<Option<DocWithActor>> {
+                    $crate::documents::DocumentEngine::document_with_actor(self, namespace, path)
+                        .await
+                }
+                async fn list_documents(
+                    &self,
+                    filter: &DocFilter,
+                    limit: usize,
+                ) -> StoreResult<Vec<DocumentSummary>> {
+                    $crate::documents::list_documents(self, filter, limit).await
+                }
+                async fn find_documents(
+                    &self,
+                    namespace: Option<&str>,
+                    glob: &str,
+                    limit: usize,
+                ) -> StoreResult<Vec<DocumentSummary>> {
+                    $crate::documents::DocumentEngine::find_documents(self, namespace, glob, limit)
+                        .await
+                }
+                async fn search_documents(
+                    &self,
+                    query: &str,
+                    namespace: Option<&str>,
+                    doc_type: Option<&str>,
+                    limit: usize,
+                ) -> StoreResult<Vec<SearchHit>> {
+                    $crate::documents::DocumentEngine::search_documents(
+                        self, query, namespace, doc_type, limit,
+                    )
+                    .await
+                }
+                async fn versions(
+                    &self,
+                    namespace: &str,
+                    path: &str,
+                    limit: usize,
+                ) -> StoreResult<Vec<VersionSummary>> {
+                    $crate::documents::versions(self, namespace, path, limit).await
+                }
+                async fn version(
+                    &self,
+                    id: i64,
+                    namespace: &str,
+                    path: &str,
+                ) -> StoreResult<Option<VersionRow>> {
+                    $crate::documents::version(self, id, namespace, path).await
+                }
+                async fn backlinks(&self, namespace: &str, path: &str) -> StoreResult<Backlinks> {
+                    $crate::documents::backlinks(self, namespace, path).await
+                }
+                async fn documents_exist(
+                    &self,
+                    refs: &[(String, String)],
+                ) -> StoreResult<Vec<bool>> {
+                    $crate::documents::DocumentEngine::documents_exist(self, refs).await
+                }
+                async fn read_packet(&self, packet: &Packet) -> StoreResult<PacketRows> {
+                    $crate::documents::DocumentEngine::read_packet(self, packet).await
+                }
+                async fn page_documents(
+                    &self,
+                    namespaces: Option<&[String]>,
+                    doc_type: Option<&str>,
+                    after: Option<(&str, &str)>,
+                    limit: usize,
+                ) -> StoreResult<Vec<DocumentSummary>> {
+                    $crate::documents::page_documents(self, namespaces, doc_type, after, limit)
+                        .await
+                }
+                async fn write_document(
+                    &self,
+                    write: DocumentWrite,
+                    guard: WriteGuard,
+                    audit: Vec<AuditEntry>,
+                ) -> StoreResult<WriteReceipt> {
+                    $crate::documents::DocumentEngine::write_document(self, write, guard, audit)
+                        .await
+                }
+                async fn delete_document(
+                    &self,
+                    namespace: &str,
+                    path: &str,
+                    expected_body: Option<&str>,
+                    audit: AuditEntry,
+                ) -> StoreResult<Vec<EdgeTuple>> {
+                    $crate::documents::DocumentEngine::delete_document(
+                        self,
+                        namespace,
+                        path,
+                        expected_body,
+                        audit,
+                    )
+                    .await
+                }
+                async fn move_document(
+                    &self,
+                    namespace: &str,
+                    from: &str,
+                    to: &str,
+                    expected_body: Option<&str>,
+                    at: Timestamp,
+                    audit: AuditEntry,
+                ) -> StoreResult<u64> {
+                    $crate::documents::DocumentEngine::move_document(
+                        self,
+                        namespace,
+                        from,
+                        to,
+                        expected_body,
+                        at,
+                        audit,
+                    )
+                    .await
+                }
+                async fn archive_documents(
+                    &self,
+                    namespace: &str,
+                    moves: &[(String, String)],
+                    at: Timestamp,
+                    audit: AuditEntry,
+                ) -> StoreResult<u64> {
+                    $crate::documents::DocumentEngine::archive_documents(
+                        self, namespace, moves, at, audit,
+                    )
+                    .await
+                }
+            }
+
+            #[async_trait::async_trait]
+            impl JobStore for $store {
+                async fn post_job(
+                    &self,
+                    job: NewJob,
+                    audit: AuditEntry,
+                    mirror: MirrorFn,
+                ) -> StoreResult<Job> {
+                    $crate::jobs::JobEngine::post_job(self, job, audit, mirror).await
+                }
+                async fn job(&self, id: &str) -> StoreResult<Option<Job>> {
+                    $crate::jobs::one_job(self, $crate::jobs::JOB, id).await
+                }
+                async fn held_job(&self, actor: &str) -> StoreResult<Option<Job>> {
+                    $crate::jobs::one_job(self, $crate::jobs::HELD, actor).await
+                }
+                async fn jobs(&self, filter: &JobFilter, limit: usize) -> StoreResult<Vec<Job>> {
+                    $crate::jobs::jobs(self, filter, limit).await
+                }
+                async fn job_counts(
+                    &self,
+                    namespace: &str,
+                    day_start: Timestamp,
+                ) -> StoreResult<JobCounts> {
+                    $crate::jobs::job_counts(self, namespace, day_start).await
+                }
+                async fn job_status_counts(&self) -> StoreResult<Vec<StatusCount>> {
+                    $crate::jobs::job_status_counts(self).await
+                }
+                async fn claim_job(&self, request: ClaimRequest<'_>) -> StoreResult<ClaimOutcome> {
+                    $crate::jobs::JobEngine::claim_job(self, request).await
+                }
+                async fn transition_job(
+                    &self,
+                    transition: JobTransition,
+                ) -> StoreResult<Option<Job>> {
+                    $crate::jobs::JobEngine::transition_job(self, transition).await
+                }
+                async fn sweep_expired_leases(
+                    &self,
+                    now: Timestamp,
+                    audit: &SweepAuditFn,
+                    mirror: MirrorFn,
+                ) -> StoreResult<Vec<Job>> {
+                    $crate::jobs::JobEngine::sweep_expired_leases(self, now, audit, mirror).await
+                }
+                async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
+                    $crate::jobs::outcomes(self, agent).await
                 }
             }
         };

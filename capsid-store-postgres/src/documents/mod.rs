@@ -1,5 +1,7 @@
-//! The `DocumentStore` port: reads here, units of work in [`write`], full-text search in
-//! [`search`], the `brief` and `lint` reads in [`gather`].
+//! This store's `DocumentEngine` (what of the document port differs from SQLite; the rest is
+//! `capsid_store_sql::documents`): glob finds and the existence check here, units of work in
+//! [`write`], full-text search in [`search`], the packets' snapshot and selections in
+//! [`gather`].
 
 mod gather;
 
@@ -10,13 +12,13 @@ pub(crate) mod write;
 pub(crate) use write::{bind_write, write_in_tx};
 
 use async_trait::async_trait;
-use capsid_core::docs::document::{Document, DocumentSummary};
+use capsid_core::docs::document::DocumentSummary;
 use capsid_core::ports::{
-    AuditEntry, Backlinks, DocFilter, DocWithActor, DocumentStore, DocumentWrite, EdgeTuple,
-    Packet, PacketRows, SearchHit, StoreResult, VersionRow, VersionSummary, WriteGuard,
-    WriteReceipt,
+    AuditEntry, DocWithActor, DocumentWrite, EdgeTuple, Packet, PacketRows, SearchHit, StoreResult,
+    WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
+use capsid_store_sql::documents::DocumentEngine;
 use sqlx::AssertSqlSafe;
 use sqlx::postgres::PgRow;
 
@@ -57,15 +59,7 @@ fn summaries(rows: Vec<PgRow>) -> StoreResult<Vec<DocumentSummary>> {
 }
 
 #[async_trait]
-impl DocumentStore for PgStore {
-    async fn document(&self, namespace: &str, path: &str) -> StoreResult<Option<Document>> {
-        capsid_store_sql::documents::document(self, namespace, path).await
-    }
-
-    async fn last_actor(&self, namespace: &str, path: &str) -> StoreResult<Option<String>> {
-        capsid_store_sql::documents::last_actor(self, namespace, path).await
-    }
-
+impl DocumentEngine for PgStore {
     async fn document_with_actor(
         &self,
         namespace: &str,
@@ -75,14 +69,6 @@ impl DocumentStore for PgStore {
         gather::one_with_actor(&mut conn, namespace, path)
             .await
             .map_err(translate)
-    }
-
-    async fn list_documents(
-        &self,
-        filter: &DocFilter,
-        max: usize,
-    ) -> StoreResult<Vec<DocumentSummary>> {
-        capsid_store_sql::documents::list_documents(self, filter, max).await
     }
 
     async fn find_documents(
@@ -137,28 +123,6 @@ impl DocumentStore for PgStore {
         search::search(&self.pool, query, namespace, doc_type, max).await
     }
 
-    async fn versions(
-        &self,
-        namespace: &str,
-        path: &str,
-        max: usize,
-    ) -> StoreResult<Vec<VersionSummary>> {
-        capsid_store_sql::documents::versions(self, namespace, path, max).await
-    }
-
-    async fn version(
-        &self,
-        id: i64,
-        namespace: &str,
-        path: &str,
-    ) -> StoreResult<Option<VersionRow>> {
-        capsid_store_sql::documents::version(self, id, namespace, path).await
-    }
-
-    async fn backlinks(&self, namespace: &str, path: &str) -> StoreResult<Backlinks> {
-        capsid_store_sql::documents::backlinks(self, namespace, path).await
-    }
-
     async fn documents_exist(&self, refs: &[(String, String)]) -> StoreResult<Vec<bool>> {
         if refs.is_empty() {
             return Ok(Vec::new());
@@ -186,16 +150,6 @@ impl DocumentStore for PgStore {
 
     async fn read_packet(&self, packet: &Packet) -> StoreResult<PacketRows> {
         gather::read_packet(&self.pool, packet).await
-    }
-
-    async fn page_documents(
-        &self,
-        namespaces: Option<&[String]>,
-        doc_type: Option<&str>,
-        after: Option<(&str, &str)>,
-        max: usize,
-    ) -> StoreResult<Vec<DocumentSummary>> {
-        capsid_store_sql::documents::page_documents(self, namespaces, doc_type, after, max).await
     }
 
     async fn write_document(

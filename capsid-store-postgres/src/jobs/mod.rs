@@ -1,5 +1,5 @@
-//! The `JobStore` port: reads and `post_job` here, claims in [`claim`], transitions and the
-//! lease sweep in [`transition`]. Every change writes its audit row and the job's mirror
+//! This store's `JobEngine` (the reads are `capsid_store_sql::jobs`): `post_job` here, claims
+//! in [`claim`], transitions and the lease sweep in [`transition`]. Every change writes its audit row and the job's mirror
 //! document (snapshot and upsert, no extra audit row) in the same transaction.
 
 mod claim;
@@ -10,10 +10,11 @@ use capsid_core::jobs::Job;
 use capsid_core::jobs::outcome::OutcomeRow;
 use capsid_core::ports::DISPATCH_LIMIT;
 use capsid_core::ports::{
-    AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobStore, JobTransition,
-    MirrorFn, NewJob, StatusCount, StoreError, StoreResult, SweepAuditFn, WriteGuard,
+    AuditEntry, ClaimOutcome, ClaimRequest, JobTransition, MirrorFn, NewJob, StoreError,
+    StoreResult, SweepAuditFn, WriteGuard,
 };
 use capsid_core::time::Timestamp;
+use capsid_store_sql::jobs::JobEngine;
 use capsid_store_sql::{job_columns, jobs};
 use sqlx::PgConnection;
 
@@ -141,7 +142,7 @@ pub(crate) fn job_conflict(error: sqlx::Error, namespace: &str, title: &str) -> 
 }
 
 #[async_trait]
-impl JobStore for PgStore {
+impl JobEngine for PgStore {
     async fn post_job(&self, job: NewJob, audit: AuditEntry, mirror: MirrorFn) -> StoreResult<Job> {
         let pool = &self.pool;
         let (job, audit, mirror) = (&job, &audit, &mirror);
@@ -197,26 +198,6 @@ impl JobStore for PgStore {
         .await
     }
 
-    async fn job(&self, id: &str) -> StoreResult<Option<Job>> {
-        jobs::one_job(self, jobs::JOB, id).await
-    }
-
-    async fn held_job(&self, actor: &str) -> StoreResult<Option<Job>> {
-        jobs::one_job(self, HELD, actor).await
-    }
-
-    async fn jobs(&self, filter: &JobFilter, max: usize) -> StoreResult<Vec<Job>> {
-        jobs::jobs(self, filter, max).await
-    }
-
-    async fn job_counts(&self, namespace: &str, day_start: Timestamp) -> StoreResult<JobCounts> {
-        jobs::job_counts(self, namespace, day_start).await
-    }
-
-    async fn job_status_counts(&self) -> StoreResult<Vec<StatusCount>> {
-        jobs::job_status_counts(self).await
-    }
-
     async fn claim_job(&self, request: ClaimRequest<'_>) -> StoreResult<ClaimOutcome> {
         claim::claim_job(&self.pool, &request).await
     }
@@ -232,9 +213,5 @@ impl JobStore for PgStore {
         mirror: MirrorFn,
     ) -> StoreResult<Vec<Job>> {
         transition::sweep_expired_leases(&self.pool, now, audit, &mirror).await
-    }
-
-    async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
-        jobs::outcomes(self, agent).await
     }
 }

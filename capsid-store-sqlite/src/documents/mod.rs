@@ -1,17 +1,20 @@
-//! The document port: point reads, listings, versions and edges here; search, the brief and
-//! lint gathers, and the atomic changes in the submodules.
+//! This store's `DocumentEngine` (what of the document port differs from Postgres; the rest
+//! is `capsid_store_sql::documents`): the read cache, `GLOB` finds and the existence checks
+//! here; search, the packets' snapshot and selections, and the atomic changes in the
+//! submodules.
 
 mod gather;
 mod search;
 pub(crate) mod write;
 
 use async_trait::async_trait;
-use capsid_core::docs::document::{Document, DocumentSummary};
+use capsid_core::docs::document::DocumentSummary;
 use capsid_core::ports::{
-    AuditEntry, Backlinks, DocFilter, DocWithActor, DocumentStore, DocumentWrite, Packet,
-    PacketRows, SearchHit, StoreResult, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
+    AuditEntry, DocWithActor, DocumentWrite, Packet, PacketRows, SearchHit, StoreResult,
+    WriteGuard, WriteReceipt,
 };
 use capsid_core::time::Timestamp;
+use capsid_store_sql::documents::DocumentEngine;
 use sqlx::QueryBuilder;
 use sqlx::sqlite::Sqlite;
 
@@ -61,15 +64,7 @@ fn doc_size(found: &DocWithActor) -> usize {
 }
 
 #[async_trait]
-impl DocumentStore for SqliteStore {
-    async fn document(&self, namespace: &str, path: &str) -> StoreResult<Option<Document>> {
-        capsid_store_sql::documents::document(self, namespace, path).await
-    }
-
-    async fn last_actor(&self, namespace: &str, path: &str) -> StoreResult<Option<String>> {
-        capsid_store_sql::documents::last_actor(self, namespace, path).await
-    }
-
+impl DocumentEngine for SqliteStore {
     async fn document_with_actor(
         &self,
         namespace: &str,
@@ -90,14 +85,6 @@ impl DocumentStore for SqliteStore {
             },
         )
         .await
-    }
-
-    async fn list_documents(
-        &self,
-        filter: &DocFilter,
-        limit: usize,
-    ) -> StoreResult<Vec<DocumentSummary>> {
-        capsid_store_sql::documents::list_documents(self, filter, limit).await
     }
 
     async fn find_documents(
@@ -122,28 +109,6 @@ impl DocumentStore for SqliteStore {
         search::search(self, query, namespace, doc_type, limit).await
     }
 
-    async fn versions(
-        &self,
-        namespace: &str,
-        path: &str,
-        limit: usize,
-    ) -> StoreResult<Vec<VersionSummary>> {
-        capsid_store_sql::documents::versions(self, namespace, path, limit).await
-    }
-
-    async fn version(
-        &self,
-        id: i64,
-        namespace: &str,
-        path: &str,
-    ) -> StoreResult<Option<VersionRow>> {
-        capsid_store_sql::documents::version(self, id, namespace, path).await
-    }
-
-    async fn backlinks(&self, namespace: &str, path: &str) -> StoreResult<Backlinks> {
-        capsid_store_sql::documents::backlinks(self, namespace, path).await
-    }
-
     async fn documents_exist(&self, refs: &[(String, String)]) -> StoreResult<Vec<bool>> {
         let mut tx = self.begin_read().await?;
         let mut exist = Vec::with_capacity(refs.len());
@@ -162,16 +127,6 @@ impl DocumentStore for SqliteStore {
 
     async fn read_packet(&self, packet: &Packet) -> StoreResult<PacketRows> {
         gather::read_packet(self, packet).await
-    }
-
-    async fn page_documents(
-        &self,
-        namespaces: Option<&[String]>,
-        doc_type: Option<&str>,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> StoreResult<Vec<DocumentSummary>> {
-        capsid_store_sql::documents::page_documents(self, namespaces, doc_type, after, limit).await
     }
 
     async fn write_document(

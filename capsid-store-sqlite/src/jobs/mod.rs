@@ -1,21 +1,22 @@
-//! The work-queue port: reads and `post` here; claims, transitions and the lease sweep in
-//! the submodules. Every change is one `BEGIN IMMEDIATE` transaction with its audit row, the
-//! mirror document rewrite and, on finishing, the write-once outcome row.
+//! This store's `JobEngine` (the reads are `capsid_store_sql::jobs`): `post` here; claims,
+//! transitions and the lease sweep in the submodules. Every change is one unit of the writer
+//! with its audit row, the mirror document rewrite and, on finishing, the write-once outcome
+//! row.
 
 mod claim;
 mod transition;
 
 use async_trait::async_trait;
 use capsid_core::jobs::Job;
-use capsid_core::jobs::outcome::OutcomeRow;
 use capsid_core::ports::DISPATCH_LIMIT;
 use capsid_core::ports::{
-    AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobStore, JobTransition,
-    MirrorFn, NewJob, StatusCount, StoreError, StoreResult, SweepAuditFn,
+    AuditEntry, ClaimOutcome, ClaimRequest, JobTransition, MirrorFn, NewJob, StoreError,
+    StoreResult, SweepAuditFn,
 };
 use capsid_core::time::Timestamp;
 use capsid_store_sql::audit::insert as insert_audit;
-use capsid_store_sql::{job_columns, jobs};
+use capsid_store_sql::job_columns;
+use capsid_store_sql::jobs::JobEngine;
 use sqlx::sqlite::SqliteConnection;
 
 use crate::documents::{apply_write, live_row};
@@ -126,29 +127,9 @@ async fn post_job(
 }
 
 #[async_trait]
-impl JobStore for SqliteStore {
+impl JobEngine for SqliteStore {
     async fn post_job(&self, job: NewJob, audit: AuditEntry, mirror: MirrorFn) -> StoreResult<Job> {
         post_job(self, job, audit, mirror).await
-    }
-
-    async fn job(&self, id: &str) -> StoreResult<Option<Job>> {
-        jobs::one_job(self, jobs::JOB, id).await
-    }
-
-    async fn held_job(&self, actor: &str) -> StoreResult<Option<Job>> {
-        jobs::one_job(self, jobs::HELD, actor).await
-    }
-
-    async fn jobs(&self, filter: &JobFilter, limit: usize) -> StoreResult<Vec<Job>> {
-        jobs::jobs(self, filter, limit).await
-    }
-
-    async fn job_counts(&self, namespace: &str, day_start: Timestamp) -> StoreResult<JobCounts> {
-        jobs::job_counts(self, namespace, day_start).await
-    }
-
-    async fn job_status_counts(&self) -> StoreResult<Vec<StatusCount>> {
-        jobs::job_status_counts(self).await
     }
 
     async fn claim_job(&self, request: ClaimRequest<'_>) -> StoreResult<ClaimOutcome> {
@@ -166,9 +147,5 @@ impl JobStore for SqliteStore {
         mirror: MirrorFn,
     ) -> StoreResult<Vec<Job>> {
         transition::sweep_expired_leases(self, now, audit, mirror).await
-    }
-
-    async fn outcomes(&self, agent: Option<&str>) -> StoreResult<Vec<OutcomeRow>> {
-        jobs::outcomes(self, agent).await
     }
 }
