@@ -198,7 +198,7 @@ pub struct Edge {
 }
 
 /// An edge seen from its source: `{type, to_ns, to_path}`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 pub struct OutgoingLink {
     /// Edge type as stored.
     #[serde(rename = "type")]
@@ -210,7 +210,7 @@ pub struct OutgoingLink {
 }
 
 /// An edge seen from its target: `{type, from_ns, from_path}`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 pub struct IncomingLink {
     /// Edge type as stored.
     #[serde(rename = "type")]

@@ -476,7 +476,7 @@ mod registered {
     //! `jobs` as the registry serves it.
     use super::*;
     use crate::service::Areas;
-    use crate::service::registry::{Tool, ToolFuture};
+    use crate::service::registry::{Tool, ToolFuture, Untyped};
     use crate::tools::{Requirement, Rule, ToolGroup, ToolSpec, action};
 
     /// `jobs`.
@@ -484,6 +484,7 @@ mod registered {
     pub struct Jobs;
     impl Tool for Jobs {
         type Args = JobsArgs;
+        type Answer = Untyped;
         const SPEC: ToolSpec = ToolSpec::new(
             "jobs",
             ToolGroup::Jobs,
@@ -505,14 +506,15 @@ mod registered {
             "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit.",
         )
     .open_world()
-        .ok_false_refusals();
+        .ok_false_refusals()
+        .titled("Work queue");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: JobsArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
-            Box::pin(async move { s.jobs().jobs(c, a, k).await })
+        ) -> ToolFuture<'a, Self::Answer> {
+            Box::pin(async move { s.jobs().jobs(c, a, k).await.map(Untyped) })
         }
     }
 }

@@ -314,7 +314,7 @@ mod registered {
     //! `lint` as the registry serves it.
     use super::*;
     use crate::service::Areas;
-    use crate::service::registry::{Tool, ToolFuture};
+    use crate::service::registry::{Tool, ToolFuture, Untyped};
     use crate::tools::{Confirmation, Requirement, Rule, ToolGroup::Maintenance, ToolSpec, action};
 
     /// `lint`.
@@ -322,6 +322,7 @@ mod registered {
     pub struct Lint;
     impl Tool for Lint {
         type Args = LintArgs;
+        type Answer = Untyped;
         const SPEC: ToolSpec = ToolSpec::new(
             "lint",
             Maintenance,
@@ -337,14 +338,15 @@ mod registered {
         )
     .open_world()
         .confirmed(Confirmation::ForActions(&["finalize"]))
-        .destructive();
+        .destructive()
+        .titled("Lint and consolidate a namespace");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: LintArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
-            Box::pin(async move { s.maintenance().lint(c, a, k).await })
+        ) -> ToolFuture<'a, Self::Answer> {
+            Box::pin(async move { s.maintenance().lint(c, a, k).await.map(Untyped) })
         }
     }
 }
