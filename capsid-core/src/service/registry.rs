@@ -262,7 +262,59 @@ fn output_schema_of<T: schemars::JsonSchema>() -> Value {
     if let Value::Object(map) = &mut value {
         map.remove("title");
     }
+    portable(&mut value);
     value
+}
+
+/// The keywords that describe a value without constraining it: they stay beside the `anyOf`
+/// that [`portable`] makes of a `type` list, where every other keyword goes into each branch.
+const ANNOTATIONS: [&str; 8] = [
+    "description",
+    "title",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+];
+
+/// Rewrites `schema` into the spelling strict clients ask for (the Inspector's `--strict`,
+/// providers that map schemas onto a one-type dialect): a `type` list such as schemars'
+/// `["string", "null"]` becomes `anyOf` branches of one type each. Keywords that constrain
+/// a value go into each branch but the `null` one (JSON Schema applies a keyword only to
+/// the types it is about, so the rewrite admits exactly the same values).
+fn portable(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            map.values_mut().for_each(portable);
+            if !map.get("type").is_some_and(Value::is_array) {
+                return;
+            }
+            let Some(Value::Array(types)) = map.remove("type") else {
+                return;
+            };
+            let (annotations, constraints): (Map<String, Value>, Map<String, Value>) =
+                std::mem::take(map)
+                    .into_iter()
+                    .partition(|(k, _)| ANNOTATIONS.contains(&k.as_str()));
+            let branches = types
+                .into_iter()
+                .map(|t| {
+                    let mut branch = Map::new();
+                    if t != "null" {
+                        branch.extend(constraints.clone());
+                    }
+                    branch.insert("type".into(), t);
+                    Value::Object(branch)
+                })
+                .collect();
+            *map = annotations;
+            map.insert("anyOf".into(), Value::Array(branches));
+        }
+        Value::Array(items) => items.iter_mut().for_each(portable),
+        _ => {}
+    }
 }
 
 /// A refusal answered as a result (`RefusalShape::OkFalse`): `{ok:false, action, refusal}`.
@@ -534,6 +586,175 @@ mod tests {
                 output.schema
             );
         }
+    }
+
+    /// The findings of the MCP Inspector's `--strict` schema check (its `schemaLint`): a
+    /// `type` list, a bare boolean where a schema object is expected, a schema that
+    /// constrains nothing.
+    fn strict_findings(node: &Value, path: &str, keyword: Option<&str>, out: &mut Vec<String>) {
+        const BOOLEAN_VALUED: [&str; 4] = [
+            "additionalProperties",
+            "unevaluatedProperties",
+            "additionalItems",
+            "unevaluatedItems",
+        ];
+        const CONSTRAINING: [&str; 42] = [
+            "type",
+            "enum",
+            "const",
+            "multipleOf",
+            "maximum",
+            "exclusiveMaximum",
+            "minimum",
+            "exclusiveMinimum",
+            "maxLength",
+            "minLength",
+            "pattern",
+            "format",
+            "contentMediaType",
+            "contentEncoding",
+            "contentSchema",
+            "maxItems",
+            "minItems",
+            "uniqueItems",
+            "maxContains",
+            "minContains",
+            "maxProperties",
+            "minProperties",
+            "required",
+            "dependentRequired",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "not",
+            "items",
+            "prefixItems",
+            "contains",
+            "additionalItems",
+            "unevaluatedItems",
+            "properties",
+            "patternProperties",
+            "additionalProperties",
+            "unevaluatedProperties",
+            "propertyNames",
+            "dependentSchemas",
+            "dependencies",
+            "$ref",
+            "$dynamicRef",
+        ];
+        let map = match node {
+            Value::Bool(_) if keyword.is_some_and(|k| BOOLEAN_VALUED.contains(&k)) => return,
+            Value::Bool(b) => return out.push(format!("{path}: bare {b}")),
+            Value::Object(map) => map,
+            _ => return,
+        };
+        if map.get("type").is_some_and(Value::is_array) {
+            out.push(format!("{path}: type list {}", map["type"]));
+        }
+        if keyword != Some("not") && !map.keys().any(|k| CONSTRAINING.contains(&k.as_str())) {
+            out.push(format!("{path}: constrains nothing"));
+        }
+        for key in [
+            "properties",
+            "patternProperties",
+            "dependentSchemas",
+            "$defs",
+        ] {
+            for (name, sub) in map
+                .get(key)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                strict_findings(sub, &format!("{path}.{key}.{name}"), Some(key), out);
+            }
+        }
+        for key in ["allOf", "anyOf", "oneOf", "prefixItems"] {
+            for (i, sub) in map
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                strict_findings(sub, &format!("{path}.{key}[{i}]"), Some(key), out);
+            }
+        }
+        for key in [
+            "items",
+            "contains",
+            "not",
+            "propertyNames",
+            "if",
+            "then",
+            "else",
+            "additionalProperties",
+            "unevaluatedProperties",
+            "additionalItems",
+            "unevaluatedItems",
+            "contentSchema",
+        ] {
+            if let Some(sub) = map.get(key) {
+                strict_findings(sub, &format!("{path}.{key}"), Some(key), out);
+            }
+        }
+    }
+
+    #[test]
+    fn every_schema_passes_the_inspector_s_strict_check() {
+        let mut findings = Vec::new();
+        for (entry, input) in REGISTRY.iter().zip(schemas()) {
+            let name = entry.spec.name;
+            let input = Value::Object((**input).clone());
+            strict_findings(&input, &format!("{name}.inputSchema"), None, &mut findings);
+            if let Some(output) = output_schema(name) {
+                let output = Value::Object((*output.schema).clone());
+                strict_findings(
+                    &output,
+                    &format!("{name}.outputSchema"),
+                    None,
+                    &mut findings,
+                );
+            }
+        }
+        assert!(findings.is_empty(), "{}", findings.join("\n"));
+    }
+
+    #[test]
+    fn a_type_list_becomes_one_branch_per_type_with_its_constraints() {
+        let mut schema = serde_json::json!({
+            "description": "when", "type": ["string", "null"], "format": "date-time",
+            "properties": { "type": { "type": ["integer", "null"], "minimum": 0 } },
+        });
+        let mut before = Vec::new();
+        strict_findings(&schema, "$", None, &mut before);
+        assert_eq!(before.len(), 2, "two type lists: {before:?}");
+        strict_findings(
+            &serde_json::json!({ "properties": { "x": {} } }),
+            "$",
+            None,
+            &mut before,
+        );
+        assert_eq!(
+            before.last().map(String::as_str),
+            Some("$.properties.x: constrains nothing")
+        );
+        portable(&mut schema);
+        assert_eq!(
+            schema,
+            serde_json::json!({
+                "description": "when",
+                "anyOf": [
+                    { "type": "string", "format": "date-time", "properties": {
+                        "type": { "anyOf": [{ "type": "integer", "minimum": 0 }, { "type": "null" }] },
+                    } },
+                    { "type": "null" },
+                ],
+            })
+        );
+        let mut strict = Vec::new();
+        strict_findings(&schema, "$", None, &mut strict);
+        assert!(strict.is_empty(), "{strict:?}");
     }
 
     #[test]
