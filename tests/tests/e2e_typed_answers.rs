@@ -29,7 +29,6 @@ const UNTYPED: &[&str] = &[
     "manage_pr",
     "delete_branch",
     "ci_dispatch",
-    "jobs",
     "improve_run",
     "improve_status",
 ];
@@ -322,6 +321,47 @@ async fn every_typed_tool_answers_structured_content_its_schema_accepts(s: &Test
     call(&c, "shared", json!({"action": "get", "key": "style"})).await;
     call(&c, "shared", json!({"action": "list"})).await;
     call(&c, "shared", json!({"action": "delete", "key": "style"})).await;
+    let posted = call(
+        &c,
+        "jobs",
+        json!({"action": "post", "namespace": ns, "title": "Type the answers", "body": "Do it."}),
+    )
+    .await;
+    let id = posted["job"]["id"].as_str().expect("a job id").to_owned();
+    assert_eq!(posted["job"]["gate_required"], 0, "{posted}");
+    call(&c, "jobs", json!({"action": "list", "namespace": ns})).await;
+    let unended = call(&c, "jobs", json!({"action": "get", "id": id})).await;
+    assert!(unended["outcome"].is_null(), "{unended}");
+    let claimed = call(&worker, "jobs", json!({"action": "claim", "namespace": ns})).await;
+    assert!(claimed["skills_offered"].is_array(), "{claimed}");
+    assert!(
+        claimed["run_credential"].is_string(),
+        "a minted agent's claim carries its run credential: {claimed}"
+    );
+    call(
+        &worker,
+        "jobs",
+        json!({"action": "heartbeat", "namespace": ns, "id": id}),
+    )
+    .await;
+    let held = call(&worker, "jobs", json!({"action": "claim", "namespace": ns})).await;
+    assert_eq!(held["ok"], false, "one job at a time: {held}");
+    let completed = call(
+        &worker,
+        "jobs",
+        json!({"action": "complete", "namespace": ns, "id": id, "result_summary": "typed", "result_ref": "notes/typed.md"}),
+    )
+    .await;
+    assert!(completed["outcome"]["row"].is_object(), "{completed}");
+    let ended = call(&c, "jobs", json!({"action": "get", "id": id})).await;
+    assert_eq!(ended["outcome"]["job_id"], id.as_str(), "{ended}");
+    let approval = call(
+        &c,
+        "jobs",
+        json!({"action": "approval", "namespace": ns, "head_sha": "0123456789abcdef0123456789abcdef01234567"}),
+    )
+    .await;
+    assert_eq!(approval["approved"], false, "{approval}");
     let typed: BTreeSet<&str> = schemas
         .iter()
         .map(|t| t.name.as_ref())
