@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 
 /// Tools whose answer is still untyped JSON: no `outputSchema`, no `structuredContent`.
 const UNTYPED: &[&str] = &[
-    "lint",
     "list_repo_tree",
     "read_repo_file",
     "search_code",
@@ -362,6 +361,24 @@ async fn every_typed_tool_answers_structured_content_its_schema_accepts(s: &Test
     )
     .await;
     assert_eq!(approval["approved"], false, "{approval}");
+    let packet = call(&c, "lint", json!({"namespace": ns})).await;
+    assert_eq!(packet["mode"], "gather", "{packet}");
+    let report = call(&c, "lint", json!({"namespace": ns, "mode": "report"})).await;
+    assert_eq!(report["mode"], "report", "{report}");
+    call(
+        &c,
+        "write",
+        json!({"namespace": ns, "path": "episodes/one.md", "title": "One",
+                             "type": "episodic", "body": "what happened"}),
+    )
+    .await;
+    let finalized = call(
+        &c,
+        "lint",
+        json!({"namespace": ns, "mode": "finalize", "consumed": ["episodes/one.md"], "confirm": true}),
+    )
+    .await;
+    assert_eq!(finalized["consolidated"], 1, "{finalized}");
     let typed: BTreeSet<&str> = schemas
         .iter()
         .map(|t| t.name.as_ref())

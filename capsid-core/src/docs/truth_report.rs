@@ -55,7 +55,7 @@ pub struct TruthInput {
 }
 
 /// One finding: what was checked, on what, and what did not pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TruthFinding {
     /// The check's name.
     pub check: &'static str,
@@ -66,7 +66,7 @@ pub struct TruthFinding {
 }
 
 /// One check: how many subjects it judged and how many passed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TruthCheck {
     /// The check's name.
     pub check: &'static str,
@@ -82,6 +82,20 @@ pub struct TruthCheck {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TypeCounts(pub Vec<(String, usize)>);
 
+/// As it serializes: an object from type to count.
+impl schemars::JsonSchema for TypeCounts {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TypeCounts".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "additionalProperties": { "type": "integer", "minimum": 0 },
+        })
+    }
+}
+
 impl Serialize for TypeCounts {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_map(self.0.iter().map(|(k, v)| (k, v)))
@@ -89,7 +103,7 @@ impl Serialize for TypeCounts {
 }
 
 /// The document census of the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DocumentCounts {
     /// All documents.
     pub total: usize,
@@ -102,7 +116,7 @@ pub struct DocumentCounts {
 }
 
 /// The report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TruthReport {
     /// The namespace.
     pub namespace: String,

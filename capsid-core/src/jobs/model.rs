@@ -38,11 +38,11 @@ pub struct Job {
     pub result_summary: Option<String>,
     /// Whether a human gate is expected on the way.
     #[serde(serialize_with = "as_int", deserialize_with = "from_int_or_bool")]
-    #[schemars(schema_with = "zero_or_one")]
+    #[schemars(schema_with = "crate::schema::zero_or_one")]
     pub gate_required: bool,
     /// Whether a reviewer must speak before the work completes.
     #[serde(serialize_with = "as_int", deserialize_with = "from_int_or_bool")]
-    #[schemars(schema_with = "zero_or_one")]
+    #[schemars(schema_with = "crate::schema::zero_or_one")]
     pub review_required: bool,
     /// Gates hit.
     pub blocked_count: i64,
@@ -80,11 +80,6 @@ pub fn job_doc_path(id: &str) -> String {
 
 fn as_int<S: Serializer>(value: &bool, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_i64(i64::from(*value))
-}
-
-/// A flag as the Worker's row carries it: the integer 0 or 1.
-fn zero_or_one(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({ "type": "integer", "enum": [0, 1] })
 }
 
 fn from_int_or_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
