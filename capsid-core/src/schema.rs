@@ -5,3 +5,11 @@
 pub(crate) fn zero_or_one(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({ "type": "integer", "enum": [0, 1] })
 }
+
+/// Counts by name, sent as an object (`{"core": 1, "episodic": 2}`) in the order first seen.
+pub(crate) fn counts_by_name(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": { "type": "integer", "minimum": 0 },
+    })
+}

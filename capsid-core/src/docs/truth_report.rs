@@ -82,20 +82,6 @@ pub struct TruthCheck {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TypeCounts(pub Vec<(String, usize)>);
 
-/// As it serializes: an object from type to count.
-impl schemars::JsonSchema for TypeCounts {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "TypeCounts".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "object",
-            "additionalProperties": { "type": "integer", "minimum": 0 },
-        })
-    }
-}
-
 impl Serialize for TypeCounts {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_map(self.0.iter().map(|(k, v)| (k, v)))
@@ -108,6 +94,7 @@ pub struct DocumentCounts {
     /// All documents.
     pub total: usize,
     /// By type.
+    #[schemars(schema_with = "crate::schema::counts_by_name")]
     pub by_type: TypeCounts,
     /// Standing `episodic`/`source` documents.
     pub unconsolidated: usize,
