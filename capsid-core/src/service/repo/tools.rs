@@ -6,7 +6,8 @@ use crate::caller::Caller;
 use crate::scope::Flag;
 use crate::service::Areas;
 use crate::service::Confirmer;
-use crate::service::registry::{Tool, ToolFuture, Untyped};
+use crate::service::registry::{Tool, ToolFuture};
+use crate::service::repo::answer::*;
 use crate::service::repo::args::*;
 use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup::Repo, ToolSpec, action};
 
@@ -15,7 +16,7 @@ use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup::Repo, ToolS
 pub struct ListRepoTree;
 impl Tool for ListRepoTree {
     type Args = ListTreeArgs;
-    type Answer = Untyped;
+    type Answer = TreeAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "list_repo_tree",
         Repo,
@@ -29,7 +30,7 @@ impl Tool for ListRepoTree {
         a: ListTreeArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().list_repo_tree(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().list_repo_tree(c, a, k).await })
     }
 }
 
@@ -38,7 +39,7 @@ impl Tool for ListRepoTree {
 pub struct ReadRepoFile;
 impl Tool for ReadRepoFile {
     type Args = ReadFileArgs;
-    type Answer = Untyped;
+    type Answer = ReadFileAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "read_repo_file",
         Repo,
@@ -52,7 +53,7 @@ impl Tool for ReadRepoFile {
         a: ReadFileArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().read_repo_file(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().read_repo_file(c, a, k).await })
     }
 }
 
@@ -61,7 +62,7 @@ impl Tool for ReadRepoFile {
 pub struct SearchCode;
 impl Tool for SearchCode {
     type Args = SearchCodeArgs;
-    type Answer = Untyped;
+    type Answer = SearchAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "search_code",
         Repo,
@@ -75,7 +76,7 @@ impl Tool for SearchCode {
         a: SearchCodeArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().search_code(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().search_code(c, a, k).await })
     }
 }
 
@@ -84,7 +85,7 @@ impl Tool for SearchCode {
 pub struct RepoRefs;
 impl Tool for RepoRefs {
     type Args = RepoRefsArgs;
-    type Answer = Untyped;
+    type Answer = RefsAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "repo_refs",
         Repo,
@@ -98,7 +99,7 @@ impl Tool for RepoRefs {
         a: RepoRefsArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().repo_refs(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().repo_refs(c, a, k).await })
     }
 }
 
@@ -107,7 +108,7 @@ impl Tool for RepoRefs {
 pub struct RepoHistory;
 impl Tool for RepoHistory {
     type Args = RepoHistoryArgs;
-    type Answer = Untyped;
+    type Answer = HistoryAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "repo_history",
         Repo,
@@ -121,7 +122,7 @@ impl Tool for RepoHistory {
         a: RepoHistoryArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().repo_history(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().repo_history(c, a, k).await })
     }
 }
 
@@ -130,7 +131,7 @@ impl Tool for RepoHistory {
 pub struct CiStatus;
 impl Tool for CiStatus {
     type Args = CiStatusArgs;
-    type Answer = Untyped;
+    type Answer = CiStatusAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "ci_status",
         Repo,
@@ -144,7 +145,7 @@ impl Tool for CiStatus {
         a: CiStatusArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().ci_status(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().ci_status(c, a, k).await })
     }
 }
 
@@ -153,7 +154,7 @@ impl Tool for CiStatus {
 pub struct WriteRepoFile;
 impl Tool for WriteRepoFile {
     type Args = WriteFileArgs;
-    type Answer = Untyped;
+    type Answer = FileChanged;
     const SPEC: ToolSpec = ToolSpec::new(
         "write_repo_file",
         Repo,
@@ -168,7 +169,7 @@ impl Tool for WriteRepoFile {
         a: WriteFileArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().write_repo_file(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().write_repo_file(c, a, k).await })
     }
 }
 
@@ -177,7 +178,7 @@ impl Tool for WriteRepoFile {
 pub struct CreateBranch;
 impl Tool for CreateBranch {
     type Args = CreateBranchArgs;
-    type Answer = Untyped;
+    type Answer = BranchCreated;
     const SPEC: ToolSpec = ToolSpec::new(
         "create_branch",
         Repo,
@@ -192,7 +193,7 @@ impl Tool for CreateBranch {
         a: CreateBranchArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().create_branch(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().create_branch(c, a, k).await })
     }
 }
 
@@ -201,7 +202,7 @@ impl Tool for CreateBranch {
 pub struct OpenPr;
 impl Tool for OpenPr {
     type Args = OpenPrArgs;
-    type Answer = Untyped;
+    type Answer = PrOpened;
     const SPEC: ToolSpec = ToolSpec::new(
         "open_pr",
         Repo,
@@ -215,7 +216,7 @@ impl Tool for OpenPr {
         a: OpenPrArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().open_pr(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().open_pr(c, a, k).await })
     }
 }
 
@@ -224,7 +225,7 @@ impl Tool for OpenPr {
 pub struct DeleteRepoFile;
 impl Tool for DeleteRepoFile {
     type Args = DeleteFileArgs;
-    type Answer = Untyped;
+    type Answer = FileChanged;
     const SPEC: ToolSpec = ToolSpec::new(
         "delete_repo_file",
         Repo,
@@ -240,7 +241,7 @@ impl Tool for DeleteRepoFile {
         a: DeleteFileArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().delete_repo_file(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().delete_repo_file(c, a, k).await })
     }
 }
 
@@ -249,7 +250,7 @@ impl Tool for DeleteRepoFile {
 pub struct ManagePr;
 impl Tool for ManagePr {
     type Args = ManagePrArgs;
-    type Answer = Untyped;
+    type Answer = ManagePrAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "manage_pr",
         Repo,
@@ -271,7 +272,7 @@ impl Tool for ManagePr {
         a: ManagePrArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().manage_pr(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().manage_pr(c, a, k).await })
     }
 }
 
@@ -280,7 +281,7 @@ impl Tool for ManagePr {
 pub struct DeleteBranch;
 impl Tool for DeleteBranch {
     type Args = DeleteBranchArgs;
-    type Answer = Untyped;
+    type Answer = BranchDeleted;
     const SPEC: ToolSpec = ToolSpec::new(
         "delete_branch",
         Repo,
@@ -296,7 +297,7 @@ impl Tool for DeleteBranch {
         a: DeleteBranchArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().delete_branch(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().delete_branch(c, a, k).await })
     }
 }
 
@@ -305,7 +306,7 @@ impl Tool for DeleteBranch {
 pub struct CiDispatch;
 impl Tool for CiDispatch {
     type Args = CiDispatchArgs;
-    type Answer = Untyped;
+    type Answer = CiDispatchAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "ci_dispatch",
         Repo,
@@ -319,6 +320,6 @@ impl Tool for CiDispatch {
         a: CiDispatchArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.repo().ci_dispatch(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.repo().ci_dispatch(c, a, k).await })
     }
 }
