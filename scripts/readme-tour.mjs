@@ -124,10 +124,27 @@ const json = (text, what) => {
 /** A tool result as the Inspector prints it, with the text Capsid returned read as JSON. */
 const toolResult = (text, isError = false) => {
   const r = json(text, 'the Inspector output');
-  shape(r, { content: [{ type: 'text', text: String }], isError });
+  const { structuredContent, ...rest } = r;
+  shape(rest, { content: [{ type: 'text', text: String }], isError });
   if (r.content.length !== 1) throw new Error(`expected one content block, got ${r.content.length}`);
-  return isError ? r.content[0].text : json(r.content[0].text, 'the tool result text');
+  if (structuredContent === undefined) {
+    return isError ? r.content[0].text : json(r.content[0].text, 'the tool result text');
+  }
+  // A typed tool also answers structuredContent: the text item's JSON, or {result: it} when
+  // the answer is not an object. Either way it must say exactly what the text says.
+  const parsed = json(r.content[0].text, 'the tool result text');
+  const same = (a, b) => JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));
+  if (!same(structuredContent, parsed) && !same(structuredContent, { result: parsed })) {
+    throw new Error(`structuredContent differs from the text item: ${JSON.stringify(structuredContent).slice(0, 300)}`);
+  }
+  return isError ? r.content[0].text : parsed;
 };
+/** `v` with every object's keys in order, so two JSON values compare by content. */
+const sortKeys = (v) => Array.isArray(v)
+  ? v.map(sortKeys)
+  : v !== null && typeof v === 'object'
+    ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys(v[k])]))
+    : v;
 const hex64 = /^[0-9a-f]{64}$/;
 const instant = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 const created = (path, bytes) => ({
@@ -201,8 +218,8 @@ const CHECKS = {
   }),
   curl: (r) => {
     const reply = json(r.out, 'the curl output');
-    shape(reply, { jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: String }], isError: false } });
-    shape(json(reply.result.content[0].text, 'the tool result text'), searchHit);
+    shape(reply, { jsonrpc: '2.0', id: 1, result: (v) => v !== null && typeof v === 'object' });
+    shape(toolResult(JSON.stringify(reply.result)), searchHit);
   },
   'prompt.1': (r) => shape(toolResult(r.out), created('prompts/review.md', 50)),
   'prompt.2': (r) => shape(json(r.out, 'the Inspector output'), {

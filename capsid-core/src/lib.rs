@@ -65,6 +65,7 @@ pub mod paths;
 pub mod ports;
 pub mod repos;
 pub mod schedule;
+pub(crate) mod schema;
 pub mod scope;
 pub mod service;
 pub mod skills;

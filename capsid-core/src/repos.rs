@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::ports::RepoRef;
 
 /// One mapped repository.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RepoEntry {
     /// `owner/name`.
     pub repo: String,

@@ -200,12 +200,92 @@ impl Axis {
         }
     }
 
-    fn to_json(&self) -> Value {
+    fn view(&self) -> AxisView {
         match self {
-            Axis::All => json!("*"),
-            Axis::Only(list) => json!(list),
+            Axis::All => AxisView::All(Wildcard),
+            Axis::Only(list) => AxisView::Only(list.clone()),
         }
     }
+}
+
+/// `"*"`: every value of an axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wildcard;
+
+impl serde::Serialize for Wildcard {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str("*")
+    }
+}
+
+impl schemars::JsonSchema for Wildcard {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Wildcard".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "const": "*" })
+    }
+}
+
+/// An axis as stored and shown: `"*"` or a list.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum AxisView {
+    /// Everything.
+    All(Wildcard),
+    /// Only these.
+    Only(Vec<String>),
+}
+
+/// Every flag with whether it is held, in [`Flag::ALL`]'s order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlagValues(pub Vec<(Flag, bool)>);
+
+impl serde::Serialize for FlagValues {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (flag, held) in &self.0 {
+            map.serialize_entry(flag.name(), held)?;
+        }
+        map.end()
+    }
+}
+
+impl schemars::JsonSchema for FlagValues {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "FlagValues".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Flag::ALL.iter().map(|f| f.name()).collect();
+        let properties: Map<String, Value> = names
+            .iter()
+            .map(|n| ((*n).to_owned(), json!({ "type": "boolean" })))
+            .collect();
+        schemars::json_schema!({
+            "type": "object",
+            "properties": properties,
+            "required": names,
+            "additionalProperties": false,
+        })
+    }
+}
+
+/// The stored (and publicly shown) form of [`Scopes`]: every flag listed with its value.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct ScopesView {
+    /// Which namespaces calls may name.
+    pub namespaces: AxisView,
+    /// Which `repo` selectors may be passed.
+    pub repos: AxisView,
+    /// Which tools (and `tool.action` entries) may be called.
+    pub tools: AxisView,
+    /// `read`, `write`.
+    pub grants: Vec<&'static str>,
+    /// Every flag and whether it is held.
+    pub flags: FlagValues,
 }
 
 /// The five axes a caller holds.
@@ -302,19 +382,25 @@ impl Scopes {
         }
     }
 
-    /// The stored (and publicly shown) JSON form. Every flag is listed with its value.
+    /// The stored (and publicly shown) form. Every flag is listed with its value.
+    pub fn view(&self) -> ScopesView {
+        ScopesView {
+            namespaces: self.namespaces.view(),
+            repos: self.repos.view(),
+            tools: self.tools.view(),
+            grants: self.grants.iter().map(|g| g.name()).collect(),
+            flags: FlagValues(
+                Flag::ALL
+                    .into_iter()
+                    .map(|f| (f, self.flags.contains(&f)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The stored (and publicly shown) JSON form ([`Scopes::view`]).
     pub fn to_json(&self) -> Value {
-        let flags: Map<String, Value> = Flag::ALL
-            .into_iter()
-            .map(|f| (f.name().to_owned(), Value::Bool(self.flags.contains(&f))))
-            .collect();
-        json!({
-            "namespaces": self.namespaces.to_json(),
-            "repos": self.repos.to_json(),
-            "tools": self.tools.to_json(),
-            "grants": self.grants.iter().map(|g| g.name()).collect::<Vec<_>>(),
-            "flags": flags,
-        })
+        serde_json::to_value(self.view()).unwrap_or(Value::Null)
     }
 
     /// Whether the caller holds `grant`.

@@ -170,6 +170,8 @@ pub struct Annotations {
 pub struct ToolSpec {
     /// The MCP tool name.
     pub name: &'static str,
+    /// The human-readable title clients show (MCP `title`); the name until [`ToolSpec::titled`].
+    pub title: &'static str,
     /// Its group.
     pub group: ToolGroup,
     /// What the tool does, as shown to clients.
@@ -199,6 +201,7 @@ impl ToolSpec {
     ) -> ToolSpec {
         ToolSpec {
             name,
+            title: name,
             group,
             description,
             requirement,
@@ -208,6 +211,11 @@ impl ToolSpec {
             reaches_outside: false,
             repeatable: false,
         }
+    }
+
+    /// The same tool, titled `title` for people (MCP `title`).
+    pub const fn titled(self, title: &'static str) -> ToolSpec {
+        ToolSpec { title, ..self }
     }
 
     /// The same tool, marked as one whose calls may reach GitHub or the model API
@@ -275,50 +283,12 @@ impl ToolSpec {
         }
     }
 
-    /// The MCP annotations, derived from the requirement and the row.
-    /// The human-readable title clients show (MCP `title`); the name for a tool this table
-    /// does not know (a test checks every registered tool has one).
+    /// The human-readable title clients show (MCP `title`).
     pub fn title(&self) -> &'static str {
-        match self.name {
-            "list" => "List documents",
-            "read" => "Read a document",
-            "brief" => "Brief a namespace",
-            "backlinks" => "Documents linking here",
-            "find" => "Find documents by path",
-            "search" => "Search documents",
-            "namespaces" => "List namespaces",
-            "history" => "Document history",
-            "write" => "Write a document",
-            "delete" => "Delete a document",
-            "move" => "Move a document",
-            "restore" => "Restore a document version",
-            "lint" => "Lint and consolidate a namespace",
-            "register_namespace" => "Register a namespace",
-            "update_namespace" => "Update a namespace",
-            "list_repo_tree" => "List a repository's files",
-            "read_repo_file" => "Read a repository file",
-            "search_code" => "Search a repository's code",
-            "repo_refs" => "Repository branches and tags",
-            "repo_history" => "Repository commit history",
-            "ci_status" => "CI status",
-            "create_branch" => "Create a branch",
-            "delete_branch" => "Delete a branch",
-            "write_repo_file" => "Write a repository file",
-            "delete_repo_file" => "Delete a repository file",
-            "open_pr" => "Open a pull request",
-            "manage_pr" => "Review, comment on or merge a pull request",
-            "ci_dispatch" => "Dispatch a CI workflow",
-            "jobs" => "Work queue",
-            "agents" => "Agent credentials",
-            "improve_run" => "Self-improvement loop controls",
-            "improve_status" => "Self-improvement and autonomy status",
-            "checkpoint" => "Record an agent checkpoint",
-            "checkmarks" => "Agents' checkmarks and log",
-            "shared" => "Shared context",
-            other => other,
-        }
+        self.title
     }
 
+    /// The MCP annotations, derived from the requirement and the row.
     pub fn annotations(&self) -> Annotations {
         let read_only = self.reads_only();
         Annotations {

@@ -19,7 +19,7 @@ use capsid_core::error::Error;
 use capsid_core::service::metrics::{outcome_label, tool_label};
 use capsid_core::service::{
     CHECKMARK_TEMPLATE, CONFIRM_WAIT_MS, CompletionRef, Confirmer, Consent, Service, ToolListing,
-    pretty, resource_mime,
+    output_schema, pretty, resource_mime,
 };
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
@@ -99,13 +99,16 @@ fn caller_of(ctx: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
 
 fn tool_of(listing: &ToolListing) -> Tool {
     let a = listing.annotations;
-    Tool::new(
+    let tool = Tool::new(
         listing.spec.name,
         listing.spec.description,
         listing.input_schema.clone(),
-    )
-    .with_title(listing.spec.title())
-    .with_annotations(
+    );
+    let tool = match listing.output_schema {
+        Some(output) => tool.with_raw_output_schema(output.schema.clone()),
+        None => tool,
+    };
+    tool.with_title(listing.spec.title()).with_annotations(
         ToolAnnotations::with_title(listing.spec.title())
             .read_only(a.read_only)
             .destructive(a.destructive)
@@ -270,7 +273,12 @@ impl ServerHandler for CapsidMcp {
         let result = match answer {
             Ok(value) => {
                 Outcome::note(&ctx, "ok");
-                CallToolResult::success(vec![ContentBlock::text(pretty(&value))])
+                // The text item is the reference's pretty JSON, for every client; a typed
+                // tool's answer also goes as structuredContent, shaped as its outputSchema.
+                let mut result = CallToolResult::success(vec![ContentBlock::text(pretty(&value))]);
+                result.structured_content =
+                    output_schema(&request.name).map(|output| output.structured(&value));
+                result
             }
             Err(e) => {
                 Outcome::note(&ctx, "refused");

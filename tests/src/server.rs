@@ -254,6 +254,57 @@ impl TestServer {
     }
 }
 
+/// Every answer a test reads through [`Client::call`] is also checked as a typed answer: a
+/// tool with an output schema answers `structuredContent` (unless the call failed with a
+/// plain error) that validates against the schema and says exactly what the text item says
+/// (`{"result": text}` for a wrapped answer); a tool without one sends none.
+fn check_structured(tool: &str, result: &CallToolResult, answer: &Value) {
+    let Some(output) = capsid_core::service::output_schema(tool) else {
+        assert!(
+            result.structured_content.is_none(),
+            "{tool} has no output schema but sent structuredContent"
+        );
+        return;
+    };
+    let Some(structured) = &result.structured_content else {
+        assert_eq!(
+            result.is_error,
+            Some(true),
+            "{tool} answered {answer} without structuredContent"
+        );
+        return;
+    };
+    assert_eq!(
+        structured,
+        &output.structured(answer),
+        "{tool}: structuredContent differs from the text item"
+    );
+    static VALIDATORS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, Arc<jsonschema::Validator>>>,
+    > = std::sync::OnceLock::new();
+    let validator = VALIDATORS
+        .get_or_init(Default::default)
+        .lock()
+        .expect("validators")
+        .entry(tool.to_owned())
+        .or_insert_with(|| {
+            let schema = Value::Object((*output.schema).clone());
+            Arc::new(
+                jsonschema::draft202012::new(&schema)
+                    .unwrap_or_else(|e| panic!("{tool}'s output schema does not compile: {e}")),
+            )
+        })
+        .clone();
+    let errors: Vec<String> = validator
+        .iter_errors(structured)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{tool}'s structuredContent does not validate: {errors:?}\n{structured:#}"
+    );
+}
+
 /// A connected MCP client.
 pub struct Client<H: ClientHandler = ()> {
     /// The running rmcp client.
@@ -291,10 +342,12 @@ impl<H: ClientHandler> Client<H> {
             .map(|t| t.text.clone())
             .collect::<Vec<_>>()
             .join("");
+        let answer = serde_json::from_str(&text).unwrap_or(Value::String(text.clone()));
+        check_structured(tool, &result, &answer);
         if result.is_error == Some(true) {
             return Err(text);
         }
-        Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        Ok(answer)
     }
 
     /// Calls `tool` and expects success.

@@ -53,7 +53,7 @@ pub struct BriefInput {
 
 /// A document in the brief: the Worker's projection (namespace, path, title, type, body,
 /// updated_at) plus `last_actor`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct BriefDoc {
     /// Namespace name.
     pub namespace: String,
@@ -73,7 +73,7 @@ pub struct BriefDoc {
 }
 
 /// A document whose body was trimmed for size: metadata and a pointer to read it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct BriefStub {
     /// Namespace name.
     pub namespace: String,
@@ -90,7 +90,7 @@ pub struct BriefStub {
 }
 
 /// A task or episodic entry: whole, or stubbed when the brief was over budget.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum BriefEntry {
     /// The whole document.
@@ -100,7 +100,7 @@ pub enum BriefEntry {
 }
 
 /// The edges touching `core.md`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CoreLinks {
     /// Declared on `core.md`.
     pub outgoing: Vec<OutgoingLink>,
@@ -109,7 +109,7 @@ pub struct CoreLinks {
 }
 
 /// The `brief` answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Brief {
     /// The namespace briefed.
     pub namespace: String,

@@ -15,7 +15,7 @@ use super::{JS_SPACE_CLASS, is_archived, is_js_space};
 
 /// The artifact's own counts that prose about it is held to. Serialized with the Worker's
 /// field names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthoritativeCounts {
     /// Tools the server registers.
@@ -41,7 +41,7 @@ pub fn authoritative_for(
 }
 
 /// A number in prose that disagrees with the artifact.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CountClaim {
     /// The document stating it.
     pub path: String,

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 /// One `documents` row, with the Worker's column names. The legacy `frontmatter` and
 /// `publish_at` columns are never read or returned, so they have no field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Document {
     /// Row id.
     pub id: i64,
@@ -54,7 +54,7 @@ impl Document {
 }
 
 /// A `list` row: the named columns, no body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DocumentSummary {
     /// Row id.
     pub id: i64,
@@ -89,7 +89,7 @@ pub struct ReadView<'a> {
 }
 
 /// The envelope of a bounded listing: `{count, limit, truncated, note?}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ListBounds {
     /// Rows returned.
     pub count: usize,

@@ -182,7 +182,7 @@ fn without_field(problem: String, prefix: &str) -> String {
 }
 
 /// A stored edge, both ends named.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 pub struct Edge {
     /// Source namespace.
     pub from_ns: String,
@@ -198,7 +198,7 @@ pub struct Edge {
 }
 
 /// An edge seen from its source: `{type, to_ns, to_path}`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 pub struct OutgoingLink {
     /// Edge type as stored.
     #[serde(rename = "type")]
@@ -210,7 +210,7 @@ pub struct OutgoingLink {
 }
 
 /// An edge seen from its target: `{type, from_ns, from_path}`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 pub struct IncomingLink {
     /// Edge type as stored.
     #[serde(rename = "type")]
@@ -261,16 +261,18 @@ impl EdgesOf {
 
 /// An edge with an endpoint that no longer exists, as `lint` reports it. The missing flags
 /// serialize as `0`/`1`, the Worker's SQL integers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DanglingEdge {
     /// The edge.
     #[serde(flatten)]
     pub edge: Edge,
     /// The source document is gone.
     #[serde(serialize_with = "as_flag")]
+    #[schemars(schema_with = "crate::schema::zero_or_one")]
     pub source_missing: bool,
     /// The target document is gone.
     #[serde(serialize_with = "as_flag")]
+    #[schemars(schema_with = "crate::schema::zero_or_one")]
     pub target_missing: bool,
 }
 

@@ -53,7 +53,7 @@ impl LintMode {
 
 /// A document in the gather packet: the columns its section selects (`None` = not
 /// selected, so not serialized), with the body possibly replaced by a stub.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PacketDoc {
     /// Namespace name.
     pub namespace: String,
@@ -140,7 +140,7 @@ pub struct GatherInput {
 }
 
 /// The `lint gather` answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GatherPacket {
     /// Always `gather`.
     pub mode: LintMode,
@@ -274,7 +274,7 @@ pub enum LintError {
 }
 
 /// One archive move: `from` becomes `archive/<from>`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ArchiveMove {
     /// The consumed path.
     pub from: String,
@@ -347,7 +347,7 @@ pub fn finalize_plan(
 }
 
 /// The `lint finalize` answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FinalizeOutcome {
     /// Always `finalize`.
     pub mode: LintMode,

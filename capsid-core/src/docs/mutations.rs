@@ -101,7 +101,7 @@ pub fn move_collision(reason: &str) -> String {
 }
 
 /// The `delete` answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DeleteOutcome {
     /// Namespace.
     pub namespace: String,
@@ -135,7 +135,7 @@ pub fn delete_audit_params(removed: &[Edge]) -> serde_json::Value {
 }
 
 /// The `move` answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MoveOutcome {
     /// Namespace.
     pub namespace: String,

@@ -55,7 +55,7 @@ pub struct TruthInput {
 }
 
 /// One finding: what was checked, on what, and what did not pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TruthFinding {
     /// The check's name.
     pub check: &'static str,
@@ -66,7 +66,7 @@ pub struct TruthFinding {
 }
 
 /// One check: how many subjects it judged and how many passed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TruthCheck {
     /// The check's name.
     pub check: &'static str,
@@ -89,11 +89,12 @@ impl Serialize for TypeCounts {
 }
 
 /// The document census of the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DocumentCounts {
     /// All documents.
     pub total: usize,
     /// By type.
+    #[schemars(schema_with = "crate::schema::counts_by_name")]
     pub by_type: TypeCounts,
     /// Standing `episodic`/`source` documents.
     pub unconsolidated: usize,
@@ -102,7 +103,7 @@ pub struct DocumentCounts {
 }
 
 /// The report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TruthReport {
     /// The namespace.
     pub namespace: String,

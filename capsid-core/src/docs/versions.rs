@@ -167,7 +167,7 @@ pub fn restore_confirmation(
 }
 
 /// Whether the restore overwrote a live document or recreated a deleted one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RestoreAction {
     /// A live document was overwritten (and snapshotted first).
@@ -177,7 +177,7 @@ pub enum RestoreAction {
 }
 
 /// The `restore` answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RestoreOutcome {
     /// Namespace.
     pub namespace: String,

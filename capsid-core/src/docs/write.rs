@@ -277,7 +277,7 @@ pub struct ConfirmationText {
 }
 
 /// Whether the write created or updated the row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WriteAction {
     /// The document did not exist.
@@ -287,7 +287,7 @@ pub enum WriteAction {
 }
 
 /// The `write` answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct WriteOutcome {
     /// Namespace.
     pub namespace: String,

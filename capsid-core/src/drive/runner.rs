@@ -11,7 +11,7 @@ use super::credential::CredentialRef;
 pub const RUNNER_FIELD_MAX: usize = 2048;
 
 /// The stored settings (every field optional).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunnerSettings {
     /// The project's root folder on agent hosts (absolute).
     #[serde(default, skip_serializing_if = "Option::is_none")]

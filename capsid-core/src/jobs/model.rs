@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::state::JobStatus;
 
 /// One row of `jobs`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Job {
     /// `job_` + 12 hex.
     pub id: String,
@@ -38,9 +38,11 @@ pub struct Job {
     pub result_summary: Option<String>,
     /// Whether a human gate is expected on the way.
     #[serde(serialize_with = "as_int", deserialize_with = "from_int_or_bool")]
+    #[schemars(schema_with = "crate::schema::zero_or_one")]
     pub gate_required: bool,
     /// Whether a reviewer must speak before the work completes.
     #[serde(serialize_with = "as_int", deserialize_with = "from_int_or_bool")]
+    #[schemars(schema_with = "crate::schema::zero_or_one")]
     pub review_required: bool,
     /// Gates hit.
     pub blocked_count: i64,

@@ -99,7 +99,7 @@ pub struct EvidenceVerdict {
 }
 
 /// How a job ended up, derived from `result_ref`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ResultKind {
     /// An `https://` reference.
@@ -111,7 +111,7 @@ pub enum ResultKind {
 }
 
 /// One row of `job_outcomes`, in the Worker's column order (Capsid's own columns after).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct OutcomeRow {
     /// The job.
     pub job_id: String,

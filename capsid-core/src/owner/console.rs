@@ -376,11 +376,13 @@ impl OwnerService {
                     .jobs()
                     .resume_to(caller, args, ResumeTo::Queue)
                     .await?;
+                let out = crate::service::to_json(out)?;
                 let ns = out["job"]["namespace"].as_str().map(str::to_owned);
                 (out, ns, Some(job_doc_path(id)))
             }
             ConsoleAction::FailJob { id, reason } => {
                 let out = self.tools.jobs().admin_fail_job(caller, id, reason).await?;
+                let out = crate::service::to_json(out)?;
                 let ns = out["job"]["namespace"].as_str().map(str::to_owned);
                 (out, ns, Some(job_doc_path(id)))
             }

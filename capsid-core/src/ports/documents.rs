@@ -20,7 +20,7 @@ pub struct DocFilter {
 }
 
 /// A search hit: the row's summary and a snippet with `[`/`]` around matched terms.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct SearchHit {
     /// Row id.
     pub id: i64,
@@ -42,7 +42,7 @@ pub struct SearchHit {
 }
 
 /// One version snapshot, without its body.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct VersionSummary {
     /// Version id.
     pub id: i64,
@@ -55,7 +55,7 @@ pub struct VersionSummary {
 }
 
 /// One version snapshot with its content and metadata.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct VersionRow {
     /// Version id.
     pub id: i64,
@@ -178,7 +178,7 @@ pub struct PacketRows {
 }
 
 /// A namespace row with its unconsolidated count.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct NamespaceRow {
     /// Name.
     pub namespace: String,

@@ -613,3 +613,34 @@ fn only_a_caller_reaching_every_namespace_passes_the_global_rule() {
         );
     }
 }
+
+/// An axis's schema (part of `agents`' output schema) admits exactly what it serializes to:
+/// `"*"` for every value, or a list; no other string.
+#[test]
+fn an_axis_schema_admits_the_wildcard_or_a_list_and_nothing_else() {
+    let schema = serde_json::to_value(schemars::schema_for!(AxisView)).expect("schema");
+    let branches = schema["anyOf"]
+        .as_array()
+        .expect("an untagged enum's branches");
+    let wildcard = serde_json::to_value(AxisView::All(Wildcard)).expect("json");
+    assert_eq!(wildcard, serde_json::json!("*"));
+    let admits = |value: &serde_json::Value| {
+        branches.iter().any(|b| {
+            let b = match b.get("$ref").and_then(|r| r.as_str()) {
+                Some(r) => &schema["$defs"][r.trim_start_matches("#/$defs/")],
+                None => b,
+            };
+            match (b.get("const"), b.get("type").and_then(|t| t.as_str())) {
+                (Some(c), _) => c == value,
+                (None, Some("array")) => value.is_array(),
+                _ => false,
+            }
+        })
+    };
+    assert!(admits(&wildcard), "{schema}");
+    assert!(admits(&serde_json::json!(["alpha"])), "{schema}");
+    assert!(
+        !admits(&serde_json::json!("alpha")),
+        "only \"*\" is a string axis: {schema}"
+    );
+}

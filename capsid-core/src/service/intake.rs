@@ -424,6 +424,7 @@ impl IntakeCx<'_> {
             .posting
             .post_job_as(caller, args, row.job_id.clone())
             .await?;
+        let answer = crate::service::to_json(answer)?;
         if answer["ok"] == json!(true) {
             report.posted.push(issue_job(row, None));
             return Ok(true);

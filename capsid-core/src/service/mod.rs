@@ -42,7 +42,10 @@ pub use improve::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 pub use intake::{IntakeReport, IssueJob};
 pub use jobs::JobsArgs;
 pub(crate) use jobs::ResumeTo;
-pub use registry::{CallObserver, ParsedCall, REGISTRY, ToolEntry, ToolListing, parse_tool_args};
+pub use registry::{
+    CallObserver, OutputSchema, ParsedCall, REGISTRY, RefusedAnswer, ToolEntry, ToolListing,
+    Untyped, output_schema, parse_tool_args,
+};
 pub use schedule::{SWEEP_LEASE, Scheduler, TaskOutcome, TaskRun, TickReport};
 pub use surfaces::{CHECKMARK_TEMPLATE, parse_checkmark_uri, resource_mime};
 

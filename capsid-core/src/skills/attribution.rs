@@ -59,7 +59,7 @@ impl fmt::Display for RunSignal {
 }
 
 /// What one run earns one offered skill.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Credit {
     /// Used, and the verifier reported success.

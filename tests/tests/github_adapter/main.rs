@@ -17,6 +17,7 @@
 //! - `ci`: CI status and dispatch.
 //! - `outcomes`: the facts other features read and outcome verification.
 //! - `review_gate`: verdicts through Capsid by another agent, pinned to the head they reviewed.
+//! - `typed_answers`: each of the thirteen called once, its typed answer checked.
 
 use capsid_core::ports::RepoRef;
 use capsid_tests::fake_github::FakeGitHub;
@@ -31,6 +32,7 @@ mod outcomes;
 mod progress;
 mod read_tools;
 mod review_gate;
+mod typed_answers;
 mod write_tools;
 
 const REPO: &str = "octo/alpha";

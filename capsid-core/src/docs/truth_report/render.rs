@@ -113,20 +113,20 @@ impl TruthReport {
 }
 
 /// The `lint report` answer: `{mode: "report", stored: "<ns>/<path>", ...report}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ReportOutcome<'a> {
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ReportOutcome {
     /// Always `report`.
     pub mode: LintMode,
     /// Where the report was stored.
     pub stored: String,
     /// The report.
     #[serde(flatten)]
-    pub report: &'a TruthReport,
+    pub report: TruthReport,
 }
 
-impl<'a> ReportOutcome<'a> {
+impl ReportOutcome {
     /// The answer for a report stored at `path` in its namespace.
-    pub fn new(report: &'a TruthReport, path: &str) -> Self {
+    pub fn new(report: TruthReport, path: &str) -> Self {
         Self {
             mode: LintMode::Report,
             stored: format!("{}/{path}", report.namespace),

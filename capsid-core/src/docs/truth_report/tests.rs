@@ -256,7 +256,8 @@ fn stored_report_naming() {
     assert_eq!(REPORT_TYPE.as_str(), "reference");
     assert_eq!(REPORT_STATUS.as_str(), "published");
     let report = build_truth_report(&input(vec![]));
-    let wire = serde_json::to_value(ReportOutcome::new(&report, &report_path(now()))).unwrap();
+    let wire =
+        serde_json::to_value(ReportOutcome::new(report.clone(), &report_path(now()))).unwrap();
     assert_eq!(wire["mode"], "report");
     assert_eq!(wire["stored"], "n/reports/lint-2026-11-30.md");
     assert_eq!(wire["namespace"], "n");

@@ -20,7 +20,9 @@ use crate::crypto::sha256_hex;
 use crate::error::Result;
 use crate::ids::{new_agent_id, new_agent_key};
 use crate::ports::{AgentRow, NewAgent, StoreError};
-use crate::scope::{Axis, ScopePatch, Scopes};
+use crate::scope::{Axis, ScopePatch, Scopes, ScopesView};
+use crate::service::registry::RefusedAnswer;
+use crate::time::Timestamp;
 
 /// What the agents area's handlers reach: the agents table, the operator keys, ids and the
 /// clock.
@@ -144,18 +146,111 @@ fn strings<const N: usize>(v: Option<Vec<Bounded<N>>>) -> Option<Vec<String>> {
 }
 
 /// The public view of an agent: never the key or its full hash.
-pub fn agent_view(row: &AgentRow) -> Value {
-    json!({
-        "id": row.id,
-        "name": row.name,
-        "kind": row.kind,
-        "fingerprint": row.key_hash.chars().take(12).collect::<String>(),
-        "scopes": Scopes::parse(Some(&row.scopes)).to_json(),
-        "created_by": row.created_by,
-        "created_at": row.created_at,
-        "revoked_at": row.revoked_at,
-        "last_seen": row.last_seen,
-    })
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AgentView {
+    /// `agent_` + 12 hex.
+    pub id: String,
+    /// Its unique name.
+    pub name: String,
+    /// `session`, `driver`, `seat` or `cron`.
+    pub kind: String,
+    /// The first 12 hex of its key's sha256.
+    pub fingerprint: String,
+    /// What it may do.
+    pub scopes: ScopesView,
+    /// Who minted it.
+    pub created_by: String,
+    /// When.
+    pub created_at: Timestamp,
+    /// When revoked, or null.
+    pub revoked_at: Option<Timestamp>,
+    /// Its last authenticated call, or null.
+    pub last_seen: Option<Timestamp>,
+}
+
+/// The public view of an agent: never the key or its full hash.
+pub fn agent_view(row: &AgentRow) -> AgentView {
+    AgentView {
+        id: row.id.clone(),
+        name: row.name.clone(),
+        kind: row.kind.name().to_owned(),
+        fingerprint: row.key_hash.chars().take(12).collect(),
+        scopes: Scopes::parse(Some(&row.scopes)).view(),
+        created_by: row.created_by.clone(),
+        created_at: row.created_at,
+        revoked_at: row.revoked_at,
+        last_seen: row.last_seen,
+    }
+}
+
+/// `agents list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentList {
+    /// Always true.
+    pub ok: bool,
+    /// Always `list`.
+    pub action: &'static str,
+    /// Every agent, revoked included.
+    pub agents: Vec<AgentView>,
+}
+
+/// `agents mint`: the key, shown once.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentMinted {
+    /// Always true.
+    pub ok: bool,
+    /// Always `mint`.
+    pub action: &'static str,
+    /// The new agent.
+    pub agent: AgentView,
+    /// Its bearer key (stored nowhere).
+    pub key: String,
+    /// Its scopes.
+    pub scopes: ScopesView,
+    /// That the key is shown once.
+    pub note: &'static str,
+}
+
+/// `agents revoke`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentRevoked {
+    /// Always true.
+    pub ok: bool,
+    /// Always `revoke`.
+    pub action: &'static str,
+    /// The revoked agent.
+    pub agent: AgentView,
+}
+
+/// `agents update_scopes`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentRescoped {
+    /// Always true.
+    pub ok: bool,
+    /// Always `update_scopes`.
+    pub action: &'static str,
+    /// The agent as it is now.
+    pub agent: AgentView,
+    /// Its scopes before.
+    pub before: ScopesView,
+    /// Its scopes after.
+    pub after: ScopesView,
+}
+
+/// The `agents` answer: one per action, or the action's refusal.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AgentsAnswer {
+    /// `list`.
+    List(AgentList),
+    /// `mint`.
+    Minted(AgentMinted),
+    /// `revoke`.
+    Revoked(AgentRevoked),
+    /// `update_scopes`.
+    Rescoped(AgentRescoped),
+    /// `{ok: false, action, refusal}`.
+    Refused(RefusedAnswer),
 }
 
 /// The actions an action tool's input schema lists (`None`: the tool takes no action).
@@ -238,8 +333,12 @@ fn check_tool_names(tools: &[String]) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn refusal(action: AgentsAction, why: impl Into<String>) -> Value {
-    json!({ "ok": false, "action": action.name(), "refusal": why.into() })
+fn refusal(action: AgentsAction, why: impl Into<String>) -> AgentsAnswer {
+    AgentsAnswer::Refused(RefusedAnswer {
+        ok: false,
+        action: action.name().to_owned(),
+        refusal: why.into(),
+    })
 }
 
 impl AgentsCx<'_> {
@@ -248,7 +347,7 @@ impl AgentsCx<'_> {
         caller: &Caller,
         a: AgentsArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<AgentsAnswer> {
         let action = a.action;
         if let Some(tools) = strings(a.tools.clone())
             && let Err(why) = check_tool_names(&tools)
@@ -268,9 +367,11 @@ impl AgentsCx<'_> {
         match action {
             AgentsAction::List => {
                 let rows = self.agents.agents().await?;
-                Ok(
-                    json!({ "ok": true, "action": "list", "agents": rows.iter().map(agent_view).collect::<Vec<_>>() }),
-                )
+                Ok(AgentsAnswer::List(AgentList {
+                    ok: true,
+                    action: "list",
+                    agents: rows.iter().map(agent_view).collect(),
+                }))
             }
             AgentsAction::Mint => self.mint_agent(caller, &a, patch).await,
             AgentsAction::Revoke => self.revoke_agent(caller, &a).await,
@@ -283,7 +384,7 @@ impl AgentsCx<'_> {
         caller: &Caller,
         a: &AgentsArgs,
         patch: ScopePatch,
-    ) -> Result<Value> {
+    ) -> Result<AgentsAnswer> {
         let action = AgentsAction::Mint;
         let name = a
             .name
@@ -342,13 +443,13 @@ impl AgentsCx<'_> {
             }
             Err(e) => return Err(e.into()),
         };
-        Ok(json!({
-            "ok": true,
-            "action": "mint",
-            "agent": agent_view(&row),
-            "key": key,
-            "scopes": scopes.to_json(),
-            "note": "This key is shown once and stored nowhere (only its sha256). Give it to the agent as a bearer token for /ops/mcp.",
+        Ok(AgentsAnswer::Minted(AgentMinted {
+            ok: true,
+            action: "mint",
+            agent: agent_view(&row),
+            key,
+            scopes: scopes.view(),
+            note: "This key is shown once and stored nowhere (only its sha256). Give it to the agent as a bearer token for /ops/mcp.",
         }))
     }
 
@@ -356,7 +457,7 @@ impl AgentsCx<'_> {
         &self,
         action: AgentsAction,
         a: &AgentsArgs,
-    ) -> Result<std::result::Result<AgentRow, Value>> {
+    ) -> Result<std::result::Result<AgentRow, AgentsAnswer>> {
         let name = a
             .name
             .as_ref()
@@ -378,7 +479,7 @@ impl AgentsCx<'_> {
         }
     }
 
-    async fn revoke_agent(&self, caller: &Caller, a: &AgentsArgs) -> Result<Value> {
+    async fn revoke_agent(&self, caller: &Caller, a: &AgentsArgs) -> Result<AgentsAnswer> {
         let action = AgentsAction::Revoke;
         let row = match self.live_agent(action, a).await? {
             Ok(row) => row,
@@ -393,9 +494,11 @@ impl AgentsCx<'_> {
             json!({ "id": row.id, "scopes": scopes }),
         );
         match self.agents.revoke_agent(&row.id, self.now(), audit).await? {
-            Some(revoked) => {
-                Ok(json!({ "ok": true, "action": "revoke", "agent": agent_view(&revoked) }))
-            }
+            Some(revoked) => Ok(AgentsAnswer::Revoked(AgentRevoked {
+                ok: true,
+                action: "revoke",
+                agent: agent_view(&revoked),
+            })),
             None => Ok(refusal(
                 action,
                 format!("agent {} was revoked by somebody else meanwhile", row.name),
@@ -408,7 +511,7 @@ impl AgentsCx<'_> {
         caller: &Caller,
         a: &AgentsArgs,
         patch: ScopePatch,
-    ) -> Result<Value> {
+    ) -> Result<AgentsAnswer> {
         let action = AgentsAction::UpdateScopes;
         let row = match self.live_agent(action, a).await? {
             Ok(row) => row,
@@ -442,9 +545,12 @@ impl AgentsCx<'_> {
             .rescope_agent(&row.id, &row.scopes, &after.to_json().to_string(), audit)
             .await?
         {
-            Some(updated) => Ok(json!({
-                "ok": true, "action": "update_scopes", "agent": agent_view(&updated),
-                "before": before.to_json(), "after": after.to_json(),
+            Some(updated) => Ok(AgentsAnswer::Rescoped(AgentRescoped {
+                ok: true,
+                action: "update_scopes",
+                agent: agent_view(&updated),
+                before: before.view(),
+                after: after.view(),
             })),
             None => Ok(refusal(
                 action,
@@ -472,6 +578,7 @@ mod registered {
     pub struct Agents;
     impl Tool for Agents {
         type Args = AgentsArgs;
+        type Answer = AgentsAnswer;
         const SPEC: ToolSpec = ToolSpec::new(
             "agents",
             ToolGroup::Admin,
@@ -487,13 +594,14 @@ mod registered {
             "Admin only: mint, list, revoke or re-scope agent credentials.",
         )
         .destructive()
-        .ok_false_refusals();
+        .ok_false_refusals()
+        .titled("Agent credentials");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: AgentsArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.agents().agents(c, a, k).await })
         }
     }

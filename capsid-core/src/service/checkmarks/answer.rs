@@ -7,11 +7,11 @@
 use serde_json::{Value, json};
 
 use super::args::CheckmarksArgs;
-use super::read::no_checkmark;
+use super::read::{AnswerGiven, ResumeAsked, no_checkmark};
 use super::{CheckmarksCx, required};
 use crate::caller::Caller;
 use crate::checkmarks::rules::{Answered, Waiting, answer_step, may_answer, resume_step};
-use crate::checkmarks::view::{checkmark_json, entry_json};
+use crate::checkmarks::view::{checkmark_view, entry_view};
 use crate::checkmarks::{Step, audit_path};
 use crate::error::{Error, Result};
 use crate::ports::{AnswerFill, CheckmarkTransition, CheckmarkView};
@@ -34,7 +34,7 @@ fn waiting(v: &CheckmarkView) -> Waiting<'_> {
 }
 
 impl CheckmarksCx<'_> {
-    pub(crate) async fn answer(&self, caller: &Caller, a: &CheckmarksArgs) -> Result<Value> {
+    pub(crate) async fn answer(&self, caller: &Caller, a: &CheckmarksArgs) -> Result<AnswerGiven> {
         let ns = required(
             "namespace",
             "answer",
@@ -69,15 +69,15 @@ impl CheckmarksCx<'_> {
         let done = self
             .apply(caller, &view, step, Some(fill), resume, params)
             .await?;
-        Ok(json!({
-            "action": "answer",
-            "resumed": resume,
-            "checkmark": checkmark_json(&done),
-            "log_entry": entry_json(&done.entry),
-        }))
+        Ok(AnswerGiven {
+            action: "answer",
+            resumed: resume,
+            checkmark: checkmark_view(&done),
+            log_entry: entry_view(&done.entry),
+        })
     }
 
-    pub(crate) async fn resume(&self, caller: &Caller, a: &CheckmarksArgs) -> Result<Value> {
+    pub(crate) async fn resume(&self, caller: &Caller, a: &CheckmarksArgs) -> Result<ResumeAsked> {
         let ns = required(
             "namespace",
             "resume",
@@ -98,11 +98,12 @@ impl CheckmarksCx<'_> {
         let params =
             json!({ "agent": agent, "log_entry_id": view.entry.id, "from": step.from.as_str() });
         let done = self.apply(caller, &view, step, None, true, params).await?;
-        Ok(json!({
-            "action": "resume",
-            "checkmark": checkmark_json(&done),
-            "resume": checkmark_json(&done)["resume"],
-        }))
+        let checkmark = checkmark_view(&done);
+        Ok(ResumeAsked {
+            action: "resume",
+            resume: checkmark.resume.clone(),
+            checkmark,
+        })
     }
 
     async fn current(&self, ns: &str, agent: &str) -> Result<CheckmarkView> {

@@ -3,13 +3,13 @@
 //! the admin: `rules::may_name_job`); an agent that asks a question or blocks is
 //! announced to the notifier.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::CheckmarksCx;
 use super::args::CheckpointArgs;
 use crate::caller::Caller;
 use crate::checkmarks::rules::{CheckpointClaims, check_checkpoint, may_name_job};
-use crate::checkmarks::view::{checkmark_json, console_path, entry_json};
+use crate::checkmarks::view::{CheckmarkJson, EntryView, checkmark_view, console_path, entry_view};
 use crate::checkmarks::{
     AgentStatus, CheckmarkEvent, CiStatus, GateStatus, Visibility, audit_path,
 };
@@ -22,8 +22,25 @@ fn text<const N: usize>(v: Option<crate::service::args::Bounded<N>>) -> Option<S
     v.map(|b| b.0.trim().to_owned()).filter(|t| !t.is_empty())
 }
 
+/// The `checkpoint` answer: both ids, the checkmark and the entry appended.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Checkpointed {
+    /// The checkmark's id.
+    pub checkmark_id: i64,
+    /// The new entry's id.
+    pub log_entry_id: i64,
+    /// The checkmark now.
+    pub checkmark: CheckmarkJson,
+    /// The entry appended.
+    pub log_entry: EntryView,
+}
+
 impl CheckmarksCx<'_> {
-    pub(crate) async fn checkpoint(&self, caller: &Caller, a: CheckpointArgs) -> Result<Value> {
+    pub(crate) async fn checkpoint(
+        &self,
+        caller: &Caller,
+        a: CheckpointArgs,
+    ) -> Result<Checkpointed> {
         let namespace = a.namespace.as_str().to_owned();
         let next_steps: Vec<String> = a
             .next_steps
@@ -139,12 +156,12 @@ impl CheckmarksCx<'_> {
             self.announce(&view.entry, view.checkmark.where_it_stopped.as_deref())
                 .await;
         }
-        Ok(json!({
-            "checkmark_id": view.checkmark.id,
-            "log_entry_id": view.entry.id,
-            "checkmark": checkmark_json(&view),
-            "log_entry": entry_json(&view.entry),
-        }))
+        Ok(Checkpointed {
+            checkmark_id: view.checkmark.id,
+            log_entry_id: view.entry.id,
+            checkmark: checkmark_view(&view),
+            log_entry: entry_view(&view.entry),
+        })
     }
 
     /// Tells the notifier that an agent asks a question or blocks (best effort).

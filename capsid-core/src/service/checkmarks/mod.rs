@@ -118,18 +118,20 @@ mod registered {
     pub struct Checkpoint;
     impl Tool for Checkpoint {
         type Args = CheckpointArgs;
+        type Answer = checkpoint::Checkpointed;
         const SPEC: ToolSpec = ToolSpec::new(
             "checkpoint",
             ToolGroup::Checkmarks,
             Requirement::Fixed(Rule::write()),
             "Record your checkmark in a namespace (status, where you stopped, next steps, open question, tests and build status) and append a log entry; returns both ids. done needs tests_status pass.",
-        );
+        )
+        .titled("Record an agent checkpoint");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: CheckpointArgs,
             _: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.checkmarks().checkpoint(c, a).await })
         }
     }
@@ -139,6 +141,7 @@ mod registered {
     pub struct Checkmarks;
     impl Tool for Checkmarks {
         type Args = CheckmarksArgs;
+        type Answer = read::CheckmarksAnswer;
         const SPEC: ToolSpec = ToolSpec::new(
             "checkmarks",
             ToolGroup::Checkmarks,
@@ -154,13 +157,14 @@ mod registered {
                 ],
             },
             "Agents' checkmarks and the log: list, get, log (paged) and feed (global entries) read; answer an open question or resume an agent with its answer.",
-        );
+        )
+        .titled("Agents' checkmarks and log");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: CheckmarksArgs,
             _: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.checkmarks().checkmarks(c, a).await })
         }
     }
@@ -172,6 +176,7 @@ mod registered {
     pub struct Shared;
     impl Tool for Shared {
         type Args = SharedArgs;
+        type Answer = shared::SharedAnswer;
         const SPEC: ToolSpec = ToolSpec::new(
             "shared",
             ToolGroup::Checkmarks,
@@ -186,13 +191,14 @@ mod registered {
             },
             "The shared context every namespace reads: get and list; set and delete need the can_write_shared flag.",
         )
-        .destructive();
+        .destructive()
+        .titled("Shared context");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: SharedArgs,
             _: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.checkmarks().shared(c, a).await })
         }
     }

@@ -2,12 +2,13 @@
 //! checkmark, its log newest first in pages, and the `global` entries of every namespace.
 //! Arguments are checked before anything is read.
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::args::{CheckmarksAction, CheckmarksArgs};
 use super::{CheckmarksCx, required};
 use crate::caller::Caller;
-use crate::checkmarks::view::{checkmark_json, entry_json};
+use crate::checkmarks::view::{CheckmarkJson, EntryView, ResumeView, checkmark_view, entry_view};
 use crate::checkmarks::{LIST_ROWS_MAX, LOG_ROWS_DEFAULT, LOG_ROWS_MAX, cursor};
 use crate::error::{Error, Result};
 use crate::ports::LogEntryRow;
@@ -34,34 +35,146 @@ fn page_start(action: &str, a: &CheckmarksArgs) -> Result<Option<i64>> {
 }
 
 /// One page of entries (fetched with one extra row to know whether another page follows).
-fn page(mut rows: Vec<LogEntryRow>, limit: usize) -> Value {
+/// One page of log entries, newest first.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EntryPage {
+    /// Entries returned.
+    pub count: usize,
+    /// The page size.
+    pub limit: usize,
+    /// Whether older entries exist.
+    pub truncated: bool,
+    /// The cursor of the next page, or null.
+    pub next_cursor: Option<String>,
+    /// The entries.
+    pub entries: Vec<EntryView>,
+}
+
+fn page(mut rows: Vec<LogEntryRow>, limit: usize) -> EntryPage {
     let truncated = rows.len() > limit;
     rows.truncate(limit);
     let next_cursor = truncated
         .then(|| rows.last().map(|e| cursor::encode(e.id)))
         .flatten();
-    json!({
-        "count": rows.len(),
-        "limit": limit,
-        "truncated": truncated,
-        "next_cursor": next_cursor,
-        "entries": rows.iter().map(entry_json).collect::<Vec<_>>(),
-    })
+    EntryPage {
+        count: rows.len(),
+        limit,
+        truncated,
+        next_cursor,
+        entries: rows.iter().map(entry_view).collect(),
+    }
+}
+
+/// `checkmarks list`: one namespace's checkmarks.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CheckmarkList {
+    /// The namespace.
+    pub namespace: String,
+    /// Checkmarks returned.
+    pub count: usize,
+    /// The bound.
+    pub limit: usize,
+    /// Whether more exist.
+    pub truncated: bool,
+    /// One per agent.
+    pub agents: Vec<CheckmarkJson>,
+}
+
+/// `checkmarks get`: one agent's checkmark.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CheckmarkOne {
+    /// The namespace.
+    pub namespace: String,
+    /// The agent.
+    pub agent: String,
+    /// Its checkmark.
+    pub checkmark: CheckmarkJson,
+}
+
+/// `checkmarks log`: one agent's log, a page.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentLog {
+    /// The page.
+    #[serde(flatten)]
+    pub page: EntryPage,
+    /// The namespace.
+    pub namespace: String,
+    /// The agent.
+    pub agent: String,
+}
+
+/// `checkmarks feed`: the global entries, a page.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GlobalFeed {
+    /// The page.
+    #[serde(flatten)]
+    pub page: EntryPage,
+    /// The namespace asked for, or null for every one.
+    pub namespace: Option<String>,
+    /// Always `global`.
+    pub visibility: &'static str,
+}
+
+/// `checkmarks answer`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AnswerGiven {
+    /// Always `answer`.
+    pub action: &'static str,
+    /// Whether the agent is asked to resume with it.
+    pub resumed: bool,
+    /// The checkmark now.
+    pub checkmark: CheckmarkJson,
+    /// The entry answered.
+    pub log_entry: EntryView,
+}
+
+/// `checkmarks resume`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ResumeAsked {
+    /// Always `resume`.
+    pub action: &'static str,
+    /// The checkmark now.
+    pub checkmark: CheckmarkJson,
+    /// The pending resume.
+    pub resume: Option<ResumeView>,
+}
+
+/// The `checkmarks` answer, one per action.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // built once per call, then serialized
+pub enum CheckmarksAnswer {
+    /// `list`.
+    List(CheckmarkList),
+    /// `get`.
+    One(CheckmarkOne),
+    /// `log`.
+    Log(AgentLog),
+    /// `feed`.
+    Feed(GlobalFeed),
+    /// `answer`.
+    Answered(AnswerGiven),
+    /// `resume`.
+    Resumed(ResumeAsked),
 }
 
 impl CheckmarksCx<'_> {
-    pub(crate) async fn checkmarks(&self, caller: &Caller, a: CheckmarksArgs) -> Result<Value> {
-        match a.action {
-            CheckmarksAction::List => self.list(&a).await,
-            CheckmarksAction::Get => self.get(&a).await,
-            CheckmarksAction::Log => self.log(&a).await,
-            CheckmarksAction::Feed => self.feed(&a).await,
-            CheckmarksAction::Answer => self.answer(caller, &a).await,
-            CheckmarksAction::Resume => self.resume(caller, &a).await,
-        }
+    pub(crate) async fn checkmarks(
+        &self,
+        caller: &Caller,
+        a: CheckmarksArgs,
+    ) -> Result<CheckmarksAnswer> {
+        Ok(match a.action {
+            CheckmarksAction::List => CheckmarksAnswer::List(self.list(&a).await?),
+            CheckmarksAction::Get => CheckmarksAnswer::One(self.get(&a).await?),
+            CheckmarksAction::Log => CheckmarksAnswer::Log(self.log(&a).await?),
+            CheckmarksAction::Feed => CheckmarksAnswer::Feed(self.feed(&a).await?),
+            CheckmarksAction::Answer => CheckmarksAnswer::Answered(self.answer(caller, &a).await?),
+            CheckmarksAction::Resume => CheckmarksAnswer::Resumed(self.resume(caller, &a).await?),
+        })
     }
 
-    async fn list(&self, a: &CheckmarksArgs) -> Result<Value> {
+    async fn list(&self, a: &CheckmarksArgs) -> Result<CheckmarkList> {
         let ns = required(
             "namespace",
             "list",
@@ -71,16 +184,16 @@ impl CheckmarksCx<'_> {
         let mut rows = self.checkmarks.checkmarks(ns, LIST_ROWS_MAX + 1).await?;
         let truncated = rows.len() > LIST_ROWS_MAX;
         rows.truncate(LIST_ROWS_MAX);
-        Ok(json!({
-            "namespace": ns,
-            "count": rows.len(),
-            "limit": LIST_ROWS_MAX,
-            "truncated": truncated,
-            "agents": rows.iter().map(checkmark_json).collect::<Vec<_>>(),
-        }))
+        Ok(CheckmarkList {
+            namespace: ns.to_owned(),
+            count: rows.len(),
+            limit: LIST_ROWS_MAX,
+            truncated,
+            agents: rows.iter().map(checkmark_view).collect(),
+        })
     }
 
-    async fn get(&self, a: &CheckmarksArgs) -> Result<Value> {
+    async fn get(&self, a: &CheckmarksArgs) -> Result<CheckmarkOne> {
         let ns = required("namespace", "get", a.namespace.as_ref().map(|n| n.as_str()))?;
         let agent = required("agent", "get", a.agent.as_ref().map(|n| n.as_str()))?;
         require_namespace(self.namespaces, ns).await?;
@@ -89,10 +202,14 @@ impl CheckmarksCx<'_> {
             .checkmark(ns, agent)
             .await?
             .ok_or_else(|| no_checkmark(ns, agent))?;
-        Ok(json!({ "namespace": ns, "agent": agent, "checkmark": checkmark_json(&view) }))
+        Ok(CheckmarkOne {
+            namespace: ns.to_owned(),
+            agent: agent.to_owned(),
+            checkmark: checkmark_view(&view),
+        })
     }
 
-    async fn log(&self, a: &CheckmarksArgs) -> Result<Value> {
+    async fn log(&self, a: &CheckmarksArgs) -> Result<AgentLog> {
         let ns = required("namespace", "log", a.namespace.as_ref().map(|n| n.as_str()))?;
         let agent = required("agent", "log", a.agent.as_ref().map(|n| n.as_str()))?;
         let limit = page_limit("log", a.limit)?;
@@ -105,13 +222,14 @@ impl CheckmarksCx<'_> {
         if rows.is_empty() && before.is_none() {
             return Err(no_checkmark(ns, agent));
         }
-        let mut out = page(rows, limit);
-        out["namespace"] = json!(ns);
-        out["agent"] = json!(agent);
-        Ok(out)
+        Ok(AgentLog {
+            page: page(rows, limit),
+            namespace: ns.to_owned(),
+            agent: agent.to_owned(),
+        })
     }
 
-    async fn feed(&self, a: &CheckmarksArgs) -> Result<Value> {
+    async fn feed(&self, a: &CheckmarksArgs) -> Result<GlobalFeed> {
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let limit = page_limit("feed", a.limit)?;
         let before = page_start("feed", a)?;
@@ -122,10 +240,11 @@ impl CheckmarksCx<'_> {
             .checkmarks
             .global_entries(ns, before, limit + 1)
             .await?;
-        let mut out = page(rows, limit);
-        out["namespace"] = json!(ns);
-        out["visibility"] = json!("global");
-        Ok(out)
+        Ok(GlobalFeed {
+            page: page(rows, limit),
+            namespace: ns.map(str::to_owned),
+            visibility: "global",
+        })
     }
 }
 

@@ -3,19 +3,83 @@
 //! the one check asks before this handler runs. Each write is audited with its change; values
 //! stay out of the audit log (only their length).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::CheckmarksCx;
 use super::args::{SharedAction, SharedArgs};
 use crate::caller::Caller;
-use crate::checkmarks::view::shared_json;
+use crate::checkmarks::view::{SharedView, shared_view};
 use crate::checkmarks::{AUDIT_SHARED_DELETE, AUDIT_SHARED_SET, LIST_ROWS_MAX};
 use crate::error::{Error, Result};
 use crate::ports::SharedEntry;
 use crate::service::Area;
+use crate::time::Timestamp;
+
+/// `shared list`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct SharedList {
+    /// Entries returned.
+    pub count: usize,
+    /// The bound.
+    pub limit: usize,
+    /// Whether more exist.
+    pub truncated: bool,
+    /// The entries.
+    pub entries: Vec<SharedView>,
+}
+
+/// `shared get`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct SharedGot {
+    /// The entry.
+    pub entry: SharedView,
+}
+
+/// Who set an overwritten entry, and when.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct SharedPrevious {
+    /// Who set it.
+    pub set_by: String,
+    /// When.
+    pub updated_at: Timestamp,
+}
+
+/// `shared set`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct SharedSet {
+    /// Always `set`.
+    pub action: &'static str,
+    /// The entry now.
+    pub entry: SharedView,
+    /// What it overwrote, or null.
+    pub previous: Option<SharedPrevious>,
+}
+
+/// `shared delete`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct SharedDeleted {
+    /// Always `delete`.
+    pub action: &'static str,
+    /// The entry removed.
+    pub deleted: SharedView,
+}
+
+/// The `shared` answer, one per action.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum SharedAnswer {
+    /// `list`.
+    List(SharedList),
+    /// `get`.
+    Got(SharedGot),
+    /// `set`.
+    Set(SharedSet),
+    /// `delete`.
+    Deleted(SharedDeleted),
+}
 
 impl CheckmarksCx<'_> {
-    pub(crate) async fn shared(&self, caller: &Caller, a: SharedArgs) -> Result<Value> {
+    pub(crate) async fn shared(&self, caller: &Caller, a: SharedArgs) -> Result<SharedAnswer> {
         let act = a.action.name();
         let key = || {
             a.key
@@ -28,11 +92,11 @@ impl CheckmarksCx<'_> {
                 let mut rows = self.checkmarks.shared_entries(LIST_ROWS_MAX + 1).await?;
                 let truncated = rows.len() > LIST_ROWS_MAX;
                 rows.truncate(LIST_ROWS_MAX);
-                Ok(json!({
-                    "count": rows.len(),
-                    "limit": LIST_ROWS_MAX,
-                    "truncated": truncated,
-                    "entries": rows.iter().map(shared_json).collect::<Vec<_>>(),
+                Ok(SharedAnswer::List(SharedList {
+                    count: rows.len(),
+                    limit: LIST_ROWS_MAX,
+                    truncated,
+                    entries: rows.iter().map(shared_view).collect(),
                 }))
             }
             SharedAction::Get => {
@@ -40,7 +104,9 @@ impl CheckmarksCx<'_> {
                 let entry = self.checkmarks.shared_entry(&key).await?.ok_or_else(|| {
                     Error::NotFound(format!("shared get: no shared context under {key}"))
                 })?;
-                Ok(json!({ "entry": shared_json(&entry) }))
+                Ok(SharedAnswer::Got(SharedGot {
+                    entry: shared_view(&entry),
+                }))
             }
             SharedAction::Set => {
                 let key = key()?;
@@ -63,10 +129,13 @@ impl CheckmarksCx<'_> {
                     json!({ "key": key, "value_chars": entry.value.chars().count() }),
                 );
                 let previous = self.checkmarks.set_shared(entry.clone(), audit).await?;
-                Ok(json!({
-                    "action": "set",
-                    "entry": shared_json(&entry),
-                    "previous": previous.as_ref().map(|p| json!({"set_by": p.set_by, "updated_at": p.updated_at})),
+                Ok(SharedAnswer::Set(SharedSet {
+                    action: "set",
+                    entry: shared_view(&entry),
+                    previous: previous.map(|p| SharedPrevious {
+                        set_by: p.set_by,
+                        updated_at: p.updated_at,
+                    }),
                 }))
             }
             SharedAction::Delete => {
@@ -85,7 +154,10 @@ impl CheckmarksCx<'_> {
                     .ok_or_else(|| {
                         Error::NotFound(format!("shared delete: no shared context under {key}"))
                     })?;
-                Ok(json!({ "action": "delete", "deleted": shared_json(&gone) }))
+                Ok(SharedAnswer::Deleted(SharedDeleted {
+                    action: "delete",
+                    deleted: shared_view(&gone),
+                }))
             }
         }
     }

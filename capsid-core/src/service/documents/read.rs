@@ -3,24 +3,26 @@
 
 use super::DocumentsCx;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use crate::caller::Caller;
+use crate::docs::brief::Brief as BriefPacket;
 use crate::docs::brief::{BriefInput, assemble_brief};
 use crate::docs::document::{LIST_ADVICE, LIST_ADVICE_IN_NAMESPACE};
 use crate::docs::links::{IncomingLink, OutgoingLink};
 use crate::docs::packets::{BriefRows, brief_packet};
 use crate::docs::versions::{HISTORY_DELETED_NOTE, version_not_found};
 use crate::docs::{
-    HISTORY_ROWS, MAX_ROWS, ReadView, SEARCH_DEPTH, SEARCH_PAGE_MAX, SEARCH_ROWS, bound_rows,
+    Document, DocumentSummary, HISTORY_ROWS, ListBounds, MAX_ROWS, SEARCH_DEPTH, SEARCH_PAGE_MAX,
+    SEARCH_ROWS, bound_rows,
 };
 use crate::docs::{bounds, mutations};
 use crate::error::{Error, Result};
-use crate::ports::DocFilter;
+use crate::ports::{DocFilter, NamespaceRow, SearchHit, VersionRow, VersionSummary};
 use crate::scope_args;
+use crate::service::Confirmer;
 use crate::service::args::{Bounded, DocPathArg, NamespaceArg};
-use crate::service::{Confirmer, to_json};
+use crate::time::Timestamp;
 
 /// No arguments.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -98,15 +100,160 @@ pub struct HistoryArgs {
 }
 scope_args!(HistoryArgs, namespace);
 
-fn bounded_documents<T: serde::Serialize>(rows: Vec<T>, limit: usize, advice: &str) -> Value {
-    let (bounds, rows) = bound_rows(rows, limit, advice);
-    let mut out = serde_json::to_value(bounds).unwrap_or_else(|_| json!({}));
-    out["documents"] = serde_json::to_value(rows).unwrap_or(Value::Array(Vec::new()));
-    out
+/// A bounded listing of documents (`list`, `find`): `{count, limit, truncated, note?, documents}`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DocumentListing<T> {
+    /// How many rows came back and whether there are more.
+    #[serde(flatten)]
+    pub bounds: ListBounds,
+    /// The rows.
+    pub documents: Vec<T>,
+}
+
+fn bounded_documents<T>(rows: Vec<T>, limit: usize, advice: &str) -> DocumentListing<T> {
+    let (bounds, documents) = bound_rows(rows, limit, advice);
+    DocumentListing { bounds, documents }
+}
+
+/// The `read` answer: the row's named columns, its body, and who wrote it last (the actor of
+/// the newest audit row for it), so a reader can tell whose text it is about to trust.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadAnswer {
+    /// The row.
+    #[serde(flatten)]
+    pub document: Document,
+    /// Actor of the newest audit row for this document, or null.
+    pub last_actor: Option<String>,
+}
+
+/// An edge seen from its source, as `backlinks` answers it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LinkOut {
+    /// Edge type.
+    #[serde(rename = "type")]
+    pub link_type: String,
+    /// Target namespace.
+    pub to_ns: String,
+    /// Target path.
+    pub to_path: String,
+}
+
+/// An edge seen from its target, as `backlinks` answers it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LinkIn {
+    /// Edge type.
+    #[serde(rename = "type")]
+    pub link_type: String,
+    /// Source namespace.
+    pub from_ns: String,
+    /// Source path.
+    pub from_path: String,
+}
+
+/// The `backlinks` answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BacklinksAnswer {
+    /// The document's namespace.
+    pub namespace: String,
+    /// Its path.
+    pub path: String,
+    /// Edges it declares.
+    pub outgoing: Vec<LinkOut>,
+    /// Edges into it from namespaces the caller may name.
+    pub incoming: Vec<LinkIn>,
+}
+
+/// A `find` row.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FoundDocument {
+    /// Namespace.
+    pub namespace: String,
+    /// Path.
+    pub path: String,
+    /// Title.
+    pub title: Option<String>,
+    /// Document type.
+    #[serde(rename = "type")]
+    pub doc_type: String,
+    /// Status.
+    pub status: String,
+    /// Last write.
+    pub updated_at: Timestamp,
+}
+
+/// A `search` page.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchAnswer {
+    /// Hits returned.
+    pub count: usize,
+    /// The page size.
+    pub limit: usize,
+    /// Whether more hits exist.
+    pub truncated: bool,
+    /// The hits, best first.
+    pub documents: Vec<SearchHit>,
+    /// The cursor of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// How to go on, when truncated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One version with its body, and the body's length in bytes.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VersionAnswer {
+    /// The version.
+    #[serde(flatten)]
+    pub version: VersionRow,
+    /// Body length in bytes (UTF-8).
+    pub bytes: usize,
+}
+
+/// The live document, as `history` shows it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LiveDocument {
+    /// Title.
+    pub title: Option<String>,
+    /// Last write.
+    pub updated_at: Timestamp,
+    /// Body length in bytes (UTF-8).
+    pub bytes: usize,
+}
+
+/// A document's version list.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VersionList {
+    /// Namespace.
+    pub namespace: String,
+    /// Path.
+    pub path: String,
+    /// The live document, or null when it is deleted.
+    pub live: Option<LiveDocument>,
+    /// Newest first.
+    pub versions: Vec<VersionSummary>,
+    /// Why there may be more, or that the document is deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The `history` answer: one version (`version_id`) or the list.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum HistoryAnswer {
+    /// One version with its body.
+    Version(VersionAnswer),
+    /// The version list.
+    List(VersionList),
 }
 
 impl DocumentsCx<'_> {
-    pub(crate) async fn list(&self, _: &Caller, a: ListArgs, _: &dyn Confirmer) -> Result<Value> {
+    pub(crate) async fn list(
+        &self,
+        _: &Caller,
+        a: ListArgs,
+        _: &dyn Confirmer,
+    ) -> Result<DocumentListing<DocumentSummary>> {
         let filter = DocFilter {
             namespace: a.namespace.as_ref().map(|n| n.as_str().to_owned()),
             doc_type: a.doc_type.map(|t| t.0),
@@ -121,16 +268,21 @@ impl DocumentsCx<'_> {
         Ok(bounded_documents(rows, MAX_ROWS, advice))
     }
 
-    pub(crate) async fn read(&self, _: &Caller, a: ReadArgs, _: &dyn Confirmer) -> Result<Value> {
+    pub(crate) async fn read(
+        &self,
+        _: &Caller,
+        a: ReadArgs,
+        _: &dyn Confirmer,
+    ) -> Result<ReadAnswer> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
         let row = self
             .docs
             .document_with_actor(ns, path)
             .await?
             .ok_or_else(|| Error::NotFound(mutations::not_found(ns, path)))?;
-        to_json(ReadView {
-            document: &row.document,
-            last_actor: row.last_actor.as_deref(),
+        Ok(ReadAnswer {
+            document: row.document,
+            last_actor: row.last_actor,
         })
     }
 
@@ -139,7 +291,7 @@ impl DocumentsCx<'_> {
         caller: &Caller,
         a: BriefArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<BriefPacket> {
         let ns = a.namespace.as_str();
         let packet = self.docs.read_packet(&brief_packet(ns)).await?;
         let rows = BriefRows::from_packet(packet);
@@ -173,7 +325,7 @@ impl DocumentsCx<'_> {
             core_outgoing: outgoing.collect(),
             core_incoming: incoming.collect(),
         });
-        to_json(brief)
+        Ok(brief)
     }
 
     pub(crate) async fn backlinks(
@@ -181,25 +333,43 @@ impl DocumentsCx<'_> {
         caller: &Caller,
         a: ReadArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<BacklinksAnswer> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
         let links = self.docs.backlinks(ns, path).await?;
-        let outgoing: Vec<_> = links
+        let outgoing = links
             .outgoing
-            .iter()
-            .map(|(t, n, p)| json!({"type": t, "to_ns": n, "to_path": p}))
+            .into_iter()
+            .map(|(link_type, to_ns, to_path)| LinkOut {
+                link_type,
+                to_ns,
+                to_path,
+            })
             .collect();
         // An edge from a namespace the caller may not name is that namespace's content.
-        let incoming: Vec<_> = links
+        let incoming = links
             .incoming
-            .iter()
+            .into_iter()
             .filter(|(_, n, _)| caller.scopes.namespaces.allows(n))
-            .map(|(t, n, p)| json!({"type": t, "from_ns": n, "from_path": p}))
+            .map(|(link_type, from_ns, from_path)| LinkIn {
+                link_type,
+                from_ns,
+                from_path,
+            })
             .collect();
-        Ok(json!({ "namespace": ns, "path": path, "outgoing": outgoing, "incoming": incoming }))
+        Ok(BacklinksAnswer {
+            namespace: ns.to_owned(),
+            path: path.to_owned(),
+            outgoing,
+            incoming,
+        })
     }
 
-    pub(crate) async fn find(&self, _: &Caller, a: FindArgs, _: &dyn Confirmer) -> Result<Value> {
+    pub(crate) async fn find(
+        &self,
+        _: &Caller,
+        a: FindArgs,
+        _: &dyn Confirmer,
+    ) -> Result<DocumentListing<FoundDocument>> {
         if let Some(problem) = crate::docs::glob::glob_work_problem(a.glob.as_str()) {
             return Err(Error::Invalid(format!("find: {problem}")));
         }
@@ -210,9 +380,13 @@ impl DocumentsCx<'_> {
             .await?;
         let rows: Vec<_> = rows
             .into_iter()
-            .map(|d| {
-                json!({"namespace": d.namespace, "path": d.path, "title": d.title, "type": d.doc_type,
-                       "status": d.status, "updated_at": d.updated_at})
+            .map(|d| FoundDocument {
+                namespace: d.namespace,
+                path: d.path,
+                title: d.title,
+                doc_type: d.doc_type,
+                status: d.status,
+                updated_at: d.updated_at,
             })
             .collect();
         Ok(bounded_documents(
@@ -227,7 +401,7 @@ impl DocumentsCx<'_> {
         _: &Caller,
         a: SearchArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<SearchAnswer> {
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let doc_type = a.doc_type.as_ref().map(|t| t.as_str());
         let limit = match a.limit {
@@ -258,23 +432,29 @@ impl DocumentsCx<'_> {
             .await?;
         let more = hits.len() > window;
         hits.truncate(window);
+        // The page is at most `limit` hits (the window ends at offset + limit), so its own
+        // bounds never truncate: whether there are more is `more`.
         let page: Vec<_> = hits.into_iter().skip(offset).collect();
-        let mut out = bounded_documents(
-            page,
-            limit,
-            "Pass next_cursor for the next page, add a namespace or type filter, or make the query more specific.",
-        );
+        let (bounds, documents) = bound_rows(page, limit, "");
+        let mut out = SearchAnswer {
+            count: bounds.count,
+            limit: bounds.limit,
+            truncated: bounds.truncated,
+            documents,
+            next_cursor: None,
+            note: bounds.note,
+        };
         let next = offset + limit;
         if more && next < SEARCH_DEPTH {
-            out["truncated"] = json!(true);
-            out["next_cursor"] = json!(format!("o{next}"));
-            out["note"] = json!(format!(
-                "Returned {limit} hits; there are more: pass cursor {:?} for the next page.",
-                format!("o{next}")
+            let cursor = format!("o{next}");
+            out.truncated = true;
+            out.note = Some(format!(
+                "Returned {limit} hits; there are more: pass cursor {cursor:?} for the next page."
             ));
+            out.next_cursor = Some(cursor);
         } else if more {
-            out["truncated"] = json!(true);
-            out["note"] = json!(format!(
+            out.truncated = true;
+            out.note = Some(format!(
                 "These are the last of the {SEARCH_DEPTH} best matches pages reach; make the query more specific for the rest."
             ));
         }
@@ -287,11 +467,11 @@ impl DocumentsCx<'_> {
         caller: &Caller,
         _: NoArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<Vec<NamespaceRow>> {
         // A narrowed caller sees only its own scope (SPEC 8).
         let mut rows = self.namespaces.namespaces().await?;
         rows.retain(|r| caller.scopes.namespaces.allows(&r.namespace));
-        to_json(rows)
+        Ok(rows)
     }
 
     pub(crate) async fn history(
@@ -299,7 +479,7 @@ impl DocumentsCx<'_> {
         _: &Caller,
         a: HistoryArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<HistoryAnswer> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
         if let Some(id) = a.version_id {
             if id <= 0 {
@@ -313,25 +493,35 @@ impl DocumentsCx<'_> {
                 .await?
                 .ok_or_else(|| Error::NotFound(version_not_found(id, ns, path)))?;
             let bytes = row.body.as_deref().map_or(0, str::len);
-            let mut out = to_json(row)?;
-            out["bytes"] = json!(bytes);
-            return Ok(out);
+            return Ok(HistoryAnswer::Version(VersionAnswer {
+                version: row,
+                bytes,
+            }));
         }
         let mut versions = self.docs.versions(ns, path, HISTORY_ROWS + 1).await?;
         let truncated = versions.len() > HISTORY_ROWS;
         versions.truncate(HISTORY_ROWS);
-        let live = self.docs.document(ns, path).await?.map(|d| {
-            json!({"title": d.title, "updated_at": d.updated_at, "bytes": d.body.as_deref().map_or(0, str::len)})
+        let live = self.docs.document(ns, path).await?.map(|d| LiveDocument {
+            bytes: d.body.as_deref().map_or(0, str::len),
+            title: d.title,
+            updated_at: d.updated_at,
         });
-        let mut out = json!({ "namespace": ns, "path": path, "live": live, "versions": versions });
-        if out["live"].is_null() {
-            out["note"] = json!(HISTORY_DELETED_NOTE);
+        let note = if live.is_none() {
+            Some(HISTORY_DELETED_NOTE.to_owned())
         } else if truncated {
-            out["note"] = json!(format!(
+            Some(format!(
                 "Returned the newest {HISTORY_ROWS} versions; older ones exist. Fetch one by version_id."
-            ));
-        }
-        Ok(out)
+            ))
+        } else {
+            None
+        };
+        Ok(HistoryAnswer::List(VersionList {
+            namespace: ns.to_owned(),
+            path: path.to_owned(),
+            live,
+            versions,
+            note,
+        }))
     }
 }
 
@@ -349,18 +539,20 @@ mod registered {
     pub struct List;
     impl Tool for List {
         type Args = ListArgs;
+        type Answer = DocumentListing<DocumentSummary>;
         const SPEC: ToolSpec = ToolSpec::new(
             "list",
             Documents,
             READ,
             "List documents (no bodies), optionally filtered by namespace, type and status; ordered by namespace, path; at most 500.",
-        );
+        )
+        .titled("List documents");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: ListArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().list(c, a, k).await })
         }
     }
@@ -370,18 +562,20 @@ mod registered {
     pub struct Read;
     impl Tool for Read {
         type Args = ReadArgs;
+        type Answer = ReadAnswer;
         const SPEC: ToolSpec = ToolSpec::new(
             "read",
             Documents,
             READ,
             "Read one document: its columns, body and last_actor (who last changed it).",
-        );
+        )
+        .titled("Read a document");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: ReadArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().read(c, a, k).await })
         }
     }
@@ -391,18 +585,20 @@ mod registered {
     pub struct Brief;
     impl Tool for Brief {
         type Args = BriefArgs;
+        type Answer = BriefPacket;
         const SPEC: ToolSpec = ToolSpec::new(
             "brief",
             Documents,
             READ,
             "Start a session in one call: conventions, repo structure, the namespace's core.md, open tasks, recent episodics and core links.",
-        );
+        )
+        .titled("Brief a namespace");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: BriefArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().brief(c, a, k).await })
         }
     }
@@ -412,18 +608,20 @@ mod registered {
     pub struct Backlinks;
     impl Tool for Backlinks {
         type Args = ReadArgs;
+        type Answer = BacklinksAnswer;
         const SPEC: ToolSpec = ToolSpec::new(
             "backlinks",
             Documents,
             READ,
             "Typed links out of and into one document.",
-        );
+        )
+        .titled("Documents linking here");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: ReadArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().backlinks(c, a, k).await })
         }
     }
@@ -433,18 +631,20 @@ mod registered {
     pub struct Find;
     impl Tool for Find {
         type Args = FindArgs;
+        type Answer = DocumentListing<FoundDocument>;
         const SPEC: ToolSpec = ToolSpec::new(
             "find",
             Documents,
             READ,
             "Find documents whose path matches a glob (SQLite GLOB semantics: * ? [...]); at most 500.",
-        );
+        )
+        .titled("Find documents by path");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: FindArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().find(c, a, k).await })
         }
     }
@@ -454,18 +654,20 @@ mod registered {
     pub struct Search;
     impl Tool for Search {
         type Args = SearchArgs;
+        type Answer = SearchAnswer;
         const SPEC: ToolSpec = ToolSpec::new(
             "search",
             Documents,
             READ,
             "Full-text search over titles and bodies; the best matches by bm25 with [marked] snippets, 25 a page (limit up to 100; next_cursor pages on, through the 500 best).",
-        );
+        )
+        .titled("Search documents");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: SearchArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().search(c, a, k).await })
         }
     }
@@ -475,13 +677,20 @@ mod registered {
     pub struct Namespaces;
     impl Tool for Namespaces {
         type Args = NoArgs;
+        type Answer = Vec<NamespaceRow>;
         const SPEC: ToolSpec = ToolSpec::new(
             "namespaces",
             Documents,
             READ,
             "Registered namespaces with their repos and how many episodic/source documents await consolidation.",
-        );
-        fn run<'a>(s: Areas<'a>, c: &'a Caller, a: NoArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
+        )
+        .titled("List namespaces");
+        fn run<'a>(
+            s: Areas<'a>,
+            c: &'a Caller,
+            a: NoArgs,
+            k: &'a dyn Confirmer,
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().namespaces(c, a, k).await })
         }
     }
@@ -491,18 +700,20 @@ mod registered {
     pub struct History;
     impl Tool for History {
         type Args = HistoryArgs;
+        type Answer = HistoryAnswer;
         const SPEC: ToolSpec = ToolSpec::new(
             "history",
             Documents,
             READ,
             "A document's version snapshots (newest first, at most 100), or one version by version_id.",
-        );
+        )
+        .titled("Document history");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: HistoryArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().history(c, a, k).await })
         }
     }

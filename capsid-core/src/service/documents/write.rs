@@ -27,9 +27,9 @@ use crate::docs::{
 use crate::error::{Error, Result};
 use crate::ports::{DocumentWrite, StoreError, WriteGuard};
 use crate::scope_args;
+use crate::service::Confirmer;
 use crate::service::args::{Bounded, DocPathArg, NamespaceArg};
 use crate::service::confirm::Confirmed;
-use crate::service::{Confirmer, to_json};
 
 /// `write`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -156,7 +156,7 @@ impl DocumentsCx<'_> {
         caller: &Caller,
         a: WriteArgs,
         confirmer: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<WriteOutcome> {
         let (ns_arg, path) = (&a.namespace.0, a.path.as_str());
         let ns = ns_arg.as_str();
         let allow = a.allow_improve_paths == Some(true);
@@ -265,7 +265,7 @@ impl DocumentsCx<'_> {
         let updated_at = prior.as_ref().map(|d| d.updated_at);
         outcome.concurrency_warning =
             concurrency_warning(updated_at, self.now(), a.if_match.is_some());
-        to_json(outcome)
+        Ok(outcome)
     }
 
     /// The warning for link targets that do not exist. A target in a namespace the caller
@@ -300,7 +300,7 @@ impl DocumentsCx<'_> {
         caller: &Caller,
         a: DeleteArgs,
         confirmer: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<DeleteOutcome> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
         let allow = a.allow_improve_paths == Some(true);
         require_namespace(self.namespaces, ns).await?;
@@ -354,7 +354,7 @@ impl DocumentsCx<'_> {
                 }
                 other => Error::from(other),
             })?;
-        to_json(DeleteOutcome::new(ns, path, removed.len()))
+        Ok(DeleteOutcome::new(ns, path, removed.len()))
     }
 
     pub(crate) async fn move_document(
@@ -362,7 +362,7 @@ impl DocumentsCx<'_> {
         caller: &Caller,
         a: MoveArgs,
         confirmer: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<MoveOutcome> {
         let (ns, path, new_path) = (a.namespace.as_str(), a.path.as_str(), a.new_path.as_str());
         let allow = a.allow_improve_paths == Some(true);
         require_namespace(self.namespaces, ns).await?;
@@ -408,7 +408,7 @@ impl DocumentsCx<'_> {
             new_path,
             usize::try_from(repointed).unwrap_or(usize::MAX),
         );
-        to_json(outcome)
+        Ok(outcome)
     }
 
     pub(crate) async fn restore(
@@ -416,7 +416,7 @@ impl DocumentsCx<'_> {
         caller: &Caller,
         a: RestoreArgs,
         confirmer: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<RestoreOutcome> {
         let (ns, path) = (a.namespace.as_str(), a.path.as_str());
         let allow = a.allow_improve_paths == Some(true);
         if a.version_id <= 0 {
@@ -488,7 +488,7 @@ impl DocumentsCx<'_> {
                 .commit_failure(e, ns, path, live.is_none(), a.if_match.is_some(), elicited)
                 .await);
         }
-        to_json(outcome)
+        Ok(outcome)
     }
 }
 
@@ -504,6 +504,7 @@ mod registered {
     pub struct Write;
     impl Tool for Write {
         type Args = WriteArgs;
+        type Answer = WriteOutcome;
         const SPEC: ToolSpec = ToolSpec::new(
             "write",
             Documents,
@@ -511,13 +512,14 @@ mod registered {
             "Create or change a document: mode replace (default), append, patch (find/replace_with) or meta; if_match guards against lost updates; links replaces outgoing edges. Overwrites need confirm.",
         )
         .confirmed(Confirmation::OnOverwrite)
-        .destructive();
+        .destructive()
+        .titled("Write a document");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: WriteArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().write(c, a, k).await })
         }
     }
@@ -527,6 +529,7 @@ mod registered {
     pub struct Delete;
     impl Tool for Delete {
         type Args = DeleteArgs;
+        type Answer = DeleteOutcome;
         const SPEC: ToolSpec = ToolSpec::new(
             "delete",
             Documents,
@@ -535,13 +538,14 @@ mod registered {
         )
         .idempotent()
         .confirmed(Confirmation::Always)
-        .destructive();
+        .destructive()
+        .titled("Delete a document");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: DeleteArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().delete(c, a, k).await })
         }
     }
@@ -551,6 +555,7 @@ mod registered {
     pub struct Move;
     impl Tool for Move {
         type Args = MoveArgs;
+        type Answer = MoveOutcome;
         const SPEC: ToolSpec = ToolSpec::new(
             "move",
             Documents,
@@ -558,13 +563,14 @@ mod registered {
             "Rename a document within its namespace, repointing links. Needs confirm.",
         )
         .confirmed(Confirmation::Always)
-        .destructive();
+        .destructive()
+        .titled("Move a document");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: MoveArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().move_document(c, a, k).await })
         }
     }
@@ -574,6 +580,7 @@ mod registered {
     pub struct Restore;
     impl Tool for Restore {
         type Args = RestoreArgs;
+        type Answer = RestoreOutcome;
         const SPEC: ToolSpec = ToolSpec::new(
             "restore",
             Documents,
@@ -581,13 +588,14 @@ mod registered {
             "Restore a document's title and body from a version snapshot (recreating it if deleted). Needs confirm.",
         )
         .confirmed(Confirmation::Always)
-        .destructive();
+        .destructive()
+        .titled("Restore a document version");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: RestoreArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.documents().restore(c, a, k).await })
         }
     }

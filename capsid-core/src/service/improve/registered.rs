@@ -1,7 +1,7 @@
 //! The improve tools as the registry serves them.
 use super::*;
 use crate::service::Areas;
-use crate::service::registry::{Tool, ToolFuture};
+use crate::service::registry::{Tool, ToolFuture, Untyped};
 use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup, ToolSpec, action};
 
 /// `improve_run`.
@@ -9,6 +9,7 @@ use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup, ToolSpec, a
 pub struct ImproveRun;
 impl Tool for ImproveRun {
     type Args = RunArgs;
+    type Answer = Untyped;
     const SPEC: ToolSpec = ToolSpec::new(
         "improve_run",
         ToolGroup::Improve,
@@ -94,9 +95,15 @@ impl Tool for ImproveRun {
         "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status), propose_skill (the subscription driver proposes a skill from a kept attempt or a verified job), propose_edit (the subscription driver's bounded skill edit).",
     )
     .open_world()
-    .ok_false_refusals();
-    fn run<'a>(s: Areas<'a>, c: &'a Caller, a: RunArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
-        Box::pin(async move { s.improve().improve_run(c, a, k).await })
+    .ok_false_refusals()
+    .titled("Self-improvement loop controls");
+    fn run<'a>(
+        s: Areas<'a>,
+        c: &'a Caller,
+        a: RunArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a, Self::Answer> {
+        Box::pin(async move { s.improve().improve_run(c, a, k).await.map(Untyped) })
     }
 }
 
@@ -105,13 +112,20 @@ impl Tool for ImproveRun {
 pub struct ImproveStatus;
 impl Tool for ImproveStatus {
     type Args = StatusArgs;
+    type Answer = Untyped;
     const SPEC: ToolSpec = ToolSpec::new(
         "improve_status",
         ToolGroup::Improve,
         Fixed(Rule::read()),
         "Queue, agents and loop status per namespace.",
-    );
-    fn run<'a>(s: Areas<'a>, c: &'a Caller, a: StatusArgs, k: &'a dyn Confirmer) -> ToolFuture<'a> {
-        Box::pin(async move { s.improve().improve_status(c, a, k).await })
+    )
+    .titled("Self-improvement and autonomy status");
+    fn run<'a>(
+        s: Areas<'a>,
+        c: &'a Caller,
+        a: StatusArgs,
+        k: &'a dyn Confirmer,
+    ) -> ToolFuture<'a, Self::Answer> {
+        Box::pin(async move { s.improve().improve_status(c, a, k).await.map(Untyped) })
     }
 }

@@ -2,9 +2,9 @@
 //! failed from the console. A keyed update from the status it was read in; an outcome row
 //! when someone held it; audit `job-admin-fail`. Done and failed jobs stay as they are.
 
-use super::JobsCx;
+use super::{JobDone, JobOutcome, JobsAnswer, JobsCx, OutcomeShown};
 use crate::service::Area;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::caller::Caller;
 use crate::error::{Error, Result};
@@ -12,13 +12,17 @@ use crate::jobs::JobStatus;
 use crate::jobs::post::refuse_swallowed_tag;
 use crate::jobs::state::{JobEvent, step};
 use crate::ports::{Change, JobPatch, JobTransition, OutcomeRecord};
-use crate::service::jobs::{JobsAction, done, job_audit, mirror_fn, refuse};
-use crate::service::to_json;
+use crate::service::jobs::{JobsAction, job_audit, mirror_fn, refuse};
 
 impl JobsCx<'_> {
     /// Marks job `id` failed with `reason`, as the admin `caller`. Refusals answer
     /// `{ok:false, action:"fail", refusal}`.
-    pub async fn admin_fail_job(&self, caller: &Caller, id: &str, reason: &str) -> Result<Value> {
+    pub async fn admin_fail_job(
+        &self,
+        caller: &Caller,
+        id: &str,
+        reason: &str,
+    ) -> Result<JobsAnswer> {
         let act = JobsAction::Fail;
         if !caller.is_admin() {
             return Err(Error::Forbidden(
@@ -88,11 +92,14 @@ impl JobsCx<'_> {
         };
         match self.jobs.transition_job(t).await? {
             Some(updated) => {
-                let mut out = done(act, &updated)?;
-                if let Some(o) = outcome {
-                    out["outcome"] = json!({ "row": to_json(&o.row)? });
-                }
-                Ok(out)
+                let mut out = JobDone::new(act, updated);
+                out.outcome = outcome.map(|o| {
+                    JobOutcome::Recorded(OutcomeShown {
+                        row: o.row,
+                        notes: None,
+                    })
+                });
+                Ok(out.into())
             }
             None => Ok(refuse(
                 act,

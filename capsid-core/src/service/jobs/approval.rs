@@ -3,9 +3,7 @@
 //! pre-tool-use` asks it before letting a push to a protected branch or a merge through; it
 //! reads only, so the one scope check asks the read grant on the namespace.
 
-use serde_json::{Value, json};
-
-use super::{JobsAction, JobsArgs, JobsCx};
+use super::{ApprovalAnswer, JobsAction, JobsAnswer, JobsArgs, JobsCx};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::jobs::approval::{HEAD_REVIEWS_MAX, Standing, head_sha_problem, standing_approval};
@@ -13,7 +11,7 @@ use crate::repos::{resolve_repo, stored_repos};
 use crate::service::require_namespace;
 
 impl JobsCx<'_> {
-    pub(crate) async fn approval(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+    pub(crate) async fn approval(&self, caller: &Caller, a: JobsArgs) -> Result<JobsAnswer> {
         let act = JobsAction::Approval;
         let Some(ns) = &a.namespace else {
             return Err(Error::Invalid(
@@ -47,36 +45,19 @@ impl JobsCx<'_> {
             .await?;
         // A run credential asks on behalf of its driver: the driver's own approval never counts.
         let actor = caller.holder_actor();
-        let mut out = json!({
-            "ok": true,
-            "action": act.name(),
-            "namespace": ns.as_str(),
-            "head_sha": head,
-            "caller": actor,
-        });
+        let mut out = ApprovalAnswer::new(act, ns.as_str(), actor.clone());
         match standing_approval(&actor, ns.as_str(), &head, &recorded) {
             Standing::Approved(r) => {
-                out["approved"] = json!(true);
-                out["approval"] = json!({
-                    "reviewer": r.reviewer,
-                    "repo": r.repo,
-                    "number": r.number,
-                    "head_sha": r.head_sha,
-                    "comment_url": r.comment_url,
-                    "at": r.created_at,
-                });
-                out["reason"] = json!(format!(
+                out.reason = format!(
                     "{} approved head {} on {}#{} ({})",
                     r.reviewer, head, r.repo, r.number, r.created_at
-                ));
+                );
+                out.approve(&r);
             }
-            Standing::None(why) => {
-                out["approved"] = json!(false);
-                out["approval"] = Value::Null;
-                out["reason"] = json!(why);
-            }
+            Standing::None(why) => out.reason = why,
         }
-        Ok(out)
+        out.head_sha = Some(head);
+        Ok(JobsAnswer::Approval(out))
     }
 }
 
@@ -92,45 +73,43 @@ impl JobsCx<'_> {
         ns: &str,
         repo: Option<&str>,
         number: u64,
-    ) -> Result<Value> {
+    ) -> Result<JobsAnswer> {
         let act = JobsAction::Approval;
         require_namespace(self.namespaces, ns).await?;
         let actor = caller.holder_actor();
-        let mut out = json!({
-            "ok": true, "action": act.name(), "namespace": ns, "caller": actor,
-            "pull_request": number, "approved": false, "approval": Value::Null,
-        });
+        let mut out = ApprovalAnswer::new(act, ns, actor.clone());
+        out.pull_request = Some(number);
         let row = self.namespaces.namespace(ns).await?;
         let list = stored_repos(ns, row.as_ref().and_then(|r| r.repos.as_deref()))
             .map_err(Error::Invalid)?;
         let target = match resolve_repo(ns, &list, repo) {
             Ok(t) => t,
             Err(why) => {
-                out["reason"] = json!(format!(
+                out.reason = format!(
                     "the merge's repository is not one namespace {ns} maps ({why}), so no approval in it can stand."
-                ));
-                return Ok(out);
+                );
+                return Ok(JobsAnswer::Approval(out));
             }
         };
         let full = format!("{}/{}", target.owner, target.name);
-        out["repo"] = json!(full);
+        out.repo = Some(full.clone());
         let Some(host) = self.repo_host.as_ref() else {
-            out["reason"] = json!(format!(
+            out.reason = format!(
                 "the GitHub App is not configured, so the current head of {full}#{number} cannot be read and the merge is refused."
-            ));
-            return Ok(out);
+            );
+            return Ok(JobsAnswer::Approval(out));
         };
         let facts = match host.pull_request(&target, number).await {
             Ok(f) => f,
             Err(e) => {
-                out["reason"] = json!(format!(
+                out.reason = format!(
                     "GitHub could not be read for {full}#{number} ({e}), so its current head is unknown and the merge is refused."
-                ));
-                return Ok(out);
+                );
+                return Ok(JobsAnswer::Approval(out));
             }
         };
         let head = facts.head_sha.to_ascii_lowercase();
-        out["head_sha"] = json!(head);
+        out.head_sha = Some(head.clone());
         let recorded = self
             .reviews
             .head_reviews(ns, &head, HEAD_REVIEWS_MAX)
@@ -142,29 +121,25 @@ impl JobsCx<'_> {
             .collect();
         match standing_approval(&actor, ns, &head, &on_this_pull) {
             Standing::Approved(r) => {
-                out["approved"] = json!(true);
-                out["approval"] = json!({
-                    "reviewer": r.reviewer, "repo": r.repo, "number": r.number,
-                    "head_sha": r.head_sha, "comment_url": r.comment_url, "at": r.created_at,
-                });
-                out["reason"] = json!(format!(
+                out.reason = format!(
                     "{} approved {full}#{number} at its current head {head} ({})",
                     r.reviewer, r.created_at
-                ));
+                );
+                out.approve(&r);
             }
             Standing::None(why) => {
                 let elsewhere = recorded
                     .iter()
                     .find(|r| !(r.repo.eq_ignore_ascii_case(&full) && r.number == number));
-                out["reason"] = json!(match elsewhere {
+                out.reason = match elsewhere {
                     Some(r) => format!(
                         "{full}#{number}'s current head is {head}; the verdict on that commit is on {}#{}, not on this pull request. {why}",
                         r.repo, r.number
                     ),
                     None => format!("{full}#{number}'s current head is {head}: {why}"),
-                });
+                };
             }
         }
-        Ok(out)
+        Ok(JobsAnswer::Approval(out))
     }
 }

@@ -1,7 +1,10 @@
 //! `claim` and `heartbeat`: the claim decider the store runs inside its transaction (required
 //! flags, the track-record bar, the signature), the claimer's record, and the lease renewal.
 
-use super::{JobsAction, JobsArgs, JobsCx, done, job_audit, mirror_fn, refuse};
+use super::{
+    JobDone, JobRefused, JobsAction, JobsAnswer, JobsArgs, JobsCx, done, job_audit, mirror_fn,
+    refuse,
+};
 use crate::service::Area;
 use serde_json::{Value, json};
 
@@ -20,7 +23,6 @@ use crate::ports::{
     JobPatch, JobTransition, StoreError,
 };
 use crate::scope::Scopes;
-use crate::service::to_json;
 use crate::time::Timestamp;
 
 /// Decides about a claim candidate inside the store's transaction: required flags, the
@@ -100,13 +102,12 @@ impl ClaimDecider for Decider<'_> {
 impl JobsCx<'_> {
     /// Adds the run credential of `job`'s claim to a claim or resume answer, for a minted
     /// agent (a driver hands it to the agent process instead of its own key).
-    pub(super) fn attach_run_credential(&self, caller: &Caller, job: &Job, out: &mut Value) {
+    pub(super) fn attach_run_credential(&self, caller: &Caller, out: &mut JobDone) {
         if !matches!(caller.principal, crate::caller::Principal::Agent { .. }) {
             return;
         }
-        if let Some(token) = crate::jobs::run_credential::issue(self.config.signing_secret(), job) {
-            out["run_credential"] = json!(token);
-        }
+        out.run_credential =
+            crate::jobs::run_credential::issue(self.config.signing_secret(), &out.job);
     }
 
     /// The claimer's track record, as improve_status and the console show it.
@@ -144,7 +145,7 @@ impl JobsCx<'_> {
         Ok(agent_record(&actor, &outcomes, &counts, attempts))
     }
 
-    pub(super) async fn claim(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+    pub(super) async fn claim(&self, caller: &Caller, a: JobsArgs) -> Result<JobsAnswer> {
         let act = JobsAction::Claim;
         let actor = caller.actor();
         if !actor_may_hold_jobs(&actor) {
@@ -220,10 +221,11 @@ impl JobsCx<'_> {
                     let task = verify_task(self.config.signing_secret().unwrap_or(""), &job.body)
                         .unwrap_or("");
                     let ids = super::skills::offered_ids(&skills, &job, task);
-                    let mut out = done(act, &job)?;
-                    out["skills_offered"] = self.offer_answer(&skills, &ids).await?;
-                    self.attach_run_credential(caller, &job, &mut out);
-                    out
+                    let offered = self.offer_answer(&skills, &ids).await?;
+                    let mut out = JobDone::new(act, job);
+                    out.skills_offered = Some(offered);
+                    self.attach_run_credential(caller, &mut out);
+                    out.into()
                 }
                 ClaimOutcome::AlreadyHolding(held) => refuse(
                     act,
@@ -264,17 +266,15 @@ impl JobsCx<'_> {
                     continue;
                 }
                 ClaimOutcome::Refused(_, why) => refuse(act, why),
-                ClaimOutcome::Failed(job, why) => {
-                    let mut out = refuse(
-                        act,
-                        format!(
-                            "{} failed its checks and has been marked failed: {why}",
-                            job.id
-                        ),
-                    );
-                    out["job"] = to_json(&job)?;
-                    out
-                }
+                ClaimOutcome::Failed(job, why) => JobRefused::new(
+                    act,
+                    format!(
+                        "{} failed its checks and has been marked failed: {why}",
+                        job.id
+                    ),
+                )
+                .with_job(job)
+                .into(),
                 ClaimOutcome::LostRace => {
                     if matches!(target, ClaimTarget::Best { .. }) {
                         continue;
@@ -292,7 +292,7 @@ impl JobsCx<'_> {
         ))
     }
 
-    pub(super) async fn heartbeat(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+    pub(super) async fn heartbeat(&self, caller: &Caller, a: JobsArgs) -> Result<JobsAnswer> {
         let act = JobsAction::Heartbeat;
         let job = match self.job_for(act, a.id.as_ref()).await? {
             Ok(job) => job,
@@ -324,7 +324,7 @@ impl JobsCx<'_> {
             mirror: mirror_fn(now),
         };
         match self.jobs.transition_job(t).await? {
-            Some(job) => done(act, &job),
+            Some(job) => Ok(done(act, job)),
             None => self.holder_refusal(act, &job.id, &actor).await,
         }
     }

@@ -7,9 +7,9 @@
 /// At most this many recorded verdicts of one pull request are read by the gate.
 const REVIEWS_READ: usize = 100;
 
-use super::JobsCx;
+use super::{JobDone, JobOutcome, JobRefused, JobsAnswer, JobsCx, OutcomeShown};
 use crate::service::Area;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::caller::Caller;
 use crate::error::{Error, Result};
@@ -28,11 +28,10 @@ use crate::jobs::{Job, JobStatus};
 use crate::paths::result_ref_problem;
 use crate::ports::{Change, JobPatch, JobTransition, Notification, OutcomeRecord, RepoRef};
 use crate::repos::stored_repos;
-use crate::service::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
-use crate::service::to_json;
+use crate::service::jobs::{JobsAction, JobsArgs, job_audit, mirror_fn, refuse};
 
 impl JobsCx<'_> {
-    pub(crate) async fn finish(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+    pub(crate) async fn finish(&self, caller: &Caller, a: JobsArgs) -> Result<JobsAnswer> {
         let act = a.action;
         let job = match self.job_for(act, a.id.as_ref()).await? {
             Ok(job) => job,
@@ -231,7 +230,12 @@ impl JobsCx<'_> {
 
     /// A CHANGES review: the job stays claimed by its holder, its summary becomes the review,
     /// and a correction is spent.
-    async fn review_changes(&self, caller: &Caller, job: &Job, summary: String) -> Result<Value> {
+    async fn review_changes(
+        &self,
+        caller: &Caller,
+        job: &Job,
+        summary: String,
+    ) -> Result<JobsAnswer> {
         let actor = caller.actor();
         let now = self.now();
         let act = JobsAction::Complete;
@@ -261,11 +265,11 @@ impl JobsCx<'_> {
             mirror: mirror_fn(now),
         };
         match self.jobs.transition_job(t).await? {
-            Some(updated) => {
-                let mut out = refuse(act, changes_note(updated.corrections_count));
-                out["job"] = to_json(&updated)?;
-                Ok(out)
-            }
+            Some(updated) => Ok(
+                JobRefused::new(act, changes_note(updated.corrections_count))
+                    .with_job(updated)
+                    .into(),
+            ),
             None => self.holder_refusal(act, &job.id, &actor).await,
         }
     }
@@ -340,7 +344,7 @@ impl JobsCx<'_> {
         evidence: Option<Evidence>,
         reviewed_by: Option<String>,
         skills: Option<&super::skills::SkillReport>,
-    ) -> Result<Value> {
+    ) -> Result<JobsAnswer> {
         let actor = caller.actor();
         let now = self.now();
         let (event, summary) = match act {
@@ -448,18 +452,26 @@ impl JobsCx<'_> {
         } else {
             act
         };
-        let mut out = done(act_name, &updated)?;
-        if let Some(o) = outcome {
+        let settled = match skills.filter(|_| status != JobStatus::Blocked) {
+            Some(report) => {
+                let failed = (status == JobStatus::Failed).then_some(text.as_deref().unwrap_or(""));
+                Some(
+                    self.settle_skills(&actor, &updated, report, failed, now)
+                        .await,
+                )
+            }
+            None => None,
+        };
+        let mut out = JobDone::new(act_name, updated);
+        out.outcome = outcome.map(|o| {
             let mut notes = o.notes;
             notes.extend(alert_error);
-            out["outcome"] = json!({ "row": to_json(&o.row)?, "notes": notes });
-        }
-        if let Some(report) = skills.filter(|_| status != JobStatus::Blocked) {
-            let failed = (status == JobStatus::Failed).then_some(text.as_deref().unwrap_or(""));
-            out["skills"] = self
-                .settle_skills(&actor, &updated, report, failed, now)
-                .await;
-        }
-        Ok(out)
+            JobOutcome::Recorded(OutcomeShown {
+                row: o.row,
+                notes: Some(notes),
+            })
+        });
+        out.skills = settled;
+        Ok(out.into())
     }
 }

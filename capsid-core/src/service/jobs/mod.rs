@@ -3,12 +3,18 @@
 //! `{ok:false, action, refusal}`; bad arguments are tool errors.
 
 mod admin;
+mod answer;
 mod approval;
 mod budget;
 mod claim;
 mod finish;
 mod resume;
 mod skills;
+
+pub use answer::{
+    ApprovalAnswer, JobDone, JobList, JobOutcome, JobRefused, JobsAnswer, OfferedSkill,
+    OutcomeShown, SkillCredited, SkillFailureShown, SkillsSettled,
+};
 
 pub(crate) use resume::ResumeTo;
 
@@ -17,8 +23,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Confirmer;
 use super::args::{Bounded, NamespaceArg};
-use super::{Confirmer, to_json};
 use crate::caller::Caller;
 use crate::docs::bounds;
 use crate::error::{Error, Result};
@@ -190,12 +196,14 @@ impl crate::service::args::ScopeArgs for JobsArgs {
     }
 }
 
-pub(crate) fn refuse(action: JobsAction, refusal: impl Into<String>) -> Value {
-    json!({ "ok": false, "action": action.name(), "refusal": refusal.into() })
+/// `action` refused for `refusal`: `{ok: false, action, refusal}`.
+pub(crate) fn refuse(action: JobsAction, refusal: impl Into<String>) -> JobsAnswer {
+    JobRefused::new(action, refusal).into()
 }
 
-pub(crate) fn done(action: JobsAction, job: &Job) -> Result<Value> {
-    Ok(json!({ "ok": true, "action": action.name(), "job": to_json(job)? }))
+/// `action` answered with `job`: `{ok: true, action, job}`.
+pub(crate) fn done(action: JobsAction, job: Job) -> JobsAnswer {
+    JobDone::new(action, job).into()
 }
 
 /// The mirror document of a job, as a document write at `at`.
@@ -246,7 +254,7 @@ impl JobsCx<'_> {
         caller: &Caller,
         a: JobsArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<JobsAnswer> {
         let action = a.action;
         match action {
             JobsAction::Post => self.post_job(caller, a).await,
@@ -262,7 +270,7 @@ impl JobsCx<'_> {
         }
     }
 
-    async fn post_job(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+    async fn post_job(&self, caller: &Caller, a: JobsArgs) -> Result<JobsAnswer> {
         self.post_job_as(caller, a, new_job_id(self.entropy)).await
     }
 
@@ -274,7 +282,7 @@ impl JobsCx<'_> {
         caller: &Caller,
         a: JobsArgs,
         id: String,
-    ) -> Result<Value> {
+    ) -> Result<JobsAnswer> {
         let act = JobsAction::Post;
         let (Some(ns), Some(title), Some(body)) = (&a.namespace, &a.title, &a.body) else {
             return Ok(refuse(act, "post needs namespace, title and body"));
@@ -361,7 +369,7 @@ impl JobsCx<'_> {
             at: now,
         };
         match self.jobs.post_job(job, audit, mirror_fn(now)).await {
-            Ok(job) => done(act, &job),
+            Ok(job) => Ok(done(act, job)),
             Err(StoreError::Conflict(m)) if m.starts_with(DISPATCH_LIMIT) => Ok(refuse(
                 act,
                 too_many_children(dispatch.as_ref().map_or("", |d| d.parent_id.as_str())),
@@ -377,7 +385,7 @@ impl JobsCx<'_> {
         }
     }
 
-    async fn list_jobs(&self, a: JobsArgs) -> Result<Value> {
+    async fn list_jobs(&self, a: JobsArgs) -> Result<JobsAnswer> {
         let filter = JobFilter {
             namespace: a.namespace.map(|n| n.as_str().to_owned()),
             status: a.status,
@@ -385,20 +393,21 @@ impl JobsCx<'_> {
         let mut rows = self.jobs.jobs(&filter, JOBS_ROWS_MAX + 1).await?;
         let truncated = rows.len() > JOBS_ROWS_MAX;
         rows.truncate(JOBS_ROWS_MAX);
-        let mut out = json!({ "ok": true, "action": "list", "jobs": to_json(&rows)? });
-        if truncated {
-            out["truncated"] = json!(true);
-            out["note"] = json!(format!(
-                "more than {JOBS_ROWS_MAX} jobs match; narrow by namespace or status."
-            ));
-        }
-        Ok(out)
+        Ok(JobsAnswer::Listed(JobList {
+            ok: true,
+            action: JobsAction::List.name(),
+            jobs: rows,
+            truncated: truncated.then_some(true),
+            note: truncated.then(|| {
+                format!("more than {JOBS_ROWS_MAX} jobs match; narrow by namespace or status.")
+            }),
+        }))
     }
 
     /// One job by id with its outcome (`null` until it ended). With a namespace, a job of
     /// another namespace is "no job" (a narrowed caller names its namespace, and learns
     /// nothing of others').
-    async fn get_job(&self, a: JobsArgs) -> Result<Value> {
+    async fn get_job(&self, a: JobsArgs) -> Result<JobsAnswer> {
         let job = match self.job_for(JobsAction::Get, a.id.as_ref()).await? {
             Ok(job) => job,
             Err(refusal) => return Ok(refusal),
@@ -420,7 +429,9 @@ impl JobsCx<'_> {
                 .find(|o| o.job_id == job.id),
             None => None,
         };
-        Ok(json!({ "ok": true, "action": "get", "job": to_json(&job)?, "outcome": outcome }))
+        let mut answer = JobDone::new(JobsAction::Get, job);
+        answer.outcome = Some(JobOutcome::Stored(outcome));
+        Ok(answer.into())
     }
 
     /// The job `id` names, refusing when it is missing.
@@ -428,7 +439,7 @@ impl JobsCx<'_> {
         &self,
         action: JobsAction,
         id: Option<&Bounded<64>>,
-    ) -> Result<std::result::Result<Job, Value>> {
+    ) -> Result<std::result::Result<Job, JobsAnswer>> {
         let Some(id) = id else {
             return Ok(Err(refuse(
                 action,
@@ -447,7 +458,7 @@ impl JobsCx<'_> {
         action: JobsAction,
         id: &str,
         actor: &str,
-    ) -> Result<Value> {
+    ) -> Result<JobsAnswer> {
         let Some(current) = self.jobs.job(id).await? else {
             return Ok(refuse(action, format!("no job {id}.")));
         };
@@ -484,6 +495,7 @@ mod registered {
     pub struct Jobs;
     impl Tool for Jobs {
         type Args = JobsArgs;
+        type Answer = JobsAnswer;
         const SPEC: ToolSpec = ToolSpec::new(
             "jobs",
             ToolGroup::Jobs,
@@ -505,13 +517,14 @@ mod registered {
             "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit.",
         )
     .open_world()
-        .ok_false_refusals();
+        .ok_false_refusals()
+        .titled("Work queue");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: JobsArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.jobs().jobs(c, a, k).await })
         }
     }

@@ -20,8 +20,9 @@ use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{Job, JobStatus};
 use crate::ports::{Change, JobPatch, JobTransition, StoreError};
 use crate::repos::{resolve_repo, stored_repos};
-use crate::service::jobs::{JobsAction, JobsArgs, done, job_audit, mirror_fn, refuse};
-use crate::service::to_json;
+use crate::service::jobs::{
+    JobDone, JobRefused, JobsAction, JobsAnswer, JobsArgs, job_audit, mirror_fn, refuse,
+};
 
 /// Where a resumed job goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +35,7 @@ pub(crate) enum ResumeTo {
 }
 
 impl JobsCx<'_> {
-    pub(crate) async fn resume(&self, caller: &Caller, a: JobsArgs) -> Result<Value> {
+    pub(crate) async fn resume(&self, caller: &Caller, a: JobsArgs) -> Result<JobsAnswer> {
         self.resume_to(caller, a, ResumeTo::Caller).await
     }
 
@@ -46,7 +47,7 @@ impl JobsCx<'_> {
         caller: &Caller,
         a: JobsArgs,
         to: ResumeTo,
-    ) -> Result<Value> {
+    ) -> Result<JobsAnswer> {
         let act = JobsAction::Resume;
         let actor = caller.actor();
         if !actor_may_hold_jobs(&actor) {
@@ -230,9 +231,9 @@ impl JobsCx<'_> {
         };
         match self.jobs.transition_job(t).await {
             Ok(Some(updated)) => {
-                let mut out = done(act, &updated)?;
-                self.attach_run_credential(caller, &updated, &mut out);
-                Ok(out)
+                let mut out = JobDone::new(act, updated);
+                self.attach_run_credential(caller, &mut out);
+                Ok(out.into())
             }
             Ok(None) => Ok(refuse(
                 act,
@@ -257,7 +258,7 @@ impl JobsCx<'_> {
     }
 
     /// A tampered body at resume: blocked → failed, recorded as a signature refusal.
-    async fn fail_tampered(&self, caller: &Caller, job: &Job, why: String) -> Result<Value> {
+    async fn fail_tampered(&self, caller: &Caller, job: &Job, why: String) -> Result<JobsAnswer> {
         let act = JobsAction::Resume;
         let now = self.now();
         let step = step(JobStatus::Blocked, JobEvent::ResumeSignatureRefused)?;
@@ -284,17 +285,15 @@ impl JobsCx<'_> {
             mirror: mirror_fn(now),
         };
         let updated = self.jobs.transition_job(t).await?;
-        let mut out = refuse(
+        let mut out = JobRefused::new(
             act,
             format!(
                 "{} failed its signature check and has been marked failed: {why}",
                 job.id
             ),
         );
-        if let Some(u) = updated {
-            out["job"] = to_json(&u)?;
-        }
-        Ok(out)
+        out.job = updated;
+        Ok(out.into())
     }
 
     /// Whether the signed gate policy pre-approves the command `job` waits on.

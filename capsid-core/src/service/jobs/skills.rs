@@ -5,7 +5,10 @@
 
 use serde_json::{Value, json};
 
-use super::{JobsAction, JobsCx, refuse};
+use super::{
+    JobsAction, JobsAnswer, JobsCx, OfferedSkill, SkillCredited, SkillFailureShown, SkillsSettled,
+    refuse,
+};
 use crate::error::{Error, Result};
 use crate::jobs::Job;
 use crate::jobs::state::JobEvent;
@@ -51,25 +54,38 @@ pub(crate) fn offered_ids(skills: &[SkillRow], job: &Job, task: &str) -> Vec<Str
 
 impl JobsCx<'_> {
     /// The claim answer's `skills_offered`: each offered skill with its two newest notes.
-    pub(crate) async fn offer_answer(&self, skills: &[SkillRow], ids: &[String]) -> Result<Value> {
+    pub(crate) async fn offer_answer(
+        &self,
+        skills: &[SkillRow],
+        ids: &[String],
+    ) -> Result<Vec<OfferedSkill>> {
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             let Some(s) = skills.iter().find(|s| &s.id == id) else {
                 continue;
             };
-            let failures: Vec<Value> = self
+            let failures = self
                 .skills
                 .skill_failures(id, OFFERED_FAILURES)
                 .await?
                 .into_iter()
-                .map(|f| json!({"source_kind": f.source_kind, "source_id": f.source_id, "note": f.note, "at": f.created_at.to_string()}))
+                .map(|f| SkillFailureShown {
+                    source_kind: f.source_kind,
+                    source_id: f.source_id,
+                    note: f.note,
+                    at: f.created_at.to_string(),
+                })
                 .collect();
-            out.push(json!({
-                "id": s.id, "name": s.title, "version": s.version, "status": s.status,
-                "trigger": s.trigger_condition, "failures": failures,
-            }));
+            out.push(OfferedSkill {
+                id: s.id.clone(),
+                name: s.title.clone(),
+                version: s.version,
+                status: s.status.clone(),
+                trigger: s.trigger_condition.clone(),
+                failures,
+            });
         }
-        Ok(Value::Array(out))
+        Ok(out)
     }
 
     /// The ids the job's newest claim offered, from that claim's audit row; `None` when the
@@ -119,7 +135,7 @@ pub(crate) fn check_report(
     used: Option<&[Bounded<64>]>,
     signal: Option<RunSignal>,
     offered: Option<Vec<String>>,
-) -> Result<std::result::Result<SkillReport, Value>> {
+) -> Result<std::result::Result<SkillReport, JobsAnswer>> {
     let finishing = matches!(act, JobsAction::Complete | JobsAction::Fail);
     if !finishing && (used.is_some() || signal.is_some()) {
         return Err(Error::Invalid(
@@ -192,7 +208,7 @@ impl JobsCx<'_> {
         report: &SkillReport,
         failed_reason: Option<&str>,
         now: Timestamp,
-    ) -> Value {
+    ) -> SkillsSettled {
         let mut credited = Vec::new();
         let mut notes = Vec::new();
         for id in report.used.iter().flatten() {
@@ -212,7 +228,10 @@ impl JobsCx<'_> {
                     json!({"skill": id, "job_id": job.id, "credit": credit}),
                 );
                 match self.skills.credit_skill(id, win, a).await {
-                    Ok(true) => credited.push(json!({"id": id, "credit": credit})),
+                    Ok(true) => credited.push(SkillCredited {
+                        id: id.clone(),
+                        credit,
+                    }),
                     Ok(false) => notes.push(format!("skill {id} no longer exists; no credit")),
                     Err(e) => notes.push(format!("skill {id} could not be credited: {e}")),
                 }
@@ -237,12 +256,12 @@ impl JobsCx<'_> {
                 }
             }
         }
-        json!({
-            "offered": report.offered,
-            "used": report.used,
-            "verdict": report.signal,
-            "credited": credited,
-            "notes": notes,
-        })
+        SkillsSettled {
+            offered: report.offered.clone(),
+            used: report.used.clone(),
+            verdict: report.signal,
+            credited,
+            notes,
+        }
     }
 }

@@ -7,15 +7,14 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::caller::Caller;
 use crate::docs::counts::{AuthoritativeCounts, authoritative_for, scan_count_claims};
 use crate::docs::document::Document;
 use crate::docs::links::{DanglingEdge, Edge};
 use crate::docs::lint::{
-    FINALIZE_AUDIT_ACTION, FinalizeOutcome, GatherInput, LintError, LintMode, finalize_plan,
-    gather_packet,
+    FINALIZE_AUDIT_ACTION, FinalizeOutcome, GatherInput, GatherPacket, LintError, LintMode,
+    finalize_plan, gather_packet,
 };
 use crate::docs::packets::{LintRows, lint_packet};
 use crate::docs::truth_report::{
@@ -25,9 +24,9 @@ use crate::docs::truth_report::{
 use crate::docs::write::ConfirmationText;
 use crate::error::{Error, Result};
 use crate::ports::{DocumentWrite, StoreError, WriteGuard};
+use crate::service::Confirmer;
 use crate::service::args::{DocPathArg, NamespaceArg};
 use crate::service::registry::REGISTRY;
-use crate::service::{Confirmer, to_json};
 
 /// `lint`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -96,18 +95,32 @@ fn standing(rows: &LintRows) -> Vec<Document> {
         .collect()
 }
 
+/// The `lint` answer, one per mode.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum LintAnswer {
+    /// `gather`: the packet to consolidate from.
+    Gathered(GatherPacket),
+    /// `finalize`: what was archived.
+    Finalized(FinalizeOutcome),
+    /// `report`: the truth report, as stored.
+    Reported(ReportOutcome),
+}
+
 impl MaintenanceCx<'_> {
     pub(crate) async fn lint(
         &self,
         caller: &Caller,
         a: LintArgs,
         confirmer: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<LintAnswer> {
         let mode = a.mode.unwrap_or(LintMode::Gather);
         let ns = a.namespace.as_str();
         match mode {
-            LintMode::Gather => self.lint_gather(caller, ns, confirmer).await,
-            LintMode::Finalize => {
+            LintMode::Gather => Ok(LintAnswer::Gathered(
+                self.lint_gather(caller, ns, confirmer).await?,
+            )),
+            LintMode::Finalize => Ok(LintAnswer::Finalized(
                 self.lint_finalize(
                     caller,
                     ns,
@@ -115,9 +128,9 @@ impl MaintenanceCx<'_> {
                     a.confirm,
                     confirmer,
                 )
-                .await
-            }
-            LintMode::Report => self.lint_report(caller, ns).await,
+                .await?,
+            )),
+            LintMode::Report => Ok(LintAnswer::Reported(self.lint_report(caller, ns).await?)),
         }
     }
 
@@ -126,7 +139,7 @@ impl MaintenanceCx<'_> {
         caller: &Caller,
         ns: &str,
         client: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<GatherPacket> {
         const STAGES: u64 = 2;
         let stop = |at: &str| {
             client.cancelled().then(|| {
@@ -160,7 +173,7 @@ impl MaintenanceCx<'_> {
             return Err(cancelled);
         }
         client.progress(STAGES, Some(STAGES), "packet ready").await;
-        to_json(packet)
+        Ok(packet)
     }
 
     /// Dangling edges with their missing ends decided: an end in this namespace is judged from
@@ -207,7 +220,7 @@ impl MaintenanceCx<'_> {
         consumed: Vec<DocPathArg>,
         confirm: Option<bool>,
         confirmer: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<FinalizeOutcome> {
         let paths: Vec<String> = consumed.into_iter().map(|p| p.0.into_string()).collect();
         let mut types = BTreeMap::new();
         for p in &paths {
@@ -254,10 +267,10 @@ impl MaintenanceCx<'_> {
                 }
                 other => other.into(),
             })?;
-        to_json(outcome)
+        Ok(outcome)
     }
 
-    async fn lint_report(&self, caller: &Caller, ns: &str) -> Result<Value> {
+    async fn lint_report(&self, caller: &Caller, ns: &str) -> Result<ReportOutcome> {
         let now = self.now();
         let rows = LintRows::from_packet(self.docs.read_packet(&lint_packet(ns)).await?);
         let standing_docs = standing(&rows);
@@ -306,7 +319,7 @@ impl MaintenanceCx<'_> {
         self.docs
             .write_document(write, WriteGuard::Upsert, vec![audit])
             .await?;
-        to_json(ReportOutcome::new(&report, &path))
+        Ok(ReportOutcome::new(report, &path))
     }
 }
 
@@ -322,6 +335,7 @@ mod registered {
     pub struct Lint;
     impl Tool for Lint {
         type Args = LintArgs;
+        type Answer = LintAnswer;
         const SPEC: ToolSpec = ToolSpec::new(
             "lint",
             Maintenance,
@@ -337,13 +351,14 @@ mod registered {
         )
     .open_world()
         .confirmed(Confirmation::ForActions(&["finalize"]))
-        .destructive();
+        .destructive()
+        .titled("Lint and consolidate a namespace");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: LintArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.maintenance().lint(c, a, k).await })
         }
     }

@@ -5,8 +5,8 @@
 use super::MaintenanceCx;
 use crate::service::Area;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::caller::Caller;
 use crate::docs::bounds;
@@ -120,6 +120,72 @@ fn unregistered(ns: &str, e: StoreError) -> Error {
     }
 }
 
+/// The `register_namespace` answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Registered {
+    /// The namespace.
+    pub namespace: String,
+    /// Its repositories.
+    pub repos: Vec<RepoEntry>,
+    /// Always `registered`.
+    pub action: &'static str,
+    /// Always null: the driver is minted separately, by an admin.
+    pub driver_agent: Option<String>,
+    /// The command that mints its driver.
+    pub next: String,
+}
+
+/// A repository mapping changed by `update_namespace`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReposUpdated {
+    /// The namespace.
+    pub namespace: String,
+    /// Its repositories now.
+    pub repos: Vec<RepoEntry>,
+    /// Always `updated`.
+    pub action: &'static str,
+    /// The previous mapping as stored (JSON text).
+    pub previous: Option<String>,
+}
+
+/// A monthly budget changed by `update_namespace`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BudgetUpdated {
+    /// The namespace.
+    pub namespace: String,
+    /// Its own budget now (null: the server's default applies).
+    pub monthly_budget_usd: Option<f64>,
+    /// Its own budget before.
+    pub previous_monthly_budget_usd: Option<f64>,
+    /// Always `updated`.
+    pub action: &'static str,
+}
+
+/// Runner settings changed by `update_namespace`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunnerUpdated {
+    /// The namespace.
+    pub namespace: String,
+    /// The settings now.
+    pub runner: RunnerSettings,
+    /// Always `updated`.
+    pub action: &'static str,
+    /// The settings before.
+    pub previous_runner: RunnerSettings,
+}
+
+/// The `update_namespace` answer: what the call changed.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum NamespaceUpdated {
+    /// The repository mapping.
+    Repos(ReposUpdated),
+    /// The monthly budget.
+    Budget(BudgetUpdated),
+    /// The runner settings.
+    Runner(RunnerUpdated),
+}
+
 fn repos_json(list: &[RepoEntry]) -> String {
     serde_json::to_string(list).unwrap_or_else(|_| "[]".into())
 }
@@ -130,7 +196,7 @@ impl MaintenanceCx<'_> {
         caller: &Caller,
         a: RegisterArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<Registered> {
         let ns = a.namespace.as_str().trim().to_owned();
         let list = match (&a.repos, &a.repo) {
             (Some(repos), _) => parse_repos_list(repos.as_str()).map_err(Error::Invalid)?,
@@ -174,15 +240,15 @@ impl MaintenanceCx<'_> {
             }
             Err(e) => return Err(e.into()),
         }
-        Ok(json!({
-            "namespace": ns,
-            "repos": list,
-            "action": "registered",
-            "driver_agent": null,
-            "next": format!(
+        Ok(Registered {
+            next: format!(
                 "mint its driver (admin only): capsid agents mint --name {ns}-driver --kind driver --namespaces {ns} --grants read,write"
             ),
-        }))
+            namespace: ns,
+            repos: list,
+            action: "registered",
+            driver_agent: None,
+        })
     }
 
     pub(crate) async fn update_namespace(
@@ -190,7 +256,7 @@ impl MaintenanceCx<'_> {
         caller: &Caller,
         a: UpdateArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<NamespaceUpdated> {
         let ns = a.namespace.as_str().trim().to_owned();
         let patch = a.runner_patch();
         if let Some(budget) = &a.monthly_budget_usd {
@@ -234,11 +300,21 @@ impl MaintenanceCx<'_> {
             .update_namespace(&ns, &json, audit)
             .await
             .map_err(|e| unregistered(&ns, e))?;
-        Ok(json!({ "namespace": ns, "repos": list, "action": "updated", "previous": previous }))
+        Ok(NamespaceUpdated::Repos(ReposUpdated {
+            namespace: ns,
+            repos: list,
+            action: "updated",
+            previous,
+        }))
     }
 
     /// The monthly budget: admin only (the tool is), in one audited keyed update.
-    async fn update_budget(&self, caller: &Caller, ns: &str, budget: Option<f64>) -> Result<Value> {
+    async fn update_budget(
+        &self,
+        caller: &Caller,
+        ns: &str,
+        budget: Option<f64>,
+    ) -> Result<NamespaceUpdated> {
         let audit = self.audit(
             caller,
             "update_namespace",
@@ -251,17 +327,22 @@ impl MaintenanceCx<'_> {
             .set_namespace_budget(ns, budget, audit)
             .await
             .map_err(|e| unregistered(ns, e))?;
-        Ok(json!({
-            "namespace": ns,
-            "monthly_budget_usd": budget,
-            "previous_monthly_budget_usd": previous,
-            "action": "updated",
+        Ok(NamespaceUpdated::Budget(BudgetUpdated {
+            namespace: ns.to_owned(),
+            monthly_budget_usd: budget,
+            previous_monthly_budget_usd: previous,
+            action: "updated",
         }))
     }
 
     /// The runner settings: admin only (the agent command runs on agent hosts), checked and
     /// merged into what is stored, in one audited keyed update.
-    async fn update_runner(&self, caller: &Caller, ns: &str, patch: &RunnerPatch) -> Result<Value> {
+    async fn update_runner(
+        &self,
+        caller: &Caller,
+        ns: &str,
+        patch: &RunnerPatch,
+    ) -> Result<NamespaceUpdated> {
         if !caller.is_admin() {
             return Err(Error::Forbidden(
                 "update_namespace: the runner settings (what agent hosts run) are the admin's to change; run capsid namespaces update on the server".into(),
@@ -287,9 +368,12 @@ impl MaintenanceCx<'_> {
             .set_namespace_runner(ns, next.to_stored(), audit)
             .await
             .map_err(|e| unregistered(ns, e))?;
-        Ok(
-            json!({ "namespace": ns, "runner": next, "action": "updated", "previous_runner": current }),
-        )
+        Ok(NamespaceUpdated::Runner(RunnerUpdated {
+            namespace: ns.to_owned(),
+            runner: next,
+            action: "updated",
+            previous_runner: current,
+        }))
     }
 }
 
@@ -305,18 +389,20 @@ mod registered {
     pub struct RegisterNamespace;
     impl Tool for RegisterNamespace {
         type Args = RegisterArgs;
+        type Answer = Registered;
         const SPEC: ToolSpec = ToolSpec::new(
             "register_namespace",
             Maintenance,
             Fixed(Rule::write()),
             "Register a new namespace with its repositories (exactly one labelled primary). Create-only.",
-        );
+        )
+        .titled("Register a namespace");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: RegisterArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.maintenance().register_namespace(c, a, k).await })
         }
     }
@@ -329,6 +415,7 @@ mod registered {
     pub struct UpdateNamespace;
     impl Tool for UpdateNamespace {
         type Args = UpdateArgs;
+        type Answer = NamespaceUpdated;
         const SPEC: ToolSpec = ToolSpec::new(
             "update_namespace",
             Maintenance,
@@ -336,13 +423,14 @@ mod registered {
             "Replace a namespace's repository mapping (exactly one labelled primary), or its runner settings for agent hosts (admin only).",
         )
     .idempotent()
-        .destructive();
+        .destructive()
+        .titled("Update a namespace");
         fn run<'a>(
             s: Areas<'a>,
             c: &'a Caller,
             a: UpdateArgs,
             k: &'a dyn Confirmer,
-        ) -> ToolFuture<'a> {
+        ) -> ToolFuture<'a, Self::Answer> {
             Box::pin(async move { s.maintenance().update_namespace(c, a, k).await })
         }
     }

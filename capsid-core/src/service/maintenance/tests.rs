@@ -62,7 +62,7 @@ fn register_writes_the_mapping_and_its_audit_row_in_one_call() {
     let (out, touched) = with(&ns, |cx| {
         block_on(cx.register_namespace(&Caller::admin("owner"), args, &NoConfirmer))
     });
-    let out = out.expect("registered");
+    let out = serde_json::to_value(out.expect("registered")).expect("an answer renders");
     assert_eq!(out["action"], "registered");
     assert_eq!(out["repos"][0]["label"], "primary");
     assert!(touched.is_empty(), "only the namespace port: {touched:?}");

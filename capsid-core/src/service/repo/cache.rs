@@ -5,33 +5,42 @@
 //! Bounded in entries and in bytes (SPEC 8): past either bound, expired answers go first,
 //! then the oldest; an answer larger than the whole byte budget is not kept.
 
+use std::any::Any;
 use std::collections::HashMap;
-use std::sync::Mutex;
-
-use serde_json::Value;
+use std::sync::{Arc, Mutex};
 
 use crate::ports::RepoRef;
 use crate::time::Timestamp;
 
 /// Most entries kept.
 const MAX_ENTRIES: usize = 512;
-/// Most bytes of answers kept (their text, roughly).
+/// Most bytes of answers kept (their JSON text).
 pub const MAX_BYTES: usize = 16 * 1024 * 1024;
 
-/// The rough size of an answer: its strings and keys, plus a little per value.
-fn size_of(value: &Value) -> usize {
-    const NODE: usize = 16;
-    NODE + match value {
-        Value::String(s) => s.len(),
-        Value::Array(items) => items.iter().map(size_of).sum(),
-        Value::Object(map) => map.iter().map(|(k, v)| k.len() + size_of(v)).sum(),
-        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+/// The size of an answer: the length of its JSON text, counted without writing it out
+/// (`usize::MAX`, never kept, if it does not render).
+fn size_of<T: serde::Serialize>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
     }
 }
 
 struct Entry {
     expires: Timestamp,
-    value: Value,
+    /// The typed answer (each key holds one tool's answer type).
+    value: Arc<dyn Any + Send + Sync>,
     bytes: usize,
     /// Insertion order: the smallest is the oldest.
     seq: u64,
@@ -100,17 +109,23 @@ impl RepoReadCache {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The answer to `key` on `repo`, when it has not expired at `now`.
-    pub fn get(&self, repo: &RepoRef, key: &str, now: Timestamp) -> Option<Value> {
+    /// The answer to `key` on `repo`, when it has not expired at `now` (and is a `T`).
+    pub fn get<T: Clone + 'static>(&self, repo: &RepoRef, key: &str, now: Timestamp) -> Option<T> {
         let entries = self.lock();
         match entries.map.get(&(repo.clone(), key.to_owned())) {
-            Some(e) if e.expires > now => Some(e.value.clone()),
+            Some(e) if e.expires > now => e.value.downcast_ref::<T>().cloned(),
             _ => None,
         }
     }
 
     /// Keeps `value` as the answer to `key` on `repo` until `expires`.
-    pub fn put(&self, repo: &RepoRef, key: &str, value: Value, expires: Timestamp) {
+    pub fn put<T: serde::Serialize + Send + Sync + 'static>(
+        &self,
+        repo: &RepoRef,
+        key: &str,
+        value: T,
+        expires: Timestamp,
+    ) {
         let bytes = size_of(&value);
         let mut entries = self.lock();
         let k = (repo.clone(), key.to_owned());
@@ -127,7 +142,7 @@ impl RepoReadCache {
             k,
             Entry {
                 expires,
-                value,
+                value: Arc::new(value),
                 bytes,
                 seq,
             },
@@ -157,7 +172,7 @@ impl RepoReadCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn entries_expire_and_writes_drop_only_their_repository() {
@@ -169,11 +184,11 @@ mod tests {
         let t0 = Timestamp::from_millis(1_000_000);
         cache.put(&a, "tree", json!(1), t0.plus_millis(60_000));
         cache.put(&b, "tree", json!(2), t0.plus_millis(60_000));
-        assert_eq!(cache.get(&a, "tree", t0), Some(json!(1)));
-        assert_eq!(cache.get(&a, "tree", t0.plus_millis(60_000)), None);
+        assert_eq!(cache.get::<Value>(&a, "tree", t0), Some(json!(1)));
+        assert_eq!(cache.get::<Value>(&a, "tree", t0.plus_millis(60_000)), None);
         cache.invalidate(&a);
-        assert_eq!(cache.get(&a, "tree", t0), None);
-        assert_eq!(cache.get(&b, "tree", t0), Some(json!(2)));
+        assert_eq!(cache.get::<Value>(&a, "tree", t0), None);
+        assert_eq!(cache.get::<Value>(&b, "tree", t0), Some(json!(2)));
         for i in 0..(MAX_ENTRIES + 3) {
             cache.put(&a, &format!("k{i}"), json!(i), t0.plus_millis(60_000));
         }
@@ -198,11 +213,15 @@ mod tests {
         assert!(cache.len() <= 16, "{} entries kept", cache.len());
         assert!(cache.len() >= 8, "the newest still fit: {}", cache.len());
         assert_eq!(
-            cache.get(&repo, "file63", t0),
+            cache.get::<Value>(&repo, "file63", t0),
             Some(json!({"content": mib})),
             "the newest answer is kept"
         );
-        assert_eq!(cache.get(&repo, "file0", t0), None, "the oldest went first");
+        assert_eq!(
+            cache.get::<Value>(&repo, "file0", t0),
+            None,
+            "the oldest went first"
+        );
         // An answer larger than the whole budget is never kept.
         let huge = "y".repeat(17 * 1024 * 1024);
         cache.put(
@@ -211,6 +230,6 @@ mod tests {
             json!({"content": huge}),
             t0.plus_millis(60_000),
         );
-        assert_eq!(cache.get(&repo, "huge", t0), None);
+        assert_eq!(cache.get::<Value>(&repo, "huge", t0), None);
     }
 }

@@ -3,9 +3,11 @@
 //! starting a workflow or re-running failed jobs, never the improve loop's scorer.
 
 use super::RepoCx;
+use super::answer::{
+    CiDispatchAnswer, CiDispatched, CiRerun, CiStatusAnswer, FailedJob, FailedRun, RunFilter,
+    RunRow,
+};
 use std::collections::BTreeMap;
-
-use serde_json::{Value, json};
 
 use crate::caller::Caller;
 use crate::error::{Error, Result};
@@ -85,10 +87,21 @@ pub fn failing_step_log(log: &str, step: Option<&RunStep>) -> (String, String) {
     (kept.to_owned(), how)
 }
 
-fn run_json(r: &WorkflowRun) -> Value {
-    json!({"name": r.name, "head_sha": short(&r.head_sha), "status": r.status,
-           "conclusion": r.conclusion, "event": r.event, "created_at": r.created_at, "url": r.url})
+fn run_row(r: &WorkflowRun) -> RunRow {
+    RunRow {
+        name: r.name.clone(),
+        head_sha: short(&r.head_sha).to_owned(),
+        status: r.status.clone(),
+        conclusion: r.conclusion.clone(),
+        event: r.event.clone(),
+        created_at: r.created_at.clone(),
+        url: r.url.clone(),
+    }
 }
+
+/// What a read-only caller is told instead of the log.
+const LOG_WITHHELD: &str =
+    "read-only key: run metadata only. A write-grant key returns the failing step's log.";
 
 impl RepoCx<'_> {
     pub(crate) async fn ci_status(
@@ -96,7 +109,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: CiStatusArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<CiStatusAnswer> {
         const TOOL: &str = "ci_status";
         let git_ref = a.git_ref.as_ref().map(|r| r.as_str());
         check_ref(TOOL, "ref", git_ref)?;
@@ -120,7 +133,7 @@ impl RepoCx<'_> {
                     }
                     other => host_error(TOOL, other),
                 })?;
-            (vec![run], Some(json!({"run_id": id})))
+            (vec![run], Some(RunFilter::Run { run_id: id }))
         } else {
             let mut query = RunQuery {
                 per_page: limit,
@@ -153,29 +166,47 @@ impl RepoCx<'_> {
                     )),
                     other => host_error(TOOL, other),
                 })?;
-            (runs, git_ref.map(|r| json!({"ref": r})))
+            (
+                runs,
+                git_ref.map(|r| RunFilter::Ref {
+                    git_ref: r.to_owned(),
+                }),
+            )
         };
-        let mut out = json!({"repo": full, "runs": runs.iter().map(run_json).collect::<Vec<_>>()});
-        if let Some(filter) = filter {
-            out["filter"] = filter;
-        }
+        let mut out = CiStatusAnswer {
+            repo: full,
+            runs: runs.iter().map(run_row).collect(),
+            filter,
+            failed_run: None,
+        };
         if let Some(failed) = runs
             .iter()
             .find(|r| r.conclusion.as_deref() == Some("failure"))
         {
-            out["failed_run"] = self.failed_run(&t, failed, log_tail).await;
+            out.failed_run = Some(self.failed_run(&t, failed, log_tail).await);
         }
         Ok(out)
     }
 
     /// The latest failed run's failing jobs and steps; every degraded path is named.
-    async fn failed_run(&self, t: &Target, failed: &WorkflowRun, log_tail: bool) -> Value {
-        let mut out =
-            json!({"name": failed.name, "head_sha": short(&failed.head_sha), "url": failed.url});
+    async fn failed_run(&self, t: &Target, failed: &WorkflowRun, log_tail: bool) -> FailedRun {
+        let mut out = FailedRun {
+            name: failed.name.clone(),
+            head_sha: short(&failed.head_sha).to_owned(),
+            url: failed.url.clone(),
+            jobs_unavailable: None,
+            jobs: None,
+            log_tail_unavailable: None,
+            log_tail_withheld: None,
+            failing_job: None,
+            failing_step: None,
+            log_region: None,
+            log: None,
+        };
         let jobs = match t.host.run_jobs(&t.repo, failed.id).await {
             Ok(jobs) => jobs,
             Err(e) => {
-                out["jobs_unavailable"] = json!(e.to_string());
+                out.jobs_unavailable = Some(e.to_string());
                 return out;
             }
         };
@@ -183,30 +214,33 @@ impl RepoCx<'_> {
             .iter()
             .filter(|j| j.conclusion.as_deref() == Some("failure"))
             .collect();
-        out["jobs"] = json!(
+        out.jobs = Some(
             failing
                 .iter()
-                .map(|j| json!({"name": j.name,
-            "failed_steps": j.steps.iter().filter(|s| s.conclusion.as_deref() == Some("failure"))
-                .map(|s| s.name.as_str()).collect::<Vec<_>>()}))
-                .collect::<Vec<_>>()
+                .map(|j| FailedJob {
+                    name: j.name.clone(),
+                    failed_steps: j
+                        .steps
+                        .iter()
+                        .filter(|s| s.conclusion.as_deref() == Some("failure"))
+                        .map(|s| s.name.clone())
+                        .collect(),
+                })
+                .collect(),
         );
         let Some(first) = failing.first() else {
             if log_tail {
-                out["log_tail_unavailable"] = json!(
+                out.log_tail_unavailable = Some(
                     "the run is marked failed but no job in it is, so there is no job log to read"
+                        .into(),
                 );
             } else {
-                out["log_tail_withheld"] = json!(
-                    "read-only key: run metadata only. A write-grant key returns the failing step's log."
-                );
+                out.log_tail_withheld = Some(LOG_WITHHELD.into());
             }
             return out;
         };
         if !log_tail {
-            out["log_tail_withheld"] = json!(
-                "read-only key: run metadata only. A write-grant key returns the failing step's log."
-            );
+            out.log_tail_withheld = Some(LOG_WITHHELD.into());
             return out;
         }
         match t.host.job_log(&t.repo, first.id).await {
@@ -216,12 +250,12 @@ impl RepoCx<'_> {
                     .iter()
                     .find(|s| s.conclusion.as_deref() == Some("failure"));
                 let (text, how) = failing_step_log(&log, step);
-                out["failing_job"] = json!(first.name);
-                out["failing_step"] = json!(step.map(|s| s.name.as_str()));
-                out["log_region"] = json!(how);
-                out["log"] = json!(text);
+                out.failing_job = Some(first.name.clone());
+                out.failing_step = Some(step.map(|s| s.name.clone()));
+                out.log_region = Some(how);
+                out.log = Some(text);
             }
-            Err(e) => out["log_tail_unavailable"] = json!(e.to_string()),
+            Err(e) => out.log_tail_unavailable = Some(e.to_string()),
         }
         out
     }
@@ -231,7 +265,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: CiDispatchArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<CiDispatchAnswer> {
         const TOOL: &str = "ci_dispatch";
         let ns = a.namespace.as_str();
         let sel = a.repo.as_ref().map(|r| r.as_str());
@@ -308,15 +342,17 @@ impl RepoCx<'_> {
             }
         }
         let result = match (a.run_id, basename, git_ref) {
-            (Some(id), _, _) => self.rerun(&t, id).await?,
-            (None, Some(base), Some(git_ref)) => self.dispatch(&t, base, git_ref, &inputs).await?,
+            (Some(id), _, _) => CiDispatchAnswer::Rerun(self.rerun(&t, id).await?),
+            (None, Some(base), Some(git_ref)) => {
+                CiDispatchAnswer::Dispatch(self.dispatch(&t, base, git_ref, &inputs).await?)
+            }
             _ => return Err(Error::Invalid(format!("{TOOL}: nothing to do"))),
         };
         self.record_repo_mutation(caller, TOOL, ns, None, &t.repo, result)
             .await
     }
 
-    async fn rerun(&self, t: &Target, id: u64) -> Result<Value> {
+    async fn rerun(&self, t: &Target, id: u64) -> Result<CiRerun> {
         const TOOL: &str = "ci_dispatch";
         let full = t.full();
         // A rerun re-executes a run: rerunning the scorer would re-sign against its ref.
@@ -335,7 +371,13 @@ impl RepoCx<'_> {
             .rerun_failed_jobs(&t.repo, id)
             .await
             .map_err(|e| host_error(TOOL, e))?;
-        Ok(json!({"repo": full, "mode": "rerun", "run_id": id, "rerun_requested": true}))
+        Ok(CiRerun {
+            repo: full,
+            mode: "rerun",
+            run_id: id,
+            rerun_requested: true,
+            audit_warning: None,
+        })
     }
 
     async fn dispatch(
@@ -344,7 +386,7 @@ impl RepoCx<'_> {
         workflow: &str,
         git_ref: &str,
         inputs: &BTreeMap<String, String>,
-    ) -> Result<Value> {
+    ) -> Result<CiDispatched> {
         const TOOL: &str = "ci_dispatch";
         let full = t.full();
         let query = RunQuery {
@@ -376,24 +418,35 @@ impl RepoCx<'_> {
         }
         // 204 means accepted, not started: look for the run that was not there before.
         let polls_allowed = CI_DISPATCH_POLL_MS / CI_DISPATCH_POLL_INTERVAL_MS;
-        let mut polls = 0;
-        while polls < polls_allowed {
+        let mut out = CiDispatched {
+            repo: full,
+            mode: "dispatch",
+            workflow: workflow.to_owned(),
+            git_ref: git_ref.to_owned(),
+            dispatched: true,
+            run_id: None,
+            status: None,
+            url: None,
+            polls: 0,
+            note: None,
+            audit_warning: None,
+        };
+        while out.polls < polls_allowed {
             t.host.poll_pause().await;
-            polls += 1;
+            out.polls += 1;
             let runs = t.host.recent_workflow_runs(&t.repo, &query).await;
             if let Some(run) = runs.iter().flatten().find(|r| !before.contains(&r.id)) {
-                return Ok(
-                    json!({"repo": full, "mode": "dispatch", "workflow": workflow,
-                                 "ref": git_ref, "dispatched": true, "run_id": run.id,
-                                 "status": run.status, "url": run.url, "polls": polls}),
-                );
+                out.run_id = Some(run.id);
+                out.status = Some(run.status.clone());
+                out.url = Some(run.url.clone());
+                return Ok(out);
             }
         }
-        Ok(
-            json!({"repo": full, "mode": "dispatch", "workflow": workflow, "ref": git_ref,
-                  "dispatched": true, "run_id": null, "polls": polls,
-                  "note": format!("dispatch was accepted, but no new run appeared for {git_ref} within {}s. It may still start; check ci_status with this ref.", CI_DISPATCH_POLL_MS / 1000)}),
-        )
+        out.note = Some(format!(
+            "dispatch was accepted, but no new run appeared for {git_ref} within {}s. It may still start; check ci_status with this ref.",
+            CI_DISPATCH_POLL_MS / 1000
+        ));
+        Ok(out)
     }
 }
 

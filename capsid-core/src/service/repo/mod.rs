@@ -2,9 +2,10 @@
 //! mapping is the authorization boundary, the flags a mutation needs come from the core's
 //! `repo_write_flags` and are asked at the one check (`Service::call_tool` → `gate_call`), a ref or path is refused before anything is read, and each mutation
 //! is audited after GitHub accepted it (an audit failure adds `audit_warning` rather than
-//! failing a change that already happened). The tools themselves live in `repo_read.rs`,
-//! `repo_search.rs`, `repo_ci.rs`, `repo_write.rs` and `repo_pr.rs`.
+//! failing a change that already happened). The tools themselves live in `read.rs`,
+//! `search.rs`, `ci.rs`, `write.rs` and `pr.rs`; what they answer, typed, in `answer.rs`.
 
+mod answer;
 pub mod args;
 mod cache;
 mod ci;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use self::answer::Audited;
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::paths::repo_path_problem;
@@ -171,6 +173,13 @@ pub(crate) fn amend(e: Error, note: &str) -> Error {
     }
 }
 
+/// `answer` as the JSON an audit row keeps (a change already made is audited even if its
+/// answer could not render, saying so).
+pub(crate) fn rendered<T: serde::Serialize>(answer: &T) -> Value {
+    serde_json::to_value(answer)
+        .unwrap_or_else(|e| Value::String(format!("the result could not be rendered: {e}")))
+}
+
 /// The repository a call targets, and the host that reaches it.
 pub(crate) struct Target {
     /// The mapped repository.
@@ -233,12 +242,17 @@ impl RepoCx<'_> {
     }
 
     /// A read answer from the cache, when fresh.
-    pub(crate) fn cached_read(&self, repo: &RepoRef, key: &str) -> Option<Value> {
+    pub(crate) fn cached_read<T: Clone + 'static>(&self, repo: &RepoRef, key: &str) -> Option<T> {
         self.repo_reads.get(repo, key, self.now())
     }
 
     /// Keeps a read answer for [`READ_CACHE_TTL_MS`].
-    pub(crate) fn keep_read(&self, repo: &RepoRef, key: &str, value: &Value) {
+    pub(crate) fn keep_read<T: serde::Serialize + Clone + Send + Sync + 'static>(
+        &self,
+        repo: &RepoRef,
+        key: &str,
+        value: &T,
+    ) {
         self.repo_reads.put(
             repo,
             key,
@@ -251,26 +265,21 @@ impl RepoCx<'_> {
     /// repository is dropped, then the audit row (params = the whole result) is appended on
     /// its own. When that append fails, the result says so and tells the caller not to
     /// retry, since the change is made.
-    pub(crate) async fn record_repo_mutation(
+    pub(crate) async fn record_repo_mutation<T: Audited>(
         &self,
         caller: &Caller,
         tool: &str,
         namespace: &str,
         path: Option<&str>,
         repo: &RepoRef,
-        mut result: Value,
-    ) -> Result<Value> {
+        mut result: T,
+    ) -> Result<T> {
         self.repo_reads.invalidate(repo);
-        let entry = self.audit(caller, tool, Some(namespace), path, result.clone());
-        if let Err(e) = self.audit_log.append_audit(entry).await
-            && let Value::Object(map) = &mut result
-        {
-            map.insert(
-                "audit_warning".into(),
-                Value::String(format!(
-                    "THE {tool} SUCCEEDED and is described by this result, but the audit_log row could not be written: {e}. Do not retry this call; the change is already made."
-                )),
-            );
+        let entry = self.audit(caller, tool, Some(namespace), path, rendered(&result));
+        if let Err(e) = self.audit_log.append_audit(entry).await {
+            result.warn(format!(
+                "THE {tool} SUCCEEDED and is described by this result, but the audit_log row could not be written: {e}. Do not retry this call; the change is already made."
+            ));
         }
         Ok(result)
     }

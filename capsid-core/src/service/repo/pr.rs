@@ -5,7 +5,7 @@
 //! loop's branches and branches with open pull requests.
 
 use super::RepoCx;
-use serde_json::{Value, json};
+use super::answer::{BranchDeleted, HeadCleanup, ManagePrAnswer, PrClosed, PrCommented, PrMerged};
 
 use crate::caller::Caller;
 use crate::error::{Error, Result};
@@ -14,19 +14,19 @@ use crate::service::Confirmer;
 use crate::service::repo::args::{DeleteBranchArgs, ManagePrArgs, PrAction};
 use crate::service::repo::{IMPROVE_BRANCH_PREFIX, Target, check_positive, check_ref, host_error};
 
-fn cleanup(branch: Option<&str>, deleted: bool, note: Option<String>) -> Value {
-    let mut out = json!({"head_branch": branch, "head_branch_deleted": deleted});
-    if let Some(note) = note {
-        out["head_branch_note"] = json!(note);
+fn cleanup(branch: Option<&str>, deleted: bool, note: Option<String>) -> HeadCleanup {
+    HeadCleanup {
+        head_branch: branch.map(str::to_owned),
+        head_branch_deleted: deleted,
+        head_branch_note: note,
     }
-    out
 }
 
 impl RepoCx<'_> {
     /// After a merge or close, deletes the head branch unless it is on a fork, is the base,
     /// is the default branch or belongs to the improve loop. Never fails the PR action, which
     /// already succeeded.
-    async fn delete_head_branch(&self, t: &Target, number: u64) -> Value {
+    async fn delete_head_branch(&self, t: &Target, number: u64) -> HeadCleanup {
         let pr = match t.host.pull_request(&t.repo, number).await {
             Ok(pr) => pr,
             Err(e) => {
@@ -93,7 +93,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: ManagePrArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<ManagePrAnswer> {
         const TOOL: &str = "manage_pr";
         let (ns, sel) = (a.namespace.as_str(), a.repo.as_ref().map(|r| r.as_str()));
         check_positive(TOOL, "number", Some(a.number))?;
@@ -112,7 +112,7 @@ impl RepoCx<'_> {
             }
             _ => None,
         };
-        let mut out = match a.action {
+        let out = match a.action {
             PrAction::Merge => {
                 let method = a.merge_method.unwrap_or_default();
                 let merged = t
@@ -120,13 +120,33 @@ impl RepoCx<'_> {
                     .merge_pull(&t.repo, number, method.as_str(), None)
                     .await
                     .map_err(err)?;
-                json!({"repo": t.full(), "number": number, "action": "merge", "merge_method": method.as_str(),
-                       "merged": merged.merged, "sha": merged.sha, "message": merged.message})
+                // A merge changes the base branch: every cached read of the repository may be
+                // stale.
+                self.repo_reads.invalidate(&t.repo);
+                ManagePrAnswer::Merged(PrMerged {
+                    repo: t.full(),
+                    number,
+                    action: "merge",
+                    merge_method: method.as_str(),
+                    merged: merged.merged,
+                    sha: merged.sha,
+                    message: merged.message,
+                    head: self.delete_head_branch(&t, number).await,
+                    audit_warning: None,
+                })
             }
             PrAction::Close => {
                 let closed = t.host.close_pull(&t.repo, number).await.map_err(err)?;
-                json!({"repo": t.full(), "number": closed.number, "action": "close",
-                       "state": closed.state, "url": closed.url})
+                self.repo_reads.invalidate(&t.repo);
+                ManagePrAnswer::Closed(PrClosed {
+                    repo: t.full(),
+                    number: closed.number,
+                    action: "close",
+                    state: closed.state,
+                    url: closed.url,
+                    head: self.delete_head_branch(&t, number).await,
+                    audit_warning: None,
+                })
             }
             PrAction::Comment => {
                 let posted = t
@@ -134,23 +154,26 @@ impl RepoCx<'_> {
                     .comment_pull(&t.repo, number, body.unwrap_or_default())
                     .await
                     .map_err(err)?;
-                json!({"repo": t.full(), "number": number, "action": "comment",
-                       "comment_id": posted.id, "url": posted.url})
+                let out = PrCommented {
+                    repo: t.full(),
+                    number,
+                    action: "comment",
+                    comment_id: posted.id,
+                    url: posted.url,
+                    review: None,
+                    review_warning: None,
+                    audit_warning: None,
+                };
+                if let Some(pending) = pending {
+                    return self
+                        .record_verdict(caller, ns, &t, number, pending, out)
+                        .await
+                        .map(ManagePrAnswer::Commented);
+                }
+                self.repo_reads.invalidate(&t.repo);
+                ManagePrAnswer::Commented(out)
             }
         };
-        if let Some(pending) = pending {
-            return self
-                .record_verdict(caller, ns, &t, number, pending, out)
-                .await;
-        }
-        // A merge changes the base branch: every cached read of the repository may be stale.
-        self.repo_reads.invalidate(&t.repo);
-        if a.action != PrAction::Comment
-            && let (Value::Object(map), Value::Object(extra)) =
-                (&mut out, self.delete_head_branch(&t, number).await)
-        {
-            map.extend(extra);
-        }
         self.record_repo_mutation(caller, TOOL, ns, None, &t.repo, out)
             .await
     }
@@ -160,7 +183,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: DeleteBranchArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<BranchDeleted> {
         const TOOL: &str = "delete_branch";
         let (ns, sel) = (a.namespace.as_str(), a.repo.as_ref().map(|r| r.as_str()));
         let branch = a.branch.as_str();
@@ -207,7 +230,13 @@ impl RepoCx<'_> {
             }
             Err(e) => return Err(host_error(TOOL, e)),
         }
-        let out = json!({"repo": full, "branch": branch, "deleted": true, "forced": force});
+        let out = BranchDeleted {
+            repo: full,
+            branch: branch.to_owned(),
+            deleted: true,
+            forced: force,
+            audit_warning: None,
+        };
         self.record_repo_mutation(caller, TOOL, ns, None, &t.repo, out)
             .await
     }

@@ -3,7 +3,11 @@
 //! result shapes, exclusivity rules and budgets.
 
 use super::RepoCx;
-use serde_json::{Value, json};
+use super::answer::{
+    BatchFile, BatchFileFailed, BatchFileRead, BranchRow, ChangedFile, ChangedFiles, CommitLine,
+    CommitList, CommitShown, Compared, FileBatch, FileRead, HistoryAnswer, OneCommit, OpenPullRow,
+    ReadFileAnswer, RefsAnswer, TagRow, TreeAnswer, TreeItem,
+};
 
 use crate::caller::Caller;
 use crate::error::{Error, Result};
@@ -39,28 +43,42 @@ pub(crate) fn tail(text: &str, max: usize) -> (&str, bool) {
     (&text[start..], true)
 }
 
-fn entry_json(e: &TreeEntry) -> Value {
-    json!({"path": e.path, "type": e.kind, "size": e.size, "sha": e.sha})
+fn tree_item(e: &TreeEntry) -> TreeItem {
+    TreeItem {
+        path: e.path.clone(),
+        kind: e.kind.clone(),
+        size: Some(e.size),
+        sha: Some(e.sha.clone()),
+    }
 }
 
 /// A commit in a list: the subject only (the first line); one commit by sha has it whole.
-fn summary_json(c: &CommitSummary) -> Value {
-    json!({"sha": c.sha, "date": c.date, "author": c.author,
-           "subject": c.message.lines().next().unwrap_or_default()})
+fn commit_line(c: &CommitSummary) -> CommitLine {
+    CommitLine {
+        sha: c.sha.clone(),
+        date: c.date.clone(),
+        author: c.author.clone(),
+        subject: c.message.lines().next().unwrap_or_default().to_owned(),
+    }
 }
 
 /// Changed files with status and line counts; patches only when asked, within
 /// [`REPO_PATCH_BUDGET`] bytes across the list.
-pub(crate) fn files_with_budget(files: &[FileChange], want_patch: bool) -> Value {
+pub(crate) fn files_with_budget(files: &[FileChange], want_patch: bool) -> ChangedFiles {
     let (mut spent, mut truncated) = (0usize, false);
-    let entries: Vec<Value> = files
+    let entries: Vec<ChangedFile> = files
         .iter()
         .map(|f| {
-            let mut row = json!({"path": f.path, "status": f.status,
-                                 "additions": f.additions, "deletions": f.deletions});
+            let mut row = ChangedFile {
+                path: f.path.clone(),
+                status: f.status.clone(),
+                additions: f.additions,
+                deletions: f.deletions,
+                patch: None,
+            };
             if let (true, Some(patch)) = (want_patch, &f.patch) {
                 if spent + patch.len() <= REPO_PATCH_BUDGET {
-                    row["patch"] = json!(patch);
+                    row.patch = Some(patch.clone());
                     spent += patch.len();
                 } else {
                     truncated = true;
@@ -69,7 +87,12 @@ pub(crate) fn files_with_budget(files: &[FileChange], want_patch: bool) -> Value
             row
         })
         .collect();
-    json!({"count": entries.len(), "patch_truncated": truncated, "patch_bytes": spent, "entries": entries})
+    ChangedFiles {
+        count: entries.len(),
+        patch_truncated: truncated,
+        patch_bytes: spent,
+        entries,
+    }
 }
 
 impl RepoCx<'_> {
@@ -78,7 +101,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: ListTreeArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<TreeAnswer> {
         const TOOL: &str = "list_repo_tree";
         let path = a.path.as_ref().map(|p| p.as_str()).unwrap_or_default();
         check_path(TOOL, "path", Some(path).filter(|p| !p.is_empty()))?;
@@ -97,20 +120,32 @@ impl RepoCx<'_> {
             .contents(&t.repo, path, git_ref)
             .await
             .map_err(|e| host_error(TOOL, e))?;
-        let entries: Vec<Value> = match &contents {
-            Contents::Dir(entries) => entries.iter().map(entry_json).collect(),
-            Contents::File(f) => {
-                vec![json!({"path": f.path, "type": "file", "size": f.size, "sha": f.sha})]
-            }
-            Contents::Other { kind } => vec![json!({"path": path, "type": kind})],
+        let entries: Vec<TreeItem> = match &contents {
+            Contents::Dir(entries) => entries.iter().map(tree_item).collect(),
+            Contents::File(f) => vec![TreeItem {
+                path: f.path.clone(),
+                kind: "file".into(),
+                size: Some(f.size),
+                sha: Some(f.sha.clone()),
+            }],
+            Contents::Other { kind } => vec![TreeItem {
+                path: path.to_owned(),
+                kind: kind.clone(),
+                size: None,
+                sha: None,
+            }],
         };
-        let out = json!({"repo": t.full(), "path": if path.is_empty() { "/" } else { path }, "entries": entries});
+        let out = TreeAnswer {
+            repo: t.full(),
+            path: if path.is_empty() { "/" } else { path }.to_owned(),
+            entries,
+        };
         self.keep_read(&t.repo, &key, &out);
         Ok(out)
     }
 
     /// One file, decoded to text (cached).
-    async fn read_one(&self, t: &Target, path: &str, git_ref: Option<&str>) -> Result<Value> {
+    async fn read_one(&self, t: &Target, path: &str, git_ref: Option<&str>) -> Result<FileRead> {
         const TOOL: &str = "read_repo_file";
         let key = format!("file\n{path}\n{}", git_ref.unwrap_or_default());
         if let Some(hit) = self.cached_read(&t.repo, &key) {
@@ -136,15 +171,22 @@ impl RepoCx<'_> {
         };
         let text = String::from_utf8_lossy(&file.bytes);
         let (kept, truncated) = cut(&text, REPO_READ_BUDGET);
-        let mut out = json!({"repo": t.full(), "path": path, "size": file.size, "sha": file.sha,
-                             "truncated": truncated, "content": kept});
-        if truncated {
-            out["note"] = json!(format!(
+        let note = truncated.then(|| {
+            format!(
                 "{path} is {} bytes; only its first {} bytes are shown (the single-file budget is {REPO_READ_BUDGET} bytes). Find lines past the cut with search_code.",
                 file.bytes.len(),
                 kept.len()
-            ));
-        }
+            )
+        });
+        let out = FileRead {
+            repo: t.full(),
+            path: path.to_owned(),
+            size: file.size,
+            sha: file.sha,
+            truncated,
+            content: kept.to_owned(),
+            note,
+        };
         self.keep_read(&t.repo, &key, &out);
         Ok(out)
     }
@@ -154,7 +196,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: ReadFileArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<ReadFileAnswer> {
         const TOOL: &str = "read_repo_file";
         // Exactly one of the two: accepting both and preferring one would hide the other.
         let paths = match (&a.path, &a.paths) {
@@ -191,7 +233,10 @@ impl RepoCx<'_> {
             .await?;
         let Some(paths) = paths else {
             let path = a.path.as_ref().map(|p| p.as_str()).unwrap_or_default();
-            return self.read_one(&t, path, git_ref).await;
+            return self
+                .read_one(&t, path, git_ref)
+                .await
+                .map(ReadFileAnswer::One);
         };
         // One failed path never fails the batch: each file answers for itself.
         let mut files = Vec::with_capacity(paths.len());
@@ -204,22 +249,33 @@ impl RepoCx<'_> {
             };
             match read {
                 Ok(one) => {
-                    let content = one["content"].as_str().unwrap_or_default();
-                    let (kept, truncated) = cut(content, REPO_FILE_BUDGET);
+                    let (kept, truncated) = cut(&one.content, REPO_FILE_BUDGET);
                     bytes += kept.len();
-                    files.push(json!({"path": path, "size": one["size"], "sha": one["sha"],
-                                      "truncated": truncated, "content": kept}));
+                    files.push(BatchFile::Read(BatchFileRead {
+                        path: path.to_owned(),
+                        size: one.size,
+                        sha: one.sha.clone(),
+                        truncated,
+                        content: kept.to_owned(),
+                    }));
                 }
                 Err(e) => {
                     failed += 1;
-                    files.push(json!({"path": path, "error": e.to_string()}));
+                    files.push(BatchFile::Failed(BatchFileFailed {
+                        path: path.to_owned(),
+                        error: e.to_string(),
+                    }));
                 }
             }
         }
-        Ok(
-            json!({"repo": t.full(), "requested": paths.len(), "ok": paths.len() - failed,
-                  "failed": failed, "bytes": bytes, "files": files}),
-        )
+        Ok(ReadFileAnswer::Batch(FileBatch {
+            repo: t.full(),
+            requested: paths.len(),
+            ok: paths.len() - failed,
+            failed,
+            bytes,
+            files,
+        }))
     }
 
     pub(crate) async fn repo_refs(
@@ -227,7 +283,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: RepoRefsArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<RefsAnswer> {
         const TOOL: &str = "repo_refs";
         let sel = a.repo.as_ref().map(|r| r.as_str());
         let t = self
@@ -248,32 +304,52 @@ impl RepoCx<'_> {
         let mut rows = Vec::with_capacity(branches.len());
         for b in &branches {
             let open_pr = prs.iter().find(|p| p.head_ref == b.name).map(|p| p.number);
-            let mut row = json!({"name": b.name, "sha": b.sha, "committed_date": null,
-                                 "ahead_by": null, "behind_by": null, "open_pr": open_pr,
-                                 "is_default": b.name == default});
+            let mut row = BranchRow {
+                name: b.name.clone(),
+                sha: b.sha.clone(),
+                committed_date: None,
+                ahead_by: None,
+                behind_by: None,
+                open_pr,
+                is_default: b.name == default,
+            };
             if b.name == default {
-                row["ahead_by"] = json!(0);
-                row["behind_by"] = json!(0);
+                row.ahead_by = Some(0);
+                row.behind_by = Some(0);
             } else if let Ok(c) = t.host.compare(&t.repo, &default, &b.name).await {
-                row["ahead_by"] = json!(c.ahead_by);
-                row["behind_by"] = json!(c.behind_by);
+                row.ahead_by = Some(c.ahead_by);
+                row.behind_by = Some(c.behind_by);
                 if let Some(last) = c.commits.last() {
-                    row["committed_date"] = json!(last.committed_date);
+                    row.committed_date = Some(last.committed_date.clone());
                 }
             }
             rows.push(row);
         }
         let full_page = |n: usize| n >= 100;
-        let out = json!({
-            "repo": t.full(),
-            "default_branch": default,
-            "truncated": full_page(branches.len()) || full_page(tags.len()) || full_page(prs.len()),
-            "branches": rows,
-            "tags": tags.iter().map(|t| json!({"name": t.name, "sha": t.sha})).collect::<Vec<_>>(),
-            "pull_requests": prs.iter().map(|p| json!({"number": p.number, "title": p.title,
-                "head": p.head_ref, "base": p.base_ref, "updated_at": p.updated_at, "url": p.url}))
-                .collect::<Vec<_>>(),
-        });
+        let out = RefsAnswer {
+            repo: t.full(),
+            truncated: full_page(branches.len()) || full_page(tags.len()) || full_page(prs.len()),
+            default_branch: default,
+            branches: rows,
+            tags: tags
+                .iter()
+                .map(|t| TagRow {
+                    name: t.name.clone(),
+                    sha: t.sha.clone(),
+                })
+                .collect(),
+            pull_requests: prs
+                .iter()
+                .map(|p| OpenPullRow {
+                    number: p.number,
+                    title: p.title.clone(),
+                    head: p.head_ref.clone(),
+                    base: p.base_ref.clone(),
+                    updated_at: p.updated_at.clone(),
+                    url: p.url.clone(),
+                })
+                .collect(),
+        };
         self.keep_read(&t.repo, "refs", &out);
         Ok(out)
     }
@@ -283,7 +359,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: RepoHistoryArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<HistoryAnswer> {
         const TOOL: &str = "repo_history";
         let (git_ref, base, head, sha) = (
             a.git_ref.as_ref().map(|r| r.as_str()),
@@ -350,27 +426,47 @@ impl RepoCx<'_> {
         let err = |e| host_error(TOOL, e);
         let out = if let Some(sha) = sha {
             let c = t.host.commit(&t.repo, sha).await.map_err(err)?;
-            json!({"repo": t.full(), "mode": "commit",
-                   "commit": {"sha": c.commit.sha, "date": c.commit.date, "author": c.commit.author,
-                              "message": c.commit.message, "parents": c.parents},
-                   "files": files_with_budget(&c.files, patch)})
+            HistoryAnswer::Commit(OneCommit {
+                repo: t.full(),
+                mode: "commit",
+                files: files_with_budget(&c.files, patch),
+                commit: CommitShown {
+                    sha: c.commit.sha,
+                    date: c.commit.date,
+                    author: c.commit.author,
+                    message: c.commit.message,
+                    parents: c.parents,
+                },
+            })
         } else if let Some((base, head)) = compare {
             let c = t.host.compare(&t.repo, base, head).await.map_err(err)?;
-            let commits: Vec<Value> = c
-                .commits
-                .iter()
-                .take(limit as usize)
-                .map(summary_json)
-                .collect();
-            json!({"repo": t.full(), "mode": "compare", "base": base, "head": head,
-                   "status": c.status, "ahead_by": c.ahead_by, "behind_by": c.behind_by,
-                   "total_commits": c.total_commits, "commits": commits,
-                   "files": files_with_budget(&c.files, patch)})
+            HistoryAnswer::Compare(Compared {
+                repo: t.full(),
+                mode: "compare",
+                base: base.to_owned(),
+                head: head.to_owned(),
+                commits: c
+                    .commits
+                    .iter()
+                    .take(limit as usize)
+                    .map(commit_line)
+                    .collect(),
+                files: files_with_budget(&c.files, patch),
+                status: c.status,
+                ahead_by: c.ahead_by,
+                behind_by: c.behind_by,
+                total_commits: c.total_commits,
+            })
         } else {
             let git_ref = git_ref.unwrap_or_default();
             let rows = t.host.commits(&t.repo, git_ref, limit).await.map_err(err)?;
-            let commits: Vec<Value> = rows.iter().take(limit as usize).map(summary_json).collect();
-            json!({"repo": t.full(), "mode": "commits", "ref": git_ref, "limit": limit, "commits": commits})
+            HistoryAnswer::Commits(CommitList {
+                repo: t.full(),
+                mode: "commits",
+                git_ref: git_ref.to_owned(),
+                limit,
+                commits: rows.iter().take(limit as usize).map(commit_line).collect(),
+            })
         };
         self.keep_read(&t.repo, &key, &out);
         Ok(out)
@@ -409,12 +505,15 @@ mod tests {
             },
         ];
         let off = files_with_budget(&files, false);
-        assert_eq!(off["patch_bytes"], 0);
-        assert!(off["entries"][0].get("patch").is_none());
+        assert_eq!(off.patch_bytes, 0);
+        assert!(off.entries[0].patch.is_none());
         let on = files_with_budget(&files, true);
-        assert_eq!(on["entries"][0]["patch"].as_str().unwrap().len(), big.len());
-        assert!(on["entries"][1].get("patch").is_none(), "over budget");
-        assert_eq!(on["patch_truncated"], true);
-        assert_eq!(on["count"], 2);
+        assert_eq!(
+            on.entries[0].patch.as_deref().map(str::len),
+            Some(big.len())
+        );
+        assert!(on.entries[1].patch.is_none(), "over budget");
+        assert!(on.patch_truncated);
+        assert_eq!(on.count, 2);
     }
 }

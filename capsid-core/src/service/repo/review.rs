@@ -4,9 +4,8 @@
 //! verdict is recorded with the comment's audit row in one transaction. This record, not
 //! GitHub's comment list, is what the review gate reads.
 
-use serde_json::{Value, json};
-
-use super::{RepoCx, Target, amend, host_error};
+use super::answer::{PrCommented, ReviewShown};
+use super::{RepoCx, Target, amend, host_error, rendered};
 use crate::caller::{Caller, Principal};
 use crate::error::Result;
 use crate::jobs::review::{Verdict, verdict_of};
@@ -62,14 +61,14 @@ impl RepoCx<'_> {
         t: &Target,
         number: u64,
         pending: PendingVerdict,
-        mut out: Value,
-    ) -> Result<Value> {
+        mut out: PrCommented,
+    ) -> Result<PrCommented> {
         const TOOL: &str = "manage_pr";
         self.repo_reads.invalidate(&t.repo);
-        out["review"] = json!({
-            "verdict": pending.verdict.as_str(),
-            "head_sha": pending.head_sha,
-            "reviewer": caller.actor(),
+        out.review = Some(ReviewShown {
+            verdict: pending.verdict.as_str(),
+            head_sha: pending.head_sha.clone(),
+            reviewer: caller.actor(),
         });
         let review = NewReview {
             repo: t.full().to_ascii_lowercase(),
@@ -79,14 +78,14 @@ impl RepoCx<'_> {
             verdict: pending.verdict,
             said: pending.said,
             head_sha: pending.head_sha,
-            comment_url: out["url"].as_str().unwrap_or_default().to_owned(),
+            comment_url: out.url.clone(),
             at: self.now(),
         };
-        let audit = self.audit(caller, TOOL, Some(namespace), None, out.clone());
+        let audit = self.audit(caller, TOOL, Some(namespace), None, rendered(&out));
         match self.reviews.record_review(review, audit).await {
             Ok(()) => Ok(out),
             Err(e) => {
-                out["review_warning"] = json!(format!(
+                out.review_warning = Some(format!(
                     "the comment was posted, but Capsid could not record its verdict ({e}), so it does not count for the review gate; post the verdict again"
                 ));
                 self.record_repo_mutation(caller, TOOL, namespace, None, &t.repo, out)

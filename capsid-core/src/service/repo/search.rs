@@ -5,9 +5,8 @@
 //! error, never an empty result.
 
 use super::RepoCx;
+use super::answer::{CodeMatch, SearchAnswer};
 use std::collections::BTreeSet;
-
-use serde_json::{Value, json};
 
 use crate::caller::Caller;
 use crate::error::{Error, Result};
@@ -74,7 +73,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: SearchCodeArgs,
         client: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<SearchAnswer> {
         const TOOL: &str = "search_code";
         let query = a.query.as_str();
         if query.is_empty() {
@@ -127,7 +126,7 @@ impl RepoCx<'_> {
             .filter(|i| is_candidate(i, prefix))
             .collect();
         let needle = query.to_lowercase();
-        let mut items: Vec<Value> = Vec::new();
+        let mut items: Vec<CodeMatch> = Vec::new();
         let mut unreadable: Vec<&str> = Vec::new();
         let (mut scanned, mut index, mut stopped_at_file_cap) = (0usize, start, false);
         // Progress counts files read, of at most this many; at most about 100 notifications.
@@ -181,7 +180,11 @@ impl RepoCx<'_> {
                 }
                 if line.to_lowercase().contains(&needle) {
                     let shown: String = line.trim().chars().take(LINE_CHARS).collect();
-                    items.push(json!({"path": c.path, "line": n + 1, "text": shown}));
+                    items.push(CodeMatch {
+                        path: c.path.clone(),
+                        line: n + 1,
+                        text: shown,
+                    });
                 }
             }
             if items.len() >= max_results {
@@ -196,24 +199,41 @@ impl RepoCx<'_> {
             )
             .await;
         let remaining = candidates.len().saturating_sub(index);
-        let mut out = json!({"repo": full, "ref": git_ref, "query": query,
-                             "candidates": candidates.len(), "start": start,
-                             "files_scanned": scanned, "total_results": items.len(),
-                             "truncated": false, "items": items});
+        let mut out = SearchAnswer {
+            repo: full,
+            git_ref,
+            query: query.to_owned(),
+            candidates: candidates.len(),
+            start,
+            files_scanned: scanned,
+            total_results: items.len(),
+            truncated: false,
+            items,
+            unreadable_files: None,
+            unreadable_sample: None,
+            next_start: None,
+            note: None,
+        };
         if !unreadable.is_empty() {
-            out["unreadable_files"] = json!(unreadable.len());
-            out["unreadable_sample"] = json!(unreadable.iter().take(10).collect::<Vec<_>>());
+            out.unreadable_files = Some(unreadable.len());
+            out.unreadable_sample = Some(
+                unreadable
+                    .iter()
+                    .take(10)
+                    .map(|p| (*p).to_owned())
+                    .collect(),
+            );
         }
         if stopped_at_file_cap && remaining > 0 {
-            out["truncated"] = json!(true);
-            out["next_start"] = json!(index);
-            out["note"] = json!(format!(
+            out.truncated = true;
+            out.next_start = Some(index);
+            out.note = Some(format!(
                 "Stopped at the max_files cap ({max_files}): {remaining} of {} candidate files were not searched, so matches past this point are NOT included. Narrow with path_prefix, or pass start={index} to continue this scan.",
                 candidates.len()
             ));
-        } else if out["total_results"].as_u64() >= Some(max_results as u64) && remaining > 0 {
-            out["truncated"] = json!(true);
-            out["note"] = json!(format!(
+        } else if out.total_results >= max_results && remaining > 0 {
+            out.truncated = true;
+            out.note = Some(format!(
                 "Returned the first {max_results} matches (max_results cap) with files still unsearched; more matches may exist. Raise max_results, or narrow with path_prefix."
             ));
         }

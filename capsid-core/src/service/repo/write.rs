@@ -9,6 +9,7 @@
 //! commit is on GitHub whatever happens to the pull request).
 
 use super::RepoCx;
+use super::answer::{BranchCreated, FileChanged, PrOpened, PullOpened};
 use crate::service::Area;
 use serde_json::{Value, json};
 
@@ -103,6 +104,19 @@ struct Landed {
     cut_from: Option<String>,
     /// Whether this call created the work branch (a mutation already on GitHub).
     created_branch: bool,
+    /// The commit, once made (a mutation already on GitHub, audited even when a later step
+    /// fails).
+    commit_sha: Option<String>,
+}
+
+/// What a file change's steps landed after the commit.
+struct Committed {
+    /// The commit.
+    commit_sha: String,
+    /// Direct `write_repo_file`: the file's new blob sha.
+    file_sha: Option<Option<String>>,
+    /// pr mode: the pull request.
+    pr: Option<PullOpened>,
 }
 
 impl Landed {
@@ -150,6 +164,7 @@ impl RepoCx<'_> {
             default_branch,
             cut_from: None,
             created_branch: false,
+            commit_sha: None,
         };
         if p.mode == WriteMode::Pr {
             pr_branch_refusal(p.tool, &landed.branch, &landed.default_branch)?;
@@ -183,7 +198,12 @@ impl RepoCx<'_> {
     }
 
     /// Opens the pull request of a pr-mode change.
-    async fn open_change_pr(&self, p: &Plan<'_>, landed: &Landed, body: &str) -> Result<Value> {
+    async fn open_change_pr(
+        &self,
+        p: &Plan<'_>,
+        landed: &Landed,
+        body: &str,
+    ) -> Result<PullOpened> {
         let fallback = if p.tool == "delete_repo_file" {
             format!("Delete {}", p.path)
         } else {
@@ -217,7 +237,10 @@ impl RepoCx<'_> {
                     ),
                 ),
             })?;
-        Ok(json!({"number": pr.number, "url": pr.url}))
+        Ok(PullOpened {
+            number: pr.number,
+            url: pr.url,
+        })
     }
 
     pub(crate) async fn write_repo_file(
@@ -225,7 +248,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: WriteFileArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<FileChanged> {
         let plan = Plan {
             tool: "write_repo_file",
             namespace: a.namespace.as_str(),
@@ -237,23 +260,20 @@ impl RepoCx<'_> {
             allow_workflow_write: a.allow_workflow_write == Some(true),
         };
         let mut landed = self.prepare_change(caller, &plan).await?;
-        let mut out = json!({"repo": landed.target.full(), "mode": plan.mode.as_str(),
-                             "branch": landed.branch, "path": plan.path});
         let steps = self
-            .write_steps(&plan, &mut landed, a.content.as_str(), &mut out)
+            .write_steps(&plan, &mut landed, a.content.as_str())
             .await;
-        self.finish_change(caller, &plan, &landed, out, steps).await
+        self.finish_change(caller, &plan, &landed, steps).await
     }
 
-    /// `write_repo_file` after the branch: the commit, then (pr mode) the pull request; what
-    /// landed goes into `out` as it lands.
+    /// `write_repo_file` after the branch: the commit (kept in `landed` as it lands), then
+    /// (pr mode) the pull request.
     async fn write_steps(
         &self,
         plan: &Plan<'_>,
         landed: &mut Landed,
         content: &str,
-        out: &mut Value,
-    ) -> Result<()> {
+    ) -> Result<Committed> {
         let err = |e| host_error(plan.tool, e);
         let t = &landed.target;
         let existing = match t
@@ -291,14 +311,19 @@ impl RepoCx<'_> {
             .await
             .map_err(err)?;
         self.repo_reads.invalidate(&t.repo);
-        out["commitSha"] = json!(commit.commit_sha);
+        landed.commit_sha = Some(commit.commit_sha.clone());
+        let mut done = Committed {
+            commit_sha: commit.commit_sha,
+            file_sha: None,
+            pr: None,
+        };
         if plan.mode == WriteMode::Direct {
-            out["fileSha"] = json!(commit.file_sha);
+            done.file_sha = Some(commit.file_sha);
         } else {
             let body = format!("Automated change to `{}` via Capsid.", plan.path);
-            out["pr"] = self.open_change_pr(plan, landed, &body).await?;
+            done.pr = Some(self.open_change_pr(plan, landed, &body).await?);
         }
-        Ok(())
+        Ok(done)
     }
 
     /// Audits a file change: the whole result when every step succeeded; what landed and the
@@ -309,15 +334,22 @@ impl RepoCx<'_> {
         caller: &Caller,
         plan: &Plan<'_>,
         landed: &Landed,
-        mut out: Value,
-        steps: Result<()>,
-    ) -> Result<Value> {
+        steps: Result<Committed>,
+    ) -> Result<FileChanged> {
         let t = &landed.target;
         match steps {
-            Ok(()) => {
-                if plan.allow_workflow_write {
-                    out["allow_workflow_write"] = json!(true);
-                }
+            Ok(done) => {
+                let out = FileChanged {
+                    repo: t.full(),
+                    mode: plan.mode.as_str(),
+                    branch: landed.branch.clone(),
+                    path: plan.path.to_owned(),
+                    commit_sha: done.commit_sha,
+                    file_sha: done.file_sha,
+                    pr: done.pr,
+                    allow_workflow_write: plan.allow_workflow_write.then_some(true),
+                    audit_warning: None,
+                };
                 self.record_repo_mutation(
                     caller,
                     plan.tool,
@@ -328,8 +360,13 @@ impl RepoCx<'_> {
                 )
                 .await
             }
-            Err(e) if landed.created_branch || out.get("commitSha").is_some() => {
+            Err(e) if landed.created_branch || landed.commit_sha.is_some() => {
                 self.repo_reads.invalidate(&t.repo);
+                let mut out = json!({"repo": t.full(), "mode": plan.mode.as_str(),
+                                     "branch": landed.branch, "path": plan.path});
+                if let Some(sha) = &landed.commit_sha {
+                    out["commitSha"] = json!(sha);
+                }
                 out["created_branch"] = json!(landed.created_branch);
                 out["error"] = json!(e.to_string());
                 let recorded = self
@@ -358,7 +395,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: DeleteFileArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<FileChanged> {
         let plan = Plan {
             tool: "delete_repo_file",
             namespace: a.namespace.as_str(),
@@ -370,20 +407,13 @@ impl RepoCx<'_> {
             allow_workflow_write: a.allow_workflow_write == Some(true),
         };
         let mut landed = self.prepare_change(caller, &plan).await?;
-        let mut out = json!({"repo": landed.target.full(), "mode": plan.mode.as_str(),
-                             "branch": landed.branch, "path": plan.path});
-        let steps = self.delete_steps(&plan, &mut landed, &mut out).await;
-        self.finish_change(caller, &plan, &landed, out, steps).await
+        let steps = self.delete_steps(&plan, &mut landed).await;
+        self.finish_change(caller, &plan, &landed, steps).await
     }
 
-    /// `delete_repo_file` after the branch: the deleting commit, then (pr mode) the pull
-    /// request; what landed goes into `out` as it lands.
-    async fn delete_steps(
-        &self,
-        plan: &Plan<'_>,
-        landed: &mut Landed,
-        out: &mut Value,
-    ) -> Result<()> {
+    /// `delete_repo_file` after the branch: the deleting commit (kept in `landed` as it
+    /// lands), then (pr mode) the pull request.
+    async fn delete_steps(&self, plan: &Plan<'_>, landed: &mut Landed) -> Result<Committed> {
         let err = |e| host_error(plan.tool, e);
         let t = &landed.target;
         // GitHub's delete needs the current blob, so a missing file is an error, not a no-op.
@@ -421,12 +451,17 @@ impl RepoCx<'_> {
             .await
             .map_err(err)?;
         self.repo_reads.invalidate(&t.repo);
-        out["commitSha"] = json!(commit);
+        landed.commit_sha = Some(commit.clone());
+        let mut done = Committed {
+            commit_sha: commit,
+            file_sha: None,
+            pr: None,
+        };
         if plan.mode == WriteMode::Pr {
             let body = format!("Delete `{}` via Capsid.", plan.path);
-            out["pr"] = self.open_change_pr(plan, landed, &body).await?;
+            done.pr = Some(self.open_change_pr(plan, landed, &body).await?);
         }
-        Ok(())
+        Ok(done)
     }
 
     pub(crate) async fn create_branch(
@@ -434,7 +469,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: CreateBranchArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<BranchCreated> {
         const TOOL: &str = "create_branch";
         let (ns, sel) = (a.namespace.as_str(), a.repo.as_ref().map(|r| r.as_str()));
         let branch = a.branch.as_str();
@@ -466,7 +501,13 @@ impl RepoCx<'_> {
             }
             Err(e) => return Err(host_error(TOOL, e)),
         }
-        let out = json!({"repo": t.full(), "branch": branch, "from": base, "sha": sha});
+        let out = BranchCreated {
+            repo: t.full(),
+            branch: branch.to_owned(),
+            from: base,
+            sha,
+            audit_warning: None,
+        };
         self.record_repo_mutation(caller, TOOL, ns, None, &t.repo, out)
             .await
     }
@@ -476,7 +517,7 @@ impl RepoCx<'_> {
         caller: &Caller,
         a: OpenPrArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<PrOpened> {
         const TOOL: &str = "open_pr";
         let (ns, sel) = (a.namespace.as_str(), a.repo.as_ref().map(|r| r.as_str()));
         let head = a.head.as_str();
@@ -497,7 +538,14 @@ impl RepoCx<'_> {
             .create_pull(&t.repo, a.title.as_str(), head, &base, body)
             .await
             .map_err(|e| host_error(TOOL, e))?;
-        let out = json!({"repo": t.full(), "number": pr.number, "url": pr.url, "head": head, "base": base});
+        let out = PrOpened {
+            repo: t.full(),
+            number: pr.number,
+            url: pr.url,
+            head: head.to_owned(),
+            base,
+            audit_warning: None,
+        };
         self.record_repo_mutation(caller, TOOL, ns, None, &t.repo, out)
             .await
     }
