@@ -29,7 +29,6 @@ const UNTYPED: &[&str] = &[
     "delete_branch",
     "ci_dispatch",
     "improve_run",
-    "improve_status",
 ];
 
 /// Typed tools whose answer is not a JSON object: `structuredContent` is `{"result": answer}`
@@ -379,6 +378,18 @@ async fn every_typed_tool_answers_structured_content_its_schema_accepts(s: &Test
     )
     .await;
     assert_eq!(finalized["consolidated"], 1, "{finalized}");
+    let status = call(&c, "improve_status", json!({})).await;
+    assert!(status["namespaces"].is_array(), "{status}");
+    let one = call(
+        &c,
+        "improve_status",
+        json!({"namespace": ns, "task_path": "improve/run-2026-12-01.md"}),
+    )
+    .await;
+    assert_eq!(one["namespaces"][0]["namespace"], ns, "{one}");
+    assert_eq!(one["task_verification"]["ok"], false, "{one}");
+    let narrowed = call(&worker, "improve_status", json!({"namespace": ns})).await;
+    assert!(narrowed["autonomy"]["hidden"].is_string(), "{narrowed}");
     let typed: BTreeSet<&str> = schemas
         .iter()
         .map(|t| t.name.as_ref())
