@@ -17,7 +17,7 @@ use rmcp::model::Tool;
 use serde_json::{Value, json};
 
 /// Tools whose answer is still untyped JSON: no `outputSchema`, no `structuredContent`.
-const UNTYPED: &[&str] = &["improve_run", "improve_status"];
+const UNTYPED: &[&str] = &["improve_run"];
 
 /// Typed tools whose answer is not a JSON object: `structuredContent` is `{"result": answer}`
 /// (MCP before 2026-07-28 allows only objects there), the text item the bare answer.
@@ -366,6 +366,18 @@ async fn every_typed_tool_answers_structured_content_its_schema_accepts(s: &Test
     )
     .await;
     assert_eq!(finalized["consolidated"], 1, "{finalized}");
+    let status = call(&c, "improve_status", json!({})).await;
+    assert!(status["namespaces"].is_array(), "{status}");
+    let one = call(
+        &c,
+        "improve_status",
+        json!({"namespace": ns, "task_path": "improve/run-2026-12-01.md"}),
+    )
+    .await;
+    assert_eq!(one["namespaces"][0]["namespace"], ns, "{one}");
+    assert_eq!(one["task_verification"]["ok"], false, "{one}");
+    let narrowed = call(&worker, "improve_status", json!({"namespace": ns})).await;
+    assert!(narrowed["autonomy"]["hidden"].is_string(), "{narrowed}");
     // The repo tools need a GitHub: the GitHub adapter suite calls each of them once
     // (`every_repo_tool_answers_its_typed_answer`), through the same checks.
     let typed: BTreeSet<&str> = schemas

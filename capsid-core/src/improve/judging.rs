@@ -27,7 +27,9 @@ pub const LOOP_ACTOR: &str = "improve-loop";
 pub const HOLDOUT_METRIC: &str = "holdout_pass_rate";
 
 /// `improve:best:<ns>`: the best known commit and the scores that made it best.
-#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[derive(
+    Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 pub struct BestRecord {
     /// The commit.
     pub sha: String,

@@ -101,7 +101,7 @@ pub fn plan_pin(
 }
 
 /// How a namespace's pin stands, as `improve_status` reports it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct PinState {
     /// Whether a pin is stored.
     pub pinned: bool,

@@ -13,7 +13,7 @@ use crate::time::Timestamp;
 pub const ALERT_PERCENTS: [u8; 2] = [80, 100];
 
 /// A namespace's budget and spend for one month.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BudgetState {
     /// The namespace.
     pub namespace: String,

@@ -42,7 +42,7 @@ pub struct AttemptSums {
 }
 
 /// One credential's record.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AgentRecord {
     /// The actor string matched (`agent:<name>`).
     pub actor: String,

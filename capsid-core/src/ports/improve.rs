@@ -95,7 +95,7 @@ pub struct SkillFailureRow {
 }
 
 /// A `skill_evaluations` row.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct SkillEvaluationRow {
     /// Skill id.
     pub skill: String,

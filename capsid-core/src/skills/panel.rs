@@ -8,7 +8,7 @@ use crate::skills::SkillStatus;
 use crate::skills::merge::{MergeCandidate, MergeDecision, merge_decision};
 
 /// Skills per status.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct StatusCounts {
     /// Candidates.
     pub candidate: u64,
@@ -35,7 +35,7 @@ impl StatusCounts {
 }
 
 /// How job outcomes used the skills they were offered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct OfferRate {
     /// Outcomes whose claim offered at least one skill.
     pub outcomes: u64,
@@ -88,7 +88,7 @@ pub struct MergeInput<'a> {
 }
 
 /// A proposal to merge two live skills, for a human.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct MergeProposal {
     /// `<a>+<b>`, the ids in order: the name `accept_merge` and `reject_merge` take.
     pub pair: String,

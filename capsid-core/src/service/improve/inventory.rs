@@ -1,20 +1,51 @@
 //! The agent inventory `improve_status` and the console show: every agent seen from the
 //! caller's namespaces, with its measured record (reference 6.8).
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
 use super::ImproveCx;
 use crate::caller::AgentKind;
 use crate::error::Result;
-use crate::jobs::record::{ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums};
-use crate::scope::{Axis, Scopes};
+use crate::jobs::record::{
+    AgentRecord, ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums,
+};
+use crate::scope::{Axis, AxisView, Scopes};
 use crate::service::to_json;
+use crate::time::Timestamp;
+
+/// One agent as the inventory shows it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentSeen {
+    /// Its name.
+    pub name: String,
+    /// What it is for.
+    pub kind: AgentKind,
+    /// Its namespaces: `*`, or those the caller shares with it.
+    pub namespaces: AxisView,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<Timestamp>,
+    /// Its last authenticated call.
+    pub last_seen: Option<Timestamp>,
+    /// Its measured record.
+    pub record: AgentRecord,
+}
 
 impl ImproveCx<'_> {
     /// Every agent whose namespaces overlap `seen_from` (the caller's namespace axis: all of
     /// them for the admin), with its measured record (reference 6.8; SPEC 8 keeps a narrowed
     /// caller's view of the inventory within its own scope).
     pub(crate) async fn agent_inventory(&self, seen_from: &Axis) -> Result<Vec<Value>> {
+        self.agents_seen(seen_from)
+            .await?
+            .into_iter()
+            .map(to_json)
+            .collect()
+    }
+
+    /// The inventory as [`AgentSeen`]s (see [`ImproveCx::agent_inventory`]).
+    pub(crate) async fn agents_seen(&self, seen_from: &Axis) -> Result<Vec<AgentSeen>> {
         let agents = self.agents.agents().await?;
         let outcomes = self.jobs.outcomes(None).await?;
         let counts: Vec<ClaimedJobCount> = self
@@ -51,20 +82,23 @@ impl ImproveCx<'_> {
             let record = agent_record(&actor, &outcomes, &counts, attempts);
             // A narrowed caller sees of another agent's namespaces only those it shares.
             let namespaces = match (seen_from, &scopes.namespaces) {
-                (Axis::Only(mine), Axis::Only(theirs)) => {
-                    json!(
-                        theirs
-                            .iter()
-                            .filter(|n| mine.contains(n))
-                            .collect::<Vec<_>>()
-                    )
-                }
-                _ => scopes.to_json()["namespaces"].clone(),
+                (Axis::Only(mine), Axis::Only(theirs)) => AxisView::Only(
+                    theirs
+                        .iter()
+                        .filter(|n| mine.contains(n))
+                        .cloned()
+                        .collect(),
+                ),
+                _ => scopes.view().namespaces,
             };
-            out.push(json!({
-                "name": row.name, "kind": row.kind, "namespaces": namespaces,
-                "revoked_at": row.revoked_at, "last_seen": row.last_seen, "record": to_json(&record)?,
-            }));
+            out.push(AgentSeen {
+                name: row.name,
+                kind: row.kind,
+                namespaces,
+                revoked_at: row.revoked_at,
+                last_seen: row.last_seen,
+                record,
+            });
         }
         Ok(out)
     }

@@ -50,6 +50,7 @@ use crate::scope_args;
 use crate::time::Timestamp;
 pub use evaluate::ProbeAnswer;
 pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
+pub use status::StatusAnswer;
 
 /// What the improve area's handlers and the loop reach: the loop's settings and tables, the
 /// queue (its counts and records), documents (reports, policies), agents, the audit log,

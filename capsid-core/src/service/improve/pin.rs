@@ -4,6 +4,8 @@
 //! loop state `improve_status` reports (the pin against the document, the roster, the best
 //! record, the last run and the lifetime counts).
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::score::SCORES_PATH;
@@ -12,10 +14,10 @@ use crate::caller::Caller;
 use crate::error::Result;
 use crate::improve::judging::BestRecord;
 use crate::improve::keys::{ROSTER_KEY, anchor_key, best_key};
-use crate::improve::pin::{pin_state, plan_pin};
+use crate::improve::pin::{PinState, pin_state, plan_pin};
 use crate::improve::roster::Roster;
 use crate::ports::{Expect, ImproveRunTotals, SettingChange};
-use crate::service::{Area, require_namespace, to_json};
+use crate::service::{Area, require_namespace};
 use crate::time::Timestamp;
 
 impl ImproveCx<'_> {
@@ -89,7 +91,7 @@ impl ImproveCx<'_> {
         ns: &str,
         now: Timestamp,
         totals: &[ImproveRunTotals],
-    ) -> Result<Vec<(&'static str, Value)>> {
+    ) -> Result<LoopState> {
         let scores = self
             .docs
             .document(ns, SCORES_PATH)
@@ -105,27 +107,78 @@ impl ImproveCx<'_> {
             .await?
             .into_iter()
             .next()
-            .map(|r| {
-                json!({"id": r.id, "status": r.status.as_str(), "started": r.started.to_string(),
-                   "finished": r.finished.map(|f| f.to_string()), "condition": r.condition,
-                   "attempts": r.tally.attempts, "kept": r.tally.kept, "reverted": r.tally.reverts,
-                   "note": r.note})
+            .map(|r| RunSeen {
+                id: r.id,
+                status: r.status.as_str(),
+                started: r.started.to_string(),
+                finished: r.finished.map(|f| f.to_string()),
+                condition: r.condition,
+                attempts: r.tally.attempts,
+                kept: r.tally.kept,
+                reverted: r.tally.reverts,
+                note: r.note,
             });
         let lifetime = totals
             .iter()
             .find(|t| t.namespace == ns)
             .cloned()
             .unwrap_or_default();
-        Ok(vec![
-            ("pinned", to_json(&pinned)?),
-            ("on_roster", json!(self.on_roster(ns, now).await?)),
-            ("best", to_json(&best)?),
-            ("last_run", last_run.unwrap_or(Value::Null)),
-            (
-                "lifetime",
-                json!({"runs": lifetime.runs, "attempts": lifetime.attempts,
-                       "kept": lifetime.kept, "reverted": lifetime.reverts}),
-            ),
-        ])
+        Ok(LoopState {
+            pinned,
+            on_roster: self.on_roster(ns, now).await?,
+            best,
+            last_run,
+            lifetime: Lifetime {
+                runs: lifetime.runs,
+                attempts: lifetime.attempts,
+                kept: lifetime.kept,
+                reverted: lifetime.reverts,
+            },
+        })
     }
+}
+
+/// The loop's part of a namespace's status.
+pub(crate) struct LoopState {
+    pub(crate) pinned: PinState,
+    pub(crate) on_roster: bool,
+    pub(crate) best: Option<BestRecord>,
+    pub(crate) last_run: Option<RunSeen>,
+    pub(crate) lifetime: Lifetime,
+}
+
+/// A namespace's newest run, as `improve_status` shows it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunSeen {
+    /// Its id.
+    pub id: String,
+    /// Its status.
+    pub status: &'static str,
+    /// When it started.
+    pub started: String,
+    /// When it reached a terminal status, if it did.
+    pub finished: Option<String>,
+    /// The condition it ran under.
+    pub condition: String,
+    /// Attempts.
+    pub attempts: u32,
+    /// Attempts kept.
+    pub kept: u32,
+    /// Attempts reverted.
+    pub reverted: u32,
+    /// Why it finished, if it did.
+    pub note: Option<String>,
+}
+
+/// A namespace's sums over all its runs.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Lifetime {
+    /// Runs.
+    pub runs: u64,
+    /// Attempts.
+    pub attempts: u64,
+    /// Attempts kept.
+    pub kept: u64,
+    /// Attempts reverted.
+    pub reverted: u64,
 }

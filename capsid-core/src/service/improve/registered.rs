@@ -112,7 +112,7 @@ impl Tool for ImproveRun {
 pub struct ImproveStatus;
 impl Tool for ImproveStatus {
     type Args = StatusArgs;
-    type Answer = Untyped;
+    type Answer = StatusAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "improve_status",
         ToolGroup::Improve,
@@ -126,6 +126,6 @@ impl Tool for ImproveStatus {
         a: StatusArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.improve().improve_status(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.improve().status_answer(c, a, k).await })
     }
 }

@@ -6,18 +6,20 @@
 
 use std::collections::BTreeSet;
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{ImproveCx, refuse};
 use crate::caller::Caller;
 use crate::error::Result;
-use crate::ports::{Expect, SettingChange, SkillRow};
-use crate::service::{Area, to_json};
+use crate::ports::{Expect, SettingChange, SkillEvaluationRow, SkillRow};
+use crate::service::Area;
 use crate::skills::SkillStatus;
 use crate::skills::merge::{MergeCandidate, MergeDecision, merge_decision};
 use crate::skills::offer::namespaces_admit;
 use crate::skills::panel::{
-    MergeInput, MergeProposal, StatusCounts, merge_proposals, offer_rate, pair_name,
+    MergeInput, MergeProposal, OfferRate, StatusCounts, merge_proposals, offer_rate, pair_name,
 };
 
 /// The newest outcomes the offered-to-used rate is measured over.
@@ -37,9 +39,20 @@ fn on_panel(skill: &SkillRow, ns: &str) -> bool {
     skill.source_namespace == ns || namespaces_admit(skill.namespaces.as_deref(), ns)
 }
 
+/// A namespace's skills panel.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SkillsPanel {
+    /// The skills on the panel, by status.
+    pub counts: StatusCounts,
+    /// The namespace's newest evaluation, if any.
+    pub last_evaluation: Option<SkillEvaluationRow>,
+    /// How job outcomes used the skills they were offered.
+    pub offered_to_used: OfferRate,
+}
+
 impl ImproveCx<'_> {
     /// `ns`'s panel: counts by status, the newest evaluation and the offered-to-used rate.
-    pub(crate) async fn skills_panel(&self, ns: &str, skills: &[SkillRow]) -> Result<Value> {
+    pub(crate) async fn skills_panel(&self, ns: &str, skills: &[SkillRow]) -> Result<SkillsPanel> {
         let counts = StatusCounts::of(
             skills
                 .iter()
@@ -53,11 +66,11 @@ impl ImproveCx<'_> {
                 .iter()
                 .map(|o| (o.offered.as_str(), o.used.as_deref())),
         );
-        Ok(json!({
-            "counts": counts,
-            "last_evaluation": to_json(&last)?,
-            "offered_to_used": rate,
-        }))
+        Ok(SkillsPanel {
+            counts,
+            last_evaluation: last,
+            offered_to_used: rate,
+        })
     }
 
     /// The open merge proposals among the live skills `caller` may read (of `namespace`'s

@@ -4,6 +4,8 @@
 //! the document's last audit actor (a leaked key alone cannot forge one). `improve_status`
 //! answers `task_verification` with it, scoped to the caller's namespaces.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::ImproveCx;
@@ -16,13 +18,41 @@ use crate::improve::task::{
 };
 use crate::jobs::signature::{seal_task, verify_task};
 use crate::ports::{AuditEntry, DocumentWrite, RunRow, WriteGuard};
-use crate::service::{Area, Service};
+use crate::service::{Area, Service, to_json};
 
 /// The audit action of a task document's write.
 pub const TASK_WRITTEN_ACTION: &str = "improve-task-written";
 
-fn answer(ok: bool, actor: Option<&str>, reason: Option<String>) -> Value {
-    json!({ "ok": ok, "actor": actor, "reason": reason })
+/// Whether a document is a task document the loop wrote: `{ok, actor, reason}`, and when it
+/// is, where it is and its run.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskVerification {
+    /// Whether it is.
+    pub ok: bool,
+    /// The document's last audit actor, when it was read.
+    pub actor: Option<String>,
+    /// Why it is not.
+    pub reason: Option<String>,
+    /// When it is: its namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// When it is: its path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// When it is: the run its head names (`null` when the head names none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<Option<String>>,
+}
+
+fn answer(ok: bool, actor: Option<&str>, reason: Option<String>) -> TaskVerification {
+    TaskVerification {
+        ok,
+        actor: actor.map(str::to_owned),
+        reason,
+        namespace: None,
+        path: None,
+        run_id: None,
+    }
 }
 
 impl ImproveCx<'_> {
@@ -100,7 +130,11 @@ impl ImproveCx<'_> {
     /// run's id when it is). Ok iff the path is a task document path, the stored body
     /// verifies under the signing secret, and the newest audit row of the document is the
     /// loop's.
-    pub(crate) async fn verify_task_document(&self, ns: &str, path: &str) -> Result<Value> {
+    pub(crate) async fn verify_task_document(
+        &self,
+        ns: &str,
+        path: &str,
+    ) -> Result<TaskVerification> {
         if task_document_date(path).is_none() {
             return Ok(answer(
                 false,
@@ -149,11 +183,12 @@ impl ImproveCx<'_> {
             ));
         }
         let head = task_head(body).unwrap_or_default();
-        let mut out = answer(true, Some(LOOP_ACTOR), None);
-        out["namespace"] = json!(ns);
-        out["path"] = json!(path);
-        out["run_id"] = json!(head_value(&head, "run_id"));
-        Ok(out)
+        Ok(TaskVerification {
+            namespace: Some(ns.to_owned()),
+            path: Some(path.to_owned()),
+            run_id: Some(head_value(&head, "run_id").map(str::to_owned)),
+            ..answer(true, Some(LOOP_ACTOR), None)
+        })
     }
 
     /// `improve_status`'s `task_verification`: `task_path` is `<ns>/improve/run-<date>.md`, or
@@ -164,7 +199,7 @@ impl ImproveCx<'_> {
         caller: &Caller,
         namespace: Option<&str>,
         task_path: &str,
-    ) -> Result<Value> {
+    ) -> Result<TaskVerification> {
         let (ns, path) = match (namespace, task_path.split_once('/')) {
             (Some(ns), _) if task_document_date(task_path).is_some() => (ns, task_path),
             (Some(ns), Some((first, rest))) if first == ns => (ns, rest),
@@ -213,6 +248,6 @@ impl Service {
 
     /// Verifies the task document `ns/path`: `{ok, actor, reason}`.
     pub async fn verify_task_document(&self, ns: &str, path: &str) -> Result<Value> {
-        self.improve().verify_task_document(ns, path).await
+        to_json(self.improve().verify_task_document(ns, path).await?)
     }
 }

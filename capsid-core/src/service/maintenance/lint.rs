@@ -98,6 +98,7 @@ fn standing(rows: &LintRows) -> Vec<Document> {
 /// The `lint` answer, one per mode.
 #[derive(Debug, serde::Serialize, JsonSchema)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // built once per call, then serialized
 pub enum LintAnswer {
     /// `gather`: the packet to consolidate from.
     Gathered(GatherPacket),
