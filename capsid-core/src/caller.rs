@@ -55,18 +55,6 @@ impl serde::Serialize for AgentKind {
     }
 }
 
-/// Its schema says what [`Serialize`](serde::Serialize) sends: one of the wire names.
-impl schemars::JsonSchema for AgentKind {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "AgentKind".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let names: Vec<&str> = AgentKind::ALL.into_iter().map(AgentKind::name).collect();
-        schemars::json_schema!({ "type": "string", "enum": names })
-    }
-}
-
 impl fmt::Display for AgentKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -13,3 +13,12 @@ pub(crate) fn counts_by_name(_: &mut schemars::SchemaGenerator) -> schemars::Sch
         "additionalProperties": { "type": "integer", "minimum": 0 },
     })
 }
+
+/// An agent's kind, sent as its wire name (`AgentKind`'s `Serialize` is hand-written).
+pub(crate) fn agent_kind(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = crate::caller::AgentKind::ALL
+        .into_iter()
+        .map(crate::caller::AgentKind::name)
+        .collect();
+    schemars::json_schema!({ "type": "string", "enum": names })
+}

@@ -21,6 +21,7 @@ pub struct AgentSeen {
     /// Its name.
     pub name: String,
     /// What it is for.
+    #[schemars(schema_with = "crate::schema::agent_kind")]
     pub kind: AgentKind,
     /// Its namespaces: `*`, or those the caller shares with it.
     pub namespaces: AxisView,
