@@ -3,7 +3,6 @@
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::ports::{CheckmarkView, LogEntryRow, SharedEntry};
 use crate::time::Timestamp;
@@ -74,11 +73,6 @@ pub fn entry_view(e: &LogEntryRow) -> EntryView {
         cost_usd: e.cost_usd,
         turns: e.turns,
     }
-}
-
-/// [`entry_view`] as JSON.
-pub fn entry_json(e: &LogEntryRow) -> Value {
-    serde_json::to_value(entry_view(e)).unwrap_or(Value::Null)
 }
 
 /// A pending resume: what a driver consumes.
@@ -174,11 +168,6 @@ pub fn checkmark_view(v: &CheckmarkView) -> CheckmarkJson {
     }
 }
 
-/// [`checkmark_view`] as JSON.
-pub fn checkmark_json(v: &CheckmarkView) -> Value {
-    serde_json::to_value(checkmark_view(v)).unwrap_or(Value::Null)
-}
-
 /// A shared-context entry as callers read it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct SharedView {
@@ -200,11 +189,6 @@ pub fn shared_view(s: &SharedEntry) -> SharedView {
         set_by: s.set_by.clone(),
         updated_at: s.updated_at,
     }
-}
-
-/// [`shared_view`] as JSON.
-pub fn shared_json(s: &SharedEntry) -> Value {
-    serde_json::to_value(shared_view(s)).unwrap_or(Value::Null)
 }
 
 /// The console page that shows `agent`'s checkmark and log in `namespace` (a path; the HTTP
