@@ -81,6 +81,23 @@ else
   echo "python sdk: NOT AVAILABLE - the subscription cases will report that they did not run" >&2
 fi
 
+step "server.json against the MCP registry's published server schema"
+# PyPI's skillsaw bundles the registry's released server schemas byte for byte; the check
+# validates with them, so nothing is fetched from the schema's URL.
+CAPSID_SKILLSAW_VERSION=0.22.0
+if [ -x .tools/py/bin/python ] && ! .tools/py/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('skillsaw') != '$CAPSID_SKILLSAW_VERSION')" 2>/dev/null; then
+  .tools/py/bin/pip install --quiet "skillsaw==$CAPSID_SKILLSAW_VERSION" \
+    || echo "server.json: pip install skillsaw==$CAPSID_SKILLSAW_VERSION failed" >&2
+fi
+if [ -x .tools/py/bin/python ] && .tools/py/bin/python -c "import skillsaw" 2>/dev/null; then
+  .tools/py/bin/python scripts/check-server-json.py server.json
+elif [ "${CI:-}" = "true" ]; then
+  echo "server.json: skillsaw (the bundled registry schemas) is not installed, and CI requires the check" >&2
+  exit 1
+else
+  echo "server.json: NOT CHECKED - skillsaw could not be installed" >&2
+fi
+
 step "headless Chromium (the console test renders the page in it)"
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${CAPSID_CHROMIUM:-}" ]; then
   apt_install chromium

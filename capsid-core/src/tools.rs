@@ -14,7 +14,7 @@ use crate::scope::{Flag, Grant, Need, ScopeRefusal, check_global, check_scope};
 pub enum ToolGroup {
     /// Documents (12).
     Documents,
-    /// Maintenance (3).
+    /// Maintenance (4: lint, the two namespace tools, backup).
     Maintenance,
     /// Repo access (13).
     Repo,

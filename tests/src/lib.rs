@@ -16,3 +16,4 @@ pub mod moto;
 pub mod pg_cluster;
 pub mod server;
 pub mod textgen;
+pub mod wire;

@@ -3,10 +3,11 @@
 //! fails it is dumped but never pruned, so a broken or emptied store cannot take its history
 //! with it.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 /// What the preflight found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Preflight {
     /// Documents in the store.
     pub documents: u64,

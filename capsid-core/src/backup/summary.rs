@@ -1,12 +1,13 @@
 //! The summary a backup run answers with (reference 10.4), and the progress a long run or
 //! restore reports as it goes.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::preflight::Preflight;
 
 /// What one backup run did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct BackupSummary {
     /// Whether the run happened (`false` when another held the lease).
     pub ran: bool,
@@ -62,6 +63,12 @@ pub trait Progress: Send + Sync {
     fn table_done(&self, table: &str, rows: u64);
     /// A step other than a table (mirror, retention, pruning, verification).
     fn step(&self, what: &str);
+    /// Whether whoever asked for the run gave up on it (an MCP client's
+    /// `notifications/cancelled`): the run stops before its next table or page, and before
+    /// its manifest, and removes what it wrote. The default never is.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// Progress nobody watches.

@@ -64,6 +64,8 @@ fn reference_rule(tool: &str, action: Option<&str>) -> (Grant, bool, Vec<Flag>) 
         ("agents", _) => (Write, true, vec![]),
         // SPEC 8: the namespace mapping is the authorization boundary, so remapping is admin only.
         ("update_namespace", _) => (Write, true, vec![]),
+        // As `POST /ops/backup` (reference 1): a write key that may back up.
+        ("backup", _) => (Write, false, vec![Flag::CanBackup]),
         _ => (Write, false, vec![]),
     }
 }
@@ -131,7 +133,7 @@ fn base_args(tool: &str) -> Value {
 /// Whether the tool's arguments have a namespace field, and whether it is required.
 fn namespace_field(tool: &str) -> (bool, bool) {
     match tool {
-        "namespaces" | "agents" | "shared" => (false, false),
+        "namespaces" | "agents" | "shared" | "backup" => (false, false),
         "list" | "find" | "search" | "jobs" | "improve_run" | "improve_status" | "checkmarks" => {
             (true, false)
         }
@@ -271,8 +273,10 @@ fn allowed(
     // widens nothing.
     let feed = tool == "checkmarks" && action == Some("feed");
     let omitted = namespace_field(tool).0 && ns.is_none() && !s.namespaces.is_all() && !feed;
-    // Issue 32: the loop's mode and budget, and lifting a pause, reach every namespace.
-    let global = tool == "improve_run" && matches!(action, Some("mode" | "unpause" | "budget"));
+    // Issue 32: the loop's mode and budget, and lifting a pause, reach every namespace; so
+    // does a backup.
+    let global = (tool == "improve_run" && matches!(action, Some("mode" | "unpause" | "budget")))
+        || tool == "backup";
     tools_ok
         && s.grants.contains(&grant)
         && ns_ok

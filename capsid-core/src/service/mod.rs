@@ -203,6 +203,7 @@ impl Service {
             namespaces: &*self.store,
             repo: self.repo(),
             clock: &*self.clock,
+            backups: self,
         }
     }
 

@@ -110,9 +110,40 @@ pub fn parse_tool_args(tool: &str, args: Value) -> Result<ParsedCall> {
     }
 }
 
-/// The arguments of tool `T`, parsed and bounded.
+/// The arguments of tool `T`, parsed and bounded. A name the tool does not take is refused,
+/// never dropped: a misspelt `namespace` must not widen a call to every namespace.
 fn parse_args_of<T: Tool>(args: Value) -> Result<T::Args> {
+    refuse_unknown_names(T::SPEC.name, &args)?;
     parse_args(T::SPEC.name, args)
+}
+
+/// Refuses arguments `tool`'s input schema does not name, naming them and what it takes.
+fn refuse_unknown_names(tool: &str, args: &Value) -> Result<()> {
+    let (Some(given), Some(entry)) = (args.as_object(), lookup(tool)) else {
+        // Not an object: `parse_args` refuses it with its own message.
+        return Ok(());
+    };
+    let schema = entry.input_schema();
+    let known = schema.get("properties").and_then(Value::as_object);
+    let unknown: Vec<&str> = given
+        .keys()
+        .filter(|k| !known.is_some_and(|p| p.contains_key(k.as_str())))
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let takes = match known {
+        Some(p) if !p.is_empty() => {
+            let names: Vec<&str> = p.keys().map(String::as_str).collect();
+            format!("it takes {}", names.join(", "))
+        }
+        _ => "it takes no arguments".to_owned(),
+    };
+    Err(Error::Invalid(format!(
+        "{tool}: unknown argument {}: {takes}",
+        unknown.join(", ")
+    )))
 }
 
 fn parse_only<T: Tool>(args: Value) -> Result<ParsedCall> {
@@ -185,8 +216,9 @@ fn invoke<'a, T: Tool>(
 
 use super::{agents, checkmarks, documents, improve, jobs, maintenance, repo};
 
-/// Every served tool: the reference's 32 in its order, then the sister design's three.
-pub static REGISTRY: [ToolEntry; 35] = [
+/// Every served tool: the reference's 32 in its order, then the sister design's three, then
+/// a backup on demand (the reference runs one only over HTTP).
+pub static REGISTRY: [ToolEntry; 36] = [
     entry::<documents::List>(),
     entry::<documents::Read>(),
     entry::<documents::Brief>(),
@@ -222,6 +254,7 @@ pub static REGISTRY: [ToolEntry; 35] = [
     entry::<checkmarks::Checkpoint>(),
     entry::<checkmarks::Checkmarks>(),
     entry::<checkmarks::Shared>(),
+    entry::<maintenance::Backup>(),
 ];
 
 /// The entry named `name`.

@@ -239,6 +239,38 @@ fn improve_override_needs_can_touch_protected() {
 }
 
 #[test]
+fn an_argument_a_tool_does_not_take_is_refused_by_name_before_the_store() {
+    let admin = Caller::admin("owner");
+    // A misspelt filter must not widen `list` to every namespace.
+    let err = call(&admin, "list", json!({"namepsace": "alpha"})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "list: unknown argument namepsace: it takes namespace, type, status"
+    );
+    let err = call(
+        &admin,
+        "namespaces",
+        json!({"namespace": "alpha", "all": true}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "namespaces: unknown argument namespace, all: it takes no arguments"
+    );
+    let err = call(&admin, "backup", json!({"namespace": "alpha"})).unwrap_err();
+    assert!(matches!(err, Error::Invalid(_)), "{err:?}");
+    for entry in &REGISTRY {
+        let err = call(&admin, entry.spec.name, json!({"no_such_argument": 1})).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("unknown argument no_such_argument"),
+            "{}: {err}",
+            entry.spec.name
+        );
+    }
+}
+
+#[test]
 fn every_registered_tool_is_served_and_nothing_else() {
     let admin = Caller::admin("owner");
     let listed = service().tools_for(&admin);
@@ -264,8 +296,9 @@ fn every_registered_tool_is_served_and_nothing_else() {
 }
 
 /// Every tool's parameters as reference section 2 names them (and, for the three tools of the
-/// sister design, as SPEC 8 and issue 13 do); `*` marks a required one.
-const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
+/// sister design, as SPEC 8 and issue 13 do, and the backup of issue 36); `*` marks a
+/// required one.
+const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
     ("list", &["namespace", "type", "status"]),
     ("read", &["*namespace", "*path"]),
     ("brief", &["*namespace"]),
@@ -525,6 +558,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 35] = [
         ],
     ),
     ("shared", &["*action", "key", "value"]),
+    // Beyond the reference (issue 36): a backup on demand over MCP, with progress.
+    ("backup", &[]),
 ];
 
 #[test]

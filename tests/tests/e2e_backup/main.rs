@@ -6,7 +6,9 @@
 mod authority;
 mod http;
 mod integrity;
+mod media;
 mod new_host;
+mod progress;
 mod refusals;
 mod rehearsal;
 mod runs;

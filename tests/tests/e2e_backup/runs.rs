@@ -5,19 +5,17 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use async_trait::async_trait;
 use capsid_core::backup::manifest::{JSON_PREFIX, MARKDOWN_PREFIX, run_id, run_key, run_of_key};
 use capsid_core::backup::summary::NoProgress;
 use capsid_core::backup::tables::{AUDIT_LOG, DOCUMENT_VERSIONS};
-use capsid_core::ports::{
-    AuditEntry, BlobError, BlobMeta, BlobReader, BlobStore, BlobWriter, Store,
-};
+use capsid_core::ports::{AuditEntry, BlobStore, Store};
 use capsid_core::time::DAY_MS;
 use capsid_store_sqlite::SqliteStore;
 use capsid_tests::harness::Backend;
 use capsid_tests::server::{ServerOptions, TestServer};
 use serde_json::json;
 
+use super::media::FaultyMedia;
 use super::{as_blobs, media_folder};
 
 async fn counts(store: &dyn Store) -> (u64, u64) {
@@ -117,62 +115,14 @@ async fn retention_keeps_the_fourteen_newest_runs_and_deletes_old_reports() {
     fresh.finish().await;
 }
 
-/// A media store whose streaming writes fail for one table: the export breaks midway.
-struct FailingMedia {
-    inner: Arc<dyn BlobStore>,
-    fail_on: &'static str,
-}
-
-#[async_trait]
-impl BlobStore for FailingMedia {
-    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
-        self.inner.put(key, bytes).await
-    }
-    async fn put_new(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
-        self.inner.put_new(key, bytes).await
-    }
-    async fn put_many(&self, objects: Vec<(String, Vec<u8>)>) -> Result<(), BlobError> {
-        self.inner.put_many(objects).await
-    }
-    async fn get(&self, key: &str) -> Result<Vec<u8>, BlobError> {
-        self.inner.get(key).await
-    }
-    async fn writer(&self, key: &str) -> Result<Box<dyn BlobWriter>, BlobError> {
-        if key.contains(self.fail_on) {
-            return Err(BlobError::Backend("the disk is full".into()));
-        }
-        self.inner.writer(key).await
-    }
-    async fn reader(&self, key: &str) -> Result<Box<dyn BlobReader>, BlobError> {
-        self.inner.reader(key).await
-    }
-    async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
-        self.inner.list(prefix).await
-    }
-    async fn list_meta(&self, prefix: &str) -> Result<Vec<BlobMeta>, BlobError> {
-        self.inner.list_meta(prefix).await
-    }
-    async fn delete(&self, key: &str) -> Result<(), BlobError> {
-        self.inner.delete(key).await
-    }
-    async fn delete_many(&self, keys: Vec<String>) -> Result<(), BlobError> {
-        self.inner.delete_many(keys).await
-    }
-    async fn signed_read_url(&self, key: &str, ms: i64) -> Result<Option<String>, BlobError> {
-        self.inner.signed_read_url(key, ms).await
-    }
-}
-
 async fn prune_waits_for_the_export<S: Backend>(case: &str) {
     let Some(fresh) = S::fresh(case).await else {
         return;
     };
     let (_dir, media) = media_folder();
     let store: Arc<dyn Store> = fresh.store.clone();
-    let failing: Arc<dyn BlobStore> = Arc::new(FailingMedia {
-        inner: media.clone(),
-        fail_on: "/audit_log.json",
-    });
+    let failing: Arc<dyn BlobStore> =
+        Arc::new(FaultyMedia::failing(media.clone(), "/audit_log.json"));
     let broken =
         TestServer::start_with_media(store.clone(), ServerOptions::default(), failing).await;
     broken.namespace("alpha").await;

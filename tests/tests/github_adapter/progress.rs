@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use capsid_tests::fake_github::FakeGitHub;
 use capsid_tests::server::{Client, TestServer};
+use capsid_tests::wire::{next_event, open_session, post};
 use rmcp::model::ProgressNotificationParam;
 use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
@@ -139,62 +140,6 @@ async fn search_code_reports_progress_up_to_its_total(s: &TestServer, g: &FakeGi
     assert_eq!(progress.first(), Some(&0.0), "{progress:?}");
     assert_eq!(progress.last(), Some(&(FILES as f64)), "{progress:?}");
     assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
-}
-
-/// A session opened as a plain HTTP client opens one; its id.
-async fn open_session(s: &TestServer, key: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "curl", "version": "1"}}});
-    let opened = post(s, key, None, init).await;
-    assert_eq!(opened.status(), 200);
-    let session = opened
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .expect("a session id");
-    let _ = opened.text().await;
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(
-        post(s, key, Some(&session), initialized).await.status(),
-        202
-    );
-    session
-}
-
-/// One JSON-RPC message POSTed to the session: its status and the response to read.
-async fn post(s: &TestServer, key: &str, session: Option<&str>, body: Value) -> reqwest::Response {
-    let mut req = reqwest::Client::new()
-        .post(s.ops_url())
-        .bearer_auth(key)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25");
-    if let Some(id) = session {
-        req = req.header("mcp-session-id", id);
-    }
-    req.body(body.to_string()).send().await.expect("a response")
-}
-
-/// The next complete SSE `data:` message of `stream`, parsed (`None` at its end).
-async fn next_event(stream: &mut reqwest::Response, buffer: &mut String) -> Option<Value> {
-    loop {
-        if let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            let data: String = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim)
-                .collect();
-            if data.is_empty() {
-                continue;
-            }
-            return Some(serde_json::from_str(&data).expect("an SSE message is JSON"));
-        }
-        let chunk = stream.chunk().await.expect("the stream reads")?;
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-    }
 }
 
 /// As a client speaking plain HTTP would: the scan is caught mid-way (the fake GitHub holds

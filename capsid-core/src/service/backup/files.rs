@@ -24,6 +24,9 @@ use crate::ports::{BlobReader, BlobStore, BlobWriter, DumpSink};
 /// Bytes gathered before one write to the blob store.
 const WRITE_CHUNK: usize = 1 << 20;
 
+/// Why an export stopped when its caller cancelled it.
+pub(crate) const CANCELLED: &str = "the backup was cancelled by its caller";
+
 /// The blob key of `table`'s file in `run` (settings go to the sidecar).
 pub(crate) fn file_key(run: &str, table: &TableSpec) -> String {
     if table.name == SETTINGS.name {
@@ -97,12 +100,37 @@ impl<'a> DumpWriter<'a> {
             let _ = open.writer.abort().await;
         }
     }
+
+    /// A cancelled run's undoing: the open table abandoned and every table file already
+    /// written deleted, so no part of the run is left behind.
+    pub(crate) async fn discard(&mut self) -> Result<(), String> {
+        self.abandon().await;
+        let keys = self
+            .counts
+            .drain(..)
+            .map(|w| file_key(&self.run, w.table))
+            .collect();
+        self.media
+            .delete_many(keys)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Stops the export when its caller cancelled it.
+    fn go_on(&self) -> Result<(), String> {
+        if self.progress.cancelled() {
+            Err(CANCELLED.to_owned())
+        } else {
+            Ok(())
+        }
+    }
 }
 
 #[async_trait]
 impl DumpSink for DumpWriter<'_> {
     async fn begin_table(&mut self, table: &'static TableSpec) -> Result<(), String> {
         self.abandon().await;
+        self.go_on()?;
         let key = file_key(&self.run, table);
         let writer = self.media.writer(&key).await.map_err(|e| e.to_string())?;
         self.progress.table_started(table.name, None);
@@ -117,6 +145,7 @@ impl DumpSink for DumpWriter<'_> {
     }
 
     async fn rows(&mut self, rows: Vec<Row>) -> Result<(), String> {
+        self.go_on()?;
         let Some(open) = self.current.as_mut() else {
             return Err("rows arrived before their table".to_owned());
         };

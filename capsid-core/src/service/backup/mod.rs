@@ -130,6 +130,19 @@ impl Service {
             .store
             .export_tables(&tables, PAGE_ROWS, &mut sink)
             .await;
+        // The last point a cancelled run stops at: past it the manifest makes the run whole.
+        if (exported.is_ok() && progress.cancelled()) || is_cancellation(&exported) {
+            return Err(match sink.discard().await {
+                Ok(()) => Error::Cancelled(format!(
+                    "{}: nothing of run {run} was kept",
+                    files::CANCELLED
+                )),
+                Err(e) => Error::Cancelled(format!(
+                    "{}, but its partial files under run {run} could not all be removed ({e}); a restore never reads a run without its manifest",
+                    files::CANCELLED
+                )),
+            });
+        }
         let counts = match exported {
             Ok(()) => sink.into_counts(),
             Err(e) => {
@@ -278,6 +291,11 @@ impl Service {
         }
         Ok("skipped: no document has a word to probe".to_owned())
     }
+}
+
+/// Whether the export stopped because its caller cancelled it.
+fn is_cancellation(exported: &std::result::Result<(), TransferError>) -> bool {
+    matches!(exported, Err(TransferError::Peer(m)) if m == files::CANCELLED)
 }
 
 /// Deletes whole runs past retention; returns how many.

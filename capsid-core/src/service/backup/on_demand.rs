@@ -107,6 +107,17 @@ impl Service {
     }
 }
 
+impl crate::service::maintenance::BackupRunner for Service {
+    fn backup<'a>(
+        &'a self,
+        caller: &'a Caller,
+        progress: &'a dyn Progress,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<OnDemandBackup>> + Send + 'a>>
+    {
+        Box::pin(self.backup_as(caller, progress))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

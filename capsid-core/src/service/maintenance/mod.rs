@@ -1,10 +1,12 @@
-//! The maintenance area: `lint` (the consolidation loop and the truth report, `lint.rs`) and
-//! the namespace tools (`namespaces.rs`). Lint compares canon with the primary repository's
-//! tree, so its context carries the repo area's.
+//! The maintenance area: `lint` (the consolidation loop and the truth report, `lint.rs`),
+//! the namespace tools (`namespaces.rs`) and a backup on demand (`backup.rs`). Lint compares
+//! canon with the primary repository's tree, so its context carries the repo area's.
 
+mod backup;
 mod lint;
 mod namespaces;
 
+pub use backup::*;
 pub use lint::*;
 pub use namespaces::*;
 
@@ -24,6 +26,8 @@ pub struct MaintenanceCx<'a> {
     pub repo: RepoCx<'a>,
     /// Now.
     pub clock: &'a dyn Clock,
+    /// The backup run (the service's own maintenance, reached only through this).
+    pub backups: &'a dyn BackupRunner,
 }
 
 impl Area for MaintenanceCx<'_> {

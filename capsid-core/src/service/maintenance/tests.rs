@@ -5,15 +5,34 @@ use futures::executor::block_on;
 use mockall::predicate::eq;
 use serde_json::json;
 
-use super::MaintenanceCx;
+use std::future::Future;
+use std::pin::Pin;
+
+use super::{BackupRunner, MaintenanceCx};
+use crate::backup::summary::Progress;
 use crate::caller::Caller;
+use crate::error::{Error, Result};
 use crate::ports::{MockNamespaceStore, StoreError};
+use crate::service::OnDemandBackup;
 use crate::service::recording_store::RecordingStore;
 use crate::service::repo::{RepoCx, RepoReadCache};
 use crate::service::{NoConfirmer, args::parse_args};
 use crate::time::{ManualClock, Timestamp};
 
 const AT: i64 = 1_800_000_000_000;
+
+/// A backup runner the namespace handlers must never reach.
+struct Unreached;
+
+impl BackupRunner for Unreached {
+    fn backup<'a>(
+        &'a self,
+        _: &'a Caller,
+        _: &'a dyn Progress,
+    ) -> Pin<Box<dyn Future<Output = Result<OnDemandBackup>> + Send + 'a>> {
+        Box::pin(async { Err(Error::Internal("a namespace handler ran a backup".into())) })
+    }
+}
 
 fn with<T>(
     namespaces: &MockNamespaceStore,
@@ -35,6 +54,7 @@ fn with<T>(
             clock: &clock,
         },
         clock: &clock,
+        backups: &Unreached,
     };
     let out = run(cx);
     (out, rest.touches())
