@@ -12,6 +12,8 @@
 //! `service::autonomy::status`); roster and cadence `roster.rs`, signing `sign.rs`, pins
 //! `pin.rs`, the agent inventory `inventory.rs`, the skill actions `skills.rs`, the tools'
 //! registry entries `registered.rs`. Action `tick` asks the scheduler through [`Ticker`].
+//! Every action answers an [`ImproveRunAnswer`] (`answer.rs`, the skill actions' shapes in
+//! `answer/skills.rs`), whose JSON Schema is the tool's output schema.
 
 use crate::service::Area;
 use schemars::JsonSchema;
