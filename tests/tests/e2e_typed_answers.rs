@@ -1,9 +1,8 @@
-//! End to end, on both stores: every tool `tools/list` shows has a title, and every typed tool
-//! an `outputSchema` (an object schema, as MCP asks); a call of each typed tool with valid
-//! arguments answers `structuredContent` that validates against that schema, beside a text
-//! item that parses to the same JSON. The tools not typed yet are named in [`UNTYPED`], which
-//! may only shrink: such a tool claims no schema and sends no structured content. The repo
-//! tools need a GitHub, so the GitHub adapter suite calls each of them instead.
+//! End to end, on both stores: every tool `tools/list` shows has a title and an `outputSchema`
+//! (an object schema, as MCP asks: every tool's answer is typed); a call of each tool with
+//! valid arguments answers `structuredContent` that validates against that schema, beside a
+//! text item that parses to the same JSON, and so do the refusals answered as results. The
+//! repo tools need a GitHub, so the GitHub adapter suite calls each of them instead.
 
 use std::collections::BTreeSet;
 
@@ -15,9 +14,6 @@ use capsid_tests::e2e_cases;
 use capsid_tests::server::{Client, ServerOptions, TestServer};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
-
-/// Tools whose answer is still untyped JSON: no `outputSchema`, no `structuredContent`.
-const UNTYPED: &[&str] = &["improve_run"];
 
 /// Typed tools whose answer is not a JSON object: `structuredContent` is `{"result": answer}`
 /// (MCP before 2026-07-28 allows only objects there), the text item the bare answer.
@@ -40,13 +36,6 @@ async fn every_tool_has_a_title_and_every_typed_tool_an_output_schema(s: &TestSe
     let c = s.client(OPERATOR).await;
     let listed = tools(&c).await;
     assert_eq!(listed.len(), REGISTRY.len(), "the operator sees every tool");
-    let names: BTreeSet<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
-    for untyped in UNTYPED {
-        assert!(
-            names.contains(untyped),
-            "UNTYPED names {untyped}, no such tool"
-        );
-    }
     for tool in &listed {
         let name = tool.name.as_ref();
         let title = tool.title.as_deref().unwrap_or_default();
@@ -64,21 +53,18 @@ async fn every_tool_has_a_title_and_every_typed_tool_an_output_schema(s: &TestSe
             annotations.open_world_hint.is_some(),
             "{name}: openWorldHint"
         );
-        match (&tool.output_schema, UNTYPED.contains(&name)) {
-            (Some(schema), false) => {
-                assert_eq!(
-                    schema.get("type"),
-                    Some(&json!("object")),
-                    "{name}: {schema:?}"
-                );
-                let schema = Value::Object((**schema).clone());
-                jsonschema::draft202012::new(&schema)
-                    .unwrap_or_else(|e| panic!("{name}'s output schema does not compile: {e}"));
-            }
-            (None, true) => {}
-            (Some(_), true) => panic!("{name} has an output schema: take it off UNTYPED"),
-            (None, false) => panic!("{name} is typed but lists no output schema"),
-        }
+        let schema = tool
+            .output_schema
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name} lists no output schema"));
+        assert_eq!(
+            schema.get("type"),
+            Some(&json!("object")),
+            "{name}: {schema:?}"
+        );
+        let schema = Value::Object((**schema).clone());
+        jsonschema::draft202012::new(&schema)
+            .unwrap_or_else(|e| panic!("{name}'s output schema does not compile: {e}"));
     }
 }
 
@@ -378,18 +364,209 @@ async fn every_typed_tool_answers_structured_content_its_schema_accepts(s: &Test
     assert_eq!(one["task_verification"]["ok"], false, "{one}");
     let narrowed = call(&worker, "improve_status", json!({"namespace": ns})).await;
     assert!(narrowed["autonomy"]["hidden"].is_string(), "{narrowed}");
+    // improve_run: every action an operator can take without a GitHub or a model, and its
+    // refusals (answered as results, so their structured content is checked too).
+    let run = "improve_run";
+    let mode = call(&c, run, json!({"action": "mode", "value": "subscription"})).await;
+    assert_eq!(mode["mode"], "subscription", "{mode}");
+    let planned = call(
+        &c,
+        run,
+        json!({"action": "mode", "value": "off", "dry_run": true}),
+    )
+    .await;
+    assert_eq!(
+        planned["mode"], "subscription",
+        "a dry run stores nothing: {planned}"
+    );
+    let paused = call(
+        &c,
+        run,
+        json!({"action": "pause", "namespace": ns, "reason": "typed"}),
+    )
+    .await;
+    assert_eq!(paused["namespaces"], json!([ns]), "{paused}");
+    call(
+        &c,
+        run,
+        json!({"action": "unpause", "namespace": "all", "dry_run": true}),
+    )
+    .await;
+    call(&c, run, json!({"action": "unpause", "namespace": ns})).await;
+    let unnamed = call(&c, run, json!({"action": "pause"})).await;
+    assert_eq!(unnamed["ok"], false, "{unnamed}");
+    let budget = call(
+        &c,
+        run,
+        json!({"action": "budget", "actions_minutes_month": 900, "model_usd_month": 20.5}),
+    )
+    .await;
+    assert_eq!(budget["caps"]["model_usd_month"], 20.5, "{budget}");
+    call(
+        &c,
+        run,
+        json!({"action": "budget", "model_usd_month": 30, "dry_run": true}),
+    )
+    .await;
+    let minted = call(&c, run, json!({"action": "mint_operator_key"})).await;
+    assert!(
+        minted["key"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("capsid_ro_")),
+        "{minted}"
+    );
+    let claimed = call(&c, run, json!({"action": "claim", "namespace": ns})).await;
+    assert!(claimed["expires"].is_string(), "{claimed}");
+    let released = call(
+        &c,
+        run,
+        json!({"action": "claim", "namespace": ns, "release": true}),
+    )
+    .await;
+    assert_eq!(released["released"], true, "{released}");
+    let unheld = call(
+        &c,
+        run,
+        json!({"action": "claim", "namespace": ns, "release": true}),
+    )
+    .await;
+    assert_eq!(unheld["ok"], false, "{unheld}");
+    let empty = call(&c, run, json!({"action": "roster"})).await;
+    assert_eq!(empty["roster"], json!([]), "{empty}");
+    assert!(empty["note"].is_null(), "{empty}");
+    call(
+        &c,
+        run,
+        json!({"action": "roster", "op": "add", "namespace": "beta"}),
+    )
+    .await;
+    call(
+        &c,
+        run,
+        json!({"action": "roster", "op": "remove", "namespace": "beta", "dry_run": true}),
+    )
+    .await;
+    call(
+        &c,
+        run,
+        json!({"action": "roster", "op": "remove", "namespace": "beta"}),
+    )
+    .await;
+    let added = call(
+        &c,
+        run,
+        json!({"action": "roster", "op": "add", "namespace": ns}),
+    )
+    .await;
+    assert_eq!(added["roster"], json!([ns]), "{added}");
+    let nameless = call(&c, run, json!({"action": "roster", "op": "add"})).await;
+    assert_eq!(nameless["ok"], false, "{nameless}");
+    let forbidden = call(&worker, run, json!({"action": "roster", "namespace": ns})).await;
+    assert!(
+        forbidden["ok"] == false
+            && forbidden["refusal"]
+                .as_str()
+                .is_some_and(|r| r.contains("admin only")),
+        "the roster is admin only: {forbidden}"
+    );
+    let cadence = call(&c, run, json!({"action": "cadence", "task": "sweep"})).await;
+    assert!(cadence["cadence_minutes"].is_i64(), "{cadence}");
+    let set = call(
+        &c,
+        run,
+        json!({"action": "cadence", "task": "sweep", "value": "10", "dry_run": true}),
+    )
+    .await;
+    assert_eq!(set["cadence_minutes"], 10, "{set}");
+    call(&c, run, json!({"action": "cadence"})).await;
+    let tick = call(&c, run, json!({"action": "tick", "task": "sweep"})).await;
+    assert_eq!(tick["report"]["ran"][0]["task"], "sweep", "{tick}");
+    call(
+        &c,
+        "write",
+        json!({"namespace": ns, "path": "improve/scores.md", "title": "Scores",
+               "body": "# Scores\n\n## Anchors\n- tests_pass: required\n- holdout_pass_rate: min 0.5\n\n## Secondary\n- bundle_kb: minimize weight 1\n",
+               "allow_improve_paths": true, "confirm": true}),
+    )
+    .await;
+    let pinned = call(
+        &c,
+        run,
+        json!({"action": "pin", "namespace": ns, "dry_run": true}),
+    )
+    .await;
+    assert_eq!(pinned["anchors"], 2, "{pinned}");
+    let unpinnable = call(&c, run, json!({"action": "pin", "namespace": "beta"})).await;
+    assert!(unpinnable["problems"].is_array(), "{unpinnable}");
+    let planned = call(&c, run, json!({"action": "run", "dry_run": true})).await;
+    assert!(
+        planned["opened"].is_array() || planned["refused"].is_array(),
+        "{planned}"
+    );
+    call(
+        &c,
+        run,
+        json!({"action": "run", "namespace": ns, "dry_run": true}),
+    )
+    .await;
+    let attempt = call(
+        &c,
+        run,
+        json!({"action": "attempt", "namespace": ns, "head_sha": "0123456789abcdef"}),
+    )
+    .await;
+    assert_eq!(attempt["ok"], false, "no live run: {attempt}");
+    s.namespace("capsid").await;
+    call(
+        &c,
+        "write",
+        json!({"namespace": "capsid", "path": "policy/typed.md", "title": "Typed",
+               "body": "# Typed policy\n\n- enabled: false\n", "allow_improve_paths": true}),
+    )
+    .await;
+    let signed = call(
+        &c,
+        run,
+        json!({"action": "sign_policy", "namespace": "capsid", "path": "policy/typed.md"}),
+    )
+    .await;
+    assert_eq!(signed["resigned"], false, "{signed}");
+    let elsewhere = call(&c, run, json!({"action": "sign_policy", "namespace": ns})).await;
+    assert_eq!(elsewhere["ok"], false, "{elsewhere}");
+    let skills = call(&c, run, json!({"action": "skills"})).await;
+    assert_eq!(skills["skills"], json!([]), "{skills}");
+    call(
+        &c,
+        run,
+        json!({"action": "skills", "namespace": ns, "status": "live"}),
+    )
+    .await;
+    for refused in [
+        json!({"action": "skill", "skill": "no-such-skill"}),
+        json!({"action": "retire_skill", "skill": "no-such-skill", "reason": "typed"}),
+        json!({"action": "accept_merge", "skill": "one", "other": "one"}),
+        json!({"action": "reject_merge", "skill": "one"}),
+        json!({"action": "propose_skill", "namespace": ns}),
+        json!({"action": "propose_edit", "namespace": ns, "skill": "no-such-skill"}),
+    ] {
+        let answer = call(&c, run, refused.clone()).await;
+        assert_eq!(answer["ok"], false, "{refused}: {answer}");
+    }
+    let off = call(&c, run, json!({"action": "mode", "value": "off"})).await;
+    assert_eq!(off["mode"], "off", "{off}");
+    let stopped = call(&c, run, json!({"action": "run", "namespace": ns})).await;
+    assert_eq!(stopped["ok"], false, "the loop is off: {stopped}");
     // The repo tools need a GitHub: the GitHub adapter suite calls each of them once
     // (`every_repo_tool_answers_its_typed_answer`), through the same checks.
     let typed: BTreeSet<&str> = schemas
         .iter()
         .map(|t| t.name.as_ref())
-        .filter(|n| !UNTYPED.contains(n))
         .filter(|n| spec(n).is_some_and(|s| s.group != ToolGroup::Repo))
         .collect();
     let called: BTreeSet<&str> = called.into_iter().collect();
     assert_eq!(
         called, typed,
-        "every typed tool but the repo tools is called above"
+        "every tool but the repo tools is called above"
     );
 }
 

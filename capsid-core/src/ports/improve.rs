@@ -59,7 +59,7 @@ pub struct SkillRow {
 }
 
 /// A `skill_edits` row: one bounded edit proposal, accepted or not.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct SkillEditRow {
     /// Skill id.
     pub skill: String,
@@ -78,7 +78,7 @@ pub struct SkillEditRow {
 }
 
 /// A `skill_failures` row: a note on a reverted attempt or a failed job that used the skill.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct SkillFailureRow {
     /// Skill id.
     pub skill: String,

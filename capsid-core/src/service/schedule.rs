@@ -19,7 +19,7 @@ use crate::schedule::{LEADER_LEASE_MS, Task, is_due};
 pub const SWEEP_LEASE: &str = "lease-sweep";
 
 /// How a task's turn in a tick ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskOutcome {
     /// It ran to the end.
@@ -45,20 +45,21 @@ impl TaskOutcome {
 }
 
 /// One task's turn in a tick.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TaskRun {
     /// Its name (`schedule::Task::name`).
     pub task: &'static str,
     /// How it ended.
     pub outcome: TaskOutcome,
-    /// What it reported, when it ran.
+    /// What it reported, when it ran (each task's own report object; `null` when it did not).
+    #[schemars(schema_with = "task_report")]
     pub report: Value,
     /// Its error, when it failed or timed out.
     pub error: Option<String>,
 }
 
 /// What one tick did.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TickReport {
     /// When.
     pub at: String,
@@ -74,6 +75,12 @@ pub struct TickReport {
     pub backed_up: bool,
     /// Every task that took its turn, in run order.
     pub ran: Vec<TaskRun>,
+}
+
+/// A task's report: an object (each task reports its own fields), or `null` when the task
+/// failed, timed out or ran elsewhere.
+fn task_report(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "anyOf": [{ "type": "object" }, { "type": "null" }] })
 }
 
 impl TickReport {
@@ -298,14 +305,18 @@ impl super::improve::Ticker for Service {
         &'a self,
         caller: &'a Caller,
         task: Option<&'a str>,
-    ) -> crate::service::registry::ToolFuture<'a> {
+    ) -> crate::service::registry::ToolFuture<'a, super::improve::TickAnswer> {
         Box::pin(self.improve_tick(caller, task))
     }
 }
 
 impl Service {
     /// `improve_run` action `tick`: the due periodic tasks now, or only `task`.
-    pub(crate) async fn improve_tick(&self, caller: &Caller, task: Option<&str>) -> Result<Value> {
+    pub(crate) async fn improve_tick(
+        &self,
+        caller: &Caller,
+        task: Option<&str>,
+    ) -> Result<super::improve::TickAnswer> {
         let task = task
             .map(Task::parse)
             .transpose()
@@ -323,8 +334,11 @@ impl Service {
                 at: now,
             })
             .await?;
-        Ok(
-            json!({"ok": true, "action": "tick", "task": task.map(Task::name), "report": super::to_json(&report)?}),
-        )
+        Ok(super::improve::TickAnswer {
+            ok: true,
+            action: "tick",
+            task: task.map(Task::name),
+            report,
+        })
     }
 }

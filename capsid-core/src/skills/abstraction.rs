@@ -11,7 +11,17 @@ use crate::ids::Entropy;
 use crate::paths::Namespace;
 
 /// What a skill is abstracted from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceKind {
     /// An `improve_attempts` row that was kept.

@@ -352,14 +352,18 @@ impl ImproveCx<'_> {
     /// candidate; `{"skill": null}` declines it. A spent source, a source of another
     /// namespace, an invalid proposal or a caller without the lease is refused, and nothing
     /// is written.
-    pub(crate) async fn propose_skill(&self, caller: &Caller, a: &super::RunArgs) -> Result<Value> {
+    pub(crate) async fn propose_skill(
+        &self,
+        caller: &Caller,
+        a: &super::RunArgs,
+    ) -> Result<super::ImproveRunAnswer> {
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let kind = a.source_kind.as_ref().map(|k| k.as_str());
         let id = a.source_id.as_ref().map(|i| i.as_str());
         let proposal = a.proposal.clone().map(Value::Object);
         let proposal = proposal.as_ref();
         let name = "propose_skill";
-        let refuse = |why: String| Ok(json!({"ok": false, "action": name, "refusal": why}));
+        let refuse = |why: String| Ok(super::refuse(name, why));
         let now = self.now();
         let Some(ns) = ns else {
             return refuse("propose_skill needs a namespace".into());
@@ -394,19 +398,31 @@ impl ImproveCx<'_> {
         let by = caller.actor();
         match read? {
             Some(p) => match self.insert_candidate(&source, &p, &by, now).await? {
-                Ok(skill) => Ok(json!({"ok": true, "action": name, "namespace": ns,
-                                       "source_kind": kind, "source_id": id, "skill": skill,
-                                       "status": SkillStatus::Candidate.name(),
-                                       "body_ref": skill_body_path(&skill)})),
+                Ok(skill) => Ok(super::SkillProposed {
+                    ok: true,
+                    action: name,
+                    namespace: ns.to_owned(),
+                    source_kind: kind,
+                    source_id: id.to_owned(),
+                    body_ref: skill_body_path(&skill),
+                    skill,
+                    status: SkillStatus::Candidate.name(),
+                }
+                .into()),
                 Err(why) => refuse(why),
             },
             None => {
                 self.decline_source(&source, "the driver declined: no reusable idea", &by, now)
                     .await?;
-                Ok(
-                    json!({"ok": true, "action": name, "namespace": ns, "source_kind": kind,
-                           "source_id": id, "declined": true}),
-                )
+                Ok(super::SourceDeclined {
+                    ok: true,
+                    action: name,
+                    namespace: ns.to_owned(),
+                    source_kind: kind,
+                    source_id: id.to_owned(),
+                    declined: true,
+                }
+                .into())
             }
         }
     }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::ImproveCx;
 use super::night::{Closing, loop_audit, step_audits};
@@ -497,13 +497,13 @@ impl ImproveCx<'_> {
         &self,
         caller: &Caller,
         a: &super::RunArgs,
-    ) -> Result<Value> {
+    ) -> Result<super::ImproveRunAnswer> {
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let head_sha = a.head_sha.as_ref().map(|h| h.as_str());
         let summary = a.summary.as_ref().map(|s| s.as_str());
         let skill = a.skill.as_ref().map(|s| s.as_str());
         let name = "attempt";
-        let refuse = |why: String| Ok(json!({"ok": false, "action": name, "refusal": why}));
+        let refuse = |why: String| Ok(super::refuse(name, why));
         let now = self.now();
         let Some(ns) = ns else {
             return refuse("attempt needs a namespace".into());
@@ -588,9 +588,16 @@ impl ImproveCx<'_> {
         };
         let did = self.add_and_dispatch(&run, made, now).await?;
         let row = self.runs.attempt(&id).await?;
-        Ok(
-            json!({"ok": true, "action": name, "namespace": ns, "run": run.id, "attempt": id,
-                  "branch": branch, "status": row.map(|r| r.status.as_str()), "did": did}),
-        )
+        Ok(super::AttemptReported {
+            ok: true,
+            action: name,
+            namespace: ns.to_owned(),
+            run: run.id,
+            attempt: id,
+            branch,
+            status: row.map(|r| r.status.as_str()),
+            did,
+        }
+        .into())
     }
 }

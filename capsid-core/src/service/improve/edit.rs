@@ -430,12 +430,12 @@ impl ImproveCx<'_> {
         &self,
         caller: &Caller,
         a: &super::RunArgs,
-    ) -> Result<Value> {
+    ) -> Result<super::ImproveRunAnswer> {
         let ns = a.namespace.as_ref().map(|n| n.as_str());
         let skill_id = a.skill.as_ref().map(|s| s.as_str());
         let ops: Option<Vec<EditOp>> = a.ops.clone();
         let name = "propose_edit";
-        let refuse = |why: String| Ok(json!({"ok": false, "action": name, "refusal": why}));
+        let refuse = |why: String| Ok(super::refuse(name, why));
         let now = self.now();
         let (Some(ns), Some(skill_id)) = (ns, skill_id) else {
             return refuse(
@@ -476,10 +476,22 @@ impl ImproveCx<'_> {
         let actor = caller.actor();
         Ok(
             match self.take_proposal(&skill, &body, ops, &actor, now).await? {
-                Ok(n) => json!({"ok": true, "action": name, "skill": skill.id, "pending": true,
-                            "ops": n, "from_version": skill.version}),
-                Err(why) => json!({"ok": false, "action": name, "skill": skill.id,
-                               "refusal": format!("rejected and recorded in skill_edits: {why}")}),
+                Ok(n) => super::EditPending {
+                    ok: true,
+                    action: name,
+                    skill: skill.id,
+                    pending: true,
+                    ops: n,
+                    from_version: skill.version,
+                }
+                .into(),
+                Err(why) => super::EditRejected {
+                    ok: false,
+                    action: name,
+                    skill: skill.id,
+                    refusal: format!("rejected and recorded in skill_edits: {why}"),
+                }
+                .into(),
             },
         )
     }

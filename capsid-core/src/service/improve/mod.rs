@@ -12,6 +12,8 @@
 //! `service::autonomy::status`); roster and cadence `roster.rs`, signing `sign.rs`, pins
 //! `pin.rs`, the agent inventory `inventory.rs`, the skill actions `skills.rs`, the tools'
 //! registry entries `registered.rs`. Action `tick` asks the scheduler through [`Ticker`].
+//! Every action answers an [`ImproveRunAnswer`] (`answer.rs`, the skill actions' shapes in
+//! `answer/skills.rs`), whose JSON Schema is the tool's output schema.
 
 use crate::service::Area;
 use schemars::JsonSchema;
@@ -22,6 +24,7 @@ use super::Confirmer;
 use super::args::{Bounded, DocPathArg, NamespaceArg};
 
 mod abstraction;
+mod answer;
 mod attempts;
 mod driver;
 mod edit;
@@ -48,6 +51,7 @@ use crate::improve::roster::{DRIVER_LEASE_MS, ImproveMode};
 use crate::ports::{Expect, SettingChange};
 use crate::scope_args;
 use crate::time::Timestamp;
+pub use answer::*;
 pub use evaluate::ProbeAnswer;
 pub use score::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 pub use status::StatusAnswer;
@@ -105,7 +109,7 @@ pub trait Ticker: Send + Sync {
         &'a self,
         caller: &'a Caller,
         task: Option<&'a str>,
-    ) -> crate::service::registry::ToolFuture<'a>;
+    ) -> crate::service::registry::ToolFuture<'a, TickAnswer>;
 }
 
 impl super::Area for ImproveCx<'_> {
@@ -265,10 +269,6 @@ impl crate::service::args::ScopeArgs for RunArgs {
     }
 }
 
-fn refuse(action: &str, why: impl Into<String>) -> Value {
-    json!({ "ok": false, "action": action, "refusal": why.into() })
-}
-
 pub(crate) fn month_start(now: Timestamp) -> Timestamp {
     Timestamp::parse(&format!("{}-01T00:00:00Z", now.month())).unwrap_or(now)
 }
@@ -279,11 +279,11 @@ impl ImproveCx<'_> {
         caller: &Caller,
         a: RunArgs,
         _: &dyn Confirmer,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let action = a.action.unwrap_or(RunAction::Run);
         let now = self.now();
         let ns = a.namespace.as_ref().map(|n| n.as_str().to_owned());
-        let name = action.name().to_owned();
+        let name = action.name();
         let dry = a.dry_run == Some(true);
         // The one table: every action's handler is on this context.
         match action {
@@ -291,11 +291,11 @@ impl ImproveCx<'_> {
             RunAction::Attempt => self.report_attempt(caller, &a).await,
             RunAction::ProposeSkill => self.propose_skill(caller, &a).await,
             RunAction::ProposeEdit => self.propose_edit_action(caller, &a).await,
-            RunAction::Tick => {
-                self.ticker
-                    .tick(caller, a.task.as_ref().map(|t| t.as_str()))
-                    .await
-            }
+            RunAction::Tick => Ok(self
+                .ticker
+                .tick(caller, a.task.as_ref().map(|t| t.as_str()))
+                .await?
+                .into()),
             RunAction::Mode => {
                 let value = a.value.as_ref().map(|v| v.as_str()).unwrap_or("");
                 let Some(mode) = ImproveMode::parse(value) else {
@@ -320,13 +320,17 @@ impl ImproveCx<'_> {
                         .await?;
                 }
                 let stored = self.settings.setting(IMPROVE_MODE_KEY, now).await?;
-                Ok(
-                    json!({"ok": true, "action": name, "mode": ImproveMode::from_setting(stored.as_deref()).name(), "dry_run": dry}),
-                )
+                Ok(ModeSet {
+                    ok: true,
+                    action: name,
+                    mode: ImproveMode::from_setting(stored.as_deref()).name(),
+                    dry_run: dry,
+                }
+                .into())
             }
             RunAction::Pause | RunAction::Unpause => {
                 let Some(target) = ns else {
-                    return Ok(refuse(&name, format!("{name} needs a namespace, or all")));
+                    return Ok(refuse(name, format!("{name} needs a namespace, or all")));
                 };
                 let targets: Vec<String> = if target == "all" {
                     self.namespaces
@@ -370,7 +374,13 @@ impl ImproveCx<'_> {
                     );
                     self.settings.change_settings(&changes, audit, now).await?;
                 }
-                Ok(json!({"ok": true, "action": name, "namespaces": targets, "dry_run": dry}))
+                Ok(PauseSet {
+                    ok: true,
+                    action: name,
+                    namespaces: targets,
+                    dry_run: dry,
+                }
+                .into())
             }
             RunAction::Budget => {
                 let caps = BudgetCaps::from_setting(
@@ -395,9 +405,16 @@ impl ImproveCx<'_> {
                         )
                         .await?;
                 }
-                Ok(
-                    json!({"ok": true, "action": name, "caps": {"actions_minutes_month": updated.actions_minutes_cap(), "model_usd_month": updated.model_usd_cap()}, "dry_run": dry}),
-                )
+                Ok(BudgetSet {
+                    ok: true,
+                    action: name,
+                    caps: status::BudgetCapsInForce {
+                        actions_minutes_month: updated.actions_minutes_cap(),
+                        model_usd_month: updated.model_usd_cap(),
+                    },
+                    dry_run: dry,
+                }
+                .into())
             }
             RunAction::MintOperatorKey => {
                 let key = format!("capsid_ro_{}", new_token(self.entropy));
@@ -411,15 +428,19 @@ impl ImproveCx<'_> {
                         json!({"fingerprint": &hash[..12]}),
                     ))
                     .await?;
-                Ok(json!({
-                    "ok": true, "action": name, "key": key, "hash": hash,
-                    "command": format!("add ro:{hash} to CAPSID_OPERATOR_KEY_HASH (comma-separated) and restart capsid serve"),
-                    "note": "The key is shown once; only its sha256 belongs in the configuration. It is read-only (ro:).",
-                }))
+                Ok(OperatorKeyMinted {
+                    ok: true,
+                    action: name,
+                    command: format!("add ro:{hash} to CAPSID_OPERATOR_KEY_HASH (comma-separated) and restart capsid serve"),
+                    key,
+                    hash,
+                    note: "The key is shown once; only its sha256 belongs in the configuration. It is read-only (ro:).",
+                }
+                .into())
             }
             RunAction::Claim => {
                 let Some(target) = ns else {
-                    return Ok(refuse(&name, "claim needs a namespace"));
+                    return Ok(refuse(name, "claim needs a namespace"));
                 };
                 let key = driver_key(&target);
                 let holder = caller.actor();
@@ -427,7 +448,7 @@ impl ImproveCx<'_> {
                 if a.release == Some(true) {
                     if current.as_deref() != Some(holder.as_str()) {
                         return Ok(refuse(
-                            &name,
+                            name,
                             format!("{holder} does not hold the driver lease of {target}"),
                         ));
                     }
@@ -450,13 +471,17 @@ impl ImproveCx<'_> {
                         .await?
                     {
                         return Ok(refuse(
-                            &name,
+                            name,
                             format!("{holder} no longer holds the driver lease of {target}"),
                         ));
                     }
-                    return Ok(
-                        json!({"ok": true, "action": name, "namespace": target, "released": true}),
-                    );
+                    return Ok(LeaseReleased {
+                        ok: true,
+                        action: name,
+                        namespace: target,
+                        released: true,
+                    }
+                    .into());
                 }
                 let until = now.plus_millis(DRIVER_LEASE_MS);
                 let take = SettingChange {
@@ -475,16 +500,21 @@ impl ImproveCx<'_> {
                 let won = self.settings.change_settings(&[take], audit, now).await?;
                 if !won {
                     return Ok(refuse(
-                        &name,
+                        name,
                         format!(
                             "the driver lease of {target} is held by {}",
                             current.unwrap_or_else(|| "someone else".into())
                         ),
                     ));
                 }
-                Ok(
-                    json!({"ok": true, "action": name, "namespace": target, "holder": holder, "expires": until.to_string()}),
-                )
+                Ok(LeaseClaimed {
+                    ok: true,
+                    action: name,
+                    namespace: target,
+                    holder,
+                    expires: until.to_string(),
+                }
+                .into())
             }
             RunAction::SignPolicy => {
                 self.sign_policy(caller, ns.as_deref(), a.path.as_ref().map(|p| p.as_str()))

@@ -6,10 +6,10 @@
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::score::SCORES_PATH;
-use super::{ImproveCx, refuse};
+use super::{ImproveCx, ImproveRunAnswer, PinRefused, Pinned, refuse};
 use crate::caller::Caller;
 use crate::error::Result;
 use crate::improve::judging::BestRecord;
@@ -26,7 +26,7 @@ impl ImproveCx<'_> {
         caller: &Caller,
         namespace: Option<&str>,
         dry: bool,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let name = "pin";
         let Some(ns) = namespace else {
             return Ok(refuse(name, "pin needs a namespace"));
@@ -43,8 +43,14 @@ impl ImproveCx<'_> {
         let pin = match plan_pin(ns, body.as_deref(), stored.as_deref()) {
             Ok(pin) => pin,
             Err(refusal) => {
-                return Ok(json!({"ok": false, "action": name, "namespace": ns,
-                                 "refusal": refusal.to_string(), "problems": refusal.problems()}));
+                return Ok(PinRefused {
+                    ok: false,
+                    action: name,
+                    namespace: ns.to_owned(),
+                    refusal: refusal.to_string(),
+                    problems: refusal.problems(),
+                }
+                .into());
             }
         };
         let on_roster = self.on_roster(ns, now).await?;
@@ -69,14 +75,19 @@ impl ImproveCx<'_> {
                 ));
             }
         }
-        Ok(json!({
-            "ok": true, "action": name, "namespace": ns, "checksum": pin.checksum,
-            "previous": pin.previous, "unchanged": pin.unchanged(), "anchors": pin.anchors,
-            "on_roster": on_roster, "dry_run": dry,
-            "note": if on_roster { Value::Null } else {
-                json!(format!("{ns} is not on the roster: the pin is stored, and the loop runs for {ns} only once it is added (capsid improve roster add {ns})"))
-            },
-        }))
+        Ok(Pinned {
+            ok: true,
+            action: name,
+            namespace: ns.to_owned(),
+            unchanged: pin.unchanged(),
+            checksum: pin.checksum,
+            previous: pin.previous,
+            anchors: pin.anchors,
+            on_roster,
+            dry_run: dry,
+            note: (!on_roster).then(|| format!("{ns} is not on the roster: the pin is stored, and the loop runs for {ns} only once it is added (capsid improve roster add {ns})")),
+        }
+        .into())
     }
 
     async fn on_roster(&self, ns: &str, now: Timestamp) -> Result<bool> {

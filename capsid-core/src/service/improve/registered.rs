@@ -1,7 +1,7 @@
 //! The improve tools as the registry serves them.
 use super::*;
 use crate::service::Areas;
-use crate::service::registry::{Tool, ToolFuture, Untyped};
+use crate::service::registry::{Tool, ToolFuture};
 use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup, ToolSpec, action};
 
 /// `improve_run`.
@@ -9,7 +9,7 @@ use crate::tools::{Requirement, Requirement::Fixed, Rule, ToolGroup, ToolSpec, a
 pub struct ImproveRun;
 impl Tool for ImproveRun {
     type Args = RunArgs;
-    type Answer = Untyped;
+    type Answer = ImproveRunAnswer;
     const SPEC: ToolSpec = ToolSpec::new(
         "improve_run",
         ToolGroup::Improve,
@@ -103,7 +103,7 @@ impl Tool for ImproveRun {
         a: RunArgs,
         k: &'a dyn Confirmer,
     ) -> ToolFuture<'a, Self::Answer> {
-        Box::pin(async move { s.improve().improve_run(c, a, k).await.map(Untyped) })
+        Box::pin(async move { s.improve().improve_run(c, a, k).await })
     }
 }
 

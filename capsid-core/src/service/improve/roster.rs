@@ -3,9 +3,11 @@
 //! minutes, the same way) and `tick` (the periodic tasks on demand, answering the tick
 //! report, audited).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{ImproveCx, RosterOp, refuse};
+use super::{
+    CadenceAnswer, ImproveCx, ImproveRunAnswer, RosterChanged, RosterListed, RosterOp, refuse,
+};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::improve::keys::ROSTER_KEY;
@@ -22,7 +24,7 @@ impl ImproveCx<'_> {
         op: Option<RosterOp>,
         namespace: Option<&str>,
         dry: bool,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let name = "roster";
         let now = self.now();
         let stored = self.settings.setting(ROSTER_KEY, now).await?;
@@ -32,8 +34,14 @@ impl ImproveCx<'_> {
             RosterOp::Add => "add",
             RosterOp::Remove => "remove",
             RosterOp::List => {
-                return Ok(json!({"ok": true, "action": name, "op": "list",
-                                 "roster": roster.namespaces(), "note": roster.unreadable}));
+                return Ok(RosterListed {
+                    ok: true,
+                    action: name,
+                    op: "list",
+                    roster: roster.namespaces().to_vec(),
+                    note: roster.unreadable,
+                }
+                .into());
             }
         };
         let Some(ns) = namespace else {
@@ -69,10 +77,15 @@ impl ImproveCx<'_> {
                 ));
             }
         }
-        Ok(
-            json!({"ok": true, "action": name, "op": op_name, "namespace": ns,
-                  "roster": next.namespaces(), "dry_run": dry}),
-        )
+        Ok(RosterChanged {
+            ok: true,
+            action: name,
+            op: op_name,
+            namespace: ns.to_owned(),
+            roster: next.namespaces().to_vec(),
+            dry_run: dry,
+        }
+        .into())
     }
 }
 
@@ -83,7 +96,7 @@ impl ImproveCx<'_> {
         task: Option<&str>,
         value: Option<&str>,
         dry: bool,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let name = "cadence";
         let Some(task) = task else {
             return Ok(refuse(name, "cadence needs a task"));
@@ -91,10 +104,17 @@ impl ImproveCx<'_> {
         let task = Task::parse(task).map_err(|e| Error::Invalid(format!("improve_run: {e}")))?;
         let now = self.now();
         let key = task.cadence_key();
-        let answer = |minutes: i64, dry: bool| {
-            json!({"ok": true, "action": name, "task": task.name(), "cadence_minutes": minutes,
-                   "default_minutes": task.default_cadence_minutes(),
-                   "floor_minutes": task.floor_minutes(), "dry_run": dry})
+        let answer = |minutes: i64, dry: bool| -> ImproveRunAnswer {
+            CadenceAnswer {
+                ok: true,
+                action: name,
+                task: task.name(),
+                cadence_minutes: minutes,
+                default_minutes: task.default_cadence_minutes(),
+                floor_minutes: task.floor_minutes(),
+                dry_run: dry,
+            }
+            .into()
         };
         let Some(value) = value else {
             let stored = self.settings.setting(&key, now).await?;

@@ -2,9 +2,10 @@
 //! roster namespace the caller may reach, through the same standing and opening the nightly
 //! opener uses (`night.rs`); with `dry_run`, who may run and why not, writing nothing.
 
-use serde_json::{Value, json};
-
-use super::ImproveCx;
+use super::{
+    ImproveCx, ImproveRunAnswer, NamespaceRefused, RunOpened, RunOpenedIn, RunOpening, RunRefused,
+    RunWouldOpen,
+};
 use crate::error::{Error, Result};
 use crate::improve::keys::ROSTER_KEY;
 use crate::improve::roster::{ImproveMode, Roster, RunCondition};
@@ -17,7 +18,7 @@ impl ImproveCx<'_> {
         &self,
         caller: &crate::caller::Caller,
         a: &super::RunArgs,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let name = "run";
         let now = self.now();
         let condition = match &a.condition {
@@ -54,30 +55,54 @@ impl ImproveCx<'_> {
         for ns in &targets {
             if dry {
                 match self.standing(ns, mode, now).await? {
-                    Ok(_) => opened.push(json!({"namespace": ns, "would_open": true})),
-                    Err(why) => refused.push(json!({"namespace": ns, "reason": why})),
+                    Ok(_) => opened.push(RunOpening::WouldOpen(RunWouldOpen {
+                        namespace: ns.clone(),
+                        would_open: true,
+                    })),
+                    Err(why) => refused.push(NamespaceRefused {
+                        namespace: ns.clone(),
+                        reason: why,
+                    }),
                 }
                 continue;
             }
             match self.open_run(ns, mode, condition, now).await? {
-                Ok(run) => opened.push(json!({"namespace": ns, "run": run.id, "status": run.status.as_str(),
-                                              "condition": run.condition, "base_sha": run.base_sha})),
-                Err(why) => refused.push(json!({"namespace": ns, "reason": why})),
+                Ok(run) => opened.push(RunOpening::Opened(RunOpenedIn {
+                    namespace: ns.clone(),
+                    run: run.id,
+                    status: run.status.as_str(),
+                    condition: run.condition,
+                    base_sha: run.base_sha,
+                })),
+                Err(why) => refused.push(NamespaceRefused {
+                    namespace: ns.clone(),
+                    reason: why,
+                }),
             }
         }
         if a.namespace.is_some() && opened.is_empty() {
             let why = refused
                 .first()
-                .and_then(|r| r["reason"].as_str())
-                .unwrap_or("refused")
+                .map_or("refused", |r| r.reason.as_str())
                 .to_owned();
-            return Ok(
-                json!({"ok": false, "action": name, "refusal": why, "refused": refused, "dry_run": dry}),
-            );
+            return Ok(RunRefused {
+                ok: false,
+                action: name,
+                refusal: why,
+                refused,
+                dry_run: dry,
+            }
+            .into());
         }
-        Ok(
-            json!({"ok": true, "action": name, "mode": mode.name(), "opened": opened,
-                  "refused": refused, "dry_run": dry, "requested_by": caller.actor()}),
-        )
+        Ok(RunOpened {
+            ok: true,
+            action: name,
+            mode: mode.name(),
+            opened,
+            refused,
+            dry_run: dry,
+            requested_by: caller.actor(),
+        }
+        .into())
     }
 }

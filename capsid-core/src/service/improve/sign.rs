@@ -1,9 +1,9 @@
 //! `improve_run` action `sign_policy` (reference 7.2): the admin signs the stored body of a
 //! policy document; the signature and its digest are audited with the write.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{ImproveCx, refuse};
+use super::{ImproveCx, ImproveRunAnswer, PolicySigned, refuse};
 use crate::autonomy::policy::POLICY_NAMESPACE;
 use crate::caller::Caller;
 use crate::crypto::sha256_hex;
@@ -20,7 +20,7 @@ impl ImproveCx<'_> {
         caller: &Caller,
         ns: Option<&str>,
         path: Option<&str>,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let name = "sign_policy";
         if ns != Some(POLICY_NAMESPACE) {
             return Ok(refuse(
@@ -85,10 +85,17 @@ impl ImproveCx<'_> {
             )
             .await
         {
-            Ok(_) => Ok(
-                json!({"ok": true, "action": name, "namespace": POLICY_NAMESPACE, "path": path,
-                               "signature": signature, "sha256": sha, "bytes": sealed.len(), "resigned": resigned}),
-            ),
+            Ok(_) => Ok(PolicySigned {
+                ok: true,
+                action: name,
+                namespace: POLICY_NAMESPACE,
+                path: path.to_owned(),
+                signature,
+                sha256: sha,
+                bytes: sealed.len(),
+                resigned,
+            }
+            .into()),
             Err(StoreError::Conflict(_)) | Err(StoreError::NotFound(_)) => Ok(refuse(
                 name,
                 "the policy changed while it was being signed; read it again and re-sign",

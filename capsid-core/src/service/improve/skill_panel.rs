@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{ImproveCx, refuse};
+use super::{ImproveCx, ImproveRunAnswer, MergeAccepted, MergeRejected, refuse};
 use crate::caller::Caller;
 use crate::error::Result;
 use crate::ports::{Expect, SettingChange, SkillEvaluationRow, SkillRow};
@@ -127,7 +127,7 @@ impl ImproveCx<'_> {
         name: &str,
         a: Option<&str>,
         b: Option<&str>,
-    ) -> Result<std::result::Result<(SkillRow, SkillRow), Value>> {
+    ) -> Result<std::result::Result<(SkillRow, SkillRow), ImproveRunAnswer>> {
         let (Some(a), Some(b)) = (a, b) else {
             return Ok(Err(refuse(
                 name,
@@ -166,7 +166,7 @@ impl ImproveCx<'_> {
         other: Option<&str>,
         reason: Option<&str>,
         dry: bool,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let name = "accept_merge";
         let (kept, retired) = match self.pair_of(caller, name, keep, other).await? {
             Ok(pair) => pair,
@@ -205,10 +205,16 @@ impl ImproveCx<'_> {
             ));
         };
         if dry {
-            return Ok(
-                json!({"ok": true, "action": name, "dry_run": true, "pair": pair,
-                             "kept": kept.id, "retired": retired.id}),
-            );
+            return Ok(MergeAccepted {
+                ok: true,
+                action: name,
+                dry_run: Some(true),
+                pair,
+                kept: kept.id,
+                retired: retired.id,
+                status: None,
+            }
+            .into());
         }
         let path = format!("improve/skills/{}.md", retired.id);
         let audit = self.audit(
@@ -238,10 +244,16 @@ impl ImproveCx<'_> {
                 ),
             ));
         }
-        Ok(
-            json!({"ok": true, "action": name, "pair": pair, "kept": kept.id,
-                  "retired": retired.id, "status": "retired"}),
-        )
+        Ok(MergeAccepted {
+            ok: true,
+            action: name,
+            dry_run: None,
+            pair,
+            kept: kept.id,
+            retired: retired.id,
+            status: Some("retired"),
+        }
+        .into())
     }
 
     /// `reject_merge` (admin only): records the decision so the pair is not proposed again.
@@ -252,7 +264,7 @@ impl ImproveCx<'_> {
         b: Option<&str>,
         reason: Option<&str>,
         dry: bool,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let name = "reject_merge";
         let (x, y) = match self.pair_of(caller, name, a, b).await? {
             Ok(pair) => pair,
@@ -265,7 +277,14 @@ impl ImproveCx<'_> {
             return Ok(refuse(name, format!("{pair} was already decided.")));
         }
         if dry {
-            return Ok(json!({"ok": true, "action": name, "dry_run": true, "pair": pair}));
+            return Ok(MergeRejected {
+                ok: true,
+                action: name,
+                dry_run: Some(true),
+                pair,
+                decision: None,
+            }
+            .into());
         }
         let value = json!({"decision": "rejected", "by": caller.actor(), "at": now.to_string(),
                            "reason": reason})
@@ -284,6 +303,13 @@ impl ImproveCx<'_> {
         if !self.settings.change_settings(&[change], audit, now).await? {
             return Ok(refuse(name, format!("{pair} was decided while this ran.")));
         }
-        Ok(json!({"ok": true, "action": name, "pair": pair, "decision": "rejected"}))
+        Ok(MergeRejected {
+            ok: true,
+            action: name,
+            dry_run: None,
+            pair,
+            decision: Some("rejected"),
+        }
+        .into())
     }
 }

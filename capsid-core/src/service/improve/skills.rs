@@ -5,11 +5,13 @@
 
 use serde_json::{Value, json};
 
-use super::{ImproveCx, refuse};
+use super::{
+    ImproveCx, ImproveRunAnswer, SkillEvidence, SkillList, SkillListed, SkillRetired, refuse,
+};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::ports::SkillRow;
-use crate::service::{Area, to_json};
+use crate::service::Area;
 use crate::skills::SkillStatus;
 use crate::skills::offer::namespaces_admit;
 
@@ -18,14 +20,22 @@ pub(crate) const SKILLS_LISTED_MAX: usize = 200;
 /// At most this many of each kind of evidence are shown with one skill.
 pub(crate) const EVIDENCE_SHOWN_MAX: usize = 50;
 
-fn row_json(s: &SkillRow) -> Value {
-    json!({
-        "id": s.id, "title": s.title, "status": s.status, "version": s.version,
-        "wins": s.wins, "losses": s.losses, "source_namespace": s.source_namespace,
-        "trigger": s.trigger_condition,
-        "namespaces": s.namespaces.as_deref().and_then(|n| serde_json::from_str::<Value>(n).ok()),
-        "body_ref": s.body_ref,
-    })
+fn listed(s: &SkillRow) -> SkillListed {
+    SkillListed {
+        id: s.id.clone(),
+        title: s.title.clone(),
+        status: s.status.clone(),
+        version: s.version,
+        wins: s.wins,
+        losses: s.losses,
+        source_namespace: s.source_namespace.clone(),
+        trigger: s.trigger_condition.clone(),
+        namespaces: s
+            .namespaces
+            .as_deref()
+            .and_then(|n| serde_json::from_str::<Value>(n).ok()),
+        body_ref: s.body_ref.clone(),
+    }
 }
 
 /// Whether `caller` may see `skill`: it may read the skill's source namespace, or the call
@@ -54,10 +64,10 @@ impl ImproveCx<'_> {
         caller: &Caller,
         namespace: Option<&str>,
         status: Option<&str>,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let status = parse_status(status)?;
         let rows = self.skills.skills(status.map(SkillStatus::name)).await?;
-        let mut matched: Vec<Value> = rows
+        let mut matched: Vec<SkillListed> = rows
             .iter()
             .filter(|s| visible(caller, s, namespace))
             .filter(|s| {
@@ -65,15 +75,17 @@ impl ImproveCx<'_> {
                     s.source_namespace == ns || namespaces_admit(s.namespaces.as_deref(), ns)
                 })
             })
-            .map(row_json)
+            .map(listed)
             .collect();
         let truncated = matched.len() > SKILLS_LISTED_MAX;
         matched.truncate(SKILLS_LISTED_MAX);
-        let mut out = json!({"ok": true, "action": "skills", "skills": matched});
-        if truncated {
-            out["truncated"] = json!(true);
+        Ok(SkillList {
+            ok: true,
+            action: "skills",
+            skills: matched,
+            truncated: truncated.then_some(true),
         }
-        Ok(out)
+        .into())
     }
 
     /// `skill`: one skill and its evidence, newest first.
@@ -82,7 +94,7 @@ impl ImproveCx<'_> {
         caller: &Caller,
         namespace: Option<&str>,
         id: Option<&str>,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let Some(id) = id else {
             return Ok(refuse("skill", "skill needs the skill's id (skill)"));
         };
@@ -99,11 +111,15 @@ impl ImproveCx<'_> {
         evaluations.truncate(EVIDENCE_SHOWN_MAX);
         let edits = self.skills.skill_edits(id, EVIDENCE_SHOWN_MAX).await?;
         let failures = self.skills.skill_failures(id, EVIDENCE_SHOWN_MAX).await?;
-        Ok(json!({
-            "ok": true, "action": "skill", "skill": row_json(&row),
-            "evaluations": to_json(&evaluations)?, "edits": to_json(&edits)?,
-            "failures": to_json(&failures)?,
-        }))
+        Ok(SkillEvidence {
+            ok: true,
+            action: "skill",
+            skill: listed(&row),
+            evaluations,
+            edits,
+            failures,
+        }
+        .into())
     }
 
     /// `retire_skill` (admin only): keyed on the status read, so a concurrent change wins.
@@ -113,7 +129,7 @@ impl ImproveCx<'_> {
         id: Option<&str>,
         reason: Option<&str>,
         dry: bool,
-    ) -> Result<Value> {
+    ) -> Result<ImproveRunAnswer> {
         let name = "retire_skill";
         let Some(id) = id else {
             return Ok(refuse(name, "retire_skill needs the skill's id (skill)"));
@@ -131,9 +147,15 @@ impl ImproveCx<'_> {
             return Ok(refuse(name, format!("{id} is already retired.")));
         }
         if dry {
-            return Ok(
-                json!({"ok": true, "action": name, "dry_run": true, "skill": id, "from": row.status}),
-            );
+            return Ok(SkillRetired {
+                ok: true,
+                action: name,
+                dry_run: Some(true),
+                skill: id.to_owned(),
+                from: row.status,
+                status: None,
+            }
+            .into());
         }
         let path = format!("improve/skills/{id}.md");
         let audit = self.audit(
@@ -154,8 +176,14 @@ impl ImproveCx<'_> {
                 format!("{id} changed status while this ran; read it again."),
             ));
         }
-        Ok(
-            json!({"ok": true, "action": name, "skill": id, "from": row.status, "status": "retired"}),
-        )
+        Ok(SkillRetired {
+            ok: true,
+            action: name,
+            dry_run: None,
+            skill: id.to_owned(),
+            from: row.status,
+            status: Some("retired"),
+        }
+        .into())
     }
 }
