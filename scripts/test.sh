@@ -183,8 +183,9 @@ step "release binary: built as users build it, its size printed (at most 30 MB)"
 disk
 cargo build --release --locked -p capsid-cli
 release_bytes=$(stat -c %s target/release/capsid)
-release_limit=$((30 * 1024 * 1024))
-echo "capsid release binary: ${release_bytes} bytes ($((release_bytes / 1024 / 1024)) MiB; limit ${release_limit})"
+# 30 MB in the decimal sense, the stricter reading of the bound.
+release_limit=30000000
+echo "capsid release binary: ${release_bytes} bytes ($((release_bytes / 1000 / 1000)) MB; limit ${release_limit})"
 if [ "$release_bytes" -gt "$release_limit" ]; then
   echo "the release binary is over 30 MB" >&2
   exit 1
