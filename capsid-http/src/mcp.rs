@@ -19,7 +19,7 @@ use capsid_core::error::Error;
 use capsid_core::service::metrics::{outcome_label, tool_label};
 use capsid_core::service::{
     CHECKMARK_TEMPLATE, CONFIRM_WAIT_MS, CompletionRef, Confirmer, Consent, Service, ToolListing,
-    output_schema, pretty, resource_mime,
+    output_schema, pretty, resource_mime, unknown_arguments,
 };
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
@@ -257,6 +257,16 @@ impl ServerHandler for CapsidMcp {
     ) -> Result<CallToolResponse, McpError> {
         let caller = caller_of(&ctx)?;
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let ignored = unknown_arguments(&request.name, &args);
+        if !ignored.is_empty() {
+            // Dropped as the reference drops them, but never unseen: a misspelt filter shows.
+            tracing::warn!(
+                tool = %request.name,
+                actor = %caller.actor(),
+                ignored = ?ignored,
+                "arguments the tool does not take were ignored"
+            );
+        }
         let confirmer = Elicitor { ctx: &ctx };
         let started = std::time::Instant::now();
         let answer = self

@@ -110,40 +110,26 @@ pub fn parse_tool_args(tool: &str, args: Value) -> Result<ParsedCall> {
     }
 }
 
-/// The arguments of tool `T`, parsed and bounded. A name the tool does not take is refused,
-/// never dropped: a misspelt `namespace` must not widen a call to every namespace.
+/// The arguments of tool `T`, parsed and bounded.
 fn parse_args_of<T: Tool>(args: Value) -> Result<T::Args> {
-    refuse_unknown_names(T::SPEC.name, &args)?;
     parse_args(T::SPEC.name, args)
 }
 
-/// Refuses arguments `tool`'s input schema does not name, naming them and what it takes.
-fn refuse_unknown_names(tool: &str, args: &Value) -> Result<()> {
+/// The argument names `tool`'s input schema does not name. A call carrying them still runs,
+/// as the reference's (zod) schemas drop unknown keys and clients written against it send
+/// some (`confirm` where none is asked); the adapters log them, so a misspelt filter is
+/// seen in the server log rather than lost.
+pub fn unknown_arguments(tool: &str, args: &Value) -> Vec<String> {
     let (Some(given), Some(entry)) = (args.as_object(), lookup(tool)) else {
-        // Not an object: `parse_args` refuses it with its own message.
-        return Ok(());
+        return Vec::new();
     };
     let schema = entry.input_schema();
     let known = schema.get("properties").and_then(Value::as_object);
-    let unknown: Vec<&str> = given
+    given
         .keys()
         .filter(|k| !known.is_some_and(|p| p.contains_key(k.as_str())))
-        .map(String::as_str)
-        .collect();
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    let takes = match known {
-        Some(p) if !p.is_empty() => {
-            let names: Vec<&str> = p.keys().map(String::as_str).collect();
-            format!("it takes {}", names.join(", "))
-        }
-        _ => "it takes no arguments".to_owned(),
-    };
-    Err(Error::Invalid(format!(
-        "{tool}: unknown argument {}: {takes}",
-        unknown.join(", ")
-    )))
+        .cloned()
+        .collect()
 }
 
 fn parse_only<T: Tool>(args: Value) -> Result<ParsedCall> {
