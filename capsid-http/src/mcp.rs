@@ -104,10 +104,7 @@ fn tool_of(listing: &ToolListing) -> Tool {
         listing.spec.description,
         listing.input_schema.clone(),
     );
-    let tool = match listing.output_schema {
-        Some(output) => tool.with_raw_output_schema(output.schema.clone()),
-        None => tool,
-    };
+    let tool = tool.with_raw_output_schema(listing.output_schema.schema.clone());
     tool.with_title(listing.spec.title()).with_annotations(
         ToolAnnotations::with_title(listing.spec.title())
             .read_only(a.read_only)

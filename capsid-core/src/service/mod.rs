@@ -44,7 +44,7 @@ pub use jobs::JobsArgs;
 pub(crate) use jobs::ResumeTo;
 pub use registry::{
     CallObserver, OutputSchema, ParsedCall, REGISTRY, RefusedAnswer, ToolEntry, ToolListing,
-    Untyped, output_schema, parse_tool_args, unknown_arguments,
+    output_schema, parse_tool_args, unknown_arguments,
 };
 pub use schedule::{SWEEP_LEASE, Scheduler, TaskOutcome, TaskRun, TickReport};
 pub use surfaces::{CHECKMARK_TEMPLATE, parse_checkmark_uri, resource_mime};

@@ -10,8 +10,8 @@
 //!
 //! A handler answers a typed value ([`Tool::Answer`]): the registry serializes it once (the
 //! wire text comes from that JSON) and builds the tool's MCP output schema from the same type
-//! ([`output_schema`]), so the schema cannot drift from the answer. A tool not yet typed
-//! answers [`Untyped`], which claims no output schema and sends no structured content.
+//! ([`output_schema`]), so the schema cannot drift from the answer. Every tool is typed: an
+//! answer type without a JSON Schema does not compile as a tool's answer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -33,25 +33,19 @@ use output::{output_schema_of, output_schemas};
 /// A boxed handler future answering `A`.
 pub type ToolFuture<'a, A = Value> = Pin<Box<dyn Future<Output = Result<A>> + Send + 'a>>;
 
-/// What a tool's handler answers: serialized once into the wire JSON, and (unless it is
-/// [`Untyped`]) described by the tool's output schema.
+/// What a tool's handler answers: serialized once into the wire JSON, and described by the
+/// tool's output schema.
 pub trait Answer: serde::Serialize + Send + 'static {
-    /// The JSON Schema of the answer (`None`: the tool claims none).
-    fn answer_schema() -> Option<Value>;
+    /// The JSON Schema of the answer.
+    fn answer_schema() -> Value;
 }
 
-/// Every typed answer: its schema is its type's.
+/// Every answer: its schema is its type's.
 impl<T: serde::Serialize + schemars::JsonSchema + Send + 'static> Answer for T {
-    fn answer_schema() -> Option<Value> {
-        Some(output_schema_of::<T>())
+    fn answer_schema() -> Value {
+        output_schema_of::<T>()
     }
 }
-
-/// The answer of a tool whose result is not typed yet: plain JSON, with no output schema and
-/// no structured content on the wire (a schema claiming "anything" would be a fake one).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(transparent)]
-pub struct Untyped(pub Value);
 
 /// One tool: its spec, its arguments and its handler.
 pub trait Tool: 'static {
@@ -70,12 +64,6 @@ pub trait Tool: 'static {
     ) -> ToolFuture<'a, Self::Answer>;
 }
 
-impl Answer for Untyped {
-    fn answer_schema() -> Option<Value> {
-        None
-    }
-}
-
 type Invoke = for<'a> fn(&'a Service, &'a Caller, Value, &'a dyn Confirmer) -> ToolFuture<'a>;
 
 /// A registered tool.
@@ -83,7 +71,7 @@ pub struct ToolEntry {
     /// Its spec.
     pub spec: ToolSpec,
     schema: fn() -> Map<String, Value>,
-    answer_schema: fn() -> Option<Value>,
+    answer_schema: fn() -> Value,
     invoke: Invoke,
     parse: fn(Value) -> Result<ParsedCall>,
 }
@@ -290,8 +278,8 @@ pub struct ToolListing {
     pub input_schema: Arc<Map<String, Value>>,
     /// Its annotations.
     pub annotations: Annotations,
-    /// Its output schema (`None` while its answer is untyped).
-    pub output_schema: Option<&'static OutputSchema>,
+    /// Its output schema.
+    pub output_schema: &'static OutputSchema,
 }
 
 /// Told when a call passed the one check and enters its handler (metrics, tests).
@@ -312,7 +300,7 @@ impl Service {
                 spec: &e.spec,
                 input_schema: schema.clone(),
                 annotations: e.spec.annotations(),
-                output_schema: output.as_ref(),
+                output_schema: output,
             })
             .collect()
     }

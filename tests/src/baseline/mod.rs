@@ -26,6 +26,14 @@ pub enum RawDb {
 }
 
 impl RawDb {
+    /// `sqlite` or `postgres`.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            RawDb::Sqlite(_) => "sqlite",
+            RawDb::Postgres(_) => "postgres",
+        }
+    }
+
     /// Opens the SQLite file at `path`: one connection for writes (as the store has one
     /// writer), `readers` for reads.
     pub async fn sqlite(path: &std::path::Path, readers: u32) -> anyhow::Result<RawDb> {

@@ -283,10 +283,20 @@ async fn claims(args: &Args, server: &TestServer, raw: &RawDb) -> Result<()> {
         run.retries
     );
     let (bare, doubled) = raw_claims(raw, args.jobs, args.clients).await?;
+    let rate = run.claimed as f64 / run.elapsed.as_secs_f64();
     println!(
         "baseline (the bare queue statements on the same database, {} claimers): {bare:.0} claims/s, {doubled} double claims; capsid/baseline {:.2}x",
         args.clients,
-        run.claimed as f64 / run.elapsed.as_secs_f64() / bare.max(1e-9)
+        rate / bare.max(1e-9)
+    );
+    // The figure and its in-run baseline on one line, for tables and scripts.
+    println!(
+        "claims-summary: engine={} clients={} jobs={} capsid={rate:.0}/s baseline={bare:.0}/s ratio={:.2}x double_claims={}",
+        raw.engine(),
+        args.clients,
+        args.jobs,
+        rate / bare.max(1e-9),
+        run.claimed.saturating_sub(run.distinct) + doubled
     );
     if run.distinct != run.claimed || run.claimed != args.jobs {
         bail!(

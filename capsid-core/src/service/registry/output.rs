@@ -195,23 +195,23 @@ fn is_object_schema(schema: &Map<String, Value>, defs: &Map<String, Value>) -> b
     })
 }
 
-/// Every output schema, built once (`None` for a tool whose answer is [`Untyped`]).
-pub(super) fn output_schemas() -> &'static [Option<OutputSchema>] {
-    static OUTPUTS: OnceLock<Vec<Option<OutputSchema>>> = OnceLock::new();
+/// Every output schema, built once, in registry order.
+pub(super) fn output_schemas() -> &'static [OutputSchema] {
+    static OUTPUTS: OnceLock<Vec<OutputSchema>> = OnceLock::new();
     OUTPUTS.get_or_init(|| {
         REGISTRY
             .iter()
-            .map(|e| (e.answer_schema)().map(|a| OutputSchema::build(a, e.spec.refusals)))
+            .map(|e| OutputSchema::build((e.answer_schema)(), e.spec.refusals))
             .collect()
     })
 }
 
-/// The output schema of the tool named `name`, when its answer is typed.
+/// The output schema of the tool named `name` (`None`: no such tool).
 pub fn output_schema(name: &str) -> Option<&'static OutputSchema> {
     REGISTRY
         .iter()
         .position(|e| e.spec.name == name)
-        .and_then(|i| output_schemas()[i].as_ref())
+        .map(|i| &output_schemas()[i])
 }
 
 #[cfg(test)]
@@ -220,21 +220,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_typed_tool_lists_an_object_schema_and_an_untyped_one_none() {
+    fn every_tool_lists_an_object_schema() {
+        assert_eq!(output_schemas().len(), REGISTRY.len());
         for (entry, output) in REGISTRY.iter().zip(output_schemas()) {
             let name = entry.spec.name;
-            match ((entry.answer_schema)(), output) {
-                (None, None) => {}
-                (Some(_), Some(output)) => {
-                    assert_eq!(
-                        output.schema.get("type"),
-                        Some(&Value::String("object".into())),
-                        "{name}: MCP asks an object schema"
-                    );
-                    assert!(!output.schema.contains_key("title"), "{name}");
-                }
-                (answer, output) => panic!("{name}: answer {answer:?}, output {output:?}"),
-            }
+            assert_eq!(
+                output.schema.get("type"),
+                Some(&Value::String("object".into())),
+                "{name}: MCP asks an object schema"
+            );
+            assert!(!output.schema.contains_key("title"), "{name}");
         }
     }
 
