@@ -9,6 +9,7 @@ use std::time::Duration;
 use capsid_http::{ServeLimits, SessionLimits};
 use capsid_tests::e2e_cases;
 use capsid_tests::server::{ServerOptions, TestServer};
+use capsid_tests::wire::open_session;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -57,22 +58,15 @@ fn tight(header_ms: u64) -> ServerOptions {
 /// before; it only stops a broken server from hanging the suite.
 const NEVER: Duration = Duration::from_secs(30);
 
+/// One JSON-RPC message POSTed (`capsid_tests::wire::post`): the status, the session id the
+/// answer names, and its body.
 async fn post(
     s: &TestServer,
     key: &str,
     session: Option<&str>,
     body: Value,
 ) -> (u16, Option<String>, String) {
-    let mut req = reqwest::Client::new()
-        .post(s.ops_url())
-        .bearer_auth(key)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25");
-    if let Some(id) = session {
-        req = req.header("mcp-session-id", id);
-    }
-    let resp = req.body(body.to_string()).send().await.expect("a response");
+    let resp = capsid_tests::wire::post(s, key, session, body).await;
     let status = resp.status().as_u16();
     let id = resp
         .headers()
@@ -80,23 +74,6 @@ async fn post(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     (status, id, resp.text().await.unwrap_or_default())
-}
-
-async fn open_session(s: &TestServer, key: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let (status, id, body) = post(s, key, None, init).await;
-    assert_eq!(status, 200, "{body}");
-    let id = id.expect("a session id");
-    let (status, _, body) = post(
-        s,
-        key,
-        Some(&id),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await;
-    assert_eq!(status, 202, "{body}");
-    id
 }
 
 async fn list(s: &TestServer, key: &str, session: &str) -> (u16, String) {

@@ -49,36 +49,34 @@ struct RelayState {
 }
 
 impl Relay<'_> {
-    fn tell(&self, by: u64, message: impl FnOnce(&RelayState) -> String) {
+    /// Moves the count on by `by` (at least one), after `update` (which says what to tell)
+    /// saw the state, and queues the note.
+    fn tell(&self, by: u64, update: impl FnOnce(&mut RelayState) -> String) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let message = update(&mut state);
         state.done += by.max(1);
-        let note = (state.done, message(&state));
         // The receiver lives as long as the call: a send fails only after it ended.
-        let _ = self.notes.unbounded_send(note);
-    }
-
-    fn begin(&self, table: &str) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.table = table.to_owned();
-        state.rows = 0;
+        let _ = self.notes.unbounded_send((state.done, message));
     }
 }
 
 impl Progress for Relay<'_> {
     fn table_started(&self, table: &str, _rows: Option<u64>) {
-        self.begin(table);
-        self.tell(1, |s| format!("exporting {}", s.table));
+        self.tell(1, |s| {
+            s.table = table.to_owned();
+            s.rows = 0;
+            format!("exporting {table}")
+        });
     }
 
     fn rows_done(&self, rows: u64) {
         if rows == 0 {
             return;
         }
-        {
-            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            state.rows += rows;
-        }
-        self.tell(rows, |s| format!("exporting {}: {} rows", s.table, s.rows));
+        self.tell(rows, |s| {
+            s.rows += rows;
+            format!("exporting {}: {} rows", s.table, s.rows)
+        });
     }
 
     fn table_done(&self, table: &str, rows: u64) {
