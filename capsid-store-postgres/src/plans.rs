@@ -15,6 +15,7 @@ use capsid_store_sql::agents::BY_KEY_HASH;
 use capsid_store_sql::audit::recent_audit_stmt;
 use capsid_store_sql::checkmarks::{BY_NAMESPACE as CHECKMARKS_BY_NAMESPACE, feed_stmt, log_stmt};
 use capsid_store_sql::documents::{DOCUMENT, LAST_ACTOR, VERSIONS, list_sql};
+use capsid_store_sql::namespaces::BUDGET;
 
 /// One bound parameter of a probe.
 enum Param {
@@ -53,6 +54,11 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
             vec![text(namespace), text("agent:driver")],
         ),
         probe("lease_sweep", SWEEP, vec![text("2026-11-30T04:09:01.123Z")]),
+        probe(
+            "claim_budget",
+            BUDGET,
+            vec![text(namespace), text("2026-11-01T00:00:00.000Z")],
+        ),
         probe(
             "search",
             &search_sql(Parser::Web, false, false),

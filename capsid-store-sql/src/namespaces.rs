@@ -191,10 +191,11 @@ pub async fn spend_since(
     .await
 }
 
-/// A namespace's own budget and its spend since `$2`, in one read.
-const BUDGET: &str = "SELECT n.monthly_budget_usd, \
+/// A namespace's own budget and its spend since `$2`, in one read (the costed outcomes
+/// only, which are all the partial index `job_outcomes_spend` holds, with their cost).
+pub const BUDGET: &str = "SELECT n.monthly_budget_usd, \
      (SELECT COALESCE(SUM(o.cost_usd), 0.0) FROM job_outcomes o \
-      WHERE o.namespace = n.namespace AND o.recorded_at >= $2) AS spent \
+      WHERE o.namespace = n.namespace AND o.recorded_at >= $2 AND o.cost_usd IS NOT NULL) AS spent \
      FROM namespaces n WHERE n.namespace = $1";
 
 /// `NamespaceStore::namespace_budget`.

@@ -138,6 +138,13 @@ impl SqliteStore {
             "lease sweep",
             explain_static(SWEEP_SQL, &[Text("2026-11-30T04:09:01.123Z")])?,
         ));
+        plans.push((
+            "claim budget",
+            explain_static(
+                capsid_store_sql::namespaces::BUDGET,
+                &[Text(&ns), Text("2026-11-01T00:00:00.000Z")],
+            )?,
+        ));
 
         let mut out = Vec::with_capacity(plans.len());
         for (name, qb) in plans {

@@ -11,7 +11,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Connection, Executor, Row, Sqlite, Transaction};
 
-use capsid_core::ports::{AgentRow, DocWithActor};
+use capsid_core::ports::{AgentRow, DocWithActor, SearchHit};
 
 use crate::cache::{CacheCounts, DataVersion, ReadCache};
 use crate::error::backend;
@@ -33,6 +33,13 @@ const DOCUMENT_CACHE_BYTES: usize = 8 * 1024 * 1024;
 /// The agent rows cached by key hash (one per live key in use).
 const AGENT_CACHE_ENTRIES: usize = 1_024;
 const AGENT_CACHE_BYTES: usize = 1024 * 1024;
+/// Search answers cached by query, filters and limit (a page of hits with its snippets).
+const SEARCH_CACHE_ENTRIES: usize = 512;
+const SEARCH_CACHE_BYTES: usize = 4 * 1024 * 1024;
+
+/// What a search answer is cached under: the query as given, the namespace and type
+/// filters and the limit.
+pub(crate) type SearchKey = (String, Option<String>, Option<String>, usize);
 
 /// The SQLite store: every store port of `capsid-core` over one database file.
 ///
@@ -54,6 +61,8 @@ struct Pools {
     documents: ReadCache<(String, String), Option<DocWithActor>>,
     /// `agent_by_key_hash` answers, by key hash.
     agents: ReadCache<String, Option<AgentRow>>,
+    /// `search_documents` answers, by [`SearchKey`].
+    searches: ReadCache<SearchKey, Vec<SearchHit>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -137,6 +146,7 @@ impl SqliteStore {
                 version: DataVersion::new(&std::fs::canonicalize(&path).unwrap_or(path)),
                 documents: ReadCache::new(DOCUMENT_CACHE_ENTRIES, DOCUMENT_CACHE_BYTES),
                 agents: ReadCache::new(AGENT_CACHE_ENTRIES, AGENT_CACHE_BYTES),
+                searches: ReadCache::new(SEARCH_CACHE_ENTRIES, SEARCH_CACHE_BYTES),
             }),
         })
     }
@@ -247,9 +257,19 @@ impl SqliteStore {
         &self.inner.agents
     }
 
+    /// The search answer cache.
+    pub(crate) fn search_cache(&self) -> &ReadCache<SearchKey, Vec<SearchHit>> {
+        &self.inner.searches
+    }
+
     /// Hits and misses of the document and agent read caches (in that order) since open.
     pub fn cache_counts(&self) -> (CacheCounts, CacheCounts) {
         (self.inner.documents.counts(), self.inner.agents.counts())
+    }
+
+    /// Hits and misses of the search answer cache since open.
+    pub fn search_cache_counts(&self) -> CacheCounts {
+        self.inner.searches.counts()
     }
 
     /// A unit of write work on the writer connection: a savepoint in the writer's current

@@ -1,6 +1,7 @@
 //! The read caches (`read`'s document, the bearer key's agent row) answer from memory only
 //! while nothing committed since: a write through another handle on the same file, with its
-//! own connections as another process has (the CLI's `agents revoke`), is seen at once.
+//! own connections as another process has (the CLI's `agents revoke`), is seen at once. The
+//! search answer cache obeys the same rule.
 
 mod common;
 
@@ -134,5 +135,70 @@ async fn a_revocation_elsewhere_takes_effect_on_the_next_lookup() {
         "the revocation is read at once"
     );
     assert_eq!(agents(&store).misses, counted.misses + 1);
+    store.close().await;
+}
+
+async fn paths_found(store: &SqliteStore, query: &str, namespace: Option<&str>) -> Vec<String> {
+    store
+        .search_documents(query, namespace, None, 20)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|hit| hit.path)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_search_is_answered_from_memory_until_anything_commits_anywhere() {
+    let (dir, store) = store().await;
+    put(&store, doc("n", "a.md", "A", "quartz lantern", "spec", at(0))).await;
+    put(&store, doc("m", "b.md", "B", "quartz", "spec", at(1))).await;
+    let before = store.search_cache_counts();
+    assert_eq!(paths_found(&store, "quartz", Some("n")).await, ["a.md"]);
+    assert_eq!(paths_found(&store, "quartz", Some("n")).await, ["a.md"]);
+    let counted = store.search_cache_counts();
+    assert_eq!(counted.misses - before.misses, 1, "{counted:?}");
+    assert_eq!(counted.hits - before.hits, 1, "{counted:?}");
+    // Another filter, another query text or another limit is its own answer.
+    let mut both = paths_found(&store, "quartz", None).await;
+    both.sort();
+    assert_eq!(both, ["a.md", "b.md"]);
+    assert_eq!(paths_found(&store, "lantern", Some("n")).await, ["a.md"]);
+    assert_eq!(store.search_documents("quartz", None, None, 1).await.unwrap().len(), 1);
+    assert_eq!(store.search_cache_counts().misses - counted.misses, 3);
+
+    // Writes, a move and a delete through another handle (another process) on the same
+    // file: each is found by the next search here, with its snippet.
+    let other = SqliteStore::open(&url(&dir)).await.unwrap();
+    other
+        .write_document(
+            doc("n", "c.md", "C", "more quartz here", "spec", at(10)),
+            WriteGuard::Upsert,
+            vec![audit("write", "n", "c.md", at(10))],
+        )
+        .await
+        .unwrap();
+    let mut found = paths_found(&store, "quartz", Some("n")).await;
+    found.sort();
+    assert_eq!(found, ["a.md", "c.md"]);
+    let hits = store.search_documents("quartz", Some("n"), None, 20).await.unwrap();
+    assert!(
+        hits.iter().any(|h| h.path == "c.md" && h.snippet.contains("[quartz]")),
+        "{hits:?}"
+    );
+    other
+        .move_document("n", "c.md", "d.md", None, at(11), audit("move", "n", "c.md", at(11)))
+        .await
+        .unwrap();
+    let mut found = paths_found(&store, "quartz", Some("n")).await;
+    found.sort();
+    assert_eq!(found, ["a.md", "d.md"]);
+    other
+        .delete_document("n", "a.md", None, audit("delete", "n", "a.md", at(12)))
+        .await
+        .unwrap();
+    assert_eq!(paths_found(&store, "quartz", Some("n")).await, ["d.md"]);
+    assert_eq!(paths_found(&store, "lantern", Some("n")).await, Vec::<String>::new());
+    other.close().await;
     store.close().await;
 }

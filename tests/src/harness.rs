@@ -137,6 +137,8 @@ pub struct Fresh<S> {
     pub store: Arc<S>,
     /// Raw SQL on the same database.
     pub probe: Probe,
+    /// The store's URL, for [`Backend::another`].
+    pub url: String,
     cleanup: Cleanup,
 }
 
@@ -150,6 +152,9 @@ pub trait Backend: Store + Sized + 'static {
     fn plans(&self) -> impl Future<Output = Result<Vec<(String, String)>, StoreError>> + Send;
     /// Closes the store's connections.
     fn shut(&self) -> impl Future<Output = ()> + Send;
+    /// A second store on the database at `url`, with connections (and caches) of its own, as
+    /// another server or the CLI on the same database has.
+    fn another(url: &str) -> impl Future<Output = Self> + Send;
 }
 
 impl Backend for SqliteStore {
@@ -158,9 +163,8 @@ impl Backend for SqliteStore {
     async fn fresh(_case: &str) -> Option<Fresh<Self>> {
         let dir = tempfile::tempdir().expect("temporary folder");
         let path = dir.path().join("capsid.db");
-        let store = SqliteStore::open(&format!("sqlite://{}", path.display()))
-            .await
-            .expect("open sqlite");
+        let url = format!("sqlite://{}", path.display());
+        let store = SqliteStore::open(&url).await.expect("open sqlite");
         store.migrate().await.expect("migrate sqlite");
         let probe = SqlitePoolOptions::new()
             .max_connections(1)
@@ -174,6 +178,7 @@ impl Backend for SqliteStore {
         Some(Fresh {
             store: Arc::new(store),
             probe: Probe::Sqlite(probe),
+            url,
             cleanup: Cleanup::Folder(dir),
         })
     }
@@ -184,6 +189,10 @@ impl Backend for SqliteStore {
 
     async fn shut(&self) {
         self.close().await;
+    }
+
+    async fn another(url: &str) -> Self {
+        SqliteStore::open(url).await.expect("open sqlite again")
     }
 }
 
@@ -204,6 +213,7 @@ impl Backend for PgStore {
         Some(Fresh {
             store: Arc::new(store),
             probe: Probe::Postgres(probe),
+            url,
             cleanup: Cleanup::Database(database),
         })
     }
@@ -215,9 +225,20 @@ impl Backend for PgStore {
     async fn shut(&self) {
         self.close().await;
     }
+
+    async fn another(url: &str) -> Self {
+        PgStore::connect_with(url, 4)
+            .await
+            .expect("connect postgres again")
+    }
 }
 
 impl<S: Backend> Fresh<S> {
+    /// A second store on the same database ([`Backend::another`]).
+    pub async fn another(&self) -> S {
+        S::another(&self.url).await
+    }
+
     /// Closes the store and removes its file or database.
     pub async fn finish(self) {
         self.store.shut().await;
@@ -341,7 +362,13 @@ pub fn newest_migration() -> String {
 /// The plan lines that read a whole hot table: SQLite `SCAN <table>` without `USING`,
 /// Postgres `Seq Scan on <table>`. `aliases` names other spellings of the hot tables.
 pub fn full_scans(plan: &str, aliases: &[&str]) -> Vec<String> {
-    let hot = ["documents", "jobs", "audit_log", "document_versions"];
+    let hot = [
+        "documents",
+        "jobs",
+        "audit_log",
+        "document_versions",
+        "job_outcomes",
+    ];
     plan.lines()
         .filter(|line| {
             let line = line.trim();

@@ -5,7 +5,8 @@ use capsid_tests::conformance;
 use capsid_tests::harness::Backend;
 
 /// Expands one case for one backend. `store` cases take `&S`, `probe` cases also a raw SQL
-/// probe, `shared` cases an `Arc<S>` they hand to spawned tasks.
+/// probe, `shared` cases an `Arc<S>` they hand to spawned tasks, `elsewhere` cases a second
+/// store on the same database (another server's connections and caches).
 macro_rules! case {
     (@call store $fresh:ident, $module:ident :: $name:ident) => {
         conformance::$module::$name(&*$fresh.store).await
@@ -16,6 +17,11 @@ macro_rules! case {
     (@call shared $fresh:ident, $module:ident :: $name:ident) => {
         conformance::$module::$name($fresh.store.clone()).await
     };
+    (@call elsewhere $fresh:ident, $module:ident :: $name:ident) => {{
+        let other = $fresh.another().await;
+        conformance::$module::$name(&*$fresh.store, &other).await;
+        other.shut().await
+    }};
     ($store:ty, $kind:ident $module:ident :: $name:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn $name() {
@@ -62,6 +68,9 @@ conformance_suite! {
     store documents_search::search_limit_and_no_duplicates;
     store documents_search::search_ranks_best_first_among_many_matches;
     store documents_search::search_ranks_strongest_body_match_first_among_many;
+    elsewhere elsewhere::a_read_sees_what_another_server_wrote;
+    elsewhere elsewhere::a_search_sees_what_another_server_wrote;
+    elsewhere elsewhere::a_revocation_by_another_server_is_seen_on_the_next_lookup;
     store documents_read::backlinks_sorted_by_type_namespace_path;
     store documents_read::documents_exist_in_order;
     store documents_read::page_documents_keyset;

@@ -46,6 +46,10 @@ struct Args {
     /// Weights of read,search,write in calls mode.
     #[arg(long, default_value = "1,0,0")]
     mix: String,
+    /// The query every `search` call sends (calls mode). Without it, searches alternate
+    /// between a document's unique reference token and a word drawn from the vocabulary.
+    #[arg(long)]
+    query: Option<String>,
     /// Documents to seed (calls mode), spread over 10 namespaces.
     #[arg(long, default_value_t = 1000)]
     docs: usize,
@@ -224,12 +228,13 @@ async fn calls(args: &Args, url: &str, key: &str) -> Result<(Samples, Duration)>
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..args.clients {
-        let (url, key, weights, docs, targets) = (
+        let (url, key, weights, docs, targets, query) = (
             url.to_owned(),
             key.to_owned(),
             weights.clone(),
             args.docs.max(1),
             targets.clone(),
+            args.query.clone(),
         );
         tasks.push(tokio::spawn(async move {
             let client = Client::connect(&url, &key, ()).await;
@@ -245,13 +250,17 @@ async fn calls(args: &Args, url: &str, key: &str) -> Result<(Samples, Duration)>
                 let (tool, call) = if pick < weights[0] {
                     ("read", json!({"namespace": namespace, "path": path}))
                 } else if pick < weights[0] + weights[1] {
-                    let q = if n.is_multiple_of(2) { reference_token(i) } else { vocabulary.draw(&mut rng).to_owned() };
+                    let q = match &query {
+                        Some(q) => q.clone(),
+                        None if n.is_multiple_of(2) => reference_token(i),
+                        None => vocabulary.draw(&mut rng).to_owned(),
+                    };
                     ("search", json!({"query": q}))
                 } else {
                     ("write", json!({"namespace": format!("ns{:02}", c % 10), "path": format!("load/{c}/{n}.md"), "title": "load", "body": vocabulary.sentence(&mut rng)}))
                 };
                 let t = Instant::now();
-                let r = client.call(tool, call).await;
+                let r = client.call_unchecked(tool, call).await;
                 let dt = t.elapsed();
                 if let Err(e) = r {
                     eprintln!("client {c}: {tool} failed: {e}");

@@ -11,6 +11,7 @@ pub mod documents_point;
 pub mod documents_read;
 pub mod documents_search;
 pub mod documents_write;
+pub mod elsewhere;
 pub mod gauges;
 pub mod hostile;
 pub mod intake;
