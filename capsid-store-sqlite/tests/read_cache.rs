@@ -151,7 +151,11 @@ async fn paths_found(store: &SqliteStore, query: &str, namespace: Option<&str>) 
 #[tokio::test]
 async fn a_search_is_answered_from_memory_until_anything_commits_anywhere() {
     let (dir, store) = store().await;
-    put(&store, doc("n", "a.md", "A", "quartz lantern", "spec", at(0))).await;
+    put(
+        &store,
+        doc("n", "a.md", "A", "quartz lantern", "spec", at(0)),
+    )
+    .await;
     put(&store, doc("m", "b.md", "B", "quartz", "spec", at(1))).await;
     let before = store.search_cache_counts();
     assert_eq!(paths_found(&store, "quartz", Some("n")).await, ["a.md"]);
@@ -164,7 +168,14 @@ async fn a_search_is_answered_from_memory_until_anything_commits_anywhere() {
     both.sort();
     assert_eq!(both, ["a.md", "b.md"]);
     assert_eq!(paths_found(&store, "lantern", Some("n")).await, ["a.md"]);
-    assert_eq!(store.search_documents("quartz", None, None, 1).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .search_documents("quartz", None, None, 1)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(store.search_cache_counts().misses - counted.misses, 3);
 
     // Writes, a move and a delete through another handle (another process) on the same
@@ -181,13 +192,24 @@ async fn a_search_is_answered_from_memory_until_anything_commits_anywhere() {
     let mut found = paths_found(&store, "quartz", Some("n")).await;
     found.sort();
     assert_eq!(found, ["a.md", "c.md"]);
-    let hits = store.search_documents("quartz", Some("n"), None, 20).await.unwrap();
+    let hits = store
+        .search_documents("quartz", Some("n"), None, 20)
+        .await
+        .unwrap();
     assert!(
-        hits.iter().any(|h| h.path == "c.md" && h.snippet.contains("[quartz]")),
+        hits.iter()
+            .any(|h| h.path == "c.md" && h.snippet.contains("[quartz]")),
         "{hits:?}"
     );
     other
-        .move_document("n", "c.md", "d.md", None, at(11), audit("move", "n", "c.md", at(11)))
+        .move_document(
+            "n",
+            "c.md",
+            "d.md",
+            None,
+            at(11),
+            audit("move", "n", "c.md", at(11)),
+        )
         .await
         .unwrap();
     let mut found = paths_found(&store, "quartz", Some("n")).await;
@@ -198,7 +220,10 @@ async fn a_search_is_answered_from_memory_until_anything_commits_anywhere() {
         .await
         .unwrap();
     assert_eq!(paths_found(&store, "quartz", Some("n")).await, ["d.md"]);
-    assert_eq!(paths_found(&store, "lantern", Some("n")).await, Vec::<String>::new());
+    assert_eq!(
+        paths_found(&store, "lantern", Some("n")).await,
+        Vec::<String>::new()
+    );
     other.close().await;
     store.close().await;
 }

@@ -27,7 +27,10 @@ async fn read_twice<S: Store>(store: &S, namespace: &str, path: &str) -> Option<
 /// `read`'s document: a write, a move and a delete made elsewhere are read at once.
 pub async fn a_read_sees_what_another_server_wrote<S: Store>(store: &S, other: &S) {
     put(store, write("proj", "a.md", Some("A"), Some("one"), at(0))).await;
-    assert_eq!(read_twice(store, "proj", "a.md").await.as_deref(), Some("one"));
+    assert_eq!(
+        read_twice(store, "proj", "a.md").await.as_deref(),
+        Some("one")
+    );
     assert_eq!(read_twice(store, "proj", "b.md").await, None);
 
     for (n, text) in ["two", "three"].into_iter().enumerate() {
@@ -58,7 +61,10 @@ pub async fn a_read_sees_what_another_server_wrote<S: Store>(store: &S, other: &
         .await
         .expect("move");
     assert_eq!(read_twice(store, "proj", "a.md").await, None, "moved away");
-    assert_eq!(read_twice(store, "proj", "b.md").await.as_deref(), Some("three"));
+    assert_eq!(
+        read_twice(store, "proj", "b.md").await.as_deref(),
+        Some("three")
+    );
     other
         .delete_document(
             "proj",
@@ -95,15 +101,42 @@ async fn found<S: Store>(store: &S, query: &str, namespace: Option<&str>) -> Vec
 /// `search`: a write, a rewrite, a move and a delete made elsewhere are found (or not) by
 /// the next search, with the new text in the snippet.
 pub async fn a_search_sees_what_another_server_wrote<S: Store>(store: &S, other: &S) {
-    put(store, write("proj", "a.md", Some("A"), Some("quartz lantern"), at(0))).await;
-    put(store, write("side", "b.md", Some("B"), Some("quartz"), at(1))).await;
+    put(
+        store,
+        write("proj", "a.md", Some("A"), Some("quartz lantern"), at(0)),
+    )
+    .await;
+    put(
+        store,
+        write("side", "b.md", Some("B"), Some("quartz"), at(1)),
+    )
+    .await;
     assert_eq!(found(store, "quartz", Some("proj")).await, ["proj/a.md"]);
-    assert_eq!(found(store, "quartz", None).await, ["proj/a.md", "side/b.md"]);
+    assert_eq!(
+        found(store, "quartz", None).await,
+        ["proj/a.md", "side/b.md"]
+    );
     assert_eq!(found(store, "meadow", None).await, Vec::<String>::new());
 
-    put(other, write("proj", "c.md", Some("C"), Some("more quartz, a meadow"), at(2))).await;
-    assert_eq!(found(store, "quartz", Some("proj")).await, ["proj/a.md", "proj/c.md"]);
-    assert_eq!(found(store, "quartz", None).await, ["proj/a.md", "proj/c.md", "side/b.md"]);
+    put(
+        other,
+        write(
+            "proj",
+            "c.md",
+            Some("C"),
+            Some("more quartz, a meadow"),
+            at(2),
+        ),
+    )
+    .await;
+    assert_eq!(
+        found(store, "quartz", Some("proj")).await,
+        ["proj/a.md", "proj/c.md"]
+    );
+    assert_eq!(
+        found(store, "quartz", None).await,
+        ["proj/a.md", "proj/c.md", "side/b.md"]
+    );
     let hits = store
         .search_documents("meadow", None, None, 20)
         .await
@@ -112,7 +145,11 @@ pub async fn a_search_sees_what_another_server_wrote<S: Store>(store: &S, other:
     assert!(hits[0].snippet.contains("[meadow]"), "{hits:?}");
 
     // A rewrite that drops the word: no longer found.
-    put(other, write("proj", "a.md", Some("A"), Some("lantern only"), at(3))).await;
+    put(
+        other,
+        write("proj", "a.md", Some("A"), Some("lantern only"), at(3)),
+    )
+    .await;
     assert_eq!(found(store, "quartz", Some("proj")).await, ["proj/c.md"]);
     other
         .move_document(
@@ -157,7 +194,13 @@ pub async fn a_revocation_by_another_server_is_seen_on_the_next_lookup<S: Store>
                 created_by: "github:owner".into(),
                 at: at(0),
             },
-            audit("github:owner", "agent-minted", "agents", "replica-driver", at(0)),
+            audit(
+                "github:owner",
+                "agent-minted",
+                "agents",
+                "replica-driver",
+                at(0),
+            ),
         )
         .await
         .expect("mint");
@@ -170,24 +213,47 @@ pub async fn a_revocation_by_another_server_is_seen_on_the_next_lookup<S: Store>
             &minted.id,
             &minted.scopes,
             r#"{"namespaces":["side"]}"#,
-            audit("github:owner", "agent-rescoped", "agents", "replica-driver", at(1)),
+            audit(
+                "github:owner",
+                "agent-rescoped",
+                "agents",
+                "replica-driver",
+                at(1),
+            ),
         )
         .await
         .expect("rescope")
         .expect("the live agent is re-scoped");
     for _ in 0..2 {
-        let row = store.agent_by_key_hash(&hash).await.expect("lookup").expect("row");
-        assert_eq!(row.scopes, r#"{"namespaces":["side"]}"#, "the new scopes, at once");
+        let row = store
+            .agent_by_key_hash(&hash)
+            .await
+            .expect("lookup")
+            .expect("row");
+        assert_eq!(
+            row.scopes, r#"{"namespaces":["side"]}"#,
+            "the new scopes, at once"
+        );
     }
     other
         .revoke_agent(
             &minted.id,
             at(2),
-            audit("github:owner", "agent-revoked", "agents", "replica-driver", at(2)),
+            audit(
+                "github:owner",
+                "agent-revoked",
+                "agents",
+                "replica-driver",
+                at(2),
+            ),
         )
         .await
         .expect("revoke")
         .expect("the live agent is revoked");
-    let row = store.agent_by_key_hash(&hash).await.expect("lookup").expect("row");
+    let row = store
+        .agent_by_key_hash(&hash)
+        .await
+        .expect("lookup")
+        .expect("row");
     assert_eq!(row.revoked_at, Some(at(2)), "the revocation, at once");
 }
