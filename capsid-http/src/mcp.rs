@@ -284,7 +284,7 @@ impl ServerHandler for CapsidMcp {
                 // tool's answer also goes as structuredContent, shaped as its outputSchema.
                 let mut result = CallToolResult::success(vec![ContentBlock::text(pretty(&value))]);
                 result.structured_content =
-                    output_schema(&request.name).map(|output| output.structured(&value));
+                    output_schema(&request.name).map(|output| output.into_structured(value));
                 result
             }
             Err(e) => {

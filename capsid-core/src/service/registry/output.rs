@@ -105,10 +105,16 @@ pub struct OutputSchema {
 impl OutputSchema {
     /// The `structuredContent` of `answer`.
     pub fn structured(&self, answer: &Value) -> Value {
+        self.into_structured(answer.clone())
+    }
+
+    /// The `structuredContent` of `answer`, taking it (no copy of a large answer when the
+    /// text item was already written from it).
+    pub fn into_structured(&self, answer: Value) -> Value {
         if self.wrapped {
             serde_json::json!({ "result": answer })
         } else {
-            answer.clone()
+            answer
         }
     }
 
