@@ -47,8 +47,14 @@ async fn found(c: &Client, query: &str) -> Vec<String> {
         out.sort();
         out
     };
-    let first = paths(c.ok("search", json!({"query": query, "namespace": "proj"})).await);
-    let again = paths(c.ok("search", json!({"query": query, "namespace": "proj"})).await);
+    let first = paths(
+        c.ok("search", json!({"query": query, "namespace": "proj"}))
+            .await,
+    );
+    let again = paths(
+        c.ok("search", json!({"query": query, "namespace": "proj"}))
+            .await,
+    );
     assert_eq!(first, again, "a repeated search answers the same");
     first
 }
