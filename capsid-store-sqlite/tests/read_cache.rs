@@ -1,7 +1,7 @@
 //! The read caches (`read`'s document, the bearer key's agent row) answer from memory only
 //! while nothing committed since: a write through another handle on the same file, with its
 //! own connections as another process has (the CLI's `agents revoke`), is seen at once. The
-//! search answer cache obeys the same rule.
+//! search answer cache obeys the same rule; these cases also count its hits and misses.
 
 mod common;
 
@@ -178,8 +178,9 @@ async fn a_search_is_answered_from_memory_until_anything_commits_anywhere() {
     );
     assert_eq!(store.search_cache_counts().misses - counted.misses, 3);
 
-    // Writes, a move and a delete through another handle (another process) on the same
-    // file: each is found by the next search here, with its snippet.
+    // A write through another handle (another process) on the same file empties the cache:
+    // the next search is read from the index and finds it. (What other writes, moves and
+    // deletes made elsewhere leave is the conformance cases `elsewhere::*`, on both stores.)
     let other = SqliteStore::open(&url(&dir)).await.unwrap();
     other
         .write_document(
@@ -189,41 +190,11 @@ async fn a_search_is_answered_from_memory_until_anything_commits_anywhere() {
         )
         .await
         .unwrap();
+    let missed = store.search_cache_counts().misses;
     let mut found = paths_found(&store, "quartz", Some("n")).await;
     found.sort();
     assert_eq!(found, ["a.md", "c.md"]);
-    let hits = store
-        .search_documents("quartz", Some("n"), None, 20)
-        .await
-        .unwrap();
-    assert!(
-        hits.iter()
-            .any(|h| h.path == "c.md" && h.snippet.contains("[quartz]")),
-        "{hits:?}"
-    );
-    other
-        .move_document(
-            "n",
-            "c.md",
-            "d.md",
-            None,
-            at(11),
-            audit("move", "n", "c.md", at(11)),
-        )
-        .await
-        .unwrap();
-    let mut found = paths_found(&store, "quartz", Some("n")).await;
-    found.sort();
-    assert_eq!(found, ["a.md", "d.md"]);
-    other
-        .delete_document("n", "a.md", None, audit("delete", "n", "a.md", at(12)))
-        .await
-        .unwrap();
-    assert_eq!(paths_found(&store, "quartz", Some("n")).await, ["d.md"]);
-    assert_eq!(
-        paths_found(&store, "lantern", Some("n")).await,
-        Vec::<String>::new()
-    );
+    assert_eq!(store.search_cache_counts().misses, missed + 1);
     other.close().await;
     store.close().await;
 }

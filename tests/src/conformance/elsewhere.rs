@@ -24,6 +24,34 @@ async fn read_twice<S: Store>(store: &S, namespace: &str, path: &str) -> Option<
     first
 }
 
+/// Moves `proj/<from>` to `proj/<to>` through `other`, `minutes` after t0.
+async fn move_in<S: Store>(other: &S, from: &str, to: &str, minutes: i64) {
+    other
+        .move_document(
+            "proj",
+            from,
+            to,
+            None,
+            at(minutes),
+            audit("agent:writer", "move", "proj", from, at(minutes)),
+        )
+        .await
+        .expect("move");
+}
+
+/// Deletes `proj/<path>` through `other`, `minutes` after t0.
+async fn delete_in<S: Store>(other: &S, path: &str, minutes: i64) {
+    other
+        .delete_document(
+            "proj",
+            path,
+            None,
+            audit("agent:writer", "delete", "proj", path, at(minutes)),
+        )
+        .await
+        .expect("delete");
+}
+
 /// `read`'s document: a write, a move and a delete made elsewhere are read at once.
 pub async fn a_read_sees_what_another_server_wrote<S: Store>(store: &S, other: &S) {
     put(store, write("proj", "a.md", Some("A"), Some("one"), at(0))).await;
@@ -49,35 +77,18 @@ pub async fn a_read_sees_what_another_server_wrote<S: Store>(store: &S, other: &
         .and_then(|found| found.last_actor);
     assert_eq!(last.as_deref(), Some("agent:writer"));
 
-    other
-        .move_document(
-            "proj",
-            "a.md",
-            "b.md",
-            None,
-            at(5),
-            audit("agent:writer", "move", "proj", "a.md", at(5)),
-        )
-        .await
-        .expect("move");
+    move_in(other, "a.md", "b.md", 5).await;
     assert_eq!(read_twice(store, "proj", "a.md").await, None, "moved away");
     assert_eq!(
         read_twice(store, "proj", "b.md").await.as_deref(),
         Some("three")
     );
-    other
-        .delete_document(
-            "proj",
-            "b.md",
-            None,
-            audit("agent:writer", "delete", "proj", "b.md", at(6)),
-        )
-        .await
-        .expect("delete");
+    delete_in(other, "b.md", 6).await;
     assert_eq!(read_twice(store, "proj", "b.md").await, None, "deleted");
 }
 
-async fn found<S: Store>(store: &S, query: &str, namespace: Option<&str>) -> Vec<String> {
+/// The `namespace/path` of each hit for `query`, sorted.
+async fn paths<S: Store>(store: &S, query: &str, namespace: Option<&str>) -> Vec<String> {
     let mut paths: Vec<String> = store
         .search_documents(query, namespace, None, 20)
         .await
@@ -86,16 +97,18 @@ async fn found<S: Store>(store: &S, query: &str, namespace: Option<&str>) -> Vec
         .map(|hit| format!("{}/{}", hit.namespace, hit.path))
         .collect();
     paths.sort();
-    let mut again: Vec<String> = store
-        .search_documents(query, namespace, None, 20)
-        .await
-        .expect("search")
-        .into_iter()
-        .map(|hit| format!("{}/{}", hit.namespace, hit.path))
-        .collect();
-    again.sort();
-    assert_eq!(again, paths, "a repeated search");
     paths
+}
+
+/// [`paths`], asked twice (so a cache, if the store keeps one, answers the second).
+async fn found<S: Store>(store: &S, query: &str, namespace: Option<&str>) -> Vec<String> {
+    let first = paths(store, query, namespace).await;
+    assert_eq!(
+        paths(store, query, namespace).await,
+        first,
+        "a repeated search"
+    );
+    first
 }
 
 /// `search`: a write, a rewrite, a move and a delete made elsewhere are found (or not) by
@@ -151,27 +164,9 @@ pub async fn a_search_sees_what_another_server_wrote<S: Store>(store: &S, other:
     )
     .await;
     assert_eq!(found(store, "quartz", Some("proj")).await, ["proj/c.md"]);
-    other
-        .move_document(
-            "proj",
-            "c.md",
-            "d.md",
-            None,
-            at(4),
-            audit("agent:writer", "move", "proj", "c.md", at(4)),
-        )
-        .await
-        .expect("move");
+    move_in(other, "c.md", "d.md", 4).await;
     assert_eq!(found(store, "meadow", None).await, ["proj/d.md"]);
-    other
-        .delete_document(
-            "proj",
-            "d.md",
-            None,
-            audit("agent:writer", "delete", "proj", "d.md", at(5)),
-        )
-        .await
-        .expect("delete");
+    delete_in(other, "d.md", 5).await;
     assert_eq!(found(store, "meadow", None).await, Vec::<String>::new());
     assert_eq!(found(store, "quartz", None).await, ["side/b.md"]);
 }
