@@ -6,7 +6,7 @@ use capsid_core::ports::{AuditFilter, DocFilter, StoreError};
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::PgStore;
-use crate::documents::search::{CANDIDATES_MAX, Parser, search_sql};
+use crate::documents::search::{CANDIDATES_MAX, Candidates, Parser, search_sql};
 use crate::documents::{Bind, DOC_WITH_ACTOR, find_sql, selection_sql};
 use crate::error::translate;
 use crate::glob;
@@ -35,6 +35,22 @@ fn text(value: &str) -> Param {
     Param::Text(value.to_owned())
 }
 
+/// A search statement's probe: one candidate set, over everything or within `namespace` (and
+/// a type).
+fn search_probe(name: &'static str, set: Candidates, namespace: Option<&str>) -> Probe {
+    let mut params = vec![text("lease renewal")];
+    if let Some(namespace) = namespace {
+        params.extend([text(namespace), text("decision")]);
+    }
+    params.extend([Param::Int(CANDIDATES_MAX), Param::Int(25)]);
+    let scoped = namespace.is_some();
+    Probe {
+        name,
+        sql: search_sql(Parser::Web, set, scoped, scoped),
+        params,
+    }
+}
+
 fn probes() -> Result<Vec<Probe>, StoreError> {
     let namespace = "capsid";
     let path = "notes/plan.md";
@@ -59,25 +75,13 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
             BUDGET,
             vec![text(namespace), text("2026-11-01T00:00:00.000Z")],
         ),
-        probe(
-            "search",
-            &search_sql(Parser::Web, false, false),
-            vec![
-                text("lease renewal"),
-                Param::Int(CANDIDATES_MAX),
-                Param::Int(25),
-            ],
-        ),
-        probe(
-            "search_in_namespace",
-            &search_sql(Parser::Web, true, true),
-            vec![
-                text("lease renewal"),
-                text(namespace),
-                text("decision"),
-                Param::Int(CANDIDATES_MAX),
-                Param::Int(25),
-            ],
+        search_probe("search", Candidates::Untitled, None),
+        search_probe("search_titles", Candidates::Titled, None),
+        search_probe("search_in_namespace", Candidates::Untitled, Some(namespace)),
+        search_probe(
+            "search_titles_in_namespace",
+            Candidates::Titled,
+            Some(namespace),
         ),
         probe(
             "list_by_namespace",

@@ -1,5 +1,6 @@
 //! Full-text search on Postgres: `websearch_to_tsquery` semantics, hostile text that must
-//! never reach the caller as an error, and `ts_headline` snippets.
+//! never reach the caller as an error, `ts_headline` snippets, and rows kept whole (so
+//! ranking a candidate reads no TOAST).
 
 mod common;
 
@@ -223,5 +224,82 @@ async fn snippets_mark_matches_in_bounded_fragments() {
     );
     assert!(snippet.split_whitespace().count() <= 40, "{snippet:?}");
     assert!(hits[1].id > 0 && hits[1].updated_at == at(0));
+    db.finish().await;
+}
+
+/// `n` words of two to nine letters that compress poorly (a linear congruential sequence).
+fn varied_words(seed: u64, n: usize) -> String {
+    let mut state = seed;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    (0..n)
+        .map(|_| {
+            let len = 2 + next() % 8;
+            (0..len)
+                .map(|_| char::from(b'a' + (next() % 26) as u8))
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[tokio::test]
+async fn a_document_up_to_a_page_is_searched_from_its_row() {
+    let Some(db) = TestDb::new("a_document_up_to_a_page_is_searched_from_its_row", 2).await else {
+        return;
+    };
+    let s = &db.store;
+    // Bodies of about 1, 1.7 and 2.3 KB: with their search vectors, rows over TOAST's default
+    // 2 KB threshold, which moved the vector out of the row (a TOAST lookup per candidate).
+    for (i, words) in [150, 250, 350].into_iter().enumerate() {
+        let body = format!("shared {}", varied_words(i as u64, words));
+        put(
+            s,
+            write("n", &format!("{i}.md"), Some("T"), &body, at(i as i64)),
+        )
+        .await;
+    }
+    let toast: String = sqlx::query_scalar(
+        "SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'documents'",
+    )
+    .fetch_one(s.pool())
+    .await
+    .expect("toast table");
+    let toasted = |sql: String| async move {
+        sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
+            .fetch_one(s.pool())
+            .await
+            .expect("count")
+    };
+    let count = format!("SELECT count(DISTINCT chunk_id) FROM {toast}");
+    assert_eq!(toasted(count.clone()).await, 0, "every row is whole");
+    let widths: Vec<i32> =
+        sqlx::query_scalar("SELECT pg_column_size(d.*) FROM documents d ORDER BY path")
+            .fetch_all(s.pool())
+            .await
+            .expect("row sizes");
+    assert!(
+        widths.iter().all(|w| *w > 2_100),
+        "the rows are over the default threshold, so the table's own setting kept them: {widths:?}"
+    );
+    // A body past a page still moves out of the row.
+    put(
+        s,
+        write("n", "big.md", Some("T"), &varied_words(9, 3_000), at(9)),
+    )
+    .await;
+    assert!(
+        toasted(count).await > 0,
+        "a row past a page is still toasted"
+    );
+    let hits = s
+        .search_documents("shared", None, None, 25)
+        .await
+        .expect("search");
+    assert_eq!(hits.len(), 3);
     db.finish().await;
 }

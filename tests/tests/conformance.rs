@@ -124,6 +124,7 @@ conformance_suite! {
     store hostile::hostile_glob_input_is_harmless;
     shared races::if_match_race_has_one_winner;
     shared races::create_race_has_one_winner;
+    shared races::upsert_race_creates_once;
     shared races::claimers_race_claims_each_job_once;
     store runs::runs_one_live_run_per_namespace;
     shared runs::runs_racing_judges_have_one_winner;

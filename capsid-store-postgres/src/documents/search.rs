@@ -1,12 +1,14 @@
 //! Full-text search over the generated `search` tsvector (GIN): `websearch_to_tsquery`
 //! (which accepts any text), ranked by `ts_rank` (term frequency with title words weighted
 //! A and body words B, divided by 1 + log of the document length: bm25-like), ties by
-//! namespace and path, with `ts_headline` snippets computed for the returned rows only.
-//! Every search is bounded: in words, in ranked candidates, in snippet text and in time.
+//! namespace and path, with `ts_headline` snippets computed for the returned rows only. The
+//! two candidate sets (title matches, other matches) are ranked at once by two statements on
+//! two connections and merged. Every search is bounded: in words, in ranked candidates, in
+//! snippet text and in time.
 
 use capsid_core::ports::{SearchHit, StoreError, StoreResult};
 use sqlx::postgres::PgRow;
-use sqlx::{AssertSqlSafe, PgPool};
+use sqlx::{AssertSqlSafe, PgPool, Row};
 
 use crate::error::{limit, translate};
 
@@ -30,10 +32,10 @@ impl Parser {
 
 /// At most this many title matches, and this many other matches, are ranked, so a query
 /// whose words are in nearly every document still answers in bounded time. Each candidate
-/// costs its `tsvector` read from TOAST (twice: the match, then `ts_rank`) and a seq-scan
-/// candidate also costs the rows it passes over, 10 to 20 µs a candidate on the 2-core
-/// machine: a word in a fifth of 100,000 documents takes 90 to 160 ms (`EXPLAIN ANALYZE` in
-/// docs/perf/2026-12-02.md). A bound of 300 made that 7 to 20 ms but ranked only the first
+/// costs its row's visit and its `tsvector` read twice (the match, then `ts_rank`), and a
+/// seq-scan candidate also the rows it passes over: about 2.5 µs a row on the 2-core machine
+/// with rows kept whole (migration 0021; 10 to 20 µs when vectors lived in TOAST, when a word
+/// in a fifth of 100,000 documents took 90 to 160 ms, docs/perf/2026-12-02.md). A bound of 300 made that 7 to 20 ms but ranked only the first
 /// 300 matches the scan yields, so the strongest of 1,201 body matches was missed (the
 /// conformance case `search_ranks_strongest_body_match_first_among_many`): every match is
 /// ranked up to this many of each kind, and title matches are bounded apart from the others
@@ -93,11 +95,26 @@ pub(crate) fn bounded_text(text: &str) -> String {
     out
 }
 
-/// The SQL of a search: `$1` the text, then namespace and type when given, then the
-/// candidate bound and the limit. The candidates are the matching documents whose title
-/// alone matches and the other matching documents, each set bounded (the two never overlap);
-/// only they are ranked.
-pub(crate) fn search_sql(parser: Parser, namespace: bool, doc_type: bool) -> String {
+/// One of a search's two candidate sets: the matching documents whose title alone matches,
+/// and the other matching documents. Each is bounded apart, so a word common in bodies still
+/// finds its titles, and the two never overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Candidates {
+    /// Matching documents whose title matches.
+    Titled,
+    /// The other matching documents.
+    Untitled,
+}
+
+/// The SQL that ranks one candidate set: `$1` the text, then namespace and type when given,
+/// then the candidate bound and the limit. It answers the set's best `limit` with their
+/// snippets and their `rank`.
+pub(crate) fn search_sql(
+    parser: Parser,
+    set: Candidates,
+    namespace: bool,
+    doc_type: bool,
+) -> String {
     let query = format!("{}('simple', $1)", parser.function());
     let mut n = 1;
     let mut filters = String::new();
@@ -110,35 +127,44 @@ pub(crate) fn search_sql(parser: Parser, namespace: bool, doc_type: bool) -> Str
         filters.push_str(&format!(" AND type = ${n}"));
     }
     let (bound, limit) = (n + 1, n + 2);
+    let matched = match set {
+        Candidates::Titled => format!("title_search @@ {query} AND search @@ {query}"),
+        Candidates::Untitled => format!("search @@ {query} AND NOT title_search @@ {query}"),
+    };
     format!(
-        "WITH titled AS (SELECT id, namespace, path, search FROM documents \
-         WHERE title_search @@ {query} AND search @@ {query}{filters} LIMIT ${bound}), \
-         untitled AS (SELECT id, namespace, path, search FROM documents \
-         WHERE search @@ {query} AND NOT title_search @@ {query}{filters} LIMIT ${bound}), \
+        "WITH candidates AS (SELECT id, namespace, path, search FROM documents \
+         WHERE {matched}{filters} LIMIT ${bound}), \
          top AS (SELECT id, namespace, path, ts_rank(search, {query}, 1) AS rank \
-         FROM (SELECT * FROM titled UNION ALL SELECT * FROM untitled) candidates \
-         ORDER BY rank DESC, namespace, path LIMIT ${limit}), {MARKS} \
+         FROM candidates ORDER BY rank DESC, namespace, path LIMIT ${limit}), {MARKS} \
          SELECT d.id, d.namespace, d.path, d.title, d.type, d.status, d.updated_at, \
          ts_headline('simple', left(coalesce(d.body, ''), {SNIPPET_SOURCE_CHARS}), marks.query, \
-         'StartSel=[, StopSel=], MaxWords=16, MinWords=5, MaxFragments=2, FragmentDelimiter=\" ... \"') AS snippet \
+         'StartSel=[, StopSel=], MaxWords=16, MinWords=5, MaxFragments=2, FragmentDelimiter=\" ... \"') AS snippet, \
+         top.rank \
          FROM top JOIN documents d ON d.id = top.id CROSS JOIN marks \
          ORDER BY top.rank DESC, top.namespace, top.path"
     )
 }
 
-fn hit(row: PgRow) -> Result<SearchHit, sqlx::Error> {
-    capsid_store_sql::documents::search_hit(&capsid_store_sql::Row::Postgres(row))
+/// A ranked hit.
+type Ranked = (f32, SearchHit);
+
+fn ranked(row: PgRow) -> Result<Ranked, sqlx::Error> {
+    let rank: f32 = row.try_get("rank")?;
+    let hit = capsid_store_sql::documents::search_hit(&capsid_store_sql::Row::Postgres(row))?;
+    Ok((rank, hit))
 }
 
-async fn run(
+/// One candidate set's best `max`, in its own bounded read-only transaction.
+async fn run_set(
     pool: &PgPool,
     parser: Parser,
+    set: Candidates,
     text: &str,
     namespace: Option<&str>,
     doc_type: Option<&str>,
     max: usize,
-) -> Result<Vec<SearchHit>, sqlx::Error> {
-    let sql = search_sql(parser, namespace.is_some(), doc_type.is_some());
+) -> Result<Vec<Ranked>, sqlx::Error> {
+    let sql = search_sql(parser, set, namespace.is_some(), doc_type.is_some());
     let mut query = sqlx::query(AssertSqlSafe(sql)).bind(text);
     if let Some(namespace) = namespace {
         query = query.bind(namespace);
@@ -153,7 +179,61 @@ async fn run(
         .fetch_all(&mut *tx)
         .await?;
     tx.commit().await?;
-    rows.into_iter().map(hit).collect()
+    rows.into_iter().map(ranked).collect()
+}
+
+/// Both candidate sets, ranked at once on two connections (two backends, so a search over
+/// many matches uses two cores: in one statement the two scans ran one after the other, and
+/// Postgres's own parallel plan passed every candidate's vector through a `Gather`, slower
+/// still), merged into the order one statement over both gave.
+async fn run(
+    pool: &PgPool,
+    parser: Parser,
+    text: &str,
+    namespace: Option<&str>,
+    doc_type: Option<&str>,
+    max: usize,
+) -> Result<Vec<SearchHit>, sqlx::Error> {
+    let (titled, untitled) = tokio::try_join!(
+        run_set(
+            pool,
+            parser,
+            Candidates::Titled,
+            text,
+            namespace,
+            doc_type,
+            max
+        ),
+        run_set(
+            pool,
+            parser,
+            Candidates::Untitled,
+            text,
+            namespace,
+            doc_type,
+            max
+        ),
+    )?;
+    Ok(merge(titled, untitled, max))
+}
+
+/// The best `max` of two ranked sets: rank first, then namespace and path in byte order (the
+/// columns' "C" collation), as `ORDER BY rank DESC, namespace, path` over both would give.
+/// A document in both (its title changed between the two statements) is answered once.
+fn merge(titled: Vec<Ranked>, untitled: Vec<Ranked>, max: usize) -> Vec<SearchHit> {
+    let mut all: Vec<Ranked> = titled.into_iter().chain(untitled).collect();
+    all.sort_by(|(rank_a, a), (rank_b, b)| {
+        rank_b
+            .total_cmp(rank_a)
+            .then_with(|| a.namespace.cmp(&b.namespace))
+            .then_with(|| a.path.cmp(&b.path))
+    });
+    let mut seen = std::collections::HashSet::new();
+    all.into_iter()
+        .map(|(_, hit)| hit)
+        .filter(|hit| seen.insert(hit.id))
+        .take(max)
+        .collect()
 }
 
 /// `DocumentStore::search_documents`: blank text finds nothing without asking; a query the
@@ -241,26 +321,69 @@ mod tests {
 
     #[test]
     fn parameters_are_numbered_in_bind_order() {
-        let sql = search_sql(Parser::Web, true, true);
-        let filters = "AND namespace = $2 AND type = $3 LIMIT $4)";
+        for set in [Candidates::Titled, Candidates::Untitled] {
+            let sql = search_sql(Parser::Web, set, true, true);
+            assert!(
+                sql.contains(
+                    "websearch_to_tsquery('simple', $1) AND namespace = $2 AND type = $3 LIMIT $4)"
+                ),
+                "{sql}"
+            );
+            assert!(sql.contains("namespace, path LIMIT $5)"), "{sql}");
+            let sql = search_sql(Parser::Plain, set, false, false);
+            assert!(
+                sql.contains("plainto_tsquery('simple', $1) LIMIT $2)"),
+                "{sql}"
+            );
+            assert!(sql.contains("namespace, path LIMIT $3)"), "{sql}");
+            assert!(!sql.contains("$4"), "{sql}");
+        }
         assert!(
-            sql.contains(&format!(
-                "search @@ websearch_to_tsquery('simple', $1) {filters}"
-            )),
-            "{sql}"
+            search_sql(Parser::Web, Candidates::Untitled, false, false)
+                .contains("AND NOT title_search @@")
         );
+        assert!(
+            !search_sql(Parser::Web, Candidates::Titled, false, false).contains("NOT title_search")
+        );
+    }
+
+    fn hit(id: i64, namespace: &str, path: &str) -> SearchHit {
+        SearchHit {
+            id,
+            namespace: namespace.to_owned(),
+            path: path.to_owned(),
+            title: None,
+            doc_type: "note".to_owned(),
+            status: "active".to_owned(),
+            updated_at: capsid_core::time::Timestamp::parse("2026-03-01T09:00:00.000Z")
+                .expect("time"),
+            snippet: String::new(),
+        }
+    }
+
+    #[test]
+    fn merged_sets_keep_rank_then_namespace_then_path_and_each_document_once() {
+        let titled = vec![(0.5, hit(1, "b", "x.md")), (0.2, hit(2, "a", "z.md"))];
+        let untitled = vec![
+            (0.5, hit(3, "a", "y.md")),
+            (0.5, hit(4, "b", "W.md")),
+            (0.2, hit(1, "b", "x.md")),
+            (0.1, hit(5, "a", "a.md")),
+        ];
+        let paths = |hits: Vec<SearchHit>| -> Vec<(i64, String)> {
+            hits.into_iter().map(|h| (h.id, h.path)).collect()
+        };
         assert_eq!(
-            sql.matches(filters).count(),
-            2,
-            "both candidate sets filter: {sql}"
+            paths(merge(titled.clone(), untitled.clone(), 25)),
+            [
+                (3, "y.md".to_owned()),
+                (4, "W.md".to_owned()),
+                (1, "x.md".to_owned()),
+                (2, "z.md".to_owned()),
+                (5, "a.md".to_owned()),
+            ],
+            "rank first, then namespace, then path in byte order (uppercase first)"
         );
-        assert!(sql.contains("namespace, path LIMIT $5)"), "{sql}");
-        let sql = search_sql(Parser::Plain, false, false);
-        assert!(
-            sql.contains("search @@ plainto_tsquery('simple', $1) LIMIT $2)"),
-            "{sql}"
-        );
-        assert!(sql.contains("namespace, path LIMIT $3)"), "{sql}");
-        assert!(!sql.contains("$4"), "{sql}");
+        assert_eq!(paths(merge(titled, untitled, 2)).len(), 2);
     }
 }

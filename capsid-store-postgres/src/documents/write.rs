@@ -1,5 +1,6 @@
 //! Document units of work: write (guard, snapshot, upsert, edges, audit), delete, move and
-//! archive, each one transaction. Guards are row locks (or, for a create, the unique
+//! archive, each one transaction, except the plain write (a create or an upsert with one
+//! audit row and no links), which is one statement committed on its own. Guards are row locks (or, for a create, the unique
 //! `(namespace, path)`) checked inside the transaction; a failed guard refuses before
 //! anything is written, and the transaction is rolled back before the caller hears it.
 
@@ -11,7 +12,7 @@ use capsid_core::ports::{
 use capsid_core::time::Timestamp;
 use sqlx::{PgConnection, PgPool, Row};
 
-use crate::audit;
+use crate::audit::{self, audited};
 use crate::error::{TxResult, always, finish, with_retry};
 use capsid_store_sql::documents::edge;
 use capsid_store_sql::{Row as SqlRow, all, doc_columns};
@@ -35,18 +36,28 @@ const SNAPSHOT_AND_UPDATE: &str = concat!(
 );
 
 /// Inserts a new row with the defaults; nothing when another transaction created it first.
-const INSERT_DOCUMENT: &str = concat!(
-    "INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
-    "VALUES ($1, $2, $3, $4, coalesce($5, $9), coalesce($6, $10), $7, $8, $8) ",
-    "ON CONFLICT (namespace, path) DO NOTHING RETURNING ",
-    doc_columns!()
-);
+macro_rules! insert_document {
+    () => {
+        concat!(
+            "INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
+            "VALUES ($1, $2, $3, $4, coalesce($5, $9), coalesce($6, $10), $7, $8, $8) ",
+            "ON CONFLICT (namespace, path) DO NOTHING RETURNING ",
+            doc_columns!()
+        )
+    };
+}
+
+const INSERT_DOCUMENT: &str = insert_document!();
+
+/// [`INSERT_DOCUMENT`] with its audit row (`$11`..`$16`), written only when the row is.
+const INSERT_DOCUMENT_AUDITED: &str = audited!(insert_document!(), "$11, $12, $13, $14, $15, $16");
 
 /// The whole upsert in one statement: lock the live row (its latest version, so the snapshot
 /// holds exactly what is overwritten), snapshot it, update it; or insert when there is none.
 /// No row comes back when another transaction created the document after this statement
 /// began (then the caller retries, and finds the row to update).
-const UPSERT: &str = concat!(
+macro_rules! upsert_ctes {
+    () => { concat!(
     "WITH prior AS (SELECT id, namespace, path, title, body, type, status, tags FROM documents ",
     "WHERE namespace = $1 AND path = $2 FOR UPDATE), ",
     "snapshot AS (INSERT INTO document_versions ",
@@ -61,7 +72,20 @@ const UPSERT: &str = concat!(
     "SELECT $1, $2, $3, $4, coalesce($5, $9), coalesce($6, $10), $7, $8, $8 ",
     "WHERE NOT EXISTS (SELECT 1 FROM prior) ON CONFLICT (namespace, path) DO NOTHING RETURNING ",
     doc_columns!(),
-    ", true AS created) ",
+    ", true AS created)"
+    ) };
+}
+
+const UPSERT: &str = concat!(
+    upsert_ctes!(),
+    " SELECT * FROM updated UNION ALL SELECT * FROM inserted"
+);
+
+/// [`UPSERT`] with its audit row (`$11`..`$16`), written only when the document is.
+const UPSERT_AUDITED: &str = concat!(
+    upsert_ctes!(),
+    ", logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
+    "SELECT $11, $12, $13, $14, $15, $16 FROM (SELECT 1 FROM updated UNION ALL SELECT 1 FROM inserted) written) ",
     "SELECT * FROM updated UNION ALL SELECT * FROM inserted"
 );
 
@@ -143,8 +167,8 @@ pub(crate) async fn write_in_tx(
 ) -> TxResult<WriteReceipt> {
     let at = write.at.to_string();
     let receipt = match guard {
-        WriteGuard::Create => create(&mut *conn, write).await?,
-        WriteGuard::Upsert => upsert(&mut *conn, write).await?,
+        WriteGuard::Create => create(&mut *conn, write, None).await?,
+        WriteGuard::Upsert => upsert(&mut *conn, write, None).await?,
         WriteGuard::Update { expected_body } => {
             update(&mut *conn, write, expected_body.as_deref(), &at).await?
         }
@@ -175,9 +199,28 @@ pub(crate) fn bind_write<'q>(
         .bind(DEFAULT_STATUS.as_str())
 }
 
-/// Inserts the row; the unique `(namespace, path)` decides a create race.
-async fn create(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<WriteReceipt> {
-    let row = bind_write(sqlx::query(INSERT_DOCUMENT), write)
+/// Binds a write's `$1`..`$10` to `sql`, and its audit row's `$11`..`$16` when it carries one
+/// (`audited` names the SQL that does).
+fn bind_write_audited<'q>(
+    sql: &'static str,
+    audited: &'static str,
+    write: &'q DocumentWrite,
+    entry: Option<&'q AuditEntry>,
+) -> Result<sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>, StoreError> {
+    match entry {
+        None => Ok(bind_write(sqlx::query(sql), write)),
+        Some(entry) => audit::bind(bind_write(sqlx::query(audited), write), entry),
+    }
+}
+
+/// Inserts the row (with `entry`'s audit row in the same statement, when given); the unique
+/// `(namespace, path)` decides a create race.
+async fn create(
+    conn: &mut PgConnection,
+    write: &DocumentWrite,
+    entry: Option<&AuditEntry>,
+) -> TxResult<WriteReceipt> {
+    let row = bind_write_audited(INSERT_DOCUMENT, INSERT_DOCUMENT_AUDITED, write, entry)?
         .fetch_optional(conn)
         .await?;
     match row {
@@ -190,10 +233,15 @@ async fn create(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<Writ
     }
 }
 
-/// Updates (with a snapshot) or inserts, whichever applies.
-async fn upsert(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<WriteReceipt> {
+/// Updates (with a snapshot) or inserts, whichever applies (with `entry`'s audit row in the
+/// same statement, when given).
+async fn upsert(
+    conn: &mut PgConnection,
+    write: &DocumentWrite,
+    entry: Option<&AuditEntry>,
+) -> TxResult<WriteReceipt> {
     for _ in 0..UPSERT_ATTEMPTS {
-        let row = bind_write(sqlx::query(UPSERT), write)
+        let row = bind_write_audited(UPSERT, UPSERT_AUDITED, write, entry)?
             .fetch_optional(&mut *conn)
             .await?;
         if let Some(row) = row {
@@ -204,7 +252,8 @@ async fn upsert(conn: &mut PgConnection, write: &DocumentWrite) -> TxResult<Writ
                 document: rows::document(row)?,
             });
         }
-        // Another transaction created the row after this statement began: go again.
+        // Another transaction created the row after this statement began: go again (the
+        // attempt wrote nothing, its audit row included).
     }
     Err(StoreError::Conflict(format!(
         "{}/{} kept changing under the write; nothing was written",
@@ -292,6 +341,29 @@ pub(crate) async fn write_document(
     guard: &WriteGuard,
     audit: &[AuditEntry],
 ) -> StoreResult<WriteReceipt> {
+    if let ([entry], None) = (audit, &write.links) {
+        // The common write (a create or an upsert with one audit row and no links) is one
+        // statement, atomic by itself: one round trip where a transaction takes four (BEGIN,
+        // the write, the audit row, COMMIT), and a pooled connection held that much less.
+        let alone = match guard {
+            WriteGuard::Create => Some(true),
+            WriteGuard::Upsert => Some(false),
+            WriteGuard::Update { .. } => None,
+        };
+        if let Some(create_only) = alone {
+            return with_retry(|| {
+                Box::pin(async move {
+                    let mut conn = pool.acquire().await?;
+                    if create_only {
+                        create(&mut conn, write, Some(entry)).await
+                    } else {
+                        upsert(&mut conn, write, Some(entry)).await
+                    }
+                })
+            })
+            .await;
+        }
+    }
     with_retry(|| {
         Box::pin(async move {
             let mut tx = pool.begin().await?;

@@ -14,25 +14,28 @@ pub async fn write_create_collision_changes_nothing<S: Store>(store: &S) {
     let before = put(store, original).await.document;
     let audits = audit_count(store).await;
 
-    let mut again = write("proj", "x.md", Some("X2"), Some("intruder"), at(1));
-    again.links = Some(vec![link(LinkType::Governs, "proj", "z.md")]);
-    let err = store
-        .write_document(
-            again,
-            WriteGuard::Create,
-            vec![audit("agent:b", "write", "proj", "x.md", at(1))],
+    // With links and without (a store may write the latter in one statement).
+    for links in [Some(vec![link(LinkType::Governs, "proj", "z.md")]), None] {
+        let mut again = write("proj", "x.md", Some("X2"), Some("intruder"), at(1));
+        again.links = links.clone();
+        let err = store
+            .write_document(
+                again,
+                WriteGuard::Create,
+                vec![audit("agent:b", "write", "proj", "x.md", at(1))],
+            )
+            .await
+            .expect_err("create over an existing row");
+        assert!(matches!(err, StoreError::Conflict(_)), "{links:?}: {err:?}");
+        assert_unchanged(
+            store,
+            "x.md",
+            &before,
+            audits,
+            &[("references", "proj", "y.md")],
         )
-        .await
-        .expect_err("create over an existing row");
-    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
-    assert_unchanged(
-        store,
-        "x.md",
-        &before,
-        audits,
-        &[("references", "proj", "y.md")],
-    )
-    .await;
+        .await;
+    }
 }
 
 /// `WriteGuard::Update` on a missing row: `NotFound` or `Conflict`, and nothing is written.

@@ -1,4 +1,4 @@
-//! Race cases, counted: concurrent `if_match` writers, concurrent creators, and 64 claimers
+//! Race cases, counted: concurrent `if_match` writers, concurrent creators and upserters, and 64 claimers
 //! over 10,000 queued jobs (each claimed exactly once, no holder ever with two).
 
 use std::sync::Arc;
@@ -153,6 +153,55 @@ pub async fn create_race_has_one_winner<S: Store + 'static>(store: Arc<S>) {
         );
     }
     assert_eq!(audit_count(&*store).await, ROUNDS);
+}
+
+/// Upserts racing to create the same path: every one is written, exactly one creates the
+/// row, every other snapshots what it overwrote, and each leaves its one audit row.
+pub async fn upsert_race_creates_once<S: Store + 'static>(store: Arc<S>) {
+    const WRITERS: usize = 4;
+    for round in 0..ROUNDS {
+        let path = format!("upsert-race/{round}.md");
+        let gate = Arc::new(Barrier::new(WRITERS));
+        let mut tasks = Vec::new();
+        for writer in 0..WRITERS {
+            let (store, gate, path) = (store.clone(), gate.clone(), path.clone());
+            tasks.push(tokio::spawn(async move {
+                let body = format!("upserted by writer {writer}");
+                gate.wait().await;
+                store
+                    .write_document(
+                        write("proj", &path, Some("U"), Some(&body), at(round as i64)),
+                        WriteGuard::Upsert,
+                        vec![audit(
+                            &format!("agent:u{writer}"),
+                            "write",
+                            "proj",
+                            &path,
+                            at(round as i64),
+                        )],
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("round {round}, writer {writer}: {e:?}"))
+            }));
+        }
+        let mut created = 0;
+        for task in tasks {
+            let receipt = task.await.expect("upserter");
+            assert_ne!(receipt.created, receipt.snapshotted, "round {round}");
+            created += usize::from(receipt.created);
+        }
+        assert_eq!(created, 1, "round {round}: exactly one creates the row");
+        assert_eq!(
+            store
+                .versions("proj", &path, 10)
+                .await
+                .expect("versions")
+                .len(),
+            WRITERS - 1,
+            "round {round}: every later upsert snapshots what it overwrote"
+        );
+    }
+    assert_eq!(audit_count(&*store).await, ROUNDS * WRITERS);
 }
 
 /// Jobs in the claim race.

@@ -1,0 +1,4 @@
+-- Nothing to change here: the Postgres migration of the same number keeps document rows
+-- inline up to a page (TOAST's threshold); SQLite keeps a row's values in its own b-tree
+-- pages and overflow chains, with no threshold to move. The file keeps both adapters'
+-- migration lists the same.
