@@ -303,3 +303,46 @@ async fn a_document_up_to_a_page_is_searched_from_its_row() {
     assert_eq!(hits.len(), 3);
     db.finish().await;
 }
+
+#[tokio::test]
+async fn a_one_connection_pool_ranks_both_candidate_sets_in_turn() {
+    let Some(db) = TestDb::new("a_one_connection_pool_ranks_both_candidate_sets_in_turn", 1).await
+    else {
+        return;
+    };
+    let s = &db.store;
+    put(
+        s,
+        write(
+            "n",
+            "body-once.md",
+            None,
+            "lease then filler words here",
+            at(0),
+        ),
+    )
+    .await;
+    put(
+        s,
+        write("n", "body-twice.md", None, "lease lease renewal", at(1)),
+    )
+    .await;
+    put(s, write("n", "titled.md", Some("Lease"), "filler", at(2))).await;
+    put(s, write("n", "other.md", None, "heartbeat", at(3))).await;
+    // The pool's one connection is the search's: the second set waits for none.
+    let hits = s
+        .search_documents("lease", None, None, 25)
+        .await
+        .expect("search");
+    let order: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(
+        order,
+        ["titled.md", "body-twice.md", "body-once.md"],
+        "the title match first, then the body matches by strength"
+    );
+    assert_eq!(
+        hits[1].snippet, "[lease] [lease] renewal",
+        "snippets come with each set"
+    );
+    db.finish().await;
+}

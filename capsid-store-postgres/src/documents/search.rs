@@ -2,15 +2,18 @@
 //! (which accepts any text), ranked by `ts_rank` (term frequency with title words weighted
 //! A and body words B, divided by 1 + log of the document length: bm25-like), ties by
 //! namespace and path, with `ts_headline` snippets computed for the returned rows only. The
-//! two candidate sets (title matches, other matches) are ranked at once by two statements on
-//! two connections and merged. Every search is bounded: in words, in ranked candidates, in
+//! two candidate sets (title matches, other matches) are ranked by two statements (at once,
+//! on two connections, when the pool has a second free) and merged. Every search is bounded: in words, in ranked candidates, in
 //! snippet text and in time.
 
-use capsid_core::ports::{SearchHit, StoreError, StoreResult};
-use sqlx::postgres::PgRow;
-use sqlx::{AssertSqlSafe, PgPool, Row};
+use std::time::Duration;
 
-use crate::error::{limit, translate};
+use capsid_core::ports::{SearchHit, StoreError, StoreResult};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Postgres, Row};
+
+use crate::error::{limit, translate, unavailable};
 
 /// How the user's text becomes a tsquery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,16 +157,16 @@ fn ranked(row: PgRow) -> Result<Ranked, sqlx::Error> {
     Ok((rank, hit))
 }
 
-/// One candidate set's best `max`, in its own bounded read-only transaction.
+/// One candidate set's best `max`, in its own bounded read-only transaction on `conn`.
 async fn run_set(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     parser: Parser,
     set: Candidates,
     text: &str,
-    namespace: Option<&str>,
-    doc_type: Option<&str>,
+    filters: (Option<&str>, Option<&str>),
     max: usize,
 ) -> Result<Vec<Ranked>, sqlx::Error> {
+    let (namespace, doc_type) = filters;
     let sql = search_sql(parser, set, namespace.is_some(), doc_type.is_some());
     let mut query = sqlx::query(AssertSqlSafe(sql)).bind(text);
     if let Some(namespace) = namespace {
@@ -172,7 +175,7 @@ async fn run_set(
     if let Some(doc_type) = doc_type {
         query = query.bind(doc_type);
     }
-    let mut tx = pool.begin_with(BOUNDED_READ).await?;
+    let mut tx = conn.begin_with(BOUNDED_READ).await?;
     let rows = query
         .bind(CANDIDATES_MAX)
         .bind(limit(max))
@@ -182,38 +185,59 @@ async fn run_set(
     rows.into_iter().map(ranked).collect()
 }
 
-/// Both candidate sets, ranked at once on two connections (two backends, so a search over
-/// many matches uses two cores: in one statement the two scans ran one after the other, and
-/// Postgres's own parallel plan passed every candidate's vector through a `Gather`, slower
-/// still), merged into the order one statement over both gave.
+/// How long a search waits for a second connection the pool may still open (a quiet pool keeps
+/// few), before it ranks both sets on its first.
+const SECOND_CONNECTION_WAIT: Duration = Duration::from_millis(100);
+
+/// A second connection for a search: an idle one, or a new one when the pool has room for it
+/// and it comes within [`SECOND_CONNECTION_WAIT`]; `None` when the pool is busy.
+async fn second_connection(pool: &PgPool) -> Option<PoolConnection<Postgres>> {
+    if let Some(conn) = pool.try_acquire() {
+        return Some(conn);
+    }
+    if pool.size() >= pool.options().get_max_connections() {
+        return None;
+    }
+    tokio::time::timeout(SECOND_CONNECTION_WAIT, pool.acquire())
+        .await
+        .ok()?
+        .ok()
+}
+
+/// Both candidate sets, merged into the order one statement over both gave. When a second
+/// pooled connection is free at once, the two are ranked at the same time on two backends (in
+/// one statement the two scans ran one after the other, and Postgres's own parallel plan
+/// passed every candidate's vector through a `Gather`, slower still); both are awaited to the
+/// end, so neither connection goes back mid-statement. When none is free, they run one after
+/// the other on one connection: a search never waits long for a second.
 async fn run(
     pool: &PgPool,
     parser: Parser,
     text: &str,
-    namespace: Option<&str>,
-    doc_type: Option<&str>,
+    filters: (Option<&str>, Option<&str>),
     max: usize,
 ) -> Result<Vec<SearchHit>, sqlx::Error> {
-    let (titled, untitled) = tokio::try_join!(
-        run_set(
-            pool,
-            parser,
-            Candidates::Titled,
-            text,
-            namespace,
-            doc_type,
-            max
+    let mut first = pool.acquire().await?;
+    let (titled, untitled) = match second_connection(pool).await {
+        Some(mut second) => {
+            let (titled, untitled) = tokio::join!(
+                run_set(&mut first, parser, Candidates::Titled, text, filters, max),
+                run_set(
+                    &mut second,
+                    parser,
+                    Candidates::Untitled,
+                    text,
+                    filters,
+                    max
+                ),
+            );
+            (titled?, untitled?)
+        }
+        None => (
+            run_set(&mut first, parser, Candidates::Titled, text, filters, max).await?,
+            run_set(&mut first, parser, Candidates::Untitled, text, filters, max).await?,
         ),
-        run_set(
-            pool,
-            parser,
-            Candidates::Untitled,
-            text,
-            namespace,
-            doc_type,
-            max
-        ),
-    )?;
+    };
     Ok(merge(titled, untitled, max))
 }
 
@@ -251,9 +275,11 @@ pub(crate) async fn search(
         return Ok(Vec::new());
     }
     for parser in [Parser::Web, Parser::Plain] {
-        match run(pool, parser, &text, namespace, doc_type, max).await {
+        match run(pool, parser, &text, (namespace, doc_type), max).await {
             Ok(hits) => return Ok(hits),
-            Err(sqlx::Error::Database(refusal)) => {
+            // The text refused or the statement cancelled; not a lost connection or a
+            // restarting server, which the caller hears as such.
+            Err(refusal @ sqlx::Error::Database(_)) if unavailable(&refusal).is_none() => {
                 tracing::warn!(error = %refusal, ?parser, "search text refused or cancelled by Postgres");
             }
             Err(other) => return Err(translate(other)),
@@ -369,6 +395,7 @@ mod tests {
             (0.5, hit(4, "b", "W.md")),
             (0.2, hit(1, "b", "x.md")),
             (0.1, hit(5, "a", "a.md")),
+            (0.1, hit(6, "a", "Z.md")),
         ];
         let paths = |hits: Vec<SearchHit>| -> Vec<(i64, String)> {
             hits.into_iter().map(|h| (h.id, h.path)).collect()
@@ -380,9 +407,10 @@ mod tests {
                 (4, "W.md".to_owned()),
                 (1, "x.md".to_owned()),
                 (2, "z.md".to_owned()),
+                (6, "Z.md".to_owned()),
                 (5, "a.md".to_owned()),
             ],
-            "rank first, then namespace, then path in byte order (uppercase first)"
+            "rank first, then namespace, then path in byte order (uppercase first, as `C` sorts)"
         );
         assert_eq!(paths(merge(titled, untitled, 2)).len(), 2);
     }
