@@ -1,6 +1,6 @@
 //! Document units of work: write (guard, snapshot, upsert, edges, audit), delete, move and
-//! archive, each one transaction, except the plain write (a create or an upsert with one
-//! audit row and no links), which is one statement committed on its own. Guards are row locks (or, for a create, the unique
+//! archive, each one transaction, except a write with one audit row and no links (a create,
+//! an upsert or a guarded update), which is one statement committed on its own. Guards are row locks (or, for a create, the unique
 //! `(namespace, path)`) checked inside the transaction; a failed guard refuses before
 //! anything is written, and the transaction is rolled back before the caller hears it.
 
@@ -87,6 +87,26 @@ const UPSERT_AUDITED: &str = concat!(
     ", logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
     "SELECT $11, $12, $13, $14, $15, $16 FROM (SELECT 1 FROM updated UNION ALL SELECT 1 FROM inserted) written) ",
     "SELECT * FROM updated UNION ALL SELECT * FROM inserted"
+);
+
+/// A guarded update with its audit row, in one statement: lock the live row and check its
+/// body against `$9` (any body when NULL); only when it matches, snapshot it, update it and
+/// write the audit row (`$10`..`$15`). One row comes back when the document exists, saying
+/// whether the body matched, with the updated columns when it did.
+const UPDATE_AUDITED: &str = concat!(
+    "WITH prior AS (SELECT id, namespace, path, title, body, type, status, tags, ",
+    "($9::text IS NULL OR coalesce(body, '') = $9) AS body_matches FROM documents ",
+    "WHERE namespace = $1 AND path = $2 FOR UPDATE), ",
+    "snapshot AS (INSERT INTO document_versions ",
+    "(document_id, namespace, path, title, body, type, status, tags, snapshot_at) ",
+    "SELECT id, namespace, path, title, body, type, status, tags, $8 FROM prior WHERE body_matches), ",
+    "updated AS (UPDATE documents d SET title = coalesce($3, d.title), body = coalesce($4, d.body), ",
+    "type = coalesce($5, d.type), status = coalesce($6, d.status), tags = coalesce($7, d.tags), updated_at = $8 ",
+    "FROM prior WHERE d.id = prior.id AND prior.body_matches RETURNING ",
+    doc_cols_d!(),
+    "), logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
+    "SELECT $10, $11, $12, $13, $14, $15 FROM updated) ",
+    "SELECT prior.body_matches, updated.* FROM prior LEFT JOIN updated ON true"
 );
 
 const SNAPSHOT_AND_DELETE: &str = "WITH snapshot AS (\
@@ -262,6 +282,42 @@ async fn upsert(
     .into())
 }
 
+/// [`UPDATE_AUDITED`]: the guarded update and its audit row as one statement, refused as
+/// [`update`] refuses (a row gone, a body changed) with nothing written.
+async fn update_audited(
+    conn: &mut PgConnection,
+    write: &DocumentWrite,
+    expected_body: Option<&str>,
+    entry: &AuditEntry,
+) -> TxResult<WriteReceipt> {
+    let (namespace, path) = (write.namespace.as_str(), write.path.as_str());
+    let query = sqlx::query(UPDATE_AUDITED)
+        .bind(namespace)
+        .bind(path)
+        .bind(write.title.as_deref())
+        .bind(write.body.as_deref())
+        .bind(write.doc_type.as_deref())
+        .bind(write.status.as_deref())
+        .bind(write.tags.as_deref())
+        .bind(write.at.to_string())
+        .bind(expected_body);
+    let row = audit::bind(query, entry)?.fetch_optional(conn).await?;
+    let Some(row) = row else {
+        return Err(StoreError::NotFound(format!(
+            "deleted in flight: {namespace}/{path} is gone; nothing was written"
+        ))
+        .into());
+    };
+    if !row.try_get::<bool, _>("body_matches")? {
+        return Err(body_changed(namespace, path).into());
+    }
+    Ok(WriteReceipt {
+        created: false,
+        snapshotted: true,
+        document: rows::document(row)?,
+    })
+}
+
 /// Locks the row, checks `expected_body`, snapshots and updates it.
 async fn update(
     conn: &mut PgConnection,
@@ -342,27 +398,23 @@ pub(crate) async fn write_document(
     audit: &[AuditEntry],
 ) -> StoreResult<WriteReceipt> {
     if let ([entry], None) = (audit, &write.links) {
-        // The common write (a create or an upsert with one audit row and no links) is one
-        // statement, atomic by itself: one round trip where a transaction takes four (BEGIN,
-        // the write, the audit row, COMMIT), and a pooled connection held that much less.
-        let alone = match guard {
-            WriteGuard::Create => Some(true),
-            WriteGuard::Upsert => Some(false),
-            WriteGuard::Update { .. } => None,
-        };
-        if let Some(create_only) = alone {
-            return with_retry(|| {
-                Box::pin(async move {
-                    let mut conn = pool.acquire().await?;
-                    if create_only {
-                        create(&mut conn, write, Some(entry)).await
-                    } else {
-                        upsert(&mut conn, write, Some(entry)).await
+        // The common write (a create, an upsert or a guarded update with one audit row and no
+        // links) is one statement, atomic by itself: one round trip where a transaction takes
+        // four or five (BEGIN, the lock, the write, the audit row, COMMIT), and a pooled
+        // connection held that much less.
+        return with_retry(|| {
+            Box::pin(async move {
+                let mut conn = pool.acquire().await?;
+                match guard {
+                    WriteGuard::Create => create(&mut conn, write, Some(entry)).await,
+                    WriteGuard::Upsert => upsert(&mut conn, write, Some(entry)).await,
+                    WriteGuard::Update { expected_body } => {
+                        update_audited(&mut conn, write, expected_body.as_deref(), entry).await
                     }
-                })
+                }
             })
-            .await;
-        }
+        })
+        .await;
     }
     with_retry(|| {
         Box::pin(async move {

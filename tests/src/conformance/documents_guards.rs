@@ -40,9 +40,14 @@ pub async fn write_create_collision_changes_nothing<S: Store>(store: &S) {
 
 /// `WriteGuard::Update` on a missing row: `NotFound` or `Conflict`, and nothing is written.
 pub async fn write_update_of_missing_row_writes_nothing<S: Store>(store: &S) {
-    for expected_body in [None, Some(String::new()), Some("something".to_owned())] {
+    let bodies = [None, Some(String::new()), Some("something".to_owned())];
+    // With links and without (a store may write the latter in one statement).
+    for (expected_body, linked) in bodies
+        .iter()
+        .flat_map(|b| [(b.clone(), true), (b.clone(), false)])
+    {
         let mut change = write("proj", "ghost.md", Some("G"), Some("g"), at(0));
-        change.links = Some(vec![link(LinkType::References, "proj", "target.md")]);
+        change.links = linked.then(|| vec![link(LinkType::References, "proj", "target.md")]);
         let err = store
             .write_document(
                 change,
@@ -100,6 +105,27 @@ pub async fn write_expected_body_mismatch_changes_nothing<S: Store>(store: &S) {
         let mut change = write("proj", "m.md", Some("M2"), Some("overwritten"), at(1));
         change.links = Some(vec![]);
         change.status = Some("closed".into());
+        let mut linkless = change.clone();
+        linkless.links = None;
+        let err = store
+            .write_document(
+                linkless,
+                WriteGuard::Update {
+                    expected_body: Some(stale.to_owned()),
+                },
+                vec![audit("agent:b", "write", "proj", "m.md", at(1))],
+            )
+            .await
+            .expect_err("stale expected body, no links");
+        assert!(matches!(err, StoreError::Conflict(_)), "{stale:?}: {err:?}");
+        assert_unchanged(
+            store,
+            "m.md",
+            &before,
+            audits,
+            &[("references", "proj", "k.md")],
+        )
+        .await;
         let err = store
             .write_document(
                 change,
@@ -130,8 +156,31 @@ pub async fn write_expected_body_mismatch_changes_nothing<S: Store>(store: &S) {
         )
         .await
         .expect("matching expected body");
-    assert!(receipt.snapshotted);
+    assert!(receipt.snapshotted && !receipt.created);
     assert_eq!(receipt.document.body.as_deref(), Some("line two\n"));
+    let receipt = store
+        .write_document(
+            write("proj", "m.md", None, Some("line three\n"), at(3)),
+            WriteGuard::Update {
+                expected_body: None,
+            },
+            vec![audit("agent:b", "write", "proj", "m.md", at(3))],
+        )
+        .await
+        .expect("an update without a body to match");
+    assert!(receipt.snapshotted && !receipt.created);
+    assert_eq!(
+        receipt.document.title.as_deref(),
+        Some("M"),
+        "a field not named is kept"
+    );
+    assert_eq!(
+        audit_count(store).await,
+        audits + 2,
+        "one audit row per update"
+    );
+    let versions = store.versions("proj", "m.md", 10).await.expect("versions");
+    assert_eq!(versions.len(), 2, "each update snapshots what it overwrote");
 }
 
 /// The document, its snapshots, its edges and the audit log are as they were.
