@@ -3,8 +3,8 @@
 //! A and body words B, divided by 1 + log of the document length: bm25-like), ties by
 //! namespace and path, with `ts_headline` snippets computed for the returned rows only. The
 //! two candidate sets (title matches, other matches) are ranked by two statements (at once,
-//! on two connections, when the pool has a second free) and merged. Every search is bounded: in words, in ranked candidates, in
-//! snippet text and in time.
+//! on two connections, when the pool has a second free) and merged. Every search is bounded:
+//! in words, in ranked candidates, in snippet text and in time.
 
 use std::time::Duration;
 
@@ -38,9 +38,10 @@ impl Parser {
 /// costs its row's visit and its `tsvector` read twice (the match, then `ts_rank`), and a
 /// seq-scan candidate also the rows it passes over: about 2.5 µs a row on the 2-core machine
 /// with rows kept whole (migration 0021; 10 to 20 µs when vectors lived in TOAST, when a word
-/// in a fifth of 100,000 documents took 90 to 160 ms, docs/perf/2026-12-02.md). A bound of 300 made that 7 to 20 ms but ranked only the first
-/// 300 matches the scan yields, so the strongest of 1,201 body matches was missed (the
-/// conformance case `search_ranks_strongest_body_match_first_among_many`): every match is
+/// in a fifth of 100,000 documents took 90 to 160 ms, docs/perf/2026-12-02.md). A bound of
+/// 300 made that 7 to 20 ms but ranked only the first 300 matches the scan yields, so the
+/// strongest of 1,201 body matches was missed (the conformance case
+/// `search_ranks_strongest_body_match_first_among_many`): every match is
 /// ranked up to this many of each kind, and title matches are bounded apart from the others
 /// so a word common in bodies still finds its titles; past it, the ranked ones are the first
 /// the scan yields (where the last sequential scan stopped, or the oldest rows), which only

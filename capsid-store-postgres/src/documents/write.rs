@@ -1,8 +1,9 @@
 //! Document units of work: write (guard, snapshot, upsert, edges, audit), delete, move and
 //! archive, each one transaction, except a write with one audit row and no links (a create,
-//! an upsert or a guarded update), which is one statement committed on its own. Guards are row locks (or, for a create, the unique
-//! `(namespace, path)`) checked inside the transaction; a failed guard refuses before
-//! anything is written, and the transaction is rolled back before the caller hears it.
+//! an upsert or a guarded update), which is one statement committed on its own. Guards are
+//! row locks (or, for a create, the unique `(namespace, path)`) checked inside the
+//! transaction or the statement; a failed guard refuses before anything is written, and the
+//! transaction is rolled back before the caller hears it.
 
 use capsid_core::docs::links::Link;
 use capsid_core::docs::packets::{DEFAULT_STATUS, DEFAULT_TYPE};
