@@ -25,17 +25,6 @@ use crate::rows::{self, doc_cols_d};
 const LOCK_DOCUMENT: &str = "SELECT id, ($3::text IS NULL OR coalesce(body, '') = $3) AS body_matches \
      FROM documents WHERE namespace = $1 AND path = $2 FOR UPDATE";
 
-/// Snapshots the locked row (read before the update, in the same statement) and updates it;
-/// NULL inputs keep the stored values.
-const SNAPSHOT_AND_UPDATE: &str = concat!(
-    "WITH snapshot AS (",
-    "INSERT INTO document_versions (document_id, namespace, path, title, body, type, status, tags, snapshot_at) ",
-    "SELECT id, namespace, path, title, body, type, status, tags, $7 FROM documents WHERE id = $1) ",
-    "UPDATE documents SET title = coalesce($2, title), body = coalesce($3, body), type = coalesce($4, type), ",
-    "status = coalesce($5, status), tags = coalesce($6, tags), updated_at = $7 WHERE id = $1 RETURNING ",
-    doc_columns!()
-);
-
 /// Inserts a new row with the defaults; nothing when another transaction created it first.
 macro_rules! insert_document {
     () => {
@@ -90,11 +79,12 @@ const UPSERT_AUDITED: &str = concat!(
     "SELECT * FROM updated UNION ALL SELECT * FROM inserted"
 );
 
-/// A guarded update with its audit row, in one statement: lock the live row and check its
-/// body against `$9` (any body when NULL); only when it matches, snapshot it, update it and
-/// write the audit row (`$10`..`$15`). One row comes back when the document exists, saying
+/// A guarded update in one statement: lock the live row and check its body against `$9` (any
+/// body when NULL); only when it matches, snapshot it (what it overwrites) and update it, NULL
+/// inputs keeping the stored values. One row comes back when the document exists, saying
 /// whether the body matched, with the updated columns when it did.
-const UPDATE_AUDITED: &str = concat!(
+macro_rules! update_ctes {
+    () => { concat!(
     "WITH prior AS (SELECT id, namespace, path, title, body, type, status, tags, ",
     "($9::text IS NULL OR coalesce(body, '') = $9) AS body_matches FROM documents ",
     "WHERE namespace = $1 AND path = $2 FOR UPDATE), ",
@@ -105,7 +95,19 @@ const UPDATE_AUDITED: &str = concat!(
     "type = coalesce($5, d.type), status = coalesce($6, d.status), tags = coalesce($7, d.tags), updated_at = $8 ",
     "FROM prior WHERE d.id = prior.id AND prior.body_matches RETURNING ",
     doc_cols_d!(),
-    "), logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
+    ")"
+    ) };
+}
+
+const UPDATE: &str = concat!(
+    update_ctes!(),
+    " SELECT prior.body_matches, updated.* FROM prior LEFT JOIN updated ON true"
+);
+
+/// [`UPDATE`] with its audit row (`$10`..`$15`), written only when the document is.
+const UPDATE_AUDITED: &str = concat!(
+    update_ctes!(),
+    ", logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
     "SELECT $10, $11, $12, $13, $14, $15 FROM updated) ",
     "SELECT prior.body_matches, updated.* FROM prior LEFT JOIN updated ON true"
 );
@@ -191,7 +193,7 @@ pub(crate) async fn write_in_tx(
         WriteGuard::Create => create(&mut *conn, write, None).await?,
         WriteGuard::Upsert => upsert(&mut *conn, write, None).await?,
         WriteGuard::Update { expected_body } => {
-            update(&mut *conn, write, expected_body.as_deref(), &at).await?
+            update(&mut *conn, write, expected_body.as_deref(), None).await?
         }
     };
     if let Some(links) = &write.links {
@@ -283,16 +285,22 @@ async fn upsert(
     .into())
 }
 
-/// [`UPDATE_AUDITED`]: the guarded update and its audit row as one statement, refused as
-/// [`update`] refuses (a row gone, a body changed) with nothing written.
-async fn update_audited(
+/// [`UPDATE`]: locks the row, checks `expected_body`, snapshots and updates it (with `entry`'s
+/// audit row in the same statement, when given); a row gone or a body changed is refused with
+/// nothing written.
+async fn update(
     conn: &mut PgConnection,
     write: &DocumentWrite,
     expected_body: Option<&str>,
-    entry: &AuditEntry,
+    entry: Option<&AuditEntry>,
 ) -> TxResult<WriteReceipt> {
     let (namespace, path) = (write.namespace.as_str(), write.path.as_str());
-    let query = sqlx::query(UPDATE_AUDITED)
+    let sql = if entry.is_some() {
+        UPDATE_AUDITED
+    } else {
+        UPDATE
+    };
+    let query = sqlx::query(sql)
         .bind(namespace)
         .bind(path)
         .bind(write.title.as_deref())
@@ -302,8 +310,11 @@ async fn update_audited(
         .bind(write.tags.as_deref())
         .bind(write.at.to_string())
         .bind(expected_body);
-    let row = audit::bind(query, entry)?.fetch_optional(conn).await?;
-    let Some(row) = row else {
+    let query = match entry {
+        Some(entry) => audit::bind(query, entry)?,
+        None => query,
+    };
+    let Some(row) = query.fetch_optional(conn).await? else {
         return Err(StoreError::NotFound(format!(
             "deleted in flight: {namespace}/{path} is gone; nothing was written"
         ))
@@ -312,47 +323,6 @@ async fn update_audited(
     if !row.try_get::<bool, _>("body_matches")? {
         return Err(body_changed(namespace, path).into());
     }
-    Ok(WriteReceipt {
-        created: false,
-        snapshotted: true,
-        document: rows::document(row)?,
-    })
-}
-
-/// Locks the row, checks `expected_body`, snapshots and updates it.
-async fn update(
-    conn: &mut PgConnection,
-    write: &DocumentWrite,
-    expected_body: Option<&str>,
-    at: &str,
-) -> TxResult<WriteReceipt> {
-    let (namespace, path) = (write.namespace.as_str(), write.path.as_str());
-    let prior: Option<(i64, bool)> = sqlx::query_as(LOCK_DOCUMENT)
-        .bind(namespace)
-        .bind(path)
-        .bind(expected_body)
-        .fetch_optional(&mut *conn)
-        .await?;
-    let id = match prior {
-        None => {
-            return Err(StoreError::NotFound(format!(
-                "deleted in flight: {namespace}/{path} is gone; nothing was written"
-            ))
-            .into());
-        }
-        Some((_, false)) => return Err(body_changed(namespace, path).into()),
-        Some((id, true)) => id,
-    };
-    let row = sqlx::query(SNAPSHOT_AND_UPDATE)
-        .bind(id)
-        .bind(write.title.as_deref())
-        .bind(write.body.as_deref())
-        .bind(write.doc_type.as_deref())
-        .bind(write.status.as_deref())
-        .bind(write.tags.as_deref())
-        .bind(at)
-        .fetch_one(conn)
-        .await?;
     Ok(WriteReceipt {
         created: false,
         snapshotted: true,
@@ -410,7 +380,7 @@ pub(crate) async fn write_document(
                     WriteGuard::Create => create(&mut conn, write, Some(entry)).await,
                     WriteGuard::Upsert => upsert(&mut conn, write, Some(entry)).await,
                     WriteGuard::Update { expected_body } => {
-                        update_audited(&mut conn, write, expected_body.as_deref(), entry).await
+                        update(&mut conn, write, expected_body.as_deref(), Some(entry)).await
                     }
                 }
             })

@@ -102,49 +102,34 @@ pub async fn write_expected_body_mismatch_changes_nothing<S: Store>(store: &S) {
         "LINE ONE\n",
         "",
     ] {
-        let mut change = write("proj", "m.md", Some("M2"), Some("overwritten"), at(1));
-        change.links = Some(vec![]);
-        change.status = Some("closed".into());
-        let mut linkless = change.clone();
-        linkless.links = None;
-        let err = store
-            .write_document(
-                linkless,
-                WriteGuard::Update {
-                    expected_body: Some(stale.to_owned()),
-                },
-                vec![audit("agent:b", "write", "proj", "m.md", at(1))],
+        // With links and without (a store may write the latter in one statement).
+        for links in [Some(vec![]), None] {
+            let mut change = write("proj", "m.md", Some("M2"), Some("overwritten"), at(1));
+            change.links = links.clone();
+            change.status = Some("closed".into());
+            let err = store
+                .write_document(
+                    change,
+                    WriteGuard::Update {
+                        expected_body: Some(stale.to_owned()),
+                    },
+                    vec![audit("agent:b", "write", "proj", "m.md", at(1))],
+                )
+                .await
+                .expect_err("stale expected body");
+            assert!(
+                matches!(err, StoreError::Conflict(_)),
+                "{stale:?}, {links:?}: {err:?}"
+            );
+            assert_unchanged(
+                store,
+                "m.md",
+                &before,
+                audits,
+                &[("references", "proj", "k.md")],
             )
-            .await
-            .expect_err("stale expected body, no links");
-        assert!(matches!(err, StoreError::Conflict(_)), "{stale:?}: {err:?}");
-        assert_unchanged(
-            store,
-            "m.md",
-            &before,
-            audits,
-            &[("references", "proj", "k.md")],
-        )
-        .await;
-        let err = store
-            .write_document(
-                change,
-                WriteGuard::Update {
-                    expected_body: Some(stale.to_owned()),
-                },
-                vec![audit("agent:b", "write", "proj", "m.md", at(1))],
-            )
-            .await
-            .expect_err("stale expected body");
-        assert!(matches!(err, StoreError::Conflict(_)), "{stale:?}: {err:?}");
-        assert_unchanged(
-            store,
-            "m.md",
-            &before,
-            audits,
-            &[("references", "proj", "k.md")],
-        )
-        .await;
+            .await;
+        }
     }
     let receipt = store
         .write_document(
