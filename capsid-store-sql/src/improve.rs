@@ -208,6 +208,26 @@ pub async fn skills(engine: &impl Engine, status: Option<&str>) -> StoreResult<V
     read_all(engine, stmt, skill).await
 }
 
+/// `SkillStore::skills_in`: the skills of each of `statuses` in one statement, grouped in the
+/// order the statuses are given, newest first within a status.
+pub async fn skills_in(engine: &impl Engine, statuses: &[&str]) -> StoreResult<Vec<SkillRow>> {
+    if statuses.is_empty() {
+        return Ok(Vec::new());
+    }
+    let places: Vec<String> = (1..=statuses.len()).map(|i| format!("${i}")).collect();
+    let mut stmt = Stmt::new(format!(
+        "{SKILLS} WHERE status IN ({}) ORDER BY ts DESC, id",
+        places.join(", ")
+    ));
+    for status in statuses {
+        stmt = stmt.bind(*status);
+    }
+    let mut rows = read_all(engine, stmt, skill).await?;
+    // A stable sort keeps each status's rows newest first.
+    rows.sort_by_key(|row| statuses.iter().position(|s| *s == row.status));
+    Ok(rows)
+}
+
 /// `SkillStore::skill`.
 pub async fn skill_by_id(engine: &impl Engine, id: &str) -> StoreResult<Option<SkillRow>> {
     let stmt = Stmt::new(format!("{SKILLS} WHERE id = $1")).bind(id);

@@ -468,6 +468,9 @@ macro_rules! sql_ports {
                 async fn skills(&self, status: Option<&str>) -> StoreResult<Vec<SkillRow>> {
                     $crate::improve::skills(self, status).await
                 }
+                async fn skills_in(&self, statuses: &[&str]) -> StoreResult<Vec<SkillRow>> {
+                    $crate::improve::skills_in(self, statuses).await
+                }
                 async fn record_evaluation(
                     &self,
                     evaluation: SkillEvaluationRow,

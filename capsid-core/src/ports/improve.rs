@@ -138,6 +138,9 @@ pub trait SkillStore: Send + Sync {
     ) -> StoreResult<()>;
     /// Skills, optionally of one status.
     async fn skills(&self, status: Option<&str>) -> StoreResult<Vec<SkillRow>>;
+    /// Skills of any of `statuses`, in one read: grouped in the order the statuses are given,
+    /// newest first within each.
+    async fn skills_in(&self, statuses: &[&str]) -> StoreResult<Vec<SkillRow>>;
     /// Records an evaluation with its audit row, in one transaction.
     async fn record_evaluation(
         &self,

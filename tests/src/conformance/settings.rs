@@ -407,6 +407,30 @@ pub async fn skills_and_improve_totals<S: Store>(store: &S) {
         2
     );
     assert_eq!(store.skills(Some("retired")).await.expect("skills"), vec![]);
+    // Several statuses in one read: grouped in the order asked, newest first (then by id)
+    // within each.
+    let ids = |rows: Vec<capsid_core::ports::SkillRow>| -> Vec<String> {
+        rows.into_iter().map(|r| r.id).collect()
+    };
+    assert_eq!(
+        ids(store
+            .skills_in(&["live", "candidate"])
+            .await
+            .expect("skills")),
+        ["s2", "s1", "s3"]
+    );
+    assert_eq!(
+        ids(store
+            .skills_in(&["candidate", "live"])
+            .await
+            .expect("skills")),
+        ["s1", "s3", "s2"]
+    );
+    assert_eq!(
+        ids(store.skills_in(&["retired", "live"]).await.expect("skills")),
+        ["s2"]
+    );
+    assert_eq!(store.skills_in(&[]).await.expect("skills"), vec![]);
 
     for (i, verdict) in ["neutral", "positive", "negative"].into_iter().enumerate() {
         store

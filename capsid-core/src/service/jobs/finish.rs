@@ -106,13 +106,14 @@ impl JobsCx<'_> {
         };
         let mut block_reason = reason.map(str::to_owned);
         let mut reviewed_by = None;
+        // Read once: the review gate and the outcome's evidence both check against it.
+        let mapped = self.mapped_repos(&job.namespace).await;
         if act != JobsAction::Fail {
             let result_ref = a
                 .result_ref
                 .as_ref()
                 .map(|r| r.as_str())
                 .or(job.result_ref.as_deref());
-            let mapped = self.mapped_repos(&job.namespace).await;
             let pr = match review_target(job.review_required, result_ref, &job.namespace, &mapped) {
                 ReviewTarget::Ungated => None,
                 ReviewTarget::Gated(pr) => Some(pr),
@@ -151,6 +152,7 @@ impl JobsCx<'_> {
                                 None,
                                 None,
                                 None,
+                                &mapped,
                             )
                             .await;
                     }
@@ -175,6 +177,7 @@ impl JobsCx<'_> {
             evidence,
             reviewed_by,
             Some(&report),
+            &mapped,
         )
         .await
     }
@@ -281,9 +284,19 @@ impl JobsCx<'_> {
         job: &Job,
         evidence: Option<&Evidence>,
     ) -> crate::jobs::outcome::Outcome {
-        let now = self.now();
         let mapped = self.mapped_repos(&job.namespace).await;
-        let plan = prs_to_verify(evidence, &job.namespace, &mapped);
+        self.outcome_against(job, evidence, &mapped).await
+    }
+
+    /// [`Self::outcome_for`] with the namespace's mapped repositories already read.
+    async fn outcome_against(
+        &self,
+        job: &Job,
+        evidence: Option<&Evidence>,
+        mapped: &[String],
+    ) -> crate::jobs::outcome::Outcome {
+        let now = self.now();
+        let plan = prs_to_verify(evidence, &job.namespace, mapped);
         let mut facts: Vec<Result<PrFacts, String>> = Vec::new();
         let mut ci: Option<Result<Vec<WorkflowRun>, String>> = None;
         if let Ok(prs) = &plan {
@@ -344,6 +357,7 @@ impl JobsCx<'_> {
         evidence: Option<Evidence>,
         reviewed_by: Option<String>,
         skills: Option<&super::skills::SkillReport>,
+        mapped: &[String],
     ) -> Result<JobsAnswer> {
         let actor = caller.actor();
         let now = self.now();
@@ -369,7 +383,9 @@ impl JobsCx<'_> {
             after.result_ref = Some(r.clone());
         }
         let outcome = if matches!(status, JobStatus::Done | JobStatus::Failed) {
-            let mut outcome = self.outcome_for(&after, evidence.as_ref()).await;
+            let mut outcome = self
+                .outcome_against(&after, evidence.as_ref(), mapped)
+                .await;
             outcome.row.reviewed_by = reviewed_by;
             if let Some(report) = skills {
                 (outcome.row.skill_ids_offered, outcome.row.skill_ids_used) = report.columns();

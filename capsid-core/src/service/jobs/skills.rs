@@ -23,13 +23,10 @@ pub(crate) const SKILLS_USED_MAX: usize = 16;
 
 /// The skills a claim may offer: live ones and candidates under evaluation.
 pub(crate) async fn offerable(cx: &JobsCx<'_>) -> Result<Vec<SkillRow>> {
-    let mut rows = cx.skills.skills(Some(SkillStatus::Live.name())).await?;
-    rows.extend(
-        cx.skills
-            .skills(Some(SkillStatus::Candidate.name()))
-            .await?,
-    );
-    Ok(rows)
+    Ok(cx
+        .skills
+        .skills_in(&[SkillStatus::Live.name(), SkillStatus::Candidate.name()])
+        .await?)
 }
 
 /// The ids offered a job whose task reads `task`.
