@@ -38,7 +38,7 @@ fn text(value: &str) -> Param {
 /// A search statement's probe: one candidate set, over everything or within `namespace` (and
 /// a type).
 fn search_probe(name: &'static str, set: Candidates, namespace: Option<&str>) -> Probe {
-    let mut params = vec![text("lease renewal")];
+    let mut params = vec![text("lease")];
     if let Some(namespace) = namespace {
         params.extend([text(namespace), text("decision")]);
     }
