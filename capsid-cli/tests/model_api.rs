@@ -174,8 +174,10 @@ fn serve_resolves_the_key_at_start_and_never_logs_it() {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
-    let _ = child.wait();
+    // Read to the end before waiting: with debug logs the server can fill the pipe after
+    // "listening", and a server blocked writing its log never exits (a run hung here).
     seen.extend(lines.map_while(Result::ok).map(|l| l + "\n"));
+    let _ = child.wait();
     assert!(
         seen.contains("model API configured") && seen.contains("http://127.0.0.1:9/model"),
         "{seen}"

@@ -75,9 +75,10 @@ fn serve_starts_reports_health_and_stops_on_sigterm() {
         .status()
         .expect("kill");
     assert!(status.success());
+    // Read to the end before waiting: a server still logging into a full pipe never exits.
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let exit = child.wait().expect("capsid exits");
     assert!(exit.success(), "a SIGTERM is a clean shutdown: {exit:?}");
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:?}");
 }
 
@@ -239,8 +240,9 @@ fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
-    let _ = child.wait();
+    // Read to the end before waiting: a server still logging into a full pipe never exits.
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let _ = child.wait();
     assert!(
         !seen.contains("ghs_") && !rest.iter().any(|l| l.contains("ghs_")),
         "no installation token in the server's logs"
