@@ -42,21 +42,35 @@ const INSERT_DOCUMENT: &str = insert_document!();
 /// [`INSERT_DOCUMENT`] with its audit row (`$11`..`$16`), written only when the row is.
 const INSERT_DOCUMENT_AUDITED: &str = audited!(insert_document!(), "$11, $12, $13, $14, $15, $16");
 
-/// The whole upsert in one statement: lock the live row (its latest version, so the snapshot
-/// holds exactly what is overwritten), snapshot it, update it; or insert when there is none.
-/// No row comes back when another transaction created the document after this statement
+/// The CTEs both one-statement rewrites share: lock the live row (its latest version, so the
+/// snapshot holds exactly what is overwritten), snapshot it, and update it, NULL inputs keeping
+/// the stored values. `$prior` adds columns to the locked row, `$snapshot` and `$update`
+/// conditions to the snapshot and the update; `updated` is left open after its columns.
+macro_rules! locked_rewrite_ctes {
+    ($prior:expr, $snapshot:expr, $update:expr) => { concat!(
+    "WITH prior AS (SELECT id, namespace, path, title, body, type, status, tags",
+    $prior,
+    " FROM documents WHERE namespace = $1 AND path = $2 FOR UPDATE), ",
+    "snapshot AS (INSERT INTO document_versions ",
+    "(document_id, namespace, path, title, body, type, status, tags, snapshot_at) ",
+    "SELECT id, namespace, path, title, body, type, status, tags, $8 FROM prior",
+    $snapshot,
+    "), ",
+    "updated AS (UPDATE documents d SET title = coalesce($3, d.title), body = coalesce($4, d.body), ",
+    "type = coalesce($5, d.type), status = coalesce($6, d.status), tags = coalesce($7, d.tags), updated_at = $8 ",
+    "FROM prior WHERE d.id = prior.id",
+    $update,
+    " RETURNING ",
+    doc_cols_d!()
+    ) };
+}
+
+/// The whole upsert in one statement: the locked rewrite, or an insert when there is no live
+/// row. No row comes back when another transaction created the document after this statement
 /// began (then the caller retries, and finds the row to update).
 macro_rules! upsert_ctes {
     () => { concat!(
-    "WITH prior AS (SELECT id, namespace, path, title, body, type, status, tags FROM documents ",
-    "WHERE namespace = $1 AND path = $2 FOR UPDATE), ",
-    "snapshot AS (INSERT INTO document_versions ",
-    "(document_id, namespace, path, title, body, type, status, tags, snapshot_at) ",
-    "SELECT id, namespace, path, title, body, type, status, tags, $8 FROM prior), ",
-    "updated AS (UPDATE documents d SET title = coalesce($3, d.title), body = coalesce($4, d.body), ",
-    "type = coalesce($5, d.type), status = coalesce($6, d.status), tags = coalesce($7, d.tags), updated_at = $8 ",
-    "FROM prior WHERE d.id = prior.id RETURNING ",
-    doc_cols_d!(),
+    locked_rewrite_ctes!("", "", ""),
     ", false AS created), ",
     "inserted AS (INSERT INTO documents (namespace, path, title, body, type, status, tags, created_at, updated_at) ",
     "SELECT $1, $2, $3, $4, coalesce($5, $9), coalesce($6, $10), $7, $8, $8 ",
@@ -79,24 +93,20 @@ const UPSERT_AUDITED: &str = concat!(
     "SELECT * FROM updated UNION ALL SELECT * FROM inserted"
 );
 
-/// A guarded update in one statement: lock the live row and check its body against `$9` (any
-/// body when NULL); only when it matches, snapshot it (what it overwrites) and update it, NULL
-/// inputs keeping the stored values. One row comes back when the document exists, saying
+/// A guarded update in one statement: the locked rewrite, only when the live row's body
+/// matches `$9` (any body when NULL). One row comes back when the document exists, saying
 /// whether the body matched, with the updated columns when it did.
 macro_rules! update_ctes {
-    () => { concat!(
-    "WITH prior AS (SELECT id, namespace, path, title, body, type, status, tags, ",
-    "($9::text IS NULL OR coalesce(body, '') = $9) AS body_matches FROM documents ",
-    "WHERE namespace = $1 AND path = $2 FOR UPDATE), ",
-    "snapshot AS (INSERT INTO document_versions ",
-    "(document_id, namespace, path, title, body, type, status, tags, snapshot_at) ",
-    "SELECT id, namespace, path, title, body, type, status, tags, $8 FROM prior WHERE body_matches), ",
-    "updated AS (UPDATE documents d SET title = coalesce($3, d.title), body = coalesce($4, d.body), ",
-    "type = coalesce($5, d.type), status = coalesce($6, d.status), tags = coalesce($7, d.tags), updated_at = $8 ",
-    "FROM prior WHERE d.id = prior.id AND prior.body_matches RETURNING ",
-    doc_cols_d!(),
-    ")"
-    ) };
+    () => {
+        concat!(
+            locked_rewrite_ctes!(
+                ", ($9::text IS NULL OR coalesce(body, '') = $9) AS body_matches",
+                " WHERE body_matches",
+                " AND prior.body_matches"
+            ),
+            ")"
+        )
+    };
 }
 
 const UPDATE: &str = concat!(

@@ -409,27 +409,20 @@ pub async fn skills_and_improve_totals<S: Store>(store: &S) {
     assert_eq!(store.skills(Some("retired")).await.expect("skills"), vec![]);
     // Several statuses in one read: grouped in the order asked, newest first (then by id)
     // within each.
-    let ids = |rows: Vec<capsid_core::ports::SkillRow>| -> Vec<String> {
-        rows.into_iter().map(|r| r.id).collect()
-    };
-    assert_eq!(
-        ids(store
-            .skills_in(&["live", "candidate"])
+    for (statuses, want) in [
+        (&["live", "candidate"][..], &["s2", "s1", "s3"][..]),
+        (&["candidate", "live"][..], &["s1", "s3", "s2"][..]),
+        (&["retired", "live"][..], &["s2"][..]),
+    ] {
+        let got: Vec<String> = store
+            .skills_in(statuses)
             .await
-            .expect("skills")),
-        ["s2", "s1", "s3"]
-    );
-    assert_eq!(
-        ids(store
-            .skills_in(&["candidate", "live"])
-            .await
-            .expect("skills")),
-        ["s1", "s3", "s2"]
-    );
-    assert_eq!(
-        ids(store.skills_in(&["retired", "live"]).await.expect("skills")),
-        ["s2"]
-    );
+            .expect("skills")
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(got, want, "skills_in({statuses:?})");
+    }
     assert_eq!(store.skills_in(&[]).await.expect("skills"), vec![]);
 
     for (i, verdict) in ["neutral", "positive", "negative"].into_iter().enumerate() {
