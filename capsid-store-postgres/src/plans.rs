@@ -35,18 +35,20 @@ fn text(value: &str) -> Param {
     Param::Text(value.to_owned())
 }
 
-/// A search statement's probe: one candidate set, over everything or within `namespace` (and
-/// a type).
-fn search_probe(name: &'static str, set: Candidates, namespace: Option<&str>) -> Probe {
+/// A search statement's probe: one candidate set, over everything or within `namespace`, of
+/// any type or of `doc_type`.
+fn search_probe(
+    name: &'static str,
+    set: Candidates,
+    namespace: Option<&str>,
+    doc_type: Option<&str>,
+) -> Probe {
     let mut params = vec![text("lease")];
-    if let Some(namespace) = namespace {
-        params.extend([text(namespace), text("decision")]);
-    }
+    params.extend(namespace.into_iter().chain(doc_type).map(text));
     params.extend([Param::Int(CANDIDATES_MAX), Param::Int(25)]);
-    let scoped = namespace.is_some();
     Probe {
         name,
-        sql: search_sql(Parser::Web, set, scoped, scoped),
+        sql: search_sql(Parser::Web, set, namespace.is_some(), doc_type.is_some()),
         params,
     }
 }
@@ -75,13 +77,31 @@ fn probes() -> Result<Vec<Probe>, StoreError> {
             BUDGET,
             vec![text(namespace), text("2026-11-01T00:00:00.000Z")],
         ),
-        search_probe("search", Candidates::Untitled, None),
-        search_probe("search_titles", Candidates::Titled, None),
-        search_probe("search_in_namespace", Candidates::Untitled, Some(namespace)),
+        search_probe("search", Candidates::Untitled, None, None),
+        search_probe("search_titles", Candidates::Titled, None, None),
+        search_probe(
+            "search_in_namespace",
+            Candidates::Untitled,
+            Some(namespace),
+            Some("decision"),
+        ),
         search_probe(
             "search_titles_in_namespace",
             Candidates::Titled,
             Some(namespace),
+            Some("decision"),
+        ),
+        search_probe(
+            "search_in_namespace_any_type",
+            Candidates::Untitled,
+            Some(namespace),
+            None,
+        ),
+        search_probe(
+            "search_titles_in_namespace_any_type",
+            Candidates::Titled,
+            Some(namespace),
+            None,
         ),
         probe(
             "list_by_namespace",
