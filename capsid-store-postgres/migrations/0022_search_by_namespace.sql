@@ -9,13 +9,13 @@
 -- A namespace in a GIN index needs the `btree_gin` extension (in PostgreSQL's contrib, trusted
 -- since PostgreSQL 13: a database owner may create it). Where it cannot be created, the
 -- indexes stay as they were and searches answer the same, only slower within a namespace; the
--- notice says why. Either way the index names stay, and so do the plans that name them.
+-- warning says why. Either way the index names stay, and so do the plans that name them.
 DO $migration$
 BEGIN
     BEGIN
         CREATE EXTENSION IF NOT EXISTS btree_gin;
     EXCEPTION WHEN OTHERS THEN
-        RAISE NOTICE 'capsid: btree_gin could not be created (%); the document text indexes keep one column', SQLERRM;
+        RAISE WARNING 'capsid: btree_gin could not be created (%); the document text indexes keep one column', SQLERRM;
         RETURN;
     END;
     DROP INDEX documents_search;
