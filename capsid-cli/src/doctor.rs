@@ -66,8 +66,14 @@ pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
                 .map(|_| "ok".to_owned())
                 .unwrap_or_else(|e| format!("error: {e}"));
             let schema = store.schema_version().await.ok().flatten();
+            // What the store runs without slows it but does not make it unhealthy.
+            let limitations = store
+                .limitations()
+                .await
+                .unwrap_or_else(|e| vec![format!("could not be read: {e}")]);
             healthy &= ping == "ok" && fts == "ok" && schema.is_some();
             checks.push(json!({"check": "store", "ping": ping, "fts": fts, "schema_version": schema,
+                               "limitations": limitations,
                                "hint": if schema.is_none() { Some("run capsid migrate") } else { None }}));
         }
         Err(e) => {

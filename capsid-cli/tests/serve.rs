@@ -148,6 +148,18 @@ fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
         !report.to_string().contains("BEGIN RSA"),
         "the key is never printed"
     );
+    let store = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["check"] == "store")
+        .cloned()
+        .expect("a store check");
+    assert_eq!(
+        store["limitations"],
+        serde_json::json!([]),
+        "an SQLite store lacks nothing: {report}"
+    );
     // A key that does not parse is reported, naming the setting, and makes doctor unhealthy.
     let mut cmd = capsid();
     cmd.args(["doctor", "--json"]);

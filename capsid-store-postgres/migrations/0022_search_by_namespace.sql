@@ -9,7 +9,8 @@
 -- A namespace in a GIN index needs the `btree_gin` extension (in PostgreSQL's contrib, trusted
 -- since PostgreSQL 13: a database owner may create it). Where it cannot be created, the
 -- indexes stay as they were and searches answer the same, only slower within a namespace; the
--- warning says why. Either way the index names stay, and so do the plans that name them.
+-- warning says why, and `capsid doctor` names what to run to add it later. Either way the
+-- index names stay, and so do the plans that name them.
 DO $migration$
 BEGIN
     BEGIN

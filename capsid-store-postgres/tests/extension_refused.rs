@@ -1,11 +1,11 @@
 //! Migration 0022 where `btree_gin` cannot be created: a role that may create tables in its
 //! schema but not extensions in its database (a managed server's application role, say).
-//! The migrations still complete, the text indexes keep one column, and a search within a
-//! namespace answers as before.
+//! The migrations still complete, the text indexes keep one column, a search within a
+//! namespace answers as before, and the store names what it lacks and how to add it.
 
 mod common;
 
-use capsid_core::ports::DocumentStore;
+use capsid_core::ports::{DocumentStore, StoreHealth};
 use capsid_store_postgres::PgStore;
 use sqlx::{AssertSqlSafe, Row};
 
@@ -82,6 +82,28 @@ async fn migrations_complete_without_the_right_to_create_extensions() {
         .map(|hit| (hit.namespace.as_str(), hit.path.as_str()))
         .collect();
     assert_eq!(found, [("alpha", "notes/lease.md")]);
+
+    // `capsid doctor` says what is missing and how to add it; the owner's statements it
+    // names then give the indexes their namespace, and the store has nothing more to say.
+    let limitations = store.limitations().await.expect("limitations");
+    assert_eq!(limitations.len(), 1, "{limitations:?}");
+    let (why, statements) = limitations[0]
+        .split_once("run: ")
+        .expect("the limitation names the statements to run");
+    assert!(why.contains("btree_gin"), "{why}");
+    sqlx::raw_sql(AssertSqlSafe(statements.to_owned()))
+        .execute(&as_admin)
+        .await
+        .expect("the named statements run as the owner");
+    assert_eq!(
+        store.limitations().await.expect("limitations"),
+        Vec::<String>::new()
+    );
+    let hits = store
+        .search_documents("lease", Some("beta"), None, 10)
+        .await
+        .expect("search on the rebuilt indexes");
+    assert_eq!(hits.len(), 1);
 
     store.close().await;
     as_admin.close().await;

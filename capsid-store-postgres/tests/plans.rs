@@ -248,6 +248,15 @@ async fn a_common_word_within_a_namespace_is_found_by_one_index_scan() {
     if !btree_gin && std::env::var_os("CI").is_some() {
         panic!("btree_gin was not created by the migrations: the test server ships contrib");
     }
+    if btree_gin {
+        assert_eq!(
+            capsid_core::ports::StoreHealth::limitations(&db.store)
+                .await
+                .expect("limitations"),
+            Vec::<String>::new(),
+            "indexes with their namespace leave nothing to say"
+        );
+    }
     sqlx::query("ALTER TABLE documents SET (fillfactor = 10)")
         .execute(&pool)
         .await

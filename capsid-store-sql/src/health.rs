@@ -30,6 +30,11 @@ pub trait HealthEngine: Engine {
     async fn outage_cause(&self) -> Option<String> {
         None
     }
+
+    /// `StoreHealth::limitations`. Default: none.
+    async fn limitations(&self) -> StoreResult<Vec<String>> {
+        Ok(Vec::new())
+    }
 }
 
 /// `0001_init` from version 1 and description `init`.

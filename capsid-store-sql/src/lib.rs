@@ -811,6 +811,9 @@ macro_rules! sql_ports {
                 async fn outage_cause(&self) -> Option<String> {
                     $crate::health::HealthEngine::outage_cause(self).await
                 }
+                async fn limitations(&self) -> StoreResult<Vec<String>> {
+                    $crate::health::HealthEngine::limitations(self).await
+                }
             }
 
             #[async_trait::async_trait]

@@ -192,6 +192,13 @@ pub trait StoreHealth: Send + Sync {
     async fn outage_cause(&self) -> Option<String> {
         None
     }
+    /// What the store runs without that it would use if it could, each in words an operator
+    /// can act on (e.g. Postgres search indexes without the namespace, where `btree_gin` could
+    /// not be created). Empty when nothing is missing. Not a failure: the store answers the
+    /// same, only slower.
+    async fn limitations(&self) -> StoreResult<Vec<String>> {
+        Ok(Vec::new())
+    }
 }
 
 /// Every store port at once, for the application service.
