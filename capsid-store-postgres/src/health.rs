@@ -9,6 +9,7 @@ use sqlx::migrate::Migrator;
 use crate::PgStore;
 use crate::documents::search;
 use crate::error::translate;
+use crate::search_indexes;
 
 #[async_trait]
 impl HealthEngine for PgStore {
@@ -29,32 +30,36 @@ impl HealthEngine for PgStore {
         self.outage.cause().await
     }
 
-    /// The text indexes without the namespace: migration 0022 could not create `btree_gin`
-    /// (its warning said so once; this says it on every `capsid doctor`).
+    /// The text indexes without the namespace (see `search_indexes`), and what would add it.
     async fn limitations(&self) -> StoreResult<Vec<String>> {
-        let definitions: Vec<String> = sqlx::query_scalar(
-            "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() \
-             AND tablename = 'documents' \
-             AND indexname IN ('documents_search', 'documents_title_search')",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(translate)?;
-        let by_namespace = definitions
-            .iter()
-            .filter(|definition| definition.contains("(namespace, "))
-            .count();
-        if definitions.is_empty() || by_namespace == definitions.len() {
+        let mut conn = self.pool.acquire().await.map_err(translate)?;
+        if search_indexes::lacking(&mut conn)
+            .await
+            .map_err(translate)?
+            .is_empty()
+        {
             return Ok(Vec::new());
         }
-        Ok(vec![SEARCH_WITHOUT_NAMESPACE.to_owned()])
+        let installed = search_indexes::extension_installed(&mut conn)
+            .await
+            .map_err(translate)?;
+        Ok(vec![if installed {
+            INDEXES_NOT_BUILT.to_owned()
+        } else {
+            EXTENSION_MISSING.to_owned()
+        }])
     }
 }
 
-/// What `limitations` says of text indexes without the namespace, and how to add it.
-const SEARCH_WITHOUT_NAMESPACE: &str = "the document text indexes lack the namespace \
-     (btree_gin could not be created when migration 0022 ran), so a search within one \
-     namespace is slower on a large store; as the database's owner, run: CREATE EXTENSION \
-     btree_gin; DROP INDEX documents_search; CREATE INDEX documents_search ON documents USING \
-     GIN (namespace, search); DROP INDEX documents_title_search; CREATE INDEX \
-     documents_title_search ON documents USING GIN (namespace, title_search);";
+/// `limitations` when `btree_gin` is missing.
+const EXTENSION_MISSING: &str = "the document text indexes lack the namespace, so a search \
+     within one namespace is slower on a large store: btree_gin is not installed in this \
+     database and this role may not create it. A role with CREATE on the database (its owner, \
+     say) can run: CREATE EXTENSION IF NOT EXISTS btree_gin; then the next capsid migrate (or \
+     capsid serve start) builds the indexes without blocking reads or writes.";
+
+/// `limitations` when the extension is there but the indexes were not built (yet).
+const INDEXES_NOT_BUILT: &str = "the document text indexes lack the namespace (their build has \
+     not run yet, or was interrupted), so a search within one namespace is slower on a large \
+     store; the next capsid migrate (or capsid serve start) builds them without blocking reads \
+     or writes.";

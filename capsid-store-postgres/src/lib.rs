@@ -33,6 +33,7 @@ mod jobs;
 mod outage;
 mod plans;
 mod rows;
+mod search_indexes;
 mod sql;
 
 use std::fmt;
@@ -151,13 +152,20 @@ impl PgStore {
         })
     }
 
-    /// Applies the pending migrations and returns the schema version (`0001_init`). Safe
-    /// when several replicas migrate at once: sqlx holds an advisory lock while it works.
+    /// Applies the pending migrations, then builds the text indexes with the namespace where
+    /// they lack it (concurrently, without blocking reads and writes: `search_indexes`), and
+    /// returns the schema version (`0001_init`). Safe when several replicas migrate at once:
+    /// sqlx holds an advisory lock while it migrates, and one replica builds the indexes.
     pub async fn migrate(&self) -> Result<Option<String>, StoreError> {
         MIGRATOR
             .run(&self.pool)
             .await
             .map_err(|e| StoreError::Backend(format!("migration failed: {e}")))?;
+        search_indexes::ensure(&self.pool).await.map_err(|e| {
+            StoreError::Backend(format!(
+                "building the text indexes with the namespace failed: {e}"
+            ))
+        })?;
         self.schema_version().await
     }
 

@@ -1,4 +1,0 @@
--- Nothing to change here: the Postgres migration of the same number puts each document's
--- namespace in its GIN text indexes. SQLite's FTS5 index has no such column: a search within
--- a namespace filters its matches by the documents table's namespace. The file keeps both
--- adapters' migration lists the same.
