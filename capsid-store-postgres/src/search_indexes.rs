@@ -64,6 +64,14 @@ pub(crate) async fn lacking(conn: &mut PgConnection) -> Result<Vec<&'static str>
     Ok(lacking)
 }
 
+/// Whether the relation `name` exists, resolved through the search path.
+async fn exists(conn: &mut PgConnection, name: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+        .bind(name)
+        .fetch_one(&mut *conn)
+        .await
+}
+
 /// Whether `btree_gin` is installed in this database.
 pub(crate) async fn extension_installed(conn: &mut PgConnection) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'btree_gin')")
@@ -129,15 +137,19 @@ async fn build(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
             index = name,
             "building the index with the namespace (CREATE INDEX CONCURRENTLY: reads and writes go on)"
         );
-        for sql in [
-            // What an interrupted build left, invalid.
-            format!("DROP INDEX CONCURRENTLY IF EXISTS {building}"),
-            format!(
-                "CREATE INDEX CONCURRENTLY {building} ON documents USING GIN (namespace, {column})"
-            ),
-            format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"),
-            format!("ALTER INDEX {building} RENAME TO {name}"),
-        ] {
+        // What an interrupted build left (invalid, or built but not yet renamed) goes first.
+        let mut statements = Vec::new();
+        if exists(conn, &building).await? {
+            statements.push(format!("DROP INDEX CONCURRENTLY {building}"));
+        }
+        statements.push(format!(
+            "CREATE INDEX CONCURRENTLY {building} ON documents USING GIN (namespace, {column})"
+        ));
+        if exists(conn, name).await? {
+            statements.push(format!("DROP INDEX CONCURRENTLY {name}"));
+        }
+        statements.push(format!("ALTER INDEX {building} RENAME TO {name}"));
+        for sql in statements {
             sqlx::raw_sql(AssertSqlSafe(sql))
                 .execute(&mut *conn)
                 .await?;
