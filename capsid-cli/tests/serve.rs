@@ -108,6 +108,17 @@ fn run_json(mut cmd: Command) -> (bool, serde_json::Value) {
     (out.status.success(), value)
 }
 
+/// The check named `name` in a `capsid doctor --json` report.
+fn doctor_check(report: &serde_json::Value, name: &str) -> serde_json::Value {
+    report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["check"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name:?} check: {report}"))
+}
+
 #[test]
 fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
     capsid_http::install_tls_provider();
@@ -131,13 +142,7 @@ fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
     cmd.args(["doctor", "--json"]);
     with_app(&mut cmd, dir.path(), &gh.url, key);
     let (_, report) = run_json(cmd);
-    let app = report["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| c["check"] == "GitHub App (repo access)")
-        .cloned()
-        .expect("a GitHub check");
+    let app = doctor_check(&report, "GitHub App (repo access)");
     assert_eq!(app["key"], "parses", "{report}");
     assert_eq!(app["jwt"], "accepted (App: Capsid Test App)", "{report}");
     assert!(
@@ -148,13 +153,7 @@ fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
         !report.to_string().contains("BEGIN RSA"),
         "the key is never printed"
     );
-    let store = report["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| c["check"] == "store")
-        .cloned()
-        .expect("a store check");
+    let store = doctor_check(&report, "store");
     assert_eq!(
         store["limitations"],
         serde_json::json!([]),
@@ -279,13 +278,7 @@ fn proxy_check(
         None => cmd.env_remove("CAPSID_TRUSTED_PROXIES"),
     };
     let (healthy, report) = run_json(cmd);
-    let check = report["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| c["check"] == "trusted proxies")
-        .cloned()
-        .unwrap_or_else(|| panic!("no trusted-proxy check: {report}"));
+    let check = doctor_check(&report, "trusted proxies");
     (healthy, check)
 }
 

@@ -36,6 +36,39 @@ fn seq_scan_detection_can_fail() {
     assert!(seq_scans("Index Scan using jobs_claimable on jobs").is_empty());
 }
 
+/// The plan named `name` among `plans`.
+fn plan_of<'p>(plans: &'p [(String, String)], name: &str) -> &'p str {
+    plans
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, plan)| plan.as_str())
+        .unwrap_or_else(|| panic!("no plan for {name}"))
+}
+
+/// 12,000 documents of a few rows a page (`fillfactor`, as the benchmark's rows of several
+/// KB), spread over the namespaces `namespace` (an SQL expression of `i`) names, with `lease`
+/// in one title in thirty and one body in three (a common word's share in `store-bench`),
+/// `extra_body` (an SQL expression, possibly NULL) added to each body; then analysed.
+async fn seed_common_word(url: &str, namespace: &str, extra_body: &str) {
+    let pool = sqlx::PgPool::connect(url).await.expect("connect");
+    let corpus = format!(
+        "ALTER TABLE documents SET (fillfactor = 10); \
+         INSERT INTO documents (namespace, path, title, body, created_at, updated_at) \
+         SELECT {namespace}, 'c/' || i || '.md', \
+                concat_ws(' ', 'note', CASE WHEN i % 30 = 0 THEN 'lease' END, i), \
+                concat_ws(' ', CASE WHEN i % 3 = 0 THEN 'the lease runs' END, \
+                    {extra_body}, repeat('filler text ', 20)), \
+                '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z' \
+         FROM generate_series(1, 12000) AS i; \
+         ANALYZE documents"
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(corpus))
+        .execute(&pool)
+        .await
+        .expect("corpus");
+    pool.close().await;
+}
+
 #[tokio::test]
 async fn hot_queries_use_their_indexes() {
     let Some(db) = TestDb::new("hot_queries_use_their_indexes", 2).await else {
@@ -167,43 +200,21 @@ async fn title_matches_of_a_common_word_skip_the_whole_text_index() {
     let Some(db) = TestDb::new("title_matches_skip_whole_text_index", 2).await else {
         return;
     };
-    let pool = sqlx::PgPool::connect(&db.url).await.expect("connect");
-    sqlx::query("ALTER TABLE documents SET (fillfactor = 10)")
-        .execute(&pool)
-        .await
-        .expect("fillfactor");
-    sqlx::query(
-        "INSERT INTO documents (namespace, path, title, body, created_at, updated_at) \
-         SELECT CASE WHEN i % 4 = 0 THEN 'capsid' ELSE 'other' END, 'c/' || i || '.md', \
-                concat_ws(' ', 'note', CASE WHEN i % 30 = 0 THEN 'lease' END, i), \
-                concat_ws(' ', CASE WHEN i % 3 = 0 THEN 'the lease runs' END, \
-                    CASE WHEN i % 7 = 0 THEN 'a decision' END, repeat('filler text ', 20)), \
-                '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z' \
-         FROM generate_series(1, 12000) AS i",
+    seed_common_word(
+        &db.url,
+        "CASE WHEN i % 4 = 0 THEN 'capsid' ELSE 'other' END",
+        "CASE WHEN i % 7 = 0 THEN 'a decision' END",
     )
-    .execute(&pool)
-    .await
-    .expect("corpus");
-    sqlx::query("ANALYZE documents")
-        .execute(&pool)
-        .await
-        .expect("analyze");
-    pool.close().await;
+    .await;
     let plans = db.store.query_plans().await.expect("plans");
     for name in ["search_titles", "search_titles_in_namespace"] {
-        let (_, plan) = plans
-            .iter()
-            .find(|(n, _)| n == name)
-            .expect("a plan for the title set");
+        let plan = plan_of(&plans, name);
         assert!(
             !plan.contains("documents_search"),
             "{name} should not read the whole-text index:\n{plan}"
         );
     }
-    let (_, titles) = plans
-        .iter()
-        .find(|(n, _)| n == "search_titles")
-        .expect("a plan for the title set");
+    let titles = plan_of(&plans, "search_titles");
     assert!(
         titles.contains("documents_title_search"),
         "the title set is found by the title index:\n{titles}"
@@ -258,30 +269,13 @@ async fn a_common_word_within_a_namespace_is_found_by_one_index_scan() {
             "indexes with their namespace leave nothing to say"
         );
     }
-    sqlx::query("ALTER TABLE documents SET (fillfactor = 10)")
-        .execute(&pool)
-        .await
-        .expect("fillfactor");
-    sqlx::query(
-        "INSERT INTO documents (namespace, path, title, body, created_at, updated_at) \
-         SELECT 'ns' || (i % 20), 'c/' || i || '.md', \
-                concat_ws(' ', 'note', CASE WHEN i % 30 = 0 THEN 'lease' END, i), \
-                concat_ws(' ', CASE WHEN i % 3 = 0 THEN 'the lease runs' END, \
-                    repeat('filler text ', 20)), \
-                '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z' \
-         FROM generate_series(1, 12000) AS i",
+    // The probes name `capsid`: one namespace of twenty.
+    seed_common_word(
+        &db.url,
+        "CASE WHEN i % 20 = 10 THEN 'capsid' ELSE 'ns' || (i % 20) END",
+        "NULL",
     )
-    .execute(&pool)
-    .await
-    .expect("corpus");
-    sqlx::query("UPDATE documents SET namespace = 'capsid' WHERE namespace = 'ns10'")
-        .execute(&pool)
-        .await
-        .expect("one namespace the probes name");
-    sqlx::query("ANALYZE documents")
-        .execute(&pool)
-        .await
-        .expect("analyze");
+    .await;
     pool.close().await;
     if !btree_gin {
         db.finish().await;
@@ -300,10 +294,7 @@ async fn a_common_word_within_a_namespace_is_found_by_one_index_scan() {
             "(title_search @@",
         ),
     ] {
-        let (_, plan) = plans
-            .iter()
-            .find(|(n, _)| n == name)
-            .expect("a plan for the namespaced set");
+        let plan = plan_of(&plans, name);
         let condition = index_condition(plan, index)
             .unwrap_or_else(|| panic!("{name} should scan {index}:\n{plan}"));
         assert!(
