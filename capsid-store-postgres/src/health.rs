@@ -54,7 +54,8 @@ impl HealthEngine for PgStore {
 /// `limitations` when `btree_gin` is missing.
 const EXTENSION_MISSING: &str = "the document text indexes lack the namespace, so a search \
      within one namespace is slower on a large store: btree_gin is not installed in this \
-     database and this role may not create it. A role with CREATE on the database (its owner, \
+     database (this role may not create it, or the server lacks PostgreSQL's contrib \
+     modules). Where contrib is installed, a role with CREATE on the database (its owner, \
      say) can run: CREATE EXTENSION IF NOT EXISTS btree_gin; then the next capsid migrate (or \
      capsid serve start) builds the indexes without blocking reads or writes.";
 
