@@ -56,6 +56,8 @@ pub struct Request {
     pub turn: usize,
     /// The request body.
     pub body: Value,
+    /// The `x-api-key` it came with (the driver's upstream key, through the model door).
+    pub api_key: Option<String>,
 }
 
 impl Request {
@@ -123,6 +125,8 @@ struct State {
     requests: Vec<Request>,
     /// What was POSTed to `/webhook` (the server's `CAPSID_WEBHOOK_URL` in the drive tests).
     webhooks: Vec<Value>,
+    /// How many times `count_tokens` was asked.
+    counted: usize,
 }
 
 /// The fake Messages API.
@@ -158,20 +162,32 @@ impl FakeClaude {
             runtime.block_on(async move {
                 let listener =
                     tokio::net::TcpListener::from_std(listener).expect("a tokio listener");
-                let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: Bytes| {
-                    let shared = shared.clone();
-                    let signal = signal.clone();
-                    async move {
-                        if uri.path() == "/webhook" {
-                            let got = serde_json::from_slice(&body)
-                                .unwrap_or_else(|_| json!(String::from_utf8_lossy(&body)));
-                            lock(&shared).webhooks.push(got);
-                            signal.notify_all();
-                            return "ok".into_response();
+                let app = axum::Router::new().fallback(
+                    move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: Bytes| {
+                        let shared = shared.clone();
+                        let signal = signal.clone();
+                        async move {
+                            let key = headers
+                                .get("x-api-key")
+                                .and_then(|v| v.to_str().ok())
+                                .map(str::to_owned);
+                            if uri.path() == "/v1/messages/count_tokens" {
+                                // The metered door asks this near a job's cap: the same count
+                                // every answer reports.
+                                lock(&shared).counted += 1;
+                                return axum::Json(json!({"input_tokens": 100})).into_response();
+                            }
+                            if uri.path() == "/webhook" {
+                                let got = serde_json::from_slice(&body)
+                                    .unwrap_or_else(|_| json!(String::from_utf8_lossy(&body)));
+                                lock(&shared).webhooks.push(got);
+                                signal.notify_all();
+                                return "ok".into_response();
+                            }
+                            answer(&shared, uri.path(), &body, key)
                         }
-                        answer(&shared, uri.path(), &body)
-                    }
-                });
+                    },
+                );
                 let _ = axum::serve(listener, app)
                     .with_graceful_shutdown(async {
                         let _ = stopped.await;
@@ -228,6 +244,11 @@ impl FakeClaude {
                 .map(|(g, _)| g)
                 .unwrap_or_else(|p| p.into_inner().0);
         }
+    }
+
+    /// How many times the model door asked `count_tokens`.
+    pub fn counted(&self) -> usize {
+        lock(&self.state).counted
     }
 
     /// Every request, oldest first.
@@ -296,7 +317,7 @@ fn fill(v: &Value, cwd: &str) -> Value {
     }
 }
 
-fn answer(state: &Mutex<State>, path: &str, body: &Bytes) -> Response {
+fn answer(state: &Mutex<State>, path: &str, body: &Bytes, api_key: Option<String>) -> Response {
     if path != "/v1/messages" {
         return (StatusCode::NOT_FOUND, "the fake serves /v1/messages only").into_response();
     }
@@ -329,6 +350,7 @@ fn answer(state: &Mutex<State>, path: &str, body: &Bytes) -> Response {
             script: name.clone(),
             turn,
             body: body.clone(),
+            api_key,
         });
         (name, blocks)
     };

@@ -227,13 +227,16 @@ pub(super) async fn agent_env(
 }
 
 /// The driver's own settings kept from the agent: every `CAPSID_` variable (the driver's key
-/// among them) and the variable an `env:` credential reference names (the agent gets the
-/// credential as `CAPSID_CREDENTIAL`, for the project's host only), and tmux's own.
+/// among them), the variable an `env:` credential reference names (the agent gets the
+/// credential as `CAPSID_CREDENTIAL`, for the project's host only), the upstream model
+/// credential (the agent gets a token for the model door instead), and tmux's own.
 pub(super) fn withheld(r: &Ready) -> Vec<String> {
     let mut out: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .filter(|k| k.starts_with("CAPSID_") || k == "TMUX" || k == "TMUX_PANE")
         .collect();
+    // The upstream model credential stays with the driver's model door.
+    out.extend(r.model.withheld.iter().cloned());
     if let Some(name) = r
         .credential_ref
         .as_deref()

@@ -9,6 +9,7 @@
 mod agent;
 pub(crate) mod githook;
 pub mod mcp;
+pub(crate) mod model_door;
 pub(crate) mod preflight;
 pub mod proc;
 mod run;
@@ -121,6 +122,24 @@ pub struct RunArgs {
     /// of a queued job.
     #[arg(long, conflicts_with = "watch")]
     pub task: Option<String>,
+    /// The model API the agent's calls are forwarded to through Capsid's metered model door
+    /// (default: ANTHROPIC_BASE_URL, else https://api.anthropic.com). The agent itself is
+    /// pointed at the door, never at the upstream.
+    #[arg(long, env = "CAPSID_MODEL_UPSTREAM")]
+    pub model_upstream: Option<String>,
+    /// Where the upstream model key is: env:NAME, file:/path or cmd:command (default:
+    /// ANTHROPIC_API_KEY, else ANTHROPIC_AUTH_TOKEN, else the agent's own login passes
+    /// through). The agent never sees it: it gets a token that works only at the door.
+    #[arg(long, env = "CAPSID_MODEL_KEY")]
+    pub model_key: Option<String>,
+    /// A JSON price table over the shipped one: {"<model>": {"input": 3.0, "output": 15.0,
+    /// "cache_write": 3.75, "cache_read": 0.3}}, USD per million tokens.
+    #[arg(long, env = "CAPSID_PRICES")]
+    pub prices: Option<PathBuf>,
+    /// The most one job's model calls may cost, in US dollars: a call that could pass it is
+    /// refused before it reaches the model, and the job blocks until a person raises it.
+    #[arg(long, env = "CAPSID_MAX_COST_USD")]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// The default agent: Claude Code in headless mode, reporting as stream-json, allowed to edit,
@@ -148,6 +167,8 @@ pub(crate) struct Ready {
     pub tmux: bool,
     pub quiet: bool,
     pub heartbeat: Duration,
+    /// The metered model door's settings.
+    pub model: model_door::ModelSettings,
     /// This driver's agent name, once learned (`agent:<name>` holds its jobs).
     pub me: std::sync::Arc<tokio::sync::OnceCell<String>>,
 }
@@ -224,6 +245,15 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
+    if !ready.quiet {
+        let cap = ready.model.cap.map_or("no cap per job".to_owned(), |c| {
+            format!("a cap of {c} per job")
+        });
+        eprintln!(
+            "capsid drive: the agent's model calls go through Capsid's metered door to {} ({}; {cap})",
+            ready.model.upstream, ready.model.auth_from
+        );
+    }
     let mut slot_ready = Vec::with_capacity(slots);
     for k in keys.into_iter().take(slots) {
         let mut r = ready.clone();
@@ -325,6 +355,15 @@ pub(crate) async fn prepare(
     if let Err(why) = preflight::settings(&root) {
         return Ok(Err(refused(why)));
     }
+    let model = match model_door::ModelSettings::resolve(
+        args.model_upstream.as_deref(),
+        args.model_key.as_deref(),
+        args.prices.as_ref(),
+        args.max_cost_usd,
+    ) {
+        Ok(m) => m,
+        Err(why) => return Ok(Err(refused(why))),
+    };
     let mise = mise_tasks(&root);
     let tests = match gate::test_command(
         args.test_command.as_deref(),
@@ -354,6 +393,7 @@ pub(crate) async fn prepare(
         tmux: args.tmux,
         quiet: args.quiet,
         heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
+        model,
         me: Default::default(),
     }))
 }

@@ -19,6 +19,7 @@ use super::agent::{
     agent_command_line, agent_env, mise_install, run_agent, run_files, with_heartbeat,
 };
 use super::mcp::base_url;
+use super::model_door::{self, Metered};
 use super::proc::{default_branch, git, shell};
 use super::{EXIT_DONE, EXIT_GATED, Ready, Resume, githook, preflight, worktree};
 
@@ -160,12 +161,18 @@ pub(crate) async fn run_job(
         }
         None => (agent_command_line(r, &files, None), body),
     };
+    // The agent's model calls go through the run's metered door; what it costs is counted
+    // there, never read from what the agent prints.
+    let door = model_door::open(&r.model).await?;
+    envs.extend(door.env());
     let run = with_heartbeat(
         r,
         &id,
         run_agent(r, &agent, &id, &wt, &command, &input, &envs),
     )
-    .await?;
+    .await;
+    let metered = door.close();
+    let run = run?;
     let report = read_report(&run.stdout);
 
     // Whether Capsid's own gates stood through the session.
@@ -233,7 +240,18 @@ pub(crate) async fn run_job(
     };
     run_facts.tests = tests.as_ref();
     run_facts.build = build.as_ref();
-    let close = verdict::close(&run_facts);
+    let mut close = verdict::close(&run_facts);
+    // A call the cap refused stops the run: whatever the agent did after, the job waits on a
+    // person to raise its cap (the door's own record, not the agent's word).
+    if let (Some(gate), Close::Complete { .. } | Close::Fail { .. }) =
+        (metered.budget_gate(), &close)
+    {
+        close = Close::Block {
+            reason: gate,
+            command: format!("{resume_command} --max-cost-usd <a higher cap>"),
+            question: true,
+        };
+    }
     // Keep the session for a resume, and whether it stopped on AskUserQuestion.
     if let Some(sid) = report.as_ref().and_then(|r| r.session_id.clone()) {
         state.session_id = Some(sid);
@@ -261,6 +279,7 @@ pub(crate) async fn run_job(
             recorded: recorded.as_ref(),
             gates,
             push,
+            metered: &metered,
         },
     )
     .await
@@ -394,6 +413,8 @@ struct Measured<'a> {
     recorded: Option<&'a HookState>,
     gates: Gates,
     push: Option<Pushed>,
+    /// What the model door counted.
+    metered: &'a Metered,
 }
 
 /// What the driver's own gates said, as checkpoint fields (`None`: not run).
@@ -402,31 +423,28 @@ struct Gates {
     build: Option<&'static str>,
 }
 
-/// What the session cost, for the job's outcome: `Session: $0.1234, 4 turn(s), 12.3 s.`
-fn session_cost(rep: &SessionReport) -> Option<String> {
-    let cost = rep.cost_usd?;
-    let mut s = format!("Session: ${cost:.4}");
-    if let Some(t) = rep.turns {
-        s.push_str(&format!(", {t} turn(s)"));
+/// What the session cost and took, for the job's outcome: the door's count (with the agent's
+/// own figure when it differs), the turns and the time the agent reported.
+fn session_cost(metered: &Metered, rep: Option<&SessionReport>) -> String {
+    let mut s = metered.line(rep.and_then(|r| r.cost_usd));
+    if let Some(t) = rep.and_then(|r| r.turns) {
+        s.push_str(&format!(" {t} turn(s)"));
+        if let Some(ms) = rep.and_then(|r| r.duration_ms) {
+            s.push_str(&format!(", {:.1} s", ms as f64 / 1000.0));
+        }
+        s.push('.');
     }
-    if let Some(ms) = rep.duration_ms {
-        s.push_str(&format!(", {:.1} s", ms as f64 / 1000.0));
-    }
-    s.push('.');
-    Some(s)
+    s
 }
 
-/// The session's measured cost, turns and time as outcome evidence (what the namespace's
-/// budget sums); only what Claude Code reported.
-fn measured_cost(rep: &SessionReport) -> serde_json::Map<String, Value> {
-    let mut m = serde_json::Map::new();
-    if let Some(c) = rep.cost_usd {
-        m.insert("cost_usd".into(), json!(c));
-    }
-    if let Some(t) = rep.turns {
+/// The session's counted cost (what the namespace's budget sums), with what the agent reported
+/// beside it, and its turns and time, as outcome evidence.
+fn measured_cost(metered: &Metered, rep: Option<&SessionReport>) -> serde_json::Map<String, Value> {
+    let mut m = metered.evidence(rep.and_then(|r| r.cost_usd));
+    if let Some(t) = rep.and_then(|r| r.turns) {
         m.insert("turns".into(), json!(t));
     }
-    if let Some(ms) = rep.duration_ms {
+    if let Some(ms) = rep.and_then(|r| r.duration_ms) {
         m.insert("duration_ms".into(), json!(ms));
     }
     m
@@ -445,6 +463,7 @@ async fn finish(
         recorded,
         gates,
         push,
+        metered,
     } = measured;
     let mut session = json!({});
     if let Some(p) = push {
@@ -467,13 +486,11 @@ async fn finish(
         if let Some(s) = &rep.session_id {
             session["session_id"] = json!(s);
         }
-        if let Some(c) = rep.cost_usd {
-            session["cost_usd"] = json!(c);
-        }
         if let Some(t) = rep.turns {
             session["turns"] = json!(t);
         }
     }
+    session["cost_usd"] = json!(metered.spent.dollars());
     if let Close::Complete { scout: true, .. } = close {
         session["tests_status"] = json!("skipped");
         session["clean_tree"] = json!(true);
@@ -484,7 +501,7 @@ async fn finish(
         }
         v
     };
-    let cost = report.and_then(session_cost);
+    let cost = Some(session_cost(metered, report));
     match close {
         Close::Complete {
             summary, evidence, ..
@@ -498,8 +515,8 @@ async fn finish(
             };
 
             let mut evidence = evidence.clone();
-            if let (Some(e), Some(rep)) = (evidence.as_object_mut(), report) {
-                e.extend(measured_cost(rep));
+            if let Some(e) = evidence.as_object_mut() {
+                e.extend(measured_cost(metered, report));
             }
             let mut args = json!({"action": "complete", "id": id, "namespace": r.namespace, "result_summary": summary, "evidence": evidence});
             if let Some(pr) = evidence["prs"][0].as_str() {
@@ -553,8 +570,7 @@ async fn finish(
                 }
                 None => reason.clone(),
             };
-            let evidence: serde_json::Map<String, Value> =
-                report.map(measured_cost).unwrap_or_default();
+            let evidence = measured_cost(metered, report);
             r.mcp
                 .ok(
                     "jobs",

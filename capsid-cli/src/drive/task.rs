@@ -150,11 +150,19 @@ async fn drive(r: &Ready, path: &str, holder: &str, verified: &Value) -> Result<
             verified["run_id"].as_str().unwrap_or("").to_owned(),
         ),
     ]);
+    // The model is reached through the run's metered door, as for a queued job.
+    let door = super::model_door::open(&r.model).await?;
+    envs.extend(door.env());
     let run = with_lease(
         r,
         run_agent(r, &agent, &id, &wt, &r.agent_command, &body, &envs),
     )
-    .await?;
+    .await;
+    let metered = door.close();
+    let run = run?;
+    if !r.quiet {
+        eprintln!("capsid drive: task {ns}/{path}: {}", metered.line(None));
+    }
     let tests = shell(&r.tests.command, &wt, &[]).await;
     let build = match (&r.build, tests.passed()) {
         (Some(b), true) => Some(shell(&b.command, &wt, &[]).await),

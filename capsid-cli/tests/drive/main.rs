@@ -53,6 +53,8 @@ claude::claude_cases!(
     settings_that_do_not_parse_are_refused_before_the_claim,
     tmux_with_a_server_already_running_works_and_ps_shows_no_secret,
     a_push_around_the_gates_or_a_moved_local_main_is_never_done,
+    the_recorded_cost_is_the_model_doors_count_whatever_the_agent_prints,
+    a_job_over_its_cap_blocks_and_a_higher_cap_resumes_the_same_session,
 );
 
 both_stores!(

@@ -1,0 +1,285 @@
+//! The run's model door: the metered proxy (`capsid_box::model_proxy`) between the agent and
+//! the model API. The agent is pointed at the door with a token of its own; the upstream and
+//! its key stay with the driver. What the job cost is the door's count, never what the agent
+//! printed (`capsid_core::drive::ledger`).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use capsid_box::model_proxy::{CallRecord, CapHit, ModelProxy, ProxyConfig, UpstreamAuth};
+use capsid_core::drive::credential::CredentialRef;
+use capsid_core::drive::ledger::{PriceTable, Usd, reported_differs};
+use serde_json::{Map, Value, json};
+
+/// The public Messages API.
+pub(crate) const DEFAULT_UPSTREAM: &str = "https://api.anthropic.com";
+
+/// Where the door forwards to, with what credential, at what prices, under what cap.
+#[derive(Clone, Debug)]
+pub(crate) struct ModelSettings {
+    pub upstream: String,
+    pub auth: UpstreamAuth,
+    /// Where the credential came from, for the log (never the secret).
+    pub auth_from: String,
+    pub prices: PriceTable,
+    pub cap: Option<Usd>,
+    /// The driver's variables the agent must not see (the upstream key among them).
+    pub withheld: Vec<String>,
+}
+
+/// The variables Claude Code reads a model credential from.
+const CREDENTIAL_VARS: [&str; 3] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+];
+
+impl ModelSettings {
+    /// The door's settings from the flags and the driver's environment: the upstream is
+    /// `--model-upstream`, else `ANTHROPIC_BASE_URL`, else the public API; its credential is
+    /// `--model-key` (a reference: `env:NAME`, `file:/path`, `cmd:command`), else
+    /// `ANTHROPIC_API_KEY`, else `ANTHROPIC_AUTH_TOKEN` (a bearer token), else the agent's own
+    /// login passed through (still metered). `Err` names the flag and the rule.
+    pub fn resolve(
+        upstream: Option<&str>,
+        key_ref: Option<&str>,
+        prices: Option<&PathBuf>,
+        max_cost_usd: Option<f64>,
+    ) -> std::result::Result<ModelSettings, String> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let upstream = upstream
+            .map(str::to_owned)
+            .or_else(|| env("ANTHROPIC_BASE_URL"))
+            .unwrap_or_else(|| DEFAULT_UPSTREAM.to_owned());
+        if !(upstream.starts_with("https://") || upstream.starts_with("http://")) {
+            return Err(format!(
+                "--model-upstream (or ANTHROPIC_BASE_URL) must be an http(s) URL, got {upstream:?}"
+            ));
+        }
+        let mut withheld: Vec<String> = CREDENTIAL_VARS.iter().map(|v| (*v).to_owned()).collect();
+        let (auth, auth_from) = match key_ref.filter(|r| !r.trim().is_empty()) {
+            Some(r) => {
+                let parsed = CredentialRef::parse(r).map_err(|e| format!("--model-key: {e}"))?;
+                let secret = crate::config::resolve_credential(r)
+                    .map_err(|e| format!("--model-key {parsed}: {e:#}"))?;
+                if let Some(name) = r.strip_prefix("env:") {
+                    withheld.push(name.to_owned());
+                }
+                (
+                    UpstreamAuth::ApiKey(secret),
+                    format!("--model-key {parsed}"),
+                )
+            }
+            None => match (env("ANTHROPIC_API_KEY"), env("ANTHROPIC_AUTH_TOKEN")) {
+                (Some(k), _) => (UpstreamAuth::ApiKey(k), "ANTHROPIC_API_KEY".to_owned()),
+                (None, Some(t)) => (UpstreamAuth::Bearer(t), "ANTHROPIC_AUTH_TOKEN".to_owned()),
+                (None, None) => {
+                    // The agent keeps its own login; nothing of it is withheld.
+                    withheld.clear();
+                    (
+                        UpstreamAuth::Agent,
+                        "the agent's own login (no upstream key configured: calls are metered, but the agent holds its credential)".to_owned(),
+                    )
+                }
+            },
+        };
+        let prices = match prices {
+            None => PriceTable::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--prices {}: cannot read it: {e}", path.display()))?;
+                PriceTable::with_overrides(&text)
+                    .map_err(|e| format!("--prices {}: {e}", path.display()))?
+            }
+        };
+        let cap = match max_cost_usd {
+            None => None,
+            Some(d) => Some(Usd::from_dollars(d).ok_or_else(|| {
+                format!("--max-cost-usd must be a number of US dollars of 0 or more, got {d}")
+            })?),
+        };
+        Ok(ModelSettings {
+            upstream,
+            auth,
+            auth_from,
+            prices,
+            cap,
+            withheld,
+        })
+    }
+}
+
+/// One run's open door.
+pub(crate) struct Door {
+    proxy: ModelProxy,
+    url: String,
+    token: Option<String>,
+    serving: tokio::task::JoinHandle<()>,
+}
+
+/// What the door counted for one run.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Metered {
+    pub spent: Usd,
+    pub calls: Vec<CallRecord>,
+    pub cap: Option<Usd>,
+    pub cap_hits: Vec<CapHit>,
+}
+
+/// Opens the door for one run on a loopback port of its own.
+pub(crate) async fn open(settings: &ModelSettings) -> Result<Door> {
+    let token = match settings.auth {
+        UpstreamAuth::Agent => None,
+        _ => {
+            let mut bytes = [0u8; 24];
+            rand::fill(&mut bytes[..]);
+            Some(format!("capsid-model-{}", hex_token(&bytes)))
+        }
+    };
+    let proxy = ModelProxy::new(
+        ProxyConfig {
+            upstream: settings.upstream.clone(),
+            auth: settings.auth.clone(),
+            token: token.clone().unwrap_or_default(),
+            prices: settings.prices.clone(),
+            cap: settings.cap,
+        },
+        None,
+    )
+    .context("opening the model door")?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("opening the model door on a loopback port")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let serving = tokio::spawn({
+        let proxy = proxy.clone();
+        async move {
+            if let Err(e) = proxy.serve_tcp(listener).await {
+                eprintln!("capsid drive: the model door stopped: {e}");
+            }
+        }
+    });
+    Ok(Door {
+        proxy,
+        url,
+        token,
+        serving,
+    })
+}
+
+fn hex_token(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Door {
+    /// The agent's variables: the door as its API, and its token as its key.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut env = vec![("ANTHROPIC_BASE_URL".to_owned(), self.url.clone())];
+        if let Some(t) = &self.token {
+            env.push(("ANTHROPIC_API_KEY".to_owned(), t.clone()));
+        }
+        env
+    }
+
+    /// Closes the door (the run ended: every later call is refused) and says what it counted.
+    pub fn close(self) -> Metered {
+        self.proxy.close();
+        self.serving.abort();
+        let account = self.proxy.account();
+        Metered {
+            spent: account.spent,
+            calls: self.proxy.calls(),
+            cap: account.cap,
+            cap_hits: self.proxy.cap_hits(),
+        }
+    }
+}
+
+impl Metered {
+    /// The run's cost as outcome evidence (what the namespace's budget sums): the door's count,
+    /// the agent's own figure beside it, the calls by model and by session.
+    pub fn evidence(&self, reported: Option<f64>) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("cost_usd".into(), json!(self.spent.dollars()));
+        m.insert("model_calls".into(), json!(self.calls.len()));
+        if let Some(r) = reported {
+            m.insert("reported_cost_usd".into(), json!(r));
+        }
+        let mut by_model: std::collections::BTreeMap<&str, Usd> = Default::default();
+        let mut by_session: std::collections::BTreeMap<&str, Usd> = Default::default();
+        for c in &self.calls {
+            let e = by_model.entry(c.model.as_str()).or_default();
+            *e = e.plus(c.cost);
+            let s = by_session
+                .entry(c.session.as_deref().unwrap_or("unknown"))
+                .or_default();
+            *s = s.plus(c.cost);
+        }
+        let dollars = |m: std::collections::BTreeMap<&str, Usd>| -> Value {
+            m.into_iter()
+                .map(|(k, v)| (k.to_owned(), json!(v.dollars())))
+                .collect::<Map<_, _>>()
+                .into()
+        };
+        if !self.calls.is_empty() {
+            m.insert("cost_by_model".into(), dollars(by_model));
+            m.insert("cost_by_session".into(), dollars(by_session));
+        }
+        let unpriced: Vec<&str> = self
+            .calls
+            .iter()
+            .filter(|c| !c.known_price)
+            .map(|c| c.model.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if !unpriced.is_empty() {
+            m.insert("unpriced_models".into(), json!(unpriced));
+        }
+        if let Some(cap) = self.cap {
+            m.insert("max_cost_usd".into(), json!(cap.dollars()));
+        }
+        m
+    }
+
+    /// The cost line of the job's outcome: `Cost: $0.0123 over 4 model call(s) (counted at
+    /// Capsid's model door)`, with the agent's own figure when it differs by more than 5%, and
+    /// the models the table does not know.
+    pub fn line(&self, reported: Option<f64>) -> String {
+        let mut s = format!(
+            "Cost: {} over {} model call(s) (counted at Capsid's model door)",
+            self.spent,
+            self.calls.len()
+        );
+        if let Some(r) = reported.and_then(Usd::from_dollars)
+            && reported_differs(self.spent, r)
+        {
+            s.push_str(&format!(
+                "; the agent reported {r}, which differs by more than 5%"
+            ));
+        }
+        let unpriced: std::collections::BTreeSet<&str> = self
+            .calls
+            .iter()
+            .filter(|c| !c.known_price)
+            .map(|c| c.model.as_str())
+            .collect();
+        if !unpriced.is_empty() {
+            s.push_str(&format!(
+                "; priced at the table's highest rates (not in the price table): {}",
+                unpriced.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        s.push('.');
+        s
+    }
+
+    /// The budget gate, when the cap refused a call: what was spent of what.
+    pub fn budget_gate(&self) -> Option<String> {
+        let hit = self.cap_hits.first()?;
+        Some(format!(
+            "The job's model budget is spent: {} of its {} cap used, and the next call needed up to {}. Answer to resume the same session, and run the driver with a higher --max-cost-usd.",
+            self.spent, hit.cap, hit.needs
+        ))
+    }
+}
