@@ -103,7 +103,13 @@ impl Bwrap {
 /// namespaces) to prove the kernel lets it: the doctor's check, and the driver's before it
 /// claims a job.
 pub async fn probe() -> Result<Bwrap, Unavailable> {
-    let path = find_on_path("bwrap").ok_or(Unavailable::NotInstalled)?;
+    probe_path(&std::env::var_os("PATH").unwrap_or_default()).await
+}
+
+/// [`probe`] with `bwrap` looked for in the folders of `search` (a `PATH` value) instead of
+/// this process's `PATH`.
+pub async fn probe_path(search: &OsStr) -> Result<Bwrap, Unavailable> {
+    let path = find_on_path(search, "bwrap").ok_or(Unavailable::NotInstalled)?;
     let io_err = |source| Unavailable::Io {
         bwrap: path.clone(),
         source,
@@ -142,9 +148,8 @@ pub async fn probe() -> Result<Bwrap, Unavailable> {
     })
 }
 
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+fn find_on_path(search: &OsStr, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(search)
         .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
 }

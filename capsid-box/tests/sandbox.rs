@@ -6,7 +6,7 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use capsid_box::sandbox::{BoxStdio, check};
+use capsid_box::sandbox::{BoxStdio, Unavailable, check, probe_path};
 use capsid_core::drive::box_plan::{BoxRefusal, Exposure};
 use common::{Fixture, marker, processes_with, require_bwrap, within};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -51,7 +51,9 @@ async fn the_secret_the_data_folder_and_other_clones_are_not_in_the_box() {
     std::fs::create_dir_all(&other_clone).expect("another job's clone");
     std::fs::write(other_clone.join("README"), "theirs").expect("a file in it");
     let script = format!(
-        "cat {secret}; echo cat=$?; ls {data}; echo ls=$?; cat {other}/README; echo other=$?; ls /root /srv /home 2>&1; echo",
+        "cat {secret}; echo cat=$?; ls {data}; echo ls=$?; cat {other}/README; echo other=$?
+         ls /etc/ssl/private 2>/dev/null && echo SSL-PRIVATE; test -e /etc/gitconfig && echo GITCONFIG
+         echo end",
         secret = fixture.secret.display(),
         data = fixture.data.display(),
         other = other_clone.display(),
@@ -71,6 +73,10 @@ async fn the_secret_the_data_folder_and_other_clones_are_not_in_the_box() {
     );
     assert!(
         !out.contains("the signing key") && !out.contains("theirs"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("SSL-PRIVATE") && !out.contains("GITCONFIG"),
         "{out}"
     );
 }
@@ -342,11 +348,52 @@ async fn probe_finds_bwrap_and_a_trivial_box_starts() {
         times.push(started.elapsed());
     }
     times.sort();
+    let argv: Vec<String> = checked
+        .bwrap_args()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    eprintln!("the agent box's argv: bwrap {}", argv.join(" "));
     eprintln!(
         "probe's trivial box: {:?}; the agent box running `true`: min {:?}, median {:?}, max {:?}",
         bwrap.started_in(),
         times[0],
         times[times.len() / 2],
         times[times.len() - 1]
+    );
+}
+
+#[tokio::test]
+async fn a_host_without_a_working_bwrap_is_told_what_is_missing() {
+    let empty = tempfile::tempdir().expect("a folder without bwrap");
+    let refusal = probe_path(empty.path().as_os_str())
+        .await
+        .expect_err("no bwrap there");
+    assert!(matches!(refusal, Unavailable::NotInstalled), "{refusal:?}");
+    assert!(
+        refusal.to_string().contains("bubblewrap is not installed"),
+        "{refusal}"
+    );
+    // A bwrap that cannot make namespaces, as on a kernel with user namespaces off.
+    let fake = empty.path().join("bwrap");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo bubblewrap 0.8.0; exit 0; }\necho 'bwrap: No permissions to create new namespace' >&2; exit 1\n",
+    )
+    .expect("a fake bwrap");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("executable");
+    let refusal = probe_path(empty.path().as_os_str())
+        .await
+        .expect_err("it cannot start a box");
+    assert!(
+        matches!(refusal, Unavailable::CannotStart { .. }),
+        "{refusal:?}"
+    );
+    assert!(
+        refusal
+            .to_string()
+            .contains("No permissions to create new namespace"),
+        "{refusal}"
     );
 }

@@ -19,19 +19,20 @@ pub const AGENT_ID: u32 = 1000;
 /// The folder inside the box under which doors appear: `/run/doors/<name>.sock`.
 pub const DOORS_INSIDE: &str = "/run/doors";
 
-/// The parts of `/etc` a process inside needs, bound read-only when the host has them: CA
-/// certificates (`/etc/ssl`, `/etc/ca-certificates`), Debian's alternatives (`awk`, `editor`
-/// are symlinks through it), the dynamic linker's cache, name-service order, the time zone and
-/// the system git config. `/etc/passwd`, `/etc/group` and `/etc/hosts` are written for the box
-/// instead (the host's list its users and names); `/etc/resolv.conf` is absent (no network).
+/// The parts of `/etc` a process inside needs, bound read-only when the host has them: the CA
+/// certificates and OpenSSL's config (not `/etc/ssl/private`: key files), Debian's
+/// alternatives (`awk`, `editor` are symlinks through it), the dynamic linker's cache,
+/// name-service order and the time zone. `/etc/passwd`, `/etc/group` and `/etc/hosts` are
+/// written for the box instead (the host's list its users and names); `/etc/resolv.conf` is
+/// absent (no network); the host's `/etc/gitconfig` is absent (it may carry credential helpers
+/// or headers; a job's git settings belong in the box's `HOME`).
 pub const SYSTEM_ETC: &[&str] = &[
-    "/etc/ssl",
-    "/etc/ca-certificates",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
     "/etc/alternatives",
     "/etc/ld.so.cache",
     "/etc/nsswitch.conf",
     "/etc/localtime",
-    "/etc/gitconfig",
 ];
 
 /// The usr-merge symlinks at the root (`/bin -> usr/bin`, ...), as Debian 12 lays it out.
