@@ -376,13 +376,20 @@ async fn a_host_without_a_working_bwrap_is_told_what_is_missing() {
     );
     // A bwrap that cannot make namespaces, as on a kernel with user namespaces off.
     let fake = empty.path().join("bwrap");
-    std::fs::write(
-        &fake,
-        "#!/bin/sh\n[ \"$1\" = --version ] && { echo bubblewrap 0.8.0; exit 0; }\necho 'bwrap: No permissions to create new namespace' >&2; exit 1\n",
-    )
-    .expect("a fake bwrap");
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("executable");
+    // Written by a child process: a write descriptor open in this one could be inherited by
+    // another test's fork and make the exec fail with "Text file busy".
+    let script = "#!/bin/sh\n[ \"$1\" = --version ] && { echo bubblewrap 0.8.0; exit 0; }\necho 'bwrap: No permissions to create new namespace' >&2; exit 1\n";
+    let wrote = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf '%s' \"$1\" > \"$2\" && chmod 755 \"$2\"",
+            "sh",
+            script,
+        ])
+        .arg(&fake)
+        .status()
+        .expect("sh runs");
+    assert!(wrote.success(), "a fake bwrap");
     let refusal = probe_path(empty.path().as_os_str())
         .await
         .expect_err("it cannot start a box");
@@ -396,4 +403,62 @@ async fn a_host_without_a_working_bwrap_is_told_what_is_missing() {
             .contains("No permissions to create new namespace"),
         "{refusal}"
     );
+}
+
+/// The pinned Claude Code CLI (`CAPSID_CLAUDE_BIN`, else `scripts/test.sh`'s `.tools`), or
+/// `None` after saying the case did not run; in CI, where it is installed, a failure.
+fn require_claude(case: &str) -> Option<std::path::PathBuf> {
+    let named = std::env::var_os("CAPSID_CLAUDE_BIN").map(std::path::PathBuf::from);
+    let installed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.tools/claude-code/node_modules/.bin/claude");
+    match named.into_iter().chain([installed]).find(|p| p.exists()) {
+        Some(p) => Some(std::fs::canonicalize(p).expect("the CLI's real path")),
+        None if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{case}: the real Claude Code CLI is not installed (.tools/claude-code)")
+        }
+        None => {
+            eprintln!(
+                "NOT RUN {case}: the real Claude Code CLI is not installed (run scripts/test.sh, or set CAPSID_CLAUDE_BIN)"
+            );
+            None
+        }
+    }
+}
+
+#[tokio::test]
+async fn claude_code_starts_in_the_agent_box() {
+    let case = "claude_code_starts_in_the_agent_box";
+    let Some(bwrap) = require_bwrap(case).await else {
+        return;
+    };
+    let Some(claude) = require_claude(case) else {
+        return;
+    };
+    // The package folder (`.../@anthropic-ai/claude-code`, holding `bin/claude.exe`), read-only
+    // at the same path.
+    let install = claude
+        .parent()
+        .and_then(|bin| bin.parent())
+        .expect("its package folder");
+    let fixture = Fixture::new();
+    let mut agent = fixture.agent();
+    agent
+        .tools
+        .push((install.to_path_buf(), install.to_path_buf()));
+    let checked = check(agent.spec().expect("spec"), &fixture.forbidden()).expect("allowed");
+    let mut child = bwrap
+        .spawn(&checked, &claude, ["--version"], BoxStdio::piped_output())
+        .expect("starts");
+    let (mut out, mut err) = (String::new(), String::new());
+    let (mut stdout, mut stderr) = (
+        child.stdout().expect("piped"),
+        child.stderr().expect("piped"),
+    );
+    let (a, b) = tokio::join!(
+        stdout.read_to_string(&mut out),
+        stderr.read_to_string(&mut err)
+    );
+    a.and(b).expect("its output");
+    assert!(child.wait().await.expect("ends").success(), "{out}\n{err}");
+    assert!(out.contains("(Claude Code)"), "{out}\n{err}");
 }
