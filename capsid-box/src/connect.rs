@@ -34,7 +34,8 @@ pub trait Resolve: Send + Sync + 'static {
 
 /// The host's resolver, keeping only public addresses (`egress::public_address`): a
 /// registry's name that resolves to the host's loopback or a private network is refused, so the
-/// proxy cannot be turned into a way to the host's own services.
+/// proxy cannot be turned into a way to the host's own services. An IP literal is taken as it
+/// is: `egress` admits one only through a rule naming it exactly.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SystemResolver;
 
@@ -45,6 +46,10 @@ impl Resolve for SystemResolver {
         port: u16,
     ) -> BoxFuture<'a, io::Result<Vec<SocketAddr>>> {
         Box::pin(async move {
+            let literal = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+            if let Ok(ip) = literal.unwrap_or(host).parse::<std::net::IpAddr>() {
+                return Ok(vec![SocketAddr::new(ip, port)]);
+            }
             let all: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await?.collect();
             let public: Vec<SocketAddr> = all
                 .iter()

@@ -177,3 +177,17 @@ async fn closing_the_door_ends_a_live_tunnel() {
         .expect("recorded");
     assert_eq!((attempts[0].bytes_up, attempts[0].bytes_down), (1, 1));
 }
+
+#[tokio::test]
+async fn the_system_resolver_refuses_a_name_that_resolves_to_the_host_itself() {
+    let err = SystemResolver
+        .resolve("localhost", 443)
+        .await
+        .expect_err("loopback only");
+    assert!(err.to_string().contains("no public address"), "{err}");
+    let named = SystemResolver
+        .resolve("[::1]", 8443)
+        .await
+        .expect("a literal");
+    assert_eq!(named, vec!["[::1]:8443".parse().expect("addr")]);
+}
