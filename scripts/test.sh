@@ -114,6 +114,19 @@ fi
 git --version
 tmux -V
 
+step "bubblewrap (the box tests start real boxes: user, PID and network namespaces)"
+if ! command -v bwrap >/dev/null 2>&1; then
+  apt_install bubblewrap || echo "bubblewrap: apt-get install bubblewrap failed" >&2
+fi
+if command -v bwrap >/dev/null 2>&1; then
+  bwrap --version
+elif [ "${CI:-}" = "true" ]; then
+  echo "bubblewrap: not installed, and CI requires the box cases to run" >&2
+  exit 1
+else
+  echo "bubblewrap: NOT AVAILABLE - the box cases will report that they did not run" >&2
+fi
+
 step "Claude Code (the drive and hook tests run the real CLI against a fake model API)"
 # Pinned: its hook protocol and headless behaviour changed across 2.1 releases. The package's
 # native binary is an npm package too (@anthropic-ai/claude-code-linux-x64), so nothing else is
