@@ -9,6 +9,7 @@ pub mod command;
 pub mod credential;
 pub mod gate;
 pub mod hooks;
+pub mod push_policy;
 pub mod runner;
 pub mod settings;
 pub mod stream;
