@@ -2,3 +2,5 @@
 //! out of it, each owned by the supervisor. Every rule these apply is a pure function of
 //! `capsid-core` (`drive::ledger`, `drive::push_policy`, `drive::box_plan`, `drive::egress`);
 //! this crate carries bytes and processes, and decides nothing.
+
+pub mod gateway;
