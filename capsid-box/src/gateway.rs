@@ -235,7 +235,6 @@ struct Inner {
     clock: Clock,
     open: AtomicBool,
     in_flight: Arc<RwLock<()>>,
-    seq: AtomicU64,
     log: Mutex<Vec<PushRecord>>,
     events: broadcast::Sender<PushRecord>,
 }
@@ -327,7 +326,6 @@ impl Gateway {
                 clock: clock.unwrap_or_else(|| Arc::new(SystemTime::now)),
                 open: AtomicBool::new(true),
                 in_flight: Arc::new(RwLock::new(())),
-                seq: AtomicU64::new(0),
                 log: Mutex::new(Vec::new()),
                 events,
             }),
@@ -722,10 +720,14 @@ async fn receive_pack(gw: Arc<Inner>, req: Request, rest: String) -> Response {
     let held: Vec<RefUpdate> = decision.held().into_iter().cloned().collect();
     if !held.is_empty() {
         let approvals = gw.approvals.approvals(&held).await;
+        // The run may have ended while the approvals were asked: it counts from that moment.
+        let open = gw.open.load(Ordering::SeqCst);
         decision = push_policy::decide_push(&gw.config.terms, &updates, &approvals, open);
     }
 
-    let seq = gw.seq.fetch_add(1, Ordering::SeqCst);
+    // Unique in the process: gateways over one mirror share its status folder.
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, Ordering::SeqCst);
     let status_file = gw.status_dir.join(format!("{}-{seq}", std::process::id()));
     let _ = std::fs::remove_file(&status_file);
     let expected: Vec<String> = updates.iter().map(ToString::to_string).collect();
@@ -883,7 +885,7 @@ async fn run_backend(gw: Arc<Inner>, cgi: Cgi, body: BodySource, push: Option<Pu
     let state = Streaming {
         gw,
         child: Some(child),
-        stdout,
+        stdout: Some(stdout),
         leftover: Some(leftover),
         push,
     };
@@ -893,7 +895,11 @@ async fn run_backend(gw: Arc<Inner>, cgi: Cgi, body: BodySource, push: Option<Pu
         }
         s.child.as_ref()?;
         let mut buf = BytesMut::with_capacity(32 * 1024);
-        match s.stdout.read_buf(&mut buf).await {
+        let read = match s.stdout.as_mut() {
+            Some(out) => out.read_buf(&mut buf).await,
+            None => Ok(0),
+        };
+        match read {
             Ok(n) if n > 0 => Some((Ok(buf.freeze()), s)),
             _ => {
                 s.finish().await;
@@ -914,9 +920,36 @@ async fn run_backend(gw: Arc<Inner>, cgi: Cgi, body: BodySource, push: Option<Pu
 struct Streaming {
     gw: Arc<Inner>,
     child: Option<Child>,
-    stdout: ChildStdout,
+    stdout: Option<ChildStdout>,
     leftover: Option<Bytes>,
     push: Option<Push>,
+}
+
+impl Drop for Streaming {
+    /// The pusher went away before the answer ended: git is left to finish (killing
+    /// `http-backend` would leave its hook forwarding unseen) while the push still holds the
+    /// in-flight lock, so [`Gateway::close`] waits for it, and its records are written.
+    fn drop(&mut self) {
+        if self.child.is_none() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut rest = Streaming {
+            gw: self.gw.clone(),
+            child: self.child.take(),
+            stdout: self.stdout.take(),
+            leftover: None,
+            push: self.push.take(),
+        };
+        runtime.spawn(async move {
+            if let Some(mut out) = rest.stdout.take() {
+                let _ = tokio::io::copy(&mut out, &mut tokio::io::sink()).await;
+            }
+            rest.finish().await;
+        });
+    }
 }
 
 impl Streaming {

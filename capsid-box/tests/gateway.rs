@@ -693,3 +693,148 @@ async fn the_gateway_serves_a_unix_socket_door() {
     assert_eq!(ok(&origin, &["rev-parse", "capsid/j1"]).await, head);
     assert_ne!(ok(&origin, &["rev-parse", "main"]).await, head);
 }
+
+/// Asks for approvals only when told to answer: the push stays being decided meanwhile.
+struct Gate {
+    asked: tokio::sync::Notify,
+    answer: tokio::sync::Notify,
+    approvals: Mutex<Vec<Approval>>,
+}
+
+impl ApprovalSource for Gate {
+    fn approvals<'a>(&'a self, _held: &'a [RefUpdate]) -> BoxFuture<'a, Vec<Approval>> {
+        Box::pin(async move {
+            self.asked.notify_one();
+            self.answer.notified().await;
+            self.approvals.lock().unwrap().clone()
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_waits_for_a_push_being_decided_which_then_counts_as_after_the_run() {
+    let f = Fixture::new(DEFAULT).await;
+    let head = f.head().await;
+    let gate = Arc::new(Gate {
+        asked: tokio::sync::Notify::new(),
+        answer: tokio::sync::Notify::new(),
+        approvals: Mutex::new(vec![Approval::for_branch("main", &head).unwrap()]),
+    });
+    // A second gateway over the same mirror, whose approvals wait for the test.
+    let config = GatewayConfig::new(
+        &f.mirror,
+        Upstream::plain(f.origin.to_str().unwrap()),
+        Secret::new(TOKEN),
+        PushTerms::new(JOB, &[] as &[&str], &["main"]).unwrap(),
+    );
+    let gateway = Gateway::new(config, gate.clone(), None).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let g = gateway.clone();
+    tokio::spawn(async move { g.serve_tcp(listener).await });
+    let url = format!("http://job:{TOKEN}@127.0.0.1:{port}{}", gateway.path());
+
+    let agent = f.agent.clone();
+    let url2 = url.clone();
+    let push = tokio::spawn(async move { git_in(&agent, &["push", &url2, "HEAD:main"]).await });
+    gate.asked.notified().await;
+    let mut close = Box::pin(gateway.close());
+    assert!(
+        futures::poll!(close.as_mut()).is_pending(),
+        "close returned during a push"
+    );
+    assert!(!gateway.is_open());
+    gate.answer.notify_one();
+    let out = push.await.unwrap();
+    close.await;
+    // The approval came after the run ended: the push counts from that moment, refused.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("refs/heads/main: refused, the job's run has ended"),
+        "{stderr}"
+    );
+    assert_ne!(f.origin_ref("refs/heads/main").await, Some(head));
+    let out = f.agent_git(&["push", &url, "HEAD:capsid/j1"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("the job's run has ended"), "{stderr}");
+    assert_eq!(f.origin_ref("refs/heads/capsid/j1").await, None);
+}
+
+/// The mirror's hook refuses unless the gateway told it exactly these updates: a push into
+/// the mirror by any other path, or lines that differ from the ones the gateway read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hook_refuses_lines_it_was_not_told_about() {
+    let f = Fixture::new(DEFAULT).await;
+    let hook = f.mirror.join("capsid-gateway/hooks/pre-receive");
+    let a = "1".repeat(40);
+    let b = "2".repeat(40);
+    let run = |env: Vec<(&'static str, String)>, stdin: String| {
+        let hook = hook.clone();
+        let mirror = f.mirror.clone();
+        tokio::task::spawn_blocking(move || {
+            use std::io::Write;
+            let mut child = std::process::Command::new(&hook)
+                .current_dir(&mirror)
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .envs(env)
+                .stdin(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(stdin.as_bytes())
+                .unwrap();
+            child.wait_with_output().unwrap()
+        })
+    };
+    let out = run(vec![], format!("{a} {b} refs/heads/main\n"))
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did not come through the gateway"));
+
+    let told = vec![
+        (
+            "CAPSID_GATEWAY_EXPECTED",
+            format!("{a} {b} refs/heads/capsid/j1"),
+        ),
+        ("CAPSID_GATEWAY_VERDICT", "accept".to_owned()),
+        (
+            "CAPSID_GATEWAY_REPORT",
+            "capsid gateway: push accepted.".to_owned(),
+        ),
+        (
+            "CAPSID_GATEWAY_REFSPECS",
+            format!("+{b}:refs/heads/capsid/j1"),
+        ),
+        (
+            "CAPSID_GATEWAY_UPSTREAM",
+            f.origin.to_string_lossy().into_owned(),
+        ),
+        (
+            "CAPSID_GATEWAY_STATUS",
+            f.mirror
+                .join("capsid-gateway/pushes/t")
+                .to_string_lossy()
+                .into_owned(),
+        ),
+    ];
+    let out = run(
+        told,
+        format!("{a} {b} refs/heads/capsid/j1\n{a} {b} refs/heads/main\n"),
+    )
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("differ from the ones the gateway read"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
