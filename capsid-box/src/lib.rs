@@ -7,5 +7,6 @@
 
 pub mod bridge;
 pub mod connect;
+pub mod gateway;
 pub mod model_proxy;
 pub mod sandbox;

@@ -14,6 +14,7 @@ pub mod egress;
 pub mod gate;
 pub mod hooks;
 pub mod ledger;
+pub mod push_policy;
 pub mod runner;
 pub mod settings;
 pub mod stream;

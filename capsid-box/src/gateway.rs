@@ -1,0 +1,1131 @@
+//! The git gateway (issue 48): the job's clone's only remote. It serves smart HTTP over a bare
+//! repository Capsid owns (the mirror) through `git http-backend`, on a listener the caller
+//! provides (loopback TCP, or the Unix socket bound into the box), and applies
+//! [`capsid_core::drive::push_policy`] to every ref update a push makes. It decides nothing
+//! itself: it carries bytes, asks the policy, and reports.
+//!
+//! How a push is gated, whatever the client spelled (`--no-verify`, `-c core.hooksPath`,
+//! `send-pack`, a `+refspec`):
+//!
+//! 1. the request must carry the run token as its HTTP Basic password (401 otherwise);
+//! 2. the gateway reads the pkt-line command list at the start of the `git-receive-pack` body
+//!    (a compressed, over-long or unparseable body is refused before git sees it) and decides
+//!    the push with [`push_policy::decide_push`], asking the [`ApprovalSource`] only when an
+//!    update is held;
+//! 3. it runs `git http-backend` with the decision in the environment; the mirror's
+//!    `pre-receive` hook, which this module writes and which git runs for every push however
+//!    it was spelled, checks that git's own update lines equal exactly the ones decided,
+//!    prints the report on stderr (the pusher sees `remote:` lines) and exits non-zero on a
+//!    refusal. The hooks directory is named in git's command-line configuration
+//!    (`core.hooksPath`), with the system and global configuration switched off, so no
+//!    configuration file can move it;
+//! 4. an accepted push is forwarded upstream from that hook, `--atomic`, where git exposes the
+//!    quarantined objects to child processes, **before** the pusher is told anything: when the
+//!    upstream refuses, the hook fails and the push fails. The upstream credential travels in
+//!    the environment (`GIT_CONFIG_COUNT`, `http.<url>.extraHeader`), never on a command line
+//!    or in a file;
+//! 5. each decided update is recorded ([`PushRecord`]: ref, old, new, decision, forwarded or
+//!    not, time) and broadcast, so the caller can block the job on a held update.
+//!
+//! After [`Gateway::close`] every push is refused with a sentence saying the run ended.
+//! Fetches (`git-upload-pack`) pass through unchanged; both request and response bodies are
+//! streamed, and a request body over [`GatewayConfig::max_request_bytes`] is refused.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use bytes::{Bytes, BytesMut};
+use capsid_core::drive::push_policy::{
+    self, Approval, Decision, PushDecision, PushTerms, RefUpdate,
+};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use subtle::ConstantTimeEq;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::sync::{OwnedRwLockReadGuard, RwLock, broadcast};
+
+/// A secret (the run token, the upstream's header): its `Debug` never shows it.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(secret: impl Into<String>) -> Secret {
+        Secret(secret.into())
+    }
+
+    /// The secret itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// Where accepted pushes go: GitHub in production, a local bare repository in tests.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    /// The repository's URL (or path), without credentials.
+    pub url: String,
+    /// A full header line sent to that URL only (`Authorization: Basic ...`), passed to git
+    /// through the environment.
+    pub header: Option<Secret>,
+}
+
+impl Upstream {
+    /// An upstream reached without credentials (a local path in tests).
+    pub fn plain(url: impl Into<String>) -> Upstream {
+        Upstream {
+            url: url.into(),
+            header: None,
+        }
+    }
+
+    /// A GitHub repository (`https://github.com/o/r.git`) pushed to with a GitHub App
+    /// installation token, as GitHub takes it over HTTPS (Basic, user `x-access-token`).
+    pub fn github(url: impl Into<String>, installation_token: &Secret) -> Upstream {
+        let basic = base64::engine::general_purpose::STANDARD
+            .encode(format!("x-access-token:{}", installation_token.expose()));
+        Upstream {
+            url: url.into(),
+            header: Some(Secret(format!("Authorization: Basic {basic}"))),
+        }
+    }
+}
+
+/// How a gateway is set up for one job's run.
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// The bare repository Capsid owns, which the agent's clone fetches from and pushes to.
+    /// It is served as `/<its folder name>` (`http://host/mirror.git`). Its `pre-receive` hook
+    /// is written by [`Gateway::new`].
+    pub mirror: PathBuf,
+    /// Where accepted pushes are forwarded.
+    pub upstream: Upstream,
+    /// The run's token: the HTTP Basic password every request must carry.
+    pub run_token: Secret,
+    /// The job's push terms.
+    pub terms: PushTerms,
+    /// The largest request body taken (a push's pack included).
+    pub max_request_bytes: u64,
+    /// The git program (`git`).
+    pub git: PathBuf,
+}
+
+impl GatewayConfig {
+    /// A configuration with the defaults: `git` from `PATH` and a 512 MiB request bound.
+    pub fn new(
+        mirror: impl Into<PathBuf>,
+        upstream: Upstream,
+        run_token: Secret,
+        terms: PushTerms,
+    ) -> GatewayConfig {
+        GatewayConfig {
+            mirror: mirror.into(),
+            upstream,
+            run_token,
+            terms,
+            max_request_bytes: 512 * 1024 * 1024,
+            git: PathBuf::from("git"),
+        }
+    }
+}
+
+/// Where a held update's approvals come from (the driver asks the server, which binds them
+/// to the job). Asked only when a push holds an update; an error should answer no approvals,
+/// so the update stays held.
+pub trait ApprovalSource: Send + Sync {
+    /// The approvals bound to this job that exist for the `held` updates.
+    fn approvals<'a>(&'a self, held: &'a [RefUpdate]) -> BoxFuture<'a, Vec<Approval>>;
+}
+
+/// No approvals, ever: every protected update stays held.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoApprovals;
+
+impl ApprovalSource for NoApprovals {
+    fn approvals<'a>(&'a self, _held: &'a [RefUpdate]) -> BoxFuture<'a, Vec<Approval>> {
+        Box::pin(async { Vec::new() })
+    }
+}
+
+/// The clock the records are stamped with.
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// Whether a decided update reached the upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forwarded {
+    /// Not tried: the push was refused or held (or never reached git).
+    No,
+    /// The upstream took the push.
+    Yes,
+    /// The push was accepted, the upstream refused it, and the pusher was told it failed.
+    UpstreamRefused,
+}
+
+/// One decided update, as the gateway saw it. A record, not a rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushRecord {
+    /// The update.
+    pub update: RefUpdate,
+    /// What the policy decided (a [`Decision::Hold`] is the question to block the job with).
+    pub decision: Decision,
+    /// Whether it reached the upstream.
+    pub forwarded: Forwarded,
+    /// When the push ended, by the gateway's clock.
+    pub at: SystemTime,
+}
+
+/// What can go wrong setting a gateway up.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// `mirror` is not a bare repository.
+    #[error("`mirror` must be a bare git repository (with HEAD and objects/): {0}")]
+    NotABareRepository(PathBuf),
+    /// `mirror` has no folder name to serve it under.
+    #[error("`mirror` must end in a folder name (it is served as /<name>): {0}")]
+    NoName(PathBuf),
+    /// Writing the hook or the status folder failed.
+    #[error("could not write the gateway's hook into {path}: {source}")]
+    Hook {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+/// The git gateway of one job's run. Cheap to clone (all clones are the same gateway).
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gateway")
+            .field("mirror", &self.inner.config.mirror)
+            .field("open", &self.inner.open.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    config: GatewayConfig,
+    name: String,
+    mirror: PathBuf,
+    status_dir: PathBuf,
+    approvals: Arc<dyn ApprovalSource>,
+    clock: Clock,
+    open: AtomicBool,
+    in_flight: Arc<RwLock<()>>,
+    log: Mutex<Vec<PushRecord>>,
+    events: broadcast::Sender<PushRecord>,
+}
+
+/// The mirror's `pre-receive` hook. It reads only variables the gateway sets on the
+/// `http-backend` it starts; a push that did not come through the gateway has none of them
+/// and is refused.
+const PRE_RECEIVE: &str = r#"#!/bin/sh
+# Written by Capsid's git gateway (rewritten whenever a gateway starts on this mirror).
+# It confirms that the ref updates git is about to make are exactly the ones the gateway
+# decided, refuses with the gateway's report, and forwards an accepted push upstream before
+# git answers the pusher.
+set -f
+expected=${CAPSID_GATEWAY_EXPECTED-}
+if [ -z "$expected" ] || [ -z "${CAPSID_GATEWAY_STATUS-}" ]; then
+  echo "capsid gateway: push refused, it did not come through the gateway." >&2
+  exit 1
+fi
+got=$(cat)
+if [ "$got" != "$expected" ]; then
+  echo "capsid gateway: push refused, the ref updates git received differ from the ones the gateway read; nothing was updated." >&2
+  exit 1
+fi
+if [ "${CAPSID_GATEWAY_VERDICT-}" != accept ]; then
+  printf '%s\n' "$CAPSID_GATEWAY_REPORT" >&2
+  exit 1
+fi
+# The quarantined objects stay visible through GIT_OBJECT_DIRECTORY and its alternates;
+# GIT_QUARANTINE_PATH only forbids ref updates, and a local upstream's receive-pack would
+# inherit it and refuse.
+unset GIT_QUARANTINE_PATH
+if git push --atomic --porcelain --no-verify "$CAPSID_GATEWAY_UPSTREAM" $CAPSID_GATEWAY_REFSPECS >"$CAPSID_GATEWAY_STATUS.out" 2>&1; then
+  echo forwarded >"$CAPSID_GATEWAY_STATUS"
+  printf '%s\n' "$CAPSID_GATEWAY_REPORT" >&2
+  exit 0
+fi
+echo upstream-refused >"$CAPSID_GATEWAY_STATUS"
+echo "capsid gateway: push refused, the upstream repository did not take it; nothing was updated." >&2
+exit 1
+"#;
+
+/// The longest command list read before the pack (a push naming thousands of refs fits).
+const COMMANDS_MAX: usize = 1024 * 1024;
+/// The longest CGI header block read from `http-backend`.
+const CGI_HEADERS_MAX: usize = 64 * 1024;
+
+impl Gateway {
+    /// A gateway over `config.mirror`: writes the mirror's `pre-receive` hook and a private
+    /// status folder inside it. `approvals` is asked for held updates; `clock` stamps records
+    /// (`None`: the system clock). The gateway starts open.
+    pub fn new(
+        config: GatewayConfig,
+        approvals: Arc<dyn ApprovalSource>,
+        clock: Option<Clock>,
+    ) -> Result<Gateway, GatewayError> {
+        let mirror = std::path::absolute(&config.mirror)
+            .map_err(|_| GatewayError::NotABareRepository(config.mirror.clone()))?;
+        if !mirror.join("HEAD").is_file() || !mirror.join("objects").is_dir() {
+            return Err(GatewayError::NotABareRepository(config.mirror.clone()));
+        }
+        let name = mirror
+            .file_name()
+            .and_then(|n| n.to_str())
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| GatewayError::NoName(config.mirror.clone()))?
+            .to_owned();
+        let hooks = mirror.join("capsid-gateway").join("hooks");
+        let status_dir = mirror.join("capsid-gateway").join("pushes");
+        let hook = hooks.join("pre-receive");
+        let write = || -> io::Result<()> {
+            std::fs::create_dir_all(&hooks)?;
+            std::fs::create_dir_all(&status_dir)?;
+            std::fs::write(&hook, PRE_RECEIVE)?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))
+        };
+        write().map_err(|source| GatewayError::Hook {
+            path: hook.clone(),
+            source,
+        })?;
+        let (events, _) = broadcast::channel(256);
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                config,
+                name,
+                mirror,
+                status_dir,
+                approvals,
+                clock: clock.unwrap_or_else(|| Arc::new(SystemTime::now)),
+                open: AtomicBool::new(true),
+                in_flight: Arc::new(RwLock::new(())),
+                log: Mutex::new(Vec::new()),
+                events,
+            }),
+        })
+    }
+
+    /// The path the mirror is served under (`/mirror.git`): the clone's URL is
+    /// `http://<host><path>`.
+    pub fn path(&self) -> String {
+        format!("/{}", self.inner.name)
+    }
+
+    /// The gateway as an axum router (every path; unknown ones answer 404).
+    pub fn router(&self) -> Router {
+        Router::new()
+            .fallback(handle)
+            .with_state(self.inner.clone())
+    }
+
+    /// Serves on a loopback TCP listener until the future is dropped.
+    pub async fn serve_tcp(&self, listener: tokio::net::TcpListener) -> io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+
+    /// Serves on a Unix socket listener (the door bound into the box) until the future is
+    /// dropped.
+    pub async fn serve_unix(&self, listener: tokio::net::UnixListener) -> io::Result<()> {
+        axum::serve(listener, self.router()).await
+    }
+
+    /// The run ended: every later push is refused. Returns once the pushes already being
+    /// decided or forwarded have finished, so nothing lands after it returns.
+    pub async fn close(&self) {
+        self.inner.open.store(false, Ordering::SeqCst);
+        let _all = self.inner.in_flight.write().await;
+    }
+
+    /// Whether the gateway still takes the job's pushes.
+    pub fn is_open(&self) -> bool {
+        self.inner.open.load(Ordering::SeqCst)
+    }
+
+    /// Every decided update so far, in order.
+    pub fn log(&self) -> Vec<PushRecord> {
+        self.inner
+            .log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The records as they happen (a held update is the job's question).
+    pub fn subscribe(&self) -> broadcast::Receiver<PushRecord> {
+        self.inner.events.subscribe()
+    }
+}
+
+impl Inner {
+    fn record(&self, decision: &PushDecision, forwarded: Forwarded) {
+        let at = (self.clock)();
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        for (update, d) in &decision.updates {
+            let forwarded = if d.is_accept() {
+                forwarded
+            } else {
+                Forwarded::No
+            };
+            let rec = PushRecord {
+                update: update.clone(),
+                decision: d.clone(),
+                forwarded,
+                at,
+            };
+            tracing::info!(refname = %update.refname, old = %update.old, new = %update.new,
+                decision = ?d, ?forwarded, "git gateway: ref update");
+            log.push(rec.clone());
+            let _ = self.events.send(rec);
+        }
+    }
+}
+
+/// Which smart-HTTP endpoint a request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Endpoint {
+    InfoRefs,
+    UploadPack,
+    ReceivePack,
+}
+
+fn plain(status: StatusCode, text: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("{text}\n"),
+    )
+        .into_response()
+}
+
+fn authorized(headers: &HeaderMap, token: &Secret) -> bool {
+    let Some(value) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let Some(encoded) = value
+        .strip_prefix("Basic ")
+        .or_else(|| value.strip_prefix("basic "))
+    else {
+        return false;
+    };
+    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else {
+        return false;
+    };
+    let Some(colon) = decoded.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let password = &decoded[colon + 1..];
+    bool::from(password.ct_eq(token.expose().as_bytes()))
+}
+
+async fn handle(State(gw): State<Arc<Inner>>, req: Request) -> Response {
+    if !authorized(req.headers(), &gw.config.run_token) {
+        let mut r = plain(
+            StatusCode::UNAUTHORIZED,
+            "capsid gateway: authentication required (the run token as the HTTP Basic password).",
+        );
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"capsid gateway\""),
+        );
+        return r;
+    }
+    let path = req.uri().path().to_owned();
+    let Some(rest) = path
+        .strip_prefix('/')
+        .and_then(|p| p.strip_prefix(gw.name.as_str()))
+    else {
+        return plain(StatusCode::NOT_FOUND, "capsid gateway: no such repository.");
+    };
+    let endpoint = match (req.method().as_str(), rest) {
+        ("GET", "/info/refs") => Endpoint::InfoRefs,
+        ("POST", "/git-upload-pack") => Endpoint::UploadPack,
+        ("POST", "/git-receive-pack") => Endpoint::ReceivePack,
+        _ => {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "capsid gateway: only smart HTTP is served (info/refs, git-upload-pack, \
+                 git-receive-pack).",
+            );
+        }
+    };
+    let query = req.uri().query().unwrap_or("").to_owned();
+    if endpoint == Endpoint::InfoRefs
+        && query != "service=git-upload-pack"
+        && query != "service=git-receive-pack"
+    {
+        return plain(
+            StatusCode::FORBIDDEN,
+            "capsid gateway: only smart HTTP is served (info/refs?service=...).",
+        );
+    }
+    let too_large = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|n| n > gw.config.max_request_bytes);
+    if too_large {
+        return over_limit(&gw);
+    }
+    match endpoint {
+        Endpoint::ReceivePack => receive_pack(gw, req, rest.to_owned()).await,
+        Endpoint::InfoRefs | Endpoint::UploadPack => {
+            let env = Cgi::from_request(&gw, &req, rest, &query);
+            let body = BodySource::new(Bytes::new(), req.into_body());
+            run_backend(gw, env, body, None).await
+        }
+    }
+}
+
+fn over_limit(gw: &Inner) -> Response {
+    plain(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!(
+            "capsid gateway: the request is larger than the gateway takes ({} bytes); push \
+             fewer or smaller objects.",
+            gw.config.max_request_bytes
+        ),
+    )
+}
+
+/// The CGI environment of one `http-backend` run (besides the fixed part).
+struct Cgi {
+    vars: Vec<(String, String)>,
+}
+
+impl Cgi {
+    fn from_request(gw: &Inner, req: &Request, rest: &str, query: &str) -> Cgi {
+        let mut vars = vec![
+            ("REQUEST_METHOD".to_owned(), req.method().to_string()),
+            ("PATH_INFO".to_owned(), format!("/{}{rest}", gw.name)),
+            ("QUERY_STRING".to_owned(), query.to_owned()),
+        ];
+        let copy = [
+            (header::CONTENT_TYPE, "CONTENT_TYPE"),
+            (header::CONTENT_ENCODING, "HTTP_CONTENT_ENCODING"),
+        ];
+        for (name, var) in copy {
+            if let Some(v) = req.headers().get(name).and_then(|v| v.to_str().ok()) {
+                vars.push((var.to_owned(), v.to_owned()));
+            }
+        }
+        if let Some(v) = req
+            .headers()
+            .get("git-protocol")
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| v.bytes().all(|b| b.is_ascii_graphic()))
+        {
+            vars.push(("HTTP_GIT_PROTOCOL".to_owned(), v.to_owned()));
+        }
+        Cgi { vars }
+    }
+}
+
+/// A push's ref updates: the pkt-line command list at the start of a `git-receive-pack`
+/// body (`[shallow <oid>]* <old> <new> <ref>\0<caps> ... 0000`), and where it ends.
+#[derive(Debug, PartialEq, Eq)]
+enum Commands {
+    /// More bytes are needed.
+    Incomplete,
+    /// The updates (none: git's probe before a chunked push).
+    Read(Vec<RefUpdate>),
+}
+
+/// Reads the command list; an error is a sentence saying what is wrong with the body.
+fn parse_commands(buf: &[u8]) -> Result<Commands, String> {
+    let mut at = 0;
+    let mut updates = Vec::new();
+    loop {
+        let Some(head) = buf.get(at..at + 4) else {
+            return Ok(Commands::Incomplete);
+        };
+        let len = std::str::from_utf8(head)
+            .ok()
+            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|h| usize::from_str_radix(h, 16).ok())
+            .ok_or("the push's command list is not pkt-line framed")?;
+        if len == 0 {
+            // An empty list is git's probe before a large chunked push (`0000` alone); git
+            // updates nothing for it.
+            return Ok(Commands::Read(updates));
+        }
+        if len < 5 {
+            return Err(format!(
+                "the push's command list holds a pkt-line of length {len}"
+            ));
+        }
+        let Some(payload) = buf.get(at + 4..at + len) else {
+            return Ok(Commands::Incomplete);
+        };
+        at += len;
+        let payload = payload.strip_suffix(b"\n").unwrap_or(payload);
+        let (line, caps) = match payload.iter().position(|&b| b == 0) {
+            Some(nul) if updates.is_empty() => (&payload[..nul], true),
+            Some(_) => return Err("a command after the first carries capabilities".to_owned()),
+            None => (payload, false),
+        };
+        let line = std::str::from_utf8(line).map_err(|_| "a command is not UTF-8".to_owned())?;
+        if updates.is_empty() && !caps && line.starts_with("shallow ") {
+            continue;
+        }
+        if line.starts_with("push-cert") {
+            return Err("signed pushes (push certificates) are not taken".to_owned());
+        }
+        let mut parts = line.splitn(3, ' ');
+        let (Some(old), Some(new), Some(refname)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(format!("{line:?} is not `<old> <new> <ref>`"));
+        };
+        updates.push(RefUpdate::parse(old, new, refname).map_err(|e| e.to_string())?);
+    }
+}
+
+/// The request body: bytes already read, then the rest of the stream, counted.
+struct BodySource {
+    prefix: Bytes,
+    rest: axum::body::BodyDataStream,
+}
+
+impl BodySource {
+    fn new(prefix: Bytes, body: Body) -> BodySource {
+        BodySource {
+            prefix,
+            rest: body.into_data_stream(),
+        }
+    }
+}
+
+/// Why copying the request body to git stopped.
+#[derive(Debug)]
+enum Feed {
+    TooLarge,
+    Failed,
+}
+
+async fn feed(
+    mut stdin: tokio::process::ChildStdin,
+    mut body: BodySource,
+    max: u64,
+) -> Result<(), Feed> {
+    let mut sent = body.prefix.len() as u64;
+    if sent > max {
+        return Err(Feed::TooLarge);
+    }
+    stdin
+        .write_all(&body.prefix)
+        .await
+        .map_err(|_| Feed::Failed)?;
+    while let Some(chunk) = body.rest.next().await {
+        let chunk = chunk.map_err(|_| Feed::Failed)?;
+        sent += chunk.len() as u64;
+        if sent > max {
+            return Err(Feed::TooLarge);
+        }
+        stdin.write_all(&chunk).await.map_err(|_| Feed::Failed)?;
+    }
+    stdin.shutdown().await.map_err(|_| Feed::Failed)
+}
+
+/// What a push carries into `http-backend`, and what is done when it ends.
+struct Push {
+    decision: PushDecision,
+    status_file: PathBuf,
+    _guard: OwnedRwLockReadGuard<()>,
+}
+
+async fn receive_pack(gw: Arc<Inner>, req: Request, rest: String) -> Response {
+    let encoding = req
+        .headers()
+        .get(header::CONTENT_ENCODING)
+        .map(|v| v.as_bytes().to_vec());
+    if encoding.is_some_and(|e| !e.eq_ignore_ascii_case(b"identity")) {
+        return plain(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "capsid gateway: push refused, a compressed push body is not taken.",
+        );
+    }
+    let env = Cgi::from_request(&gw, &req, &rest, "");
+    let mut stream = req.into_body().into_data_stream();
+    let mut head = BytesMut::new();
+    let updates = loop {
+        match parse_commands(&head) {
+            Ok(Commands::Read(updates)) => break updates,
+            Ok(Commands::Incomplete) => {}
+            Err(why) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    &format!("capsid gateway: push refused, {why}."),
+                );
+            }
+        }
+        if head.len() > COMMANDS_MAX {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "capsid gateway: push refused, its command list is longer than 1 MiB.",
+            );
+        }
+        match stream.next().await {
+            Some(Ok(chunk)) => head.extend_from_slice(&chunk),
+            Some(Err(_)) | None => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "capsid gateway: push refused, the body ended inside its command list.",
+                );
+            }
+        }
+    };
+
+    if updates.is_empty() {
+        let body = BodySource {
+            prefix: head.freeze(),
+            rest: stream,
+        };
+        return run_backend(gw, env, body, None).await;
+    }
+    // Held for the whole push: `close` waits for it, and a push that starts after `close`
+    // sees the run closed.
+    let guard = gw.in_flight.clone().read_owned().await;
+    let open = gw.open.load(Ordering::SeqCst);
+    let mut decision = push_policy::decide_push(&gw.config.terms, &updates, &[], open);
+    let held: Vec<RefUpdate> = decision.held().into_iter().cloned().collect();
+    if !held.is_empty() {
+        let approvals = gw.approvals.approvals(&held).await;
+        // The run may have ended while the approvals were asked: it counts from that moment.
+        let open = gw.open.load(Ordering::SeqCst);
+        decision = push_policy::decide_push(&gw.config.terms, &updates, &approvals, open);
+    }
+
+    // Unique in the process: gateways over one mirror share its status folder.
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, Ordering::SeqCst);
+    let status_file = gw.status_dir.join(format!("{}-{seq}", std::process::id()));
+    let _ = std::fs::remove_file(&status_file);
+    let expected: Vec<String> = updates.iter().map(ToString::to_string).collect();
+    let verdict = if decision.accepted() {
+        "accept"
+    } else {
+        "refuse"
+    };
+    let mut env = env;
+    env.vars.extend([
+        ("CAPSID_GATEWAY_EXPECTED".to_owned(), expected.join("\n")),
+        ("CAPSID_GATEWAY_VERDICT".to_owned(), verdict.to_owned()),
+        ("CAPSID_GATEWAY_REPORT".to_owned(), decision.report()),
+        (
+            "CAPSID_GATEWAY_REFSPECS".to_owned(),
+            decision.forward_refspecs().join(" "),
+        ),
+        (
+            "CAPSID_GATEWAY_UPSTREAM".to_owned(),
+            gw.config.upstream.url.clone(),
+        ),
+        (
+            "CAPSID_GATEWAY_STATUS".to_owned(),
+            status_file.to_string_lossy().into_owned(),
+        ),
+    ]);
+    let body = BodySource {
+        prefix: head.freeze(),
+        rest: stream,
+    };
+    let push = Push {
+        decision,
+        status_file,
+        _guard: guard,
+    };
+    run_backend(gw, env, body, Some(push)).await
+}
+
+fn backend_command(gw: &Inner, cgi: &Cgi, push: bool) -> Command {
+    let mut cmd = Command::new(&gw.config.git);
+    cmd.arg("http-backend");
+    cmd.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    let mut config: Vec<(String, String)> = vec![
+        (
+            "core.hooksPath".to_owned(),
+            gw.mirror
+                .join("capsid-gateway")
+                .join("hooks")
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        ("http.receivepack".to_owned(), "true".to_owned()),
+    ];
+    if push && let Some(h) = &gw.config.upstream.header {
+        config.push((
+            format!("http.{}.extraHeader", gw.config.upstream.url),
+            h.expose().to_owned(),
+        ));
+    }
+    let parent = gw.mirror.parent().unwrap_or(Path::new("/"));
+    cmd.env("GIT_PROJECT_ROOT", parent)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("REMOTE_USER", "capsid-job")
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .env("HOME", gw.mirror.join("capsid-gateway"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_CONFIG_COUNT", config.len().to_string());
+    for (i, (k, v)) in config.iter().enumerate() {
+        cmd.env(format!("GIT_CONFIG_KEY_{i}"), k)
+            .env(format!("GIT_CONFIG_VALUE_{i}"), v);
+    }
+    for (k, v) in &cgi.vars {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    cmd
+}
+
+async fn run_backend(gw: Arc<Inner>, cgi: Cgi, body: BodySource, push: Option<Push>) -> Response {
+    let mut child = match backend_command(&gw, &cgi, push.is_some()).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "git gateway: could not start git http-backend");
+            if let Some(p) = &push {
+                gw.record(&p.decision, Forwarded::No);
+            }
+            return plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "capsid gateway: could not start git.",
+            );
+        }
+    };
+    let (Some(stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "capsid gateway: could not talk to git.",
+        );
+    };
+    let feeder = tokio::spawn(feed(stdin, body, gw.config.max_request_bytes));
+    let (head, leftover) = match read_cgi_head(&mut stdout).await {
+        Ok(h) => h,
+        Err(why) => {
+            // git wrote no response head: most likely the body broke off or was too large.
+            let fed = feeder.await;
+            let _ = child.kill().await;
+            if let Some(p) = &push {
+                gw.record(&p.decision, Forwarded::No);
+            }
+            if matches!(fed, Ok(Err(Feed::TooLarge))) {
+                return over_limit(&gw);
+            }
+            tracing::warn!(%why, "git gateway: http-backend gave no response");
+            return plain(
+                StatusCode::BAD_GATEWAY,
+                "capsid gateway: git gave no answer.",
+            );
+        }
+    };
+    if push.is_some() {
+        // A push's answer comes only after its whole body, so wait for the body: an
+        // over-large push is then refused with a status the pusher can read.
+        match feeder.await {
+            Ok(Ok(())) => {}
+            Ok(Err(Feed::TooLarge)) => {
+                let _ = child.kill().await;
+                if let Some(p) = &push {
+                    gw.record(&p.decision, Forwarded::No);
+                }
+                return over_limit(&gw);
+            }
+            Ok(Err(Feed::Failed)) | Err(_) => {
+                let _ = child.kill().await;
+                if let Some(p) = &push {
+                    gw.record(&p.decision, Forwarded::No);
+                }
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "capsid gateway: push refused, its body broke off.",
+                );
+            }
+        }
+    }
+    let mut builder = Response::builder().status(head.status);
+    for (k, v) in head.headers {
+        builder = builder.header(k, v);
+    }
+    let state = Streaming {
+        gw,
+        child: Some(child),
+        stdout: Some(stdout),
+        leftover: Some(leftover),
+        push,
+    };
+    let stream = futures::stream::unfold(state, |mut s| async move {
+        if let Some(first) = s.leftover.take().filter(|b| !b.is_empty()) {
+            return Some((Ok::<Bytes, io::Error>(first), s));
+        }
+        s.child.as_ref()?;
+        let mut buf = BytesMut::with_capacity(32 * 1024);
+        let read = match s.stdout.as_mut() {
+            Some(out) => out.read_buf(&mut buf).await,
+            None => Ok(0),
+        };
+        match read {
+            Ok(n) if n > 0 => Some((Ok(buf.freeze()), s)),
+            _ => {
+                s.finish().await;
+                None
+            }
+        }
+    });
+    builder.body(Body::from_stream(stream)).unwrap_or_else(|_| {
+        plain(
+            StatusCode::BAD_GATEWAY,
+            "capsid gateway: bad answer from git.",
+        )
+    })
+}
+
+/// The response body being streamed from `http-backend`; a push is recorded when it ends,
+/// before the pusher's connection sees the end of the answer.
+struct Streaming {
+    gw: Arc<Inner>,
+    child: Option<Child>,
+    stdout: Option<ChildStdout>,
+    leftover: Option<Bytes>,
+    push: Option<Push>,
+}
+
+impl Drop for Streaming {
+    /// The pusher went away before the answer ended: git is left to finish (killing
+    /// `http-backend` would leave its hook forwarding unseen) while the push still holds the
+    /// in-flight lock, so [`Gateway::close`] waits for it, and its records are written.
+    fn drop(&mut self) {
+        if self.child.is_none() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut rest = Streaming {
+            gw: self.gw.clone(),
+            child: self.child.take(),
+            stdout: self.stdout.take(),
+            leftover: None,
+            push: self.push.take(),
+        };
+        runtime.spawn(async move {
+            if let Some(mut out) = rest.stdout.take() {
+                let _ = tokio::io::copy(&mut out, &mut tokio::io::sink()).await;
+            }
+            rest.finish().await;
+        });
+    }
+}
+
+impl Streaming {
+    async fn finish(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait().await;
+        }
+        if let Some(push) = self.push.take() {
+            let status = tokio::fs::read_to_string(&push.status_file)
+                .await
+                .unwrap_or_default();
+            let forwarded = match status.trim() {
+                "forwarded" => Forwarded::Yes,
+                "upstream-refused" => Forwarded::UpstreamRefused,
+                _ => Forwarded::No,
+            };
+            if forwarded == Forwarded::UpstreamRefused {
+                let detail = tokio::fs::read_to_string(out_file(&push.status_file))
+                    .await
+                    .unwrap_or_default();
+                tracing::warn!(detail = %detail.trim(), "git gateway: the upstream refused a push");
+            }
+            let _ = tokio::fs::remove_file(&push.status_file).await;
+            let _ = tokio::fs::remove_file(out_file(&push.status_file)).await;
+            self.gw.record(&push.decision, forwarded);
+        }
+    }
+}
+
+/// Where the hook leaves the upstream push's output (`<status file>.out`).
+fn out_file(status_file: &Path) -> PathBuf {
+    let mut out = status_file.as_os_str().to_owned();
+    out.push(".out");
+    PathBuf::from(out)
+}
+
+/// The CGI response head: the status and the headers to pass on.
+struct CgiHead {
+    status: StatusCode,
+    headers: Vec<(String, String)>,
+}
+
+async fn read_cgi_head(stdout: &mut ChildStdout) -> Result<(CgiHead, Bytes), String> {
+    let mut buf = BytesMut::new();
+    loop {
+        let end = buf
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|p| (p, 4))
+            .or_else(|| buf.windows(2).position(|w| w == b"\n\n").map(|p| (p, 2)));
+        if let Some((pos, sep)) = end {
+            let head = String::from_utf8_lossy(&buf[..pos]).into_owned();
+            let rest = buf.split_off(pos + sep).freeze();
+            return Ok((parse_cgi_head(&head), rest));
+        }
+        if buf.len() > CGI_HEADERS_MAX {
+            return Err("the CGI head is too long".to_owned());
+        }
+        let n = stdout.read_buf(&mut buf).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("git http-backend ended before its response head".to_owned());
+        }
+    }
+}
+
+fn parse_cgi_head(head: &str) -> CgiHead {
+    let mut status = StatusCode::OK;
+    let mut headers = Vec::new();
+    for line in head.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if k.eq_ignore_ascii_case("status") {
+            status = v
+                .split(' ')
+                .next()
+                .and_then(|c| c.parse::<u16>().ok())
+                .and_then(|c| StatusCode::from_u16(c).ok())
+                .unwrap_or(StatusCode::BAD_GATEWAY);
+        } else if http::HeaderName::from_bytes(k.as_bytes()).is_ok()
+            && HeaderValue::from_str(v).is_ok()
+        {
+            headers.push((k.to_owned(), v.to_owned()));
+        }
+    }
+    CgiHead { status, headers }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "1111111111111111111111111111111111111111";
+    const Z: &str = "0000000000000000000000000000000000000000";
+
+    fn pkt(s: &str) -> Vec<u8> {
+        let mut out = format!("{:04x}", s.len() + 4).into_bytes();
+        out.extend_from_slice(s.as_bytes());
+        out
+    }
+
+    #[test]
+    fn reads_the_command_list_and_stops_at_the_flush() {
+        let mut body = pkt(&format!(
+            "{Z} {A} refs/heads/x\0report-status side-band-64k\n"
+        ));
+        body.extend(pkt(&format!("{A} {Z} refs/heads/y\n")));
+        assert_eq!(parse_commands(&body), Ok(Commands::Incomplete));
+        body.extend(b"0000PACK...");
+        let Ok(Commands::Read(updates)) = parse_commands(&body) else {
+            panic!("not read");
+        };
+        assert_eq!(updates.len(), 2);
+        assert_eq!(updates[0].refname, "refs/heads/x");
+        assert_eq!(updates[1].to_string(), format!("{A} {Z} refs/heads/y"));
+    }
+
+    #[test]
+    fn shallow_lines_before_the_commands_are_skipped() {
+        let mut body = pkt(&format!("shallow {A}\n"));
+        body.extend(pkt(&format!("{Z} {A} refs/heads/x\0caps\n")));
+        body.extend(b"0000");
+        assert!(matches!(parse_commands(&body), Ok(Commands::Read(u)) if u.len() == 1));
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_command_list_is_refused() {
+        assert_eq!(parse_commands(b"0000"), Ok(Commands::Read(Vec::new())));
+        let cases: Vec<Vec<u8>> = vec![
+            b"zzzz".to_vec(),
+            b"0003".to_vec(),
+            b"\x1f\x8b\x08\x00gzip".to_vec(),
+            pkt("push-cert\0caps\n"),
+            pkt(&format!("{Z} {A}\n")),
+            pkt(&format!("{Z} nothex refs/heads/x\n")),
+            [
+                pkt(&format!("{Z} {A} refs/heads/x\n")),
+                pkt(&format!("{Z} {A} refs/heads/y\0c\n")),
+            ]
+            .concat(),
+        ];
+        for body in cases {
+            assert!(parse_commands(&body).is_err(), "{body:?}");
+        }
+    }
+
+    #[test]
+    fn basic_auth_takes_the_run_token_as_the_password_only() {
+        let token = Secret::new("s3cret");
+        let header = |user_pass: &str| {
+            let mut h = HeaderMap::new();
+            let v = format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(user_pass)
+            );
+            h.insert(header::AUTHORIZATION, HeaderValue::from_str(&v).unwrap());
+            h
+        };
+        assert!(authorized(&header("x:s3cret"), &token));
+        assert!(authorized(&header(":s3cret"), &token));
+        assert!(!authorized(&header("s3cret:"), &token));
+        assert!(!authorized(&header("x:s3cre"), &token));
+        assert!(!authorized(&header("x:s3cret2"), &token));
+        assert!(!authorized(&HeaderMap::new(), &token));
+        assert_eq!(format!("{token:?}"), "Secret([redacted])");
+    }
+
+    #[test]
+    fn the_cgi_head_gives_status_and_headers() {
+        let h = parse_cgi_head("Status: 403 Forbidden\r\nContent-Type: text/plain\r\nbad line");
+        assert_eq!(h.status, StatusCode::FORBIDDEN);
+        assert_eq!(
+            h.headers,
+            vec![("Content-Type".to_owned(), "text/plain".to_owned())]
+        );
+        assert_eq!(parse_cgi_head("Expires: x").status, StatusCode::OK);
+    }
+}
