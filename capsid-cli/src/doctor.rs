@@ -100,6 +100,14 @@ pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
     let (model, model_ok) = crate::model::doctor_check().await;
     healthy &= model_ok;
     checks.push(model);
+    // Whether `capsid drive --box` can box an agent here (not a health matter of the server).
+    checks.push(match capsid_box::sandbox::probe().await {
+        Ok(b) => json!({"check": "agent box (capsid drive --box)", "value": "available",
+                        "bwrap": b.path().display().to_string(), "version": b.version(),
+                        "started_ms": b.started_in().as_millis()}),
+        Err(e) => json!({"check": "agent box (capsid drive --box)", "value": "unavailable",
+                         "error": e.to_string()}),
+    });
     let oauth = [
         "CAPSID_GITHUB_CLIENT_ID",
         "CAPSID_GITHUB_CLIENT_SECRET",

@@ -419,6 +419,16 @@ async fn pre_tool(
         root: Some(dir.display().to_string()),
     };
     let mut plan = plan_pre_tool_use(input, &branches);
+    // In a boxed run the git gateway sees the refs every push updates and the box has no other
+    // checkout and no way to GitHub: the shell-reading refusals of pushes, merges and hook
+    // bypasses are not needed, and a push to a protected branch is held at the gateway, whose
+    // refusal the agent reads as `remote:` lines.
+    if std::env::var("CAPSID_PUSH_GATE").as_deref() == Ok("gateway")
+        && input.tool_name.as_deref() == Some("Bash")
+        && matches!(plan, PrePlan::Deny { .. } | PrePlan::Merge { .. })
+    {
+        plan = PrePlan::Pass;
+    }
     if let PrePlan::Deny {
         reason,
         approvable: true,

@@ -96,6 +96,31 @@ enum Command {
     /// Run `serve` as a systemd service: `install` prints (or with --apply writes) its unit.
     #[command(subcommand)]
     Service(service::ServiceCommand),
+    /// Inside a job's box: listen on the box's loopback and pipe each connection to a door's
+    /// socket (`--listen 127.0.0.1:7401 --to /run/doors/model.sock ...`), then run the program
+    /// after `--` and exit with its status. `capsid drive --box` starts it; not for people.
+    #[command(hide = true)]
+    Door(DoorArgs),
+}
+
+/// `capsid door`'s arguments, read by `capsid_box::bridge::parse_inside_args`.
+#[derive(Debug, clap::Args)]
+struct DoorArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 1..)]
+    args: Vec<std::ffi::OsString>,
+}
+
+/// `capsid door`: the inside end of the box's bridges.
+async fn door(args: DoorArgs) -> anyhow::Result<ExitCode> {
+    let parsed = match capsid_box::bridge::parse_inside_args(args.args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("capsid door: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let code = capsid_box::bridge::serve_inside(parsed).await?;
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
 fn main() -> ExitCode {
@@ -132,6 +157,7 @@ fn main() -> ExitCode {
             Command::Skills(cmd) => skills::run(&cli.global, cmd).await,
             Command::Console(cmd) => console::run(&cli.global, cmd).await,
             Command::Service(cmd) => Ok(service::run(&cli.global, cmd)),
+            Command::Door(args) => door(args).await,
         }
     });
     match outcome {

@@ -159,6 +159,40 @@ fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
         serde_json::json!([]),
         "an SQLite store lacks nothing: {report}"
     );
+    // Whether `drive --box` can box an agent here: bubblewrap starts a box (scripts/test.sh
+    // installs it), and without it on the PATH doctor names what is missing.
+    let boxed = doctor_check(&report, "agent box (capsid drive --box)");
+    let have_bwrap = Command::new("bwrap")
+        .arg("--version")
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        have_bwrap || std::env::var("CI").as_deref() != Ok("true"),
+        "CI installs bubblewrap"
+    );
+    if have_bwrap {
+        assert_eq!(boxed["value"], "available", "{report}");
+        assert!(
+            boxed["version"]
+                .as_str()
+                .unwrap_or("")
+                .contains("bubblewrap"),
+            "{report}"
+        );
+    }
+    let mut cmd = capsid();
+    cmd.args(["doctor", "--json"]).env("PATH", dir.path());
+    with_app(&mut cmd, dir.path(), &gh.url, key);
+    let (_, report) = run_json(cmd);
+    let boxed = doctor_check(&report, "agent box (capsid drive --box)");
+    assert_eq!(boxed["value"], "unavailable", "{report}");
+    assert!(
+        boxed["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("apt-get install bubblewrap"),
+        "{report}"
+    );
     // A key that does not parse is reported, naming the setting, and makes doctor unhealthy.
     let mut cmd = capsid();
     cmd.args(["doctor", "--json"]);

@@ -97,6 +97,12 @@ pub const PERMISSION_PROMPT_TOOL: &str = "mcp__capsid-driver__permission_prompt"
 /// server).
 pub(super) fn run_files(r: &Ready, id: &str) -> Result<RunFiles> {
     let dir = r.root.join(".capsid").join("runs").join(id);
+    write_run_files(dir, &super::mcp::mcp_url(&r.url))
+}
+
+/// Writes a run's files into `dir`, with Capsid's MCP endpoint at `mcp_url` (the server, or
+/// the box's MCP door).
+pub(super) fn write_run_files(dir: PathBuf, mcp_url: &str) -> Result<RunFiles> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     restrict(&dir)?;
     let program = std::env::current_exe().context("finding the capsid binary's own path")?;
@@ -109,7 +115,7 @@ pub(super) fn run_files(r: &Ready, id: &str) -> Result<RunFiles> {
         "mcpServers": {
             "capsid": {
                 "type": "http",
-                "url": super::mcp::mcp_url(&r.url),
+                "url": mcp_url,
                 "headers": { "Authorization": "Bearer ${CAPSID_RUN_CREDENTIAL}" },
             },
             "capsid-driver": {
@@ -370,12 +376,36 @@ pub(super) async fn run_agent(
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("starting the agent: {command}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
+    let stdout = feed_and_take(child.stdin.take(), child.stdout.take(), input).await?;
+    let out = follow_output(r, id, stdout).await?;
+    let status = child.wait().await.context("waiting for the agent")?;
+    Ok(AgentRun {
+        exit: status.code(),
+        stdout: out,
+    })
+}
+
+/// Writes the agent's input and closes it; the agent's output to follow.
+pub(super) async fn feed_and_take<O>(
+    stdin: Option<impl tokio::io::AsyncWrite + Unpin>,
+    stdout: Option<O>,
+    input: &str,
+) -> Result<O> {
+    if let Some(mut stdin) = stdin {
         // An agent that does not read its input is not an error.
         let _ = stdin.write_all(input.as_bytes()).await;
         drop(stdin);
     }
-    let stdout = child.stdout.take().context("the agent's output")?;
+    stdout.context("the agent's output")
+}
+
+/// Reads the agent's output to its end, printing a progress line per tool call; what is kept
+/// of it (its tail and its `result` lines).
+pub(super) async fn follow_output(
+    r: &Ready,
+    id: &str,
+    stdout: impl tokio::io::AsyncRead + Unpin,
+) -> Result<String> {
     let mut lines = BufReader::new(stdout).lines();
     let started = Instant::now();
     let mut out = Output::default();
@@ -391,11 +421,7 @@ pub(super) async fn run_agent(
         }
         out.push(&line);
     }
-    let status = child.wait().await.context("waiting for the agent")?;
-    Ok(AgentRun {
-        exit: status.code(),
-        stdout: out.text(),
-    })
+    Ok(out.text())
 }
 
 /// The driver's private tmux server (`tmux -L <socket>`): it starts from the driver's own

@@ -7,6 +7,7 @@
 //! task document instead of a queued job (`task.rs`).
 
 mod agent;
+mod boxed;
 pub(crate) mod githook;
 pub mod mcp;
 pub(crate) mod model_door;
@@ -140,6 +141,17 @@ pub struct RunArgs {
     /// refused before it reaches the model, and the job blocks until a person raises it.
     #[arg(long, env = "CAPSID_MAX_COST_USD")]
     pub max_cost_usd: Option<f64>,
+    /// Run the agent in a box (bubblewrap: its own user, PID and network namespaces): its own
+    /// clone of a Capsid-owned mirror, no network but the driver's doors (the metered model,
+    /// Capsid's MCP endpoint, the git gateway that is the push gate, and the package
+    /// registries through a CONNECT door), and none of the host's secrets. Refused before any
+    /// claim when bubblewrap cannot start a box here.
+    #[arg(long = "box")]
+    pub boxed: bool,
+    /// Where boxed jobs' folders and the namespaces' mirrors live (default
+    /// ~/.cache/capsid/boxes).
+    #[arg(long, env = "CAPSID_BOX_DIR")]
+    pub box_dir: Option<PathBuf>,
 }
 
 /// The default agent: Claude Code in headless mode, reporting as stream-json, allowed to edit,
@@ -169,6 +181,8 @@ pub(crate) struct Ready {
     pub heartbeat: Duration,
     /// The metered model door's settings.
     pub model: model_door::ModelSettings,
+    /// The box, when the run is boxed (`--box`).
+    pub boxed: Option<boxed::BoxSettings>,
     /// This driver's agent name, once learned (`agent:<name>` holds its jobs).
     pub me: std::sync::Arc<tokio::sync::OnceCell<String>>,
 }
@@ -364,6 +378,17 @@ pub(crate) async fn prepare(
         Ok(m) => m,
         Err(why) => return Ok(Err(refused(why))),
     };
+    let boxed = if args.boxed {
+        if let Err(why) = boxed::refuse_unsupported(args.tmux) {
+            return Ok(Err(refused(why)));
+        }
+        match boxed::BoxSettings::resolve(args.box_dir.as_deref()).await {
+            Ok(b) => Some(b),
+            Err(why) => return Ok(Err(refused(why))),
+        }
+    } else {
+        None
+    };
     let mise = mise_tasks(&root);
     let tests = match gate::test_command(
         args.test_command.as_deref(),
@@ -394,6 +419,7 @@ pub(crate) async fn prepare(
         quiet: args.quiet,
         heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
         model,
+        boxed,
         me: Default::default(),
     }))
 }

@@ -114,7 +114,14 @@ pub(crate) struct Door {
     proxy: ModelProxy,
     url: String,
     token: Option<String>,
-    serving: tokio::task::JoinHandle<()>,
+    serving: Serving,
+}
+
+/// Where the door is served: a loopback port of the driver's, or a Unix socket bound into the
+/// box.
+enum Serving {
+    Loopback(tokio::task::JoinHandle<()>),
+    Boxed(capsid_box::bridge::Door),
 }
 
 /// What the door counted for one run.
@@ -122,12 +129,58 @@ pub(crate) struct Door {
 pub(crate) struct Metered {
     pub spent: Usd,
     pub calls: Vec<CallRecord>,
-    pub cap: Option<Usd>,
     pub cap_hits: Vec<CapHit>,
 }
 
 /// Opens the door for one run on a loopback port of its own.
 pub(crate) async fn open(settings: &ModelSettings) -> Result<Door> {
+    let (proxy, token) = proxy(settings)?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("opening the model door on a loopback port")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let serving = tokio::spawn({
+        let proxy = proxy.clone();
+        async move {
+            if let Err(e) = proxy.serve_tcp(listener).await {
+                eprintln!("capsid drive: the model door stopped: {e}");
+            }
+        }
+    });
+    Ok(Door {
+        proxy,
+        url,
+        token,
+        serving: Serving::Loopback(serving),
+    })
+}
+
+/// Opens the door for one boxed run on the Unix socket `socket` (bound into the box, where
+/// the agent reaches it at `inside_url`); each connection is recorded in `log`.
+pub(crate) async fn open_boxed(
+    settings: &ModelSettings,
+    socket: &std::path::Path,
+    inside_url: String,
+    log: capsid_box::bridge::RecordLog<capsid_box::bridge::ConnectionRecord>,
+) -> Result<Door> {
+    let (proxy, token) = proxy(settings)?;
+    let door = capsid_box::bridge::Door::open(
+        "model",
+        socket,
+        capsid_box::bridge::DoorTarget::Http(proxy.router()),
+        log,
+    )
+    .await
+    .context("opening the box's model door")?;
+    Ok(Door {
+        proxy,
+        url: inside_url,
+        token,
+        serving: Serving::Boxed(door),
+    })
+}
+
+fn proxy(settings: &ModelSettings) -> Result<(ModelProxy, Option<String>)> {
     let token = match settings.auth {
         UpstreamAuth::Agent => None,
         _ => {
@@ -147,24 +200,7 @@ pub(crate) async fn open(settings: &ModelSettings) -> Result<Door> {
         None,
     )
     .context("opening the model door")?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("opening the model door on a loopback port")?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let serving = tokio::spawn({
-        let proxy = proxy.clone();
-        async move {
-            if let Err(e) = proxy.serve_tcp(listener).await {
-                eprintln!("capsid drive: the model door stopped: {e}");
-            }
-        }
-    });
-    Ok(Door {
-        proxy,
-        url,
-        token,
-        serving,
-    })
+    Ok((proxy, token))
 }
 
 fn hex_token(bytes: &[u8]) -> String {
@@ -182,63 +218,28 @@ impl Door {
     }
 
     /// Closes the door (the run ended: every later call is refused) and says what it counted.
-    pub fn close(self) -> Metered {
+    pub async fn close(self) -> Metered {
         self.proxy.close();
-        self.serving.abort();
+        match self.serving {
+            Serving::Loopback(task) => task.abort(),
+            Serving::Boxed(door) => door.close().await,
+        }
         let account = self.proxy.account();
         Metered {
             spent: account.spent,
             calls: self.proxy.calls(),
-            cap: account.cap,
             cap_hits: self.proxy.cap_hits(),
         }
     }
 }
 
 impl Metered {
-    /// The run's cost as outcome evidence (what the namespace's budget sums): the door's count,
-    /// the agent's own figure beside it, the calls by model and by session.
-    pub fn evidence(&self, reported: Option<f64>) -> Map<String, Value> {
+    /// The run's cost as outcome evidence (what the namespace's budget sums): the door's
+    /// count. (The server keeps the outcome's known fields only; what the agent reported and
+    /// the split by model stay in the outcome's line, [`Metered::line`].)
+    pub fn evidence(&self) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("cost_usd".into(), json!(self.spent.dollars()));
-        m.insert("model_calls".into(), json!(self.calls.len()));
-        if let Some(r) = reported {
-            m.insert("reported_cost_usd".into(), json!(r));
-        }
-        let mut by_model: std::collections::BTreeMap<&str, Usd> = Default::default();
-        let mut by_session: std::collections::BTreeMap<&str, Usd> = Default::default();
-        for c in &self.calls {
-            let e = by_model.entry(c.model.as_str()).or_default();
-            *e = e.plus(c.cost);
-            let s = by_session
-                .entry(c.session.as_deref().unwrap_or("unknown"))
-                .or_default();
-            *s = s.plus(c.cost);
-        }
-        let dollars = |m: std::collections::BTreeMap<&str, Usd>| -> Value {
-            m.into_iter()
-                .map(|(k, v)| (k.to_owned(), json!(v.dollars())))
-                .collect::<Map<_, _>>()
-                .into()
-        };
-        if !self.calls.is_empty() {
-            m.insert("cost_by_model".into(), dollars(by_model));
-            m.insert("cost_by_session".into(), dollars(by_session));
-        }
-        let unpriced: Vec<&str> = self
-            .calls
-            .iter()
-            .filter(|c| !c.known_price)
-            .map(|c| c.model.as_str())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        if !unpriced.is_empty() {
-            m.insert("unpriced_models".into(), json!(unpriced));
-        }
-        if let Some(cap) = self.cap {
-            m.insert("max_cost_usd".into(), json!(cap.dollars()));
-        }
         m
     }
 
@@ -257,6 +258,15 @@ impl Metered {
             s.push_str(&format!(
                 "; the agent reported {r}, which differs by more than 5%"
             ));
+        }
+        let mut by_model: std::collections::BTreeMap<&str, Usd> = Default::default();
+        for c in &self.calls {
+            let e = by_model.entry(c.model.as_str()).or_default();
+            *e = e.plus(c.cost);
+        }
+        if by_model.len() > 1 {
+            let parts: Vec<String> = by_model.iter().map(|(m, c)| format!("{m} {c}")).collect();
+            s.push_str(&format!(" ({})", parts.join(", ")));
         }
         let unpriced: std::collections::BTreeSet<&str> = self
             .calls

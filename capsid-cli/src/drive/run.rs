@@ -17,11 +17,12 @@ use serde_json::{Value, json};
 
 use super::agent::{
     agent_command_line, agent_env, mise_install, run_agent, run_files, with_heartbeat,
+    write_run_files,
 };
 use super::mcp::base_url;
 use super::model_door::{self, Metered};
 use super::proc::{default_branch, git, shell};
-use super::{EXIT_DONE, EXIT_GATED, Ready, Resume, githook, preflight, worktree};
+use super::{EXIT_DONE, EXIT_GATED, Ready, Resume, boxed, githook, preflight, worktree};
 
 /// What the driver keeps of a run between its stops, in the run's folder: the session to
 /// resume and, when the session stopped on `AskUserQuestion`, that question (its replay is
@@ -95,7 +96,15 @@ pub(crate) async fn run_job(
     };
     state.base_sha = Some(base_sha.clone());
     state.save(&files.dir);
-    let wt = worktree::ensure(&r.root, &id, &base_sha).await?;
+    // Boxed: the job's own clone of the namespace's mirror; else a worktree of the checkout.
+    let place = match &r.boxed {
+        Some(b) => Some(boxed::place(r, b, &id, &base_sha).await?),
+        None => None,
+    };
+    let wt = match &place {
+        Some(p) => p.clone.clone(),
+        None => worktree::ensure(&r.root, &id, &base_sha).await?,
+    };
     eprintln!("capsid drive: {id} in {}", wt.display());
     mise_install(&wt).await;
     // The project's settings cannot switch Capsid's hooks off.
@@ -121,7 +130,16 @@ pub(crate) async fn run_job(
     if let Some(b) = &r.build {
         gate_settings.push(("CAPSID_BUILD_COMMAND".to_owned(), b.command.clone()));
     }
-    let githooks = githook::install_for_worktree(&r.root, &wt, &gate_settings).await?;
+    // A boxed run's push gate is the gateway; git's own hooks are the worktree's.
+    let githooks = match &place {
+        Some(_) => None,
+        None => Some(githook::install_for_worktree(&r.root, &wt, &gate_settings).await?),
+    };
+    // The agent's run files: in the box's HOME for a boxed run (the run folder is not there).
+    let agent_files = match &place {
+        Some(p) => write_run_files(p.run_dir.clone(), &boxed::inside_mcp_url(r))?,
+        None => run_files(r, &id)?,
+    };
     let protected_before = githook::protected_refs(&r.root, &base).await;
     checkpoint(
         r,
@@ -136,11 +154,24 @@ pub(crate) async fn run_job(
 
     let mut envs = agent_env(r, &id, &agent, &wt, credential).await;
     envs.push(("CAPSID_DEFAULT_BRANCH".to_owned(), base.clone()));
-    envs.push(("CAPSID_RUN_DIR".to_owned(), files.dir.display().to_string()));
+    envs.push((
+        "CAPSID_RUN_DIR".to_owned(),
+        agent_files.dir.display().to_string(),
+    ));
+    if place.is_some() {
+        // In the box: Capsid through its door; no project credential (the gateway holds it).
+        envs.retain(|(k, _)| k != "CAPSID_CREDENTIAL" && !k.starts_with("GIT_CONFIG_"));
+        envs.push(("CAPSID_PUSH_GATE".to_owned(), "gateway".to_owned()));
+        for (k, v) in envs.iter_mut() {
+            if k == "CAPSID_MCP_URL" {
+                *v = boxed::inside_mcp_url(r);
+            }
+        }
+    }
     let (command, input) = match &resume {
         Some(res) => {
             let session = state.session_id.clone().or_else(|| res.session_id.clone());
-            let command = agent_command_line(r, &files, session.as_deref());
+            let command = agent_command_line(r, &agent_files, session.as_deref());
             match (&state.asked, session) {
                 // The replayed AskUserQuestion is answered by the PreToolUse hook.
                 (Some(question), Some(_)) => {
@@ -151,7 +182,7 @@ pub(crate) async fn run_job(
                 (_, Some(_)) => (command, res.answer.clone()),
                 // No session to resume: the job starts over, with the answer after its body.
                 (_, None) => (
-                    agent_command_line(r, &files, None),
+                    agent_command_line(r, &agent_files, None),
                     format!(
                         "{body}\n\nA person answered your earlier question: {}",
                         res.answer
@@ -159,26 +190,48 @@ pub(crate) async fn run_job(
                 ),
             }
         }
-        None => (agent_command_line(r, &files, None), body),
+        None => (agent_command_line(r, &agent_files, None), body),
     };
     // The agent's model calls go through the run's metered door; what it costs is counted
     // there, never read from what the agent prints.
-    let door = model_door::open(&r.model).await?;
-    envs.extend(door.env());
-    let run = with_heartbeat(
-        r,
-        &id,
-        run_agent(r, &agent, &id, &wt, &command, &input, &envs),
-    )
-    .await;
-    let metered = door.close();
+    let (run, metered, seen) = match (&r.boxed, &place) {
+        (Some(settings), Some(p)) => {
+            let doors = boxed::open(r, &id, p).await?;
+            envs.extend(doors.model.env());
+            let run = with_heartbeat(
+                r,
+                &id,
+                boxed::run(r, settings, &id, p, &command, &input, &envs),
+            )
+            .await;
+            // The box is gone: close every door before anything is read.
+            let seen = doors.close().await;
+            (run, seen.metered.clone(), Some(seen))
+        }
+        _ => {
+            let door = model_door::open(&r.model).await?;
+            envs.extend(door.env());
+            let run = with_heartbeat(
+                r,
+                &id,
+                run_agent(r, &agent, &id, &wt, &command, &input, &envs),
+            )
+            .await;
+            (run, door.close().await, None)
+        }
+    };
     let run = run?;
     let report = read_report(&run.stdout);
 
     // Whether Capsid's own gates stood through the session.
-    let hooks_ran = std::fs::metadata(&files.hooks_report).is_ok_and(|m| m.len() > 0);
+    let hooks_ran = std::fs::metadata(&agent_files.hooks_report).is_ok_and(|m| m.len() > 0);
     let protected_after = githook::protected_refs(&r.root, &base).await;
-    let approved_pushes = std::fs::read_to_string(&files.hooks_report).unwrap_or_default();
+    // What the worktree's pre-push gate approved (a boxed run has no such gate: a protected
+    // branch moves only through the gateway, on an approval it asked the server for).
+    let approved_pushes = match &place {
+        Some(_) => String::new(),
+        None => std::fs::read_to_string(&agent_files.hooks_report).unwrap_or_default(),
+    };
     let moved = githook::moved(&protected_before, &protected_after).filter(|_| {
         // A push the pre-push gate let through with an approval is reported by it.
         !protected_after
@@ -189,7 +242,11 @@ pub(crate) async fn run_job(
                 approved_pushes.contains(&format!("approved {r} {sha}"))
             })
     });
-    let tampered = match githook::changed(&wt, &githooks).await {
+    let changed = match &githooks {
+        Some(g) => githook::changed(&wt, g).await,
+        None => None,
+    };
+    let tampered = match changed {
         Some(why) => Some(why),
         None if moved.is_some() => Some(format!(
             "a protected branch moved during the run outside the gates ({}); a person must look at it",
@@ -216,7 +273,31 @@ pub(crate) async fn run_job(
             question: Some(cmd),
         });
     }
-    let facts = git_facts(&wt, &base_sha, report.as_ref(), &run.stdout).await;
+    // A boxed run: what was pushed is the gateway's record, and an update it held for a
+    // person (a push to a protected branch) is the exact question the job blocks on.
+    let pushed_head = seen
+        .as_ref()
+        .and_then(|s| boxed::pushed_head(&s.pushes, &id));
+    if let Some(held) = seen
+        .as_ref()
+        .map(|s| boxed::held(&s.pushes))
+        .filter(|h| !h.is_empty())
+    {
+        hooks = Some(HookState {
+            status: AgentStatus::Blocked,
+            question: Some(format!(
+                "a person must approve the push the git gateway held (old new ref): {}",
+                held.join("; ")
+            )),
+        });
+    }
+    let facts = match (&place, &pushed_head) {
+        // What shipped is read from the mirror (written only through the gateway), not the clone.
+        (Some(p), Some(head)) => {
+            git_facts(&p.mirror, &base_sha, head, report.as_ref(), &run.stdout).await
+        }
+        _ => git_facts(&wt, &base_sha, "HEAD", report.as_ref(), &run.stdout).await,
+    };
     let resume_command = resume_hint(r, &agent);
     let mut run_facts = RunFacts {
         agent_exit: run.exit,
@@ -231,9 +312,14 @@ pub(crate) async fn run_job(
     let (tests, build) = if verdict::before_gates(&run_facts).is_some() {
         (None, None)
     } else {
-        let t = shell(&r.tests.command, &wt, &[]).await;
+        // A boxed run's tests run on a fresh checkout of the pushed head.
+        let at = match (&place, &pushed_head) {
+            (Some(p), Some(head)) => boxed::checkout(p, head).await?,
+            _ => wt.clone(),
+        };
+        let t = shell(&r.tests.command, &at, &[]).await;
         let b = match (&r.build, t.passed()) {
-            (Some(b), true) => Some(shell(&b.command, &wt, &[]).await),
+            (Some(b), true) => Some(shell(&b.command, &at, &[]).await),
             _ => None,
         };
         (Some(t), b)
@@ -258,7 +344,21 @@ pub(crate) async fn run_job(
     }
     state.asked = report.as_ref().and_then(|r| r.deferred_question.clone());
     state.save(&files.dir);
-    let push = pushed(&wt, &id).await;
+    let push = match (&place, pushed_head) {
+        (Some(_), Some(sha)) => {
+            let host = git(&r.root, &["remote", "get-url", "origin"])
+                .await
+                .ok()
+                .and_then(|u| remote_host(&u));
+            Some(Pushed {
+                github: host.as_deref() == Some("github.com"),
+                sha,
+                host,
+            })
+        }
+        (Some(_), None) => None,
+        (None, _) => pushed(&wt, &id).await,
+    };
     let gates = Gates {
         tests: tests
             .as_ref()
@@ -280,6 +380,8 @@ pub(crate) async fn run_job(
             gates,
             push,
             metered: &metered,
+            doors_line: seen.as_ref().map(boxed::summary),
+            boxed_base: place.as_ref().map(|p| p.base.clone()),
         },
     )
     .await
@@ -324,15 +426,17 @@ async fn hook_state(r: &Ready, agent: &str, id: &str) -> Option<HookState> {
     })
 }
 
-/// Commits, files and tests since the branch point, and the PR the agent printed.
+/// Commits, files and tests from the branch point to `head` in `wt`, and the PR the agent
+/// printed.
 async fn git_facts(
     wt: &Path,
     base: &str,
+    head: &str,
     report: Option<&SessionReport>,
     stdout: &str,
 ) -> GitFacts {
-    let range = format!("{base}...HEAD");
-    let commits = git(wt, &["rev-list", "--count", &format!("{base}..HEAD")])
+    let range = format!("{base}...{head}");
+    let commits = git(wt, &["rev-list", "--count", &format!("{base}..{head}")])
         .await
         .ok()
         .and_then(|n| n.parse().ok())
@@ -346,9 +450,11 @@ async fn git_facts(
         .and_then(|r| r.result.as_deref())
         .and_then(pr_url_in)
         .or_else(|| pr_url_in(stdout));
-    let clean_tree = git(wt, &["status", "--porcelain"])
-        .await
-        .is_ok_and(|t| t.trim().is_empty());
+    // A bare mirror has no work tree: what it holds is committed.
+    let clean_tree = head != "HEAD"
+        || git(wt, &["status", "--porcelain"])
+            .await
+            .is_ok_and(|t| t.trim().is_empty());
     GitFacts {
         commits,
         files_changed: files,
@@ -415,6 +521,10 @@ struct Measured<'a> {
     push: Option<Pushed>,
     /// What the model door counted.
     metered: &'a Metered,
+    /// A boxed run's doors in one sentence.
+    doors_line: Option<String>,
+    /// A boxed run's folder (removed when the job is done).
+    boxed_base: Option<std::path::PathBuf>,
 }
 
 /// What the driver's own gates said, as checkpoint fields (`None`: not run).
@@ -437,10 +547,10 @@ fn session_cost(metered: &Metered, rep: Option<&SessionReport>) -> String {
     s
 }
 
-/// The session's counted cost (what the namespace's budget sums), with what the agent reported
-/// beside it, and its turns and time, as outcome evidence.
+/// The session's counted cost (what the namespace's budget sums), its turns and time, as
+/// outcome evidence.
 fn measured_cost(metered: &Metered, rep: Option<&SessionReport>) -> serde_json::Map<String, Value> {
-    let mut m = metered.evidence(rep.and_then(|r| r.cost_usd));
+    let mut m = metered.evidence();
     if let Some(t) = rep.and_then(|r| r.turns) {
         m.insert("turns".into(), json!(t));
     }
@@ -464,6 +574,8 @@ async fn finish(
         gates,
         push,
         metered,
+        doors_line,
+        boxed_base,
     } = measured;
     let mut session = json!({});
     if let Some(p) = push {
@@ -501,7 +613,10 @@ async fn finish(
         }
         v
     };
-    let cost = Some(session_cost(metered, report));
+    let cost = Some(match &doors_line {
+        Some(d) => format!("{} {d}", session_cost(metered, report)),
+        None => session_cost(metered, report),
+    });
     match close {
         Close::Complete {
             summary, evidence, ..
@@ -557,8 +672,13 @@ async fn finish(
                 })),
             )
             .await?;
-            if let Err(e) = worktree::remove(&r.root, wt).await {
-                eprintln!("capsid drive: {e:#}");
+            match &boxed_base {
+                Some(base) => boxed::remove(base),
+                None => {
+                    if let Err(e) = worktree::remove(&r.root, wt).await {
+                        eprintln!("capsid drive: {e:#}");
+                    }
+                }
             }
             println!("{id} done: {summary}");
         }

@@ -158,7 +158,7 @@ async fn drive(r: &Ready, path: &str, holder: &str, verified: &Value) -> Result<
         run_agent(r, &agent, &id, &wt, &r.agent_command, &body, &envs),
     )
     .await;
-    let metered = door.close();
+    let metered = door.close().await;
     let run = run?;
     if !r.quiet {
         eprintln!("capsid drive: task {ns}/{path}: {}", metered.line(None));

@@ -936,3 +936,195 @@ pub fn a_job_over_its_cap_blocks_and_a_higher_cap_resumes_the_same_session(w: &W
     assert_eq!(openings, 1, "the raise started a new conversation");
     assert_eq!(ids.len(), 1, "more than one session: {ids:?}");
 }
+
+/// Whether bubblewrap can run here; outside CI a boxed case says it did not run when it
+/// cannot, in CI (where `scripts/test.sh` installs it) that is a failure.
+fn require_bwrap(case: &str) -> bool {
+    let found = std::process::Command::new("bwrap")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{case}: bubblewrap is not installed; scripts/test.sh installs it and CI requires the boxed cases to run"
+        );
+        eprintln!("NOT RUN {case}: bubblewrap is not installed");
+    }
+    found
+}
+
+/// The first file named `name` under `dir` (three levels deep at most).
+fn find_file(dir: &std::path::Path, name: &str, depth: usize) -> Option<std::path::PathBuf> {
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = e.path();
+        if p.file_name().is_some_and(|n| n == name) {
+            return Some(p);
+        }
+        if depth > 0
+            && p.is_dir()
+            && let Some(f) = find_file(&p, name, depth - 1)
+        {
+            return Some(f);
+        }
+    }
+    None
+}
+
+/// `--box` with the boxes' folder inside the test's own.
+fn boxed(w: &World) -> Vec<String> {
+    vec![
+        "--box".to_owned(),
+        "--box-dir".to_owned(),
+        w.dir.path().join("boxes").display().to_string(),
+    ]
+}
+
+pub fn a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway(w: &World) {
+    if !require_bwrap("a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Boxed widgets", "Widgets, boxed. SCRIPT=boxed");
+    let signing = find_file(w.dir.path(), "signing.key", 3).expect("the server's signing key");
+    let secret = w.dir.path().join("host-secret.txt");
+    std::fs::write(&secret, "the host's secret\n").expect("a secret on the host");
+    let server = w.url.trim_start_matches("http://").to_owned();
+    let look = format!(
+        "cat {} ; cat {} ; cat {}/test.sh ; ls $HOME/../.. ; id -u",
+        signing.display(),
+        secret.display(),
+        root.display()
+    );
+    let reach = format!(
+        "curl -sS -m 5 http://{server}/health || echo LOOPBACK-UNREACHABLE; curl -sS -m 10 -o /dev/null -w 'example=%{{http_code}}\\n' https://example.com || echo EXAMPLE-REFUSED"
+    );
+    w.fake().script(
+        "SCRIPT=boxed",
+        vec![
+            vec![bash(&look)],
+            vec![bash(&reach)],
+            vec![write_file("boxed.txt", "boxed\n")],
+            vec![bash(
+                "git add boxed.txt && git commit -qm 'Boxed widgets' && git push -q origin HEAD && echo PUSHED",
+            )],
+            vec![text("Boxed widgets shipped.")],
+        ],
+    );
+    let main_before = origin_main(w, "demo");
+    let mut extra = boxed(w);
+    extra.push("--quiet".to_owned());
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        said(&out),
+        results(w, "SCRIPT=boxed")
+    );
+    let (seen, _) = result_of(w, "SCRIPT=boxed", "toolu_fake_0_0").expect("the look's result");
+    assert!(!seen.contains("the host's secret"), "{seen}");
+    for path in [&signing, &secret] {
+        assert!(
+            seen.contains(&format!("{}: No such file or directory", path.display())),
+            "{seen}"
+        );
+    }
+    assert!(
+        seen.contains(&format!(
+            "{}/test.sh: No such file or directory",
+            root.display()
+        )),
+        "the project's checkout is not in the box: {seen}"
+    );
+    assert!(
+        seen.contains("1000"),
+        "the agent is not root in its box: {seen}"
+    );
+    let (reached, _) = result_of(w, "SCRIPT=boxed", "toolu_fake_1_0").expect("the reach's result");
+    assert!(reached.contains("LOOPBACK-UNREACHABLE"), "{reached}");
+    assert!(!reached.contains("\"ok\""), "{reached}");
+    assert!(
+        reached.contains("EXAMPLE-REFUSED")
+            || reached.contains("example=000")
+            || reached.contains("403"),
+        "{reached}"
+    );
+    let (pushed, error) =
+        result_of(w, "SCRIPT=boxed", "toolu_fake_3_0").expect("the push's result");
+    assert!(!error && pushed.contains("PUSHED"), "{pushed}");
+    // The job's branch reached origin through the gateway; main did not move.
+    let origin = w.dir.path().join("demo-origin.git");
+    let branch = git_out(&origin, &["rev-parse", &format!("refs/heads/capsid/{id}")]);
+    assert_eq!(branch.len(), 40, "{branch}");
+    assert_eq!(origin_main(w, "demo"), main_before);
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}\n{}", said(&out));
+    let closing = w.log("demo", "demo-driver")["entries"][0].clone();
+    assert_eq!(closing["push_sha"], json!(branch), "{closing}");
+    // The doors' records are on the job's record: the refused host among them.
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(summary.contains("Boxed:"), "{summary}");
+    assert!(summary.contains("refused example.com:443"), "{summary}");
+    assert!(
+        summary.contains("git ") && summary.contains("model "),
+        "{summary}"
+    );
+    // The clone is gone with the done job; the mirror stays for the next one.
+    let boxes = w.dir.path().join("boxes").join("demo");
+    assert!(!boxes.join(&id).exists());
+    assert!(boxes.join("mirror.git").join("HEAD").is_file());
+}
+
+pub fn a_boxed_push_to_main_is_refused_at_the_gateway_however_spelled(w: &World) {
+    if !require_bwrap("a_boxed_push_to_main_is_refused_at_the_gateway_however_spelled") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Sneaky", "Ship it to main. SCRIPT=main");
+    let spellings = [
+        "git push origin HEAD:main",
+        "git push --no-verify origin HEAD:main",
+        "git -c core.hooksPath=/dev/null push origin HEAD:main",
+        "git push \"$(git remote get-url origin)\" HEAD:refs/heads/main",
+        "git -c remote.origin.push=HEAD:refs/heads/main push origin",
+        "git push origin +HEAD:refs/heads/main",
+    ];
+    let attempts: Vec<Vec<Block>> = spellings
+        .iter()
+        .map(|c| vec![bash(&format!("{c}; echo exit=$?"))])
+        .collect();
+    let mut turns = vec![
+        vec![write_file("main.txt", "straight to main\n")],
+        vec![bash("git add main.txt && git commit -qm 'To main'")],
+    ];
+    turns.extend(attempts);
+    turns.push(vec![text("Tried.")]);
+    w.fake().script("SCRIPT=main", turns);
+    let main_before = origin_main(w, "demo");
+    let extra = boxed(w);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    for (i, spelling) in spellings.iter().enumerate() {
+        let (said_back, _) = result_of(w, "SCRIPT=main", &format!("toolu_fake_{}_0", i + 2))
+            .unwrap_or_else(|| panic!("no result for {spelling}"));
+        assert!(
+            said_back.contains("remote:") && said_back.contains("capsid"),
+            "{spelling}: the gateway's refusal did not reach the model: {said_back}"
+        );
+        assert!(!said_back.contains("exit=0"), "{spelling}: {said_back}");
+    }
+    assert_eq!(origin_main(w, "demo"), main_before, "main moved");
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("blocked"), "{job}");
+    let mark = w.checkmark("demo", "demo-driver");
+    let question = mark["open_question"].as_str().unwrap_or("");
+    assert!(
+        question.contains("refs/heads/main") && question.contains("git gateway held"),
+        "{mark}"
+    );
+}

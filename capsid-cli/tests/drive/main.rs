@@ -55,6 +55,8 @@ claude::claude_cases!(
     a_push_around_the_gates_or_a_moved_local_main_is_never_done,
     the_recorded_cost_is_the_model_doors_count_whatever_the_agent_prints,
     a_job_over_its_cap_blocks_and_a_higher_cap_resumes_the_same_session,
+    a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway,
+    a_boxed_push_to_main_is_refused_at_the_gateway_however_spelled,
 );
 
 both_stores!(

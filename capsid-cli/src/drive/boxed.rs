@@ -1,0 +1,609 @@
+//! A boxed run (issue 48, `capsid drive --box`): the job's own clone of a Capsid-owned mirror,
+//! the agent in a bubblewrap box with no network of its own, and the doors the driver owns:
+//! the metered model door, Capsid's MCP endpoint, the git gateway (the clone's only remote and
+//! the push gate) and the CONNECT door to the package registries. The project's checkout, the
+//! driver's keys, the run folder, the mirror and other jobs' folders are not in the box at
+//! all. Every connection through a door is recorded; what the driver decides afterwards comes
+//! from the gateway's log and the mirror (what was pushed), the model door (what it cost) and
+//! its own test run on a fresh checkout of the pushed head.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use capsid_box::bridge::{ConnectionRecord, Door, DoorTarget, RecordLog};
+use capsid_box::connect::{ConnectAttempt, ConnectProxy, SystemResolver};
+use capsid_box::gateway::{Gateway, GatewayConfig, NoApprovals, PushRecord, Secret, Upstream};
+use capsid_box::sandbox::{AgentBox, BoxStdio, Bwrap, check};
+use capsid_core::drive::egress::Egress;
+use capsid_core::drive::push_policy::PushTerms;
+
+use super::Ready;
+use super::agent::{AgentRun, feed_and_take, follow_output};
+use super::model_door::{self, Metered};
+use super::proc::git;
+
+/// The box's loopback ports of its doors.
+const MODEL_PORT: u16 = 7401;
+const MCP_PORT: u16 = 7402;
+const GIT_PORT: u16 = 7403;
+const EGRESS_PORT: u16 = 7404;
+
+/// What `--box` resolved before the claim: a `bwrap` that starts a box here, and where the
+/// jobs' folders live.
+#[derive(Clone, Debug)]
+pub(crate) struct BoxSettings {
+    pub bwrap: Bwrap,
+    pub dir: PathBuf,
+}
+
+impl BoxSettings {
+    /// `--box`: bubblewrap must start a box here (the refusal names what is missing), and the
+    /// folder of the boxes is `--box-dir`, else `~/.cache/capsid/boxes`.
+    pub async fn resolve(dir: Option<&Path>) -> std::result::Result<BoxSettings, String> {
+        let bwrap = capsid_box::sandbox::probe()
+            .await
+            .map_err(|e| format!("--box: {e}"))?;
+        let dir = match dir {
+            Some(d) => d.to_path_buf(),
+            None => PathBuf::from(
+                std::env::var_os("HOME")
+                    .ok_or("--box: HOME is not set; name the folder of the boxes with --box-dir")?,
+            )
+            .join(".cache")
+            .join("capsid")
+            .join("boxes"),
+        };
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("--box-dir {}: cannot create it: {e}", dir.display()))?;
+        let dir =
+            std::fs::canonicalize(&dir).map_err(|e| format!("--box-dir {}: {e}", dir.display()))?;
+        Ok(BoxSettings { bwrap, dir })
+    }
+}
+
+/// One job's folders: `<box dir>/<namespace>/<job>/{clone,home,tmp,etc,doors,verify}`, and the
+/// namespace's mirror `<box dir>/<namespace>/mirror.git`.
+pub(crate) struct Place {
+    pub base: PathBuf,
+    pub clone: PathBuf,
+    pub home: PathBuf,
+    pub tmp: PathBuf,
+    pub etc: PathBuf,
+    pub doors: PathBuf,
+    pub run_dir: PathBuf,
+    pub mirror: PathBuf,
+}
+
+fn private_dir(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("restricting {}", path.display()))
+}
+
+/// The project's upstream: `origin`'s URL in the project's checkout (which no agent can reach
+/// in a boxed run).
+async fn upstream_url(root: &Path) -> Result<String> {
+    git(root, &["remote", "get-url", "origin"])
+        .await
+        .context("a boxed run pushes through the gateway to the project's `origin`, and the project has none")
+}
+
+/// Makes the job's folders: the namespace's mirror fetched fresh from the upstream, a clean
+/// clone of it on `capsid/<job>` at `base_sha` (a folder left from a crashed run is removed
+/// first), whose only remote is the gateway.
+pub(crate) async fn place(
+    r: &Ready,
+    settings: &BoxSettings,
+    id: &str,
+    base_sha: &str,
+) -> Result<Place> {
+    let ns_dir = settings.dir.join(&r.namespace);
+    private_dir(&ns_dir)?;
+    let mirror = ns_dir.join("mirror.git");
+    let upstream = upstream_url(&r.root).await?;
+    if mirror.join("HEAD").is_file() {
+        git(&mirror, &["remote", "set-url", "origin", &upstream]).await?;
+        git(
+            &mirror,
+            &[
+                "fetch",
+                "--quiet",
+                "--prune",
+                "origin",
+                "+refs/heads/*:refs/heads/*",
+            ],
+        )
+        .await
+        .context("refreshing the namespace's mirror from the project's origin")?;
+    } else {
+        let _ = std::fs::remove_dir_all(&mirror);
+        git(
+            &ns_dir,
+            &[
+                "clone",
+                "--quiet",
+                "--bare",
+                &upstream,
+                &mirror.display().to_string(),
+            ],
+        )
+        .await
+        .context("making the namespace's mirror of the project's origin")?;
+    }
+    // The base commit may be only in the project's checkout (not pushed yet).
+    if git(
+        &mirror,
+        &["cat-file", "-e", &format!("{base_sha}^{{commit}}")],
+    )
+    .await
+    .is_err()
+    {
+        git(
+            &mirror,
+            &["fetch", "--quiet", &r.root.display().to_string(), base_sha],
+        )
+        .await
+        .with_context(|| format!("bringing the job's base {base_sha} into the mirror"))?;
+    }
+    let base = ns_dir.join(id);
+    if base.exists() {
+        eprintln!(
+            "capsid drive: removing {} left by an earlier run of {id}",
+            base.display()
+        );
+        std::fs::remove_dir_all(&base).with_context(|| format!("removing {}", base.display()))?;
+    }
+    private_dir(&base)?;
+    let place = Place {
+        clone: base.join("clone"),
+        home: base.join("home"),
+        tmp: base.join("tmp"),
+        etc: base.join("etc"),
+        doors: base.join("doors"),
+        run_dir: base.join("home").join(".capsid-run"),
+        mirror,
+        base,
+    };
+    for d in [
+        &place.home,
+        &place.tmp,
+        &place.etc,
+        &place.doors,
+        &place.run_dir,
+    ] {
+        private_dir(d)?;
+    }
+    // A clone of its own: objects copied, not borrowed (the mirror is not in the box).
+    git(
+        &place.base,
+        &[
+            "clone",
+            "--quiet",
+            "--no-local",
+            "--no-checkout",
+            &place.mirror.display().to_string(),
+            &place.clone.display().to_string(),
+        ],
+    )
+    .await
+    .context("cloning the mirror for the job")?;
+    git(
+        &place.clone,
+        &[
+            "checkout",
+            "--quiet",
+            "-B",
+            &format!("capsid/{id}"),
+            base_sha,
+        ],
+    )
+    .await?;
+    // Commits carry the driver's git identity (the box has no global configuration).
+    for key in ["user.name", "user.email"] {
+        let value = git(&r.root, &["config", "--get", key])
+            .await
+            .unwrap_or_else(|_| {
+                if key == "user.name" {
+                    "Capsid agent".to_owned()
+                } else {
+                    "agent@capsid.invalid".to_owned()
+                }
+            });
+        git(&place.clone, &["config", key, &value]).await?;
+    }
+    Ok(place)
+}
+
+/// The doors of one boxed run, open.
+pub(crate) struct Doors {
+    pub model: model_door::Door,
+    gateway: Gateway,
+    git: Door,
+    mcp: Door,
+    egress: Door,
+    connections: RecordLog<ConnectionRecord>,
+    attempts: RecordLog<ConnectAttempt>,
+}
+
+/// What the doors saw, once closed.
+pub(crate) struct Seen {
+    pub metered: Metered,
+    pub pushes: Vec<PushRecord>,
+    pub connections: Vec<ConnectionRecord>,
+    pub attempts: Vec<ConnectAttempt>,
+}
+
+/// The host and port of the server the driver talks to (the MCP door forwards there).
+fn server_addr(url: &str) -> Result<std::net::SocketAddr> {
+    let rest = url
+        .strip_prefix("http://")
+        .context("--box reaches Capsid's server through a door that forwards plain HTTP; give the server's http:// URL (a TLS server is not supported in a boxed run yet)")?;
+    let host_port = rest.split('/').next().unwrap_or(rest);
+    use std::net::ToSocketAddrs;
+    host_port
+        .to_socket_addrs()
+        .with_context(|| format!("resolving the server address {host_port}"))?
+        .next()
+        .with_context(|| format!("the server address {host_port} resolves to nothing"))
+}
+
+/// Opens the run's doors in `place.doors`.
+pub(crate) async fn open(r: &Ready, id: &str, place: &Place) -> Result<Doors> {
+    let connections = RecordLog::new();
+    let attempts = RecordLog::new();
+    let model = model_door::open_boxed(
+        &r.model,
+        &place.doors.join("model.sock"),
+        format!("http://127.0.0.1:{MODEL_PORT}"),
+        connections.clone(),
+    )
+    .await?;
+    let mut token_bytes = [0u8; 24];
+    rand::fill(&mut token_bytes[..]);
+    let token: String = token_bytes.iter().map(|b| format!("{b:02x}")).collect();
+    // The clone's only remote: the gateway, with this run's token (good for this run only).
+    let gateway_url = format!("http://capsid:{token}@127.0.0.1:{GIT_PORT}/mirror.git");
+    git(&place.clone, &["remote", "set-url", "origin", &gateway_url]).await?;
+    let upstream_url = upstream_url(&r.root).await?;
+    let upstream = match (&r.credential, upstream_url.starts_with("https://")) {
+        (Some(secret), true) => Upstream::github(&upstream_url, &Secret::new(secret.clone())),
+        _ => Upstream::plain(upstream_url),
+    };
+    let default = super::proc::default_branch(&r.root).await?;
+    let mut protected = vec!["main".to_owned(), "master".to_owned()];
+    if !protected.contains(&default) {
+        protected.push(default);
+    }
+    let terms = PushTerms::new(id, &Vec::<String>::new(), &protected)
+        .map_err(|e| anyhow::anyhow!("the job's push terms: {e}"))?;
+    let gateway = Gateway::new(
+        GatewayConfig::new(&place.mirror, upstream, Secret::new(token.clone()), terms),
+        Arc::new(NoApprovals),
+        None,
+    )
+    .context("opening the git gateway")?;
+    let git = Door::open(
+        "git",
+        place.doors.join("git.sock"),
+        DoorTarget::Http(gateway.router()),
+        connections.clone(),
+    )
+    .await
+    .context("opening the box's git door")?;
+    let mcp = Door::open(
+        "mcp",
+        place.doors.join("mcp.sock"),
+        DoorTarget::Tcp(server_addr(&r.url)?),
+        connections.clone(),
+    )
+    .await
+    .context("opening the box's MCP door")?;
+    let egress = Door::open(
+        "egress",
+        place.doors.join("egress.sock"),
+        DoorTarget::Http(
+            ConnectProxy::new(Egress::registries(), SystemResolver, attempts.clone()).router(),
+        ),
+        connections.clone(),
+    )
+    .await
+    .context("opening the box's egress door")?;
+    Ok(Doors {
+        model,
+        gateway,
+        git,
+        mcp,
+        egress,
+        connections,
+        attempts,
+    })
+}
+
+impl Doors {
+    /// Closes every door (nothing the box left behind reaches anything after this) and says
+    /// what they saw.
+    pub async fn close(self) -> Seen {
+        self.gateway.close().await;
+        let metered = self.model.close().await;
+        self.git.close().await;
+        self.mcp.close().await;
+        self.egress.close().await;
+        Seen {
+            metered,
+            pushes: self.gateway.log(),
+            connections: self.connections.records(),
+            attempts: self.attempts.records(),
+        }
+    }
+}
+
+/// The driver's variables a boxed Claude Code still needs (its offline and behaviour
+/// switches); never a credential.
+fn passed_through() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| {
+            (k.starts_with("CLAUDE_CODE_") && k != "CLAUDE_CODE_OAUTH_TOKEN")
+                || k.starts_with("DISABLE_")
+                || k == "MCP_TIMEOUT"
+                || k == "ANTHROPIC_MODEL"
+                || k == "ANTHROPIC_SMALL_FAST_MODEL"
+        })
+        .collect()
+}
+
+/// The agent program's folder on the host `PATH`, and what to bind for it: the folder of an
+/// npm install (`.../node_modules` for `.../node_modules/.bin/claude`), else the folder itself
+/// (nothing under `/usr`, which the box has).
+fn program_binds(command: &str) -> (Option<PathBuf>, Vec<PathBuf>) {
+    let program = command.split_whitespace().next().unwrap_or("claude");
+    let found = if program.contains('/') {
+        Some(PathBuf::from(program))
+    } else {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(program))
+                .find(|c| c.is_file())
+        })
+    };
+    let Some(found) = found else {
+        return (None, Vec::new());
+    };
+    let dir = found.parent().map(Path::to_path_buf);
+    let mut binds = Vec::new();
+    if let Some(d) = &dir {
+        let bind = if d.file_name().is_some_and(|n| n == ".bin") {
+            d.parent().map(Path::to_path_buf)
+        } else {
+            Some(d.clone())
+        };
+        if let Some(b) = bind.filter(|b| !b.starts_with("/usr")) {
+            binds.push(b);
+        }
+    }
+    if let Ok(real) = std::fs::canonicalize(&found)
+        && let Some(real_dir) = real.parent()
+        && !real_dir.starts_with("/usr")
+        && !binds.iter().any(|b| real_dir.starts_with(b))
+    {
+        binds.push(real_dir.to_path_buf());
+    }
+    (dir, binds)
+}
+
+/// What must never be in the box: the project's checkout (and its run folders), the driver's
+/// key folder, the mirror, and every other job's folder.
+fn forbidden(r: &Ready, settings: &BoxSettings, place: &Place) -> Vec<PathBuf> {
+    let mut out = vec![r.root.clone(), place.mirror.clone()];
+    if let Some(home) = std::env::var_os("HOME") {
+        out.push(PathBuf::from(home).join(".capsid"));
+    }
+    if let Ok(entries) = std::fs::read_dir(settings.dir.join(&r.namespace)) {
+        out.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p != &place.base && p != &place.mirror),
+        );
+    }
+    if let Ok(entries) = std::fs::read_dir(&settings.dir) {
+        out.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| !place.base.starts_with(p)),
+        );
+    }
+    out
+}
+
+/// The in-box URL of Capsid's MCP endpoint.
+pub(crate) fn inside_mcp_url(r: &Ready) -> String {
+    let path = super::mcp::mcp_url(&r.url);
+    let path = path
+        .strip_prefix("http://")
+        .and_then(|rest| rest.find('/').map(|i| rest[i..].to_owned()))
+        .unwrap_or_else(|| "/ops/mcp".to_owned());
+    format!("http://127.0.0.1:{MCP_PORT}{path}")
+}
+
+/// Runs `command` (the agent, with `input` on its standard input) in the job's box: its
+/// variables are exactly `envs`, the doors' and the runtime's switches; its processes all end
+/// when it ends.
+pub(crate) async fn run(
+    r: &Ready,
+    settings: &BoxSettings,
+    id: &str,
+    place: &Place,
+    command: &str,
+    input: &str,
+    envs: &[(String, String)],
+) -> Result<AgentRun> {
+    let capsid = std::env::current_exe().context("finding the capsid binary's own path")?;
+    let capsid = std::fs::canonicalize(&capsid).unwrap_or(capsid);
+    let (program_dir, binds) = program_binds(command);
+    let mut spec = AgentBox::new(&place.clone, &place.home, &place.tmp, &place.etc);
+    spec.doors = ["model", "mcp", "git", "egress"]
+        .iter()
+        .map(|d| ((*d).to_owned(), place.doors.join(format!("{d}.sock"))))
+        .collect();
+    spec.tools.push((capsid.clone(), capsid.clone()));
+    for b in binds {
+        spec.tools.push((b.clone(), b));
+    }
+    spec.path = program_dir
+        .into_iter()
+        .chain(capsid.parent().map(Path::to_path_buf))
+        .chain(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .collect();
+    spec.proxy_port = Some(EGRESS_PORT);
+    spec.env = passed_through();
+    spec.env.extend(envs.iter().cloned());
+    let built = spec.spec().context("building the job's box")?;
+    let checked = check(built, &forbidden(r, settings, place))
+        .map_err(|e| anyhow::anyhow!("the job's box would expose what it must not: {e}"))?;
+    let mut args: Vec<String> = vec!["door".into()];
+    for (port, door) in [
+        (MODEL_PORT, "model"),
+        (MCP_PORT, "mcp"),
+        (GIT_PORT, "git"),
+        (EGRESS_PORT, "egress"),
+    ] {
+        args.extend([
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--to".into(),
+            format!("/run/doors/{door}.sock"),
+        ]);
+    }
+    args.extend(["--".into(), "sh".into(), "-c".into(), command.to_owned()]);
+    let mut child = settings
+        .bwrap
+        .spawn(
+            &checked,
+            &capsid,
+            &args,
+            BoxStdio {
+                stdin: std::process::Stdio::piped(),
+                stdout: std::process::Stdio::piped(),
+                stderr: std::process::Stdio::inherit(),
+            },
+        )
+        .context("starting the job's box")?;
+    eprintln!(
+        "capsid drive: {id} runs boxed in {} (no network; doors: model, mcp, git, egress)",
+        place.clone.display()
+    );
+    let stdout = feed_and_take(child.stdin(), child.stdout(), input).await?;
+    let out = follow_output(r, id, stdout).await;
+    // The box's first process ended (or its output broke): end the box, every process in it.
+    let status = child.kill().await.context("ending the job's box")?;
+    let stdout = out?;
+    Ok(AgentRun {
+        exit: status.code(),
+        stdout,
+    })
+}
+
+/// The job branch's accepted push, from the gateway's log (the last one that reached the
+/// upstream).
+pub(crate) fn pushed_head(pushes: &[PushRecord], id: &str) -> Option<String> {
+    let branch = format!("refs/heads/capsid/{id}");
+    pushes
+        .iter()
+        .rev()
+        .find(|p| p.update.refname == branch && p.forwarded == capsid_box::gateway::Forwarded::Yes)
+        .map(|p| p.update.new.as_str().to_owned())
+}
+
+/// The updates the gateway held for a person (a push to a protected branch).
+pub(crate) fn held(pushes: &[PushRecord]) -> Vec<String> {
+    pushes
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.decision,
+                capsid_core::drive::push_policy::Decision::Hold(_)
+            )
+        })
+        .map(|p| p.update.to_string())
+        .collect()
+}
+
+/// A fresh checkout of `sha` from the mirror, where the driver runs its own tests (nothing the
+/// agent left in its clone is read).
+pub(crate) async fn checkout(place: &Place, sha: &str) -> Result<PathBuf> {
+    let verify = place.base.join("verify");
+    let _ = std::fs::remove_dir_all(&verify);
+    git(
+        &place.base,
+        &[
+            "clone",
+            "--quiet",
+            "--no-checkout",
+            &place.mirror.display().to_string(),
+            &verify.display().to_string(),
+        ],
+    )
+    .await?;
+    git(&verify, &["checkout", "--quiet", "--detach", sha]).await?;
+    Ok(verify)
+}
+
+/// The doors' records in one sentence for the job's record: connections per door, and every
+/// host the egress door refused or reached.
+pub(crate) fn summary(seen: &Seen) -> String {
+    let mut per_door: std::collections::BTreeMap<&str, usize> = Default::default();
+    for c in &seen.connections {
+        *per_door.entry(c.door.as_str()).or_default() += 1;
+    }
+    let doors: Vec<String> = per_door.iter().map(|(d, n)| format!("{d} {n}")).collect();
+    let mut s = format!(
+        "Boxed: {} connection(s) through its doors ({})",
+        seen.connections.len(),
+        if doors.is_empty() {
+            "none".to_owned()
+        } else {
+            doors.join(", ")
+        }
+    );
+    let (allowed, refused): (Vec<&ConnectAttempt>, Vec<&ConnectAttempt>) = seen
+        .attempts
+        .iter()
+        .partition(|a| matches!(a.decision, capsid_box::connect::Decision::Allowed));
+    let hosts = |v: &[&ConnectAttempt]| {
+        v.iter()
+            .map(|a| format!("{}:{}", a.host, a.port))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !refused.is_empty() {
+        s.push_str(&format!("; egress refused {}", hosts(&refused)));
+    }
+    if !allowed.is_empty() {
+        s.push_str(&format!("; egress reached {}", hosts(&allowed)));
+    }
+    s.push('.');
+    s
+}
+
+/// Removes the job's folders (the job is done).
+pub(crate) fn remove(place_base: &Path) {
+    if let Err(e) = std::fs::remove_dir_all(place_base) {
+        eprintln!(
+            "capsid drive: could not remove {}: {e}",
+            place_base.display()
+        );
+    }
+}
+
+/// Refuses what a boxed run cannot do yet, before anything is claimed.
+pub(crate) fn refuse_unsupported(tmux: bool) -> std::result::Result<(), String> {
+    if tmux {
+        return Err("--box with --tmux is not supported yet: drop --tmux (the boxed agent's progress lines still show)".to_owned());
+    }
+    Ok(())
+}
