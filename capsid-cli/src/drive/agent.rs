@@ -253,7 +253,12 @@ pub(super) fn withheld(r: &Ready) -> Vec<String> {
     out
 }
 
-/// Renews the lease every `r.heartbeat` while `work` runs.
+/// How often the driver asks whether a person stopped the job while its agent works.
+const STOP_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Renews the lease every `r.heartbeat` while `work` runs, and stops `work` (dropping it ends
+/// the agent: a boxed agent's whole box) as soon as the job is no longer claimed: a person
+/// failed, released or cancelled it from the console, `/api` or `capsid drive stop`.
 pub(super) async fn with_heartbeat<T>(
     r: &Ready,
     id: &str,
@@ -262,12 +267,22 @@ pub(super) async fn with_heartbeat<T>(
     tokio::pin!(work);
     let mut tick = tokio::time::interval(r.heartbeat);
     tick.tick().await;
+    let mut watch = tokio::time::interval(STOP_POLL);
+    watch.tick().await;
     loop {
         tokio::select! {
             out = &mut work => return out,
             _ = tick.tick() => {
                 if let Err(e) = r.mcp.ok("jobs", json!({"action": "heartbeat", "id": id, "namespace": r.namespace})).await {
                     eprintln!("capsid drive: heartbeat for {id} failed: {e:#}");
+                }
+            }
+            _ = watch.tick() => {
+                if let Ok(v) = r.mcp.ok("jobs", json!({"action": "get", "id": id, "namespace": r.namespace})).await
+                    && let Some(status) = v["job"]["status"].as_str()
+                    && status != "claimed"
+                {
+                    bail!("the job is {status} now: a person stopped it while the agent worked, and the agent was stopped with it");
                 }
             }
         }

@@ -8,6 +8,7 @@
 
 mod agent;
 mod boxed;
+mod control;
 pub(crate) mod githook;
 pub mod mcp;
 pub(crate) mod model_door;
@@ -59,6 +60,11 @@ pub struct DriveArgs {
 pub enum DriveCommand {
     /// Print (and with --apply install, disabled) a nightly timer running `capsid drive --once`.
     Schedule(schedule::ScheduleArgs),
+    /// List the namespace's running jobs: which driver holds each, since when.
+    Ps(control::ControlArgs),
+    /// Stop a running job: it fails with the reason, and its driver ends the agent (a boxed
+    /// agent with its whole box) within seconds.
+    Stop(control::StopArgs),
 }
 
 /// What a run needs.
@@ -194,16 +200,19 @@ fn refused(why: impl std::fmt::Display) -> ExitCode {
 }
 
 /// The driver's keys: `CAPSID_KEY`, else each `--key-file`, else the default key file.
-fn load_keys(args: &RunArgs, namespace: &str) -> std::result::Result<Vec<String>, String> {
+pub(crate) fn load_keys(
+    key_files: &[PathBuf],
+    namespace: &str,
+) -> std::result::Result<Vec<String>, String> {
     if let Ok(k) = std::env::var("CAPSID_KEY")
         && !k.trim().is_empty()
     {
         return Ok(vec![k.trim().to_owned()]);
     }
-    if args.key_file.is_empty() {
+    if key_files.is_empty() {
         return Ok(vec![load_key(None, namespace)?]);
     }
-    args.key_file
+    key_files
         .iter()
         .map(|p| load_key(Some(p), namespace))
         .collect()
@@ -231,8 +240,11 @@ fn load_key(file: Option<&PathBuf>, namespace: &str) -> std::result::Result<Stri
 
 /// `capsid drive`.
 pub async fn run(args: DriveArgs) -> Result<ExitCode> {
-    if let Some(DriveCommand::Schedule(s)) = args.command {
-        return schedule::run(s);
+    match args.command {
+        Some(DriveCommand::Schedule(s)) => return schedule::run(s),
+        Some(DriveCommand::Ps(on)) => return control::ps(on).await,
+        Some(DriveCommand::Stop(s)) => return control::stop(s).await,
+        None => {}
     }
     let args = args.run;
     if let Some(path) = args.task.clone() {
@@ -243,7 +255,7 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
             "name the namespace to drive: --namespace <ns> (or CAPSID_NAMESPACE)",
         ));
     };
-    let keys = match load_keys(&args, &namespace) {
+    let keys = match load_keys(&args.key_file, &namespace) {
         Ok(k) => k,
         Err(why) => return Ok(refused(why)),
     };

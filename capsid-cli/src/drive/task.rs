@@ -55,7 +55,7 @@ pub(crate) async fn run(args: &RunArgs, task: &str) -> Result<ExitCode> {
         Ok(t) => t,
         Err(why) => return Ok(refused(why)),
     };
-    let key = match load_keys(args, &ns) {
+    let key = match load_keys(&args.key_file, &ns) {
         Ok(keys) => keys.into_iter().next().unwrap_or_default(),
         Err(why) => return Ok(refused(why)),
     };

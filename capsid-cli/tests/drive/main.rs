@@ -57,6 +57,7 @@ claude::claude_cases!(
     a_job_over_its_cap_blocks_and_a_higher_cap_resumes_the_same_session,
     a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway,
     a_boxed_push_to_main_is_refused_at_the_gateway_however_spelled,
+    a_boxed_job_a_person_fails_stops_its_box_within_seconds,
 );
 
 both_stores!(

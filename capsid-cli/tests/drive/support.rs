@@ -533,6 +533,15 @@ impl World {
         self.command().args(args).output().expect("run capsid")
     }
 
+    /// `capsid <args>` with `key` as `CAPSID_KEY` (`drive ps`, `drive stop`).
+    pub fn cli_with_key(&self, key: &str, args: &[&str]) -> Output {
+        self.command()
+            .env("CAPSID_KEY", key)
+            .args(args)
+            .output()
+            .expect("run capsid")
+    }
+
     /// `capsid drive --once` with only the URL, the key and the namespace: everything else
     /// comes from the namespace's runner settings.
     pub fn drive_bare(&self, ns: &str, key: &str, cwd: &Path) -> Output {
