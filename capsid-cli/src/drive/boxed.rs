@@ -91,13 +91,15 @@ async fn upstream_url(root: &Path) -> Result<String> {
 }
 
 /// Makes the job's folders: the namespace's mirror fetched fresh from the upstream, a clean
-/// clone of it on `capsid/<job>` at `base_sha` (a folder left from a crashed run is removed
-/// first), whose only remote is the gateway.
+/// clone of it on `capsid/<job>` at `base_sha`, whose only remote is the gateway. A resumed
+/// job keeps its folders (its clone and the session in its `HOME`); any other folder left for
+/// the job (a crashed run) is removed first.
 pub(crate) async fn place(
     r: &Ready,
     settings: &BoxSettings,
     id: &str,
     base_sha: &str,
+    resuming: bool,
 ) -> Result<Place> {
     let ns_dir = settings.dir.join(&r.namespace);
     private_dir(&ns_dir)?;
@@ -148,14 +150,6 @@ pub(crate) async fn place(
         .with_context(|| format!("bringing the job's base {base_sha} into the mirror"))?;
     }
     let base = ns_dir.join(id);
-    if base.exists() {
-        eprintln!(
-            "capsid drive: removing {} left by an earlier run of {id}",
-            base.display()
-        );
-        std::fs::remove_dir_all(&base).with_context(|| format!("removing {}", base.display()))?;
-    }
-    private_dir(&base)?;
     let place = Place {
         clone: base.join("clone"),
         home: base.join("home"),
@@ -166,6 +160,22 @@ pub(crate) async fn place(
         mirror,
         base,
     };
+    if resuming && place.clone.join(".git").is_dir() && place.home.is_dir() {
+        eprintln!(
+            "capsid drive: {id} resumes in its own clone {}",
+            place.clone.display()
+        );
+        return Ok(place);
+    }
+    let base = place.base.clone();
+    if base.exists() {
+        eprintln!(
+            "capsid drive: removing {} left by an earlier run of {id}",
+            base.display()
+        );
+        std::fs::remove_dir_all(&base).with_context(|| format!("removing {}", base.display()))?;
+    }
+    private_dir(&base)?;
     for d in [
         &place.home,
         &place.tmp,
@@ -588,6 +598,28 @@ pub(crate) fn summary(seen: &Seen) -> String {
     }
     s.push('.');
     s
+}
+
+/// Removes the folders of boxed jobs that failed more than a day ago (the same marks the
+/// worktrees are pruned by; a blocked job's folder stays however long the human takes).
+pub(crate) fn prune_stale(r: &Ready, settings: &BoxSettings) {
+    let Ok(marks) = std::fs::read_dir(r.root.join(".capsid").join("failed")) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for mark in marks.flatten() {
+        let old = mark
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age > super::worktree::KEEP_FAILED);
+        let id = mark.file_name().to_string_lossy().into_owned();
+        let dir = settings.dir.join(&r.namespace).join(&id);
+        if old && !id.contains('/') && id != "mirror.git" && dir.is_dir() {
+            remove(&dir);
+        }
+    }
 }
 
 /// Removes the job's folders (the job is done).

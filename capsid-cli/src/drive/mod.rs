@@ -451,6 +451,9 @@ pub(crate) async fn namespace_runner(mcp: &Mcp, namespace: &str) -> Result<Runne
 /// One job, start to end: the process exit code. A failure after the claim fails the job
 /// (with the error as its reason) rather than leaving it claimed for the lease's four hours.
 async fn once(r: &Ready) -> u8 {
+    if let Some(b) = &r.boxed {
+        boxed::prune_stale(r, b);
+    }
     worktree::prune_stale(&r.root).await;
     match next_job(r).await {
         Ok(Next::Nothing(why)) => {

@@ -98,7 +98,7 @@ pub(crate) async fn run_job(
     state.save(&files.dir);
     // Boxed: the job's own clone of the namespace's mirror; else a worktree of the checkout.
     let place = match &r.boxed {
-        Some(b) => Some(boxed::place(r, b, &id, &base_sha).await?),
+        Some(b) => Some(boxed::place(r, b, &id, &base_sha, resume.is_some()).await?),
         None => None,
     };
     let wt = match &place {

@@ -1238,3 +1238,64 @@ pub fn a_boxed_job_a_person_fails_stops_its_box_within_seconds(w: &World) {
     // that started the work.
     assert_eq!(w.fake().requests("SCRIPT=long").len(), 1);
 }
+
+pub fn a_boxed_question_resumes_the_same_session_in_the_same_clone(w: &World) {
+    if !require_bwrap("a_boxed_question_resumes_the_same_session_in_the_same_clone") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Boxed cache", "Pick a store. SCRIPT=boxask");
+    let question = json!({"questions": [{"question": "Postgres or SQLite for the cache?", "header": "Store",
+        "options": [{"label": "Postgres", "description": "shared"}, {"label": "SQLite", "description": "local"}],
+        "multiSelect": false}]});
+    w.fake().script(
+        "SCRIPT=boxask",
+        vec![
+            vec![bash("echo draft > draft.txt && git add draft.txt && git commit -qm Draft")],
+            vec![tool("AskUserQuestion", question)],
+            vec![bash(
+                "test -f draft.txt && echo sqlite > cache.txt && git add cache.txt && git commit -qm 'Cache on SQLite' && git push -q origin HEAD && echo SHIPPED",
+            )],
+            vec![text("The cache uses SQLite.")],
+        ],
+    );
+    let extra = boxed(w);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    assert_eq!(w.job("demo", &id)["status"], json!("blocked"));
+    let (status, body) = w.api(
+        "POST",
+        "/api/projects/demo/agents/demo-driver/answer",
+        Some(json!({"answer": "SQLite, please", "resume": true})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        said(&out),
+        results(w, "SCRIPT=boxask")
+    );
+    assert_eq!(w.job("demo", &id)["status"], json!("done"));
+    let (ids, openings) = sessions(w, "SCRIPT=boxask");
+    assert_eq!(openings, 1, "the resume started a new conversation");
+    assert_eq!(ids.len(), 1, "more than one session: {ids:?}");
+    // The answer reached the model, and the commit made before the question was still there.
+    let all = results(w, "SCRIPT=boxask");
+    assert!(
+        all.contains("SQLite, please") && all.contains("SHIPPED"),
+        "{all}"
+    );
+    let origin = w.dir.path().join("demo-origin.git");
+    let files = git_out(
+        &origin,
+        &["ls-tree", "--name-only", &format!("refs/heads/capsid/{id}")],
+    );
+    assert!(
+        files.contains("draft.txt") && files.contains("cache.txt"),
+        "{files}"
+    );
+}
