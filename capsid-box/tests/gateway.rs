@@ -737,7 +737,10 @@ async fn close_waits_for_a_push_being_decided_which_then_counts_as_after_the_run
     let agent = f.agent.clone();
     let url2 = url.clone();
     let push = tokio::spawn(async move { git_in(&agent, &["push", &url2, "HEAD:main"]).await });
-    gate.asked.notified().await;
+    // Not a wait for time: a bound, so a gateway that never asks fails instead of hanging.
+    tokio::time::timeout(std::time::Duration::from_secs(120), gate.asked.notified())
+        .await
+        .expect("the gateway asked for approvals");
     let mut close = Box::pin(gateway.close());
     assert!(
         futures::poll!(close.as_mut()).is_pending(),
