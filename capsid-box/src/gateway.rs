@@ -1119,6 +1119,22 @@ mod tests {
     }
 
     #[test]
+    fn a_github_upstream_carries_the_installation_token_as_basic_auth() {
+        let up = Upstream::github("https://github.com/o/r.git", &Secret::new("ghs_x"));
+        let header = up.header.as_ref().unwrap();
+        assert_eq!(
+            header.expose(),
+            format!(
+                "Authorization: Basic {}",
+                base64::engine::general_purpose::STANDARD.encode("x-access-token:ghs_x")
+            )
+        );
+        assert!(!format!("{up:?}").contains("ghs_x"));
+        assert!(!format!("{up:?}").contains(header.expose()));
+        assert!(Upstream::plain("/srv/origin.git").header.is_none());
+    }
+
+    #[test]
     fn the_cgi_head_gives_status_and_headers() {
         let h = parse_cgi_head("Status: 403 Forbidden\r\nContent-Type: text/plain\r\nbad line");
         assert_eq!(h.status, StatusCode::FORBIDDEN);

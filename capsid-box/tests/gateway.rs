@@ -841,3 +841,63 @@ async fn the_hook_refuses_lines_it_was_not_told_about() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Gateway A forwards to gateway B over HTTP (as it would to GitHub): the credential for B
+/// goes in `http.<url>.extraHeader` through the environment, never on a command line; with
+/// the wrong credential B answers 401 and the pusher of A is told the push failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarding_to_an_http_upstream_carries_its_credential_in_the_environment() {
+    let f = Fixture::new(DEFAULT).await;
+    let root = f.mirror.parent().unwrap().to_owned();
+    let b_url = format!("http://127.0.0.1:{}{}", f.port, f.gateway.path());
+    let mut front_urls = Vec::new();
+    for (name, credential) in [("front.git", TOKEN), ("wrong.git", "not-b's-token")] {
+        ok(&root, &["clone", "-q", "--bare", "origin.git", name]).await;
+        let config = GatewayConfig::new(
+            root.join(name),
+            Upstream::github(b_url.clone(), &Secret::new(credential)),
+            Secret::new("token-of-a"),
+            PushTerms::new(JOB, &[] as &[&str], &["main"]).unwrap(),
+        );
+        let a = Gateway::new(config, Arc::new(NoApprovals), None).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let served = a.clone();
+        tokio::spawn(async move { served.serve_tcp(listener).await });
+        front_urls.push((
+            format!("http://job:token-of-a@127.0.0.1:{port}{}", a.path()),
+            a,
+        ));
+    }
+    let head = f.head().await;
+
+    let (wrong_url, wrong) = &front_urls[1];
+    let out = f.agent_git(&["push", wrong_url, "HEAD:capsid/j1"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the upstream repository did not take it"),
+        "{stderr}"
+    );
+    let header = base64::engine::general_purpose::STANDARD.encode("x-access-token:not-b's-token");
+    assert!(
+        !stderr.contains("not-b's-token") && !stderr.contains(&header),
+        "{stderr}"
+    );
+    assert_eq!(
+        wrong.log().last().unwrap().forwarded,
+        Forwarded::UpstreamRefused
+    );
+    assert_eq!(f.origin_ref("refs/heads/capsid/j1").await, None);
+
+    let (front_url, front) = &front_urls[0];
+    let out = f.agent_git(&["push", front_url, "HEAD:capsid/j1"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(front.log().last().unwrap().forwarded, Forwarded::Yes);
+    assert_eq!(f.last().forwarded, Forwarded::Yes);
+    assert_eq!(f.origin_ref("refs/heads/capsid/j1").await, Some(head));
+}
