@@ -258,7 +258,7 @@ if [ "$got" != "$expected" ]; then
   echo "capsid gateway: push refused, the ref updates git received differ from the ones the gateway read; nothing was updated." >&2
   exit 1
 fi
-if [ "${CAPSID_GATEWAY_VERDICT-}" != accept ]; then
+if [ "${CAPSID_GATEWAY_VERDICT-}" != accept ] || [ -z "${CAPSID_GATEWAY_REFSPECS-}" ]; then
   printf '%s\n' "$CAPSID_GATEWAY_REPORT" >&2
   exit 1
 fi

@@ -484,6 +484,7 @@ async fn a_hand_made_receive_pack_request_is_refused_at_the_gateway() {
         .await;
     assert!(!out.status.success());
     let before = f.origin_refs().await;
+    let mirror_before = Fixture::refs(&f.mirror).await;
     let head = f.head().await;
     let old = f.origin_ref("refs/heads/main").await.unwrap();
     let pack = {
@@ -548,6 +549,7 @@ async fn a_hand_made_receive_pack_request_is_refused_at_the_gateway() {
     assert!(junk.starts_with("HTTP/1.1 400"), "{junk}");
     assert!(junk.contains("not pkt-line framed"), "{junk}");
     assert_eq!(f.origin_refs().await, before);
+    assert_eq!(Fixture::refs(&f.mirror).await, mirror_before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
