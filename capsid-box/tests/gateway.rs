@@ -17,6 +17,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TOKEN: &str = "run-token-7f3a";
 const JOB: &str = "j1";
+/// The time the test's clock always reads.
+const AT: std::time::SystemTime = std::time::UNIX_EPOCH;
 
 /// Runs git with no user or system configuration, no prompt, and a fixed identity.
 async fn git_in(dir: &Path, args: &[&str]) -> Output {
@@ -123,7 +125,8 @@ impl Fixture {
             config.max_request_bytes = max;
         }
         let granted = Arc::new(Granted::default());
-        let gateway = Gateway::new(config, granted.clone(), None).unwrap();
+        let clock: capsid_box::gateway::Clock = Arc::new(|| AT);
+        let gateway = Gateway::new(config, granted.clone(), Some(clock)).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = tokio::spawn({
@@ -232,6 +235,7 @@ async fn a_push_to_the_job_branch_lands_on_origin_and_is_recorded() {
     assert!(rec.update.is_create());
     assert_eq!(rec.decision, Decision::Accept(Accepted::OwnBranch));
     assert_eq!(rec.forwarded, Forwarded::Yes);
+    assert_eq!(rec.at, AT);
 
     // A rewrite of its own branch (force) is the job's to make.
     ok(&f.agent, &["commit", "-q", "--amend", "-m", "rewritten"]).await;
@@ -480,6 +484,7 @@ async fn a_hand_made_receive_pack_request_is_refused_at_the_gateway() {
         .await;
     assert!(!out.status.success());
     let before = f.origin_refs().await;
+    let mirror_before = Fixture::refs(&f.mirror).await;
     let head = f.head().await;
     let old = f.origin_ref("refs/heads/main").await.unwrap();
     let pack = {
@@ -544,6 +549,7 @@ async fn a_hand_made_receive_pack_request_is_refused_at_the_gateway() {
     assert!(junk.starts_with("HTTP/1.1 400"), "{junk}");
     assert!(junk.contains("not pkt-line framed"), "{junk}");
     assert_eq!(f.origin_refs().await, before);
+    assert_eq!(Fixture::refs(&f.mirror).await, mirror_before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -737,7 +743,10 @@ async fn close_waits_for_a_push_being_decided_which_then_counts_as_after_the_run
     let agent = f.agent.clone();
     let url2 = url.clone();
     let push = tokio::spawn(async move { git_in(&agent, &["push", &url2, "HEAD:main"]).await });
-    gate.asked.notified().await;
+    // Not a wait for time: a bound, so a gateway that never asks fails instead of hanging.
+    tokio::time::timeout(std::time::Duration::from_secs(120), gate.asked.notified())
+        .await
+        .expect("the gateway asked for approvals");
     let mut close = Box::pin(gateway.close());
     assert!(
         futures::poll!(close.as_mut()).is_pending(),
@@ -784,12 +793,8 @@ async fn the_hook_refuses_lines_it_was_not_told_about() {
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(stdin.as_bytes())
-                .unwrap();
+            // The hook may refuse before it reads its input: a broken pipe is fine here.
+            let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
             child.wait_with_output().unwrap()
         })
     };
@@ -837,4 +842,64 @@ async fn the_hook_refuses_lines_it_was_not_told_about() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Gateway A forwards to gateway B over HTTP (as it would to GitHub): the credential for B
+/// goes in `http.<url>.extraHeader` through the environment, never on a command line; with
+/// the wrong credential B answers 401 and the pusher of A is told the push failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarding_to_an_http_upstream_carries_its_credential_in_the_environment() {
+    let f = Fixture::new(DEFAULT).await;
+    let root = f.mirror.parent().unwrap().to_owned();
+    let b_url = format!("http://127.0.0.1:{}{}", f.port, f.gateway.path());
+    let mut front_urls = Vec::new();
+    for (name, credential) in [("front.git", TOKEN), ("wrong.git", "not-b's-token")] {
+        ok(&root, &["clone", "-q", "--bare", "origin.git", name]).await;
+        let config = GatewayConfig::new(
+            root.join(name),
+            Upstream::github(b_url.clone(), &Secret::new(credential)),
+            Secret::new("token-of-a"),
+            PushTerms::new(JOB, &[] as &[&str], &["main"]).unwrap(),
+        );
+        let a = Gateway::new(config, Arc::new(NoApprovals), None).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let served = a.clone();
+        tokio::spawn(async move { served.serve_tcp(listener).await });
+        front_urls.push((
+            format!("http://job:token-of-a@127.0.0.1:{port}{}", a.path()),
+            a,
+        ));
+    }
+    let head = f.head().await;
+
+    let (wrong_url, wrong) = &front_urls[1];
+    let out = f.agent_git(&["push", wrong_url, "HEAD:capsid/j1"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the upstream repository did not take it"),
+        "{stderr}"
+    );
+    let header = base64::engine::general_purpose::STANDARD.encode("x-access-token:not-b's-token");
+    assert!(
+        !stderr.contains("not-b's-token") && !stderr.contains(&header),
+        "{stderr}"
+    );
+    assert_eq!(
+        wrong.log().last().unwrap().forwarded,
+        Forwarded::UpstreamRefused
+    );
+    assert_eq!(f.origin_ref("refs/heads/capsid/j1").await, None);
+
+    let (front_url, front) = &front_urls[0];
+    let out = f.agent_git(&["push", front_url, "HEAD:capsid/j1"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(front.log().last().unwrap().forwarded, Forwarded::Yes);
+    assert_eq!(f.last().forwarded, Forwarded::Yes);
+    assert_eq!(f.origin_ref("refs/heads/capsid/j1").await, Some(head));
 }

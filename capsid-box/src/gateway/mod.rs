@@ -33,14 +33,12 @@
 
 use std::fmt;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
@@ -52,9 +50,13 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use subtle::ConstantTimeEq;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdout, Command};
-use tokio::sync::{OwnedRwLockReadGuard, RwLock, broadcast};
+use tokio::sync::{RwLock, broadcast};
+
+mod backend;
+mod commands;
+
+use backend::{BodySource, Cgi, PRE_RECEIVE, Push, run_backend};
+use commands::{COMMANDS_MAX, Commands, parse_commands};
 
 /// A secret (the run token, the upstream's header): its `Debug` never shows it.
 #[derive(Clone)]
@@ -238,48 +240,6 @@ struct Inner {
     log: Mutex<Vec<PushRecord>>,
     events: broadcast::Sender<PushRecord>,
 }
-
-/// The mirror's `pre-receive` hook. It reads only variables the gateway sets on the
-/// `http-backend` it starts; a push that did not come through the gateway has none of them
-/// and is refused.
-const PRE_RECEIVE: &str = r#"#!/bin/sh
-# Written by Capsid's git gateway (rewritten whenever a gateway starts on this mirror).
-# It confirms that the ref updates git is about to make are exactly the ones the gateway
-# decided, refuses with the gateway's report, and forwards an accepted push upstream before
-# git answers the pusher.
-set -f
-expected=${CAPSID_GATEWAY_EXPECTED-}
-if [ -z "$expected" ] || [ -z "${CAPSID_GATEWAY_STATUS-}" ]; then
-  echo "capsid gateway: push refused, it did not come through the gateway." >&2
-  exit 1
-fi
-got=$(cat)
-if [ "$got" != "$expected" ]; then
-  echo "capsid gateway: push refused, the ref updates git received differ from the ones the gateway read; nothing was updated." >&2
-  exit 1
-fi
-if [ "${CAPSID_GATEWAY_VERDICT-}" != accept ]; then
-  printf '%s\n' "$CAPSID_GATEWAY_REPORT" >&2
-  exit 1
-fi
-# The quarantined objects stay visible through GIT_OBJECT_DIRECTORY and its alternates;
-# GIT_QUARANTINE_PATH only forbids ref updates, and a local upstream's receive-pack would
-# inherit it and refuse.
-unset GIT_QUARANTINE_PATH
-if git push --atomic --porcelain --no-verify "$CAPSID_GATEWAY_UPSTREAM" $CAPSID_GATEWAY_REFSPECS >"$CAPSID_GATEWAY_STATUS.out" 2>&1; then
-  echo forwarded >"$CAPSID_GATEWAY_STATUS"
-  printf '%s\n' "$CAPSID_GATEWAY_REPORT" >&2
-  exit 0
-fi
-echo upstream-refused >"$CAPSID_GATEWAY_STATUS"
-echo "capsid gateway: push refused, the upstream repository did not take it; nothing was updated." >&2
-exit 1
-"#;
-
-/// The longest command list read before the pack (a push naming thousands of refs fits).
-const COMMANDS_MAX: usize = 1024 * 1024;
-/// The longest CGI header block read from `http-backend`.
-const CGI_HEADERS_MAX: usize = 64 * 1024;
 
 impl Gateway {
     /// A gateway over `config.mirror`: writes the mirror's `pre-receive` hook and a private
@@ -518,151 +478,6 @@ fn over_limit(gw: &Inner) -> Response {
     )
 }
 
-/// The CGI environment of one `http-backend` run (besides the fixed part).
-struct Cgi {
-    vars: Vec<(String, String)>,
-}
-
-impl Cgi {
-    fn from_request(gw: &Inner, req: &Request, rest: &str, query: &str) -> Cgi {
-        let mut vars = vec![
-            ("REQUEST_METHOD".to_owned(), req.method().to_string()),
-            ("PATH_INFO".to_owned(), format!("/{}{rest}", gw.name)),
-            ("QUERY_STRING".to_owned(), query.to_owned()),
-        ];
-        let copy = [
-            (header::CONTENT_TYPE, "CONTENT_TYPE"),
-            (header::CONTENT_ENCODING, "HTTP_CONTENT_ENCODING"),
-        ];
-        for (name, var) in copy {
-            if let Some(v) = req.headers().get(name).and_then(|v| v.to_str().ok()) {
-                vars.push((var.to_owned(), v.to_owned()));
-            }
-        }
-        if let Some(v) = req
-            .headers()
-            .get("git-protocol")
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| v.bytes().all(|b| b.is_ascii_graphic()))
-        {
-            vars.push(("HTTP_GIT_PROTOCOL".to_owned(), v.to_owned()));
-        }
-        Cgi { vars }
-    }
-}
-
-/// A push's ref updates: the pkt-line command list at the start of a `git-receive-pack`
-/// body (`[shallow <oid>]* <old> <new> <ref>\0<caps> ... 0000`), and where it ends.
-#[derive(Debug, PartialEq, Eq)]
-enum Commands {
-    /// More bytes are needed.
-    Incomplete,
-    /// The updates (none: git's probe before a chunked push).
-    Read(Vec<RefUpdate>),
-}
-
-/// Reads the command list; an error is a sentence saying what is wrong with the body.
-fn parse_commands(buf: &[u8]) -> Result<Commands, String> {
-    let mut at = 0;
-    let mut updates = Vec::new();
-    loop {
-        let Some(head) = buf.get(at..at + 4) else {
-            return Ok(Commands::Incomplete);
-        };
-        let len = std::str::from_utf8(head)
-            .ok()
-            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-            .and_then(|h| usize::from_str_radix(h, 16).ok())
-            .ok_or("the push's command list is not pkt-line framed")?;
-        if len == 0 {
-            // An empty list is git's probe before a large chunked push (`0000` alone); git
-            // updates nothing for it.
-            return Ok(Commands::Read(updates));
-        }
-        if len < 5 {
-            return Err(format!(
-                "the push's command list holds a pkt-line of length {len}"
-            ));
-        }
-        let Some(payload) = buf.get(at + 4..at + len) else {
-            return Ok(Commands::Incomplete);
-        };
-        at += len;
-        let payload = payload.strip_suffix(b"\n").unwrap_or(payload);
-        let (line, caps) = match payload.iter().position(|&b| b == 0) {
-            Some(nul) if updates.is_empty() => (&payload[..nul], true),
-            Some(_) => return Err("a command after the first carries capabilities".to_owned()),
-            None => (payload, false),
-        };
-        let line = std::str::from_utf8(line).map_err(|_| "a command is not UTF-8".to_owned())?;
-        if updates.is_empty() && !caps && line.starts_with("shallow ") {
-            continue;
-        }
-        if line.starts_with("push-cert") {
-            return Err("signed pushes (push certificates) are not taken".to_owned());
-        }
-        let mut parts = line.splitn(3, ' ');
-        let (Some(old), Some(new), Some(refname)) = (parts.next(), parts.next(), parts.next())
-        else {
-            return Err(format!("{line:?} is not `<old> <new> <ref>`"));
-        };
-        updates.push(RefUpdate::parse(old, new, refname).map_err(|e| e.to_string())?);
-    }
-}
-
-/// The request body: bytes already read, then the rest of the stream, counted.
-struct BodySource {
-    prefix: Bytes,
-    rest: axum::body::BodyDataStream,
-}
-
-impl BodySource {
-    fn new(prefix: Bytes, body: Body) -> BodySource {
-        BodySource {
-            prefix,
-            rest: body.into_data_stream(),
-        }
-    }
-}
-
-/// Why copying the request body to git stopped.
-#[derive(Debug)]
-enum Feed {
-    TooLarge,
-    Failed,
-}
-
-async fn feed(
-    mut stdin: tokio::process::ChildStdin,
-    mut body: BodySource,
-    max: u64,
-) -> Result<(), Feed> {
-    let mut sent = body.prefix.len() as u64;
-    if sent > max {
-        return Err(Feed::TooLarge);
-    }
-    stdin
-        .write_all(&body.prefix)
-        .await
-        .map_err(|_| Feed::Failed)?;
-    while let Some(chunk) = body.rest.next().await {
-        let chunk = chunk.map_err(|_| Feed::Failed)?;
-        sent += chunk.len() as u64;
-        if sent > max {
-            return Err(Feed::TooLarge);
-        }
-        stdin.write_all(&chunk).await.map_err(|_| Feed::Failed)?;
-    }
-    stdin.shutdown().await.map_err(|_| Feed::Failed)
-}
-
-/// What a push carries into `http-backend`, and what is done when it ends.
-struct Push {
-    decision: PushDecision,
-    status_file: PathBuf,
-    _guard: OwnedRwLockReadGuard<()>,
-}
-
 async fn receive_pack(gw: Arc<Inner>, req: Request, rest: String) -> Response {
     let encoding = req
         .headers()
@@ -766,336 +581,9 @@ async fn receive_pack(gw: Arc<Inner>, req: Request, rest: String) -> Response {
     run_backend(gw, env, body, Some(push)).await
 }
 
-fn backend_command(gw: &Inner, cgi: &Cgi, push: bool) -> Command {
-    let mut cmd = Command::new(&gw.config.git);
-    cmd.arg("http-backend");
-    cmd.env_clear();
-    if let Some(path) = std::env::var_os("PATH") {
-        cmd.env("PATH", path);
-    }
-    let mut config: Vec<(String, String)> = vec![
-        (
-            "core.hooksPath".to_owned(),
-            gw.mirror
-                .join("capsid-gateway")
-                .join("hooks")
-                .to_string_lossy()
-                .into_owned(),
-        ),
-        ("http.receivepack".to_owned(), "true".to_owned()),
-    ];
-    if push && let Some(h) = &gw.config.upstream.header {
-        config.push((
-            format!("http.{}.extraHeader", gw.config.upstream.url),
-            h.expose().to_owned(),
-        ));
-    }
-    let parent = gw.mirror.parent().unwrap_or(Path::new("/"));
-    cmd.env("GIT_PROJECT_ROOT", parent)
-        .env("GIT_HTTP_EXPORT_ALL", "1")
-        .env("REMOTE_USER", "capsid-job")
-        .env("REMOTE_ADDR", "127.0.0.1")
-        .env("HOME", gw.mirror.join("capsid-gateway"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_CONFIG_COUNT", config.len().to_string());
-    for (i, (k, v)) in config.iter().enumerate() {
-        cmd.env(format!("GIT_CONFIG_KEY_{i}"), k)
-            .env(format!("GIT_CONFIG_VALUE_{i}"), v);
-    }
-    for (k, v) in &cgi.vars {
-        cmd.env(k, v);
-    }
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
-    cmd
-}
-
-async fn run_backend(gw: Arc<Inner>, cgi: Cgi, body: BodySource, push: Option<Push>) -> Response {
-    let mut child = match backend_command(&gw, &cgi, push.is_some()).spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "git gateway: could not start git http-backend");
-            if let Some(p) = &push {
-                gw.record(&p.decision, Forwarded::No);
-            }
-            return plain(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "capsid gateway: could not start git.",
-            );
-        }
-    };
-    let (Some(stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "capsid gateway: could not talk to git.",
-        );
-    };
-    let feeder = tokio::spawn(feed(stdin, body, gw.config.max_request_bytes));
-    let (head, leftover) = match read_cgi_head(&mut stdout).await {
-        Ok(h) => h,
-        Err(why) => {
-            // git wrote no response head: most likely the body broke off or was too large.
-            let fed = feeder.await;
-            let _ = child.kill().await;
-            if let Some(p) = &push {
-                gw.record(&p.decision, Forwarded::No);
-            }
-            if matches!(fed, Ok(Err(Feed::TooLarge))) {
-                return over_limit(&gw);
-            }
-            tracing::warn!(%why, "git gateway: http-backend gave no response");
-            return plain(
-                StatusCode::BAD_GATEWAY,
-                "capsid gateway: git gave no answer.",
-            );
-        }
-    };
-    if push.is_some() {
-        // A push's answer comes only after its whole body, so wait for the body: an
-        // over-large push is then refused with a status the pusher can read.
-        match feeder.await {
-            Ok(Ok(())) => {}
-            Ok(Err(Feed::TooLarge)) => {
-                let _ = child.kill().await;
-                if let Some(p) = &push {
-                    gw.record(&p.decision, Forwarded::No);
-                }
-                return over_limit(&gw);
-            }
-            Ok(Err(Feed::Failed)) | Err(_) => {
-                let _ = child.kill().await;
-                if let Some(p) = &push {
-                    gw.record(&p.decision, Forwarded::No);
-                }
-                return plain(
-                    StatusCode::BAD_REQUEST,
-                    "capsid gateway: push refused, its body broke off.",
-                );
-            }
-        }
-    }
-    let mut builder = Response::builder().status(head.status);
-    for (k, v) in head.headers {
-        builder = builder.header(k, v);
-    }
-    let state = Streaming {
-        gw,
-        child: Some(child),
-        stdout: Some(stdout),
-        leftover: Some(leftover),
-        push,
-    };
-    let stream = futures::stream::unfold(state, |mut s| async move {
-        if let Some(first) = s.leftover.take().filter(|b| !b.is_empty()) {
-            return Some((Ok::<Bytes, io::Error>(first), s));
-        }
-        s.child.as_ref()?;
-        let mut buf = BytesMut::with_capacity(32 * 1024);
-        let read = match s.stdout.as_mut() {
-            Some(out) => out.read_buf(&mut buf).await,
-            None => Ok(0),
-        };
-        match read {
-            Ok(n) if n > 0 => Some((Ok(buf.freeze()), s)),
-            _ => {
-                s.finish().await;
-                None
-            }
-        }
-    });
-    builder.body(Body::from_stream(stream)).unwrap_or_else(|_| {
-        plain(
-            StatusCode::BAD_GATEWAY,
-            "capsid gateway: bad answer from git.",
-        )
-    })
-}
-
-/// The response body being streamed from `http-backend`; a push is recorded when it ends,
-/// before the pusher's connection sees the end of the answer.
-struct Streaming {
-    gw: Arc<Inner>,
-    child: Option<Child>,
-    stdout: Option<ChildStdout>,
-    leftover: Option<Bytes>,
-    push: Option<Push>,
-}
-
-impl Drop for Streaming {
-    /// The pusher went away before the answer ended: git is left to finish (killing
-    /// `http-backend` would leave its hook forwarding unseen) while the push still holds the
-    /// in-flight lock, so [`Gateway::close`] waits for it, and its records are written.
-    fn drop(&mut self) {
-        if self.child.is_none() {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let mut rest = Streaming {
-            gw: self.gw.clone(),
-            child: self.child.take(),
-            stdout: self.stdout.take(),
-            leftover: None,
-            push: self.push.take(),
-        };
-        runtime.spawn(async move {
-            if let Some(mut out) = rest.stdout.take() {
-                let _ = tokio::io::copy(&mut out, &mut tokio::io::sink()).await;
-            }
-            rest.finish().await;
-        });
-    }
-}
-
-impl Streaming {
-    async fn finish(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.wait().await;
-        }
-        if let Some(push) = self.push.take() {
-            let status = tokio::fs::read_to_string(&push.status_file)
-                .await
-                .unwrap_or_default();
-            let forwarded = match status.trim() {
-                "forwarded" => Forwarded::Yes,
-                "upstream-refused" => Forwarded::UpstreamRefused,
-                _ => Forwarded::No,
-            };
-            if forwarded == Forwarded::UpstreamRefused {
-                let detail = tokio::fs::read_to_string(out_file(&push.status_file))
-                    .await
-                    .unwrap_or_default();
-                tracing::warn!(detail = %detail.trim(), "git gateway: the upstream refused a push");
-            }
-            let _ = tokio::fs::remove_file(&push.status_file).await;
-            let _ = tokio::fs::remove_file(out_file(&push.status_file)).await;
-            self.gw.record(&push.decision, forwarded);
-        }
-    }
-}
-
-/// Where the hook leaves the upstream push's output (`<status file>.out`).
-fn out_file(status_file: &Path) -> PathBuf {
-    let mut out = status_file.as_os_str().to_owned();
-    out.push(".out");
-    PathBuf::from(out)
-}
-
-/// The CGI response head: the status and the headers to pass on.
-struct CgiHead {
-    status: StatusCode,
-    headers: Vec<(String, String)>,
-}
-
-async fn read_cgi_head(stdout: &mut ChildStdout) -> Result<(CgiHead, Bytes), String> {
-    let mut buf = BytesMut::new();
-    loop {
-        let end = buf
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .map(|p| (p, 4))
-            .or_else(|| buf.windows(2).position(|w| w == b"\n\n").map(|p| (p, 2)));
-        if let Some((pos, sep)) = end {
-            let head = String::from_utf8_lossy(&buf[..pos]).into_owned();
-            let rest = buf.split_off(pos + sep).freeze();
-            return Ok((parse_cgi_head(&head), rest));
-        }
-        if buf.len() > CGI_HEADERS_MAX {
-            return Err("the CGI head is too long".to_owned());
-        }
-        let n = stdout.read_buf(&mut buf).await.map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("git http-backend ended before its response head".to_owned());
-        }
-    }
-}
-
-fn parse_cgi_head(head: &str) -> CgiHead {
-    let mut status = StatusCode::OK;
-    let mut headers = Vec::new();
-    for line in head.lines() {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        let (k, v) = (k.trim(), v.trim());
-        if k.eq_ignore_ascii_case("status") {
-            status = v
-                .split(' ')
-                .next()
-                .and_then(|c| c.parse::<u16>().ok())
-                .and_then(|c| StatusCode::from_u16(c).ok())
-                .unwrap_or(StatusCode::BAD_GATEWAY);
-        } else if http::HeaderName::from_bytes(k.as_bytes()).is_ok()
-            && HeaderValue::from_str(v).is_ok()
-        {
-            headers.push((k.to_owned(), v.to_owned()));
-        }
-    }
-    CgiHead { status, headers }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const A: &str = "1111111111111111111111111111111111111111";
-    const Z: &str = "0000000000000000000000000000000000000000";
-
-    fn pkt(s: &str) -> Vec<u8> {
-        let mut out = format!("{:04x}", s.len() + 4).into_bytes();
-        out.extend_from_slice(s.as_bytes());
-        out
-    }
-
-    #[test]
-    fn reads_the_command_list_and_stops_at_the_flush() {
-        let mut body = pkt(&format!(
-            "{Z} {A} refs/heads/x\0report-status side-band-64k\n"
-        ));
-        body.extend(pkt(&format!("{A} {Z} refs/heads/y\n")));
-        assert_eq!(parse_commands(&body), Ok(Commands::Incomplete));
-        body.extend(b"0000PACK...");
-        let Ok(Commands::Read(updates)) = parse_commands(&body) else {
-            panic!("not read");
-        };
-        assert_eq!(updates.len(), 2);
-        assert_eq!(updates[0].refname, "refs/heads/x");
-        assert_eq!(updates[1].to_string(), format!("{A} {Z} refs/heads/y"));
-    }
-
-    #[test]
-    fn shallow_lines_before_the_commands_are_skipped() {
-        let mut body = pkt(&format!("shallow {A}\n"));
-        body.extend(pkt(&format!("{Z} {A} refs/heads/x\0caps\n")));
-        body.extend(b"0000");
-        assert!(matches!(parse_commands(&body), Ok(Commands::Read(u)) if u.len() == 1));
-    }
-
-    #[test]
-    fn a_body_that_is_not_a_command_list_is_refused() {
-        assert_eq!(parse_commands(b"0000"), Ok(Commands::Read(Vec::new())));
-        let cases: Vec<Vec<u8>> = vec![
-            b"zzzz".to_vec(),
-            b"0003".to_vec(),
-            b"\x1f\x8b\x08\x00gzip".to_vec(),
-            pkt("push-cert\0caps\n"),
-            pkt(&format!("{Z} {A}\n")),
-            pkt(&format!("{Z} nothex refs/heads/x\n")),
-            [
-                pkt(&format!("{Z} {A} refs/heads/x\n")),
-                pkt(&format!("{Z} {A} refs/heads/y\0c\n")),
-            ]
-            .concat(),
-        ];
-        for body in cases {
-            assert!(parse_commands(&body).is_err(), "{body:?}");
-        }
-    }
 
     #[test]
     fn basic_auth_takes_the_run_token_as_the_password_only() {
@@ -1119,13 +607,18 @@ mod tests {
     }
 
     #[test]
-    fn the_cgi_head_gives_status_and_headers() {
-        let h = parse_cgi_head("Status: 403 Forbidden\r\nContent-Type: text/plain\r\nbad line");
-        assert_eq!(h.status, StatusCode::FORBIDDEN);
+    fn a_github_upstream_carries_the_installation_token_as_basic_auth() {
+        let up = Upstream::github("https://github.com/o/r.git", &Secret::new("ghs_x"));
+        let header = up.header.as_ref().unwrap();
         assert_eq!(
-            h.headers,
-            vec![("Content-Type".to_owned(), "text/plain".to_owned())]
+            header.expose(),
+            format!(
+                "Authorization: Basic {}",
+                base64::engine::general_purpose::STANDARD.encode("x-access-token:ghs_x")
+            )
         );
-        assert_eq!(parse_cgi_head("Expires: x").status, StatusCode::OK);
+        assert!(!format!("{up:?}").contains("ghs_x"));
+        assert!(!format!("{up:?}").contains(header.expose()));
+        assert!(Upstream::plain("/srv/origin.git").header.is_none());
     }
 }
