@@ -67,6 +67,19 @@ impl BudgetState {
         ))
     }
 
+    /// Why a resume in the namespace is refused (a resumed job is another paid session), when
+    /// its spend reached its budget; the job stays blocked.
+    pub fn resume_refusal(&self) -> Option<String> {
+        let budget = self.budget_usd.filter(|_| self.exhausted())?;
+        Some(format!(
+            "namespace '{ns}' has spent {spent} of its monthly budget of {budget} in {month} (UTC), so no job there is resumed into another paid session until the month ends or the budget is raised; the job stays blocked. The admin raises it with: capsid namespaces update {ns} --monthly-budget-usd <dollars>",
+            ns = self.namespace,
+            spent = usd(self.spent_usd),
+            budget = usd(budget),
+            month = self.month,
+        ))
+    }
+
     /// The alert shares the spend has reached. The service sends each once a month through
     /// the replay cache, so asking after every costed finish cannot miss a share when two
     /// jobs finish at once (neither alone would have "crossed" it) nor send one twice.
@@ -149,6 +162,24 @@ mod tests {
         }
         let zero = BudgetState::new("alpha", now, Some(0.0), None, 0.0);
         assert!(zero.claim_refusal().is_some(), "a zero budget stops claims");
+    }
+
+    #[test]
+    fn a_resume_is_refused_at_the_budget_as_a_claim_is_and_the_job_stays_blocked() {
+        let now = at("2026-12-04T10:00:00.000Z");
+        let under = BudgetState::new("alpha", now, Some(1.0), None, 0.99);
+        assert_eq!(under.resume_refusal(), None);
+        let none = BudgetState::new("alpha", now, None, None, 1e9);
+        assert_eq!(none.resume_refusal(), None);
+        let zero = BudgetState::new("alpha", now, Some(0.0), None, 0.0);
+        let why = zero
+            .resume_refusal()
+            .expect("a zero budget resumes nothing");
+        for part in ["'alpha'", "$0.00", "2026-12", "stays blocked", "resumed"] {
+            assert!(why.contains(part), "{part} in {why}");
+        }
+        let over = BudgetState::new("alpha", now, Some(1.0), None, 1.5);
+        assert!(over.resume_refusal().unwrap_or_default().contains("$1.50"));
     }
 
     #[test]

@@ -210,8 +210,53 @@ async fn the_servers_default_applies_where_a_namespace_has_none(s: &TestServer) 
     assert_eq!(beta["ok"], true, "beta's own $10 wins: {beta}");
 }
 
+/// A resume is another paid session: at a spent budget (here 0) a blocked job resumes into no
+/// one's lease and stays blocked, and raising the budget lets the same resume through.
+async fn a_spent_namespace_resumes_nothing(s: &TestServer) {
+    setup(s).await;
+    let a = driver(s, "a", json!({})).await;
+    let job = post(&a, "alpha", "Waits on a person", json!({})).await;
+    assert_eq!(claim(&a, "alpha").await["ok"], true);
+    let blocked = a
+        .ok(
+            "jobs",
+            json!({"action": "block", "id": job["id"], "namespace": "alpha",
+                   "reason": "needs a person", "command": "make deploy"}),
+        )
+        .await;
+    assert_eq!(blocked["ok"], true, "{blocked}");
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "monthly_budget_usd": 0}),
+    )
+    .await;
+    let resume = || {
+        a.ok(
+            "jobs",
+            json!({"action": "resume", "id": job["id"], "namespace": "alpha", "reason": "a person ran it"}),
+        )
+    };
+    let refused = resume().await;
+    assert_eq!(refused["ok"], false, "{refused}");
+    let why = refused["refusal"].as_str().unwrap_or_default();
+    for part in ["'alpha'", "$0.00", "stays blocked", "monthly-budget-usd"] {
+        assert!(why.contains(part), "{part} in {why}");
+    }
+    assert!(refused.get("run_credential").is_none(), "{refused}");
+    assert_eq!(status_of(&job, &a).await, "blocked");
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "monthly_budget_usd": 5}),
+    )
+    .await;
+    let resumed = resume().await;
+    assert_eq!(resumed["ok"], true, "{resumed}");
+    assert_eq!(status_of(&job, &a).await, "claimed");
+}
+
 e2e_cases!(crate::options();
     a_spent_month_claims_nothing_until_raised_or_over,
+    a_spent_namespace_resumes_nothing,
     bad_budgets_and_costs_are_refused_naming_the_field,
 );
 

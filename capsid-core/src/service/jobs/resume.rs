@@ -97,6 +97,17 @@ impl JobsCx<'_> {
                 ),
             ));
         }
+        // A resume starts another paid session: a namespace whose month's budget is spent
+        // resumes nothing into a holder (the console's return to the queue is checked again
+        // by the claim).
+        if to == ResumeTo::Caller
+            && let Some(why) = self
+                .budget_state(&job.namespace)
+                .await?
+                .and_then(|state| state.resume_refusal())
+        {
+            return Ok(refuse(act, format!("{}: {why}", job.id)));
+        }
         let requirements = match JobRequirements::from_stored(
             job.required_scopes.as_deref(),
             job.min_record.as_deref(),
