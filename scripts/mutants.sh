@@ -58,7 +58,7 @@ rule_globs=(
   capsid-core/src/caller.rs 'capsid-core/src/jobs/**/*.rs' 'capsid-core/src/autonomy/**/*.rs'
   'capsid-core/src/docs/**/*.rs' 'capsid-core/src/improve/**/*.rs'
   'capsid-core/src/skills/**/*.rs' 'capsid-core/src/checkmarks/**/*.rs'
-  capsid-core/src/drive/push_policy.rs
+  capsid-core/src/drive/push_policy.rs capsid-core/src/drive/ledger.rs
 )
 if [ ${#files[@]} -eq 0 ] && [ -n "$base" ]; then
   files=("${rule_globs[@]}")
@@ -71,7 +71,7 @@ if [ ${#files[@]} -eq 0 ] && [ -z "$base" ]; then
     capsid-core/src/paths.rs capsid-core/src/caller.rs capsid-core/src/jobs/state.rs
     capsid-core/src/jobs/signature.rs capsid-core/src/jobs/lease.rs
     capsid-core/src/jobs/requirements.rs capsid-core/src/autonomy/gates.rs
-    capsid-core/src/drive/push_policy.rs
+    capsid-core/src/drive/push_policy.rs capsid-core/src/drive/ledger.rs
   )
 fi
 

@@ -134,6 +134,8 @@ fn a_dated_id_is_its_model_and_an_unknown_model_is_the_dearest_flagged() {
         "",
         "gpt-5-codex-mini",
         "claude-sonnet-4-5-2025",
+        "claude-sonnet-4-5-abcdefgh",
+        "gpt-5-abcd-ef-gh",
         "x-1234-56-7",
     ] {
         let p = t.price(unknown);
@@ -146,6 +148,11 @@ fn a_dated_id_is_its_model_and_an_unknown_model_is_the_dearest_flagged() {
     assert!(
         t.entries()
             .all(|(_, p)| p.input <= top.input && p.output <= top.output)
+    );
+    assert_eq!(t.entries().count(), DEFAULT_PRICES.len());
+    assert!(
+        t.entries()
+            .any(|(m, p)| m == "claude-opus-4-8" && p.output == 25_000_000)
     );
 }
 
