@@ -84,12 +84,15 @@ impl HostRule {
         match &self.pattern {
             HostPattern::Exact(exact) => exact == host,
             // A wildcard never admits an IP literal or localhost: `*.0.0.1` is not a domain.
+            // Strictly under: `<label>.<suffix>`, the label non-empty (`normalize` already
+            // refuses an empty label; the check keeps this rule sound on its own).
             HostPattern::Under(suffix) => {
                 !ip_like(host)
                     && !is_localhost(host)
-                    && host.len() > suffix.len() + 1
-                    && host.ends_with(suffix.as_str())
-                    && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
+                    && host
+                        .strip_suffix(suffix.as_str())
+                        .and_then(|rest| rest.strip_suffix('.'))
+                        .is_some_and(|label| !label.is_empty())
             }
         }
     }
@@ -276,12 +279,12 @@ pub fn public_address(ip: IpAddr) -> bool {
             !(v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
                 || v4.is_documentation()
                 || v4.is_multicast()
+                // 0/8, "this network", holds the unspecified address 0.0.0.0.
                 || a == 0
                 || (a == 100 && (64..128).contains(&b))
+                // 240/4, reserved, holds the broadcast address 255.255.255.255.
                 || a >= 240)
         }
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
