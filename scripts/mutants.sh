@@ -59,6 +59,7 @@ rule_globs=(
   'capsid-core/src/docs/**/*.rs' 'capsid-core/src/improve/**/*.rs'
   'capsid-core/src/skills/**/*.rs' 'capsid-core/src/checkmarks/**/*.rs'
   capsid-core/src/drive/push_policy.rs capsid-core/src/drive/ledger.rs
+  capsid-core/src/drive/box_plan.rs capsid-core/src/drive/egress.rs
 )
 if [ ${#files[@]} -eq 0 ] && [ -n "$base" ]; then
   files=("${rule_globs[@]}")
@@ -72,6 +73,7 @@ if [ ${#files[@]} -eq 0 ] && [ -z "$base" ]; then
     capsid-core/src/jobs/signature.rs capsid-core/src/jobs/lease.rs
     capsid-core/src/jobs/requirements.rs capsid-core/src/autonomy/gates.rs
     capsid-core/src/drive/push_policy.rs capsid-core/src/drive/ledger.rs
+    capsid-core/src/drive/box_plan.rs capsid-core/src/drive/egress.rs
   )
 fi
 

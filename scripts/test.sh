@@ -104,12 +104,12 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${CAPSID_CHROMIUM:-}" ]; then
 fi
 "${CAPSID_CHROMIUM:-chromium}" --version
 
-step "git and tmux (the drive tests run real git worktrees and an agent in tmux)"
-if ! command -v git >/dev/null 2>&1 || ! command -v tmux >/dev/null 2>&1; then
+step "git, tmux and curl (the drive tests run real git worktrees, an agent in tmux, and curl inside a box)"
+if ! command -v git >/dev/null 2>&1 || ! command -v tmux >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
   sudo=()
   [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq git tmux
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq git tmux curl
 fi
 git --version
 tmux -V
