@@ -326,6 +326,25 @@ impl ModelProxy {
         v["input_tokens"].as_u64()
     }
 
+    /// Sends `body` to the upstream's `path` (with the agent's query string and the API's own
+    /// headers, under the upstream credential).
+    async fn forward(
+        &self,
+        path: &str,
+        query: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> reqwest::Result<reqwest::Response> {
+        let url = with_query(&format!("{}{path}", self.shared.config.upstream), query);
+        self.shared
+            .http
+            .post(url)
+            .headers(upstream_headers(headers, &self.shared.config.auth))
+            .body(body)
+            .send()
+            .await
+    }
+
     /// The checks every request passes before anything is read or forwarded: the refusal to
     /// answer with, when one fails.
     fn admit(&self, headers: &HeaderMap) -> Option<Response> {
@@ -440,17 +459,8 @@ async fn count_tokens(State(proxy): State<ModelProxy>, req: Request) -> Response
         Ok(x) => x,
         Err(r) => return *r,
     };
-    let url = with_query(
-        &format!("{}/v1/messages/count_tokens", proxy.shared.config.upstream),
-        &query,
-    );
     match proxy
-        .shared
-        .http
-        .post(url)
-        .headers(upstream_headers(&headers, &proxy.shared.config.auth))
-        .body(body)
-        .send()
+        .forward("/v1/messages/count_tokens", &query, &headers, body)
         .await
     {
         Ok(resp) => {
@@ -584,19 +594,7 @@ async fn messages(State(proxy): State<ModelProxy>, req: Request) -> Response {
         started,
         settled: false,
     };
-    let url = with_query(
-        &format!("{}/v1/messages", proxy.shared.config.upstream),
-        &query,
-    );
-    let resp = match proxy
-        .shared
-        .http
-        .post(url)
-        .headers(upstream_headers(&headers, &proxy.shared.config.auth))
-        .body(body)
-        .send()
-        .await
-    {
+    let resp = match proxy.forward("/v1/messages", &query, &headers, body).await {
         Ok(r) => r,
         Err(e) => {
             call.settle_now(Usage::default(), CallEnd::Broken(e.to_string()))

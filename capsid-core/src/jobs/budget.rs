@@ -57,22 +57,21 @@ impl BudgetState {
 
     /// Why a claim in this namespace is refused, when it is.
     pub fn claim_refusal(&self) -> Option<String> {
-        let budget = self.budget_usd.filter(|_| self.exhausted())?;
-        Some(format!(
-            "namespace '{ns}' has spent {spent} of its monthly budget of {budget} in {month} (UTC), so no job there is claimed until the month ends or the budget is raised; the job stays queued. The admin raises it with: capsid namespaces update {ns} --monthly-budget-usd <dollars>",
-            ns = self.namespace,
-            spent = usd(self.spent_usd),
-            budget = usd(budget),
-            month = self.month,
-        ))
+        self.refusal("claimed", "queued")
     }
 
     /// Why a resume in the namespace is refused (a resumed job is another paid session), when
     /// its spend reached its budget; the job stays blocked.
     pub fn resume_refusal(&self) -> Option<String> {
+        self.refusal("resumed into another paid session", "blocked")
+    }
+
+    /// The refusal at the budget: no job there is `what` until the month ends or the budget is
+    /// raised, and the job stays `stays`.
+    fn refusal(&self, what: &str, stays: &str) -> Option<String> {
         let budget = self.budget_usd.filter(|_| self.exhausted())?;
         Some(format!(
-            "namespace '{ns}' has spent {spent} of its monthly budget of {budget} in {month} (UTC), so no job there is resumed into another paid session until the month ends or the budget is raised; the job stays blocked. The admin raises it with: capsid namespaces update {ns} --monthly-budget-usd <dollars>",
+            "namespace '{ns}' has spent {spent} of its monthly budget of {budget} in {month} (UTC), so no job there is {what} until the month ends or the budget is raised; the job stays {stays}. The admin raises it with: capsid namespaces update {ns} --monthly-budget-usd <dollars>",
             ns = self.namespace,
             spent = usd(self.spent_usd),
             budget = usd(budget),
