@@ -130,7 +130,7 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "watch")]
     pub task: Option<String>,
     /// The model API the agent's calls are forwarded to through Capsid's metered model door
-    /// (default: ANTHROPIC_BASE_URL, else https://api.anthropic.com). The agent itself is
+    /// (default: ANTHROPIC_BASE_URL, else `https://api.anthropic.com`). The agent itself is
     /// pointed at the door, never at the upstream.
     #[arg(long, env = "CAPSID_MODEL_UPSTREAM")]
     pub model_upstream: Option<String>,
