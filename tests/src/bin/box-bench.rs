@@ -118,7 +118,7 @@ async fn main() -> Result<()> {
         .mint(
             "bench-driver",
             "driver",
-            json!({"namespaces": "bench", "grants": "read,write"}),
+            json!({"namespaces": ["bench"], "grants": ["read", "write"]}),
         )
         .await;
     let poster = server.client(&driver).await;
