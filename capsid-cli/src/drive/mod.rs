@@ -394,6 +394,13 @@ pub(crate) async fn prepare(
         if let Err(why) = boxed::refuse_unsupported(args.tmux) {
             return Ok(Err(refused(why)));
         }
+        // The clone's only remote is the gateway, which forwards to the project's `origin`.
+        if let Err(e) = proc::git(&root, &["remote", "get-url", "origin"]).await {
+            return Ok(Err(refused(format!(
+                "--box: the project at {} has no `origin` remote for the git gateway to forward the job's pushes to ({e:#}); add one with `git remote add origin <url>`",
+                root.display()
+            ))));
+        }
         match boxed::BoxSettings::resolve(args.box_dir.as_deref()).await {
             Ok(b) => Some(b),
             Err(why) => return Ok(Err(refused(why))),

@@ -66,6 +66,7 @@ both_stores!(
     a_session_none_of_the_hooks_reported_from_fails,
     a_session_that_rewires_the_worktrees_hooks_fails,
     an_unresolvable_credential_stops_before_any_claim,
+    a_box_that_cannot_work_stops_before_any_claim,
     two_namespaces_at_once_share_no_worktree_or_checkmark,
     runner_settings_come_from_the_namespace,
     dispatch_is_bounded_in_depth_and_breadth,
@@ -214,6 +215,40 @@ fn a_session_that_rewires_the_worktrees_hooks_fails(w: &World) {
         summary.contains("Capsid's gates cannot vouch for this run")
             && summary.contains("core.hooksPath is /tmp/x instead of"),
         "{job}"
+    );
+}
+
+fn a_box_that_cannot_work_stops_before_any_claim(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Boxed", "Boxed work. MODE=pass");
+    let boxes = w.dir.path().join("boxes").display().to_string();
+    // No origin for the gateway to forward to.
+    git_out(&root, &["remote", "remove", "origin"]);
+    let out = w.drive_once("demo", &key, &root, &["--box", "--box-dir", &boxes]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has no `origin` remote"),
+        "{}",
+        said(&out)
+    );
+    // With --tmux, which a boxed run does not do yet.
+    let out = w.drive_once(
+        "demo",
+        &key,
+        &root,
+        &["--box", "--tmux", "--box-dir", &boxes],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--box with --tmux"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(
+        w.job("demo", &id)["status"],
+        json!("queued"),
+        "nothing was claimed"
     );
 }
 
