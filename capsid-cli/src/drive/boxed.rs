@@ -282,10 +282,7 @@ pub(crate) async fn open(r: &Ready, id: &str, place: &Place) -> Result<Doors> {
         _ => Upstream::plain(upstream_url),
     };
     let default = super::proc::default_branch(&r.root).await?;
-    let mut protected = vec!["main".to_owned(), "master".to_owned()];
-    if !protected.contains(&default) {
-        protected.push(default);
-    }
+    let protected = capsid_core::drive::hooks::protected_branches(Some(&default));
     let terms = PushTerms::new(id, &Vec::<String>::new(), &protected)
         .map_err(|e| anyhow::anyhow!("the job's push terms: {e}"))?;
     let gateway = Gateway::new(

@@ -326,18 +326,12 @@ pub(crate) async fn run_job(
     };
     run_facts.tests = tests.as_ref();
     run_facts.build = build.as_ref();
-    let mut close = verdict::close(&run_facts);
-    // A call the cap refused stops the run: whatever the agent did after, the job waits on a
-    // person to raise its cap (the door's own record, not the agent's word).
-    if let (Some(gate), Close::Complete { .. } | Close::Fail { .. }) =
-        (metered.budget_gate(), &close)
-    {
-        close = Close::Block {
-            reason: gate,
-            command: format!("{resume_command} --max-cost-usd <a higher cap>"),
-            question: true,
-        };
-    }
+    // A call the cap refused stops the run (the model door's own record, not the agent's word).
+    let close = verdict::at_budget(
+        verdict::close(&run_facts),
+        metered.budget_gate(),
+        &resume_command,
+    );
     // Keep the session for a resume, and whether it stopped on AskUserQuestion.
     if let Some(sid) = report.as_ref().and_then(|r| r.session_id.clone()) {
         state.session_id = Some(sid);

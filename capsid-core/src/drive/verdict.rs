@@ -287,6 +287,22 @@ pub fn close(f: &RunFacts<'_>) -> Close {
     }
 }
 
+/// A call the model door's cap refused stops the run: whatever the agent did after, a job that
+/// would be done or failed waits instead on a person to raise its cap, asked as a question
+/// (answering it and driving with a higher cap resumes the same session). `gate` is the door's
+/// own record of the refusal, never the agent's word; a run that already blocks keeps its
+/// block.
+pub fn at_budget(close: Close, gate: Option<String>, resume_command: &str) -> Close {
+    match (gate, &close) {
+        (Some(reason), Close::Complete { .. } | Close::Fail { .. }) => Close::Block {
+            reason: bounded(&reason),
+            command: format!("{resume_command} --max-cost-usd <a higher cap>"),
+            question: true,
+        },
+        _ => close,
+    }
+}
+
 /// The exit code of a driver that ran several slots at once: an error, else a refusal, else
 /// a gated job, else a done one; 3 (nothing to claim) only when every slot found nothing.
 pub fn combined_exit_code(codes: &[u8]) -> u8 {
@@ -334,6 +350,35 @@ pub fn pr_url_in(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cap_the_door_refused_turns_done_or_failed_into_a_question_and_leaves_a_block() {
+        let gate = || Some("The job's model budget is spent".to_owned());
+        let done = Close::Complete {
+            summary: "s".into(),
+            evidence: serde_json::json!({}),
+            scout: false,
+        };
+        let failed = Close::Fail { reason: "r".into() };
+        for close in [done.clone(), failed.clone()] {
+            assert_eq!(
+                at_budget(close, gate(), "curl ... && capsid drive --once"),
+                Close::Block {
+                    reason: "The job's model budget is spent".into(),
+                    command: "curl ... && capsid drive --once --max-cost-usd <a higher cap>".into(),
+                    question: true,
+                }
+            );
+        }
+        let blocked = Close::Block {
+            reason: "asked".into(),
+            command: "c".into(),
+            question: false,
+        };
+        assert_eq!(at_budget(blocked.clone(), gate(), "x"), blocked);
+        assert_eq!(at_budget(done.clone(), None, "x"), done);
+        assert_eq!(at_budget(failed.clone(), None, "x"), failed);
+    }
 
     fn run(code: i32, out: &str) -> GateRun {
         GateRun {
