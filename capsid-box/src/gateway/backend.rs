@@ -132,11 +132,34 @@ pub(super) async fn feed(
         let chunk = chunk.map_err(|_| Feed::Failed)?;
         sent += chunk.len() as u64;
         if sent > max {
+            drop(stdin);
+            drain(&mut body.rest).await;
             return Err(Feed::TooLarge);
         }
         stdin.write_all(&chunk).await.map_err(|_| Feed::Failed)?;
     }
     stdin.shutdown().await.map_err(|_| Feed::Failed)
+}
+
+/// How much of a refused body the gateway reads on (and throws away) so that the pusher,
+/// still sending, gets to read the refusal instead of a broken pipe.
+pub(super) const DRAIN_MAX: u64 = 64 * 1024 * 1024;
+const DRAIN_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Reads a refused body to its end and discards it, at most [`DRAIN_MAX`] bytes and for at
+/// most 30 seconds: past either the connection is closed, which only a client pushing far
+/// beyond any bound meets.
+pub(super) async fn drain(rest: &mut axum::body::BodyDataStream) {
+    let read = async {
+        let mut read = 0u64;
+        while let Some(Ok(chunk)) = rest.next().await {
+            read += chunk.len() as u64;
+            if read > DRAIN_MAX {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_FOR, read).await;
 }
 
 /// What a push carries into `http-backend`, and what is done when it ends.

@@ -448,13 +448,17 @@ async fn handle(State(gw): State<Arc<Inner>>, req: Request) -> Response {
             "capsid gateway: only smart HTTP is served (info/refs?service=...).",
         );
     }
-    let too_large = req
+    let length = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .is_some_and(|n| n > gw.config.max_request_bytes);
-    if too_large {
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = length.filter(|&n| n > gw.config.max_request_bytes) {
+        // Nothing of it is kept or decided on; it is read to its end (when that end is near)
+        // only so that git, still sending, reads the 413 instead of a broken pipe.
+        if n <= backend::DRAIN_MAX {
+            backend::drain(&mut req.into_body().into_data_stream()).await;
+        }
         return over_limit(&gw);
     }
     match endpoint {
