@@ -42,7 +42,7 @@ pub struct AxesArgs {
     pub grants: Option<Vec<String>>,
     /// A blast-radius flag to set, e.g. --flag can_merge or --flag can_merge=false. Repeatable.
     /// The flags: can_merge, can_direct_write, can_dispatch, can_write_workflows,
-    /// can_touch_protected, money_paths, can_comment_pr, can_write_shared, can_backup.
+    /// can_touch_protected, money_paths, can_comment_pr, can_write_shared, can_backup, can_raise_budget.
     #[arg(long = "flag")]
     pub flags: Vec<String>,
 }
@@ -158,6 +158,54 @@ fn budget_arg(given: Option<&String>) -> Value {
             .and_then(serde_json::Number::from_f64)
             .map_or_else(|| Value::from(t), Value::Number),
     }
+}
+
+/// `capsid jobs`.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Raise a job's cap on what one run may spend on its model (above its current cap). A
+    /// job blocked at its budget gate is answered and resumed: the next `capsid drive` goes
+    /// on with the same session under the new cap.
+    Raise {
+        /// The job (`job_` + 12 hex).
+        id: String,
+        /// The new cap, in US dollars.
+        #[arg(long)]
+        usd: f64,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `capsid jobs`.
+pub async fn jobs(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
+    let service = service(global).await?;
+    let JobsCommand::Raise { id, usd, json } = cmd;
+    let found = match call(&service, "jobs", json!({"action": "get", "id": id})).await? {
+        Ok(v) => v,
+        Err(m) => return Ok(tool_refusal(m)),
+    };
+    let Some(namespace) = found["job"]["namespace"].as_str() else {
+        return Ok(finish(found, json, |_| String::new()));
+    };
+    let args = json!({"action": "raise", "id": id, "namespace": namespace, "max_cost_usd": usd});
+    let answer = match call(&service, "jobs", args).await? {
+        Ok(v) => v,
+        Err(m) => return Ok(tool_refusal(m)),
+    };
+    Ok(finish(answer, json, |v| {
+        let cap = v["max_cost_usd"].as_f64().unwrap_or(usd);
+        match v["resumed"].as_bool() {
+            Some(true) => format!(
+                "raised {id} to ${cap:.2}; it was blocked at its budget: its driver resumes the same session on its next run"
+            ),
+            Some(false) => format!(
+                "raised {id} to ${cap:.2}; it is blocked, but not on an open budget question (answer it from the console or `capsid drive` resumes nothing)"
+            ),
+            None => format!("raised {id} to ${cap:.2}"),
+        }
+    }))
 }
 
 /// `capsid policy`.

@@ -410,6 +410,7 @@ pub fn service_on(
         signing_secret,
         operator_keys: operator_keys.map(parse_operator_keys).unwrap_or_default(),
         default_monthly_budget_usd: default_monthly_budget(),
+        default_job_max_cost_usd: default_job_cap(),
     };
     Service::new(store, clock, Arc::new(OsEntropy), config)
 }
@@ -442,6 +443,36 @@ pub fn check_monthly_budget() -> Result<Option<f64>> {
     capsid_core::jobs::budget::parse_budget(parsed)
         .map(Some)
         .map_err(|e| anyhow::anyhow!("CAPSID_MONTHLY_BUDGET_USD: {e}"))
+}
+
+/// `CAPSID_JOB_MAX_COST_USD`, the cap of every job posted without its own `max_cost_usd`.
+/// A value that is not dollars above zero fails closed: a cap of one micro-dollar, which no
+/// model call fits, with an error in the log naming the variable (`serve` refuses to start on
+/// it first, through [`check_job_cap`]).
+fn default_job_cap() -> Option<capsid_core::drive::ledger::Usd> {
+    match check_job_cap() {
+        Ok(cap) => cap,
+        Err(e) => {
+            tracing::error!("{e:#}; every job without its own cap is held at $0.000001");
+            Some(capsid_core::drive::ledger::Usd::from_micros(1))
+        }
+    }
+}
+
+/// Reads `CAPSID_JOB_MAX_COST_USD`: unset or blank is no default cap.
+pub fn check_job_cap() -> Result<Option<capsid_core::drive::ledger::Usd>> {
+    let Some(text) = std::env::var("CAPSID_JOB_MAX_COST_USD")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    let parsed: f64 = text.trim().parse().map_err(|_| {
+        anyhow::anyhow!("CAPSID_JOB_MAX_COST_USD={text:?} is not a number of US dollars")
+    })?;
+    capsid_core::jobs::budget::parse_job_cap(parsed)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("CAPSID_JOB_MAX_COST_USD: {e}"))
 }
 
 /// The GitHub App's settings (`CAPSID_GITHUB_APP_CLIENT_ID`, `CAPSID_GITHUB_APP_PRIVATE_KEY`,

@@ -68,6 +68,9 @@ enum Command {
     /// Register, list and update namespaces and their repositories.
     #[command(subcommand)]
     Namespaces(admin::NamespacesCommand),
+    /// The work queue's owner actions: raise a job's cap (`capsid jobs raise <id> --usd N`).
+    #[command(subcommand)]
+    Jobs(admin::JobsCommand),
     /// Sign a stored autonomy policy document.
     #[command(subcommand)]
     Policy(admin::PolicyCommand),
@@ -147,6 +150,7 @@ fn main() -> ExitCode {
             Command::Agents(cmd) => admin::agents(&cli.global, cmd).await,
             Command::Namespaces(cmd) => admin::namespaces(&cli.global, cmd).await,
             Command::Policy(cmd) => admin::policy(&cli.global, cmd).await,
+            Command::Jobs(cmd) => admin::jobs(&cli.global, cmd).await,
             Command::Doctor(json) => doctor::run(&cli.global, json.json).await,
             Command::Drive(args) => drive::run(args).await,
             Command::Hook(cmd) => hook::run(cmd).await,

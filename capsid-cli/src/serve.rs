@@ -150,6 +150,15 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
             "no default monthly budget (CAPSID_MONTHLY_BUDGET_USD): only namespaces with their own budget stop at one"
         ),
     }
+    match config::check_job_cap()? {
+        Some(cap) => tracing::info!(
+            usd = cap.dollars(),
+            "default cap per job run (CAPSID_JOB_MAX_COST_USD): a claim reserves it against a budgeted namespace's month"
+        ),
+        None => tracing::info!(
+            "no default cap per job run (CAPSID_JOB_MAX_COST_USD): only jobs posted with max_cost_usd reserve one"
+        ),
+    }
     let clock: std::sync::Arc<dyn capsid_core::time::Clock> = match &args.test_clock_file {
         Some(path) => {
             tracing::warn!(path = %path.display(), "TEST CLOCK: time is read from a file; never run a real server like this");

@@ -31,12 +31,14 @@ pub enum Flag {
     CanWriteShared,
     /// Run a backup of every namespace on demand (`POST /ops/backup`).
     CanBackup,
+    /// Raise a job's cap on what its run may spend (`jobs raise`, `capsid jobs raise`).
+    CanRaiseBudget,
 }
 
 impl Flag {
-    /// All nine flags: the reference's seven in its order, then `can_write_shared` and
-    /// `can_backup`.
-    pub const ALL: [Flag; 9] = [
+    /// All ten flags: the reference's seven in its order, then `can_write_shared`,
+    /// `can_backup` and `can_raise_budget`.
+    pub const ALL: [Flag; 10] = [
         Flag::CanMerge,
         Flag::CanDirectWrite,
         Flag::CanDispatch,
@@ -46,6 +48,7 @@ impl Flag {
         Flag::CanCommentPr,
         Flag::CanWriteShared,
         Flag::CanBackup,
+        Flag::CanRaiseBudget,
     ];
 
     /// The flag's wire name.
@@ -60,6 +63,7 @@ impl Flag {
             Flag::CanCommentPr => "can_comment_pr",
             Flag::CanWriteShared => "can_write_shared",
             Flag::CanBackup => "can_backup",
+            Flag::CanRaiseBudget => "can_raise_budget",
         }
     }
 
@@ -88,6 +92,9 @@ impl Flag {
                 "the shared context is the one store every namespace reads and trusts"
             }
             Flag::CanBackup => "a backup dumps every namespace's data and keeps it for 90 days",
+            Flag::CanRaiseBudget => {
+                "raising a job's cap lets its agent spend more of the namespace's money"
+            }
         }
     }
 }

@@ -98,6 +98,7 @@ async fn post(store: &PgStore, n: usize) -> Job {
         min_record: None,
         at: when,
         dispatch: None,
+        max_cost_usd: None,
     };
     store
         .post_job(

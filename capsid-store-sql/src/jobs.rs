@@ -5,11 +5,12 @@
 //! one statement each, with its row locks, audit row and mirror carried as CTEs.
 
 use async_trait::async_trait;
+use capsid_core::drive::ledger::Usd;
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{
-    AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobTransition, MirrorFn, NewJob,
-    OutcomeRecord, StatusCount, StoreResult, SweepAuditFn,
+    AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobTransition, MirrorFn,
+    MonthSpend, NewJob, OutcomeRecord, StatusCount, StoreResult, SweepAuditFn,
 };
 use capsid_core::time::Timestamp;
 
@@ -50,7 +51,7 @@ macro_rules! job_columns {
         "id, namespace, title, body, priority, status, posted_by, claimed_by, claimed_at, lease_expires, \
          result_ref, result_summary, gate_required, review_required, blocked_count, resumed_count, \
          corrections_count, required_scopes, min_record, created_at, updated_at, parent_id, \
-         requested_by, depth"
+         requested_by, depth, max_cost_micros"
     };
 }
 
@@ -116,6 +117,118 @@ pub fn job_row(row: &Row) -> Result<Job, sqlx::Error> {
         parent_id: row.opt_text("parent_id")?,
         requested_by: row.opt_text("requested_by")?,
         depth: row.int("depth")?,
+        max_cost_usd: row.opt_int("max_cost_micros")?.map(micros),
+    })
+}
+
+/// Locks the namespace's row for the rest of the transaction (Postgres).
+const LOCK_NAMESPACE: &str = "SELECT 1 FROM namespaces WHERE namespace = $1 FOR UPDATE";
+
+/// The namespace's claimed jobs but `$2`, with their own caps (index `jobs_claimable`).
+const HOLDING: &str = "SELECT id, max_cost_micros FROM jobs \
+     WHERE namespace = $1 AND status = 'claimed' AND id <> $2 ORDER BY id";
+
+/// Sets an open job's cap (`$2`, micro-dollars) at `$3`.
+const SET_CAP: &str = concat!(
+    "UPDATE jobs SET max_cost_micros = $2, updated_at = $3 ",
+    "WHERE id = $1 AND status IN ('queued', 'claimed', 'blocked') RETURNING ",
+    job_columns!()
+);
+
+/// `JobStore::set_job_cap`: the job's new cap and its audit row in one unit.
+pub async fn set_job_cap(
+    engine: &impl Engine,
+    id: &str,
+    cap: Usd,
+    at: Timestamp,
+    audit: AuditEntry,
+) -> StoreResult<Option<Job>> {
+    let audit = &audit;
+    let micros = i64::try_from(cap.micros()).unwrap_or(i64::MAX);
+    crate::engine::in_unit!(engine, |j: &Option<Job>| j.is_some(), |tx| async {
+        let stmt = Stmt::new(SET_CAP).bind(id).bind(micros).bind(at);
+        let Some(row) = tx.fetch_optional(stmt).await? else {
+            return Ok(None);
+        };
+        let job = job_row(&row)?;
+        crate::audit::insert(&mut *tx, audit).await?;
+        Ok(Some(job))
+    }
+    .await)
+}
+
+/// `JobStore::month_spend`: [`month_spend`] on a read connection, without a lock.
+pub async fn read_month_spend(
+    engine: &impl Engine,
+    job: &Job,
+    since: Timestamp,
+) -> StoreResult<MonthSpend> {
+    let budget = read_all(
+        engine,
+        Stmt::new(crate::namespaces::BUDGET)
+            .bind(&job.namespace)
+            .bind(since),
+        |row| Ok((row.opt_real("monthly_budget_usd")?, row.real("spent")?)),
+    )
+    .await?;
+    let (budget_usd, spent_usd) = budget.first().copied().unwrap_or((None, 0.0));
+    let holding = read_all(
+        engine,
+        Stmt::new(HOLDING).bind(&job.namespace).bind(&job.id),
+        holding_row,
+    )
+    .await?;
+    Ok(MonthSpend {
+        budget_usd,
+        spent_usd,
+        holding,
+    })
+}
+
+/// A stored micro-dollar amount (never negative: the core writes only [`Usd`]).
+fn micros(m: i64) -> Usd {
+    Usd::from_micros(u64::try_from(m).unwrap_or(0))
+}
+
+fn holding_row(row: &Row) -> Result<(String, Option<Usd>), sqlx::Error> {
+    Ok((row.text("id")?, row.opt_int("max_cost_micros")?.map(micros)))
+}
+
+/// What a claim of `job` reads of its namespace's month on `x`, inside the claim's
+/// transaction: the budget row (locked with `FOR UPDATE` when `lock`, so two claims in one
+/// namespace decide one after the other), the spend since `since`, and what the namespace's
+/// other claimed jobs reserve.
+pub async fn month_spend(
+    x: &mut (impl Exec + ?Sized),
+    job: &Job,
+    since: Timestamp,
+    lock: bool,
+) -> Result<MonthSpend, sqlx::Error> {
+    if lock {
+        x.fetch_optional(Stmt::new(LOCK_NAMESPACE).bind(&job.namespace))
+            .await?;
+    }
+    let found = x
+        .fetch_optional(
+            Stmt::new(crate::namespaces::BUDGET)
+                .bind(&job.namespace)
+                .bind(since),
+        )
+        .await?;
+    let (budget_usd, spent_usd) = match found {
+        Some(row) => (row.opt_real("monthly_budget_usd")?, row.real("spent")?),
+        None => (None, 0.0),
+    };
+    let holding = x
+        .fetch_all(Stmt::new(HOLDING).bind(&job.namespace).bind(&job.id))
+        .await?
+        .iter()
+        .map(holding_row)
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    Ok(MonthSpend {
+        budget_usd,
+        spent_usd,
+        holding,
     })
 }
 

@@ -981,6 +981,22 @@ macro_rules! sql_ports {
                 async fn held_job(&self, actor: &str) -> StoreResult<Option<Job>> {
                     $crate::jobs::one_job(self, $crate::jobs::HELD, actor).await
                 }
+                async fn set_job_cap(
+                    &self,
+                    id: &str,
+                    cap: capsid_core::drive::ledger::Usd,
+                    at: Timestamp,
+                    audit: AuditEntry,
+                ) -> StoreResult<Option<Job>> {
+                    $crate::jobs::set_job_cap(self, id, cap, at, audit).await
+                }
+                async fn month_spend(
+                    &self,
+                    job: &Job,
+                    since: Timestamp,
+                ) -> StoreResult<capsid_core::ports::MonthSpend> {
+                    $crate::jobs::read_month_spend(self, job, since).await
+                }
                 async fn jobs(&self, filter: &JobFilter, limit: usize) -> StoreResult<Vec<Job>> {
                     $crate::jobs::jobs(self, filter, limit).await
                 }

@@ -67,6 +67,7 @@ fn new_job(id: &str, title: &str, priority: i64, when: Timestamp) -> NewJob {
         min_record: None,
         at: when,
         dispatch: None,
+        max_cost_usd: None,
     }
 }
 

@@ -58,6 +58,8 @@ pub struct ServerOptions {
     /// The default monthly budget of namespaces without their own
     /// (`CAPSID_MONTHLY_BUDGET_USD`).
     pub default_monthly_budget_usd: Option<f64>,
+    /// The default cap of jobs without their own (`CAPSID_JOB_MAX_COST_USD`).
+    pub default_job_max_cost_usd: Option<capsid_core::drive::ledger::Usd>,
     /// The model API (`CAPSID_ANTHROPIC_API_URL`, `CAPSID_ANTHROPIC_API_KEY`) the loop's `api`
     /// mode asks, for example a [`crate::fake_model::FakeModel`]; none means no model.
     pub anthropic: Option<(String, String)>,
@@ -136,6 +138,7 @@ impl TestServer {
                 .map(capsid_core::caller::parse_operator_keys)
                 .unwrap_or_default(),
             default_monthly_budget_usd: options.default_monthly_budget_usd,
+            default_job_max_cost_usd: options.default_job_max_cost_usd,
         };
         let mut service = Service::new(store.clone(), clock.clone(), Arc::new(TestEntropy), config);
         if let Some(host) = options.repo_host.clone() {

@@ -260,11 +260,16 @@ fn server_addr(url: &str) -> Result<std::net::SocketAddr> {
 }
 
 /// Opens the run's doors in `place.doors`.
-pub(crate) async fn open(r: &Ready, id: &str, place: &Place) -> Result<Doors> {
+pub(crate) async fn open(
+    r: &Ready,
+    model: &model_door::ModelSettings,
+    id: &str,
+    place: &Place,
+) -> Result<Doors> {
     let connections = RecordLog::new();
     let attempts = RecordLog::new();
     let model = model_door::open_boxed(
-        &r.model,
+        model,
         &place.doors.join("model.sock"),
         format!("http://127.0.0.1:{MODEL_PORT}"),
         connections.clone(),

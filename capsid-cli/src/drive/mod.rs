@@ -475,8 +475,9 @@ async fn once(r: &Ready) -> u8 {
             eprintln!("capsid drive: refused: {why}");
             EXIT_REFUSED
         }
-        Ok(Next::Job(job, resume, credential)) => {
-            match run::run_job(r, &job, resume, credential.as_deref()).await {
+        Ok(Next::Job(claimed)) => {
+            let job = claimed.job.clone();
+            match run::run_job(r, claimed).await {
                 Ok(code) => code,
                 Err(e) => {
                     eprintln!("capsid drive: {e:#}");
@@ -507,6 +508,37 @@ async fn once(r: &Ready) -> u8 {
     }
 }
 
+/// A claim or resume answer: the job, its resume when it was resumed, the run credential, and
+/// what the run may spend.
+#[derive(Debug)]
+pub(crate) struct Claimed {
+    pub job: Value,
+    pub resume: Option<Resume>,
+    pub credential: Option<String>,
+    /// The job's cap as the server answered it (its own, else the server's default).
+    pub max_cost_usd: Option<capsid_core::drive::ledger::Usd>,
+}
+
+impl Claimed {
+    /// The terms from a `claim` or `resume` answer; a cap that is not dollars is an error
+    /// (the run does not start without knowing what it may spend).
+    fn from_answer(v: &Value, resume: Option<Resume>) -> Result<Claimed> {
+        let max_cost_usd = match v.get("max_cost_usd") {
+            None | Some(Value::Null) => None,
+            Some(cap) => Some(
+                serde_json::from_value(cap.clone())
+                    .with_context(|| format!("the server answered a max_cost_usd of {cap}"))?,
+            ),
+        };
+        Ok(Claimed {
+            job: v["job"].clone(),
+            resume,
+            credential: v["run_credential"].as_str().map(str::to_owned),
+            max_cost_usd,
+        })
+    }
+}
+
 /// A resumed session: the agent's session id and the human's answer.
 #[derive(Clone, Debug)]
 pub(crate) struct Resume {
@@ -518,8 +550,8 @@ enum Next {
     Nothing(String),
     Waiting(String),
     Refused(String),
-    /// The job, its resume when it was resumed, and its run credential.
-    Job(Value, Option<Resume>, Option<String>),
+    /// The job the server handed this driver, with its terms.
+    Job(Claimed),
 }
 
 /// This driver's agent name: `jobs approval` (a read in the namespace) says who asks.
@@ -602,8 +634,7 @@ async fn next_job(r: &Ready) -> Result<Next> {
                         session_id: c["resume"]["session_id"].as_str().map(str::to_owned),
                         answer,
                     };
-                    let credential = v["run_credential"].as_str().map(str::to_owned);
-                    return Ok(Next::Job(v["job"].clone(), Some(resume), credential));
+                    return Ok(Next::Job(Claimed::from_answer(&v, Some(resume))?));
                 }
                 Answer::Refused(why) => {
                     eprintln!("capsid drive: could not resume {job_id}: {why}");
@@ -636,10 +667,7 @@ async fn next_job(r: &Ready) -> Result<Next> {
         .call("jobs", json!({"action": "claim", "namespace": ns}))
         .await?
     {
-        Answer::Ok(v) => {
-            let credential = v["run_credential"].as_str().map(str::to_owned);
-            Ok(Next::Job(v["job"].clone(), None, credential))
-        }
+        Answer::Ok(v) => Ok(Next::Job(Claimed::from_answer(&v, None)?)),
         Answer::Refused(why) if why.starts_with("no queued jobs") => Ok(Next::Nothing(why)),
         Answer::Refused(why) => Ok(Next::Refused(why)),
     }

@@ -35,6 +35,18 @@ const CREDENTIAL_VARS: [&str; 3] = [
 ];
 
 impl ModelSettings {
+    /// These settings under the job's cap too: the lesser of the two caps holds.
+    pub fn capped(&self, job: Option<Usd>) -> ModelSettings {
+        let cap = match (self.cap, job) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        ModelSettings {
+            cap,
+            ..self.clone()
+        }
+    }
+
     /// The door's settings from the flags and the driver's environment: the upstream is
     /// `--model-upstream`, else `ANTHROPIC_BASE_URL`, else the public API; its credential is
     /// `--model-key` (a reference: `env:NAME`, `file:/path`, `cmd:command`), else
@@ -285,10 +297,10 @@ impl Metered {
     }
 
     /// The budget gate, when the cap refused a call: what was spent of what.
-    pub fn budget_gate(&self) -> Option<String> {
+    pub fn budget_gate(&self, job: &str) -> Option<String> {
         let hit = self.cap_hits.first()?;
         Some(format!(
-            "The job's model budget is spent: {} of its {} cap used, and the next call needed up to {}. Answer to resume the same session, and run the driver with a higher --max-cost-usd.",
+            "The job's model budget is spent: {} of its {} cap used, and the next call needed up to {}. Raise the job's cap to resume the same session: capsid jobs raise {job} --usd <dollars> (a key with can_raise_budget: POST /api/projects/<namespace>/jobs/{job}/raise). A driver run with --max-cost-usd holds every job to that too.",
             self.spent, hit.cap, hit.needs
         ))
     }

@@ -22,7 +22,7 @@ use super::agent::{
 use super::mcp::base_url;
 use super::model_door::{self, Metered};
 use super::proc::{default_branch, git, shell};
-use super::{EXIT_DONE, EXIT_GATED, Ready, Resume, boxed, githook, preflight, worktree};
+use super::{Claimed, EXIT_DONE, EXIT_GATED, Ready, boxed, githook, preflight, worktree};
 
 /// What the driver keeps of a run between its stops, in the run's folder: the session to
 /// resume and, when the session stopped on `AskUserQuestion`, that question (its replay is
@@ -61,12 +61,17 @@ impl RunState {
 
 /// Runs `job` (claimed by this driver, with the run credential the server issued for this
 /// claim) to its end; the process exit code.
-pub(crate) async fn run_job(
-    r: &Ready,
-    job: &Value,
-    resume: Option<Resume>,
-    credential: Option<&str>,
-) -> Result<u8> {
+pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
+    let Claimed {
+        job,
+        resume,
+        credential,
+        max_cost_usd,
+    } = claimed;
+    let job = &job;
+    let credential = credential.as_deref();
+    // The run's cap: the job's (as the server answered it) or the driver's, whichever is less.
+    let model = r.model.capped(max_cost_usd);
     let id = job["id"]
         .as_str()
         .context("the claimed job has no id")?
@@ -196,7 +201,7 @@ pub(crate) async fn run_job(
     // there, never read from what the agent prints.
     let (run, metered, seen) = match (&r.boxed, &place) {
         (Some(settings), Some(p)) => {
-            let doors = boxed::open(r, &id, p).await?;
+            let doors = boxed::open(r, &model, &id, p).await?;
             envs.extend(doors.model.env());
             let run = with_heartbeat(
                 r,
@@ -209,7 +214,7 @@ pub(crate) async fn run_job(
             (run, seen.metered.clone(), Some(seen))
         }
         _ => {
-            let door = model_door::open(&r.model).await?;
+            let door = model_door::open(&model).await?;
             envs.extend(door.env());
             let run = with_heartbeat(
                 r,
@@ -329,7 +334,7 @@ pub(crate) async fn run_job(
     // A call the cap refused stops the run (the model door's own record, not the agent's word).
     let close = verdict::at_budget(
         verdict::close(&run_facts),
-        metered.budget_gate(),
+        metered.budget_gate(&id),
         &resume_command,
     );
     // Keep the session for a resume, and whether it stopped on AskUserQuestion.

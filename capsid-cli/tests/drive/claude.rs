@@ -892,10 +892,18 @@ pub fn the_recorded_cost_is_the_model_doors_count_whatever_the_agent_prints(w: &
     assert_eq!(job["status"], json!("done"), "{job}");
 }
 
-pub fn a_job_over_its_cap_blocks_and_a_higher_cap_resumes_the_same_session(w: &World) {
+pub fn a_job_over_its_cap_blocks_and_a_raise_resumes_the_same_session(w: &World) {
     let key = w.namespace_with_driver("demo");
     let root = w.project("demo");
-    let id = w.post("demo", "Capped", "Spend carefully. SCRIPT=cap");
+    // The job's own cap (the driver's --max-cost-usd is higher: the lesser holds).
+    let posted = w.tool(
+        &w.human,
+        "jobs",
+        json!({"action": "post", "namespace": "demo", "title": "Capped",
+               "body": "Spend carefully. SCRIPT=cap", "max_cost_usd": 0.012}),
+    );
+    assert_eq!(posted["ok"], json!(true), "{posted}");
+    let id = posted["job"]["id"].as_str().expect("an id").to_owned();
     let mut turns: Vec<Vec<Block>> = (0..8)
         .map(|i| vec![bash(&format!("echo step {i}"))])
         .collect();
@@ -907,7 +915,7 @@ pub fn a_job_over_its_cap_blocks_and_a_higher_cap_resumes_the_same_session(w: &W
     w.fake().script("SCRIPT=cap", turns);
     // $0.012: a call holds its 100 counted input tokens and at least 256 output tokens
     // ($0.007025 at opus-4-8's price) and spends $0.001, so the sixth call does not fit.
-    let out = w.drive_claude_once("demo", &key, &root, &["--max-cost-usd", "0.012"]);
+    let out = w.drive_claude_once("demo", &key, &root, &["--max-cost-usd", "5"]);
     assert_eq!(out.status.code(), Some(4), "{}", said(&out));
     let sent = w.fake().requests("SCRIPT=cap").len();
     assert_eq!(sent, 5, "{}", results(w, "SCRIPT=cap"));
@@ -924,13 +932,15 @@ pub fn a_job_over_its_cap_blocks_and_a_higher_cap_resumes_the_same_session(w: &W
         asked.contains("model budget is spent: $0.0050 of its $0.0120 cap used"),
         "{mark}"
     );
-    let (status, body) = w.api(
-        "POST",
-        "/api/projects/demo/agents/demo-driver/answer",
-        Some(json!({"answer": "Raised; go on.", "resume": true})),
+    assert!(
+        asked.contains(&format!("capsid jobs raise {id} --usd")),
+        "{mark}"
     );
-    assert_eq!(status, 200, "{body}");
-    let out = w.drive_claude_once("demo", &key, &root, &["--max-cost-usd", "1"]);
+    // The owner raises the job's cap: the budget question is answered and the job resumed.
+    let raised = w.cli(&["jobs", "raise", &id, "--usd", "1"]);
+    assert!(raised.contains("resumes the same session"), "{raised}");
+    assert_eq!(w.job("demo", &id)["max_cost_usd"], json!(1.0));
+    let out = w.drive_claude_once("demo", &key, &root, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", said(&out));
     assert_eq!(w.job("demo", &id)["status"], json!("done"));
     let (ids, openings) = sessions(w, "SCRIPT=cap");

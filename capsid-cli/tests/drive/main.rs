@@ -54,7 +54,7 @@ claude::claude_cases!(
     tmux_with_a_server_already_running_works_and_ps_shows_no_secret,
     a_push_around_the_gates_or_a_moved_local_main_is_never_done,
     the_recorded_cost_is_the_model_doors_count_whatever_the_agent_prints,
-    a_job_over_its_cap_blocks_and_a_higher_cap_resumes_the_same_session,
+    a_job_over_its_cap_blocks_and_a_raise_resumes_the_same_session,
     a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway,
     a_boxed_push_to_main_is_refused_at_the_gateway_however_spelled,
     a_boxed_job_a_person_fails_stops_its_box_within_seconds,

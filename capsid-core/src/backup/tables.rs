@@ -279,6 +279,7 @@ pub const EXPORTED: [TableSpec; 22] = [
             t("parent_id"),
             t("requested_by"),
             i("depth"),
+            i("max_cost_micros"),
         ],
         key: &["id"],
         identity: None,

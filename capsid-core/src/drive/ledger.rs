@@ -65,6 +65,24 @@ impl Usd {
     }
 }
 
+/// On the wire a sum is dollars, as the Worker's columns are (`1.5`).
+impl serde::Serialize for Usd {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(self.dollars())
+    }
+}
+
+impl<'de> Deserialize<'de> for Usd {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Usd, D::Error> {
+        let dollars = f64::deserialize(deserializer)?;
+        Usd::from_dollars(dollars).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "a sum of US dollars must be zero or more, not {dollars}"
+            ))
+        })
+    }
+}
+
 impl fmt::Display for Usd {
     /// `$0.0123`: four decimals, the precision a person reads a session's cost in.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -67,6 +67,12 @@ pub struct Job {
     /// How many dispatches deep it is (0 for a job a person or a schedule posted).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub depth: i64,
+    /// What one run of the job may spend on its model (its own cap; a job without one runs
+    /// under the server's default, `CAPSID_JOB_MAX_COST_USD`). A claim reserves it against
+    /// the namespace's month.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<f64>")]
+    pub max_cost_usd: Option<crate::drive::ledger::Usd>,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -127,6 +133,7 @@ pub(crate) mod tests {
             parent_id: None,
             requested_by: None,
             depth: 0,
+            max_cost_usd: None,
         }
     }
 

@@ -45,6 +45,8 @@ pub struct NewJob {
     /// Posted by the holder of another job (agent-initiated dispatch), with the bound the
     /// store checks against the parent's children inside the insert's transaction.
     pub dispatch: Option<Dispatch>,
+    /// The job's own cap on what one run may spend.
+    pub max_cost_usd: Option<crate::drive::ledger::Usd>,
 }
 
 /// The parent link of a dispatched job.
@@ -137,6 +139,30 @@ pub enum ClaimVerdict {
 pub trait ClaimDecider: Send + Sync {
     /// The verdict for `job`.
     fn decide(&self, job: &Job) -> ClaimVerdict;
+
+    /// When the claim must fit its namespace's monthly budget: the instant the month's spend
+    /// is summed from. The store then reads [`MonthSpend`] inside the claim's transaction,
+    /// after [`ClaimDecider::decide`] said claim, holding the namespace (Postgres locks its
+    /// row; SQLite has one writer), and asks [`ClaimDecider::fits`]. `None`: no budget.
+    fn budget_since(&self) -> Option<Timestamp> {
+        None
+    }
+
+    /// Whether claiming `job` fits `month`; the refusal leaves the job queued.
+    fn fits(&self, _job: &Job, _month: &MonthSpend) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What a claim's transaction reads of the candidate's namespace's month.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MonthSpend {
+    /// The namespace's own monthly budget (`None`: the server's default applies, if any).
+    pub budget_usd: Option<f64>,
+    /// Spent since the month began: the sum of its finished jobs' costs.
+    pub spent_usd: f64,
+    /// The namespace's other claimed jobs, each with its own cap (what it reserves).
+    pub holding: Vec<(String, Option<crate::drive::ledger::Usd>)>,
 }
 
 /// A claim.
@@ -313,6 +339,18 @@ pub trait JobStore: Send + Sync {
     async fn job(&self, id: &str) -> StoreResult<Option<Job>>;
     /// The job `actor` holds, if any.
     async fn held_job(&self, actor: &str) -> StoreResult<Option<Job>>;
+    /// Sets the cap of job `id` while it is queued, claimed or blocked, with its audit row;
+    /// the updated job, or `None` when it had ended (nothing written).
+    async fn set_job_cap(
+        &self,
+        id: &str,
+        cap: crate::drive::ledger::Usd,
+        at: Timestamp,
+        audit: AuditEntry,
+    ) -> StoreResult<Option<Job>>;
+    /// What `job`'s namespace has spent since `since` and what its other claimed jobs
+    /// reserve, read outside any claim (a resume decides from it).
+    async fn month_spend(&self, job: &Job, since: Timestamp) -> StoreResult<MonthSpend>;
     /// Jobs matching `filter`, newest first, at most `limit`.
     async fn jobs(&self, filter: &JobFilter, limit: usize) -> StoreResult<Vec<Job>>;
     /// Queue counts for `namespace`, with jobs done since `day_start`.

@@ -77,7 +77,8 @@ fn stored_form_round_trips() {
 
 #[test]
 fn the_eighth_flag_parses_fail_closed_like_the_others() {
-    assert_eq!(Flag::ALL.len(), 9);
+    assert_eq!(Flag::ALL.len(), 10);
+    assert_eq!(Flag::parse("can_raise_budget"), Some(Flag::CanRaiseBudget));
     assert_eq!(Flag::parse("can_write_shared"), Some(Flag::CanWriteShared));
     assert_eq!(Flag::parse("can_write_Shared"), None);
     let held = s(r#"{"flags":{"can_write_shared":true}}"#);

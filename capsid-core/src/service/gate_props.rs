@@ -66,6 +66,8 @@ fn reference_rule(tool: &str, action: Option<&str>) -> (Grant, bool, Vec<Flag>) 
         ("update_namespace", _) => (Write, true, vec![]),
         // As `POST /ops/backup` (reference 1): a write key that may back up.
         ("backup", _) => (Write, false, vec![Flag::CanBackup]),
+        // Beyond the reference (issue 49): raising a job's cap spends the namespace's money.
+        ("jobs", Some("raise")) => (Write, false, vec![Flag::CanRaiseBudget]),
         _ => (Write, false, vec![]),
     }
 }
@@ -84,6 +86,7 @@ fn actions_of(tool: &str) -> &'static [&'static str] {
             "resume",
             "get",
             "approval",
+            "raise",
         ],
         "lint" => &["gather", "finalize", "report"],
         "improve_run" => &[

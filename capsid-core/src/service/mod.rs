@@ -72,6 +72,9 @@ pub struct ServiceConfig {
     /// The monthly budget in US dollars of every namespace without its own
     /// (`CAPSID_MONTHLY_BUDGET_USD`); `None`: no budget.
     pub default_monthly_budget_usd: Option<f64>,
+    /// What one run of a job without its own `max_cost_usd` may spend on its model
+    /// (`CAPSID_JOB_MAX_COST_USD`); `None`: no cap.
+    pub default_job_max_cost_usd: Option<crate::drive::ledger::Usd>,
 }
 
 impl fmt::Debug for ServiceConfig {
@@ -86,6 +89,7 @@ impl fmt::Debug for ServiceConfig {
                 "default_monthly_budget_usd",
                 &self.default_monthly_budget_usd,
             )
+            .field("default_job_max_cost_usd", &self.default_job_max_cost_usd)
             .finish()
     }
 }

@@ -464,6 +464,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "review_required",
             "required_flags",
             "min_record",
+            // Beyond the reference (issue 49): the job's cap on what one run may spend.
+            "max_cost_usd",
             "status",
             "id",
             "result_summary",

@@ -27,6 +27,7 @@ pub(super) fn table() -> Router<AppState> {
         .route("/projects/{ns}/agents/{name}/log", get(log))
         .route("/projects/{ns}/agents/{name}/answer", post(answer))
         .route("/projects/{ns}/agents/{name}/resume", post(resume))
+        .route("/projects/{ns}/jobs/{id}/raise", post(raise))
         .route("/shared/log", get(shared_log))
         .route("/shared/context", get(shared_list))
         .route(
@@ -281,6 +282,30 @@ async fn resume(
         Err(r) => return r,
     }
     call(&state, &caller, "checkmarks", args).await
+}
+
+/// `POST /api/projects/{ns}/jobs/{id}/raise` `{"max_cost_usd": 2.5}`: `jobs raise` (a key
+/// with `can_raise_budget`); a job blocked at its budget gate is resumed by it.
+async fn raise(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<(String, String)>,
+    body: Body,
+) -> Response {
+    let (ns, id) = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let mut args = json!({"action": "raise", "namespace": ns, "id": id});
+    match body_object(body).await {
+        Ok(b) => {
+            if let Err(r) = fields(b, &mut args, &["max_cost_usd"]) {
+                return r;
+            }
+        }
+        Err(r) => return r,
+    }
+    call(&state, &caller, "jobs", args).await
 }
 
 /// `GET /api/shared/log?cursor=&limit=&namespace=`: `checkmarks feed`.

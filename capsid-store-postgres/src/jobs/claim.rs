@@ -10,7 +10,7 @@ use capsid_core::ports::{
 use sqlx::{PgConnection, PgPool, Row};
 
 use capsid_store_sql::job_columns;
-use capsid_store_sql::jobs::{HELD, fetch_job, record_outcome};
+use capsid_store_sql::jobs::{HELD, fetch_job, month_spend, record_outcome};
 
 use super::{mirror_upsert, mirrored, write_mirror};
 use crate::audit::{self, audited};
@@ -158,6 +158,15 @@ async fn decide_and_apply(
             return Ok(Attempt::Done(ClaimOutcome::NeedsRecord(candidate)));
         }
         ClaimVerdict::Claim(entry) => {
+            // The job's cap is reserved against the namespace's month with its row locked, so
+            // claims in one namespace decide one after the other, each seeing the jobs the
+            // ones before it claimed.
+            if let Some(since) = request.decider.budget_since() {
+                let month = month_spend(&mut *conn, &candidate, since, true).await?;
+                if let Err(why) = request.decider.fits(&candidate, &month) {
+                    return Ok(Attempt::Done(ClaimOutcome::Refused(candidate, why)));
+                }
+            }
             let predicted = as_claimed(&candidate, request);
             let mirror = (request.mirror)(&predicted);
             let query = sqlx::query(CLAIM)

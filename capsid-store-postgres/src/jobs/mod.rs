@@ -28,13 +28,14 @@ use crate::documents::write_in_tx;
 use crate::error::{TxError, TxResult, always, finish, unique_violation, with_retry};
 use crate::rows;
 
-/// Inserts a queued job (with its parent link, `$12`..`$14`) and its audit row (`$15`..`$20`).
+/// Inserts a queued job (with its parent link, `$12`..`$14`, and its cap, `$21`) and its audit
+/// row (`$15`..`$20`).
 const POST: &str = audited!(
     concat!(
         "INSERT INTO jobs (id, namespace, title, body, priority, status, posted_by, gate_required, ",
         "review_required, required_scopes, min_record, created_at, updated_at, parent_id, ",
-        "requested_by, depth) ",
-        "VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $11, $12, $13, $14) RETURNING ",
+        "requested_by, depth, max_cost_micros) ",
+        "VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $21) RETURNING ",
         job_columns!()
     ),
     "$15, $16, $17, $18, $19, $20"
@@ -183,7 +184,11 @@ impl JobEngine for PgStore {
                         .bind(job.dispatch.as_ref().map(|d| d.parent_id.as_str()))
                         .bind(job.dispatch.as_ref().map(|d| d.requested_by.as_str()))
                         .bind(job.dispatch.as_ref().map_or(0, |d| d.depth));
+                    let cap = job
+                        .max_cost_usd
+                        .map(|c| i64::try_from(c.micros()).unwrap_or(i64::MAX));
                     let row = audit::bind(query, audit)?
+                        .bind(cap)
                         .fetch_one(&mut *tx)
                         .await
                         .map_err(|e| job_conflict(e, &job.namespace, &job.title))?;

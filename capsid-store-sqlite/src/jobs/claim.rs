@@ -9,7 +9,7 @@ use sqlx::sqlite::SqliteConnection;
 
 use capsid_store_sql::audit::insert as insert_audit;
 use capsid_store_sql::job_columns;
-use capsid_store_sql::jobs::{HELD, JOB, fetch_job, record_outcome};
+use capsid_store_sql::jobs::{HELD, JOB, fetch_job, month_spend, record_outcome};
 
 use super::{job_change_error, write_mirror};
 use crate::error::DbResult;
@@ -73,6 +73,14 @@ pub(crate) async fn claim_job(
         ClaimVerdict::Refuse(reason) => return Ok(ClaimOutcome::Refused(candidate, reason)),
         ClaimVerdict::NeedsRecord => return Ok(ClaimOutcome::NeedsRecord(candidate)),
         ClaimVerdict::Claim(audit) => {
+            // The job's cap is reserved against the namespace's month under the one writer:
+            // no other claim runs between this read and the update.
+            if let Some(since) = request.decider.budget_since() {
+                let month = month_spend(&mut *tx, &candidate, since, false).await.db()?;
+                if let Err(why) = request.decider.fits(&candidate, &month) {
+                    return Ok(ClaimOutcome::Refused(candidate, why));
+                }
+            }
             let row = sqlx::query(CLAIM_SQL)
                 .bind(&request.actor)
                 .bind(&now)

@@ -158,6 +158,7 @@ pub fn new_job(id: &str, namespace: &str, title: &str, priority: i64, when: Time
         min_record: None,
         at: when,
         dispatch: None,
+        max_cost_usd: None,
     }
 }
 

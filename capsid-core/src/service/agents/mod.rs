@@ -72,7 +72,7 @@ impl AgentsAction {
     }
 }
 
-/// The nine flags, each optional.
+/// The ten flags, each optional.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlagsArg {
@@ -94,6 +94,8 @@ pub struct FlagsArg {
     pub can_write_shared: Option<bool>,
     /// Run a backup of every namespace on demand (POST /ops/backup).
     pub can_backup: Option<bool>,
+    /// Raise a job's cap on what its run may spend (jobs raise).
+    pub can_raise_budget: Option<bool>,
 }
 
 impl FlagsArg {
@@ -108,6 +110,7 @@ impl FlagsArg {
             ("can_comment_pr", self.can_comment_pr),
             ("can_write_shared", self.can_write_shared),
             ("can_backup", self.can_backup),
+            ("can_raise_budget", self.can_raise_budget),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v)))

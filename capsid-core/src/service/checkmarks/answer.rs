@@ -77,6 +77,51 @@ impl CheckmarksCx<'_> {
         })
     }
 
+    /// Answers `agent`'s open question with `answer` and asks for it to resume, when its
+    /// latest entry is about `job_id` (a raise of the job's cap answering its budget gate);
+    /// `Ok(false)`, writing nothing, when no such question is open or `caller` may not
+    /// answer it.
+    pub(crate) async fn answer_for_job(
+        &self,
+        caller: &Caller,
+        ns: &str,
+        agent: &str,
+        job_id: &str,
+        answer: String,
+    ) -> Result<bool> {
+        let Some(view) = self.checkmarks.checkmark(ns, agent).await? else {
+            return Ok(false);
+        };
+        if view.entry.job_id.as_deref() != Some(job_id)
+            || may_answer(&caller.holder_actor(), agent).is_err()
+        {
+            return Ok(false);
+        }
+        let Ok(step) = answer_step(&waiting(&view), true) else {
+            return Ok(false);
+        };
+        let params = json!({
+            "agent": agent,
+            "log_entry_id": view.entry.id,
+            "resume": true,
+            "answer_chars": answer.chars().count(),
+            "job_id": job_id,
+        });
+        let fill = AnswerFill {
+            answer,
+            by: caller.actor(),
+        };
+        match self
+            .apply(caller, &view, step, Some(fill), true, params)
+            .await
+        {
+            Ok(_) => Ok(true),
+            // The agent checkpointed again or somebody answered first: nothing was written.
+            Err(Error::Conflict(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     pub(crate) async fn resume(&self, caller: &Caller, a: &CheckmarksArgs) -> Result<ResumeAsked> {
         let ns = required(
             "namespace",

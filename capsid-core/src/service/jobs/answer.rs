@@ -63,6 +63,16 @@ pub struct JobDone {
     /// `complete` and `fail`: how the job's skills were credited.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skills: Option<SkillsSettled>,
+    /// `claim` and `resume`: what this run may spend on its model, in US dollars (the job's
+    /// own cap, else the server's `CAPSID_JOB_MAX_COST_USD`); the driver's model door holds
+    /// the run to it. Absent: no cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<f64>")]
+    pub max_cost_usd: Option<crate::drive::ledger::Usd>,
+    /// `raise` of a blocked job: whether the raise answered its driver's open question about
+    /// the job and asked for the session to resume (`false`: no such question was open).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<bool>,
 }
 
 impl JobDone {
@@ -76,6 +86,8 @@ impl JobDone {
             skills_offered: None,
             run_credential: None,
             skills: None,
+            max_cost_usd: None,
+            resumed: None,
         }
     }
 }

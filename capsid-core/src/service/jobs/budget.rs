@@ -1,13 +1,20 @@
-//! Budgets at the queue: a claim in a namespace whose month's spend reached its budget is
-//! refused before the store is asked (spend only grows when a job finishes, so a claim
-//! racing a finish is the one claim the budget lets through), and a finished job's cost
+//! Budgets at the queue: a claim reserves the job's cap against its namespace's month inside
+//! the claim's transaction (the decider's `fits`, over the spend and the caps of the jobs
+//! running there, read with the namespace held), so two claims never both take the last
+//! dollars; a resume is checked the same way, and a finished job's cost
 //! that brings the spend to 80% or 100% of the budget tells the owner once (the replay
 //! cache keys each alert by namespace, month and share, so replicas, retries and
 //! concurrent finishes send it once).
 
 use super::JobsCx;
-use crate::error::Result;
+use serde_json::json;
+
+use super::{JobDone, JobsAction, JobsAnswer, JobsArgs, job_audit, refuse};
+use crate::caller::Caller;
+use crate::error::{Error, Result};
+use crate::jobs::budget::parse_job_cap;
 use crate::jobs::budget::{BudgetState, month_start, usd};
+use crate::jobs::{Job, JobStatus};
 use crate::ports::Notification;
 use crate::service::Area;
 
@@ -34,12 +41,89 @@ impl JobsCx<'_> {
         )))
     }
 
-    /// Why a claim in `namespace` is refused for its budget, when it is.
-    pub(super) async fn budget_refusal(&self, namespace: &str) -> Result<Option<String>> {
-        Ok(self
-            .budget_state(namespace)
-            .await?
-            .and_then(|state| state.claim_refusal()))
+    /// Why resuming `job` into another paid session is refused for its namespace's month:
+    /// the month is spent, or the job's cap does not fit beside what the namespace's running
+    /// jobs reserve. Read outside the resume's write (a claim decides inside its own).
+    pub(super) async fn resume_budget_refusal(&self, job: &Job) -> Result<Option<String>> {
+        let Some(state) = self.budget_state(&job.namespace).await? else {
+            return Ok(None);
+        };
+        if state.budget_usd.is_none() {
+            return Ok(None);
+        }
+        let month = self.jobs.month_spend(job, month_start(self.now())).await?;
+        let default_cap = self.config.default_job_max_cost_usd;
+        let holding = super::claim::reservations(&month.holding, default_cap);
+        Ok(state
+            .resume_fits(&job.id, job.max_cost_usd.or(default_cap), &holding)
+            .err())
+    }
+
+    /// `raise`: sets an open job's cap above its current one (the job's own, else the
+    /// server's default), with its audit row. The job's namespace must be the one named (the
+    /// call's scope was checked against it).
+    pub(super) async fn raise(&self, caller: &Caller, a: JobsArgs) -> Result<JobsAnswer> {
+        let act = JobsAction::Raise;
+        let job = match self.job_for(act, a.id.as_ref()).await? {
+            Ok(job) => job,
+            Err(refused) => return Ok(refused),
+        };
+        let Some(ns) = a.namespace.as_ref().map(|n| n.as_str()) else {
+            return Ok(refuse(act, "raise needs the job's namespace"));
+        };
+        if job.namespace != ns {
+            return Ok(refuse(act, format!("no job {} in namespace {ns}.", job.id)));
+        }
+        let Some(given) = a.max_cost_usd else {
+            return Err(Error::Invalid(
+                "jobs raise: max_cost_usd (the job's new cap, in US dollars) is required".into(),
+            ));
+        };
+        let cap = parse_job_cap(given).map_err(|e| Error::Invalid(format!("jobs raise: {e}")))?;
+        if matches!(job.status, JobStatus::Done | JobStatus::Failed) {
+            return Ok(refuse(
+                act,
+                format!(
+                    "{} is {}; only a queued, claimed or blocked job's cap can be raised.",
+                    job.id, job.status
+                ),
+            ));
+        }
+        let current = job.max_cost_usd.or(self.config.default_job_max_cost_usd);
+        if let Some(current) = current.filter(|c| cap <= *c) {
+            return Ok(refuse(
+                act,
+                format!(
+                    "{}'s cap is {} already; a raise names more than that, not {}.",
+                    job.id,
+                    usd(current.dollars()),
+                    usd(cap.dollars())
+                ),
+            ));
+        }
+        let now = self.now();
+        let audit = job_audit(
+            &caller.actor(),
+            "job-cap-raised",
+            &job,
+            json!({
+                "from_usd": current.map(|c| c.dollars()),
+                "to_usd": cap.dollars(),
+            }),
+            now,
+        );
+        let Some(raised) = self.jobs.set_job_cap(&job.id, cap, now, audit).await? else {
+            return Ok(refuse(
+                act,
+                format!(
+                    "{} ended while its cap was being raised; nothing changed.",
+                    job.id
+                ),
+            ));
+        };
+        let mut out = JobDone::new(act, raised);
+        out.max_cost_usd = Some(cap);
+        Ok(out.into())
     }
 
     /// After a job of `namespace` finished with a reported cost: each alert share the spend

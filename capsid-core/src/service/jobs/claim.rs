@@ -9,7 +9,9 @@ use crate::service::Area;
 use serde_json::{Value, json};
 
 use crate::caller::Caller;
+use crate::drive::ledger::Usd;
 use crate::error::Result;
+use crate::jobs::budget::{BudgetState, month_start};
 use crate::jobs::lease::{actor_may_hold_jobs, lease_expiry};
 use crate::jobs::record::{
     AgentRecord, ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums, min_record_refusal,
@@ -18,12 +20,25 @@ use crate::jobs::requirements::{JobRequirements, missing_for_job};
 use crate::jobs::signature::verify_task;
 use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{Job, JobStatus};
+use crate::ports::MonthSpend;
 use crate::ports::{
     AuditEntry, Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict,
     JobPatch, JobTransition, StoreError,
 };
 use crate::scope::Scopes;
 use crate::time::Timestamp;
+
+/// What each running job reserves: its own cap, else the server's default (a job with
+/// neither reserves nothing).
+pub(super) fn reservations(
+    holding: &[(String, Option<Usd>)],
+    default_cap: Option<Usd>,
+) -> Vec<(String, Usd)> {
+    holding
+        .iter()
+        .filter_map(|(id, cap)| cap.or(default_cap).map(|c| (id.clone(), c)))
+        .collect()
+}
 
 /// Decides about a claim candidate inside the store's transaction: required flags, the
 /// track-record bar, then the signature; the order of the reference.
@@ -35,6 +50,17 @@ struct Decider<'a> {
     skills: &'a [crate::ports::SkillRow],
     now: Timestamp,
     lease: Timestamp,
+    /// Set when a monthly budget applies to the namespace: the claim then reserves the job's
+    /// cap against the month inside the store's transaction.
+    budget: Option<MonthTerms>,
+}
+
+/// What the decider needs beside the store's [`MonthSpend`] to decide a reservation.
+#[derive(Clone, Copy)]
+struct MonthTerms {
+    since: Timestamp,
+    default_budget_usd: Option<f64>,
+    default_cap: Option<Usd>,
 }
 
 impl Decider<'_> {
@@ -44,6 +70,25 @@ impl Decider<'_> {
 }
 
 impl ClaimDecider for Decider<'_> {
+    fn budget_since(&self) -> Option<Timestamp> {
+        self.budget.map(|b| b.since)
+    }
+
+    fn fits(&self, job: &Job, month: &MonthSpend) -> std::result::Result<(), String> {
+        let Some(terms) = self.budget else {
+            return Ok(());
+        };
+        let state = BudgetState::new(
+            &job.namespace,
+            self.now,
+            month.budget_usd,
+            terms.default_budget_usd,
+            month.spent_usd,
+        );
+        let holding = reservations(&month.holding, terms.default_cap);
+        state.claim_fits(&job.id, job.max_cost_usd.or(terms.default_cap), &holding)
+    }
+
     fn decide(&self, job: &Job) -> ClaimVerdict {
         let requirements = match JobRequirements::from_stored(
             job.required_scopes.as_deref(),
@@ -100,9 +145,14 @@ impl ClaimDecider for Decider<'_> {
 }
 
 impl JobsCx<'_> {
-    /// Adds the run credential of `job`'s claim to a claim or resume answer, for a minted
-    /// agent (a driver hands it to the agent process instead of its own key).
-    pub(super) fn attach_run_credential(&self, caller: &Caller, out: &mut JobDone) {
+    /// Adds the run's terms to a claim or resume answer: what the run may spend (the job's
+    /// cap, else the server's default), and for a minted agent the claim's run credential (a
+    /// driver hands it to the agent process instead of its own key).
+    pub(super) fn attach_run_terms(&self, caller: &Caller, out: &mut JobDone) {
+        out.max_cost_usd = out
+            .job
+            .max_cost_usd
+            .or(self.config.default_job_max_cost_usd);
         if !matches!(caller.principal, crate::caller::Principal::Agent { .. }) {
             return;
         }
@@ -180,10 +230,23 @@ impl JobsCx<'_> {
                 .map(|job| job.namespace)
                 .filter(|ns| caller.scopes.namespaces.allows(ns)),
         };
+        // A spent month is refused here, before the store is asked; whether the job's cap
+        // still fits is decided again inside the claim's transaction, against the spend and
+        // the caps of the jobs running there as they stand then.
+        let mut budget = None;
         if let Some(ns) = budget_ns
-            && let Some(why) = self.budget_refusal(&ns).await?
+            && let Some(state) = self.budget_state(&ns).await?
         {
-            return Ok(refuse(act, why));
+            if let Some(why) = state.claim_refusal() {
+                return Ok(refuse(act, why));
+            }
+            if state.budget_usd.is_some() {
+                budget = Some(MonthTerms {
+                    since: month_start(self.now()),
+                    default_budget_usd: self.config.default_monthly_budget_usd,
+                    default_cap: self.config.default_job_max_cost_usd,
+                });
+            }
         }
         let mut record = None;
         let skills = super::skills::offerable(self).await?;
@@ -199,6 +262,7 @@ impl JobsCx<'_> {
                 skills: &skills,
                 now,
                 lease,
+                budget,
             };
             let request = ClaimRequest {
                 target: target.clone(),
@@ -224,7 +288,7 @@ impl JobsCx<'_> {
                     let offered = self.offer_answer(&skills, &ids).await?;
                     let mut out = JobDone::new(act, job);
                     out.skills_offered = Some(offered);
-                    self.attach_run_credential(caller, &mut out);
+                    self.attach_run_terms(caller, &mut out);
                     out.into()
                 }
                 ClaimOutcome::AlreadyHolding(held) => refuse(

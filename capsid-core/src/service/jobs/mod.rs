@@ -103,6 +103,9 @@ pub enum JobsAction {
     Get,
     /// Whether another agent's review approval stands for a head commit (the push hook asks).
     Approval,
+    /// Raise a job's cap on what its run may spend; a job blocked at its budget gate is
+    /// resumed with the raise as its answer.
+    Raise,
 }
 
 impl JobsAction {
@@ -119,6 +122,7 @@ impl JobsAction {
             JobsAction::List => "list",
             JobsAction::Get => "get",
             JobsAction::Approval => "approval",
+            JobsAction::Raise => "raise",
         }
     }
 }
@@ -126,7 +130,7 @@ impl JobsAction {
 /// `jobs`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct JobsArgs {
-    /// post, claim, heartbeat, complete, fail, block, resume, list, get or approval.
+    /// post, claim, heartbeat, complete, fail, block, resume, list, get, approval or raise.
     pub action: JobsAction,
     /// Namespace (post; claim without id; list filter).
     pub namespace: Option<NamespaceArg>,
@@ -151,6 +155,10 @@ pub struct JobsArgs {
     #[serde(default)]
     #[schemars(schema_with = "crate::jobs::schema::min_record")]
     pub min_record: Option<Value>,
+    /// post: what one run of the job may spend on its model, in US dollars (above zero;
+    /// default the server's `CAPSID_JOB_MAX_COST_USD`). A claim reserves it against the
+    /// namespace's monthly budget. raise: the job's new cap, above its current one.
+    pub max_cost_usd: Option<f64>,
     /// list: only this status.
     pub status: Option<JobStatus>,
     /// The job (claim by id, heartbeat, complete, fail, block, resume, get).
@@ -267,6 +275,7 @@ impl JobsCx<'_> {
             }
             JobsAction::Resume => self.resume(caller, a).await,
             JobsAction::Approval => self.approval(caller, a).await,
+            JobsAction::Raise => self.raise(caller, a).await,
         }
     }
 
@@ -301,6 +310,11 @@ impl JobsCx<'_> {
         let requirements =
             JobRequirements::from_input(a.required_flags.as_ref(), a.min_record.as_ref())
                 .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
+        let max_cost_usd = a
+            .max_cost_usd
+            .map(crate::jobs::budget::parse_job_cap)
+            .transpose()
+            .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
         require_namespace(self.namespaces, ns.as_str()).await?;
         // A run credential posts only follow-ups of its own job.
         if let Some(run_job) = caller.run_job()
@@ -342,6 +356,7 @@ impl JobsCx<'_> {
             min_record: requirements.stored_min_record(),
             at: now,
             dispatch: dispatch.clone(),
+            max_cost_usd,
         };
         let mut params = json!({ "title": title, "priority": job.priority, "gate_required": u8::from(job.gate_required) });
         if let Some(r) = &job.required_scopes {
@@ -352,6 +367,9 @@ impl JobsCx<'_> {
         }
         if job.review_required {
             params["review_required"] = json!(1);
+        }
+        if let Some(cap) = job.max_cost_usd {
+            params["max_cost_usd"] = json!(cap);
         }
         if let Some(d) = &dispatch {
             params["parent_id"] = json!(d.parent_id);
@@ -486,6 +504,7 @@ impl JobsCx<'_> {
 mod registered {
     //! `jobs` as the registry serves it.
     use super::*;
+    use crate::jobs::budget::usd;
     use crate::service::Areas;
     use crate::service::registry::{Tool, ToolFuture};
     use crate::tools::{Requirement, Rule, ToolGroup, ToolSpec, action};
@@ -512,9 +531,13 @@ mod registered {
                     action("list", Rule::read()),
                     action("get", Rule::read()),
                     action("approval", Rule::read()),
+                    action(
+                        "raise",
+                        Rule::write().with_flags(&[crate::scope::Flag::CanRaiseBudget]),
+                    ),
                 ],
             },
-            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit.",
+            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit; raise: a job's cap on what its run may spend (can_raise_budget), resuming a job blocked at its budget gate.",
         )
     .open_world()
         .ok_false_refusals()
@@ -525,7 +548,34 @@ mod registered {
             a: JobsArgs,
             k: &'a dyn Confirmer,
         ) -> ToolFuture<'a, Self::Answer> {
-            Box::pin(async move { s.jobs().jobs(c, a, k).await })
+            Box::pin(async move {
+                let raise = a.action == JobsAction::Raise;
+                let mut answer = s.jobs().jobs(c, a, k).await?;
+                // A job blocked at its budget gate goes on: the raise answers its driver's
+                // open question about this job and asks for the same session to resume.
+                if raise
+                    && let JobsAnswer::Done(done) = &mut answer
+                    && done.job.status == JobStatus::Blocked
+                    && let Some(agent) = done
+                        .job
+                        .claimed_by
+                        .as_deref()
+                        .and_then(|h| h.strip_prefix("agent:"))
+                {
+                    let text = format!(
+                        "The job's cap was raised to {} by {}. Go on from where you stopped.",
+                        done.max_cost_usd
+                            .map_or_else(|| "(none)".to_owned(), |c| usd(c.dollars())),
+                        c.actor()
+                    );
+                    let resumed = s
+                        .checkmarks()
+                        .answer_for_job(c, &done.job.namespace, agent, &done.job.id, text)
+                        .await?;
+                    done.resumed = Some(resumed);
+                }
+                Ok(answer)
+            })
         }
     }
 }

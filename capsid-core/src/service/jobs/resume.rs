@@ -101,10 +101,7 @@ impl JobsCx<'_> {
         // resumes nothing into a holder (the console's return to the queue is checked again
         // by the claim).
         if to == ResumeTo::Caller
-            && let Some(why) = self
-                .budget_state(&job.namespace)
-                .await?
-                .and_then(|state| state.resume_refusal())
+            && let Some(why) = self.resume_budget_refusal(&job).await?
         {
             return Ok(refuse(act, format!("{}: {why}", job.id)));
         }
@@ -243,7 +240,7 @@ impl JobsCx<'_> {
         match self.jobs.transition_job(t).await {
             Ok(Some(updated)) => {
                 let mut out = JobDone::new(act, updated);
-                self.attach_run_credential(caller, &mut out);
+                self.attach_run_terms(caller, &mut out);
                 Ok(out.into())
             }
             Ok(None) => Ok(refuse(
