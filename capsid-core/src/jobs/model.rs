@@ -145,6 +145,14 @@ pub(crate) mod tests {
         assert_eq!(value["review_required"], json!(0));
         assert_eq!(value["result_ref"], json!(null));
         assert_eq!(value.as_object().unwrap().len(), 21);
+        // A job's cap goes out as dollars, and only when it has one.
+        let capped = Job {
+            max_cost_usd: Some(crate::drive::ledger::Usd::from_micros(50_000)),
+            ..sample_job()
+        };
+        let value = serde_json::to_value(&capped).unwrap();
+        assert_eq!(value["max_cost_usd"], json!(0.05));
+        assert_eq!(serde_json::from_value::<Job>(value).unwrap(), capped);
     }
 
     #[test]

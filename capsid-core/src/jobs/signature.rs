@@ -326,7 +326,9 @@ mod tests {
 
         #[test]
         fn another_secret_fails(a in ".{1,40}", b in ".{1,40}", body in any::<String>()) {
-            prop_assume!(a != b);
+            // HMAC pads its key with zero bytes, so secrets that differ only by trailing NULs
+            // are one key (RFC 2104): "." and ".\0" sign alike. Not another secret.
+            prop_assume!(a.trim_end_matches('\0') != b.trim_end_matches('\0'));
             let sealed = seal_task(&a, &body);
             prop_assert_eq!(verify_task(&b, &sealed), Err(SignatureError::Mismatch));
         }

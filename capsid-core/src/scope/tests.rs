@@ -116,6 +116,30 @@ fn the_eighth_flag_parses_fail_closed_like_the_others() {
 }
 
 #[test]
+fn raising_a_cap_is_its_own_flag_off_by_default_and_named_in_its_refusal() {
+    assert_eq!(Flag::CanRaiseBudget.name(), "can_raise_budget");
+    assert!(
+        !Scopes::mint_defaults(Axis::All)
+            .flags
+            .contains(&Flag::CanRaiseBudget)
+    );
+    let refusal = check_scope(
+        &Scopes::mint_defaults(Axis::All),
+        &Need {
+            tool: "jobs",
+            action: Some("raise"),
+            grant: Some(Grant::Read),
+            flags: vec![Flag::CanRaiseBudget],
+            ..Need::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(refusal.contains("can_raise_budget"), "{refusal}");
+    assert!(refusal.contains("spend more of the namespace's money"), "{refusal}");
+}
+
+#[test]
 fn tool_action_narrowing() {
     let tools = Axis::Only(vec!["jobs".into(), "jobs.post".into(), "read".into()]);
     assert!(allows_tool_action(&tools, "jobs", None));
