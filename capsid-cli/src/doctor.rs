@@ -100,13 +100,15 @@ pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
     let (model, model_ok) = crate::model::doctor_check().await;
     healthy &= model_ok;
     checks.push(model);
-    // Whether `capsid drive --box` can box an agent here (not a health matter of the server).
+    // Whether `capsid drive` can box an agent here, as it does by default (not a health matter
+    // of the server); without it `drive` runs only with an explicit --unboxed.
     checks.push(match capsid_box::sandbox::probe().await {
-        Ok(b) => json!({"check": "agent box (capsid drive --box)", "value": "available",
+        Ok(b) => json!({"check": "agent box (capsid drive)", "value": "available",
                         "bwrap": b.path().display().to_string(), "version": b.version(),
                         "started_ms": b.started_in().as_millis()}),
-        Err(e) => json!({"check": "agent box (capsid drive --box)", "value": "unavailable",
-                         "error": e.to_string()}),
+        Err(e) => json!({"check": "agent box (capsid drive)", "value": "unavailable",
+                         "error": e.to_string(),
+                         "meaning": "capsid drive refuses to run an agent here unless --unboxed is passed"}),
     });
     let oauth = [
         "CAPSID_GITHUB_CLIENT_ID",

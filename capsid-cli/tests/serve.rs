@@ -161,7 +161,7 @@ fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
     );
     // Whether `drive --box` can box an agent here: bubblewrap starts a box (scripts/test.sh
     // installs it), and without it on the PATH doctor names what is missing.
-    let boxed = doctor_check(&report, "agent box (capsid drive --box)");
+    let boxed = doctor_check(&report, "agent box (capsid drive)");
     let have_bwrap = Command::new("bwrap")
         .arg("--version")
         .status()
@@ -184,8 +184,15 @@ fn doctor_reports_the_github_app_and_serve_wires_it_into_the_repo_tools() {
     cmd.args(["doctor", "--json"]).env("PATH", dir.path());
     with_app(&mut cmd, dir.path(), &gh.url, key);
     let (_, report) = run_json(cmd);
-    let boxed = doctor_check(&report, "agent box (capsid drive --box)");
+    let boxed = doctor_check(&report, "agent box (capsid drive)");
     assert_eq!(boxed["value"], "unavailable", "{report}");
+    assert!(
+        boxed["meaning"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--unboxed"),
+        "{report}"
+    );
     assert!(
         boxed["error"]
             .as_str()

@@ -38,12 +38,16 @@ pub(crate) struct BoxSettings {
 }
 
 impl BoxSettings {
-    /// `--box`: bubblewrap must start a box here (the refusal names what is missing), and the
+    /// The box (the default; `--unboxed` opts out): bubblewrap must start a box here (the refusal names what is missing), and the
     /// folder of the boxes is `--box-dir`, else `~/.cache/capsid/boxes`.
     pub async fn resolve(dir: Option<&Path>) -> std::result::Result<BoxSettings, String> {
         let bwrap = capsid_box::sandbox::probe()
             .await
-            .map_err(|e| format!("--box: {e}"))?;
+            .map_err(|e| {
+                format!(
+                    "the agent's box cannot start here: {e}. Or pass --unboxed to run the agent as your own user with your files and network (each job's record then says so)"
+                )
+            })?;
         let dir = match dir {
             Some(d) => d.to_path_buf(),
             None => PathBuf::from(
@@ -637,7 +641,7 @@ pub(crate) fn remove(place_base: &Path) {
 /// Refuses what a boxed run cannot do yet, before anything is claimed.
 pub(crate) fn refuse_unsupported(tmux: bool) -> std::result::Result<(), String> {
     if tmux {
-        return Err("--box with --tmux is not supported yet: drop --tmux (the boxed agent's progress lines still show)".to_owned());
+        return Err("--tmux runs the agent outside the box, which is not supported yet: drop --tmux (the boxed agent's progress lines still show), or pass --unboxed with it".to_owned());
     }
     Ok(())
 }

@@ -147,13 +147,19 @@ pub struct RunArgs {
     /// refused before it reaches the model, and the job blocks until a person raises it.
     #[arg(long, env = "CAPSID_MAX_COST_USD")]
     pub max_cost_usd: Option<f64>,
-    /// Run the agent in a box (bubblewrap: its own user, PID and network namespaces): its own
-    /// clone of a Capsid-owned mirror, no network but the driver's doors (the metered model,
-    /// Capsid's MCP endpoint, the git gateway that is the push gate, and the package
-    /// registries through a CONNECT door), and none of the host's secrets. Refused before any
-    /// claim when bubblewrap cannot start a box here.
-    #[arg(long = "box")]
+    /// Run the agent in a box, which is the default (bubblewrap: its own user, PID and network
+    /// namespaces): its own clone of a Capsid-owned mirror, no network but the driver's doors
+    /// (the metered model, Capsid's MCP endpoint, the git gateway that is the push gate, and
+    /// the package registries through a CONNECT door), and none of the host's secrets. When
+    /// bubblewrap cannot start a box here the driver refuses before any claim, unless
+    /// --unboxed is given.
+    #[arg(long = "box", conflicts_with = "unboxed")]
     pub boxed: bool,
+    /// Run the agent as the driver's own user, with the host's filesystem, git config and
+    /// network: no box. Every job's record says it ran unboxed. Needed for --tmux and where
+    /// bubblewrap cannot run.
+    #[arg(long)]
+    pub unboxed: bool,
     /// Where boxed jobs' folders and the namespaces' mirrors live (default
     /// ~/.cache/capsid/boxes).
     #[arg(long, env = "CAPSID_BOX_DIR")]
@@ -248,6 +254,12 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
     }
     let args = args.run;
     if let Some(path) = args.task.clone() {
+        // The improve loop's task runs without a box for now: the owner says so explicitly.
+        if !args.unboxed {
+            return Ok(refused(
+                "capsid drive --task does not run the agent in a box yet; pass --unboxed to run it as your own user, with your files and network",
+            ));
+        }
         return task::run(&args, &path).await;
     }
     let Some(namespace) = args.namespace.clone().filter(|n| !n.trim().is_empty()) else {
@@ -390,14 +402,14 @@ pub(crate) async fn prepare(
         Ok(m) => m,
         Err(why) => return Ok(Err(refused(why))),
     };
-    let boxed = if args.boxed {
+    let boxed = if !args.unboxed {
         if let Err(why) = boxed::refuse_unsupported(args.tmux) {
             return Ok(Err(refused(why)));
         }
         // The clone's only remote is the gateway, which forwards to the project's `origin`.
         if let Err(e) = proc::git(&root, &["remote", "get-url", "origin"]).await {
             return Ok(Err(refused(format!(
-                "--box: the project at {} has no `origin` remote for the git gateway to forward the job's pushes to ({e:#}); add one with `git remote add origin <url>`",
+                "the project at {} has no `origin` remote for the box's git gateway to forward the job's pushes to ({e:#}); add one with `git remote add origin <url>`, or pass --unboxed",
                 root.display()
             ))));
         }

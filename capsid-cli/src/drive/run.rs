@@ -379,12 +379,18 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
             gates,
             push,
             metered: &metered,
-            doors_line: seen.as_ref().map(boxed::summary),
+            doors_line: Some(
+                seen.as_ref()
+                    .map_or_else(|| UNBOXED.to_owned(), boxed::summary),
+            ),
             boxed_base: place.as_ref().map(|p| p.base.clone()),
         },
     )
     .await
 }
+
+/// The record of a run without a box (`--unboxed`), in the job's outcome.
+const UNBOXED: &str = "Unboxed (--unboxed): the agent ran as the driver's own user, with the host's files, git config and network.";
 
 /// Keeps a file the driver changed in the worktree out of the agent's commits.
 async fn hide_path(wt: &Path, rel: &str) {
@@ -497,10 +503,11 @@ async fn pushed(wt: &Path, id: &str) -> Option<Pushed> {
 /// The command a human runs to answer a paused agent and resume it.
 fn resume_hint(r: &Ready, agent: &str) -> String {
     format!(
-        "curl -s {}/api/projects/{}/agents/{agent}/answer -H \"Authorization: Bearer $CAPSID_KEY\" -H 'Content-Type: application/json' -d '{{\"answer\": \"<your answer>\", \"resume\": true}}' && capsid drive --once --namespace {}",
+        "curl -s {}/api/projects/{}/agents/{agent}/answer -H \"Authorization: Bearer $CAPSID_KEY\" -H 'Content-Type: application/json' -d '{{\"answer\": \"<your answer>\", \"resume\": true}}' && capsid drive --once --namespace {}{}",
         base_url(&r.url),
         r.namespace,
-        r.namespace
+        r.namespace,
+        if r.boxed.is_some() { "" } else { " --unboxed" }
     )
 }
 

@@ -241,7 +241,63 @@ fn a_box_that_cannot_work_stops_before_any_claim(w: &World) {
     );
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--box with --tmux"),
+        String::from_utf8_lossy(&out.stderr).contains("--tmux runs the agent outside the box"),
+        "{}",
+        said(&out)
+    );
+    // The box is the default: where bubblewrap cannot run, the driver refuses unless told
+    // --unboxed (here a PATH with git and a shell but no bwrap).
+    git_out(
+        &root,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://example.invalid/demo.git",
+        ],
+    );
+    let bin = w.dir.path().join("no-bwrap");
+    std::fs::create_dir_all(&bin).expect("a PATH folder");
+    for tool in ["git", "sh", "env", "cat", "mkdir", "rm"] {
+        if let Some(found) = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| std::path::Path::new(d).join(tool))
+            .find(|p| p.exists())
+        {
+            let _ = std::os::unix::fs::symlink(found, bin.join(tool));
+        }
+    }
+    let out = w
+        .drive("demo", &key, &root, &["--box-dir", &boxes, "--box"])
+        .env("PATH", &bin)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("box cannot start here") && err.contains("--unboxed"),
+        "{}",
+        said(&out)
+    );
+    let out = w
+        .command()
+        .args(["drive", "--once", "--namespace", "demo", "--url", &w.url])
+        .arg("--root-dir")
+        .arg(&root)
+        .args(["--test-command", "sh test.sh", "--box-dir", &boxes])
+        .args(["--agent-command", "sh -c true"])
+        .env("CAPSID_KEY", &key)
+        .env("PATH", &bin)
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "the default is the box: {}",
+        said(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--unboxed"),
         "{}",
         said(&out)
     );

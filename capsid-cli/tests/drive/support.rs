@@ -121,7 +121,7 @@ impl World {
         self.dir.path().join("data")
     }
 
-    fn command(&self) -> Command {
+    pub fn command(&self) -> Command {
         let mut c = Command::new(BIN);
         c.env("CAPSID_DATA_DIR", self.data_dir())
             .env_remove("CAPSID_SIGNING_SECRET")
@@ -358,6 +358,7 @@ impl World {
             ])
             .arg("--agent-command")
             .arg(fake_agent())
+            .args(unboxed_unless_asked(extra))
             .args(extra)
             .env("CAPSID_KEY", key)
             .env("FAKE_LOG", self.fake_log(ns))
@@ -462,6 +463,7 @@ impl World {
                 "--build-command",
                 "sh build.sh",
             ])
+            .args(unboxed_unless_asked(extra))
             .args(extra)
             .env_remove("CAPSID_AGENT_COMMAND")
             .env_remove("CAPSID_AGENT_ARGS")
@@ -546,7 +548,15 @@ impl World {
     /// comes from the namespace's runner settings.
     pub fn drive_bare(&self, ns: &str, key: &str, cwd: &Path) -> Output {
         self.command()
-            .args(["drive", "--once", "--namespace", ns, "--url", &self.url])
+            .args([
+                "drive",
+                "--once",
+                "--unboxed",
+                "--namespace",
+                ns,
+                "--url",
+                &self.url,
+            ])
             .current_dir(cwd)
             .env("CAPSID_KEY", key)
             .env_remove("CAPSID_ROOT_DIR")
@@ -559,5 +569,15 @@ impl World {
             .env("GIT_COMMITTER_EMAIL", "agent@capsid.invalid")
             .output()
             .expect("run capsid drive")
+    }
+}
+
+/// `--unboxed` unless `extra` asks for the box: the cases written for the driver's worktree
+/// run say so, as the driver asks of its users (the box is the default).
+pub fn unboxed_unless_asked(extra: &[&str]) -> &'static [&'static str] {
+    if extra.contains(&"--box") || extra.contains(&"--unboxed") {
+        &[]
+    } else {
+        &["--unboxed"]
     }
 }

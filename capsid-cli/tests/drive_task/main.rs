@@ -87,6 +87,7 @@ fn said(out: &Output) -> String {
 fn drive_line(url: &str, root: &Path, task: &str) -> Vec<String> {
     [
         "drive",
+        "--unboxed",
         "--task",
         task,
         "--url",

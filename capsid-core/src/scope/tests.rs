@@ -136,7 +136,10 @@ fn raising_a_cap_is_its_own_flag_off_by_default_and_named_in_its_refusal() {
     .unwrap_err()
     .to_string();
     assert!(refusal.contains("can_raise_budget"), "{refusal}");
-    assert!(refusal.contains("spend more of the namespace's money"), "{refusal}");
+    assert!(
+        refusal.contains("spend more of the namespace's money"),
+        "{refusal}"
+    );
 }
 
 #[test]

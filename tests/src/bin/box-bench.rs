@@ -172,6 +172,8 @@ async fn main() -> Result<()> {
             c.arg("--box")
                 .arg("--box-dir")
                 .arg(dir.path().join("boxes"));
+        } else {
+            c.arg("--unboxed");
         }
         let t = Instant::now();
         let out = c.output()?;

@@ -56,8 +56,15 @@ fn usd_converts_rounds_and_refuses_what_is_not_money() {
 fn a_sum_is_dollars_on_the_wire_and_only_money_is_read_back() {
     let cap = Usd::from_micros(1_250_000);
     assert_eq!(serde_json::to_value(cap).unwrap(), serde_json::json!(1.25));
-    assert_eq!(serde_json::from_value::<Usd>(serde_json::json!(0.05)).unwrap(), Usd::from_micros(50_000));
-    for bad in [serde_json::json!(-1), serde_json::json!("1"), serde_json::json!(1e13)] {
+    assert_eq!(
+        serde_json::from_value::<Usd>(serde_json::json!(0.05)).unwrap(),
+        Usd::from_micros(50_000)
+    );
+    for bad in [
+        serde_json::json!(-1),
+        serde_json::json!("1"),
+        serde_json::json!(1e13),
+    ] {
         let err = serde_json::from_value::<Usd>(bad.clone()).expect_err("not money");
         assert!(!err.to_string().is_empty(), "{bad}");
     }
