@@ -163,6 +163,19 @@ fn budget_arg(given: Option<&String>) -> Value {
 /// `capsid jobs`.
 #[derive(Debug, Subcommand)]
 pub enum JobsCommand {
+    /// The queue: one namespace's jobs (--namespace), or the whole portfolio (--all): each
+    /// namespace's queued, claimed and blocked jobs, its drivers, and which need one.
+    List {
+        /// The namespace whose jobs to list (newest first).
+        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        namespace: Option<String>,
+        /// Every namespace's queue in one table, and which have work but no driver.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Raise a job's cap on what one run may spend on its model (above its current cap). A
     /// job blocked at its budget gate is answered and resumed: the next `capsid drive` goes
     /// on with the same session under the new cap.
@@ -178,10 +191,154 @@ pub enum JobsCommand {
     },
 }
 
+/// One namespace's line of the portfolio.
+#[derive(Debug, PartialEq)]
+struct PortfolioRow {
+    namespace: String,
+    queued: u64,
+    claimed: u64,
+    blocked: u64,
+    /// The live drivers whose scopes reach the namespace.
+    drivers: Vec<String>,
+    /// Work is waiting (queued or blocked) and no live driver can take it.
+    needs_driver: bool,
+}
+
+impl PortfolioRow {
+    fn to_json(&self) -> Value {
+        json!({
+            "namespace": self.namespace,
+            "queued": self.queued,
+            "claimed": self.claimed,
+            "blocked": self.blocked,
+            "drivers": self.drivers,
+            "needs_driver": self.needs_driver,
+        })
+    }
+}
+
+/// Whether an agent's scopes reach `ns` (`"*"` or a list naming it).
+fn reaches(scopes: &Value, ns: &str) -> bool {
+    match &scopes["namespaces"] {
+        Value::String(all) => all == "*",
+        Value::Array(list) => list.iter().any(|n| n.as_str() == Some(ns)),
+        _ => false,
+    }
+}
+
+/// The portfolio from `improve_status` (each namespace's queue) and `agents list`.
+fn portfolio(status: &Value, agents: &Value) -> Vec<PortfolioRow> {
+    let live_drivers: Vec<&Value> = agents["agents"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|a| a["kind"] == "driver" && a["revoked_at"].is_null())
+                .collect()
+        })
+        .unwrap_or_default();
+    status["namespaces"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|n| {
+            let ns = n["namespace"].as_str().unwrap_or("").to_owned();
+            let count = |k: &str| n["jobs"][k].as_u64().unwrap_or(0);
+            let drivers: Vec<String> = live_drivers
+                .iter()
+                .filter(|a| reaches(&a["scopes"], &ns))
+                .filter_map(|a| a["name"].as_str().map(str::to_owned))
+                .collect();
+            let (queued, claimed, blocked) = (count("queued"), count("claimed"), count("blocked"));
+            PortfolioRow {
+                needs_driver: queued + blocked > 0 && drivers.is_empty(),
+                namespace: ns,
+                queued,
+                claimed,
+                blocked,
+                drivers,
+            }
+        })
+        .collect()
+}
+
 /// `capsid jobs`.
 pub async fn jobs(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
     let service = service(global).await?;
-    let JobsCommand::Raise { id, usd, json } = cmd;
+    let (id, usd, json) = match cmd {
+        JobsCommand::Raise { id, usd, json } => (id, usd, json),
+        JobsCommand::List {
+            namespace: Some(ns),
+            json,
+            ..
+        } => {
+            let answer =
+                match call(&service, "jobs", json!({"action": "list", "namespace": ns})).await? {
+                    Ok(v) => v,
+                    Err(m) => return Ok(tool_refusal(m)),
+                };
+            return Ok(finish(answer, json, |v| {
+                let rows = v["jobs"].as_array().cloned().unwrap_or_default();
+                if rows.is_empty() {
+                    return format!("no jobs in {ns}");
+                }
+                rows.iter()
+                    .map(|j| {
+                        format!(
+                            "{}  {:<8} {}{}",
+                            j["id"].as_str().unwrap_or(""),
+                            j["status"].as_str().unwrap_or(""),
+                            j["title"].as_str().unwrap_or(""),
+                            j["claimed_by"]
+                                .as_str()
+                                .map(|h| format!("  (held by {h})"))
+                                .unwrap_or_default()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }));
+        }
+        JobsCommand::List { json, .. } => {
+            let status = match call(&service, "improve_status", json!({})).await? {
+                Ok(v) => v,
+                Err(m) => return Ok(tool_refusal(m)),
+            };
+            let agents = match call(&service, "agents", json!({"action": "list"})).await? {
+                Ok(v) => v,
+                Err(m) => return Ok(tool_refusal(m)),
+            };
+            let rows = portfolio(&status, &agents);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &json!({"namespaces": rows.iter().map(PortfolioRow::to_json).collect::<Vec<_>>()})
+                    )?
+                );
+            } else if rows.is_empty() {
+                println!("no namespaces (capsid namespaces register <ns> --repo owner/name)");
+            } else {
+                for r in &rows {
+                    println!(
+                        "{:<24} queued {:<4} claimed {:<4} blocked {:<4} {}",
+                        r.namespace,
+                        r.queued,
+                        r.claimed,
+                        r.blocked,
+                        if r.needs_driver {
+                            "NEEDS A DRIVER (capsid agents mint --kind driver ...)".to_owned()
+                        } else if r.drivers.is_empty() {
+                            "no driver".to_owned()
+                        } else {
+                            format!("drivers: {}", r.drivers.join(", "))
+                        }
+                    );
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let found = match call(&service, "jobs", json!({"action": "get", "id": id})).await? {
         Ok(v) => v,
         Err(m) => return Ok(tool_refusal(m)),

@@ -68,7 +68,7 @@ enum Command {
     /// Register, list and update namespaces and their repositories.
     #[command(subcommand)]
     Namespaces(admin::NamespacesCommand),
-    /// The work queue's owner actions: raise a job's cap (`capsid jobs raise <id> --usd N`).
+    /// The work queue: list one namespace's jobs or the portfolio (`--all`), raise a job's cap.
     #[command(subcommand)]
     Jobs(admin::JobsCommand),
     /// Sign a stored autonomy policy document.

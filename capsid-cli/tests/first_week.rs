@@ -68,6 +68,8 @@ const ADMIN_COMMANDS: &[&[&str]] = &[
     &["improve", "cadence", "backup"],
     &["skills", "list"],
     &["backup"],
+    &["jobs", "list", "--all"],
+    &["jobs", "raise", "job_0123456789ab", "--usd", "1"],
     &["tick", "--task", "backup"],
     &["doctor"],
 ];

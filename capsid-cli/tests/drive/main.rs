@@ -71,7 +71,73 @@ both_stores!(
     runner_settings_come_from_the_namespace,
     dispatch_is_bounded_in_depth_and_breadth,
     max_parallel_runs_one_job_per_key_side_by_side,
+    the_portfolio_names_each_namespaces_queue_and_which_needs_a_driver,
 );
+
+/// `capsid jobs list --all` (issue 56, item 10): one line per namespace with its queued,
+/// claimed and blocked jobs and its drivers; a namespace with work and no live driver is
+/// named as needing one. `--namespace` lists that namespace's jobs.
+fn the_portfolio_names_each_namespaces_queue_and_which_needs_a_driver(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    w.cli(&["namespaces", "register", "lonely", "--repo", "you/lonely"]);
+    w.cli(&["namespaces", "register", "quiet", "--repo", "you/quiet"]);
+    let first = w.post("demo", "First widget", "Widget work. MODE=pass");
+    w.post("demo", "Second widget", "Widget work. MODE=pass");
+    w.post("lonely", "Orphan", "Nobody drives this.");
+    let out = w.drive_once("demo", &key, &root, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let listed: serde_json::Value =
+        serde_json::from_str(&w.cli(&["jobs", "list", "--all", "--json"])).expect("JSON");
+    let row = |ns: &str| {
+        listed["namespaces"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["namespace"] == ns))
+            .cloned()
+            .unwrap_or_else(|| panic!("no row for {ns}: {listed}"))
+    };
+    let demo = row("demo");
+    assert_eq!(
+        (&demo["queued"], &demo["claimed"], &demo["blocked"]),
+        (&json!(1), &json!(0), &json!(0)),
+        "{demo}"
+    );
+    assert_eq!(demo["drivers"], json!(["demo-driver"]), "{demo}");
+    assert_eq!(demo["needs_driver"], json!(false), "{demo}");
+    let lonely = row("lonely");
+    assert_eq!(lonely["queued"], json!(1), "{lonely}");
+    assert_eq!(lonely["needs_driver"], json!(true), "{lonely}");
+    let quiet = row("quiet");
+    assert_eq!(
+        quiet["needs_driver"],
+        json!(false),
+        "nothing waits: {quiet}"
+    );
+    let text = w.cli(&["jobs", "list", "--all"]);
+    let line = |ns: &str| {
+        text.lines()
+            .find(|l| l.starts_with(ns))
+            .unwrap_or_else(|| panic!("no line for {ns}: {text}"))
+            .to_owned()
+    };
+    assert!(line("lonely").contains("NEEDS A DRIVER"), "{text}");
+    assert!(line("demo").contains("drivers: demo-driver"), "{text}");
+    // A revoked driver drives nothing.
+    w.cli(&["agents", "revoke", "--name", "demo-driver"]);
+    let text = w.cli(&["jobs", "list", "--all"]);
+    assert!(line_of(&text, "demo").contains("NEEDS A DRIVER"), "{text}");
+    let jobs = w.cli(&["jobs", "list", "--namespace", "demo"]);
+    assert!(jobs.contains(&first) && jobs.contains("done"), "{jobs}");
+    let neither = w.cli_output(&["jobs", "list"]);
+    assert_eq!(neither.status.code(), Some(2), "{}", said(&neither));
+}
+
+fn line_of(text: &str, prefix: &str) -> String {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line for {prefix}: {text}"))
+        .to_owned()
+}
 
 fn max_parallel_runs_one_job_per_key_side_by_side(w: &World) {
     let first = w.namespace_with_driver("demo");
