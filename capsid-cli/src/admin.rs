@@ -217,13 +217,12 @@ impl PortfolioRow {
     }
 }
 
-/// Whether an agent's scopes reach `ns` (`"*"` or a list naming it).
+/// Whether an agent's scopes reach `ns`: the core's own parse of the stored scopes
+/// (fail-closed) and its namespace axis, not a second reading of the JSON here.
 fn reaches(scopes: &Value, ns: &str) -> bool {
-    match &scopes["namespaces"] {
-        Value::String(all) => all == "*",
-        Value::Array(list) => list.iter().any(|n| n.as_str() == Some(ns)),
-        _ => false,
-    }
+    capsid_core::scope::Scopes::parse(Some(&scopes.to_string()))
+        .namespaces
+        .allows(ns)
 }
 
 /// The portfolio from `improve_status` (each namespace's queue) and `agents list`.

@@ -431,18 +431,28 @@ fn default_monthly_budget() -> Option<f64> {
 
 /// Reads `CAPSID_MONTHLY_BUDGET_USD`: unset or blank is no default budget.
 pub fn check_monthly_budget() -> Result<Option<f64>> {
-    let Some(text) = std::env::var("CAPSID_MONTHLY_BUDGET_USD")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    else {
+    env_dollars(
+        "CAPSID_MONTHLY_BUDGET_USD",
+        capsid_core::jobs::budget::parse_budget,
+    )
+}
+
+/// Dollars from the variable `var` under the core's rule `parse`: unset or blank is `None`;
+/// text that is not a number, or a number the rule refuses, is an error naming `var`.
+fn env_dollars<T>(
+    var: &str,
+    parse: fn(f64) -> std::result::Result<T, String>,
+) -> Result<Option<T>> {
+    let Some(text) = std::env::var(var).ok().filter(|v| !v.trim().is_empty()) else {
         return Ok(None);
     };
-    let parsed: f64 = text.trim().parse().map_err(|_| {
-        anyhow::anyhow!("CAPSID_MONTHLY_BUDGET_USD={text:?} is not a number of US dollars")
-    })?;
-    capsid_core::jobs::budget::parse_budget(parsed)
+    let parsed: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{var}={text:?} is not a number of US dollars"))?;
+    parse(parsed)
         .map(Some)
-        .map_err(|e| anyhow::anyhow!("CAPSID_MONTHLY_BUDGET_USD: {e}"))
+        .map_err(|e| anyhow::anyhow!("{var}: {e}"))
 }
 
 /// `CAPSID_JOB_MAX_COST_USD`, the cap of every job posted without its own `max_cost_usd`.
@@ -461,18 +471,10 @@ fn default_job_cap() -> Option<capsid_core::drive::ledger::Usd> {
 
 /// Reads `CAPSID_JOB_MAX_COST_USD`: unset or blank is no default cap.
 pub fn check_job_cap() -> Result<Option<capsid_core::drive::ledger::Usd>> {
-    let Some(text) = std::env::var("CAPSID_JOB_MAX_COST_USD")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    else {
-        return Ok(None);
-    };
-    let parsed: f64 = text.trim().parse().map_err(|_| {
-        anyhow::anyhow!("CAPSID_JOB_MAX_COST_USD={text:?} is not a number of US dollars")
-    })?;
-    capsid_core::jobs::budget::parse_job_cap(parsed)
-        .map(Some)
-        .map_err(|e| anyhow::anyhow!("CAPSID_JOB_MAX_COST_USD: {e}"))
+    env_dollars(
+        "CAPSID_JOB_MAX_COST_USD",
+        capsid_core::jobs::budget::parse_job_cap,
+    )
 }
 
 /// The GitHub App's settings (`CAPSID_GITHUB_APP_CLIENT_ID`, `CAPSID_GITHUB_APP_PRIVATE_KEY`,
