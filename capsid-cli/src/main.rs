@@ -19,6 +19,7 @@ mod doctor;
 mod drive;
 mod hook;
 mod improve;
+mod jobs;
 mod model;
 mod owner;
 mod proxies;
@@ -70,13 +71,13 @@ enum Command {
     Namespaces(admin::NamespacesCommand),
     /// The work queue: list one namespace's jobs or the portfolio (`--all`), raise a job's cap.
     #[command(subcommand)]
-    Jobs(admin::JobsCommand),
+    Jobs(jobs::JobsCommand),
     /// Sign a stored autonomy policy document.
     #[command(subcommand)]
     Policy(admin::PolicyCommand),
     /// Check configuration, the store and what is missing.
     Doctor(config::JsonFlag),
-    /// Turn queued jobs into supervised agent runs in their own git worktrees.
+    /// Turn queued jobs into supervised agent runs, each in a box of its own (--unboxed: a git worktree).
     Drive(drive::DriveArgs),
     /// Claude Code's hooks: the test gate at Stop, the push gate at PreToolUse.
     #[command(subcommand)]
@@ -150,7 +151,7 @@ fn main() -> ExitCode {
             Command::Agents(cmd) => admin::agents(&cli.global, cmd).await,
             Command::Namespaces(cmd) => admin::namespaces(&cli.global, cmd).await,
             Command::Policy(cmd) => admin::policy(&cli.global, cmd).await,
-            Command::Jobs(cmd) => admin::jobs(&cli.global, cmd).await,
+            Command::Jobs(cmd) => jobs::run(&cli.global, cmd).await,
             Command::Doctor(json) => doctor::run(&cli.global, json.json).await,
             Command::Drive(args) => drive::run(args).await,
             Command::Hook(cmd) => hook::run(cmd).await,

@@ -1,0 +1,215 @@
+//! `capsid jobs`: the work queue from the admin's seat: one namespace's jobs, the portfolio
+//! of every namespace's queue and which needs a driver (`list --all`), and raising a job's cap.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use crate::admin::{call, finish, service, tool_refusal};
+use crate::config::GlobalArgs;
+
+/// `capsid jobs`.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// The queue: one namespace's jobs (--namespace), or the whole portfolio (--all): each
+    /// namespace's queued, claimed and blocked jobs, its drivers, and which need one.
+    List {
+        /// The namespace whose jobs to list (newest first).
+        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        namespace: Option<String>,
+        /// Every namespace's queue in one table, and which have work but no driver.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Raise a job's cap on what one run may spend on its model (above its current cap). A
+    /// job blocked at its budget gate is answered and resumed: the next `capsid drive` goes
+    /// on with the same session under the new cap.
+    Raise {
+        /// The job (`job_` + 12 hex).
+        id: String,
+        /// The new cap, in US dollars.
+        #[arg(long)]
+        usd: f64,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// One namespace's line of the portfolio.
+#[derive(Debug, PartialEq)]
+struct PortfolioRow {
+    namespace: String,
+    queued: u64,
+    claimed: u64,
+    blocked: u64,
+    /// The live drivers whose scopes reach the namespace.
+    drivers: Vec<String>,
+    /// Work is waiting (queued or blocked) and no live driver can take it.
+    needs_driver: bool,
+}
+
+impl PortfolioRow {
+    fn to_json(&self) -> Value {
+        json!({
+            "namespace": self.namespace,
+            "queued": self.queued,
+            "claimed": self.claimed,
+            "blocked": self.blocked,
+            "drivers": self.drivers,
+            "needs_driver": self.needs_driver,
+        })
+    }
+}
+
+/// Whether an agent's scopes reach `ns`: the core's own parse of the stored scopes
+/// (fail-closed) and its namespace axis, not a second reading of the JSON here.
+fn reaches(scopes: &Value, ns: &str) -> bool {
+    capsid_core::scope::Scopes::parse(Some(&scopes.to_string()))
+        .namespaces
+        .allows(ns)
+}
+
+/// The portfolio from `improve_status` (each namespace's queue) and `agents list`.
+fn portfolio(status: &Value, agents: &Value) -> Vec<PortfolioRow> {
+    let live_drivers: Vec<&Value> = agents["agents"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|a| a["kind"] == "driver" && a["revoked_at"].is_null())
+                .collect()
+        })
+        .unwrap_or_default();
+    status["namespaces"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|n| {
+            let ns = n["namespace"].as_str().unwrap_or("").to_owned();
+            let count = |k: &str| n["jobs"][k].as_u64().unwrap_or(0);
+            let drivers: Vec<String> = live_drivers
+                .iter()
+                .filter(|a| reaches(&a["scopes"], &ns))
+                .filter_map(|a| a["name"].as_str().map(str::to_owned))
+                .collect();
+            let (queued, claimed, blocked) = (count("queued"), count("claimed"), count("blocked"));
+            PortfolioRow {
+                needs_driver: queued + blocked > 0 && drivers.is_empty(),
+                namespace: ns,
+                queued,
+                claimed,
+                blocked,
+                drivers,
+            }
+        })
+        .collect()
+}
+
+/// `capsid jobs`.
+pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
+    let service = service(global).await?;
+    let (id, usd, json) = match cmd {
+        JobsCommand::Raise { id, usd, json } => (id, usd, json),
+        JobsCommand::List {
+            namespace: Some(ns),
+            json,
+            ..
+        } => {
+            let answer =
+                match call(&service, "jobs", json!({"action": "list", "namespace": ns})).await? {
+                    Ok(v) => v,
+                    Err(m) => return Ok(tool_refusal(m)),
+                };
+            return Ok(finish(answer, json, |v| {
+                let rows = v["jobs"].as_array().cloned().unwrap_or_default();
+                if rows.is_empty() {
+                    return format!("no jobs in {ns}");
+                }
+                rows.iter()
+                    .map(|j| {
+                        format!(
+                            "{}  {:<8} {}{}",
+                            j["id"].as_str().unwrap_or(""),
+                            j["status"].as_str().unwrap_or(""),
+                            j["title"].as_str().unwrap_or(""),
+                            j["claimed_by"]
+                                .as_str()
+                                .map(|h| format!("  (held by {h})"))
+                                .unwrap_or_default()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }));
+        }
+        JobsCommand::List { json, .. } => {
+            let status = match call(&service, "improve_status", json!({})).await? {
+                Ok(v) => v,
+                Err(m) => return Ok(tool_refusal(m)),
+            };
+            let agents = match call(&service, "agents", json!({"action": "list"})).await? {
+                Ok(v) => v,
+                Err(m) => return Ok(tool_refusal(m)),
+            };
+            let rows = portfolio(&status, &agents);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &json!({"namespaces": rows.iter().map(PortfolioRow::to_json).collect::<Vec<_>>()})
+                    )?
+                );
+            } else if rows.is_empty() {
+                println!("no namespaces (capsid namespaces register <ns> --repo owner/name)");
+            } else {
+                for r in &rows {
+                    println!(
+                        "{:<24} queued {:<4} claimed {:<4} blocked {:<4} {}",
+                        r.namespace,
+                        r.queued,
+                        r.claimed,
+                        r.blocked,
+                        if r.needs_driver {
+                            "NEEDS A DRIVER (capsid agents mint --kind driver ...)".to_owned()
+                        } else if r.drivers.is_empty() {
+                            "no driver".to_owned()
+                        } else {
+                            format!("drivers: {}", r.drivers.join(", "))
+                        }
+                    );
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    let found = match call(&service, "jobs", json!({"action": "get", "id": id})).await? {
+        Ok(v) => v,
+        Err(m) => return Ok(tool_refusal(m)),
+    };
+    let Some(namespace) = found["job"]["namespace"].as_str() else {
+        return Ok(finish(found, json, |_| String::new()));
+    };
+    let args = json!({"action": "raise", "id": id, "namespace": namespace, "max_cost_usd": usd});
+    let answer = match call(&service, "jobs", args).await? {
+        Ok(v) => v,
+        Err(m) => return Ok(tool_refusal(m)),
+    };
+    Ok(finish(answer, json, |v| {
+        let cap = v["max_cost_usd"].as_f64().unwrap_or(usd);
+        match v["resumed"].as_bool() {
+            Some(true) => format!(
+                "raised {id} to ${cap:.2}; it was blocked at its budget: its driver resumes the same session on its next run"
+            ),
+            Some(false) => format!(
+                "raised {id} to ${cap:.2}; it is blocked, but not on an open budget question (answer it from the console or `capsid drive` resumes nothing)"
+            ),
+            None => format!("raised {id} to ${cap:.2}"),
+        }
+    }))
+}
