@@ -350,7 +350,8 @@ const port = await new Promise((done) => {
   const deadline = setTimeout(() => fail(`serve printed no banner in 60 s:\n${serveOut}\n${serveErr}`), 60_000);
   const look = () => {
     const m = serveErr.match(/capsid is serving MCP at http:\/\/127\.0\.0\.1:(\d+)\/ops\/mcp/);
-    if (m) {
+    // The whole banner: a pipe may deliver it in more than one chunk.
+    if (m && serveErr.includes('namespaces register my-project')) {
       clearTimeout(deadline);
       done(m[1]);
     }

@@ -273,10 +273,13 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         && args.operator_key_hash.is_none()
     {
         let inv = invocation(global);
-        eprintln!(
+        // Formatted whole, then written once: stderr is unbuffered, and a reader watching for
+        // the first line must not see the banner cut between its pieces.
+        let banner = format!(
             "\ncapsid is serving MCP at {public_url}/ops/mcp\n  database: {}\n\nNo agents yet. Mint a first one (its key is printed once):\n\n  {inv} agents mint --name me --kind session --namespaces '*' --grants read,write\n\nthen register a namespace:\n\n  {inv} namespaces register my-project --repo owner/name\n",
             global.database_display()
         );
+        eprintln!("{banner}");
     }
     if http_has_no_github {
         let inv = invocation(global);
