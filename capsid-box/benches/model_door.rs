@@ -118,6 +118,7 @@ fn main() {
         let up = serve(upstream(events, gap)).await;
         let proxy = ModelProxy::new(
             ProxyConfig {
+                spent_before: Default::default(),
                 upstream: up.clone(),
                 auth: UpstreamAuth::ApiKey("sk-upstream".into()),
                 token: "job-token".into(),

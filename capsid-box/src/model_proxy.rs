@@ -61,6 +61,9 @@ pub struct ProxyConfig {
     pub prices: PriceTable,
     /// The job's cap (`None`: no cap).
     pub cap: Option<Usd>,
+    /// What the job's ledger held when the run began (earlier sessions' calls): it counts
+    /// against the cap, which is the job's, not one session's.
+    pub spent_before: Usd,
 }
 
 /// How a call ended.
@@ -77,6 +80,9 @@ pub enum CallEnd {
 /// One model call, as the ledger keeps it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallRecord {
+    /// The door's id for the call (`call_` and 24 hex digits), which the ledger keeps it
+    /// under once however often it is sent.
+    pub call_id: String,
     /// The model the upstream answered with (else the one asked for).
     pub model: String,
     /// The session the call came from (Claude Code's `metadata.user_id`), when it says.
@@ -182,6 +188,7 @@ impl ModelProxy {
             .map_err(|e| ProxyError::Client(e.to_string()))?;
         let account = Account {
             cap: config.cap,
+            spent: config.spent_before,
             ..Account::default()
         };
         Ok(ModelProxy {
@@ -586,6 +593,7 @@ async fn messages(State(proxy): State<ModelProxy>, req: Request) -> Response {
     };
     let call = Call {
         proxy: proxy.clone(),
+        id: call_id(),
         model,
         session: session_of(&doc),
         known_price: priced.known,
@@ -628,10 +636,19 @@ async fn messages(State(proxy): State<ModelProxy>, req: Request) -> Response {
     out
 }
 
+/// A fresh call id: `call_` and 24 random hex digits.
+fn call_id() -> String {
+    let mut bytes = [0u8; 12];
+    rand::fill(&mut bytes[..]);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("call_{hex}")
+}
+
 /// One call in flight: settled exactly once, when its answer ends or breaks (or, if the agent
 /// hangs up first, when it is dropped).
 struct Call {
     proxy: ModelProxy,
+    id: String,
     model: String,
     session: Option<String>,
     known_price: bool,
@@ -651,6 +668,7 @@ impl Call {
         let cost = priced.price.cost(&usage);
         lock(&self.proxy.shared.account).settle(self.held, cost);
         let record = CallRecord {
+            call_id: self.id.clone(),
             known_price: priced.known && self.known_price,
             model,
             session: self.session.clone(),
@@ -688,6 +706,7 @@ impl Drop for Call {
             self.settled = true;
             lock(&self.proxy.shared.account).settle(held, held);
             lock(&self.proxy.shared.calls).push(CallRecord {
+                call_id: self.id.clone(),
                 model: self.model.clone(),
                 session: self.session.clone(),
                 usage: Usage::default(),

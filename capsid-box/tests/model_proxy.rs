@@ -151,6 +151,7 @@ async fn world(cap: Option<f64>) -> World {
     let rows = Arc::new(Rows::default());
     let proxy = ModelProxy::new(
         ProxyConfig {
+            spent_before: Default::default(),
             upstream: up_url,
             auth: UpstreamAuth::ApiKey(KEY.to_owned()),
             token: TOKEN.to_owned(),

@@ -283,7 +283,7 @@ fn register_store_gauges(r: &mut Registry, g: &Gauges) {
     }
     r.register(
         "namespace_spend_usd",
-        "US dollars a namespace's finished jobs reported spending this month (UTC)",
+        "US dollars a namespace's jobs spent this month (UTC), summed from the job ledger (each model call the door metered, or a finished job's reported cost when no door metered it)",
         spent,
     );
     r.register(

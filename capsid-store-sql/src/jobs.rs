@@ -168,7 +168,12 @@ pub async fn read_month_spend(
         Stmt::new(crate::namespaces::BUDGET)
             .bind(&job.namespace)
             .bind(since),
-        |row| Ok((row.opt_real("monthly_budget_usd")?, row.real("spent")?)),
+        |row| {
+            Ok((
+                row.opt_real("monthly_budget_usd")?,
+                crate::namespaces::dollars(row.int("spent_micros")?),
+            ))
+        },
     )
     .await?;
     let (budget_usd, spent_usd) = budget.first().copied().unwrap_or((None, 0.0));
@@ -216,7 +221,10 @@ pub async fn month_spend(
         )
         .await?;
     let (budget_usd, spent_usd) = match found {
-        Some(row) => (row.opt_real("monthly_budget_usd")?, row.real("spent")?),
+        Some(row) => (
+            row.opt_real("monthly_budget_usd")?,
+            crate::namespaces::dollars(row.int("spent_micros")?),
+        ),
         None => (None, 0.0),
     };
     let holding = x
@@ -402,6 +410,14 @@ pub async fn record_outcome(
     let stmt = bind_outcome(Stmt::new(INSERT_OUTCOME), row);
     if x.fetch_optional(stmt).await?.is_none() {
         return Ok(());
+    }
+    if let Some(call) = &record.reported_call {
+        let of = crate::spend::RowOf {
+            job_id: &row.job_id,
+            namespace: &row.namespace,
+            agent: &row.agent,
+        };
+        crate::spend::insert_call(&mut *x, of, call, row.recorded_at).await?;
     }
     for url in &record.pr_urls {
         let stmt = Stmt::new(INSERT_OUTCOME_PR)

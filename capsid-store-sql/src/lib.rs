@@ -59,6 +59,7 @@ pub mod improve;
 pub mod jobs;
 pub mod oauth;
 pub mod runs;
+pub mod spend;
 
 pub use engine::{Engine, MAX_ATTEMPTS, Tx, TxError, TxResult, always, finish, read_all, unit};
 pub use exec::{Exec, Fetch};
@@ -996,6 +997,26 @@ macro_rules! sql_ports {
                     since: Timestamp,
                 ) -> StoreResult<capsid_core::ports::MonthSpend> {
                     $crate::jobs::read_month_spend(self, job, since).await
+                }
+                async fn record_calls(
+                    &self,
+                    job: &Job,
+                    agent: &str,
+                    calls: &[capsid_core::jobs::spend::LedgerCall],
+                    at: Timestamp,
+                ) -> StoreResult<u64> {
+                    $crate::spend::record_calls(self, job, agent, calls, at).await
+                }
+                async fn job_calls(
+                    &self,
+                    job_id: &str,
+                ) -> StoreResult<Vec<capsid_core::jobs::spend::LedgerCall>> {
+                    $crate::spend::job_calls(self, job_id).await
+                }
+                async fn open_job_spend(
+                    &self,
+                ) -> StoreResult<Vec<(String, capsid_core::drive::ledger::Usd)>> {
+                    $crate::spend::open_job_spend(self).await
                 }
                 async fn jobs(&self, filter: &JobFilter, limit: usize) -> StoreResult<Vec<Job>> {
                     $crate::jobs::jobs(self, filter, limit).await

@@ -171,10 +171,10 @@ pub async fn set_namespace_budget(
     .await)
 }
 
-/// Costs summed per namespace from the outcomes recorded at or after `$1` (the index on
-/// `(namespace, recorded_at)`); outcomes with no reported cost add nothing.
-const SPEND: &str = "SELECT namespace, SUM(cost_usd) AS spent FROM job_outcomes \
-     WHERE recorded_at >= $1 AND cost_usd IS NOT NULL";
+/// The ledger's calls summed per namespace from those recorded at or after `$1` (the index
+/// `job_calls_spend`, read alone), in micro-dollars.
+const SPEND: &str = "SELECT namespace, CAST(SUM(cost_micros) AS BIGINT) AS spent_micros \
+     FROM job_calls WHERE recorded_at >= $1";
 
 /// `NamespaceStore::spend_since`.
 pub async fn spend_since(
@@ -185,17 +185,22 @@ pub async fn spend_since(
     read_all(engine, Stmt::new(sql).bind(since), |r| {
         Ok(NamespaceSpend {
             namespace: r.text("namespace")?,
-            spent_usd: r.real("spent")?,
+            spent_usd: dollars(r.int("spent_micros")?),
         })
     })
     .await
 }
 
-/// A namespace's own budget and its spend since `$2`, in one read (the costed outcomes
-/// only, which are all the partial index `job_outcomes_spend` holds, with their cost).
+/// Stored micro-dollars as dollars (never negative: the core writes only `Usd`).
+pub fn dollars(micros: i64) -> f64 {
+    capsid_core::drive::ledger::Usd::from_micros(u64::try_from(micros).unwrap_or(0)).dollars()
+}
+
+/// A namespace's own budget and the ledger's calls of the namespace recorded at or after
+/// `$2`, in one read (the index `job_calls_spend`, read alone), in micro-dollars.
 pub const BUDGET: &str = "SELECT n.monthly_budget_usd, \
-     (SELECT COALESCE(SUM(o.cost_usd), 0.0) FROM job_outcomes o \
-      WHERE o.namespace = n.namespace AND o.recorded_at >= $2 AND o.cost_usd IS NOT NULL) AS spent \
+     (SELECT CAST(COALESCE(SUM(c.cost_micros), 0) AS BIGINT) FROM job_calls c \
+      WHERE c.namespace = n.namespace AND c.recorded_at >= $2) AS spent_micros \
      FROM namespaces n WHERE n.namespace = $1";
 
 /// `NamespaceStore::namespace_budget`.
@@ -208,7 +213,7 @@ pub async fn namespace_budget(
     let found = read_all(engine, stmt, |r| {
         Ok(NamespaceBudget {
             budget_usd: r.opt_real("monthly_budget_usd")?,
-            spent_usd: r.real("spent")?,
+            spent_usd: dollars(r.int("spent_micros")?),
         })
     })
     .await?;

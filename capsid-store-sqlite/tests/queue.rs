@@ -105,6 +105,7 @@ fn best() -> ClaimTarget {
 
 fn outcome_for(job: &Job, recorded: Timestamp, urls: &[&str]) -> OutcomeRecord {
     OutcomeRecord {
+        reported_call: None,
         row: OutcomeRow {
             job_id: job.id.clone(),
             agent: job

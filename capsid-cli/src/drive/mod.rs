@@ -529,24 +529,29 @@ pub(crate) struct Claimed {
     pub credential: Option<String>,
     /// The job's cap as the server answered it (its own, else the server's default).
     pub max_cost_usd: Option<capsid_core::drive::ledger::Usd>,
+    /// What the job's ledger held already (earlier sessions), which counts against the cap.
+    pub spent_usd: capsid_core::drive::ledger::Usd,
 }
 
 impl Claimed {
     /// The terms from a `claim` or `resume` answer; a cap that is not dollars is an error
     /// (the run does not start without knowing what it may spend).
     fn from_answer(v: &Value, resume: Option<Resume>) -> Result<Claimed> {
-        let max_cost_usd = match v.get("max_cost_usd") {
-            None | Some(Value::Null) => None,
-            Some(cap) => Some(
-                serde_json::from_value(cap.clone())
-                    .with_context(|| format!("the server answered a max_cost_usd of {cap}"))?,
-            ),
+        let dollars = |field: &str| -> Result<Option<capsid_core::drive::ledger::Usd>> {
+            match v.get(field) {
+                None | Some(Value::Null) => Ok(None),
+                Some(sum) => Ok(Some(
+                    serde_json::from_value(sum.clone())
+                        .with_context(|| format!("the server answered a {field} of {sum}"))?,
+                )),
+            }
         };
         Ok(Claimed {
             job: v["job"].clone(),
             resume,
             credential: v["run_credential"].as_str().map(str::to_owned),
-            max_cost_usd,
+            max_cost_usd: dollars("max_cost_usd")?,
+            spent_usd: dollars("spent_usd")?.unwrap_or_default(),
         })
     }
 }

@@ -6,10 +6,16 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use capsid_box::model_proxy::{CallRecord, CapHit, ModelProxy, ProxyConfig, UpstreamAuth};
+use capsid_box::model_proxy::{
+    CallEnd, CallRecord, CapHit, LedgerSink, ModelProxy, ProxyConfig, UpstreamAuth,
+};
 use capsid_core::drive::credential::CredentialRef;
 use capsid_core::drive::ledger::{PriceTable, Usd, reported_differs};
+use capsid_core::jobs::spend::METER_CALLS_MAX;
+use capsid_core::time::Timestamp;
 use serde_json::{Map, Value, json};
+
+use super::mcp::{Answer, Mcp};
 
 /// The public Messages API.
 pub(crate) const DEFAULT_UPSTREAM: &str = "https://api.anthropic.com";
@@ -25,6 +31,80 @@ pub(crate) struct ModelSettings {
     pub cap: Option<Usd>,
     /// The driver's variables the agent must not see (the upstream key among them).
     pub withheld: Vec<String>,
+    /// What the job's ledger held when the run began (earlier sessions): it counts against
+    /// the cap.
+    pub spent_before: Usd,
+    /// Where each call is written as it settles: the job's ledger on the server.
+    pub ledger: Option<ServerLedger>,
+}
+
+/// The job's ledger on the server, written with the driver's own key (`jobs meter`): never
+/// with the run credential, which the agent holds and which cannot write it.
+#[derive(Clone, Debug)]
+pub(crate) struct ServerLedger {
+    pub mcp: Mcp,
+    pub namespace: String,
+    pub job: String,
+}
+
+impl ServerLedger {
+    /// Writes `calls` to the job's ledger, a hundred at a time; a call already there is kept
+    /// once, so sending again is safe.
+    pub async fn send(&self, calls: &[CallRecord]) -> std::result::Result<(), String> {
+        for chunk in calls.chunks(METER_CALLS_MAX) {
+            let args = json!({
+                "action": "meter", "id": self.job, "namespace": self.namespace,
+                "calls": chunk.iter().map(wire_call).collect::<Vec<_>>(),
+            });
+            match self.mcp.call("jobs", args).await {
+                Ok(Answer::Ok(_)) => {}
+                Ok(Answer::Refused(why)) => return Err(why),
+                Err(e) => return Err(format!("{e:#}")),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl LedgerSink for ServerLedger {
+    fn record(
+        &self,
+        call: &CallRecord,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = std::result::Result<(), String>> + Send + '_>,
+    > {
+        let call = call.clone();
+        Box::pin(async move { self.send(std::slice::from_ref(&call)).await })
+    }
+}
+
+/// A settled call as `jobs meter` takes it.
+pub(crate) fn wire_call(c: &CallRecord) -> Value {
+    let at = |t: std::time::SystemTime| {
+        let ms = t
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        Timestamp::from_millis(ms).to_string()
+    };
+    json!({
+        "call_id": c.call_id,
+        "model": c.model,
+        "session": c.session,
+        "input_tokens": c.usage.input_tokens,
+        "output_tokens": c.usage.output_tokens,
+        "cache_write_tokens": c.usage.cache_write_tokens,
+        "cache_read_tokens": c.usage.cache_read_tokens,
+        "cost_usd": c.cost.dollars(),
+        "priced": if c.known_price { "table" } else { "highest" },
+        "ended": match c.end {
+            CallEnd::Completed => "completed",
+            CallEnd::UpstreamError(_) => "upstream_error",
+            CallEnd::Broken(_) => "broken",
+        },
+        "started_at": at(c.started),
+        // Never before the start, whatever the wall clock did meanwhile.
+        "ended_at": at(c.ended.max(c.started)),
+    })
 }
 
 /// The variables Claude Code reads a model credential from.
@@ -35,14 +115,23 @@ const CREDENTIAL_VARS: [&str; 3] = [
 ];
 
 impl ModelSettings {
-    /// These settings under the job's cap too: the lesser of the two caps holds.
-    pub fn capped(&self, job: Option<Usd>) -> ModelSettings {
+    /// These settings for one job: under its cap too (the lesser of the two caps holds),
+    /// with what its ledger held already counted against it, and each call written to
+    /// `ledger`.
+    pub fn for_job(
+        &self,
+        job: Option<Usd>,
+        spent_before: Usd,
+        ledger: Option<ServerLedger>,
+    ) -> ModelSettings {
         let cap = match (self.cap, job) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         ModelSettings {
             cap,
+            spent_before,
+            ledger,
             ..self.clone()
         }
     }
@@ -117,6 +206,8 @@ impl ModelSettings {
             prices,
             cap,
             withheld,
+            spent_before: Usd::ZERO,
+            ledger: None,
         })
     }
 }
@@ -124,6 +215,8 @@ impl ModelSettings {
 /// One run's open door.
 pub(crate) struct Door {
     proxy: ModelProxy,
+    ledger: Option<ServerLedger>,
+    spent_before: Usd,
     url: String,
     token: Option<String>,
     serving: Serving,
@@ -161,6 +254,8 @@ pub(crate) async fn open(settings: &ModelSettings) -> Result<Door> {
     });
     Ok(Door {
         proxy,
+        ledger: settings.ledger.clone(),
+        spent_before: settings.spent_before,
         url,
         token,
         serving: Serving::Loopback(serving),
@@ -186,6 +281,8 @@ pub(crate) async fn open_boxed(
     .context("opening the box's model door")?;
     Ok(Door {
         proxy,
+        ledger: settings.ledger.clone(),
+        spent_before: settings.spent_before,
         url: inside_url,
         token,
         serving: Serving::Boxed(door),
@@ -208,8 +305,12 @@ fn proxy(settings: &ModelSettings) -> Result<(ModelProxy, Option<String>)> {
             token: token.clone().unwrap_or_default(),
             prices: settings.prices.clone(),
             cap: settings.cap,
+            spent_before: settings.spent_before,
         },
-        None,
+        settings
+            .ledger
+            .clone()
+            .map(|l| std::sync::Arc::new(l) as std::sync::Arc<dyn LedgerSink>),
     )
     .context("opening the model door")?;
     Ok((proxy, token))
@@ -237,9 +338,23 @@ impl Door {
             Serving::Boxed(door) => door.close().await,
         }
         let account = self.proxy.account();
+        let calls = self.proxy.calls();
+        // Each call was written as it settled; a write that failed then (and a call the agent
+        // hung up on, which settles without the server) goes now. A call already there is
+        // kept once.
+        if let Some(ledger) = &self.ledger
+            && !calls.is_empty()
+            && let Err(why) = ledger.send(&calls).await
+        {
+            eprintln!(
+                "capsid drive: the job ledger on the server may miss some of this run's {} model call(s): {why}",
+                calls.len()
+            );
+        }
         Metered {
-            spent: account.spent,
-            calls: self.proxy.calls(),
+            // This run's own spend (the account also holds what earlier sessions spent).
+            spent: account.spent.minus(self.spent_before),
+            calls,
             cap_hits: self.proxy.cap_hits(),
         }
     }
@@ -301,7 +416,7 @@ impl Metered {
         let hit = self.cap_hits.first()?;
         Some(format!(
             "The job's model budget is spent: {} of its {} cap used, and the next call needed up to {}. Raise the job's cap to resume the same session: capsid jobs raise {job} --usd <dollars> (a key with can_raise_budget: POST /api/projects/<namespace>/jobs/{job}/raise). A driver run with --max-cost-usd holds every job to that too.",
-            self.spent, hit.cap, hit.needs
+            hit.spent, hit.cap, hit.needs
         ))
     }
 }

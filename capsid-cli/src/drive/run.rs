@@ -67,15 +67,22 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         resume,
         credential,
         max_cost_usd,
+        spent_usd,
     } = claimed;
     let job = &job;
     let credential = credential.as_deref();
-    // The run's cap: the job's (as the server answered it) or the driver's, whichever is less.
-    let model = r.model.capped(max_cost_usd);
     let id = job["id"]
         .as_str()
         .context("the claimed job has no id")?
         .to_owned();
+    // The run's cap: the job's (as the server answered it) or the driver's, whichever is less,
+    // less what the job's earlier sessions spent; each call goes to the job's ledger.
+    let ledger = model_door::ServerLedger {
+        mcp: r.mcp.clone(),
+        namespace: r.namespace.clone(),
+        job: id.clone(),
+    };
+    let model = r.model.for_job(max_cost_usd, spent_usd, Some(ledger));
     let agent = job["claimed_by"]
         .as_str()
         .and_then(|a| a.strip_prefix("agent:"))

@@ -890,6 +890,22 @@ pub fn the_recorded_cost_is_the_model_doors_count_whatever_the_agent_prints(w: &
         "{summary}"
     );
     assert_eq!(job["status"], json!("done"), "{job}");
+    // The server's ledger holds each call as the door priced it, and the outcome's cost is
+    // the ledger's.
+    let record = w.job_record("demo", &id);
+    let spend = &record["spend"];
+    assert_eq!(spend["calls"], json!(5), "{record}");
+    assert_eq!(spend["cost_usd"].as_f64(), Some(expected), "{record}");
+    assert_eq!(
+        spend["by_model"]["claude-opus-4-8"]["input_tokens"],
+        json!(500),
+        "{record}"
+    );
+    assert_eq!(
+        record["outcome"]["cost_usd"].as_f64(),
+        Some(expected),
+        "{record}"
+    );
 }
 
 pub fn a_job_over_its_cap_blocks_and_a_raise_resumes_the_same_session(w: &World) {
@@ -946,6 +962,21 @@ pub fn a_job_over_its_cap_blocks_and_a_raise_resumes_the_same_session(w: &World)
     let (ids, openings) = sessions(w, "SCRIPT=cap");
     assert_eq!(openings, 1, "the raise started a new conversation");
     assert_eq!(ids.len(), 1, "more than one session: {ids:?}");
+    // Both runs' calls are in the job's ledger, under the one session, priced to the micro.
+    let sent = w.fake().requests("SCRIPT=cap").len() as u64;
+    let record = w.job_record("demo", &id);
+    let spend = &record["spend"];
+    assert_eq!(spend["calls"], json!(sent), "{record}");
+    assert_eq!(
+        spend["cost_usd"].as_f64(),
+        Some((sent * FAKE_CALL_MICROS) as f64 / 1e6),
+        "{record}"
+    );
+    assert_eq!(
+        spend["by_session"].as_object().map(|m| m.len()),
+        Some(1),
+        "{record}"
+    );
 }
 
 /// Whether bubblewrap can run here; outside CI a boxed case says it did not run when it

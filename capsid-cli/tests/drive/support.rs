@@ -295,6 +295,17 @@ impl World {
             .unwrap_or_else(|| panic!("no job {id} in {listed}"))
     }
 
+    /// `jobs get` of `id` in `ns`: the job, its outcome and its ledger summed (`spend`).
+    pub fn job_record(&self, ns: &str, id: &str) -> Value {
+        let got = self.tool(
+            &self.human,
+            "jobs",
+            json!({"action": "get", "namespace": ns, "id": id}),
+        );
+        assert_eq!(got["ok"], json!(true), "{got}");
+        got
+    }
+
     /// The checkmark of `agent` in `ns`.
     pub fn checkmark(&self, ns: &str, agent: &str) -> Value {
         let got = self.tool(

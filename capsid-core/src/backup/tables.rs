@@ -126,7 +126,7 @@ pub const SETTINGS: TableSpec = TableSpec {
 };
 
 /// Every table a dump carries, documents first: the reference's seventeen.
-pub const EXPORTED: [TableSpec; 22] = [
+pub const EXPORTED: [TableSpec; 23] = [
     DOCUMENTS,
     TableSpec {
         name: "namespaces",
@@ -328,6 +328,29 @@ pub const EXPORTED: [TableSpec; 22] = [
             i("duration_ms"),
         ],
         key: &["job_id"],
+        identity: None,
+    },
+    TableSpec {
+        name: "job_calls",
+        columns: &[
+            t("call_id"),
+            t("job_id"),
+            t("namespace"),
+            t("agent"),
+            t("session"),
+            t("model"),
+            i("input_tokens"),
+            i("output_tokens"),
+            i("cache_write_tokens"),
+            i("cache_read_tokens"),
+            i("cost_micros"),
+            t("priced"),
+            t("ended"),
+            t("started_at"),
+            t("ended_at"),
+            t("recorded_at"),
+        ],
+        key: &["call_id"],
         identity: None,
     },
     TableSpec {

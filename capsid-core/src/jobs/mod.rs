@@ -19,6 +19,7 @@ pub mod review;
 pub mod run_credential;
 pub mod schema;
 pub mod signature;
+pub mod spend;
 pub mod state;
 
 pub use model::{Job, job_doc_path};

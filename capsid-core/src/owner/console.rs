@@ -478,6 +478,8 @@ impl OwnerService {
                 "attempts_reverted": r["attempts_reverted"], "record": r,
             }));
         }
+        let spend: BTreeMap<String, crate::drive::ledger::Usd> =
+            self.jobs.open_job_spend().await?.into_iter().collect();
         let mut jobs = Vec::new();
         for status in [JobStatus::Blocked, JobStatus::Claimed, JobStatus::Queued] {
             let filter = JobFilter {
@@ -490,6 +492,9 @@ impl OwnerService {
                     "claimed_by": j.claimed_by, "lease_expires": j.lease_expires,
                     "waiting_on": j.result_summary.as_deref().and_then(command_from_summary),
                     "updated_at": j.updated_at,
+                    // The ledger so far (a running job's grows with each call) and its cap.
+                    "spent_usd": spend.get(&j.id).copied().unwrap_or_default(),
+                    "max_cost_usd": j.max_cost_usd.or(self.tools.config.default_job_max_cost_usd),
                 }));
             }
         }

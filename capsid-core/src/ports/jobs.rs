@@ -211,6 +211,9 @@ pub struct OutcomeRecord {
     pub row: OutcomeRow,
     /// One `job_outcome_prs` row each.
     pub pr_urls: Vec<String>,
+    /// A job no model door metered that reported a cost: its one ledger row, written with
+    /// the outcome (only when the outcome row is new).
+    pub reported_call: Option<crate::jobs::spend::LedgerCall>,
 }
 
 /// One column of a transition: left as it is, cleared, or set.
@@ -351,6 +354,20 @@ pub trait JobStore: Send + Sync {
     /// What `job`'s namespace has spent since `since` and what its other claimed jobs
     /// reserve, read outside any claim (a resume decides from it).
     async fn month_spend(&self, job: &Job, since: Timestamp) -> StoreResult<MonthSpend>;
+    /// Adds `calls` to `job`'s ledger as recorded by `agent` at `at`; a call whose id is
+    /// already there is left as it is. How many rows were new.
+    async fn record_calls(
+        &self,
+        job: &Job,
+        agent: &str,
+        calls: &[crate::jobs::spend::LedgerCall],
+        at: Timestamp,
+    ) -> StoreResult<u64>;
+    /// `job_id`'s ledger, oldest call first, at most [`crate::jobs::spend::JOB_CALLS_MAX`] rows.
+    async fn job_calls(&self, job_id: &str) -> StoreResult<Vec<crate::jobs::spend::LedgerCall>>;
+    /// What each queued, claimed or blocked job's ledger sums to (jobs without a row are left
+    /// out).
+    async fn open_job_spend(&self) -> StoreResult<Vec<(String, crate::drive::ledger::Usd)>>;
     /// Jobs matching `filter`, newest first, at most `limit`.
     async fn jobs(&self, filter: &JobFilter, limit: usize) -> StoreResult<Vec<Job>>;
     /// Queue counts for `namespace`, with jobs done since `day_start`.

@@ -87,6 +87,7 @@ fn actions_of(tool: &str) -> &'static [&'static str] {
             "get",
             "approval",
             "raise",
+            "meter",
         ],
         "lint" => &["gather", "finalize", "report"],
         "improve_run" => &[

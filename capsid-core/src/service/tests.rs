@@ -479,6 +479,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "head_sha",
             "pull_request",
             "repo",
+            // Beyond the reference (issue 49): the calls the holder's model door metered.
+            "calls",
         ],
     ),
     (

@@ -213,13 +213,14 @@ fn jobs(view: &Value, csrf: &str) -> String {
     for j in view["jobs"].as_array().into_iter().flatten() {
         let id = j["id"].as_str().unwrap_or_default();
         rows.push_str(&format!(
-            "<tr><td><code>{}</code></td>{}{}{}{}{}<td>{}</td></tr>",
+            "<tr><td><code>{}</code></td>{}{}{}{}{}<td>{}</td><td>{}</td></tr>",
             esc(id),
             cell(&j["namespace"]),
             cell(&j["title"]),
             cell(&j["status"]),
             cell(&j["claimed_by"]),
             cell(&j["lease_expires"]),
+            esc(&job_spend(j)),
             action_form(
                 csrf,
                 &[("action", "fail_job"), ("id", id)],
@@ -229,11 +230,20 @@ fn jobs(view: &Value, csrf: &str) -> String {
         ));
     }
     if rows.is_empty() {
-        rows.push_str("<tr><td colspan=\"7\" class=\"muted\">No open jobs.</td></tr>");
+        rows.push_str("<tr><td colspan=\"8\" class=\"muted\">No open jobs.</td></tr>");
     }
     format!(
-        "<h2>Open jobs</h2><table><tr><th>job</th><th>namespace</th><th>title</th><th>status</th><th>holder</th><th>lease until</th><th></th></tr>{rows}</table>"
+        "<h2>Open jobs</h2><table><tr><th>job</th><th>namespace</th><th>title</th><th>status</th><th>holder</th><th>lease until</th><th>spent (ledger) of cap</th><th></th></tr>{rows}</table>"
     )
+}
+
+/// What an open job's ledger holds against its cap: "$0.0312 of $0.0500".
+fn job_spend(j: &Value) -> String {
+    let spent = j["spent_usd"].as_f64().unwrap_or(0.0);
+    match j["max_cost_usd"].as_f64() {
+        Some(cap) => format!("${spent:.4} of ${cap:.4}"),
+        None => format!("${spent:.4} (no cap)"),
+    }
 }
 
 fn agents(view: &Value, csrf: &str) -> String {
@@ -392,6 +402,21 @@ pub fn confirm_revoke_page(csrf: &str) -> Response {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_open_job_shows_its_ledger_against_its_cap() {
+        let view = json!({"jobs": [
+            {"id": "job_000000000001", "namespace": "alpha", "title": "Ship", "status": "claimed",
+             "claimed_by": "agent:d1", "lease_expires": "t", "spent_usd": 0.0312, "max_cost_usd": 0.05},
+            {"id": "job_000000000002", "namespace": "alpha", "title": "Next", "status": "queued",
+             "claimed_by": null, "lease_expires": null, "spent_usd": 0.0, "max_cost_usd": null},
+        ]});
+        let html = jobs(&view, "tok");
+        assert!(html.contains("<th>spent (ledger) of cap</th>"), "{html}");
+        assert!(html.contains("$0.0312 of $0.0500"), "{html}");
+        assert!(html.contains("$0.0000 (no cap)"), "{html}");
+        assert!(jobs(&json!({"jobs": []}), "tok").contains("colspan=\"8\""));
+    }
 
     #[test]
     fn the_page_shows_what_the_view_holds_escaped() {

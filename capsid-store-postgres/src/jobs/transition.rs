@@ -188,7 +188,13 @@ async fn one_statement_in(
 ) -> TxResult<Option<Job>> {
     let after = t.applied_to(before);
     let mirror = (t.mirror)(&after);
-    if mirror.links.is_some() || before.id != t.id {
+    // A reported ledger row goes with the outcome only when the outcome row is new, which
+    // the transaction of the steps decides ([`record_outcome`]).
+    let reported = t
+        .outcome
+        .as_ref()
+        .is_some_and(|o| o.reported_call.is_some());
+    if mirror.links.is_some() || before.id != t.id || reported {
         return Ok(None);
     }
     let sql = match &t.outcome {

@@ -1,8 +1,10 @@
 //! Conformance cases for what finished jobs leave behind: write-once outcome rows with their
 //! PR rows, the queue counts, and the mirror document rewritten on every transition.
 
+use capsid_core::drive::ledger::{Usage, Usd};
 use capsid_core::jobs::job_doc_path;
 use capsid_core::jobs::outcome::ResultKind;
+use capsid_core::jobs::spend::{CallEnded, LedgerCall, Priced};
 use capsid_core::jobs::state::JobStatus;
 use capsid_core::ports::{
     Change, ClaimTarget, JobCounts, JobPatch, OutcomeRecord, StatusCount, Store,
@@ -40,6 +42,7 @@ pub async fn outcomes_write_once_with_nulls_and_pr_rows<S: Store>(store: &S, pro
     )
     .toward(JobStatus::Done);
     done.outcome = Some(OutcomeRecord {
+        reported_call: None,
         row: row.clone(),
         pr_urls: urls,
     });
@@ -79,6 +82,7 @@ pub async fn outcomes_write_once_with_nulls_and_pr_rows<S: Store>(store: &S, pro
         at(42),
     );
     heartbeat.outcome = Some(OutcomeRecord {
+        reported_call: None,
         row: first.clone(),
         pr_urls: vec!["https://github.com/acme/api/pull/7".into()],
     });
@@ -100,6 +104,7 @@ pub async fn outcomes_write_once_with_nulls_and_pr_rows<S: Store>(store: &S, pro
     )
     .toward(JobStatus::Failed);
     failed.outcome = Some(OutcomeRecord {
+        reported_call: None,
         row: second,
         pr_urls: vec![
             "https://github.com/acme/api/pull/8".into(),
@@ -355,6 +360,7 @@ pub async fn transitions_from_the_row_read_match_the_plain_ones<S: Store>(
         row.prs_opened = Some(2);
         row.result_kind = ResultKind::Pr;
         done.outcome = Some(OutcomeRecord {
+            reported_call: None,
             row,
             pr_urls: urls.clone(),
         });
@@ -456,9 +462,9 @@ pub async fn transitions_from_the_row_read_match_the_plain_ones<S: Store>(
     assert_eq!(probe.count(&prs(&read.id)).await, 2);
 }
 
-/// A namespace's budget is a keyed, audited update, and its spend sums the costs its
-/// outcomes reported since an instant, whichever way the outcome was written (the plain
-/// transition and the one from the row as read).
+/// A namespace's budget is a keyed, audited update, and its spend sums its ledger since an
+/// instant: here the reported rows finished jobs' outcomes carry, whichever way the outcome
+/// was written (the plain transition and the one from the row as read).
 pub async fn budgets_sum_reported_costs_since_an_instant<S: Store>(store: &S) {
     use capsid_core::ports::{NamespaceBudget, NamespaceSpend, StoreError};
     store
@@ -557,6 +563,13 @@ pub async fn budgets_sum_reported_costs_since_an_instant<S: Store>(store: &S) {
             done.expected = Some(job.clone());
         }
         done.outcome = Some(OutcomeRecord {
+            reported_call: cost.map(|c| {
+                LedgerCall::reported(
+                    &job.id,
+                    Usd::from_dollars(c).expect("dollars"),
+                    at(10 * n as i64 + 2),
+                )
+            }),
             row: row.clone(),
             pr_urls: vec![],
         });
@@ -602,5 +615,122 @@ pub async fn budgets_sum_reported_costs_since_an_instant<S: Store>(store: &S) {
             budget_usd: Some(3.0),
             spent_usd: 0.0
         })
+    );
+}
+
+fn metered(id: &str, model: &str, micros: u64, started: i64) -> LedgerCall {
+    LedgerCall {
+        call_id: id.into(),
+        session: Some("s1".into()),
+        model: model.into(),
+        usage: Usage {
+            input_tokens: 1_000,
+            output_tokens: 200,
+            cache_write_tokens: 30,
+            cache_read_tokens: 4,
+        },
+        cost: Usd::from_micros(micros),
+        priced: Priced::Table,
+        ended: CallEnded::Completed,
+        started_at: at(started),
+        ended_at: at(started + 1),
+    }
+}
+
+/// The job ledger: calls round-trip in the order they started, a call id already there is
+/// kept once (however often it is sent), a finished job's outcome adds its reported row only
+/// when the outcome is new, the month's spend sums every row of the namespace, and the open
+/// jobs' spend lists only open jobs.
+pub async fn the_ledger_keeps_each_call_once_and_sums_it<S: Store>(store: &S) {
+    use capsid_core::ports::NamespaceSpend;
+    store
+        .register_namespace(
+            "proj",
+            "[]",
+            at(0),
+            audit("github:o", "register_namespace", "proj", "", at(0)),
+        )
+        .await
+        .expect("register");
+    post(store, &job_id(1), "proj", "One", 0, at(0)).await;
+    post(store, &job_id(2), "proj", "Two", 0, at(0)).await;
+    let one = claimed(store, "agent:a", ClaimTarget::Id(job_id(1)), at(1)).await;
+    let calls = vec![
+        metered("call_b", "claude-sonnet-5", 250_000, 5),
+        metered("call_a", "claude-haiku-4-5", 1_234, 3),
+    ];
+    assert_eq!(
+        store
+            .record_calls(&one, "agent:a", &calls, at(6))
+            .await
+            .expect("record"),
+        2
+    );
+    let mut again = calls.clone();
+    again.push(metered("call_c", "claude-sonnet-5", 10, 7));
+    assert_eq!(
+        store
+            .record_calls(&one, "agent:a", &again, at(8))
+            .await
+            .expect("record"),
+        1,
+        "the two already there are kept once"
+    );
+    let stored = store.job_calls(&one.id).await.expect("calls");
+    assert_eq!(
+        stored,
+        vec![again[1].clone(), again[0].clone(), again[2].clone()],
+        "oldest first, every field as written"
+    );
+    assert!(store.job_calls(&job_id(2)).await.expect("calls").is_empty());
+    assert_eq!(
+        store.open_job_spend().await.expect("open"),
+        vec![(one.id.clone(), Usd::from_micros(251_244))]
+    );
+    assert_eq!(
+        store.spend_since(at(0)).await.expect("spend"),
+        vec![NamespaceSpend {
+            namespace: "proj".into(),
+            spent_usd: 0.251244
+        }]
+    );
+    assert_eq!(
+        store.spend_since(at(7)).await.expect("spend"),
+        vec![NamespaceSpend {
+            namespace: "proj".into(),
+            spent_usd: 0.00001
+        }],
+        "rows recorded before the instant are left out"
+    );
+
+    // Done: a reported row rides with a new outcome, and not with a second one.
+    let row = outcome_row(&one, "agent:a", at(9));
+    let mut done = transition(
+        &one.id,
+        "proj",
+        JobStatus::Claimed,
+        "agent:a",
+        complete_patch(),
+        at(9),
+    )
+    .toward(JobStatus::Done);
+    done.outcome = Some(OutcomeRecord {
+        reported_call: Some(LedgerCall::reported(&one.id, Usd::from_micros(5), at(9))),
+        row,
+        pr_urls: vec![],
+    });
+    store
+        .transition_job(done)
+        .await
+        .expect("complete")
+        .expect("applied");
+    assert_eq!(store.job_calls(&one.id).await.expect("calls").len(), 4);
+    assert!(
+        store.open_job_spend().await.expect("open").is_empty(),
+        "a finished job is not open"
+    );
+    assert_eq!(
+        store.spend_since(at(0)).await.expect("spend")[0].spent_usd,
+        0.251249
     );
 }

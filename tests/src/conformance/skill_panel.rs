@@ -77,6 +77,7 @@ pub async fn skill_offers_newest_first<S: Store>(store: &S) {
         )
         .toward(JobStatus::Done);
         done.outcome = Some(OutcomeRecord {
+            reported_call: None,
             row,
             pr_urls: vec![],
         });

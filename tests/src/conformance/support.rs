@@ -227,6 +227,7 @@ impl ClaimDecider for SignatureDecider {
                     self.now,
                 ),
                 outcome: Some(OutcomeRecord {
+                    reported_call: None,
                     row: outcome_row(job, "unattributed", self.now),
                     pr_urls: vec![],
                 }),

@@ -5,6 +5,7 @@
 mod budget;
 mod crowd;
 mod evidence;
+mod ledger;
 mod policy;
 mod queue;
 mod resume;

@@ -85,6 +85,7 @@ impl JobsCx<'_> {
                 now,
             ),
             outcome: outcome.as_ref().map(|o| OutcomeRecord {
+                reported_call: None,
                 row: o.row.clone(),
                 pr_urls: Vec::new(),
             }),

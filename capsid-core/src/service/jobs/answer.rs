@@ -73,6 +73,17 @@ pub struct JobDone {
     /// the job and asked for the session to resume (`false`: no such question was open).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed: Option<bool>,
+    /// `claim` and `resume`: what the job's ledger holds already (earlier sessions' calls),
+    /// which counts against its cap. Absent for other actions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<f64>")]
+    pub spent_usd: Option<crate::drive::ledger::Usd>,
+    /// `get` and `meter`: the job's ledger summed: its cost, per model and per session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spend: Option<crate::jobs::spend::JobSpend>,
+    /// `meter`: how many of the calls sent were new to the ledger.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<u64>,
 }
 
 impl JobDone {
@@ -88,6 +99,9 @@ impl JobDone {
             skills: None,
             max_cost_usd: None,
             resumed: None,
+            spent_usd: None,
+            spend: None,
+            recorded: None,
         }
     }
 }

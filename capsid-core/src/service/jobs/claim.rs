@@ -148,16 +148,19 @@ impl JobsCx<'_> {
     /// Adds the run's terms to a claim or resume answer: what the run may spend (the job's
     /// cap, else the server's default), and for a minted agent the claim's run credential (a
     /// driver hands it to the agent process instead of its own key).
-    pub(super) fn attach_run_terms(&self, caller: &Caller, out: &mut JobDone) {
+    pub(super) async fn attach_run_terms(&self, caller: &Caller, out: &mut JobDone) -> Result<()> {
         out.max_cost_usd = out
             .job
             .max_cost_usd
             .or(self.config.default_job_max_cost_usd);
+        // The cap is the job's, across its sessions: what earlier ones spent counts.
+        out.spent_usd = Some(self.job_spend(&out.job.id).await?.total);
         if !matches!(caller.principal, crate::caller::Principal::Agent { .. }) {
-            return;
+            return Ok(());
         }
         out.run_credential =
             crate::jobs::run_credential::issue(self.config.signing_secret(), &out.job);
+        Ok(())
     }
 
     /// The claimer's track record, as improve_status and the console show it.
@@ -288,7 +291,7 @@ impl JobsCx<'_> {
                     let offered = self.offer_answer(&skills, &ids).await?;
                     let mut out = JobDone::new(act, job);
                     out.skills_offered = Some(offered);
-                    self.attach_run_terms(caller, &mut out);
+                    self.attach_run_terms(caller, &mut out).await?;
                     out.into()
                 }
                 ClaimOutcome::AlreadyHolding(held) => refuse(

@@ -12,6 +12,7 @@ use crate::service::Area;
 use serde_json::json;
 
 use crate::caller::Caller;
+use crate::drive::ledger::Usd;
 use crate::error::{Error, Result};
 use crate::jobs::block::{at_correction_cap, block_summary};
 use crate::jobs::evidence::Evidence;
@@ -23,6 +24,7 @@ use crate::jobs::pr_url::PrUrl;
 use crate::jobs::review::{
     RecordedVerdict, ReviewGate, ReviewTarget, changes_note, review_gate, review_target,
 };
+use crate::jobs::spend::LedgerCall;
 use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{Job, JobStatus};
 use crate::paths::result_ref_problem;
@@ -395,6 +397,22 @@ impl JobsCx<'_> {
         } else {
             None
         };
+        // The job's cost is its ledger's when a model door metered it (what the evidence said
+        // is set beside it when the two differ); a job no door metered keeps what its evidence
+        // reported, as one ledger row, so its namespace's budget sees it.
+        let mut reported_call = None;
+        let mut outcome = outcome;
+        if let Some(o) = outcome.as_mut() {
+            let ledger = self.job_spend(&job.id).await?;
+            if ledger.metered() {
+                o.notes.extend(ledger.reported_note(o.row.cost_usd));
+                o.row.cost_usd = Some(ledger.total.dollars());
+            } else if ledger.total == Usd::ZERO
+                && let Some(cost) = o.row.cost_usd.and_then(Usd::from_dollars)
+            {
+                reported_call = Some(LedgerCall::reported(&job.id, cost, now));
+            }
+        }
         let mut params = json!({ "status": status.as_str() });
         if let Some(s) = &summary {
             params["result_summary"] = json!(s);
@@ -420,6 +438,7 @@ impl JobsCx<'_> {
             outcome: outcome.as_ref().map(|o| OutcomeRecord {
                 row: o.row.clone(),
                 pr_urls: evidence.as_ref().map(|e| e.prs.clone()).unwrap_or_default(),
+                reported_call,
             }),
             mirror: mirror_fn(now),
         };

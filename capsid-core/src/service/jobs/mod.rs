@@ -8,6 +8,7 @@ mod approval;
 mod budget;
 mod claim;
 mod finish;
+mod meter;
 mod resume;
 mod skills;
 
@@ -16,6 +17,7 @@ pub use answer::{
     OutcomeShown, SkillCredited, SkillFailureShown, SkillsSettled,
 };
 
+pub use meter::MeteredCall;
 pub(crate) use resume::ResumeTo;
 
 use crate::service::{Area, require_namespace};
@@ -106,6 +108,8 @@ pub enum JobsAction {
     /// Raise a job's cap on what its run may spend; a job blocked at its budget gate is
     /// resumed with the raise as its answer.
     Raise,
+    /// The holder's model door writes the calls it forwarded into the job's ledger.
+    Meter,
 }
 
 impl JobsAction {
@@ -123,6 +127,7 @@ impl JobsAction {
             JobsAction::Get => "get",
             JobsAction::Approval => "approval",
             JobsAction::Raise => "raise",
+            JobsAction::Meter => "meter",
         }
     }
 }
@@ -130,7 +135,8 @@ impl JobsAction {
 /// `jobs`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct JobsArgs {
-    /// post, claim, heartbeat, complete, fail, block, resume, list, get, approval or raise.
+    /// post, claim, heartbeat, complete, fail, block, resume, list, get, approval, raise or
+    /// meter.
     pub action: JobsAction,
     /// Namespace (post; claim without id; list filter).
     pub namespace: Option<NamespaceArg>,
@@ -191,6 +197,9 @@ pub struct JobsArgs {
     /// approval of a merge: the repository (`owner/name`, one the namespace maps; default its
     /// primary).
     pub repo: Option<Bounded<140>>,
+    /// meter: the model calls the holder's door forwarded for the job (1 to 100), each with
+    /// its usage and the door's price.
+    pub calls: Option<Vec<MeteredCall>>,
 }
 impl crate::service::args::ScopeArgs for JobsArgs {
     fn namespace(&self) -> Option<&str> {
@@ -276,6 +285,7 @@ impl JobsCx<'_> {
             JobsAction::Resume => self.resume(caller, a).await,
             JobsAction::Approval => self.approval(caller, a).await,
             JobsAction::Raise => self.raise(caller, a).await,
+            JobsAction::Meter => self.meter(caller, a).await,
         }
     }
 
@@ -447,8 +457,10 @@ impl JobsCx<'_> {
                 .find(|o| o.job_id == job.id),
             None => None,
         };
+        let spend = self.job_spend(&job.id).await?;
         let mut answer = JobDone::new(JobsAction::Get, job);
         answer.outcome = Some(JobOutcome::Stored(outcome));
+        answer.spend = Some(spend);
         Ok(answer.into())
     }
 
@@ -535,9 +547,10 @@ mod registered {
                         "raise",
                         Rule::write().with_flags(&[crate::scope::Flag::CanRaiseBudget]),
                     ),
+                    action("meter", Rule::write()),
                 ],
             },
-            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit; raise: a job's cap on what its run may spend (can_raise_budget), resuming a job blocked at its budget gate.",
+            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit; raise: a job's cap on what its run may spend (can_raise_budget), resuming a job blocked at its budget gate; meter: the holder's model door writes the calls it forwarded into the job's ledger (what its cost, the budgets and /metrics read).",
         )
     .open_world()
         .ok_false_refusals()

@@ -240,7 +240,7 @@ impl JobsCx<'_> {
         match self.jobs.transition_job(t).await {
             Ok(Some(updated)) => {
                 let mut out = JobDone::new(act, updated);
-                self.attach_run_terms(caller, &mut out);
+                self.attach_run_terms(caller, &mut out).await?;
                 Ok(out.into())
             }
             Ok(None) => Ok(refuse(
