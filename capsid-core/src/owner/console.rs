@@ -22,8 +22,9 @@ use crate::service::args::parse_args;
 use crate::service::{ImproveStatusArgs as StatusArgs, JobsArgs, NoConfirmer, ResumeTo};
 
 /// The console's actions, and nothing else: no merge, no mint. The reference's six, then the
-/// answer to an agent's open question (SPEC 8).
-pub const CONSOLE_ACTIONS: [&str; 7] = [
+/// answer to an agent's open question (SPEC 8), then raising a job's cap (issue 49: the
+/// budget gate is answerable from the console).
+pub const CONSOLE_ACTIONS: [&str; 8] = [
     "pause",
     "unpause",
     "mode",
@@ -31,6 +32,7 @@ pub const CONSOLE_ACTIONS: [&str; 7] = [
     "fail_job",
     "revoke_agent",
     "answer",
+    "raise_cap",
 ];
 
 /// Audit rows the console shows.
@@ -85,6 +87,13 @@ pub enum ConsoleAction {
         answer: String,
         /// Also resume the agent.
         resume: bool,
+    },
+    /// Raise a job's cap on what it may spend (a job blocked at its budget gate resumes).
+    RaiseCap {
+        /// The job.
+        id: String,
+        /// The new cap, in US dollars, as typed (checked to be a number above zero).
+        usd: String,
     },
 }
 
@@ -147,6 +156,18 @@ impl ConsoleAction {
             "revoke_agent" => ConsoleAction::RevokeAgent {
                 name: field(form, "name", 64)?,
             },
+            "raise_cap" => {
+                let usd = field(form, "usd", 16)?;
+                if !usd.parse::<f64>().is_ok_and(|d| d.is_finite() && d > 0.0) {
+                    return Err(Error::Invalid(format!(
+                        "console: usd must be a number of US dollars above zero, not {usd:?}"
+                    )));
+                }
+                ConsoleAction::RaiseCap {
+                    id: field(form, "id", 64)?,
+                    usd,
+                }
+            }
             "answer" => ConsoleAction::Answer {
                 namespace: field(form, "namespace", 64)?,
                 agent: field(form, "agent", 64)?,
@@ -172,6 +193,7 @@ impl ConsoleAction {
             ConsoleAction::FailJob { .. } => "fail_job",
             ConsoleAction::RevokeAgent { .. } => "revoke_agent",
             ConsoleAction::Answer { .. } => "answer",
+            ConsoleAction::RaiseCap { .. } => "raise_cap",
         }
     }
 
@@ -192,6 +214,10 @@ impl ConsoleAction {
                 out.push(("reason", reason.clone()));
             }
             ConsoleAction::RevokeAgent { name } => out.push(("name", name.clone())),
+            ConsoleAction::RaiseCap { id, usd } => {
+                out.push(("id", id.clone()));
+                out.push(("usd", usd.clone()));
+            }
             ConsoleAction::Answer {
                 namespace,
                 agent,
@@ -243,6 +269,9 @@ impl ConsoleAction {
             ),
             ConsoleAction::RevokeAgent { name } => format!(
                 "Revoke agent {name}: its key stops working at once, and the name is never reused."
+            ),
+            ConsoleAction::RaiseCap { id, usd } => format!(
+                "Raise the cap of job {id} to ${usd}: what its model calls may cost in all. A job blocked at its budget gate is answered and resumed: its driver goes on with the same session."
             ),
             ConsoleAction::Answer {
                 namespace,
@@ -394,6 +423,21 @@ impl OwnerService {
                     .await?;
                 (out, Some("agents".to_owned()), Some(name.clone()))
             }
+            ConsoleAction::RaiseCap { id, usd } => {
+                let Some(job) = self.jobs.job(id).await? else {
+                    return Err(Error::NotFound(format!("no job {id}")));
+                };
+                let dollars: f64 = usd
+                    .parse()
+                    .map_err(|_| Error::Invalid(format!("console: usd {usd:?} is not a number")))?;
+                let args = json!({"action": "raise", "id": id, "namespace": job.namespace,
+                                  "max_cost_usd": dollars});
+                let out = self
+                    .tools
+                    .call_tool(caller, "jobs", args, &NoConfirmer)
+                    .await?;
+                (out, Some(job.namespace.clone()), Some(job_doc_path(id)))
+            }
             ConsoleAction::Answer {
                 namespace,
                 agent,
@@ -530,13 +574,15 @@ mod tests {
     }
 
     #[test]
-    fn exactly_seven_actions_and_no_merge_or_mint() {
-        assert_eq!(CONSOLE_ACTIONS.len(), 7);
+    fn exactly_eight_actions_and_no_merge_or_mint() {
+        assert_eq!(CONSOLE_ACTIONS.len(), 8);
         for absent in ["merge", "mint", "merge_pr", "mint_agent", "manage_pr", ""] {
             let e = ConsoleAction::from_form(&form(&[("action", absent)])).unwrap_err();
             let text = e.to_string();
             assert!(
-                text.contains("pause, unpause, mode, resume_job, fail_job, revoke_agent, answer"),
+                text.contains(
+                    "pause, unpause, mode, resume_job, fail_job, revoke_agent, answer, raise_cap"
+                ),
                 "{text}"
             );
         }
@@ -583,6 +629,44 @@ mod tests {
         );
         assert!(
             ConsoleAction::from_form(&form(&[("action", "mode"), ("value", "of\u{0}f")])).is_err()
+        );
+    }
+
+    #[test]
+    fn a_raise_names_a_job_and_dollars_above_zero() {
+        let a = ConsoleAction::from_form(&form(&[
+            ("action", "raise_cap"),
+            ("id", "job_0123456789ab"),
+            ("usd", "2.5"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            a,
+            ConsoleAction::RaiseCap {
+                id: "job_0123456789ab".into(),
+                usd: "2.5".into()
+            }
+        );
+        let again: BTreeMap<String, String> = a
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(ConsoleAction::from_form(&again).unwrap(), a);
+        assert!(a.effect().contains("$2.5") && a.effect().contains("same session"));
+        for bad in ["0", "-1", "lots", "NaN", "inf", ""] {
+            let e = ConsoleAction::from_form(&form(&[
+                ("action", "raise_cap"),
+                ("id", "job_0123456789ab"),
+                ("usd", bad),
+            ]))
+            .expect_err(bad)
+            .to_string();
+            assert!(e.contains("usd"), "{bad}: {e}");
+        }
+        assert!(
+            ConsoleAction::from_form(&form(&[("action", "raise_cap"), ("usd", "3")])).is_err(),
+            "a job is required"
         );
     }
 

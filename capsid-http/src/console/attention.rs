@@ -63,7 +63,7 @@ fn blocked(a: &Value, csrf: &str) -> String {
             format!(
                 "<li class=\"item\" data-kind=\"blocked\"><strong>{title}</strong> <span class=\"badge s-blocked\">blocked</span> \
                  <span class=\"muted\">{ns} · <code>{id_e}</code> · {holder} · blocked {times}×</span><div>{command}</div>\
-                 <div class=\"actions\">{resume} {fail}</div></li>",
+                 <div class=\"actions\">{resume} {fail} {raise}</div></li>",
                 title = esc(&text(&j["title"])),
                 ns = esc(&text(&j["namespace"])),
                 id_e = esc(id),
@@ -80,6 +80,12 @@ fn blocked(a: &Value, csrf: &str) -> String {
                     &[("action", "fail_job"), ("id", id)],
                     Some(("reason", "why fail it")),
                     "Fail"
+                ),
+                raise = action_form(
+                    csrf,
+                    &[("action", "raise_cap"), ("id", id)],
+                    Some(("usd", "new cap, US dollars")),
+                    "Raise cap"
                 ),
             )
         })

@@ -213,7 +213,7 @@ fn jobs(view: &Value, csrf: &str) -> String {
     for j in view["jobs"].as_array().into_iter().flatten() {
         let id = j["id"].as_str().unwrap_or_default();
         rows.push_str(&format!(
-            "<tr><td><code>{}</code></td>{}{}{}{}{}<td>{}</td><td>{}</td></tr>",
+            "<tr><td><code>{}</code></td>{}{}{}{}{}<td>{}</td><td>{} {}</td></tr>",
             esc(id),
             cell(&j["namespace"]),
             cell(&j["title"]),
@@ -226,6 +226,12 @@ fn jobs(view: &Value, csrf: &str) -> String {
                 &[("action", "fail_job"), ("id", id)],
                 Some(("reason", "why fail it")),
                 "Fail"
+            ),
+            action_form(
+                csrf,
+                &[("action", "raise_cap"), ("id", id)],
+                Some(("usd", "new cap, US dollars")),
+                "Raise cap"
             ),
         ));
     }

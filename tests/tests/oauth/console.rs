@@ -26,6 +26,17 @@ async fn job_status(env: &Env, id: &str) -> String {
         .to_owned()
 }
 
+/// The cap of job `id` in alpha, as the job tool answers it (`null`: none).
+async fn job_cap(env: &Env, id: &str) -> serde_json::Value {
+    env.server
+        .admin(
+            "jobs",
+            json!({"action": "get", "id": id, "namespace": "alpha"}),
+        )
+        .await["job"]["max_cost_usd"]
+        .clone()
+}
+
 pub(crate) async fn blocked_job(env: &Env) -> String {
     env.server.namespace("alpha").await;
     let key = env
@@ -310,4 +321,51 @@ async fn console_sessions_last_twelve_hours_and_the_owner_can_end_them() {
         401,
         "twelve hours"
     );
+}
+
+#[tokio::test]
+async fn console_raise_cap_confirms_then_raises_the_jobs_cap_and_audits_the_person() {
+    let env = Env::start().await;
+    let id = blocked_job(&env).await;
+    let mut browser = Browser::new();
+    let page = console_login(&env, &mut browser).await;
+    assert!(page.body.contains("Raise cap"), "{}", page.body);
+    let csrf = hidden(&page.body, "csrf");
+    // Not dollars: refused naming the field, nothing changes.
+    let bad = vec![
+        ("action".to_owned(), "raise_cap".to_owned()),
+        ("id".to_owned(), id.clone()),
+        ("usd".to_owned(), "lots".to_owned()),
+        ("csrf".to_owned(), csrf.clone()),
+    ];
+    let refused = browser.post_form(&env.url("/console"), &bad).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("usd"), "{}", refused.body);
+    assert_eq!(job_cap(&env, &id).await, serde_json::Value::Null);
+    let form = vec![
+        ("action".to_owned(), "raise_cap".to_owned()),
+        ("id".to_owned(), id.clone()),
+        ("usd".to_owned(), "2.5".to_owned()),
+        ("csrf".to_owned(), csrf),
+    ];
+    let confirm = browser.post_form(&env.url("/console"), &form).await;
+    assert_eq!(confirm.status, 200, "{}", confirm.body);
+    assert!(confirm.body.contains("confirm") && confirm.body.contains(&id));
+    assert_eq!(
+        job_cap(&env, &id).await,
+        serde_json::Value::Null,
+        "a confirmation page changes nothing"
+    );
+    let mut yes = form.clone();
+    yes.push(("confirm".into(), "yes".into()));
+    let done = browser.post_form(&env.url("/console"), &yes).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(job_cap(&env, &id).await, json!(2.5));
+    let actions = env.audit_actions().await;
+    for action in ["console-raise_cap", "job-cap-raised"] {
+        assert!(
+            actions.contains(&(action.into(), "github:octo".into())),
+            "{action}: {actions:?}"
+        );
+    }
 }
