@@ -78,7 +78,7 @@ pub struct JobDone {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<f64>")]
     pub spent_usd: Option<crate::drive::ledger::Usd>,
-    /// `get` and `meter`: the job's ledger summed: its cost, per model and per session.
+    /// `get`: the job's ledger summed: its cost, per model and per session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spend: Option<crate::jobs::spend::JobSpend>,
     /// `meter`: how many of the calls sent were new to the ledger.

@@ -2,7 +2,7 @@
 //! ledger (issue 49), before the call's answer ends. Only the job's holder (its driver's own
 //! key, never the run credential the agent holds) or an admin writes a job's ledger; a call
 //! the door sends twice (once as it settles, again when the run closes) is kept once. The
-//! answer carries the job's ledger summed, which the door holds the job's cap against.
+//! answer says how many calls were new; `get` answers the job's ledger summed.
 
 use super::{JobDone, JobsAction, JobsAnswer, JobsArgs, JobsCx, refuse};
 use crate::caller::Caller;
@@ -142,11 +142,11 @@ impl JobsCx<'_> {
         let now = self.now();
         let new = self.jobs.record_calls(&job, &actor, &rows, now).await?;
         let costly = rows.iter().any(|r| r.cost > Usd::ZERO);
-        let spend = JobSpend::of(&self.jobs.job_calls(&job.id).await?);
         let namespace = job.namespace.clone();
+        // The answer is the count, not the job's ledger summed: a door writes every call, and
+        // reading the whole ledger back each time would grow with the job.
         let mut out = JobDone::new(act, job);
         out.recorded = Some(new);
-        out.spend = Some(spend);
         if new > 0 && costly {
             // The month's spend grew: each alert share it reached is sent once. The rows are
             // written either way; a driver that sees an error sends them again, kept once.
