@@ -9,7 +9,7 @@ use capsid_core::drive::ledger::Usd;
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
 use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{
-    AuditEntry, ClaimOutcome, ClaimRequest, JobCounts, JobFilter, JobTransition, MirrorFn,
+    AuditEntry, ClaimOutcome, ClaimRequest, Holding, JobCounts, JobFilter, JobTransition, MirrorFn,
     MonthSpend, NewJob, OutcomeRecord, StatusCount, StoreResult, SweepAuditFn,
 };
 use capsid_core::time::Timestamp;
@@ -124,9 +124,16 @@ pub fn job_row(row: &Row) -> Result<Job, sqlx::Error> {
 /// Locks the namespace's row for the rest of the transaction (Postgres).
 const LOCK_NAMESPACE: &str = "SELECT 1 FROM namespaces WHERE namespace = $1 FOR UPDATE";
 
-/// The namespace's claimed jobs but `$2`, with their own caps (index `jobs_claimable`).
-const HOLDING: &str = "SELECT id, max_cost_micros FROM jobs \
-     WHERE namespace = $1 AND status = 'claimed' AND id <> $2 ORDER BY id";
+/// The namespace's claimed jobs but `$2`, with their own caps and what their ledgers hold
+/// (index `jobs_claimable`, then `job_calls_job` per job).
+const HOLDING: &str = "SELECT j.id, j.max_cost_micros, \
+     (SELECT CAST(COALESCE(SUM(c.cost_micros), 0) AS BIGINT) FROM job_calls c \
+      WHERE c.job_id = j.id) AS spent_micros \
+     FROM jobs j WHERE j.namespace = $1 AND j.status = 'claimed' AND j.id <> $2 ORDER BY j.id";
+
+/// What job `$1`'s ledger holds.
+const JOB_SPENT: &str = "SELECT CAST(COALESCE(SUM(cost_micros), 0) AS BIGINT) AS spent_micros \
+     FROM job_calls WHERE job_id = $1";
 
 /// Sets an open job's cap (`$2`, micro-dollars) at `$3`.
 const SET_CAP: &str = concat!(
@@ -183,10 +190,15 @@ pub async fn read_month_spend(
         holding_row,
     )
     .await?;
+    let job_spent = read_all(engine, Stmt::new(JOB_SPENT).bind(&job.id), |row| {
+        Ok(micros(row.int("spent_micros")?))
+    })
+    .await?;
     Ok(MonthSpend {
         budget_usd,
         spent_usd,
         holding,
+        job_spent: job_spent.first().copied().unwrap_or_default(),
     })
 }
 
@@ -195,8 +207,12 @@ fn micros(m: i64) -> Usd {
     Usd::from_micros(u64::try_from(m).unwrap_or(0))
 }
 
-fn holding_row(row: &Row) -> Result<(String, Option<Usd>), sqlx::Error> {
-    Ok((row.text("id")?, row.opt_int("max_cost_micros")?.map(micros)))
+fn holding_row(row: &Row) -> Result<Holding, sqlx::Error> {
+    Ok(Holding {
+        id: row.text("id")?,
+        cap: row.opt_int("max_cost_micros")?.map(micros),
+        spent: micros(row.int("spent_micros")?),
+    })
 }
 
 /// What a claim of `job` reads of its namespace's month on `x`, inside the claim's
@@ -233,10 +249,15 @@ pub async fn month_spend(
         .iter()
         .map(holding_row)
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    let job_spent = match x.fetch_optional(Stmt::new(JOB_SPENT).bind(&job.id)).await? {
+        Some(row) => micros(row.int("spent_micros")?),
+        None => Usd::ZERO,
+    };
     Ok(MonthSpend {
         budget_usd,
         spent_usd,
         holding,
+        job_spent,
     })
 }
 

@@ -159,10 +159,26 @@ pub trait ClaimDecider: Send + Sync {
 pub struct MonthSpend {
     /// The namespace's own monthly budget (`None`: the server's default applies, if any).
     pub budget_usd: Option<f64>,
-    /// Spent since the month began: the sum of its finished jobs' costs.
+    /// Spent since the month began: the sum of the namespace's ledger (running jobs' calls
+    /// included).
     pub spent_usd: f64,
-    /// The namespace's other claimed jobs, each with its own cap (what it reserves).
-    pub holding: Vec<(String, Option<crate::drive::ledger::Usd>)>,
+    /// The namespace's other claimed jobs, each with its own cap and what its ledger holds
+    /// (it reserves the rest of its cap).
+    pub holding: Vec<Holding>,
+    /// What the job being decided has spent already (earlier sessions): its cap less this is
+    /// what it reserves.
+    pub job_spent: crate::drive::ledger::Usd,
+}
+
+/// A running job as a reservation against its namespace's month.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holding {
+    /// The job.
+    pub id: String,
+    /// Its own cap (`None`: the server's default applies, if any).
+    pub cap: Option<crate::drive::ledger::Usd>,
+    /// What its ledger holds (already in the month's spend).
+    pub spent: crate::drive::ledger::Usd,
 }
 
 /// A claim.

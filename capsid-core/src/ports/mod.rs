@@ -57,9 +57,9 @@ pub use improve::{
 };
 pub use intake::{IntakeChange, IntakeIssueRow, IntakeStore, NewIntakeIssue};
 pub use jobs::{
-    Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, JobCounts,
-    JobFilter, JobPatch, JobStore, JobTransition, MirrorFn, MonthSpend, NewJob, OutcomeRecord,
-    StatusCount, SweepAuditFn,
+    Change, ClaimDecider, ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, Holding,
+    JobCounts, JobFilter, JobPatch, JobStore, JobTransition, MirrorFn, MonthSpend, NewJob,
+    OutcomeRecord, StatusCount, SweepAuditFn,
 };
 pub use jobs::{DISPATCH_LIMIT, Dispatch};
 pub use model::{

@@ -254,7 +254,71 @@ async fn the_cap_is_the_jobs_across_its_sessions(s: &TestServer) {
     assert!(close(&resumed["max_cost_usd"], 1.0), "{resumed}");
 }
 
+/// A running job reserves only the rest of its cap: what its ledger holds is in the month's
+/// spend already, so it is not counted twice. Budget $1.00; job A (cap $0.60) has spent $0.50,
+/// so the month holds $0.50 spent and $0.10 reserved, and job B's $0.40 fits, a cent more
+/// does not. A's resume after a block reserves $0.10, not $0.60.
+async fn a_running_job_reserves_only_the_rest_of_its_cap(s: &TestServer) {
+    setup(s).await;
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "monthly_budget_usd": 1.0}),
+    )
+    .await;
+    let a = driver(s, "a", json!({})).await;
+    let b = driver(s, "b", json!({})).await;
+    let first = post(&a, "alpha", "First", json!({"max_cost_usd": 0.6})).await;
+    let claimed = a
+        .ok(
+            "jobs",
+            json!({"action": "claim", "id": first["id"], "namespace": "alpha"}),
+        )
+        .await;
+    assert_eq!(claimed["ok"], true, "{claimed}");
+    meter(
+        &a,
+        &first,
+        json!([call("call_a1", "claude-sonnet-5", Some("s1"), 0.5)]),
+    )
+    .await
+    .expect("meter");
+    let over = post(&b, "alpha", "Over", json!({"max_cost_usd": 0.41})).await;
+    let refused = b
+        .ok(
+            "jobs",
+            json!({"action": "claim", "id": over["id"], "namespace": "alpha"}),
+        )
+        .await;
+    assert_eq!(refused["ok"], false, "{refused}");
+    let why = refused["refusal"].as_str().unwrap_or_default();
+    assert!(why.contains("$0.10 is reserved"), "{why}");
+    let fits = post(&b, "alpha", "Fits", json!({"max_cost_usd": 0.4})).await;
+    let granted = b
+        .ok(
+            "jobs",
+            json!({"action": "claim", "id": fits["id"], "namespace": "alpha"}),
+        )
+        .await;
+    assert_eq!(granted["ok"], true, "{granted}");
+    // B's claim holds its $0.40; A blocks and resumes: it needs only its last $0.10.
+    a.ok(
+        "jobs",
+        json!({"action": "block", "id": first["id"], "namespace": "alpha",
+               "reason": "a question", "command": "make deploy"}),
+    )
+    .await;
+    let resumed = a
+        .ok(
+            "jobs",
+            json!({"action": "resume", "id": first["id"], "namespace": "alpha", "reason": "answered"}),
+        )
+        .await;
+    assert_eq!(resumed["ok"], true, "{resumed}");
+    assert!(close(&resumed["spent_usd"], 0.5), "{resumed}");
+}
+
 e2e_cases!(crate::options();
+    a_running_job_reserves_only_the_rest_of_its_cap,
     the_holders_door_writes_the_ledger_the_month_and_the_record_read,
     a_job_no_door_metered_keeps_its_reported_cost_once,
     the_cap_is_the_jobs_across_its_sessions,

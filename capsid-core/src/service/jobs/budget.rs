@@ -55,7 +55,11 @@ impl JobsCx<'_> {
         let default_cap = self.config.default_job_max_cost_usd;
         let holding = super::claim::reservations(&month.holding, default_cap);
         Ok(state
-            .resume_fits(&job.id, job.max_cost_usd.or(default_cap), &holding)
+            .resume_fits(
+                &job.id,
+                super::claim::own_reservation(job, month.job_spent, default_cap),
+                &holding,
+            )
             .err())
     }
 

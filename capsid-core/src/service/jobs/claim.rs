@@ -28,16 +28,27 @@ use crate::ports::{
 use crate::scope::Scopes;
 use crate::time::Timestamp;
 
-/// What each running job reserves: its own cap, else the server's default (a job with
-/// neither reserves nothing).
+/// What each running job reserves: the rest of its cap (its own, else the server's default)
+/// beyond what its ledger holds, which the month's spend already counts (a job with no cap
+/// reserves nothing).
 pub(super) fn reservations(
-    holding: &[(String, Option<Usd>)],
+    holding: &[crate::ports::Holding],
     default_cap: Option<Usd>,
 ) -> Vec<(String, Usd)> {
     holding
         .iter()
-        .filter_map(|(id, cap)| cap.or(default_cap).map(|c| (id.clone(), c)))
+        .filter_map(|h| {
+            h.cap
+                .or(default_cap)
+                .map(|c| (h.id.clone(), c.minus(h.spent)))
+        })
         .collect()
+}
+
+/// What `job` itself reserves to run: its cap (its own, else `default_cap`) less what its
+/// ledger holds from earlier sessions.
+pub(super) fn own_reservation(job: &Job, spent: Usd, default_cap: Option<Usd>) -> Option<Usd> {
+    job.max_cost_usd.or(default_cap).map(|c| c.minus(spent))
 }
 
 /// Decides about a claim candidate inside the store's transaction: required flags, the
@@ -86,7 +97,11 @@ impl ClaimDecider for Decider<'_> {
             month.spent_usd,
         );
         let holding = reservations(&month.holding, terms.default_cap);
-        state.claim_fits(&job.id, job.max_cost_usd.or(terms.default_cap), &holding)
+        state.claim_fits(
+            &job.id,
+            own_reservation(job, month.job_spent, terms.default_cap),
+            &holding,
+        )
     }
 
     fn decide(&self, job: &Job) -> ClaimVerdict {
