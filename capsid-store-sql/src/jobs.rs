@@ -203,7 +203,7 @@ pub async fn read_month_spend(
 }
 
 /// A stored micro-dollar amount (never negative: the core writes only [`Usd`]).
-fn micros(m: i64) -> Usd {
+pub(crate) fn micros(m: i64) -> Usd {
     Usd::from_micros(u64::try_from(m).unwrap_or(0))
 }
 

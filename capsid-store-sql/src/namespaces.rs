@@ -193,7 +193,7 @@ pub async fn spend_since(
 
 /// Stored micro-dollars as dollars (never negative: the core writes only `Usd`).
 pub fn dollars(micros: i64) -> f64 {
-    capsid_core::drive::ledger::Usd::from_micros(u64::try_from(micros).unwrap_or(0)).dollars()
+    crate::jobs::micros(micros).dollars()
 }
 
 /// A namespace's own budget and the ledger's calls of the namespace recorded at or after

@@ -32,10 +32,6 @@ fn stored(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn counted(row: &Row, column: &str) -> Result<u64, sqlx::Error> {
-    Ok(u64::try_from(row.int(column)?).unwrap_or(0))
-}
-
 /// Which job a row belongs to and who recorded it.
 #[derive(Clone, Copy, Debug)]
 pub struct RowOf<'a> {
@@ -114,12 +110,12 @@ fn call_row(row: &Row) -> Result<LedgerCall, sqlx::Error> {
         session: row.opt_text("session")?,
         model: row.text("model")?,
         usage: Usage {
-            input_tokens: counted(row, "input_tokens")?,
-            output_tokens: counted(row, "output_tokens")?,
-            cache_write_tokens: counted(row, "cache_write_tokens")?,
-            cache_read_tokens: counted(row, "cache_read_tokens")?,
+            input_tokens: row.count("input_tokens")?,
+            output_tokens: row.count("output_tokens")?,
+            cache_write_tokens: row.count("cache_write_tokens")?,
+            cache_read_tokens: row.count("cache_read_tokens")?,
         },
-        cost: Usd::from_micros(counted(row, "cost_micros")?),
+        cost: crate::jobs::micros(row.int("cost_micros")?),
         priced: Priced::parse(&priced).ok_or_else(|| word("priced", priced.clone()))?,
         ended: CallEnded::parse(&ended).ok_or_else(|| word("ended", ended.clone()))?,
         started_at: row.time("started_at")?,
@@ -139,10 +135,7 @@ pub async fn job_calls(engine: &impl Engine, job_id: &str) -> StoreResult<Vec<Le
 /// `JobStore::open_job_spend`.
 pub async fn open_job_spend(engine: &impl Engine) -> StoreResult<Vec<(String, Usd)>> {
     read_all(engine, Stmt::new(OPEN_SPEND), |row| {
-        Ok((
-            row.text("job_id")?,
-            Usd::from_micros(counted(row, "micros")?),
-        ))
+        Ok((row.text("job_id")?, crate::jobs::micros(row.int("micros")?)))
     })
     .await
 }

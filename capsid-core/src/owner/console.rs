@@ -130,6 +130,18 @@ fn text_field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result
     Ok(v.to_owned())
 }
 
+/// A cap as typed in the console, checked by the core's own rule for caps.
+fn usd_cap(usd: &str) -> Result<f64> {
+    let dollars = usd.parse::<f64>().map_err(|_| {
+        Error::Invalid(format!(
+            "console: usd must be a number of US dollars above zero, not {usd:?}"
+        ))
+    })?;
+    crate::jobs::budget::parse_job_cap(dollars)
+        .map(|cap| cap.dollars())
+        .map_err(|e| Error::Invalid(format!("console: usd: {e}")))
+}
+
 impl ConsoleAction {
     /// The action a submitted form names; an unknown one is refused listing the six.
     pub fn from_form(form: &BTreeMap<String, String>) -> Result<ConsoleAction> {
@@ -158,11 +170,7 @@ impl ConsoleAction {
             },
             "raise_cap" => {
                 let usd = field(form, "usd", 16)?;
-                if !usd.parse::<f64>().is_ok_and(|d| d.is_finite() && d > 0.0) {
-                    return Err(Error::Invalid(format!(
-                        "console: usd must be a number of US dollars above zero, not {usd:?}"
-                    )));
-                }
+                usd_cap(&usd)?;
                 ConsoleAction::RaiseCap {
                     id: field(form, "id", 64)?,
                     usd,
@@ -427,9 +435,7 @@ impl OwnerService {
                 let Some(job) = self.jobs.job(id).await? else {
                     return Err(Error::NotFound(format!("no job {id}")));
                 };
-                let dollars: f64 = usd
-                    .parse()
-                    .map_err(|_| Error::Invalid(format!("console: usd {usd:?} is not a number")))?;
+                let dollars = usd_cap(usd)?;
                 let args = json!({"action": "raise", "id": id, "namespace": job.namespace,
                                   "max_cost_usd": dollars});
                 let out = self
