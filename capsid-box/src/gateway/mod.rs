@@ -167,6 +167,23 @@ impl ApprovalSource for NoApprovals {
     }
 }
 
+/// Approvals already known when the run starts: a resumed job's, given by the person who
+/// resumed it (the updates the job blocked on, read from the server's record of the job).
+#[derive(Clone, Debug, Default)]
+pub struct KnownApprovals(pub Vec<Approval>);
+
+impl ApprovalSource for KnownApprovals {
+    fn approvals<'a>(&'a self, held: &'a [RefUpdate]) -> BoxFuture<'a, Vec<Approval>> {
+        let found = self
+            .0
+            .iter()
+            .filter(|a| held.iter().any(|u| a.allows(u)))
+            .cloned()
+            .collect();
+        Box::pin(async move { found })
+    }
+}
+
 /// The clock the records are stamped with.
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
 
@@ -588,6 +605,27 @@ async fn receive_pack(gw: Arc<Inner>, req: Request, rest: String) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn known_approvals_answer_only_for_the_held_updates_they_allow() {
+        let a = "1".repeat(40);
+        let b = "2".repeat(40);
+        let main = RefUpdate::parse(&a, &b, "refs/heads/main").unwrap();
+        let other_sha = RefUpdate::parse(&a, &a, "refs/heads/main").unwrap();
+        let master = RefUpdate::parse(&a, &b, "refs/heads/master").unwrap();
+        let known = KnownApprovals(vec![Approval::for_branch("main", &b).unwrap()]);
+        assert_eq!(
+            known.approvals(std::slice::from_ref(&main)).await,
+            known.0.clone()
+        );
+        assert!(known.approvals(&[other_sha, master]).await.is_empty());
+        assert!(
+            KnownApprovals::default()
+                .approvals(&[main])
+                .await
+                .is_empty()
+        );
+    }
 
     #[test]
     fn basic_auth_takes_the_run_token_as_the_password_only() {

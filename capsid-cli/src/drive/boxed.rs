@@ -13,10 +13,12 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use capsid_box::bridge::{ConnectionRecord, Door, DoorTarget, RecordLog};
 use capsid_box::connect::{ConnectAttempt, ConnectProxy, SystemResolver};
-use capsid_box::gateway::{Gateway, GatewayConfig, NoApprovals, PushRecord, Secret, Upstream};
+use capsid_box::gateway::{
+    Forwarded, Gateway, GatewayConfig, KnownApprovals, PushRecord, Secret, Upstream,
+};
 use capsid_box::sandbox::{AgentBox, BoxStdio, Bwrap, check};
 use capsid_core::drive::egress::Egress;
-use capsid_core::drive::push_policy::PushTerms;
+use capsid_core::drive::push_policy::{Accepted, Approval, Decision, PushTerms, RefUpdate};
 
 use super::Ready;
 use super::agent::{AgentRun, feed_and_take, follow_output};
@@ -263,12 +265,14 @@ fn server_addr(url: &str) -> Result<std::net::SocketAddr> {
         .with_context(|| format!("the server address {host_port} resolves to nothing"))
 }
 
-/// Opens the run's doors in `place.doors`.
+/// Opens the run's doors in `place.doors`; the gateway lets through the protected updates
+/// `approvals` allow (a resumed job's, approved by the person who resumed it).
 pub(crate) async fn open(
     r: &Ready,
     model: &model_door::ModelSettings,
     id: &str,
     place: &Place,
+    approvals: Vec<Approval>,
 ) -> Result<Doors> {
     let connections = RecordLog::new();
     let attempts = RecordLog::new();
@@ -296,7 +300,7 @@ pub(crate) async fn open(
         .map_err(|e| anyhow::anyhow!("the job's push terms: {e}"))?;
     let gateway = Gateway::new(
         GatewayConfig::new(&place.mirror, upstream, Secret::new(token.clone()), terms),
-        Arc::new(NoApprovals),
+        Arc::new(KnownApprovals(approvals)),
         None,
     )
     .context("opening the git gateway")?;
@@ -522,28 +526,39 @@ pub(crate) async fn run(
     })
 }
 
-/// The job branch's accepted push, from the gateway's log (the last one that reached the
-/// upstream).
-pub(crate) fn pushed_head(pushes: &[PushRecord], id: &str) -> Option<String> {
-    let branch = format!("refs/heads/capsid/{id}");
+/// The head the run shipped, from the gateway's log: the last update that reached the
+/// upstream (the job's own branch, or a protected one a person approved).
+pub(crate) fn pushed_head(pushes: &[PushRecord]) -> Option<String> {
     pushes
         .iter()
         .rev()
-        .find(|p| p.update.refname == branch && p.forwarded == capsid_box::gateway::Forwarded::Yes)
+        .find(|p| p.forwarded == Forwarded::Yes && p.decision.is_accept() && !p.update.is_delete())
         .map(|p| p.update.new.as_str().to_owned())
 }
 
-/// The updates the gateway held for a person (a push to a protected branch).
-pub(crate) fn held(pushes: &[PushRecord]) -> Vec<String> {
+/// The updates the gateway held for a person (a push to a protected branch), each once, in
+/// the order they were first held.
+pub(crate) fn held(pushes: &[PushRecord]) -> Vec<RefUpdate> {
+    let mut out: Vec<RefUpdate> = Vec::new();
+    for p in pushes {
+        if let Decision::Hold(u) = &p.decision
+            && !out.contains(u)
+        {
+            out.push(u.clone());
+        }
+    }
+    out
+}
+
+/// The protected updates the gateway forwarded on a person's approval, one
+/// `approved <ref> <sha>` line each: what lets a protected branch move during the run.
+pub(crate) fn approved(pushes: &[PushRecord]) -> String {
     pushes
         .iter()
         .filter(|p| {
-            matches!(
-                p.decision,
-                capsid_core::drive::push_policy::Decision::Hold(_)
-            )
+            p.forwarded == Forwarded::Yes && p.decision == Decision::Accept(Accepted::Approved)
         })
-        .map(|p| p.update.to_string())
+        .map(|p| format!("approved {} {}\n", p.update.refname, p.update.new))
         .collect()
 }
 

@@ -488,12 +488,12 @@ async fn once(r: &Ready) -> u8 {
             EXIT_REFUSED
         }
         Ok(Next::Job(claimed)) => {
-            let job = claimed.job.clone();
-            match run::run_job(r, claimed).await {
+            let id = claimed.job.id.clone();
+            match run::run_job(r, *claimed).await {
                 Ok(code) => code,
                 Err(e) => {
                     eprintln!("capsid drive: {e:#}");
-                    if let Some(id) = job["id"].as_str() {
+                    {
                         let reason: String =
                             format!("the driver failed after claiming the job: {e:#}")
                                 .chars()
@@ -524,7 +524,7 @@ async fn once(r: &Ready) -> u8 {
 /// what the run may spend.
 #[derive(Debug)]
 pub(crate) struct Claimed {
-    pub job: Value,
+    pub job: capsid_core::jobs::Job,
     pub resume: Option<Resume>,
     pub credential: Option<String>,
     /// The job's cap as the server answered it (its own, else the server's default).
@@ -547,7 +547,8 @@ impl Claimed {
             }
         };
         Ok(Claimed {
-            job: v["job"].clone(),
+            job: serde_json::from_value(v["job"].clone())
+                .context("the server's claim answered a job this driver cannot read")?,
             resume,
             credential: v["run_credential"].as_str().map(str::to_owned),
             max_cost_usd: dollars("max_cost_usd")?,
@@ -568,7 +569,7 @@ enum Next {
     Waiting(String),
     Refused(String),
     /// The job the server handed this driver, with its terms.
-    Job(Claimed),
+    Job(Box<Claimed>),
 }
 
 /// This driver's agent name: `jobs approval` (a read in the namespace) says who asks.
@@ -651,7 +652,7 @@ async fn next_job(r: &Ready) -> Result<Next> {
                         session_id: c["resume"]["session_id"].as_str().map(str::to_owned),
                         answer,
                     };
-                    return Ok(Next::Job(Claimed::from_answer(&v, Some(resume))?));
+                    return Ok(Next::Job(Box::new(Claimed::from_answer(&v, Some(resume))?)));
                 }
                 Answer::Refused(why) => {
                     eprintln!("capsid drive: could not resume {job_id}: {why}");
@@ -684,7 +685,7 @@ async fn next_job(r: &Ready) -> Result<Next> {
         .call("jobs", json!({"action": "claim", "namespace": ns}))
         .await?
     {
-        Answer::Ok(v) => Ok(Next::Job(Claimed::from_answer(&v, None)?)),
+        Answer::Ok(v) => Ok(Next::Job(Box::new(Claimed::from_answer(&v, None)?))),
         Answer::Refused(why) if why.starts_with("no queued jobs") => Ok(Next::Nothing(why)),
         Answer::Refused(why) => Ok(Next::Refused(why)),
     }

@@ -8,10 +8,12 @@ use anyhow::{Context, Result};
 use capsid_core::checkmarks::AgentStatus;
 use capsid_core::drive::credential::remote_host;
 use capsid_core::drive::hooks::Branches;
+use capsid_core::drive::push_policy::{approvals_in_command, held_push_command};
 use capsid_core::drive::stream::{SessionReport, read_report};
 use capsid_core::drive::verdict::{
     self, Close, GitFacts, HookState, RunFacts, human_gate_in, pr_url_in, tests_added,
 };
+use capsid_core::jobs::block::command_from_summary;
 use capsid_core::jobs::signature::split_signed;
 use serde_json::{Value, json};
 
@@ -69,12 +71,8 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         max_cost_usd,
         spent_usd,
     } = claimed;
-    let job = &job;
     let credential = credential.as_deref();
-    let id = job["id"]
-        .as_str()
-        .context("the claimed job has no id")?
-        .to_owned();
+    let id = job.id.clone();
     // The run's cap: the job's (as the server answered it) or the driver's, whichever is less,
     // less what the job's earlier sessions spent; each call goes to the job's ledger.
     let ledger = model_door::ServerLedger {
@@ -83,16 +81,29 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         job: id.clone(),
     };
     let model = r.model.for_job(max_cost_usd, spent_usd, Some(ledger));
-    let agent = job["claimed_by"]
-        .as_str()
+    let agent = job
+        .claimed_by
+        .as_deref()
         .and_then(|a| a.strip_prefix("agent:"))
         .context("the job is not held by a minted agent; drive with an agent key")?
         .to_owned();
     let credential = credential.context(
         "the server issued no run credential with the claim (a server older than this driver?); the agent is never given the driver's key, so the run stops here",
     )?;
-    let stored = job["body"].as_str().unwrap_or("");
+    let stored = job.body.as_str();
     let body = split_signed(stored).map_or(stored, |p| p.body).to_owned();
+    // A person who resumed a job the gateway held a push for approved exactly those updates
+    // (the command the job blocked on, as the server keeps it): the resumed run's gateway
+    // lets the same push through.
+    let approvals = match &resume {
+        Some(_) => job
+            .result_summary
+            .as_deref()
+            .and_then(command_from_summary)
+            .map(approvals_in_command)
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
     let base = default_branch(&r.root).await?;
     let files = run_files(r, &id)?;
     let mut state = RunState::load(&files.dir);
@@ -159,7 +170,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         json!({
             "status": "working",
             "where_it_stopped": if resume.is_some() { format!("resumed {id} with the answer in {}", wt.display()) } else { format!("claimed {id}; the agent starts in {}", wt.display()) },
-            "summary": format!("{} {id}: {}", if resume.is_some() { "resumed" } else { "claimed" }, job["title"].as_str().unwrap_or("")),
+            "summary": format!("{} {id}: {}", if resume.is_some() { "resumed" } else { "claimed" }, job.title),
         }),
     )
     .await?;
@@ -180,6 +191,21 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
             }
         }
     }
+    // The resumed session is told what the approval lets through; the person's words follow.
+    let resume = resume.map(|mut res| {
+        if !approvals.is_empty() {
+            let approved: Vec<String> = approvals
+                .iter()
+                .map(|a| format!("{} to {}", a.refname, a.sha))
+                .collect();
+            res.answer = format!(
+                "A person approved the push the git gateway held ({}): push the same commit again and the gateway lets it through. {}",
+                approved.join("; "),
+                res.answer
+            );
+        }
+        res
+    });
     let (command, input) = match &resume {
         Some(res) => {
             let session = state.session_id.clone().or_else(|| res.session_id.clone());
@@ -208,7 +234,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     // there, never read from what the agent prints.
     let (run, metered, seen) = match (&r.boxed, &place) {
         (Some(settings), Some(p)) => {
-            let doors = boxed::open(r, &model, &id, p).await?;
+            let doors = boxed::open(r, &model, &id, p, approvals.clone()).await?;
             envs.extend(doors.model.env());
             let run = with_heartbeat(
                 r,
@@ -240,8 +266,8 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     let protected_after = githook::protected_refs(&r.root, &base).await;
     // What the worktree's pre-push gate approved (a boxed run has no such gate: a protected
     // branch moves only through the gateway, on an approval it asked the server for).
-    let approved_pushes = match &place {
-        Some(_) => String::new(),
+    let approved_pushes = match &seen {
+        Some(seen) => boxed::approved(&seen.pushes),
         None => std::fs::read_to_string(&agent_files.hooks_report).unwrap_or_default(),
     };
     let moved = githook::moved(&protected_before, &protected_after).filter(|_| {
@@ -287,9 +313,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     }
     // A boxed run: what was pushed is the gateway's record, and an update it held for a
     // person (a push to a protected branch) is the exact question the job blocks on.
-    let pushed_head = seen
-        .as_ref()
-        .and_then(|s| boxed::pushed_head(&s.pushes, &id));
+    let pushed_head = seen.as_ref().and_then(|s| boxed::pushed_head(&s.pushes));
     if let Some(held) = seen
         .as_ref()
         .map(|s| boxed::held(&s.pushes))
@@ -297,10 +321,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     {
         hooks = Some(HookState {
             status: AgentStatus::Blocked,
-            question: Some(format!(
-                "a person must approve the push the git gateway held (old new ref): {}",
-                held.join("; ")
-            )),
+            question: Some(held_push_command(&held)),
         });
     }
     let facts = match (&place, &pushed_head) {

@@ -1171,6 +1171,97 @@ pub fn a_boxed_push_to_main_is_refused_at_the_gateway_however_spelled(w: &World)
     );
 }
 
+/// A push to `main` the gateway held blocks the job with that exact update; a person who
+/// resumes the job approves exactly it, and the resumed session's push of the same commit
+/// goes through the gateway to the upstream, and the job closes done.
+pub fn a_boxed_push_to_main_a_person_approves_goes_through_on_resume(w: &World) {
+    if !require_bwrap("a_boxed_push_to_main_a_person_approves_goes_through_on_resume") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Hotfix", "Ship the hotfix to main. SCRIPT=approve");
+    w.fake().script(
+        "SCRIPT=approve",
+        vec![
+            vec![write_file("hotfix.txt", "hotfix\n")],
+            vec![bash(
+                "git add hotfix.txt && git commit -qm Hotfix && git rev-parse HEAD && git push origin HEAD:main; echo exit=$?",
+            )],
+            vec![text("The push to main waits on a person.")],
+            vec![bash("git push origin HEAD:main && echo APPROVED-PUSH")],
+            vec![text("The hotfix is on main.")],
+        ],
+    );
+    let main_before = origin_main(w, "demo");
+    let extra = boxed(w);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    let (first, _) = result_of(w, "SCRIPT=approve", "toolu_fake_1_0").expect("the push's result");
+    let commit = first
+        .lines()
+        .find(|l| l.len() == 40 && l.bytes().all(|b| b.is_ascii_hexdigit()))
+        .unwrap_or_else(|| panic!("no commit in {first}"))
+        .to_owned();
+    assert!(
+        first.contains("remote:") && first.contains("held"),
+        "{first}"
+    );
+    assert_eq!(
+        origin_main(w, "demo"),
+        main_before,
+        "main moved before approval"
+    );
+    // The job blocks with exactly that update as its question.
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("blocked"), "{job}");
+    let update = format!("{main_before} {commit} refs/heads/main");
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(summary.contains(&update), "{summary}");
+    let mark = w.checkmark("demo", "demo-driver");
+    assert!(
+        mark["open_question"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&update),
+        "{mark}"
+    );
+    let (status, body) = w.api(
+        "POST",
+        "/api/projects/demo/agents/demo-driver/answer",
+        Some(json!({"answer": "Approved, ship it.", "resume": true})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        said(&out),
+        results(w, "SCRIPT=approve")
+    );
+    let (second, error) =
+        result_of(w, "SCRIPT=approve", "toolu_fake_3_0").expect("the resumed push's result");
+    assert!(!error && second.contains("APPROVED-PUSH"), "{second}");
+    assert_eq!(
+        origin_main(w, "demo"),
+        commit,
+        "the approved push did not land"
+    );
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}");
+    let (ids, openings) = sessions(w, "SCRIPT=approve");
+    assert_eq!((ids.len(), openings), (1, 1), "{ids:?}");
+    // The resumed session was told what the approval lets through.
+    let told = w.fake().requests("SCRIPT=approve").iter().any(|r| {
+        r.body
+            .to_string()
+            .contains("A person approved the push the git gateway held")
+    });
+    assert!(told, "the resumed session was not told of the approval");
+}
+
 /// The host pids whose command line holds `marker`.
 fn pids_with(marker: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")

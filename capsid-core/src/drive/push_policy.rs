@@ -564,6 +564,48 @@ impl PushDecision {
     }
 }
 
+/// How the command of a job blocked on a held push begins: the gateway's held updates follow,
+/// `<old> <new> <ref>` each, separated by `; `. The driver blocks the job with it; a person who
+/// resumes the job approves exactly these updates, and the gateway of the resumed run lets the
+/// same push through ([`approvals_in_command`]).
+pub const HELD_PUSH_COMMAND: &str = "approve the push the git gateway held (old new ref):";
+
+/// The command a job blocks on when the gateway held `held` (see [`HELD_PUSH_COMMAND`]).
+pub fn held_push_command<'a>(held: impl IntoIterator<Item = &'a RefUpdate>) -> String {
+    let updates: Vec<String> = held.into_iter().map(ToString::to_string).collect();
+    format!("{HELD_PUSH_COMMAND} {}", updates.join("; "))
+}
+
+/// The approvals a person gave by resuming a job blocked on `command`: one per update of a
+/// [`held_push_command`], for its ref and new object id. Anything else (another command, a
+/// malformed or cut-off list, a deletion, a ref that is not a branch) approves nothing at all.
+pub fn approvals_in_command(command: &str) -> Vec<Approval> {
+    let Some(rest) = command.trim().strip_prefix(HELD_PUSH_COMMAND) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for piece in rest.split(';') {
+        let fields: Vec<&str> = piece.split_whitespace().collect();
+        let [old, new, refname] = fields[..] else {
+            return Vec::new();
+        };
+        let Ok(update) = RefUpdate::parse(old, new, refname) else {
+            return Vec::new();
+        };
+        if update.is_delete()
+            || !update.refname.starts_with(BRANCH_PREFIX)
+            || ref_format_error(&update.refname).is_some()
+        {
+            return Vec::new();
+        }
+        out.push(Approval {
+            refname: update.refname,
+            sha: update.new,
+        });
+    }
+    out
+}
+
 /// Decides a whole push: every update with [`decide`], then the push as one (see
 /// [`PushDecision::accepted`]).
 pub fn decide_push(

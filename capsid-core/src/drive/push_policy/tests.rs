@@ -528,6 +528,58 @@ fn branch_of(u: &RefUpdate) -> Option<&str> {
     u.refname.strip_prefix(BRANCH_PREFIX)
 }
 
+#[test]
+fn a_held_push_command_approves_exactly_its_updates_and_nothing_else() {
+    let main = upd(A, B, "refs/heads/main");
+    let trunk = upd(ZERO, A, "refs/heads/trunk");
+    let command = held_push_command([&main, &trunk]);
+    assert_eq!(
+        command,
+        format!("{HELD_PUSH_COMMAND} {A} {B} refs/heads/main; {ZERO} {A} refs/heads/trunk")
+    );
+    let approvals = approvals_in_command(&command);
+    assert_eq!(
+        approvals,
+        vec![
+            Approval::for_branch("main", B).unwrap(),
+            Approval::for_branch("trunk", A).unwrap()
+        ]
+    );
+    // Resuming the job lets exactly that push through, and no other sha or ref.
+    let t = terms();
+    assert_eq!(
+        decide(&t, &main, &approvals, true),
+        Decision::Accept(Accepted::Approved)
+    );
+    assert!(matches!(
+        decide(&t, &upd(A, A, "refs/heads/main"), &approvals, true),
+        Decision::Hold(_)
+    ));
+    assert!(matches!(
+        decide(&t, &upd(A, B, "refs/heads/master"), &approvals, true),
+        Decision::Hold(_)
+    ));
+    // Surrounding blanks are read as the block summary keeps them.
+    assert_eq!(approvals_in_command(&format!("  {command}\n")), approvals);
+    // Anything else approves nothing at all.
+    for other in [
+        String::new(),
+        "git push origin HEAD:main".to_owned(),
+        format!("{A} {B} refs/heads/main"),
+        HELD_PUSH_COMMAND.to_owned(),
+        format!("{HELD_PUSH_COMMAND} {A} {B}"),
+        format!("{HELD_PUSH_COMMAND} {A} {B} refs/heads/main extra"),
+        format!("{HELD_PUSH_COMMAND} {A} {B} refs/heads/main; {A} {ZERO} refs/heads/trunk"),
+        format!("{HELD_PUSH_COMMAND} {A} {B} refs/tags/v1"),
+        format!("{HELD_PUSH_COMMAND} {A} {B} refs/heads/ma..in"),
+        format!("{HELD_PUSH_COMMAND} {A} {} refs/heads/main", &B[..39]),
+        format!("{HELD_PUSH_COMMAND} {A} {B} refs/heads/main;"),
+        format!("the agent says {HELD_PUSH_COMMAND} {A} {B} refs/heads/main"),
+    ] {
+        assert_eq!(approvals_in_command(&other), Vec::new(), "{other}");
+    }
+}
+
 proptest! {
     #[test]
     fn never_accepts_a_protected_branch_without_an_approval_of_that_ref_and_sha(
@@ -539,6 +591,26 @@ proptest! {
         if let Some(b) = branch_of(&u) && t.is_protected(b) && d.is_accept() {
             prop_assert!(approvals.iter().any(|a| a.refname == u.refname && a.sha == u.new));
             prop_assert_eq!(d, Decision::Accept(Accepted::Approved));
+        }
+    }
+
+    #[test]
+    fn a_held_push_command_reads_back_as_approvals_of_exactly_its_branch_updates(
+        updates in proptest::collection::vec(arb_update(), 1..4),
+    ) {
+        let command = held_push_command(&updates);
+        let approvals = approvals_in_command(&command);
+        let all_branches = updates.iter().all(|u| {
+            !u.is_delete() && branch_of(u).is_some() && ref_format_error(&u.refname).is_none()
+                && !u.refname.contains(';') && !u.refname.contains(char::is_whitespace)
+        });
+        if all_branches {
+            prop_assert_eq!(approvals.len(), updates.len());
+            for (a, u) in approvals.iter().zip(&updates) {
+                prop_assert!(a.allows(u));
+            }
+        } else {
+            prop_assert!(approvals.is_empty());
         }
     }
 
