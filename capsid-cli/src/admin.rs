@@ -141,13 +141,19 @@ pub enum NamespacesCommand {
         /// a namespace whose finished jobs cost that much this month (UTC) is refused.
         #[arg(long, value_name = "DOLLARS|none")]
         monthly_budget_usd: Option<String>,
+        /// Runner: the cap of this namespace's jobs posted without their own
+        /// --max-cost-usd, in US dollars, or "none" for the server's default
+        /// (CAPSID_JOB_MAX_COST_USD). A claim reserves it against the month's budget, and
+        /// the driver's model door stops the run there.
+        #[arg(long, value_name = "DOLLARS|none")]
+        job_max_cost_usd: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
 }
 
-/// `--monthly-budget-usd` as the tool takes it: a number when it reads as one, else the
+/// `--monthly-budget-usd` (or `--job-max-cost-usd`) as the tool takes it: a number when it reads as one, else the
 /// text (the tool names what it accepts).
 fn budget_arg(given: Option<&String>) -> Value {
     match given.map(|t| t.trim()) {
@@ -444,6 +450,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
             agent_command,
             credential_ref,
             monthly_budget_usd,
+            job_max_cost_usd,
             json,
         } => (
             "update_namespace",
@@ -452,6 +459,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
                 "test_command": test_command, "build_command": build_command,
                 "agent_command": agent_command, "credential_ref": credential_ref,
                 "monthly_budget_usd": budget_arg(monthly_budget_usd.as_ref()),
+                "job_max_cost_usd": budget_arg(job_max_cost_usd.as_ref()),
             }),
             *json,
         ),

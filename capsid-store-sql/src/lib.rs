@@ -231,6 +231,9 @@ macro_rules! sql_ports {
                 ) -> StoreResult<Option<NamespaceBudget>> {
                     $crate::namespaces::namespace_budget(self, name, since).await
                 }
+                async fn namespace_runner(&self, name: &str) -> StoreResult<Option<String>> {
+                    $crate::namespaces::namespace_runner(self, name).await
+                }
             }
 
             #[async_trait::async_trait]

@@ -53,6 +53,13 @@ pub async fn namespace(engine: &impl Engine, name: &str) -> StoreResult<Option<N
         .pop())
 }
 
+/// `NamespaceStore::namespace_runner`: the runner column alone, by key.
+pub async fn namespace_runner(engine: &impl Engine, name: &str) -> StoreResult<Option<String>> {
+    let stmt = Stmt::new("SELECT runner FROM namespaces WHERE namespace = $1").bind(name);
+    let found = read_all(engine, stmt, |r| r.opt_text("runner")).await?;
+    Ok(found.into_iter().next().flatten())
+}
+
 /// `NamespaceStore::namespace_exists`: the key only.
 pub async fn namespace_exists(engine: &impl Engine, name: &str) -> StoreResult<bool> {
     let found = read_all(engine, Stmt::new(EXISTS).bind(name), |r| r.count("n")).await?;

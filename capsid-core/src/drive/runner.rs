@@ -28,6 +28,10 @@ pub struct RunnerSettings {
     /// Where the project's credential is (`env:`, `file:`, `cmd:`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credential_ref: Option<String>,
+    /// The cap of the namespace's jobs posted without their own `max_cost_usd`, in US dollars
+    /// (above the server's default, `CAPSID_JOB_MAX_COST_USD`), as decimal text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_max_cost_usd: Option<String>,
 }
 
 /// The fields an update names: `Some("")` clears, `None` keeps.
@@ -86,7 +90,19 @@ impl RunnerSettings {
                 &self.credential_ref,
                 &patch.credential_ref,
             )?,
+            job_max_cost_usd: field(
+                "job_max_cost_usd",
+                &self.job_max_cost_usd,
+                &patch.job_max_cost_usd,
+            )?,
         };
+        if let Some(cap) = &next.job_max_cost_usd
+            && next.job_cap().is_none()
+        {
+            return Err(format!(
+                "job_max_cost_usd: must be a number of US dollars above zero (what one run of a job that names no cap may spend on its model), or \"none\" to clear it, not {cap:?}"
+            ));
+        }
         if let Some(dir) = &next.root_dir
             && !dir.starts_with('/')
         {
@@ -96,6 +112,15 @@ impl RunnerSettings {
             CredentialRef::parse(r)?;
         }
         Ok(next)
+    }
+
+    /// The namespace's default job cap, when set (and readable: an unreadable one stored
+    /// before it was checked is no cap, so the server's default applies).
+    pub fn job_cap(&self) -> Option<crate::drive::ledger::Usd> {
+        self.job_max_cost_usd
+            .as_deref()
+            .and_then(|t| t.parse::<f64>().ok())
+            .and_then(|x| crate::jobs::budget::parse_job_cap(x).ok())
     }
 
     /// The stored JSON, or `None` when no field is set.
@@ -144,6 +169,28 @@ mod tests {
             .apply(&patch(|p| p.agent_command = Some("a\nb".into())))
             .expect_err("two lines");
         assert!(two.starts_with("agent_command: "), "{two}");
+        let capped = s
+            .apply(&patch(|p| p.job_max_cost_usd = Some(" 2.5 ".into())))
+            .expect("a cap");
+        assert_eq!(
+            capped.job_cap(),
+            crate::drive::ledger::Usd::from_dollars(2.5)
+        );
+        assert_eq!(s.job_cap(), None);
+        for bad in ["0", "-1", "two", "NaN", "inf"] {
+            let why = s
+                .apply(&patch(|p| p.job_max_cost_usd = Some(bad.into())))
+                .expect_err(bad);
+            assert!(why.starts_with("job_max_cost_usd: "), "{why}");
+        }
+        let uncapped = capped
+            .apply(&patch(|p| p.job_max_cost_usd = Some(String::new())))
+            .expect("cleared");
+        assert_eq!(uncapped.job_cap(), None);
+        assert_eq!(
+            RunnerSettings::stored(capped.to_stored().as_deref()),
+            capped
+        );
         assert_eq!(RunnerSettings::stored(s.to_stored().as_deref()), s);
         assert_eq!(RunnerSettings::default().to_stored(), None);
     }

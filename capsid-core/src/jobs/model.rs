@@ -68,7 +68,7 @@ pub struct Job {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub depth: i64,
     /// What one run of the job may spend on its model (its own cap; a job without one runs
-    /// under the server's default, `CAPSID_JOB_MAX_COST_USD`). A claim reserves it against
+    /// under its namespace's default, else the server's, `CAPSID_JOB_MAX_COST_USD`). A claim reserves it against
     /// the namespace's month.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<f64>")]

@@ -531,12 +531,26 @@ impl OwnerService {
         let spend: BTreeMap<String, crate::drive::ledger::Usd> =
             self.jobs.open_job_spend().await?.into_iter().collect();
         let mut jobs = Vec::new();
+        // Each namespace's default cap, read once (a job without its own runs under it).
+        let mut default_caps: BTreeMap<String, Option<crate::drive::ledger::Usd>> = BTreeMap::new();
+        let jobs_cx = self.tools.jobs();
         for status in [JobStatus::Blocked, JobStatus::Claimed, JobStatus::Queued] {
             let filter = JobFilter {
                 namespace: None,
                 status: Some(status),
             };
             for j in self.jobs.jobs(&filter, 50).await? {
+                let cap = match j.max_cost_usd {
+                    Some(own) => Some(own),
+                    None => match default_caps.get(&j.namespace) {
+                        Some(cap) => *cap,
+                        None => {
+                            let cap = jobs_cx.default_cap(&j.namespace).await?;
+                            default_caps.insert(j.namespace.clone(), cap);
+                            cap
+                        }
+                    },
+                };
                 jobs.push(json!({
                     "id": j.id, "namespace": j.namespace, "title": j.title, "status": j.status.as_str(),
                     "claimed_by": j.claimed_by, "lease_expires": j.lease_expires,
@@ -544,7 +558,7 @@ impl OwnerService {
                     "updated_at": j.updated_at,
                     // The ledger so far (a running job's grows with each call) and its cap.
                     "spent_usd": spend.get(&j.id).copied().unwrap_or_default(),
-                    "max_cost_usd": j.max_cost_usd.or(self.tools.config.default_job_max_cost_usd),
+                    "max_cost_usd": cap,
                 }));
             }
         }

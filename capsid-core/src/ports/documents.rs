@@ -431,6 +431,10 @@ pub trait NamespaceStore: Send + Sync {
     /// What each namespace's finished jobs cost since `since` (outcomes recorded at or after
     /// it), every namespace with a reported cost, by name.
     async fn spend_since(&self, since: Timestamp) -> StoreResult<Vec<NamespaceSpend>>;
+    /// One namespace's runner settings (the core's JSON) alone, without the counts
+    /// [`NamespaceStore::namespace`] adds (a claim asks it for the namespace's default job
+    /// cap); `None` when unset or the namespace is not registered.
+    async fn namespace_runner(&self, name: &str) -> StoreResult<Option<String>>;
     /// One namespace's own monthly budget and what its finished jobs cost since `since`, in
     /// one read (a claim asks it); `None` when the namespace is not registered.
     async fn namespace_budget(

@@ -367,6 +367,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "agent_command",
             "credential_ref",
             "monthly_budget_usd",
+            "job_max_cost_usd",
         ],
     ),
     ("list_repo_tree", &["*namespace", "repo", "path", "ref"]),

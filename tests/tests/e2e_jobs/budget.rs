@@ -543,8 +543,94 @@ mod with_default_cap {
         );
     }
 
+    /// A namespace's own default cap (`update_namespace job_max_cost_usd`) stands between the
+    /// job's own and the server's: a claim answers and reserves it, a raise must go above
+    /// it, "none" gives the server's back, and a bad one is refused naming the field and
+    /// changes nothing.
+    async fn a_namespaces_default_cap_stands_between_the_jobs_and_the_servers(s: &TestServer) {
+        setup(s).await;
+        for bad in [json!(0), json!(-1.5), json!("two"), json!(true)] {
+            let err = s
+                .service
+                .call_tool(
+                    &capsid_core::caller::Caller::cli("test"),
+                    "update_namespace",
+                    json!({"namespace": "alpha", "job_max_cost_usd": bad}),
+                    &capsid_core::service::NoConfirmer,
+                )
+                .await
+                .expect_err("a bad cap is refused");
+            assert!(err.to_string().contains("job_max_cost_usd"), "{bad}: {err}");
+        }
+        let row = s.store.namespace("alpha").await.unwrap().unwrap();
+        assert_eq!(row.runner, None, "nothing was written");
+        let set = s
+            .admin(
+                "update_namespace",
+                json!({"namespace": "alpha", "job_max_cost_usd": 0.5}),
+            )
+            .await;
+        assert_eq!(set["runner"]["job_max_cost_usd"], json!("0.5"), "{set}");
+        s.admin(
+            "update_namespace",
+            json!({"namespace": "alpha", "monthly_budget_usd": 1.2}),
+        )
+        .await;
+        let poster = driver(s, "poster", json!({})).await;
+        for i in 0..3 {
+            post(&poster, "alpha", &format!("Uncapped {i}"), json!({})).await;
+        }
+        // Two of the namespace's $0.50 fit in $1.20; the third is refused naming them.
+        let a = driver(s, "a", json!({})).await;
+        let b = driver(s, "b", json!({})).await;
+        let c = driver(s, "c", json!({})).await;
+        let first = claim(&a, "alpha").await;
+        assert_eq!(first["max_cost_usd"], json!(0.5), "{first}");
+        assert_eq!(claim(&b, "alpha").await["max_cost_usd"], json!(0.5));
+        let refused = claim(&c, "alpha").await;
+        assert_eq!(refused["ok"], false, "{refused}");
+        let why = refused["refusal"].as_str().unwrap_or_default();
+        assert!(why.contains("$1.00 is reserved"), "{why}");
+        // A raise goes above the namespace's default, not the server's.
+        let raise = |usd: f64| {
+            s.admin(
+                "jobs",
+                json!({"action": "raise", "id": first["job"]["id"], "namespace": "alpha", "max_cost_usd": usd}),
+            )
+        };
+        let low = raise(0.5).await;
+        assert_eq!(low["ok"], false, "{low}");
+        assert!(
+            low["refusal"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("$0.50 already"),
+            "{low}"
+        );
+        assert_eq!(raise(0.6).await["ok"], true);
+        // "none" clears it: the server's default ($2.00) applies again.
+        s.admin(
+            "update_namespace",
+            json!({"namespace": "alpha", "monthly_budget_usd": "none"}),
+        )
+        .await;
+        let cleared = s
+            .admin(
+                "update_namespace",
+                json!({"namespace": "alpha", "job_max_cost_usd": "none"}),
+            )
+            .await;
+        assert!(
+            cleared["runner"].get("job_max_cost_usd").is_none(),
+            "{cleared}"
+        );
+        let got = claim(&c, "alpha").await;
+        assert_eq!(got["max_cost_usd"], json!(2.0), "{got}");
+    }
+
     e2e_cases!(super::options();
         a_job_without_a_cap_reserves_the_servers_default,
+        a_namespaces_default_cap_stands_between_the_jobs_and_the_servers,
     );
 }
 

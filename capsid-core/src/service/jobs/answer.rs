@@ -64,7 +64,8 @@ pub struct JobDone {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skills: Option<SkillsSettled>,
     /// `claim` and `resume`: what this run may spend on its model, in US dollars (the job's
-    /// own cap, else the server's `CAPSID_JOB_MAX_COST_USD`); the driver's model door holds
+    /// own cap, else its namespace's `job_max_cost_usd`, else the server's
+    /// `CAPSID_JOB_MAX_COST_USD`); the driver's model door holds
     /// the run to it. Absent: no cap.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<f64>")]

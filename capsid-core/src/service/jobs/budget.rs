@@ -11,6 +11,8 @@ use serde_json::json;
 
 use super::{JobDone, JobsAction, JobsAnswer, JobsArgs, job_audit, refuse};
 use crate::caller::Caller;
+use crate::drive::ledger::Usd;
+use crate::drive::runner::RunnerSettings;
 use crate::error::{Error, Result};
 use crate::jobs::budget::parse_job_cap;
 use crate::jobs::budget::{BudgetState, month_start, usd};
@@ -41,6 +43,17 @@ impl JobsCx<'_> {
         )))
     }
 
+    /// The cap of a job of `namespace` that names none: the namespace's own default (its
+    /// runner setting `job_max_cost_usd`), else the server's (`CAPSID_JOB_MAX_COST_USD`).
+    pub(crate) async fn default_cap(&self, namespace: &str) -> Result<Option<Usd>> {
+        let own = self
+            .namespaces
+            .namespace_runner(namespace)
+            .await?
+            .and_then(|json| RunnerSettings::stored(Some(&json)).job_cap());
+        Ok(own.or(self.config.default_job_max_cost_usd))
+    }
+
     /// Why resuming `job` into another paid session is refused for its namespace's month:
     /// the month is spent, or the job's cap does not fit beside what the namespace's running
     /// jobs reserve. Read outside the resume's write (a claim decides inside its own).
@@ -52,7 +65,7 @@ impl JobsCx<'_> {
             return Ok(None);
         }
         let month = self.jobs.month_spend(job, month_start(self.now())).await?;
-        let default_cap = self.config.default_job_max_cost_usd;
+        let default_cap = self.default_cap(&job.namespace).await?;
         let holding = super::claim::reservations(&month.holding, default_cap);
         Ok(state
             .resume_fits(
@@ -64,7 +77,7 @@ impl JobsCx<'_> {
     }
 
     /// `raise`: sets an open job's cap above its current one (the job's own, else the
-    /// server's default), with its audit row. The job's namespace must be the one named (the
+    /// namespace's default, else the server's), with its audit row. The job's namespace must be the one named (the
     /// call's scope was checked against it).
     pub(super) async fn raise(&self, caller: &Caller, a: JobsArgs) -> Result<JobsAnswer> {
         let act = JobsAction::Raise;
@@ -93,7 +106,10 @@ impl JobsCx<'_> {
                 ),
             ));
         }
-        let current = job.max_cost_usd.or(self.config.default_job_max_cost_usd);
+        let current = match job.max_cost_usd {
+            Some(own) => Some(own),
+            None => self.default_cap(&job.namespace).await?,
+        };
         if let Some(current) = current.filter(|c| cap <= *c) {
             return Ok(refuse(
                 act,

@@ -161,13 +161,13 @@ impl ClaimDecider for Decider<'_> {
 
 impl JobsCx<'_> {
     /// Adds the run's terms to a claim or resume answer: what the run may spend (the job's
-    /// cap, else the server's default), and for a minted agent the claim's run credential (a
+    /// cap, else the namespace's default, else the server's), and for a minted agent the claim's run credential (a
     /// driver hands it to the agent process instead of its own key).
     pub(super) async fn attach_run_terms(&self, caller: &Caller, out: &mut JobDone) -> Result<()> {
-        out.max_cost_usd = out
-            .job
-            .max_cost_usd
-            .or(self.config.default_job_max_cost_usd);
+        out.max_cost_usd = match out.job.max_cost_usd {
+            Some(own) => Some(own),
+            None => self.default_cap(&out.job.namespace).await?,
+        };
         // The cap is the job's, across its sessions: what earlier ones spent counts.
         out.spent_usd = Some(self.job_spend(&out.job.id).await?.total);
         if !matches!(caller.principal, crate::caller::Principal::Agent { .. }) {
@@ -262,7 +262,7 @@ impl JobsCx<'_> {
                 budget = Some(MonthTerms {
                     since: month_start(self.now()),
                     default_budget_usd: self.config.default_monthly_budget_usd,
-                    default_cap: self.config.default_job_max_cost_usd,
+                    default_cap: self.default_cap(&ns).await?,
                 });
             }
         }

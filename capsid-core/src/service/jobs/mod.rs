@@ -162,7 +162,7 @@ pub struct JobsArgs {
     #[schemars(schema_with = "crate::jobs::schema::min_record")]
     pub min_record: Option<Value>,
     /// post: what one run of the job may spend on its model, in US dollars (above zero;
-    /// default the server's `CAPSID_JOB_MAX_COST_USD`). A claim reserves it against the
+    /// default the namespace's `job_max_cost_usd`, else the server's `CAPSID_JOB_MAX_COST_USD`). A claim reserves it against the
     /// namespace's monthly budget. raise: the job's new cap, above its current one.
     pub max_cost_usd: Option<f64>,
     /// list: only this status.

@@ -68,6 +68,10 @@ pub struct UpdateArgs {
     /// Admin only: the namespace's monthly budget in US dollars (0 stops every claim), or
     /// "none" to clear it so the server's default (CAPSID_MONTHLY_BUDGET_USD) applies.
     pub monthly_budget_usd: Option<BudgetArg>,
+    /// Runner (admin only): the cap of the namespace's jobs posted without their own
+    /// max_cost_usd, in US dollars above zero, or "none" to clear it so the server's default
+    /// (CAPSID_JOB_MAX_COST_USD) applies.
+    pub job_max_cost_usd: Option<BudgetArg>,
 }
 
 /// A monthly budget as `update_namespace` takes it: dollars, or `"none"` to clear.
@@ -105,6 +109,12 @@ impl UpdateArgs {
             build_command: v(&self.build_command),
             agent_command: v(&self.agent_command),
             credential_ref: v(&self.credential_ref),
+            // Checked with the other runner fields (`RunnerSettings::apply` names the field).
+            job_max_cost_usd: self.job_max_cost_usd.as_ref().map(|c| match c {
+                BudgetArg::Dollars(x) => x.to_string(),
+                BudgetArg::Clear(t) if t.as_str().trim() == "none" => String::new(),
+                BudgetArg::Clear(t) => t.as_str().to_owned(),
+            }),
         }
     }
 }
@@ -270,7 +280,7 @@ impl MaintenanceCx<'_> {
         let Some(repos) = &a.repos else {
             if !RunnerSettings::names_any(&patch) {
                 return Err(Error::Invalid(
-                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref), or monthly_budget_usd".into(),
+                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref, job_max_cost_usd), or monthly_budget_usd".into(),
                 ));
             }
             return self.update_runner(caller, &ns, &patch).await;
