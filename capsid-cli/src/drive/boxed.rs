@@ -18,6 +18,7 @@ use capsid_box::gateway::{
 };
 use capsid_box::sandbox::{AgentBox, BoxStdio, Bwrap, check};
 use capsid_core::drive::egress::Egress;
+use capsid_core::drive::gate::GateRun;
 use capsid_core::drive::push_policy::{Accepted, Approval, Decision, PushTerms, RefUpdate};
 
 use super::Ready;
@@ -580,6 +581,107 @@ pub(crate) async fn checkout(place: &Place, sha: &str) -> Result<PathBuf> {
     .await?;
     git(&verify, &["checkout", "--quiet", "--detach", sha]).await?;
     Ok(verify)
+}
+
+/// What the driver's own test run in its fresh box saw through its one door (egress).
+#[derive(Default)]
+pub(crate) struct Verified {
+    pub connections: Vec<ConnectionRecord>,
+    pub attempts: Vec<ConnectAttempt>,
+}
+
+/// Runs `command` (the project's test command or build check) the driver's way in `at`, a
+/// fresh checkout of the pushed head, **in a fresh box of its own**: the code it runs is the
+/// agent's, so it gets what the agent's box got and no more (the system read-only, a new
+/// `HOME` and `TMPDIR`, no network but the CONNECT door to the package registries), and none
+/// of the agent's clone, home or leftovers. Standard error is folded into the output, of
+/// which the tail is kept; every process it started ends with it.
+pub(crate) async fn verify(
+    r: &Ready,
+    settings: &BoxSettings,
+    place: &Place,
+    at: &Path,
+    command: &str,
+    seen: &mut Verified,
+) -> Result<GateRun> {
+    let dir = place.base.join("verify-box");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (home, tmp, etc, doors) = (
+        dir.join("home"),
+        dir.join("tmp"),
+        dir.join("etc"),
+        dir.join("doors"),
+    );
+    for d in [&dir, &home, &tmp, &etc, &doors] {
+        private_dir(d)?;
+    }
+    let connections = RecordLog::new();
+    let attempts = RecordLog::new();
+    let socket = doors.join("egress.sock");
+    let egress = Door::open(
+        "verify-egress",
+        &socket,
+        DoorTarget::Http(
+            ConnectProxy::new(Egress::registries(), SystemResolver, attempts.clone()).router(),
+        ),
+        connections.clone(),
+    )
+    .await
+    .context("opening the test box's egress door")?;
+    let capsid = std::env::current_exe().context("finding the capsid binary's own path")?;
+    let capsid = std::fs::canonicalize(&capsid).unwrap_or(capsid);
+    let mut spec = AgentBox::new(at, &home, &tmp, &etc);
+    spec.doors = vec![("egress".to_owned(), socket)];
+    spec.tools.push((capsid.clone(), capsid.clone()));
+    spec.proxy_port = Some(EGRESS_PORT);
+    let built = spec.spec().context("building the test box")?;
+    let checked = check(built, &forbidden(r, settings, place))
+        .map_err(|e| anyhow::anyhow!("the test box would expose what it must not: {e}"))?;
+    let args = [
+        "door".to_owned(),
+        "--listen".to_owned(),
+        format!("127.0.0.1:{EGRESS_PORT}"),
+        "--to".to_owned(),
+        "/run/doors/egress.sock".to_owned(),
+        "--".to_owned(),
+        "sh".to_owned(),
+        "-c".to_owned(),
+        format!("exec 2>&1\n{command}"),
+    ];
+    let run = async {
+        let mut child = settings
+            .bwrap
+            .spawn(&checked, &capsid, &args, BoxStdio::piped_output())
+            .context("starting the test box")?;
+        let out = tokio::spawn(read_all(child.stdout()));
+        let err = tokio::spawn(read_all(child.stderr()));
+        let status = child.wait().await.context("waiting for the test box")?;
+        // The box's first process ended, and every process in it with it (a test's leftover
+        // server included), so its pipes end too.
+        let _ = child.kill().await;
+        let mut bytes = out.await.unwrap_or_default();
+        bytes.extend_from_slice(&err.await.unwrap_or_default());
+        anyhow::Ok(GateRun {
+            command: command.to_owned(),
+            exit_code: status.code(),
+            output: super::proc::keep_tail(&bytes),
+        })
+    };
+    let result = run.await;
+    egress.close().await;
+    seen.connections.extend(connections.records());
+    seen.attempts.extend(attempts.records());
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Everything `pipe` gives until it ends (nothing when there is no pipe or it breaks).
+async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Some(mut p) = pipe {
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut p, &mut buf).await;
+    }
+    buf
 }
 
 /// The doors' records in one sentence for the job's record: connections per door, and every

@@ -129,9 +129,21 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         None => worktree::ensure(&r.root, &id, &base_sha).await?,
     };
     eprintln!("capsid drive: {id} in {}", wt.display());
-    mise_install(&wt).await;
+    // A resumed boxed job's clone holds what the agent wrote: the driver runs nothing in it
+    // on the host (git reads its config, mise its files, and either can be told to run a
+    // program), and a fresh one holds only the project's own commit.
+    let host_may_touch = place.is_none() || resume.is_none();
+    if place.is_none() {
+        // The box cannot see what mise installs on the host.
+        mise_install(&wt).await;
+    }
     // The project's settings cannot switch Capsid's hooks off.
-    for file in preflight::strip_disable_all_hooks(&wt).map_err(anyhow::Error::msg)? {
+    let stripped = if host_may_touch {
+        preflight::strip_disable_all_hooks(&wt).map_err(anyhow::Error::msg)?
+    } else {
+        Vec::new()
+    };
+    for file in stripped {
         let rel = file
             .strip_prefix(&wt)
             .unwrap_or(&file)
@@ -232,7 +244,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     };
     // The agent's model calls go through the run's metered door; what it costs is counted
     // there, never read from what the agent prints.
-    let (run, metered, seen) = match (&r.boxed, &place) {
+    let (run, metered, mut seen) = match (&r.boxed, &place) {
         (Some(settings), Some(p)) => {
             let doors = boxed::open(r, &model, &id, p, approvals.clone()).await?;
             envs.extend(doors.model.env());
@@ -299,7 +311,11 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     // What the hooks left for this job, and any step the session was refused that only a
     // human may take.
     let branches = Branches {
-        current: super::proc::current_branch(&wt).await,
+        current: match &place {
+            // The clone is the agent's: its branch is the job's, never read there.
+            Some(_) => Some(format!("capsid/{id}")),
+            None => super::proc::current_branch(&wt).await,
+        },
         default: Some(base.clone()),
         root: Some(wt.display().to_string()),
     };
@@ -324,12 +340,14 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
             question: Some(held_push_command(&held)),
         });
     }
-    let facts = match (&place, &pushed_head) {
-        // What shipped is read from the mirror (written only through the gateway), not the clone.
-        (Some(p), Some(head)) => {
+    let facts = match &place {
+        // What shipped is read from the mirror (written only through the gateway), never the
+        // clone: nothing pushed is nothing shipped.
+        Some(p) => {
+            let head = pushed_head.as_deref().unwrap_or(&base_sha);
             git_facts(&p.mirror, &base_sha, head, report.as_ref(), &run.stdout).await
         }
-        _ => git_facts(&wt, &base_sha, "HEAD", report.as_ref(), &run.stdout).await,
+        None => git_facts(&wt, &base_sha, "HEAD", report.as_ref(), &run.stdout).await,
     };
     let resume_command = resume_hint(r, &agent);
     let mut run_facts = RunFacts {
@@ -342,21 +360,40 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         resume_command: &resume_command,
         gates_tampered: tampered.as_deref(),
     };
+    let mut verified = boxed::Verified::default();
     let (tests, build) = if verdict::before_gates(&run_facts).is_some() {
         (None, None)
     } else {
-        // A boxed run's tests run on a fresh checkout of the pushed head.
-        let at = match (&place, &pushed_head) {
-            (Some(p), Some(head)) => boxed::checkout(p, head).await?,
-            _ => wt.clone(),
-        };
-        let t = shell(&r.tests.command, &at, &[]).await;
-        let b = match (&r.build, t.passed()) {
-            (Some(b), true) => Some(shell(&b.command, &at, &[]).await),
-            _ => None,
-        };
-        (Some(t), b)
+        match (&place, &r.boxed) {
+            // A boxed run's tests run on a fresh checkout of the pushed head (the job's base
+            // when nothing was pushed), in a fresh box of their own.
+            (Some(p), Some(settings)) => {
+                let head = pushed_head.as_deref().unwrap_or(&base_sha);
+                let at = boxed::checkout(p, head).await?;
+                let t = boxed::verify(r, settings, p, &at, &r.tests.command, &mut verified).await?;
+                let b = match (&r.build, t.passed()) {
+                    (Some(b), true) => {
+                        Some(boxed::verify(r, settings, p, &at, &b.command, &mut verified).await?)
+                    }
+                    _ => None,
+                };
+                (Some(t), b)
+            }
+            _ => {
+                let t = shell(&r.tests.command, &wt, &[]).await;
+                let b = match (&r.build, t.passed()) {
+                    (Some(b), true) => Some(shell(&b.command, &wt, &[]).await),
+                    _ => None,
+                };
+                (Some(t), b)
+            }
+        }
     };
+    // The test box's door is one of the job's doors: its connections are on the record too.
+    if let Some(s) = seen.as_mut() {
+        s.connections.extend(verified.connections);
+        s.attempts.extend(verified.attempts);
+    }
     run_facts.tests = tests.as_ref();
     run_facts.build = build.as_ref();
     // A call the cap refused stops the run (the model door's own record, not the agent's word).

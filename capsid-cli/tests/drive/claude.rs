@@ -1262,6 +1262,72 @@ pub fn a_boxed_push_to_main_a_person_approves_goes_through_on_resume(w: &World) 
     assert!(told, "the resumed session was not told of the approval");
 }
 
+/// The driver's own test run executes code the agent wrote, so it runs in a fresh box of its
+/// own: not on the host (the signing key and the host's files are not there, nothing it
+/// writes reaches the host) and not in the agent's box (neither its clone nor its `HOME`).
+pub fn a_boxed_jobs_tests_run_in_a_fresh_box_of_their_own(w: &World) {
+    if !require_bwrap("a_boxed_jobs_tests_run_in_a_fresh_box_of_their_own") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Sly tests", "Rewrite the tests. SCRIPT=slytests");
+    let signing = find_file(w.dir.path(), "signing.key", 3).expect("the server's signing key");
+    let planted = w.dir.path().join("planted-by-tests.txt");
+    // In the agent's box (its Stop hook's run) the tests pass; anywhere else they say what
+    // they can see and fail, so the job's failing tail shows it.
+    let tests = format!(
+        "if [ -f \"$HOME/agent-left.txt\" ]; then echo 'in the agent box'; exit 0; fi\n\
+         echo \"verify-home=$HOME\"\n\
+         cat {signing} 2>&1 || echo NO-KEY\n\
+         (echo planted > {planted}) 2>&1\n\
+         ls {clone} >/dev/null 2>&1 || echo NO-CLONE\n\
+         exit 1\n",
+        signing = signing.display(),
+        planted = planted.display(),
+        clone = "\"$(cat .agent-clone)\"",
+    );
+    w.fake().script(
+        "SCRIPT=slytests",
+        vec![
+            vec![bash("echo left > \"$HOME/agent-left.txt\" && pwd > .agent-clone")],
+            vec![bash(&format!("cat > test.sh <<'TESTS'\n{tests}TESTS"))],
+            vec![bash(
+                "git add test.sh .agent-clone && git commit -qm 'Sly tests' && git push -q origin HEAD && echo PUSHED",
+            )],
+            vec![text("The tests are rewritten.")],
+        ],
+    );
+    let extra = boxed(w);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}\n{}",
+        said(&out),
+        results(w, "SCRIPT=slytests")
+    );
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("failed"), "{job}");
+    let reason = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("verify-home="),
+        "the driver's tests did not run: {reason}"
+    );
+    assert!(!reason.contains("in the agent box"), "{reason}");
+    // (A write under the host's /tmp lands in the box's own /tmp, gone with it.)
+    for gone in ["NO-KEY", "NO-CLONE"] {
+        assert!(reason.contains(gone), "{gone}: {reason}");
+    }
+    assert!(!planted.exists(), "the tests wrote on the host");
+    let key_text = std::fs::read_to_string(&signing).expect("the signing key");
+    assert!(
+        !reason.contains(key_text.trim()),
+        "the tests read the signing key"
+    );
+}
+
 /// The host pids whose command line holds `marker`.
 fn pids_with(marker: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
