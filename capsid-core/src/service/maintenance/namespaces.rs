@@ -193,7 +193,7 @@ pub enum NamespaceUpdated {
     /// The monthly budget.
     Budget(BudgetUpdated),
     /// The runner settings.
-    Runner(RunnerUpdated),
+    Runner(Box<RunnerUpdated>),
 }
 
 fn repos_json(list: &[RepoEntry]) -> String {
@@ -378,12 +378,12 @@ impl MaintenanceCx<'_> {
             .set_namespace_runner(ns, next.to_stored(), audit)
             .await
             .map_err(|e| unregistered(ns, e))?;
-        Ok(NamespaceUpdated::Runner(RunnerUpdated {
+        Ok(NamespaceUpdated::Runner(Box::new(RunnerUpdated {
             namespace: ns.to_owned(),
             runner: next,
             action: "updated",
             previous_runner: current,
-        }))
+        })))
     }
 }
 
