@@ -675,6 +675,28 @@ pub(crate) async fn verify(
     result
 }
 
+/// The agent's clone as it was left: how many commits it holds beyond `base` and whether its
+/// tree is clean, read by git **in a box** (the clone's git configuration is the agent's, and
+/// git obeys it: `core.fsmonitor` or a diff driver would run a program). `None` when it
+/// cannot be read (the verdict then takes the tree as not clean).
+pub(crate) async fn clone_state(
+    r: &Ready,
+    settings: &BoxSettings,
+    place: &Place,
+    base: &str,
+    seen: &mut Verified,
+) -> Option<(u64, bool)> {
+    let probe = format!("git rev-list --count {base}..HEAD && git status --porcelain");
+    let run = verify(r, settings, place, &place.clone, &probe, seen)
+        .await
+        .ok()
+        .filter(GateRun::passed)?;
+    let mut lines = run.output.lines();
+    let commits = lines.next()?.trim().parse().ok()?;
+    let clean = lines.all(|l| l.trim().is_empty());
+    Some((commits, clean))
+}
+
 /// Everything `pipe` gives until it ends (nothing when there is no pipe or it breaks).
 async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
     let mut buf = Vec::new();

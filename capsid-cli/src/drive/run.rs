@@ -340,14 +340,26 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
             question: Some(held_push_command(&held)),
         });
     }
-    let facts = match &place {
+    let mut verified = boxed::Verified::default();
+    let facts = match (&place, &r.boxed) {
         // What shipped is read from the mirror (written only through the gateway), never the
-        // clone: nothing pushed is nothing shipped.
-        Some(p) => {
+        // clone: nothing pushed is nothing shipped, and what the clone holds (read in a box)
+        // only says whether the agent left work it never pushed.
+        (Some(p), Some(settings)) => {
             let head = pushed_head.as_deref().unwrap_or(&base_sha);
-            git_facts(&p.mirror, &base_sha, head, report.as_ref(), &run.stdout).await
+            let mut f = git_facts(&p.mirror, &base_sha, head, report.as_ref(), &run.stdout).await;
+            if pushed_head.is_none() {
+                match boxed::clone_state(r, settings, p, &base_sha, &mut verified).await {
+                    Some((commits, clean)) => {
+                        f.unshipped_commits = commits;
+                        f.clean_tree = clean;
+                    }
+                    None => f.clean_tree = false,
+                }
+            }
+            f
         }
-        None => git_facts(&wt, &base_sha, "HEAD", report.as_ref(), &run.stdout).await,
+        _ => git_facts(&wt, &base_sha, "HEAD", report.as_ref(), &run.stdout).await,
     };
     let resume_command = resume_hint(r, &agent);
     let mut run_facts = RunFacts {
@@ -360,7 +372,6 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         resume_command: &resume_command,
         gates_tampered: tampered.as_deref(),
     };
-    let mut verified = boxed::Verified::default();
     let (tests, build) = if verdict::before_gates(&run_facts).is_some() {
         (None, None)
     } else {
@@ -531,6 +542,7 @@ async fn git_facts(
         tests_added: tests_added(&diff),
         pr,
         clean_tree,
+        unshipped_commits: 0,
     }
 }
 

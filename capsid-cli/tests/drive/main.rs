@@ -59,6 +59,7 @@ claude::claude_cases!(
     a_boxed_push_to_main_is_refused_at_the_gateway_however_spelled,
     a_boxed_push_to_main_a_person_approves_goes_through_on_resume,
     a_boxed_jobs_tests_run_in_a_fresh_box_of_their_own,
+    a_boxed_agents_four_attacks_leave_main_untouched_and_the_verdict_right,
     a_boxed_job_a_person_fails_stops_its_box_within_seconds,
     a_boxed_question_resumes_the_same_session_in_the_same_clone,
 );

@@ -268,10 +268,13 @@ pub enum Refusal {
 }
 
 /// Whether an address a name resolved to may be tunneled to: not the host's loopback, not a
-/// private, link-local, shared (100.64/10), unspecified, broadcast, documentation or multicast
-/// address, nor an IPv6 unique-local or an IPv4 address mapped into IPv6 that is one of those.
-/// A registry's name that resolves there is refused: the proxy runs on the host, and would
-/// otherwise reach the host's own services the box is cut off from.
+/// private, link-local, shared (100.64/10), unspecified, broadcast or multicast address, nor an
+/// IPv6 unique-local or an IPv4 address mapped into IPv6 that is one of those. A registry's
+/// name that resolves there is refused: the proxy runs on the host, and would otherwise reach
+/// the host's own services, its network's, or its cloud's metadata service, which the box is
+/// cut off from. The documentation ranges (192.0.2/24, 198.51.100/24, 203.0.113/24) are no
+/// host's or network's own services, and sandboxed networks route the registries through them
+/// (a CI runner here resolves `registry.npmjs.org` to 203.0.113.80): they are allowed.
 pub fn public_address(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
@@ -279,7 +282,6 @@ pub fn public_address(ip: IpAddr) -> bool {
             !(v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
-                || v4.is_documentation()
                 || v4.is_multicast()
                 // 0/8, "this network", holds the unspecified address 0.0.0.0.
                 || a == 0

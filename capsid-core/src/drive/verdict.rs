@@ -28,6 +28,9 @@ pub struct GitFacts {
     /// Whether the worktree has no uncommitted change (tracked or untracked, ignored files
     /// aside).
     pub clean_tree: bool,
+    /// Commits the agent made that no push carried (a boxed run, where what shipped is only
+    /// what the git gateway forwarded: its clone's commits beyond that).
+    pub unshipped_commits: u64,
 }
 
 /// What the hooks left in the driver's checkmark for this job.
@@ -194,6 +197,14 @@ pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
                 "The agent shipped nothing, and its session was refused {} tool call(s): {}. Give the agent the permissions its work needs (the driver's permission mode) or change the job.",
                 denials.len(),
                 denials.join("; ")
+            )),
+        });
+    }
+    if f.git.commits == 0 && f.git.unshipped_commits > 0 {
+        return Some(Close::Fail {
+            reason: bounded(&format!(
+                "The agent made {} commit(s) but pushed none of them to its branch through the git gateway, so nothing is shipped (a push elsewhere, or to another remote, does not count). Its clone is kept for a day.",
+                f.git.unshipped_commits
             )),
         });
     }
@@ -409,6 +420,7 @@ mod tests {
             tests_added: 1,
             pr: None,
             clean_tree: true,
+            unshipped_commits: 0,
         };
         let pass = run(0, "ok");
         let Close::Complete {
@@ -511,6 +523,31 @@ mod tests {
         );
         let dirty = GitFacts::default();
         assert!(matches!(close(&facts(None, &dirty)), Close::Fail { .. }));
+        // Commits the gateway never forwarded are not shipped, and not a scout's clean run.
+        let unpushed = GitFacts {
+            clean_tree: true,
+            unshipped_commits: 2,
+            ..GitFacts::default()
+        };
+        let pass = run(0, "ok");
+        let Close::Fail { reason } = close(&facts(Some(&pass), &unpushed)) else {
+            panic!("unpushed commits are not done")
+        };
+        assert!(
+            reason.contains("made 2 commit(s) but pushed none"),
+            "{reason}"
+        );
+        // What was pushed decides once something was: later local commits do not fail it.
+        let pushed_some = GitFacts {
+            commits: 1,
+            unshipped_commits: 1,
+            clean_tree: true,
+            ..GitFacts::default()
+        };
+        assert!(matches!(
+            close(&facts(Some(&pass), &pushed_some)),
+            Close::Complete { scout: false, .. }
+        ));
         let shipped = GitFacts {
             commits: 1,
             clean_tree: true,

@@ -463,10 +463,6 @@ fn every_reserved_address_range_is_refused_at_its_edges_and_its_neighbours_are_p
         "169.254.0.0",
         "169.254.169.254",
         "169.254.255.255",
-        // Documentation.
-        "192.0.2.1",
-        "198.51.100.7",
-        "203.0.113.9",
         // Multicast.
         "224.0.0.1",
         "239.255.255.255",
@@ -490,7 +486,6 @@ fn every_reserved_address_range_is_refused_at_its_edges_and_its_neighbours_are_p
         "::ffff:100.64.0.1",
         "::ffff:127.0.0.1",
         "::ffff:169.254.169.254",
-        "::ffff:192.0.2.1",
         "::ffff:224.0.0.1",
         "::ffff:255.255.255.255",
     ];
@@ -515,6 +510,11 @@ fn every_reserved_address_range_is_refused_at_its_edges_and_its_neighbours_are_p
         "192.169.0.0",
         "198.51.101.0",
         "203.0.114.0",
+        // Documentation ranges: no host's or network's own services (a sandbox's registries).
+        "192.0.2.1",
+        "198.51.100.7",
+        "203.0.113.80",
+        "::ffff:192.0.2.1",
         "223.255.255.255",
         "2a04:4e42::649",
         "fbff:ffff::1",
@@ -535,10 +535,7 @@ const RESERVED_V4: &[([u8; 4], u32)] = &[
     ([127, 0, 0, 0], 8),
     ([169, 254, 0, 0], 16),
     ([172, 16, 0, 0], 12),
-    ([192, 0, 2, 0], 24),
     ([192, 168, 0, 0], 16),
-    ([198, 51, 100, 0], 24),
-    ([203, 0, 113, 0], 24),
     ([224, 0, 0, 0], 4),
     ([240, 0, 0, 0], 4),
 ];
