@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use serde::Deserialize;
 use serde_json::json;
 
 use super::mcp::{Answer, Mcp};
@@ -75,7 +76,35 @@ pub async fn stop(args: StopArgs) -> Result<ExitCode> {
     }
 }
 
-/// Lists the namespace's claimed jobs: who holds each, since when, and its title.
+/// A claimed job as `jobs list` answers it (the fields `ps` shows).
+#[derive(Debug, Deserialize)]
+struct Running {
+    id: String,
+    title: String,
+    claimed_by: Option<String>,
+    claimed_at: Option<String>,
+    max_cost_usd: Option<f64>,
+}
+
+/// What a job's ledger holds so far, as `jobs get` answers it.
+#[derive(Debug, Default, Deserialize)]
+struct SpentSoFar {
+    cost_usd: f64,
+    calls: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Listed {
+    jobs: Vec<Running>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Got {
+    spend: Option<SpentSoFar>,
+}
+
+/// Lists the namespace's claimed jobs: who holds each, since when, what its ledger holds so
+/// far (of its own cap, when it has one), and its title.
 pub async fn ps(on: ControlArgs) -> Result<ExitCode> {
     let mcp = match client(&on) {
         Ok(m) => m,
@@ -84,25 +113,40 @@ pub async fn ps(on: ControlArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_REFUSED));
         }
     };
-    let list = mcp
-        .ok(
+    let list: Listed = serde_json::from_value(
+        mcp.ok(
             "jobs",
             json!({"action": "list", "namespace": on.namespace, "status": "claimed"}),
         )
-        .await?;
-    let jobs = list["jobs"].as_array().cloned().unwrap_or_default();
-    if jobs.is_empty() {
+        .await?,
+    )?;
+    if list.jobs.is_empty() {
         println!("no job of {} is running", on.namespace);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<18} {:<24} {:<26} TITLE", "JOB", "HELD BY", "CLAIMED");
-    for j in jobs {
+    println!(
+        "{:<18} {:<24} {:<26} {:<22} TITLE",
+        "JOB", "HELD BY", "CLAIMED", "SPENT (CALLS)"
+    );
+    for j in list.jobs {
+        let got: Got = serde_json::from_value(
+            mcp.ok(
+                "jobs",
+                json!({"action": "get", "id": j.id, "namespace": on.namespace}),
+            )
+            .await?,
+        )?;
+        let spent = got.spend.unwrap_or_default();
+        let of = j
+            .max_cost_usd
+            .map_or_else(String::new, |cap| format!(" of ${cap:.2}"));
         println!(
-            "{:<18} {:<24} {:<26} {}",
-            j["id"].as_str().unwrap_or("?"),
-            j["claimed_by"].as_str().unwrap_or(""),
-            j["claimed_at"].as_str().unwrap_or(""),
-            j["title"].as_str().unwrap_or("")
+            "{:<18} {:<24} {:<26} {:<22} {}",
+            j.id,
+            j.claimed_by.unwrap_or_default(),
+            j.claimed_at.unwrap_or_default(),
+            format!("${:.4}{of} ({})", spent.cost_usd, spent.calls),
+            j.title
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -1542,6 +1542,12 @@ pub fn a_boxed_job_a_person_fails_stops_its_box_within_seconds(w: &World) {
         listed.contains(&id) && listed.contains("agent:demo-driver"),
         "{listed}"
     );
+    // What its ledger holds so far: the one call that started the work (the door writes it
+    // before the agent reads its end).
+    assert!(
+        listed.contains(&format!("${:.4} (1)", FAKE_CALL_MICROS as f64 / 1e6)),
+        "{listed}"
+    );
     let out = drive.wait_with_output().expect("capsid drive ends");
     assert_ne!(out.status.code(), Some(0), "{}", said(&out));
     assert!(
