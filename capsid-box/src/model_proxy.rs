@@ -1,5 +1,5 @@
-//! The metered model door (issue 49): the Anthropic Messages API served to one job's agent and
-//! forwarded to the real upstream. The agent holds only a per-job token that works here and
+//! The metered model door (issue 49): the Anthropic Messages API (Claude Code) and the OpenAI
+//! Responses API (Codex) served to one job's agent and forwarded to the real upstream. The agent holds only a per-job token that works here and
 //! only while the proxy is open; the upstream credential stays in the supervisor. Every call is
 //! reserved against the job's cap before it goes out ([`capsid_core::drive::ledger`]), its
 //! usage is read from the upstream's own answer as it streams through (chunk by chunk, never
@@ -205,11 +205,12 @@ impl ModelProxy {
         })
     }
 
-    /// The routes the agent reaches: `POST /v1/messages` (metered) and
-    /// `POST /v1/messages/count_tokens` (free, passed through).
+    /// The routes the agent reaches: `POST /v1/messages` and `POST /v1/responses` (metered)
+    /// and `POST /v1/messages/count_tokens` (free, passed through).
     pub fn router(&self) -> Router {
         Router::new()
             .route("/v1/messages", post(messages))
+            .route("/v1/responses", post(responses))
             .route("/v1/messages/count_tokens", post(count_tokens))
             .fallback(not_served)
             .with_state(self.clone())
@@ -261,20 +262,111 @@ impl ModelProxy {
     }
 }
 
-/// The Anthropic error shape: `{"type": "error", "error": {"type": kind, "message": ...}}`.
-fn vendor_error(status: StatusCode, kind: &str, message: &str) -> Response {
-    (
-        status,
-        [(http::header::CONTENT_TYPE, "application/json")],
-        json!({"type": "error", "error": {"type": kind, "message": message}}).to_string(),
-    )
-        .into_response()
+/// Which vendor's API a request speaks: it decides the paths, the fields read, how usage
+/// arrives and the shape of every refusal (each CLI reads its own vendor's errors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wire {
+    /// Anthropic's `POST /v1/messages` (Claude Code).
+    Messages,
+    /// OpenAI's `POST /v1/responses` (Codex).
+    Responses,
 }
 
+/// Why the door refuses a call, which each wire spells its own way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    /// The body is not a request this door takes.
+    Invalid,
+    /// The caller does not hold the job's token.
+    Token,
+    /// The run has ended.
+    Closed,
+    /// The body is over [`REQUEST_MAX`].
+    TooLarge,
+    /// The job's cap cannot pay for the call.
+    Budget,
+    /// The door does not serve that path.
+    NotServed,
+    /// The upstream could not be reached.
+    Upstream,
+}
+
+impl Wire {
+    /// The refusal as this vendor's API answers it: Anthropic's
+    /// `{"type": "error", "error": {"type", "message"}}` or OpenAI's
+    /// `{"error": {"message", "type", "param", "code"}}`. A spent budget is OpenAI's own
+    /// `insufficient_quota` (429), which its clients take as final rather than retry.
+    fn error(self, why: Refusal, status: StatusCode, message: &str) -> Response {
+        let (status, body) = match self {
+            Wire::Messages => {
+                let kind = match why {
+                    Refusal::Invalid | Refusal::Budget => "invalid_request_error",
+                    Refusal::Token => "authentication_error",
+                    Refusal::Closed => "permission_error",
+                    Refusal::TooLarge => "request_too_large",
+                    Refusal::NotServed => "not_found_error",
+                    Refusal::Upstream => "api_error",
+                };
+                (
+                    status,
+                    json!({"type": "error", "error": {"type": kind, "message": message}}),
+                )
+            }
+            Wire::Responses => {
+                let (status, kind, code) = match why {
+                    Refusal::Budget => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "insufficient_quota",
+                        Some("insufficient_quota"),
+                    ),
+                    Refusal::Token => (status, "invalid_request_error", Some("invalid_api_key")),
+                    Refusal::Upstream => (status, "server_error", None),
+                    Refusal::TooLarge => {
+                        (status, "invalid_request_error", Some("request_too_large"))
+                    }
+                    Refusal::Invalid | Refusal::Closed | Refusal::NotServed => {
+                        (status, "invalid_request_error", None)
+                    }
+                };
+                (
+                    status,
+                    json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
+                )
+            }
+        };
+        (
+            status,
+            [(http::header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response()
+    }
+
+    /// The upstream path the call goes to.
+    fn path(self) -> &'static str {
+        match self {
+            Wire::Messages => "/v1/messages",
+            Wire::Responses => "/v1/responses",
+        }
+    }
+
+    /// The request field that bounds the answer's length.
+    fn max_field(self) -> &'static str {
+        match self {
+            Wire::Messages => "max_tokens",
+            Wire::Responses => "max_output_tokens",
+        }
+    }
+}
+
+/// The output a Responses call may ask for when it names no `max_output_tokens`: the door
+/// reserves that much and sends the call with the bound it reserved (Codex names none).
+pub const RESPONSES_DEFAULT_MAX_OUTPUT: u64 = 32_768;
+
 impl ModelProxy {
-    fn refuse(&self, status: StatusCode, kind: &str, message: &str) -> Response {
+    fn refuse(&self, wire: Wire, why: Refusal, status: StatusCode, message: &str) -> Response {
         *lock(&self.shared.refused) += 1;
-        vendor_error(status, kind, message)
+        wire.error(why, status, message)
     }
 
     /// Whether the request carries the job's token (`x-api-key` or a bearer token), compared
@@ -354,18 +446,20 @@ impl ModelProxy {
 
     /// The checks every request passes before anything is read or forwarded: the refusal to
     /// answer with, when one fails.
-    fn admit(&self, headers: &HeaderMap) -> Option<Response> {
+    fn admit(&self, wire: Wire, headers: &HeaderMap) -> Option<Response> {
         if !self.shared.open.load(Ordering::SeqCst) {
             return Some(self.refuse(
+                wire,
+                Refusal::Closed,
                 StatusCode::FORBIDDEN,
-                "permission_error",
                 "capsid: this job's run has ended; its model door is closed",
             ));
         }
         if !self.authorized(headers) {
             return Some(self.refuse(
+                wire,
+                Refusal::Token,
                 StatusCode::UNAUTHORIZED,
-                "authentication_error",
                 "capsid: this door takes only the job's own model token",
             ));
         }
@@ -374,11 +468,16 @@ impl ModelProxy {
 }
 
 async fn not_served(req: Request) -> Response {
-    vendor_error(
+    let wire = if req.uri().path().starts_with("/v1/responses") {
+        Wire::Responses
+    } else {
+        Wire::Messages
+    };
+    wire.error(
+        Refusal::NotServed,
         StatusCode::NOT_FOUND,
-        "not_found_error",
         &format!(
-            "capsid's model door serves POST /v1/messages and /v1/messages/count_tokens, not {} {}",
+            "capsid's model door serves POST /v1/messages, /v1/messages/count_tokens and /v1/responses, not {} {}",
             req.method(),
             req.uri().path()
         ),
@@ -388,6 +487,7 @@ async fn not_served(req: Request) -> Response {
 /// Reads the request body, bounded.
 async fn read_body(
     proxy: &ModelProxy,
+    wire: Wire,
     req: Request,
 ) -> Result<(HeaderMap, String, Bytes), Box<Response>> {
     let (parts, body) = req.into_parts();
@@ -395,22 +495,28 @@ async fn read_body(
     match axum::body::to_bytes(body, REQUEST_MAX).await {
         Ok(b) => Ok((parts.headers, query, b)),
         Err(_) => Err(Box::new(proxy.refuse(
+            wire,
+            Refusal::TooLarge,
             StatusCode::PAYLOAD_TOO_LARGE,
-            "request_too_large",
             &format!("capsid: a model request may be at most {REQUEST_MAX} bytes"),
         ))),
     }
 }
 
-/// The headers passed upstream: the API's own (`anthropic-version`, `anthropic-beta`, the
-/// content type), never the agent's credential or hop-by-hop headers.
+/// The headers passed upstream: the APIs' own (`anthropic-version`, `anthropic-beta`,
+/// `openai-*`, Codex's `originator` and session headers, the content type), never the agent's
+/// credential or hop-by-hop headers.
 fn upstream_headers(incoming: &HeaderMap, auth: &UpstreamAuth) -> HeaderMap {
     let mut out = HeaderMap::new();
     for (name, value) in incoming {
         let n = name.as_str();
         if n.starts_with("anthropic-")
+            || n.starts_with("openai-")
             || n == "content-type"
             || n == "user-agent"
+            || n == "originator"
+            || n == "session_id"
+            || n == "conversation_id"
             || n.starts_with("x-stainless-")
         {
             out.append(name.clone(), value.clone());
@@ -459,10 +565,10 @@ fn downstream_headers(upstream: &reqwest::header::HeaderMap) -> HeaderMap {
 }
 
 async fn count_tokens(State(proxy): State<ModelProxy>, req: Request) -> Response {
-    if let Some(r) = proxy.admit(req.headers()) {
+    if let Some(r) = proxy.admit(Wire::Messages, req.headers()) {
         return r;
     }
-    let (headers, query, body) = match read_body(&proxy, req).await {
+    let (headers, query, body) = match read_body(&proxy, Wire::Messages, req).await {
         Ok(x) => x,
         Err(r) => return *r,
     };
@@ -479,7 +585,7 @@ async fn count_tokens(State(proxy): State<ModelProxy>, req: Request) -> Response
             *out.headers_mut() = h;
             out
         }
-        Err(e) => upstream_unreachable(&e),
+        Err(e) => upstream_unreachable(Wire::Messages, &e),
     }
 }
 
@@ -491,18 +597,28 @@ fn with_query(url: &str, query: &str) -> String {
     }
 }
 
-fn upstream_unreachable(e: &reqwest::Error) -> Response {
+fn upstream_unreachable(wire: Wire, e: &reqwest::Error) -> Response {
     tracing::warn!(error = %e, "the model upstream could not be reached");
-    vendor_error(
+    wire.error(
+        Refusal::Upstream,
         StatusCode::BAD_GATEWAY,
-        "api_error",
         "capsid: the model upstream could not be reached",
     )
 }
 
-/// The session a Claude Code request names: `metadata.user_id` is a JSON text whose
-/// `session_id` it carries (older versions: `..._session_<id>`).
-fn session_of(body: &Value) -> Option<String> {
+/// The session a request names: Claude Code's `metadata.user_id` is a JSON text whose
+/// `session_id` it carries (older versions: `..._session_<id>`); Codex sends a `session_id`
+/// header (and the same id as `prompt_cache_key`).
+fn session_of(wire: Wire, headers: &HeaderMap, body: &Value) -> Option<String> {
+    if wire == Wire::Responses {
+        // Codex names its session in a header and as the prompt cache key.
+        return headers
+            .get("session_id")
+            .or_else(|| headers.get("conversation_id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .or_else(|| body["prompt_cache_key"].as_str().map(str::to_owned));
+    }
     let user = body["metadata"]["user_id"].as_str()?;
     if let Ok(v) = serde_json::from_str::<Value>(user)
         && let Some(s) = v["session_id"].as_str()
@@ -513,42 +629,56 @@ fn session_of(body: &Value) -> Option<String> {
 }
 
 async fn messages(State(proxy): State<ModelProxy>, req: Request) -> Response {
+    metered_call(proxy, Wire::Messages, req).await
+}
+
+async fn responses(State(proxy): State<ModelProxy>, req: Request) -> Response {
+    metered_call(proxy, Wire::Responses, req).await
+}
+
+/// One metered call of either wire: admitted, read (bounded), reserved against the cap (the
+/// call that does not fit is refused before the upstream sees it), sent with the output bound
+/// the reservation pays for, and passed back chunk by chunk while its usage is read.
+async fn metered_call(proxy: ModelProxy, wire: Wire, req: Request) -> Response {
     let started = SystemTime::now();
-    if let Some(r) = proxy.admit(req.headers()) {
+    if let Some(r) = proxy.admit(wire, req.headers()) {
         return r;
     }
-    let (headers, query, body) = match read_body(&proxy, req).await {
+    let (headers, query, body) = match read_body(&proxy, wire, req).await {
         Ok(x) => x,
         Err(r) => return *r,
     };
+    let invalid =
+        |message: &str| proxy.refuse(wire, Refusal::Invalid, StatusCode::BAD_REQUEST, message);
     let mut doc: Value = match serde_json::from_slice(&body) {
         Ok(v @ Value::Object(_)) => v,
-        _ => {
-            return proxy.refuse(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                "capsid: a model request's body must be a JSON object",
-            );
-        }
+        _ => return invalid("capsid: a model request's body must be a JSON object"),
     };
     let Some(model) = doc["model"].as_str().map(str::to_owned) else {
-        return proxy.refuse(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "capsid: model: a model request must name its model",
-        );
+        return invalid("capsid: model: a model request must name its model");
     };
-    let Some(asked) = doc["max_tokens"].as_u64() else {
-        return proxy.refuse(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            "capsid: max_tokens: a model request must say how many tokens it may answer with (a positive integer)",
-        );
+    let field = wire.max_field();
+    let asked = match (wire, doc.get(field)) {
+        (_, Some(v)) => match v.as_u64().filter(|n| *n > 0) {
+            Some(n) => n,
+            None => {
+                return invalid(&format!(
+                    "capsid: {field}: must be a positive integer (how many tokens the answer may have)"
+                ));
+            }
+        },
+        (Wire::Messages, None) => {
+            return invalid(
+                "capsid: max_tokens: a model request must say how many tokens it may answer with (a positive integer)",
+            );
+        }
+        (Wire::Responses, None) => RESPONSES_DEFAULT_MAX_OUTPUT,
     };
+    let named = doc.get(field).is_some();
     let priced = proxy.shared.config.prices.price(&model);
     let estimate = tokens_in(body.len() as u64);
     let mut reservation = lock(&proxy.shared.account).reserve(&priced.price, estimate, asked);
-    if matches!(reservation, Reservation::Refuse { .. }) {
+    if wire == Wire::Messages && matches!(reservation, Reservation::Refuse { .. }) {
         // Near the cap the estimate is not good enough: the upstream counts the input.
         if let Some(counted) = proxy.count_input(&headers, &doc).await {
             reservation = lock(&proxy.shared.account).reserve(&priced.price, counted, asked);
@@ -565,8 +695,9 @@ async fn messages(State(proxy): State<ModelProxy>, req: Request) -> Response {
                 needs,
             });
             return proxy.refuse(
+                wire,
+                Refusal::Budget,
                 StatusCode::BAD_REQUEST,
-                "invalid_request_error",
                 &format!(
                     "capsid: this job's model budget is spent: {} of {} used, and this call needs up to {}. The job now waits for a person to raise its cap.",
                     account.spent, cap, needs
@@ -575,18 +706,15 @@ async fn messages(State(proxy): State<ModelProxy>, req: Request) -> Response {
         }
     };
     let thinking = doc["thinking"]["budget_tokens"].as_u64();
-    let body = if max_tokens < asked {
-        if thinking.is_some_and(|b| b >= max_tokens) {
+    let body = if max_tokens < asked || !named {
+        if wire == Wire::Messages && thinking.is_some_and(|b| b >= max_tokens) {
             lock(&proxy.shared.account).settle(held, Usd::ZERO);
-            return proxy.refuse(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                &format!(
-                    "capsid: this job's model budget has room for {max_tokens} output tokens, fewer than the call's thinking budget; the job now waits for a person to raise its cap"
-                ),
-            );
+            return invalid(&format!(
+                "capsid: this job's model budget has room for {max_tokens} output tokens, fewer than the call's thinking budget; the job now waits for a person to raise its cap"
+            ));
         }
-        doc["max_tokens"] = json!(max_tokens);
+        // The call goes out bounded by what was reserved for it.
+        doc[field] = json!(max_tokens);
         Bytes::from(doc.to_string())
     } else {
         body
@@ -595,19 +723,19 @@ async fn messages(State(proxy): State<ModelProxy>, req: Request) -> Response {
         proxy: proxy.clone(),
         id: call_id(),
         model,
-        session: session_of(&doc),
+        session: session_of(wire, &headers, &doc),
         known_price: priced.known,
         max_tokens_cut: (max_tokens < asked).then_some((asked, max_tokens)),
         held,
         started,
         settled: false,
     };
-    let resp = match proxy.forward("/v1/messages", &query, &headers, body).await {
+    let resp = match proxy.forward(wire.path(), &query, &headers, body).await {
         Ok(r) => r,
         Err(e) => {
             call.settle_now(Usage::default(), CallEnd::Broken(e.to_string()))
                 .await;
-            return upstream_unreachable(&e);
+            return upstream_unreachable(wire, &e);
         }
     };
     let status = resp.status().as_u16();
@@ -618,6 +746,7 @@ async fn messages(State(proxy): State<ModelProxy>, req: Request) -> Response {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.starts_with("text/event-stream"));
     let meter = Meter {
+        wire,
         sse: streamed,
         line: Vec::new(),
         json: Vec::new(),
@@ -727,6 +856,7 @@ impl Drop for Call {
 /// Reads usage from the answer as it passes: server-sent events line by line, or a whole JSON
 /// answer (bounded) when the call was not streamed.
 struct Meter {
+    wire: Wire,
     sse: bool,
     line: Vec<u8>,
     json: Vec<u8>,
@@ -740,7 +870,8 @@ const JSON_MAX: usize = 4 * 1024 * 1024;
 const LINE_MAX: usize = 1024 * 1024;
 
 impl Meter {
-    /// Feeds a chunk; true when it holds the answer's last event (`message_stop`).
+    /// Feeds a chunk; true when it holds the answer's last event (`message_stop`,
+    /// `response.completed`).
     fn feed(&mut self, chunk: &[u8]) -> bool {
         if !self.sse {
             if self.json.len() + chunk.len() <= JSON_MAX {
@@ -767,6 +898,9 @@ impl Meter {
         let Ok(v) = serde_json::from_slice::<Value>(data) else {
             return false;
         };
+        if self.wire == Wire::Responses {
+            return self.responses_event(&v);
+        }
         match v["type"].as_str() {
             Some("message_start") => {
                 let m = &v["message"];
@@ -783,6 +917,40 @@ impl Meter {
             Some("message_stop") => true,
             _ => false,
         }
+    }
+
+    /// A Responses event: the model from `response.created`; the usage, and the answer's end,
+    /// from `response.completed` (or a `response.failed` or `response.incomplete`, which
+    /// state what was used too).
+    fn responses_event(&mut self, v: &Value) -> bool {
+        let response = &v["response"];
+        if let Some(model) = response["model"].as_str() {
+            self.model = Some(model.to_owned());
+        }
+        match v["type"].as_str() {
+            Some("response.completed" | "response.failed" | "response.incomplete") => {
+                self.absorb_responses(&response["usage"]);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Takes a Responses usage object: its `input_tokens` include the cached ones
+    /// (`input_tokens_details.cached_tokens`, priced as cache reads), and its `output_tokens`
+    /// the reasoning ones (`output_tokens_details.reasoning_tokens`, priced as output).
+    fn absorb_responses(&mut self, u: &Value) {
+        let Some(input) = u["input_tokens"].as_u64() else {
+            return;
+        };
+        let cached = u["input_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            .min(input);
+        self.usage.input_tokens = input - cached;
+        self.usage.cache_read_tokens = cached;
+        self.usage.cache_write_tokens = 0;
+        self.usage.output_tokens = u["output_tokens"].as_u64().unwrap_or(0);
     }
 
     /// Takes the counts a usage object states (a `message_delta`'s are running totals, so a
@@ -810,7 +978,10 @@ impl Meter {
             if let Some(model) = v["model"].as_str() {
                 self.model = Some(model.to_owned());
             }
-            self.absorb(&v["usage"]);
+            match self.wire {
+                Wire::Messages => self.absorb(&v["usage"]),
+                Wire::Responses => self.absorb_responses(&v["usage"]),
+            }
         }
         if self.sse && !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);

@@ -1,4 +1,4 @@
-//! The metered model door against a fake Messages API on loopback: the cost is the upstream's
+//! The metered model door against a fake Messages API and a fake Responses API on loopback: the cost is the upstream's
 //! reported usage priced by the table, whatever the agent says; the agent's token never goes
 //! upstream and the upstream key never comes back; the cap refuses a call before it reaches the
 //! upstream; answers pass through chunk by chunk.
@@ -113,6 +113,35 @@ async fn upstream_messages(
         .unwrap()
 }
 
+/// The fake Responses API: the answer's events, with the usage set for the test (input, output,
+/// -, cached input), streamed.
+async fn upstream_responses(
+    State(up): State<Arc<Upstream>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    up.requests.lock().unwrap().push((headers, v.clone()));
+    let model = v["model"].as_str().unwrap_or("none").to_owned();
+    let u = *up.usage.lock().unwrap();
+    let events = [
+        json!({"type": "response.created", "response": {"id": "resp_1", "model": model, "status": "in_progress"}}),
+        json!({"type": "response.output_item.done", "item": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hello"}]}}),
+        json!({"type": "response.completed", "response": {"id": "resp_1", "model": model, "status": "completed",
+            "usage": {"input_tokens": u.0 + u.3, "input_tokens_details": {"cached_tokens": u.3},
+                      "output_tokens": u.1, "output_tokens_details": {"reasoning_tokens": u.1 / 2},
+                      "total_tokens": u.0 + u.3 + u.1}}}),
+    ];
+    let text: String = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+        .collect();
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from(text))
+        .unwrap()
+}
+
 async fn serve(router: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -145,6 +174,7 @@ async fn world(cap: Option<f64>) -> World {
         Router::new()
             .route("/v1/messages", post(upstream_messages))
             .route("/v1/messages/count_tokens", post(upstream_count))
+            .route("/v1/responses", post(upstream_responses))
             .with_state(up.clone()),
     )
     .await;
@@ -193,6 +223,27 @@ impl World {
             .await
             .unwrap();
         (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    /// A Responses call as Codex makes it: its bearer token, its session header.
+    async fn respond(&self, body: &Value) -> (u16, Value, String) {
+        let r = self
+            .http
+            .post(format!("{}/v1/responses", self.url))
+            .bearer_auth(TOKEN)
+            .header("session_id", "codex-sess-7")
+            .header("originator", "codex_exec")
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::Null),
+            text,
+        )
     }
 
     fn upstream_calls(&self) -> usize {
@@ -463,4 +514,155 @@ async fn near_the_cap_the_upstream_counts_the_input_instead_of_the_estimate() {
     let (status, _) = w.call(&body).await;
     assert_eq!(status, 200);
     assert!(w.up.counted.lock().unwrap().is_empty());
+}
+
+fn responses_request(model: &str) -> Value {
+    json!({
+        "model": model,
+        "stream": true,
+        "instructions": "You are Codex.",
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        "prompt_cache_key": "codex-sess-7",
+    })
+}
+
+#[tokio::test]
+async fn a_responses_call_costs_its_usage_with_cached_input_at_the_cached_rate() {
+    let w = world(None).await;
+    // 6,000 fresh and 4,000 cached input tokens, 2,000 output (half of them reasoning).
+    *w.up.usage.lock().unwrap() = (6_000, 2_000, 0, 4_000);
+    let (status, _, text) = w.respond(&responses_request("gpt-5")).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.contains("response.completed") && text.contains("Hello"),
+        "{text}"
+    );
+    let usage = Usage {
+        input_tokens: 6_000,
+        output_tokens: 2_000,
+        cache_write_tokens: 0,
+        cache_read_tokens: 4_000,
+    };
+    // gpt-5: $1.25 in, $0.125 cached, $10 out per million: 7,500 + 500 + 20,000 micro-dollars.
+    assert_eq!(w.proxy.spent(), Usd::from_micros(7_500 + 500 + 20_000));
+    let calls = w.proxy.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].usage, usage);
+    assert_eq!(calls[0].model, "gpt-5");
+    assert_eq!(calls[0].session.as_deref(), Some("codex-sess-7"));
+    assert!(calls[0].known_price);
+    assert_eq!(calls[0].end, CallEnd::Completed);
+    assert_eq!(w.rows.0.lock().unwrap().clone(), calls);
+    // The upstream got the door's credential, the call bounded by what was reserved for it
+    // (Codex names no bound), and Codex's own headers; never the agent's token.
+    let (headers, body) = w.up.requests.lock().unwrap()[0].clone();
+    assert_eq!(headers["x-api-key"], KEY);
+    assert!(!format!("{headers:?}").contains(TOKEN));
+    assert_eq!(headers["session_id"], "codex-sess-7");
+    assert_eq!(headers["originator"], "codex_exec");
+    assert_eq!(
+        body["max_output_tokens"],
+        json!(capsid_box::model_proxy::RESPONSES_DEFAULT_MAX_OUTPUT)
+    );
+    assert_eq!(body["input"], responses_request("gpt-5")["input"]);
+}
+
+#[tokio::test]
+async fn a_responses_call_past_the_cap_is_refused_as_insufficient_quota_before_the_upstream() {
+    // A cent: gpt-5 at its default bound of 32,768 output tokens needs about $0.33.
+    let w = world(Some(0.01)).await;
+    let (status, err, text) = w.respond(&responses_request("gpt-5")).await;
+    // Near the cap the call goes out with the bound the rest pays for, not refused.
+    assert_eq!(status, 200, "{text}");
+    let sent = w.up.requests.lock().unwrap()[0].1["max_output_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        sent < capsid_box::model_proxy::RESPONSES_DEFAULT_MAX_OUTPUT,
+        "{sent}"
+    );
+    assert!(err.is_null());
+    // The first call's usage (1,000 in, 200 out: $0.00325) leaves too little for the next.
+    *w.up.usage.lock().unwrap() = (1_000, 200, 0, 0);
+    let mut spent = w.proxy.spent();
+    let mut refused = None;
+    for _ in 0..8 {
+        let (status, err, _) = w.respond(&responses_request("gpt-5")).await;
+        if status != 200 {
+            refused = Some((status, err));
+            break;
+        }
+        assert!(w.proxy.spent() > spent);
+        spent = w.proxy.spent();
+    }
+    let (status, err) = refused.expect("the cap never refused a call");
+    assert_eq!(status, 429, "{err}");
+    assert_eq!(err["error"]["type"], "insufficient_quota", "{err}");
+    assert_eq!(err["error"]["code"], "insufficient_quota", "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("model budget is spent"),
+        "{err}"
+    );
+    let upstream = w.upstream_calls();
+    assert_eq!(
+        w.proxy.calls().len(),
+        upstream,
+        "the refused call reached the upstream"
+    );
+    assert_eq!(w.proxy.cap_hits().len(), 1);
+    assert!(w.proxy.spent() <= Usd::from_dollars(0.01).unwrap());
+}
+
+#[tokio::test]
+async fn a_bad_responses_call_is_refused_in_openais_shape_and_costs_nothing() {
+    let w = world(None).await;
+    let wrong = w
+        .http
+        .post(format!("{}/v1/responses", w.url))
+        .bearer_auth("not-the-token")
+        .json(&responses_request("gpt-5"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    let err: Value = wrong.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "invalid_api_key", "{err}");
+    for (body, field) in [
+        (json!({"input": "hi"}), "model"),
+        (
+            json!({"model": "gpt-5", "max_output_tokens": "lots"}),
+            "max_output_tokens",
+        ),
+        (
+            json!({"model": "gpt-5", "max_output_tokens": 0}),
+            "max_output_tokens",
+        ),
+        (json!(["not", "an", "object"]), "JSON object"),
+    ] {
+        let (status, err, _) = w.respond(&body).await;
+        assert_eq!(status, 400, "{body}: {err}");
+        assert_eq!(err["error"]["type"], "invalid_request_error", "{err}");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains(field),
+            "{body}: {err}"
+        );
+    }
+    w.proxy.close();
+    let (status, err, _) = w.respond(&responses_request("gpt-5")).await;
+    assert_eq!(status, 403, "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("closed")
+    );
+    assert_eq!(w.upstream_calls(), 0);
+    assert_eq!(w.proxy.spent(), Usd::ZERO);
+    assert_eq!(w.proxy.refused(), 6);
 }
