@@ -551,15 +551,15 @@ pub(crate) fn held(pushes: &[PushRecord]) -> Vec<RefUpdate> {
     out
 }
 
-/// The protected updates the gateway forwarded on a person's approval, one
-/// `approved <ref> <sha>` line each: what lets a protected branch move during the run.
-pub(crate) fn approved(pushes: &[PushRecord]) -> String {
+/// The protected updates the gateway forwarded on a person's approval, each a ref and the
+/// sha it went to: what lets a protected branch move during the run.
+pub(crate) fn approved(pushes: &[PushRecord]) -> Vec<capsid_core::drive::judge::Approved> {
     pushes
         .iter()
         .filter(|p| {
             p.forwarded == Forwarded::Yes && p.decision == Decision::Accept(Accepted::Approved)
         })
-        .map(|p| format!("approved {} {}\n", p.update.refname, p.update.new))
+        .map(|p| (p.update.refname.clone(), p.update.new.to_string()))
         .collect()
 }
 

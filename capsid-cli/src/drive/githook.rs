@@ -198,19 +198,3 @@ pub async fn protected_refs(root: &Path, default: &str) -> Vec<(String, String)>
     }
     out
 }
-
-/// Which of the `before` refs moved (or appeared) by `after`, as text, if any did.
-pub fn moved(before: &[(String, String)], after: &[(String, String)]) -> Option<String> {
-    let mut changes: Vec<String> = after
-        .iter()
-        .filter(|(r, sha)| before.iter().find(|(b, _)| b == r).map(|(_, s)| s) != Some(sha))
-        .map(|(r, sha)| format!("{r} is now {}", &sha[..sha.len().min(12)]))
-        .collect();
-    changes.extend(
-        before
-            .iter()
-            .filter(|(r, _)| !after.iter().any(|(a, _)| a == r))
-            .map(|(r, _)| format!("{r} was deleted")),
-    );
-    (!changes.is_empty()).then(|| changes.join(", "))
-}

@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use capsid_core::checkmarks::AgentStatus;
 use capsid_core::drive::credential::remote_host;
 use capsid_core::drive::hooks::Branches;
-use capsid_core::drive::push_policy::{approvals_in_command, held_push_command};
+use capsid_core::drive::judge;
+use capsid_core::drive::push_policy::approvals_in_command;
 use capsid_core::drive::stream::{SessionReport, read_report};
 use capsid_core::drive::verdict::{
     self, Close, GitFacts, HookState, RunFacts, human_gate_in, pr_url_in, tests_added,
@@ -276,37 +277,21 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     // Whether Capsid's own gates stood through the session.
     let hooks_ran = std::fs::metadata(&agent_files.hooks_report).is_ok_and(|m| m.len() > 0);
     let protected_after = githook::protected_refs(&r.root, &base).await;
-    // What the worktree's pre-push gate approved (a boxed run has no such gate: a protected
-    // branch moves only through the gateway, on an approval it asked the server for).
-    let approved_pushes = match &seen {
+    // What a person approved and a gate let through: the gateway's own log in a boxed run;
+    // the worktree's pre-push gate's report otherwise (a file the unboxed agent can write,
+    // which is why `--unboxed` is on every such job's record).
+    let approved = match &seen {
         Some(seen) => boxed::approved(&seen.pushes),
-        None => std::fs::read_to_string(&agent_files.hooks_report).unwrap_or_default(),
+        None => judge::approved_lines(
+            &std::fs::read_to_string(&agent_files.hooks_report).unwrap_or_default(),
+        ),
     };
-    let moved = githook::moved(&protected_before, &protected_after).filter(|_| {
-        // A push the pre-push gate let through with an approval is reported by it.
-        !protected_after
-            .iter()
-            .filter(|p| !protected_before.contains(p))
-            .all(|(r, sha)| {
-                let r = r.strip_prefix("origin ").unwrap_or(r);
-                approved_pushes.contains(&format!("approved {r} {sha}"))
-            })
-    });
-    let changed = match &githooks {
+    let moved = judge::unapproved_moves(&protected_before, &protected_after, &approved);
+    let rewired = match &githooks {
         Some(g) => githook::changed(&wt, g).await,
         None => None,
     };
-    let tampered = match changed {
-        Some(why) => Some(why),
-        None if moved.is_some() => Some(format!(
-            "a protected branch moved during the run outside the gates ({}); a person must look at it",
-            moved.unwrap_or_default()
-        )),
-        None if !hooks_ran => Some(
-            "none of Capsid's hooks reported during the session (Claude Code did not run them: a setting switched them off, or the agent command does not load `--settings`)".to_owned(),
-        ),
-        None => None,
-    };
+    let tampered = judge::gates_tampered(rewired.as_deref(), moved.as_deref(), hooks_ran);
 
     // What the hooks left for this job, and any step the session was refused that only a
     // human may take.
@@ -320,26 +305,18 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         root: Some(wt.display().to_string()),
     };
     let recorded = hook_state(r, &agent, &id).await;
-    let mut hooks = recorded.clone();
-    if let Some(cmd) = human_gate_in(report.as_ref(), &wt.display().to_string(), &branches) {
-        hooks = Some(HookState {
-            status: AgentStatus::Blocked,
-            question: Some(cmd),
-        });
-    }
     // A boxed run: what was pushed is the gateway's record, and an update it held for a
     // person (a push to a protected branch) is the exact question the job blocks on.
     let pushed_head = seen.as_ref().and_then(|s| boxed::pushed_head(&s.pushes));
-    if let Some(held) = seen
+    let held = seen
         .as_ref()
         .map(|s| boxed::held(&s.pushes))
-        .filter(|h| !h.is_empty())
-    {
-        hooks = Some(HookState {
-            status: AgentStatus::Blocked,
-            question: Some(held_push_command(&held)),
-        });
-    }
+        .unwrap_or_default();
+    let hooks = judge::hook_state(
+        recorded.clone(),
+        human_gate_in(report.as_ref(), &wt.display().to_string(), &branches),
+        &held,
+    );
     let mut verified = boxed::Verified::default();
     let facts = match (&place, &r.boxed) {
         // What shipped is read from the mirror (written only through the gateway), never the

@@ -2,7 +2,8 @@
 //! or merge ([`command`]), what a hook answers Claude Code ([`hooks`]), which test and build
 //! commands a run uses ([`gate`]), what a credential reference is ([`credential`]), what an
 //! agent's `stream-json` output says ([`stream`]), how the hooks merge into a project's
-//! `.claude/settings.json` ([`settings`]), how a finished run closes its job ([`verdict`]),
+//! `.claude/settings.json` ([`settings`]), what the supervisor's observations of a run say
+//! ([`judge`]), how a finished run closes its job ([`verdict`]),
 //! the box an agent runs in ([`box_plan`]) and the hosts its CONNECT door may reach
 //! ([`egress`]).
 //! The CLI runs the processes and talks to the server; every rule it applies is here.
@@ -13,6 +14,7 @@ pub mod credential;
 pub mod egress;
 pub mod gate;
 pub mod hooks;
+pub mod judge;
 pub mod ledger;
 pub mod push_policy;
 pub mod runner;
