@@ -201,6 +201,37 @@ mod tests {
     }
 
     #[test]
+    fn sources_name_themselves_for_the_log() {
+        assert_eq!(Source::Flag.as_str(), "flag");
+        assert_eq!(Source::Namespace.as_str(), "namespace");
+        assert_eq!(Source::Mise.as_str(), "mise");
+    }
+
+    #[test]
+    fn two_files_tasks_are_their_union() {
+        let none = MiseTasks::default();
+        let test = MiseTasks {
+            test: true,
+            build_image: false,
+        };
+        let build = MiseTasks {
+            test: false,
+            build_image: true,
+        };
+        let both = MiseTasks {
+            test: true,
+            build_image: true,
+        };
+        assert_eq!(none.union(none), none);
+        assert_eq!(test.union(none), test);
+        assert_eq!(none.union(test), test);
+        assert_eq!(build.union(none), build);
+        assert_eq!(none.union(build), build);
+        assert_eq!(test.union(build), both);
+        assert_eq!(both.union(both), both);
+    }
+
+    #[test]
     fn mise_tasks_are_read_from_tables_and_keys() {
         let t = MiseTasks::read("[tools]\nrust = \"1.94\"\n\n[tasks.test]\nrun = \"cargo test\"\n");
         assert_eq!(
