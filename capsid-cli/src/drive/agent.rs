@@ -12,7 +12,6 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use capsid_core::drive::credential::remote_host;
 use capsid_core::drive::hooks::shell_quote;
-use capsid_core::drive::settings::merge_hooks;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
@@ -75,7 +74,7 @@ pub(super) async fn hide_settings(wt: &Path) {
 }
 
 /// The files of one run, under `<root>/.capsid/runs/<id>` (outside the worktree, mode 0700).
-pub(super) struct RunFiles {
+pub(crate) struct RunFiles {
     /// The folder.
     pub dir: PathBuf,
     /// Capsid's hooks, passed with `--settings`.
@@ -97,81 +96,35 @@ pub const PERMISSION_PROMPT_TOOL: &str = "mcp__capsid-driver__permission_prompt"
 /// server).
 pub(super) fn run_files(r: &Ready, id: &str) -> Result<RunFiles> {
     let dir = r.root.join(".capsid").join("runs").join(id);
-    write_run_files(dir, &super::mcp::mcp_url(&r.url))
+    r.runtime.write_files(dir, &super::mcp::mcp_url(&r.url))
 }
 
-/// Writes a run's files into `dir`, with Capsid's MCP endpoint at `mcp_url` (the server, or
-/// the box's MCP door).
-pub(super) fn write_run_files(dir: PathBuf, mcp_url: &str) -> Result<RunFiles> {
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    restrict(&dir)?;
-    let program = std::env::current_exe().context("finding the capsid binary's own path")?;
-    let program = program.display().to_string();
-    let mut settings = merge_hooks(None, &program).map_err(anyhow::Error::msg)?;
-    settings["hooks"]["SessionStart"] = json!([{
-        "hooks": [{"type": "command", "command": format!("{} hook session-start", shell_quote(&program)), "timeout": 60}]
-    }]);
-    let mcp = json!({
-        "mcpServers": {
-            "capsid": {
-                "type": "http",
-                "url": mcp_url,
-                "headers": { "Authorization": "Bearer ${CAPSID_RUN_CREDENTIAL}" },
-            },
-            "capsid-driver": {
-                "type": "stdio",
-                "command": program,
-                "args": ["hook", "permission-prompt"],
-            }
-        }
-    });
-    let files = RunFiles {
-        settings: dir.join("settings.json"),
-        mcp: dir.join("mcp.json"),
-        hooks_report: dir.join("hooks-ran"),
-        dir,
-    };
-    write(&files.settings, &settings)?;
-    write(&files.mcp, &mcp)?;
-    let _ = std::fs::remove_file(&files.hooks_report);
-    Ok(files)
-}
-
-fn write(path: &Path, v: &Value) -> Result<()> {
+pub(super) fn write(path: &Path, v: &Value) -> Result<()> {
     let text = serde_json::to_string_pretty(v).context("rendering JSON")?;
     std::fs::write(path, format!("{text}\n")).with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(unix)]
-fn restrict(dir: &Path) -> Result<()> {
+pub(super) fn restrict(dir: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
         .with_context(|| format!("restricting {}", dir.display()))
 }
 
 #[cfg(not(unix))]
-fn restrict(_: &Path) -> Result<()> {
+pub(super) fn restrict(_: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The command line that starts (or resumes) the agent: the configured command, the extra
-/// arguments, then the run's MCP configuration, Capsid's hooks as `--settings`, the
-/// permission-prompt tool and the session to resume.
+/// The command line that starts (or resumes) the agent: the configured command and the extra
+/// arguments, then what the run's runtime adds (its files, the session to resume).
 pub(super) fn agent_command_line(r: &Ready, files: &RunFiles, resume: Option<&str>) -> String {
     let mut c = r.agent_command.clone();
     if let Some(extra) = r.agent_args.as_deref().filter(|a| !a.trim().is_empty()) {
         c.push(' ');
         c.push_str(extra.trim());
     }
-    c.push_str(&format!(
-        " --mcp-config {} --settings {} --permission-prompt-tool {PERMISSION_PROMPT_TOOL}",
-        shell_quote(&files.mcp.display().to_string()),
-        shell_quote(&files.settings.display().to_string()),
-    ));
-    if let Some(s) = resume {
-        c.push_str(&format!(" --resume {}", shell_quote(s)));
-    }
-    c
+    r.runtime.command_line(&c, files, resume)
 }
 
 /// Whether this process runs as root (Claude Code's bypass mode then needs `IS_SANDBOX=1`).
@@ -289,50 +242,6 @@ pub(super) async fn with_heartbeat<T>(
     }
 }
 
-/// One line of progress for a stream-json line, if it says something worth a line: each tool
-/// call (its name and a short input), and the session's result.
-pub(crate) fn progress_line(line: &str, started: Instant) -> Option<String> {
-    let v: Value = serde_json::from_str(line.trim()).ok()?;
-    let at = {
-        let s = started.elapsed().as_secs();
-        format!("{:02}:{:02}", s / 60, s % 60)
-    };
-    match v["type"].as_str()? {
-        "assistant" => {
-            let calls: Vec<String> = v["message"]["content"]
-                .as_array()?
-                .iter()
-                .filter(|b| b["type"] == "tool_use")
-                .map(|b| {
-                    let input = &b["input"];
-                    let short = [
-                        "command",
-                        "file_path",
-                        "path",
-                        "pattern",
-                        "url",
-                        "description",
-                    ]
-                    .iter()
-                    .find_map(|k| input[*k].as_str())
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| input.to_string());
-                    let short: String = short.replace('\n', " ").chars().take(100).collect();
-                    format!("{} {short}", b["name"].as_str().unwrap_or("tool"))
-                })
-                .collect();
-            (!calls.is_empty()).then(|| format!("[{at}] {}", calls.join(" | ")))
-        }
-        "result" => Some(format!(
-            "[{at}] the agent finished: {} after {} turn(s), ${:.4}",
-            v["subtype"].as_str().unwrap_or("?"),
-            v["num_turns"].as_u64().unwrap_or(0),
-            v["total_cost_usd"].as_f64().unwrap_or(0.0)
-        )),
-        _ => None,
-    }
-}
-
 /// A bounded keeper of the agent's output: the tail, and every `result` line whole.
 #[derive(Default)]
 struct Output {
@@ -430,7 +339,7 @@ pub(super) async fn follow_output(
         .context("reading the agent's output")?
     {
         if !r.quiet
-            && let Some(p) = progress_line(&line, started)
+            && let Some(p) = r.runtime.progress(&line, started)
         {
             eprintln!("capsid drive: {id} {p}");
         }
@@ -518,13 +427,13 @@ async fn run_in_tmux(
             w = &mut wait => break w?,
             _ = tick.tick() => {
                 if !r.quiet {
-                    follow(&out, &mut seen, started_at, id);
+                    follow(r.runtime, &out, &mut seen, started_at, id);
                 }
             }
         }
     };
     if !r.quiet {
-        follow(&out, &mut seen, started_at, id);
+        follow(r.runtime, &out, &mut seen, started_at, id);
     }
     kill_tmux_server(&socket).await;
     if !waited.success() {
@@ -554,7 +463,13 @@ async fn kill_tmux_server(socket: &str) {
 }
 
 /// Prints the progress lines of the complete lines `out` gained since `seen` bytes.
-fn follow(out: &Path, seen: &mut usize, started: Instant, id: &str) {
+fn follow(
+    runtime: &dyn super::runtime::Runtime,
+    out: &Path,
+    seen: &mut usize,
+    started: Instant,
+    id: &str,
+) {
     let Ok(bytes) = std::fs::read(out) else {
         return;
     };
@@ -566,7 +481,7 @@ fn follow(out: &Path, seen: &mut usize, started: Instant, id: &str) {
         return;
     };
     for line in String::from_utf8_lossy(&fresh[..end]).lines() {
-        if let Some(p) = progress_line(line, started) {
+        if let Some(p) = runtime.progress(line, started) {
             eprintln!("capsid drive: {id} {p}");
         }
     }

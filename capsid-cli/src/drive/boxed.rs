@@ -360,20 +360,6 @@ impl Doors {
     }
 }
 
-/// The driver's variables a boxed Claude Code still needs (its offline and behaviour
-/// switches); never a credential.
-fn passed_through() -> Vec<(String, String)> {
-    std::env::vars()
-        .filter(|(k, _)| {
-            (k.starts_with("CLAUDE_CODE_") && k != "CLAUDE_CODE_OAUTH_TOKEN")
-                || k.starts_with("DISABLE_")
-                || k == "MCP_TIMEOUT"
-                || k == "ANTHROPIC_MODEL"
-                || k == "ANTHROPIC_SMALL_FAST_MODEL"
-        })
-        .collect()
-}
-
 /// The agent program's folder on the host `PATH`, and what to bind for it: the folder of an
 /// npm install (`.../node_modules` for `.../node_modules/.bin/claude`), else the folder itself
 /// (nothing under `/usr`, which the box has).
@@ -479,7 +465,7 @@ pub(crate) async fn run(
         .chain(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from))
         .collect();
     spec.proxy_port = Some(EGRESS_PORT);
-    spec.env = passed_through();
+    spec.env = r.runtime.box_env();
     spec.env.extend(envs.iter().cloned());
     let built = spec.spec().context("building the job's box")?;
     let checked = check(built, &forbidden(r, settings, place))

@@ -15,6 +15,7 @@ pub(crate) mod model_door;
 pub(crate) mod preflight;
 pub mod proc;
 mod run;
+pub(crate) mod runtime;
 mod schedule;
 mod task;
 mod worktree;
@@ -195,6 +196,8 @@ pub(crate) struct Ready {
     pub model: model_door::ModelSettings,
     /// The box, when the run is boxed (`--box`).
     pub boxed: Option<boxed::BoxSettings>,
+    /// The agent CLI the driver runs (what differs between CLIs).
+    pub runtime: &'static dyn runtime::Runtime,
     /// This driver's agent name, once learned (`agent:<name>` holds its jobs).
     pub me: std::sync::Arc<tokio::sync::OnceCell<String>>,
 }
@@ -451,6 +454,7 @@ pub(crate) async fn prepare(
         heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
         model,
         boxed,
+        runtime: &runtime::CLAUDE_CODE,
         me: Default::default(),
     }))
 }

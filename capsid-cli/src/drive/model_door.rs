@@ -321,13 +321,10 @@ fn hex_token(bytes: &[u8]) -> String {
 }
 
 impl Door {
-    /// The agent's variables: the door as its API, and its token as its key.
-    pub fn env(&self) -> Vec<(String, String)> {
-        let mut env = vec![("ANTHROPIC_BASE_URL".to_owned(), self.url.clone())];
-        if let Some(t) = &self.token {
-            env.push(("ANTHROPIC_API_KEY".to_owned(), t.clone()));
-        }
-        env
+    /// The agent's variables, as its runtime spells them: the door as its API, and its token
+    /// as its key.
+    pub fn env(&self, runtime: &dyn super::runtime::Runtime) -> Vec<(String, String)> {
+        runtime.model_env(&self.url, self.token.as_deref())
     }
 
     /// Closes the door (the run ended: every later call is refused) and says what it counted.

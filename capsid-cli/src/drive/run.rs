@@ -10,7 +10,7 @@ use capsid_core::drive::credential::remote_host;
 use capsid_core::drive::hooks::Branches;
 use capsid_core::drive::judge;
 use capsid_core::drive::push_policy::approvals_in_command;
-use capsid_core::drive::stream::{SessionReport, read_report};
+use capsid_core::drive::stream::SessionReport;
 use capsid_core::drive::verdict::{
     self, Close, GitFacts, HookState, RunFacts, human_gate_in, pr_url_in, tests_added,
 };
@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 
 use super::agent::{
     agent_command_line, agent_env, mise_install, run_agent, run_files, with_heartbeat,
-    write_run_files,
 };
 use super::mcp::base_url;
 use super::model_door::{self, Metered};
@@ -129,7 +128,11 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         Some(p) => p.clone.clone(),
         None => worktree::ensure(&r.root, &id, &base_sha).await?,
     };
-    eprintln!("capsid drive: {id} in {}", wt.display());
+    eprintln!(
+        "capsid drive: {id} in {} (runtime {})",
+        wt.display(),
+        r.runtime.name()
+    );
     // A resumed boxed job's clone holds what the agent wrote: the driver runs nothing in it
     // on the host (git reads its config, mise its files, and either can be told to run a
     // program), and a fresh one holds only the project's own commit.
@@ -173,7 +176,9 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     };
     // The agent's run files: in the box's HOME for a boxed run (the run folder is not there).
     let agent_files = match &place {
-        Some(p) => write_run_files(p.run_dir.clone(), &boxed::inside_mcp_url(r))?,
+        Some(p) => r
+            .runtime
+            .write_files(p.run_dir.clone(), &boxed::inside_mcp_url(r))?,
         None => run_files(r, &id)?,
     };
     let protected_before = githook::protected_refs(&r.root, &base).await;
@@ -182,7 +187,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         &id,
         json!({
             "status": "working",
-            "where_it_stopped": if resume.is_some() { format!("resumed {id} with the answer in {}", wt.display()) } else { format!("claimed {id}; the agent starts in {}", wt.display()) },
+            "where_it_stopped": if resume.is_some() { format!("resumed {id} with the answer in {} ({})", wt.display(), r.runtime.name()) } else { format!("claimed {id}; the agent ({}) starts in {}", r.runtime.name(), wt.display()) },
             "summary": format!("{} {id}: {}", if resume.is_some() { "resumed" } else { "claimed" }, job.title),
         }),
     )
@@ -248,7 +253,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     let (run, metered, mut seen) = match (&r.boxed, &place) {
         (Some(settings), Some(p)) => {
             let doors = boxed::open(r, &model, &id, p, approvals.clone()).await?;
-            envs.extend(doors.model.env());
+            envs.extend(doors.model.env(r.runtime));
             let run = with_heartbeat(
                 r,
                 &id,
@@ -261,7 +266,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         }
         _ => {
             let door = model_door::open(&model).await?;
-            envs.extend(door.env());
+            envs.extend(door.env(r.runtime));
             let run = with_heartbeat(
                 r,
                 &id,
@@ -272,7 +277,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         }
     };
     let run = run?;
-    let report = read_report(&run.stdout);
+    let report = r.runtime.report(&run.stdout);
 
     // Whether Capsid's own gates stood through the session.
     let hooks_ran = std::fs::metadata(&agent_files.hooks_report).is_ok_and(|m| m.len() > 0);

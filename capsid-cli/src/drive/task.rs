@@ -152,7 +152,7 @@ async fn drive(r: &Ready, path: &str, holder: &str, verified: &Value) -> Result<
     ]);
     // The model is reached through the run's metered door, as for a queued job.
     let door = super::model_door::open(&r.model).await?;
-    envs.extend(door.env());
+    envs.extend(door.env(r.runtime));
     let run = with_lease(
         r,
         run_agent(r, &agent, &id, &wt, &r.agent_command, &body, &envs),
