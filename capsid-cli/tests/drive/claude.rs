@@ -1033,8 +1033,11 @@ pub fn a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway(
     let secret = w.dir.path().join("host-secret.txt");
     std::fs::write(&secret, "the host's secret\n").expect("a secret on the host");
     let server = w.url.trim_start_matches("http://").to_owned();
+    // The upstream model key is nowhere in the box: not in any process's environment or
+    // arguments, nor in any file of its clone, `HOME`, `TMPDIR` or the box's own folders (the
+    // pattern is spelled `tes[t]` so that the probe's own command line does not match it).
     let look = format!(
-        "cat {} ; cat {} ; cat {}/test.sh ; ls $HOME/../.. ; id -u",
+        "cat {} ; cat {} ; cat {}/test.sh ; ls $HOME/../.. ; id -u ; echo key-seen=$(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c 'sk-ant-fake-offline-tes[t]')/$(grep -rIl 'sk-ant-fake-offline-tes[t]' \"$HOME\" \"$TMPDIR\" . /etc /run /tmp /var 2>/dev/null | grep -c .)",
         signing.display(),
         secret.display(),
         root.display()
@@ -1085,6 +1088,7 @@ pub fn a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway(
         seen.contains("1000"),
         "the agent is not root in its box: {seen}"
     );
+    assert!(seen.contains("key-seen=0/0"), "{seen}");
     let (reached, _) = result_of(w, "SCRIPT=boxed", "toolu_fake_1_0").expect("the reach's result");
     assert!(reached.contains("LOOPBACK-UNREACHABLE"), "{reached}");
     assert!(!reached.contains("\"ok\""), "{reached}");
