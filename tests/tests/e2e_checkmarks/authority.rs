@@ -209,6 +209,46 @@ async fn a_checkpoint_names_only_a_job_its_writer_holds(s: &TestServer) {
     );
 }
 
+/// A run credential's checkpoints stay in its own namespace's feed (issue 53, item 6): a
+/// `global` one is refused and writes nothing; the driver's own key still may.
+async fn a_run_credential_writes_only_into_its_own_namespaces_feed(s: &TestServer) {
+    let t = team(s).await;
+    let id = job(&t.a1.1, "Run it").await;
+    let claimed =
+        t.a1.1
+            .ok(
+                "jobs",
+                json!({"action": "claim", "id": id, "namespace": "alpha"}),
+            )
+            .await;
+    let credential = claimed["run_credential"]
+        .as_str()
+        .expect("a run credential for a minted agent's claim");
+    let run = s.client(credential).await;
+    let audits = audit_rows(s).await;
+    let err = run
+        .err(
+            "checkpoint",
+            json!({"namespace": "alpha", "status": "working", "visibility": "global", "where_it_stopped": "to everyone"}),
+        )
+        .await;
+    assert!(err.contains("visibility project only"), "{err}");
+    assert_eq!(audit_rows(s).await, audits, "a refused checkpoint writes nothing");
+    let own = checkpoint(
+        &run,
+        json!({"namespace": "alpha", "status": "working", "visibility": "project", "where_it_stopped": "here"}),
+    )
+    .await;
+    assert_eq!(own["checkmark"]["job_id"], id.as_str(), "{own}");
+    let driver = checkpoint(
+        &t.a1.1,
+        json!({"namespace": "alpha", "status": "working", "visibility": "global", "where_it_stopped": "news"}),
+    )
+    .await;
+    assert_eq!(driver["log_entry"]["visibility"], "global", "{driver}");
+}
+
 e2e_cases!(capsid_tests::server::ServerOptions::default();
     the_asking_agent_never_answers_its_own_question,
-    a_checkpoint_names_only_a_job_its_writer_holds);
+    a_checkpoint_names_only_a_job_its_writer_holds,
+    a_run_credential_writes_only_into_its_own_namespaces_feed);

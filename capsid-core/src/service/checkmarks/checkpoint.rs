@@ -81,6 +81,12 @@ impl CheckmarksCx<'_> {
                     "checkpoint: a run credential may not mark the checkmark done; the driver does, once its own test gate passed".into(),
                 ));
             }
+            // Its words stay in its own namespace's feed, never every namespace's.
+            if a.visibility == Some(Visibility::Global) {
+                return Err(Error::Forbidden(
+                    "checkpoint: a run credential writes with visibility project only; global entries reach every namespace's feed, and only the driver or a person may write those".into(),
+                ));
+            }
             job_id = Some(run_job.to_owned());
         }
         if let Some(id) = &job_id {
