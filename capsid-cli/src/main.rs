@@ -13,6 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod admin;
 mod backup;
 mod blobs;
+mod checkmarks;
 mod config;
 mod console;
 mod doctor;
@@ -72,6 +73,9 @@ enum Command {
     /// The work queue: list one namespace's jobs or the portfolio (`--all`), raise a job's cap.
     #[command(subcommand)]
     Jobs(jobs::JobsCommand),
+    /// Answer a paused agent's question (and resume it), as the console does.
+    #[command(subcommand)]
+    Checkmarks(checkmarks::CheckmarksCommand),
     /// Sign a stored autonomy policy document.
     #[command(subcommand)]
     Policy(admin::PolicyCommand),
@@ -152,6 +156,7 @@ fn main() -> ExitCode {
             Command::Namespaces(cmd) => admin::namespaces(&cli.global, cmd).await,
             Command::Policy(cmd) => admin::policy(&cli.global, cmd).await,
             Command::Jobs(cmd) => jobs::run(&cli.global, cmd).await,
+            Command::Checkmarks(cmd) => checkmarks::run(&cli.global, cmd).await,
             Command::Doctor(json) => doctor::run(&cli.global, json.json).await,
             Command::Drive(args) => drive::run(args).await,
             Command::Hook(cmd) => hook::run(cmd).await,

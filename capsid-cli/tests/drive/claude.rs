@@ -1237,12 +1237,21 @@ pub fn a_boxed_push_to_main_a_person_approves_goes_through_on_resume(w: &World) 
             .contains(&update),
         "{mark}"
     );
-    let (status, body) = w.api(
-        "POST",
-        "/api/projects/demo/agents/demo-driver/answer",
-        Some(json!({"answer": "Approved, ship it.", "resume": true})),
+    // The person approves from the admin's seat (`capsid checkmarks answer --resume`).
+    let answered = w.cli(&[
+        "checkmarks",
+        "answer",
+        "--namespace",
+        "demo",
+        "--agent",
+        "demo-driver",
+        "--resume",
+        "Approved, ship it.",
+    ]);
+    assert!(
+        answered.contains("answered demo-driver's question") && answered.contains(&update),
+        "{answered}"
     );
-    assert_eq!(status, 200, "{body}");
     let out = w.drive_claude_once("demo", &key, &root, &extra);
     assert_eq!(
         out.status.code(),
@@ -1263,6 +1272,26 @@ pub fn a_boxed_push_to_main_a_person_approves_goes_through_on_resume(w: &World) 
     assert_eq!(job["status"], json!("done"), "{job}");
     let (ids, openings) = sessions(w, "SCRIPT=approve");
     assert_eq!((ids.len(), openings), (1, 1), "{ids:?}");
+    // No question is open any more: a second answer is refused, saying why.
+    let again = w
+        .command()
+        .args([
+            "checkmarks",
+            "answer",
+            "--namespace",
+            "demo",
+            "--agent",
+            "demo-driver",
+            "yes",
+        ])
+        .output()
+        .expect("run capsid");
+    assert!(!again.status.success(), "{}", said(&again));
+    assert!(
+        stderr(&again).contains("checkmarks answer"),
+        "{}",
+        said(&again)
+    );
     // The resumed session was told what the approval lets through.
     let told = w.fake().requests("SCRIPT=approve").iter().any(|r| {
         r.body

@@ -233,7 +233,11 @@ async fn a_run_credential_writes_only_into_its_own_namespaces_feed(s: &TestServe
         )
         .await;
     assert!(err.contains("visibility project only"), "{err}");
-    assert_eq!(audit_rows(s).await, audits, "a refused checkpoint writes nothing");
+    assert_eq!(
+        audit_rows(s).await,
+        audits,
+        "a refused checkpoint writes nothing"
+    );
     let own = checkpoint(
         &run,
         json!({"namespace": "alpha", "status": "working", "visibility": "project", "where_it_stopped": "here"}),
