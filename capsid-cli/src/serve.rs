@@ -137,7 +137,44 @@ async fn shutdown_signal() {
 }
 
 /// Runs the server.
+/// Why `--public-url` (`CAPSID_PUBLIC_URL`) cannot be the server's public URL, if it cannot:
+/// it must be `http://` or `https://`, name a host, and carry no path, query or fragment
+/// (the allowed Host and Origin are read from it, and every route hangs off its root).
+pub(crate) fn public_url_problem(url: &str) -> Option<String> {
+    let url = url.trim();
+    let fix = |what: &str| {
+        Some(format!(
+            "--public-url (CAPSID_PUBLIC_URL) {url:?} {what}: give the scheme and host clients use, such as https://capsid.example.org or http://127.0.0.1:8787"
+        ))
+    };
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return fix("has no http:// or https:// scheme, so every request's Host would be refused");
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty()
+        || host.starts_with(':')
+        || host.contains(char::is_whitespace)
+        || host.contains('@')
+    {
+        return fix("names no host");
+    }
+    if host.len() != rest.len() {
+        return fix(
+            "has a path, query or fragment; Capsid serves its routes at the root of its URL",
+        );
+    }
+    None
+}
+
 pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
+    // A public URL every request would then be refused under stops the start, naming the fix.
+    if let Some(why) = args.public_url.as_deref().and_then(public_url_problem) {
+        anyhow::bail!("{why}");
+    }
     let (store, version) = crate::store_wait::open(global, !args.no_migrate, &args.store).await?;
     let secret = config::signing_secret(global)?;
     // A default budget that is not dollars stops the start, naming the variable.
@@ -355,4 +392,39 @@ fn hostname() -> String {
     std::fs::read_to_string("/etc/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "capsid".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::public_url_problem;
+
+    #[test]
+    fn a_public_url_needs_a_scheme_and_a_host_and_nothing_after_it() {
+        for good in [
+            "https://capsid.example.org",
+            "https://capsid.example.org/",
+            "http://127.0.0.1:8787",
+            "http://[::1]:8787",
+        ] {
+            assert_eq!(public_url_problem(good), None, "{good}");
+        }
+        for (bad, says) in [
+            ("capsid.example.org", "no http:// or https:// scheme"),
+            ("ftp://capsid.example.org", "no http:// or https:// scheme"),
+            ("https://", "names no host"),
+            ("https://:8787", "names no host"),
+            ("https://user@capsid.example.org", "names no host"),
+            (
+                "https://capsid.example.org/console",
+                "path, query or fragment",
+            ),
+            ("https://capsid.example.org?x=1", "path, query or fragment"),
+        ] {
+            let why = public_url_problem(bad).unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(
+                why.contains(says) && why.contains("--public-url"),
+                "{bad}: {why}"
+            );
+        }
+    }
 }

@@ -5,6 +5,35 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
+/// `--public-url capsid.example.org` (no scheme) would have every request refused for its
+/// Host: the start is refused instead, naming the fix, and nothing is created.
+#[test]
+fn serve_refuses_a_public_url_clients_could_not_reach_it_under() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    for bad in ["capsid.example.org", "https://capsid.example.org/console"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_capsid"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--public-url", bad])
+            .env("CAPSID_DATA_DIR", dir.path())
+            .env_remove("CAPSID_DATABASE_URL")
+            .env_remove("CAPSID_PUBLIC_URL")
+            .output()
+            .expect("run capsid serve");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad}: {err}");
+        assert!(
+            err.contains("--public-url") && err.contains("https://capsid.example.org"),
+            "{bad}: {err}"
+        );
+    }
+    assert!(
+        std::fs::read_dir(dir.path())
+            .expect("the folder")
+            .next()
+            .is_none(),
+        "a refused start created files"
+    );
+}
+
 #[test]
 fn serve_starts_reports_health_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().expect("temporary folder");
