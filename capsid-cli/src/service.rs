@@ -340,6 +340,17 @@ fn write_file(path: &Path, text: &str, mode: u32, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// The environment file as printed: the database URL's password hidden (it is written to the
+/// owner-only file, never to a terminal, a log or a pipe).
+fn shown_env(env: &str) -> String {
+    env.lines()
+        .map(|line| match line.strip_prefix("CAPSID_DATABASE_URL=") {
+            Some(url) => format!("CAPSID_DATABASE_URL={}\n", crate::config::redact_url(url)),
+            None => format!("{line}\n"),
+        })
+        .collect()
+}
+
 /// `capsid service`.
 pub fn run(global: &GlobalArgs, cmd: ServiceCommand) -> ExitCode {
     let ServiceCommand::Install(args) = cmd;
@@ -390,14 +401,14 @@ pub fn run(global: &GlobalArgs, cmd: ServiceCommand) -> ExitCode {
                 "unit_path": plan.unit_path,
                 "unit": plan.unit,
                 "env_path": plan.env_path,
-                "env": plan.env,
+                "env": shown_env(&plan.env),
                 "next": plan.systemctl,
             })
         );
         return ExitCode::SUCCESS;
     }
     println!("# {}\n{}", plan.unit_path.display(), plan.unit);
-    println!("# {}\n{}", plan.env_path.display(), plan.env);
+    println!("# {}\n{}", plan.env_path.display(), shown_env(&plan.env));
     if args.apply {
         println!(
             "wrote {} and {} (mode 0600); start it with:\n  {}",

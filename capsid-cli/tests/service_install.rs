@@ -253,18 +253,31 @@ fn a_database_url_goes_to_the_owner_only_file_never_the_unit() {
             "service",
             "install",
             "--user",
+            "--apply",
             "--json",
         ])
         .output()
         .expect("capsid runs");
     assert!(out.status.success(), "{}", text(&out));
+    // What is printed never shows the password (issue 53, item 10); the owner-only file has it.
+    assert!(
+        !text(&out).contains("pw-in-env-file"),
+        "the password was printed: {}",
+        text(&out)
+    );
     let plan: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert!(
         plan["env"]
             .as_str()
             .expect("env")
-            .contains(&format!("CAPSID_DATABASE_URL={url}\n")),
+            .contains("CAPSID_DATABASE_URL=postgres://capsid:***@db.internal/capsid\n"),
         "{plan}"
+    );
+    let written = std::fs::read_to_string(plan["env_path"].as_str().expect("env_path"))
+        .expect("the environment file");
+    assert!(
+        written.contains(&format!("CAPSID_DATABASE_URL={url}\n")),
+        "{written}"
     );
     assert!(
         !plan["unit"]
