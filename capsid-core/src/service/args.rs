@@ -139,6 +139,7 @@ pub fn input_schema<T: JsonSchema>() -> serde_json::Map<String, Value> {
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = schema.to_value();
     strip_nulls(&mut value);
+    standard_formats(&mut value);
     if let Value::Object(map) = &mut value {
         map.remove("title");
         map.entry("type")
@@ -148,6 +149,50 @@ pub fn input_schema<T: JsonSchema>() -> serde_json::Map<String, Value> {
         return map.clone();
     }
     serde_json::Map::new()
+}
+
+/// The `format` values JSON Schema (draft 2020-12) defines; a validator warns on any other
+/// (`unknown format "uint" ignored in schema`, as the MCP Inspector printed on every call).
+pub(crate) const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Drops every `format` keyword JSON Schema does not define (schemars' `uint`, `uint64`,
+/// `int64`, `double`...: the integer bounds stay as `minimum`/`maximum`). A property that
+/// happens to be named `format` is a schema (an object), never a keyword's text, and stays.
+pub(crate) fn standard_formats(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            if map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| !STANDARD_FORMATS.contains(&f))
+            {
+                map.remove("format");
+            }
+            map.values_mut().for_each(standard_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(standard_formats),
+        _ => {}
+    }
 }
 
 fn strip_nulls(v: &mut Value) {

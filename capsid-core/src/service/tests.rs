@@ -563,6 +563,57 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
     ("backup", &[]),
 ];
 
+/// Every format keyword in every tool's input and output schema: what a validator reads.
+fn formats_in(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            if let Some(f) = map.get("format").and_then(Value::as_str) {
+                out.push(f.to_owned());
+            }
+            map.values().for_each(|c| formats_in(c, out));
+        }
+        Value::Array(items) => items.iter().for_each(|c| formats_in(c, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_schema_uses_only_the_formats_json_schema_defines() {
+    let admin = Caller::admin("owner");
+    for listing in service().tools_for(&admin) {
+        let mut found = Vec::new();
+        formats_in(&Value::Object((*listing.input_schema).clone()), &mut found);
+        formats_in(
+            &Value::Object((*listing.output_schema.schema).clone()),
+            &mut found,
+        );
+        for f in found {
+            assert!(
+                crate::service::args::STANDARD_FORMATS.contains(&f.as_str()),
+                "{}: format {f:?} is not one JSON Schema defines",
+                listing.spec.name
+            );
+        }
+    }
+    // The standard ones are kept, and a property named `format` is a property.
+    let mut v = json!({"type": "object", "properties": {
+        "at": {"type": "string", "format": "date-time"},
+        "n": {"type": "integer", "format": "uint64", "minimum": 0},
+        "format": {"type": "string", "format": "uint"},
+        "list": {"type": "array", "items": {"type": "number", "format": "double"}},
+    }});
+    crate::service::args::standard_formats(&mut v);
+    assert_eq!(
+        v,
+        json!({"type": "object", "properties": {
+            "at": {"type": "string", "format": "date-time"},
+            "n": {"type": "integer", "minimum": 0},
+            "format": {"type": "string"},
+            "list": {"type": "array", "items": {"type": "number"}},
+        }})
+    );
+}
+
 #[test]
 fn every_tools_schema_has_the_reference_parameters_and_required_fields() {
     let admin = Caller::admin("owner");

@@ -25,6 +25,7 @@ pub(super) fn output_schema_of<T: schemars::JsonSchema>() -> Value {
         map.remove("title");
     }
     portable(&mut value);
+    crate::service::args::standard_formats(&mut value);
     value
 }
 
