@@ -269,8 +269,23 @@ pub async fn run(cmd: HookCommand) -> Result<ExitCode> {
 /// `capsid hook install`: Claude Code's hooks into `dir/.claude/settings.json`, git's
 /// pre-push hook into the repository, and no setting left that switches the hooks off.
 async fn install_all(dir: &Path) -> Result<ExitCode> {
+    if !dir.is_dir() {
+        eprintln!(
+            "capsid hook install: --dir {} is not a folder that exists; nothing was written (give the project's folder)",
+            dir.display()
+        );
+        return Ok(ExitCode::from(2));
+    }
     let path = install(dir)?;
     println!("wrote Capsid's hooks into {}", path.display());
+    let has_tests = std::env::var("CAPSID_TEST_COMMAND").is_ok_and(|c| !c.trim().is_empty())
+        || mise_tasks(dir).test;
+    if !has_tests {
+        eprintln!(
+            "capsid hook install: warning: no test command found here, so the Stop hook has no test gate to run (it says so once per session and lets the turn end). Set one: CAPSID_TEST_COMMAND in the agent's environment, [tasks.test] in {}/mise.toml, or the namespace's (capsid namespaces update <ns> --test-command ...)",
+            dir.display()
+        );
+    }
     for file in crate::drive::preflight::strip_disable_all_hooks(dir).map_err(anyhow::Error::msg)? {
         eprintln!(
             "capsid hook install: warning: {} set \"disableAllHooks\", which switches every hook off; it was removed, so Capsid's gates run",
@@ -342,6 +357,26 @@ async fn run_tests(
     Ok(shell(&cmd.command, dir, &[]).await)
 }
 
+/// What the Stop hook says, once per session, when it finds no test command.
+const NO_TEST_COMMAND: &str = "Capsid's Stop hook found no test command, so this turn ended without a test gate. Set one: CAPSID_TEST_COMMAND in the agent's environment, [tasks.test] in the project's mise.toml, or the namespace's (capsid namespaces update <ns> --test-command ...). Said once per session.";
+
+/// Whether `what` has not been said yet in `session` (and it is now marked said): a marker in
+/// the temporary folder, named by the session id's safe characters.
+fn say_once(what: &str, session: Option<&str>) -> bool {
+    let id: String = session
+        .unwrap_or("no-session")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(80)
+        .collect();
+    let marker = std::env::temp_dir().join(format!("capsid-said-{what}-{id}"));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&marker)
+        .is_ok()
+}
+
 async fn stop(
     input: &HookInput,
     g: &GateArgs,
@@ -356,8 +391,13 @@ async fn stop(
     };
     let tests = match run_tests(&dir, g, &stored).await {
         Ok(t) => t,
-        Err(refusal) => {
-            print(&stop_block(&refusal));
+        Err(_) => {
+            // Nothing to gate on: the turn ends, and the person hears why once per session
+            // (blocking every turn end would only repeat it). A driven run never gets here:
+            // `capsid drive` refuses to start without a test command.
+            if say_once("no-test-command", input.session_id.as_deref()) {
+                print(&json!({"systemMessage": NO_TEST_COMMAND}));
+            }
             return Ok(ExitCode::SUCCESS);
         }
     };

@@ -142,35 +142,86 @@ fn stop_passes_silently_and_blocks_a_failing_suite_with_its_tail() {
     );
 }
 
+/// With no test command the Stop hook has nothing to gate on: it says so once per session
+/// (shown to the person) and never blocks the turn, instead of blocking every turn end.
 #[test]
-fn a_stop_with_no_test_command_blocks_rather_than_skipping() {
+fn a_stop_with_no_test_command_says_so_once_and_does_not_block() {
     let dir = repo("topic", false, false);
-    let mut child = Command::new(BIN)
-        .args(["hook", "stop"])
-        .current_dir(dir.path())
-        .env_remove("CAPSID_TEST_COMMAND")
-        .env_remove("CAPSID_MCP_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stop_event(dir.path()).as_bytes())
-        .expect("write");
-    let out = child.wait_with_output().expect("ends");
-    let got = decision(&out);
-    assert_eq!(got["decision"], json!("block"));
+    let session = format!("no-tests-{}", std::process::id());
+    let event = {
+        let mut e: Value = serde_json::from_str(&stop_event(dir.path())).expect("event");
+        e["session_id"] = json!(session);
+        e.to_string()
+    };
+    let run = || {
+        let mut child = Command::new(BIN)
+            .args(["hook", "stop"])
+            .current_dir(dir.path())
+            .env_remove("CAPSID_TEST_COMMAND")
+            .env_remove("CAPSID_MCP_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(event.as_bytes())
+            .expect("write");
+        child.wait_with_output().expect("ends")
+    };
+    let first = run();
+    assert_eq!(first.status.code(), Some(0));
+    let said: Value = serde_json::from_str(stdout(&first).trim()).expect("a JSON answer");
+    assert!(said.get("decision").is_none(), "it blocked: {said}");
     assert!(
-        got["reason"]
+        said["systemMessage"]
             .as_str()
             .unwrap_or("")
             .contains("no test command"),
-        "{got}"
+        "{said}"
     );
+    let second = run();
+    assert_eq!(second.status.code(), Some(0));
+    assert_eq!(stdout(&second).trim(), "", "said twice in one session");
+}
+
+/// `hook install` warns when it finds no test command, and refuses a folder that does not
+/// exist instead of creating it.
+#[test]
+fn install_warns_without_a_test_command_and_refuses_a_missing_folder() {
+    let dir = repo("topic", false, false);
+    let out = Command::new(BIN)
+        .args(["hook", "install", "--dir"])
+        .arg(dir.path())
+        .env_remove("CAPSID_TEST_COMMAND")
+        .output()
+        .expect("install");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no test command found") && err.contains("--test-command"),
+        "{err}"
+    );
+    let typo = dir.path().join("typo-folder");
+    let out = Command::new(BIN)
+        .args(["hook", "install", "--dir"])
+        .arg(&typo)
+        .output()
+        .expect("install");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a folder that exists"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!typo.exists(), "the typo's folder was created");
 }
 
 #[test]
