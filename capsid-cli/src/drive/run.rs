@@ -486,6 +486,8 @@ async fn hook_state(r: &Ready, agent: &str, id: &str) -> Option<HookState> {
     Some(HookState {
         status: AgentStatus::parse(c["status"].as_str()?)?,
         question: c["open_question"].as_str().map(str::to_owned),
+        // The checkmark is written with the run credential the agent holds: its words.
+        from_gate: false,
     })
 }
 

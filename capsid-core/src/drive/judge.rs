@@ -113,12 +113,14 @@ pub fn hook_state(
         return Some(HookState {
             status: AgentStatus::Blocked,
             question: Some(held_push_command(held)),
+            from_gate: true,
         });
     }
     match human_gate {
         Some(command) => Some(HookState {
             status: AgentStatus::Blocked,
             question: Some(command),
+            from_gate: true,
         }),
         None => recorded,
     }

@@ -117,6 +117,7 @@ fn a_held_update_or_a_human_gate_is_the_question_over_what_the_hooks_recorded() 
     let recorded = HookState {
         status: AgentStatus::PausedForInput,
         question: Some("Which store?".into()),
+        from_gate: false,
     };
     assert_eq!(
         hook_state(Some(recorded.clone()), None, &[]),
@@ -133,6 +134,7 @@ fn a_held_update_or_a_human_gate_is_the_question_over_what_the_hooks_recorded() 
         Some(HookState {
             status: AgentStatus::Blocked,
             question: Some("git push origin main".into()),
+            from_gate: true,
         })
     );
     let held = RefUpdate::parse(A, B, "refs/heads/main").unwrap();
@@ -206,15 +208,17 @@ proptest! {
         let recorded = recorded_question.clone().map(|q| HookState {
             status: AgentStatus::PausedForInput,
             question: Some(q),
+            from_gate: false,
         });
         let out = hook_state(recorded.clone(), gate.clone(), &held);
         if held.is_empty() {
             match gate {
-                Some(g) => prop_assert_eq!(out, Some(HookState { status: AgentStatus::Blocked, question: Some(g) })),
+                Some(g) => prop_assert_eq!(out, Some(HookState { status: AgentStatus::Blocked, question: Some(g), from_gate: true })),
                 None => prop_assert_eq!(out, recorded),
             }
         } else {
             let out = out.unwrap();
+            prop_assert!(out.from_gate);
             prop_assert_eq!(out.status, AgentStatus::Blocked);
             prop_assert_eq!(out.question, Some(held_push_command(&held)));
         }
