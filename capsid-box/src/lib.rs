@@ -8,5 +8,6 @@
 pub mod bridge;
 pub mod connect;
 pub mod gateway;
+pub mod http_door;
 pub mod model_proxy;
 pub mod sandbox;

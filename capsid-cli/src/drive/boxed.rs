@@ -252,18 +252,21 @@ pub(crate) struct Seen {
     pub attempts: Vec<ConnectAttempt>,
 }
 
-/// The host and port of the server the driver talks to (the MCP door forwards there).
-fn server_addr(url: &str) -> Result<std::net::SocketAddr> {
-    let rest = url
-        .strip_prefix("http://")
-        .context("--box reaches Capsid's server through a door that forwards plain HTTP; give the server's http:// URL (a TLS server is not supported in a boxed run yet)")?;
-    let host_port = rest.split('/').next().unwrap_or(rest);
-    use std::net::ToSocketAddrs;
-    host_port
-        .to_socket_addrs()
-        .with_context(|| format!("resolving the server address {host_port}"))?
-        .next()
-        .with_context(|| format!("the server address {host_port} resolves to nothing"))
+/// The server's base URL and its MCP endpoint's path, which the box's MCP door serves (and
+/// nothing else of the server), or why a boxed run cannot reach it.
+pub(crate) fn mcp_door_target(url: &str) -> std::result::Result<(String, String), String> {
+    let mcp = super::mcp::mcp_url(url);
+    let rest = mcp.strip_prefix("http://").ok_or_else(|| {
+        format!("a boxed run reaches Capsid's server through a door that forwards plain HTTP; give the server's http:// URL, not {url} (a TLS server is not supported in a boxed run yet)")
+    })?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/ops/mcp"),
+    };
+    if authority.is_empty() {
+        return Err(format!("the server URL {url} names no host"));
+    }
+    Ok((format!("http://{authority}"), path.to_owned()))
 }
 
 /// Opens the run's doors in `place.doors`; the gateway lets through the protected updates
@@ -313,10 +316,14 @@ pub(crate) async fn open(
     )
     .await
     .context("opening the box's git door")?;
+    // Capsid's MCP endpoint, and only it: every request re-sent under the server's own Host.
+    let (server, mcp_path) = mcp_door_target(&r.url).map_err(anyhow::Error::msg)?;
     let mcp = Door::open(
         "mcp",
         place.doors.join("mcp.sock"),
-        DoorTarget::Tcp(server_addr(&r.url)?),
+        DoorTarget::Http(
+            capsid_box::http_door::router(&server, &[&mcp_path]).context("the box's MCP door")?,
+        ),
         connections.clone(),
     )
     .await
@@ -769,4 +776,26 @@ pub(crate) fn refuse_unsupported(tmux: bool) -> std::result::Result<(), String> 
         return Err("--tmux runs the agent outside the box, which is not supported yet: drop --tmux (the boxed agent's progress lines still show), or pass --unboxed with it".to_owned());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mcp_door_target;
+
+    #[test]
+    fn the_mcp_door_targets_the_servers_endpoint_over_plain_http_only() {
+        assert_eq!(
+            mcp_door_target("http://127.0.0.1:8787"),
+            Ok(("http://127.0.0.1:8787".to_owned(), "/ops/mcp".to_owned()))
+        );
+        assert_eq!(
+            mcp_door_target("http://capsid.internal:9000/ops/mcp"),
+            Ok((
+                "http://capsid.internal:9000".to_owned(),
+                "/ops/mcp".to_owned()
+            ))
+        );
+        let why = mcp_door_target("https://capsid.example.org").unwrap_err();
+        assert!(why.contains("plain HTTP"), "{why}");
+    }
 }

@@ -416,6 +416,11 @@ pub(crate) async fn prepare(
                 root.display()
             ))));
         }
+        // The box reaches the server through its MCP door: a URL it cannot forward is
+        // refused before anything is claimed.
+        if let Err(why) = boxed::mcp_door_target(&args.url) {
+            return Ok(Err(refused(why)));
+        }
         match boxed::BoxSettings::resolve(args.box_dir.as_deref()).await {
             Ok(b) => Some(b),
             Err(why) => return Ok(Err(refused(why))),

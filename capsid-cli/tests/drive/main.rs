@@ -47,6 +47,7 @@ claude::claude_cases!(
     the_agent_cannot_grade_itself_and_holds_no_driver_key,
     a_question_reaches_a_person_and_the_answer_reaches_the_same_session,
     a_question_through_the_agents_own_checkpoint_blocks_the_job,
+    an_agents_own_blocked_words_never_become_the_command_a_person_runs,
     a_push_to_main_blocks_with_the_command_and_two_questions_never_overwrite,
     shell_wrapped_redirected_and_elsewhere_pushes_never_move_main,
     the_gates_run_at_the_root_after_the_agent_cds_into_a_subfolder,
