@@ -358,6 +358,19 @@ fn hint(global: &GlobalArgs, e: &RestoreError) -> Option<String> {
         RestoreError::Refused(DumpRefusal::Unsealed { .. }) => Some(
             "if you trust where this dump was kept, restore it with --accept-unverified".to_owned(),
         ),
+        RestoreError::Refused(DumpRefusal::TargetNotEmpty { .. }) => {
+            Some(match &global.database_url {
+                Some(url) => format!(
+                    "a `capsid serve` that ran once against {} already wrote its settings there: restore into an empty database instead (create one and point --database-url at it), or drop this one if nothing in it is needed",
+                    config::redact_url(url)
+                ),
+                None => format!(
+                    "a `capsid serve` that ran once in {dir} already wrote its settings there: stop the server, move {dir}/capsid.db (and its -wal and -shm files) aside, keep {key} (it signs the jobs and proves a sealed dump), and run the restore again",
+                    dir = global.data_dir.display(),
+                    key = key.display()
+                ),
+            })
+        }
         _ => None,
     }
 }

@@ -126,7 +126,15 @@ fn backup_then_restore_with_exit_codes() {
         "refused: {}",
         String::from_utf8_lossy(&into_source.stderr)
     );
-    assert!(String::from_utf8_lossy(&into_source.stderr).contains("not empty"));
+    let refused = String::from_utf8_lossy(&into_source.stderr);
+    assert!(refused.contains("not empty"), "{refused}");
+    // It says what to move aside and what to keep (issue 53, item 16).
+    assert!(
+        refused.contains("capsid.db")
+            && refused.contains("aside")
+            && refused.contains("signing.key"),
+        "{refused}"
+    );
 
     // A data folder with another signing secret: refused before anything is written, naming
     // what to carry over.
