@@ -56,9 +56,17 @@ fn default_url() -> Result<String> {
     Ok(format!("http://{addr}"))
 }
 
-/// A base URL a browser can open: `http://` or `https://`, no query or fragment.
+/// The setting `capsid serve` records its public URL under at each start.
+pub(crate) const SERVED_AT: &str = "server.public_url";
+
+/// A base URL a browser can open: `http://` or `https://`, no query or fragment. A pasted
+/// console or MCP address (`.../console`, `.../ops/mcp`) is read as its server's base.
 fn base_url(url: &str) -> Result<String> {
     let url = url.trim().trim_end_matches('/');
+    let url = url
+        .strip_suffix("/console")
+        .or_else(|| url.strip_suffix("/ops/mcp"))
+        .unwrap_or(url);
     let ok = (url.starts_with("http://") || url.starts_with("https://"))
         && url.len() > "https://".len()
         && !url.contains(['?', '#', ' '])
@@ -74,15 +82,36 @@ fn base_url(url: &str) -> Result<String> {
 /// Runs `capsid console`.
 pub async fn run(global: &GlobalArgs, cmd: ConsoleCommand) -> Result<ExitCode> {
     let ConsoleCommand::Login(args) = cmd;
-    let base = base_url(&match &args.url {
-        Some(u) => u.clone(),
-        None => default_url()?,
-    })?;
+    // The link is for the server that keeps its data here: a folder with no store is the
+    // wrong one (a new store's link would be refused by the real server).
+    if global.database_url.is_none() {
+        let db = global.data_dir.join("capsid.db");
+        if !db.is_file() {
+            return Err(anyhow!(
+                "no Capsid store at {}: run `capsid console login` where `capsid serve` keeps its data (the folder it was started in, its --data-dir or CAPSID_DATA_DIR), or pass that folder with --data-dir",
+                db.display()
+            ));
+        }
+    }
     let (store, _) = config::open_store(global, true).await?;
     let clock: Arc<dyn Clock> = match &args.test_clock_file {
         Some(path) => Arc::new(crate::test_clock::FileClock::new(path.clone())),
         None => Arc::new(capsid_http::system::SystemClock),
     };
+    let recorded = if args.url.is_none()
+        && std::env::var("CAPSID_PUBLIC_URL").map_or(true, |u| u.trim().is_empty())
+    {
+        store.setting(SERVED_AT, clock.now()).await.ok().flatten()
+    } else {
+        None
+    };
+    // --url, else CAPSID_PUBLIC_URL, else where the server last said it answers, else its
+    // listen address.
+    let base = base_url(&match (&args.url, recorded) {
+        (Some(u), _) => u.clone(),
+        (None, Some(r)) => r,
+        (None, None) => default_url()?,
+    })?;
     let service = config::service_on(store, clock, config::signing_secret(global).ok(), None);
     let owner = OwnerService::new(service);
     let user = std::env::var("USER")
@@ -120,6 +149,14 @@ mod tests {
         );
         assert_eq!(
             base_url("https://capsid.example.com").unwrap(),
+            "https://capsid.example.com"
+        );
+        assert_eq!(
+            base_url("http://127.0.0.1:9000/console/").unwrap(),
+            "http://127.0.0.1:9000"
+        );
+        assert_eq!(
+            base_url("https://capsid.example.com/ops/mcp").unwrap(),
             "https://capsid.example.com"
         );
         for bad in [

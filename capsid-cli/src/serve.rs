@@ -287,6 +287,14 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
             "CAPSID_PUBLIC_URL is https:// but CAPSID_TRUSTED_PROXIES is not set: behind a reverse proxy every client shares its address and its rate limits"
         );
     }
+    // Where this server answers, for `capsid console login` run beside the store (its link
+    // then points here, whatever port or public URL this start was given).
+    if let Err(e) = store
+        .put_setting(crate::console::SERVED_AT, &public_url, None)
+        .await
+    {
+        tracing::warn!(error = %e, "could not record where the server answers (console login links fall back to CAPSID_LISTEN)");
+    }
     let http_has_no_github = owner.is_none();
     let http = HttpConfig {
         public_url: public_url.clone(),

@@ -225,3 +225,50 @@ async fn console_login_opens_the_console_once_without_github() {
     );
     assert!(log.contains("console session started from a one-time link"));
 }
+
+/// `capsid console login` without `--url` links to where the server said it answers (its
+/// random port here), reads a pasted console address as its server's, and refuses a folder
+/// with no store instead of creating one whose link the server would refuse (issue 53,
+/// item 13).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_login_links_to_where_the_server_answers_and_refuses_the_wrong_folder() {
+    let dir = tempfile::tempdir().expect("data folder");
+    let data = dir.path().join("data");
+    let clock = dir.path().join("clock");
+    std::fs::write(&clock, START_MS.to_string()).expect("clock");
+    let server = Server::start(&data, &clock);
+    let login = |extra: &[&str], folder: &Path| {
+        capsid(folder, &clock)
+            .args(["console", "login"])
+            .args(extra)
+            .output()
+            .expect("run capsid console login")
+    };
+    let out = login(&[], &data);
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{printed}");
+    assert!(
+        printed.contains(&format!("{}/console/login?token=", server.url)),
+        "the link is not where the server answers ({}): {printed}",
+        server.url
+    );
+    let pasted = format!("{}/console", server.url);
+    let out = login(&["--url", &pasted], &data);
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        printed.contains(&format!("{}/console/login?token=", server.url))
+            && !printed.contains("/console/console"),
+        "{printed}"
+    );
+    let wrong = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&wrong).expect("a folder");
+    let out = login(&[], &wrong);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no Capsid store at"), "{err}");
+    assert!(
+        !wrong.join("capsid.db").exists(),
+        "a store was created in the wrong folder"
+    );
+    drop(server);
+}
