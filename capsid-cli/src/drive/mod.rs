@@ -594,10 +594,22 @@ async fn whoami(r: &Ready) -> Result<String> {
                 )
                 .await?;
             let actor = v["caller"].as_str().unwrap_or("");
-            actor
+            let name = actor
                 .strip_prefix("agent:")
                 .map(str::to_owned)
-                .with_context(|| format!("the driver's key is not a minted agent's ({actor}); drive with an agent key"))
+                .with_context(|| format!("the driver's key is not a minted agent's ({actor}); drive with an agent key"))?;
+            // Which key drives (CAPSID_KEY wins over the key files): said once, so a key left
+            // in the environment by another step is seen at once.
+            eprintln!(
+                "capsid drive: driving as agent:{name} in {} ({})",
+                r.namespace,
+                if std::env::var("CAPSID_KEY").is_ok_and(|k| !k.trim().is_empty()) {
+                    "the key in CAPSID_KEY"
+                } else {
+                    "the key file"
+                }
+            );
+            anyhow::Ok(name)
         })
         .await?;
     Ok(me.clone())

@@ -1122,6 +1122,12 @@ pub fn a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway(
         said(&out),
         results(w, "SCRIPT=boxed")
     );
+    // The driver says which key drives (issue 53, item 14).
+    assert!(
+        stderr(&out).contains("driving as agent:demo-driver in demo (the key in CAPSID_KEY)"),
+        "{}",
+        said(&out)
+    );
     let (seen, _) = result_of(w, "SCRIPT=boxed", "toolu_fake_0_0").expect("the look's result");
     assert!(!seen.contains("the host's secret"), "{seen}");
     for path in [&signing, &secret] {
