@@ -350,8 +350,11 @@ pub(super) async fn follow_output(
 
 /// The driver's private tmux server (`tmux -L <socket>`): it starts from the driver's own
 /// environment, so the agent gets the whole of it, and no value travels on a command line.
+/// The name is short and fixed-length (`capsid-` and 12 hex digits of the namespace and the
+/// agent), so the socket's path fits a Unix socket's 108 bytes under any `TMUX_TMPDIR`.
 pub(super) fn tmux_socket(r: &Ready, agent: &str) -> String {
-    format!("capsid-{}-{agent}", r.namespace).replace(['.', ':', '/'], "_")
+    let digest = capsid_core::crypto::sha256_hex(format!("{}\n{agent}", r.namespace));
+    format!("capsid-{}", &digest[..12])
 }
 
 /// Runs the agent inside a detached tmux session `<namespace>__<agent>` of the driver's own
@@ -406,11 +409,19 @@ async fn run_in_tmux(
         ])
         .arg(script);
     let started = tmux
-        .status()
+        .stdin(Stdio::null())
+        .output()
         .await
         .context("starting tmux (is it installed?)")?;
-    if !started.success() {
-        bail!("tmux could not start session {session} on its server {socket}");
+    if !started.status.success() {
+        let said = String::from_utf8_lossy(&started.stderr);
+        bail!(
+            "tmux could not start session {session} on its server {socket}: {}",
+            match said.trim() {
+                "" => format!("tmux exited with {} and said nothing", started.status),
+                why => format!("tmux said: {why}"),
+            }
+        );
     }
     eprintln!(
         "capsid drive: the agent runs in tmux session {session} (tmux -L {socket} attach -t {session})"

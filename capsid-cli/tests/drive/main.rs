@@ -66,6 +66,7 @@ claude::claude_cases!(
 );
 
 both_stores!(
+    a_tmux_that_cannot_start_says_why,
     a_push_the_build_check_fails_is_denied_by_the_hook,
     a_session_none_of_the_hooks_reported_from_fails,
     a_session_that_rewires_the_worktrees_hooks_fails,
@@ -286,6 +287,32 @@ fn a_session_that_rewires_the_worktrees_hooks_fails(w: &World) {
             && summary.contains("core.hooksPath is /tmp/x instead of"),
         "{job}"
     );
+}
+
+/// `--tmux` where tmux cannot start its server says what tmux said (issue 53, item 5), and
+/// the job fails with it rather than waiting out its lease.
+fn a_tmux_that_cannot_start_says_why(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "In tmux", "Work. MODE=pass");
+    // A TMUX_TMPDIR that is a file: tmux cannot make its socket folder there.
+    let not_a_folder = w.dir.path().join("tmux-tmpdir-is-a-file");
+    std::fs::write(&not_a_folder, "x").expect("a file");
+    let out = w
+        .drive("demo", &key, &root, &["--tmux"])
+        .env("TMUX_TMPDIR", &not_a_folder)
+        .env_remove("TMUX")
+        .output()
+        .expect("run capsid drive");
+    assert_ne!(out.status.code(), Some(0), "{}", said(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tmux could not start session") && err.contains("tmux said:"),
+        "{}",
+        said(&out)
+    );
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("failed"), "{job}");
 }
 
 fn a_box_that_cannot_work_stops_before_any_claim(w: &World) {
