@@ -60,6 +60,7 @@ rule_globs=(
   'capsid-core/src/skills/**/*.rs' 'capsid-core/src/checkmarks/**/*.rs'
   capsid-core/src/drive/push_policy.rs capsid-core/src/drive/ledger.rs
   capsid-core/src/drive/box_plan.rs capsid-core/src/drive/egress.rs
+  capsid-core/src/drive/verdict.rs capsid-core/src/drive/judge.rs capsid-core/src/drive/gate.rs
 )
 if [ ${#files[@]} -eq 0 ] && [ -n "$base" ]; then
   files=("${rule_globs[@]}")
@@ -74,6 +75,7 @@ if [ ${#files[@]} -eq 0 ] && [ -z "$base" ]; then
     capsid-core/src/jobs/requirements.rs capsid-core/src/autonomy/gates.rs
     capsid-core/src/drive/push_policy.rs capsid-core/src/drive/ledger.rs
     capsid-core/src/drive/box_plan.rs capsid-core/src/drive/egress.rs
+    capsid-core/src/drive/verdict.rs capsid-core/src/drive/judge.rs capsid-core/src/drive/gate.rs
   )
 fi
 
