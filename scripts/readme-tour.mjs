@@ -276,12 +276,14 @@ const CHECKS = {
   },
   'shared.4': (r) => shape(apiJson(r), { action: 'set', entry: sharedEntry, previous: null }),
   'shared.5': (r) => shape(apiJson(r), { count: 1, limit: 500, truncated: false, entries: [sharedEntry] }),
-  // The one-time link opens a console session: followed once with curl (the port made the
-  // tour's), it answers 303 with the session cookie, and the console greets the local owner.
+  // The one-time link points where the server answers (it records its URL at start, so the
+  // link carries the tour's port, not the README's), opens a console session followed once
+  // with curl (303 with the session cookie), and the console greets the local owner.
   console: (r) => {
-    const m = r.out.match(/^Open this link to sign in to the console as cli:\S+ \(once, until \d{4}-\d\d-\d\dT[\d:.]+Z\):\n\n {2}(http:\/\/127\.0\.0\.1:8787\/console\/login\?token=capsid_cl_[0-9a-f]{64})\n\n$/);
+    const m = r.out.match(/^Open this link to sign in to the console as cli:\S+ \(once, until \d{4}-\d\d-\d\dT[\d:.]+Z\):\n\n {2}(http:\/\/127\.0\.0\.1:(\d+)\/console\/login\?token=capsid_cl_[0-9a-f]{64})\n\n$/);
     if (!m) throw new Error(`expected the one-time link, got ${r.out}`);
-    const link = m[1].replace(README_PORT, `127.0.0.1:${port}`);
+    if (m[2] !== String(port)) throw new Error(`the link points at port ${m[2]}, not where the server answers (${port})`);
+    const link = m[1];
     const open = spawnSync('curl', ['-s', '-o', '/dev/null', '-D', '-', link], { encoding: 'utf8' });
     if (!/^HTTP\/1\.1 303/.test(open.stdout)) throw new Error(`the link answered ${open.stdout}`);
     const cookie = open.stdout.match(/^set-cookie: (capsid_console=[0-9a-f]{64});/im);
