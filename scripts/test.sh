@@ -14,7 +14,7 @@ step() {
   step_starts+=("$SECONDS")
 }
 durations() {
-  local status=$? i end
+  local status=${1:-$?} i end
   [ ${#step_names[@]} -gt 0 ] || return "$status"
   echo
   echo "step durations (total $((SECONDS / 60)) min $((SECONDS % 60)) s):"
@@ -59,7 +59,8 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ -z "${CAPSID_TEST_
 fi
 # shellcheck source=scripts/postgres.sh
 source scripts/postgres.sh
-trap capsid_pg_stop EXIT
+# Stop the cluster at exit, then print the steps' durations (the exit status is kept).
+trap 'rc=$?; capsid_pg_stop || true; durations "$rc" || true; exit "$rc"' EXIT
 if [ -n "${CAPSID_TEST_POSTGRES_URL:-}" ]; then
   echo "postgres: using CAPSID_TEST_POSTGRES_URL from the environment"
 elif ! capsid_pg_start; then
