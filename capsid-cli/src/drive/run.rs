@@ -317,11 +317,14 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         .as_ref()
         .map(|s| boxed::held(&s.pushes))
         .unwrap_or_default();
-    let hooks = judge::hook_state(
-        recorded.clone(),
-        human_gate_in(report.as_ref(), &wt.display().to_string(), &branches),
-        &held,
-    );
+    // A refused human gate read from the session's report is the agent's stdout, which a
+    // boxed agent (or a child of it) can write: in a boxed run the gateway's held updates are
+    // the only gate a command comes from.
+    let human_gate = match &place {
+        Some(_) => None,
+        None => human_gate_in(report.as_ref(), &wt.display().to_string(), &branches),
+    };
+    let hooks = judge::hook_state(recorded.clone(), human_gate, &held);
     let mut verified = boxed::Verified::default();
     let facts = match (&place, &r.boxed) {
         // What shipped is read from the mirror (written only through the gateway), never the
