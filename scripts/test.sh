@@ -183,7 +183,7 @@ step "mutation testing: the core rules this change touched (scripts/mutants.sh -
 scripts/mutants.sh --bounded
 
 step "fuzz: build every cargo-fuzz target (stable, no sanitizer), run each for a bounded time"
-# The replica (capsid-cli/tests/replicas.rs) and fault (tests/tests/operations) tests ran
+# The replica (capsid-cli/tests/cli/replicas.rs) and fault (tests/tests/suite/operations) tests ran
 # above with the rest of cargo test. Fuzzing: cargo-fuzz from crates.io when missing; new
 # inputs go to fuzz/corpus (ignored), the committed seeds in fuzz/seeds are only read.
 disk

@@ -1,0 +1,21 @@
+//! The command-line tests in one binary: each module runs the real `capsid` binary (and, for
+//! `drive`, the real Claude Code) as a user would.
+
+mod autonomy;
+mod backup;
+mod console_login;
+mod drive;
+mod drive_schedule;
+mod drive_task;
+mod first_week;
+mod git_gate;
+mod hook_protocol;
+mod improve_pin;
+mod model_api;
+mod names;
+mod replicas;
+mod request_log;
+mod serve;
+mod service_install;
+mod skills_cli;
+mod store_outage;
