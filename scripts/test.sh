@@ -152,7 +152,7 @@ step "Claude Code (the drive and hook tests run the real CLI against a fake mode
 # Pinned: its hook protocol and headless behaviour changed across 2.1 releases. The package's
 # native binary is an npm package too (@anthropic-ai/claude-code-linux-x64), so nothing else is
 # downloaded; it goes to .tools/claude-code (ignored by git). The tests find it there.
-CAPSID_CLAUDE_VERSION=2.1.197
+CAPSID_CLAUDE_VERSION=2.1.332
 claude_bin=.tools/claude-code/node_modules/.bin/claude
 if [ "$("$claude_bin" --version 2>/dev/null | cut -d' ' -f1)" != "$CAPSID_CLAUDE_VERSION" ]; then
   # shellcheck source=scripts/node22.sh

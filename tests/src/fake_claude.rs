@@ -63,7 +63,11 @@ pub struct Request {
 impl Request {
     /// The tool results of the request's last user message, as (tool_use_id, text, is_error).
     pub fn tool_results(&self) -> Vec<(String, String, bool)> {
-        let Some(last) = self.body["messages"].as_array().and_then(|m| m.last()) else {
+        // The last user turn: 2.1.332 puts a `role: "system"` note after it.
+        let Some(last) = self.body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|x| x["role"] == "user"))
+        else {
             return Vec::new();
         };
         last["content"]
@@ -295,15 +299,17 @@ fn user_text(body: &Value) -> String {
     out
 }
 
-/// The primary working directory Claude Code's system prompt names.
+/// The primary working directory Claude Code's environment note names: in the system prompt
+/// (2.1.197), or in a `role: "system"` message of the conversation (2.1.332).
 fn cwd_of(body: &Value) -> String {
-    let system = body["system"].to_string();
-    system
-        .split("Primary working directory: ")
-        .nth(1)
-        .and_then(|rest| rest.split("\\n").next())
-        .unwrap_or("")
-        .to_owned()
+    [&body["system"], &body["messages"]]
+        .iter()
+        .find_map(|part| {
+            let text = part.to_string();
+            let rest = text.split("Primary working directory: ").nth(1)?;
+            rest.split("\\n").next().map(str::to_owned)
+        })
+        .unwrap_or_default()
 }
 
 fn fill(v: &Value, cwd: &str) -> Value {
@@ -462,6 +468,9 @@ pub fn claude_env(fake: &FakeClaude, bin: &Path, dir: &Path) -> Vec<(String, Str
         ("DISABLE_TELEMETRY", "1".to_owned()),
         ("DISABLE_ERROR_REPORTING", "1".to_owned()),
         ("DISABLE_AUTOUPDATER", "1".to_owned()),
+        // The model the tests price against: each Claude Code release has its own default
+        // (claude-opus-4-8 in 2.1.197, claude-opus-5-5 in 2.1.332, which no price list names).
+        ("ANTHROPIC_MODEL", "claude-opus-4-8".to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))

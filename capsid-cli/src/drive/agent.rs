@@ -159,6 +159,7 @@ pub(super) async fn agent_env(
         ("CAPSID_AGENT".to_owned(), agent.to_owned()),
         ("CAPSID_TEST_COMMAND".to_owned(), r.tests.command.clone()),
     ];
+    envs.extend(r.runtime.session_env());
     if is_root() {
         envs.push(("IS_SANDBOX".to_owned(), "1".to_owned()));
     }

@@ -40,6 +40,10 @@ pub(crate) trait Runtime: Send + Sync + std::fmt::Debug {
     /// switches); never a credential.
     fn box_env(&self) -> Vec<(String, String)>;
 
+    /// The CLI's behaviour switches the driver sets for every session, boxed or not, unless
+    /// the operator's environment already sets them.
+    fn session_env(&self) -> Vec<(String, String)>;
+
     /// What the session's output says it did (display and hint, never evidence).
     fn report(&self, stdout: &str) -> Option<SessionReport>;
 
@@ -51,6 +55,9 @@ pub(crate) trait Runtime: Send + Sync + std::fmt::Debug {
 /// `--settings`, the MCP servers as `--mcp-config`, the permission-prompt tool, `--resume`.
 #[derive(Debug)]
 pub(crate) struct ClaudeCode;
+
+/// Claude Code's switch for deferring MCP tools behind `ToolSearch`.
+const TOOL_SEARCH: &str = "ENABLE_TOOL_SEARCH";
 
 /// The one Claude Code runtime.
 pub(crate) static CLAUDE_CODE: ClaudeCode = ClaudeCode;
@@ -95,9 +102,15 @@ impl Runtime for ClaudeCode {
         Ok(files)
     }
 
+    /// Only the project's settings besides Capsid's own (`--setting-sources project`): a
+    /// `settings.local.json` may say `"disableAllHooks": true`, which switches off Capsid's
+    /// hooks with the rest, and Claude Code 2.1.332 reads the main checkout's from every git
+    /// worktree of it, where the driver cannot strip it as it does from the job's own files.
+    /// The user's settings are not loaded either (the driver refuses to start when they
+    /// switch hooks off, and a driven session needs nothing of them).
     fn command_line(&self, command: &str, files: &RunFiles, resume: Option<&str>) -> String {
         let mut c = format!(
-            "{command} --mcp-config {} --settings {} --permission-prompt-tool {PERMISSION_PROMPT_TOOL}",
+            "{command} --setting-sources project --mcp-config {} --settings {} --permission-prompt-tool {PERMISSION_PROMPT_TOOL}",
             shell_quote(&files.mcp.display().to_string()),
             shell_quote(&files.settings.display().to_string()),
         );
@@ -121,10 +134,21 @@ impl Runtime for ClaudeCode {
                 (k.starts_with("CLAUDE_CODE_") && k != "CLAUDE_CODE_OAUTH_TOKEN")
                     || k.starts_with("DISABLE_")
                     || k == "MCP_TIMEOUT"
+                    || k == TOOL_SEARCH
                     || k == "ANTHROPIC_MODEL"
                     || k == "ANTHROPIC_SMALL_FAST_MODEL"
             })
             .collect()
+    }
+
+    /// Capsid's tools in the session's tool list from its first request: since 2.1.2xx Claude
+    /// Code defers MCP tools behind its `ToolSearch` tool, which costs the agent a turn (and
+    /// tokens) to find `checkpoint` before every first use.
+    fn session_env(&self) -> Vec<(String, String)> {
+        if std::env::var_os(TOOL_SEARCH).is_some() {
+            return Vec::new();
+        }
+        vec![(TOOL_SEARCH.to_owned(), "false".to_owned())]
     }
 
     fn report(&self, stdout: &str) -> Option<SessionReport> {

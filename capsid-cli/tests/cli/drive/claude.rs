@@ -135,6 +135,19 @@ pub fn the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_te
     assert_eq!(format!("{recorded:.4}"), cost.trim(), "{closing}");
     let all = results(w, "SCRIPT=ship");
     assert!(!all.contains("[error]"), "every call ran: {all}");
+    // Capsid's tools are in the session's tool list from its first request, not deferred
+    // behind Claude Code's ToolSearch (the driver sets ENABLE_TOOL_SEARCH=false).
+    let first = &w.fake().requests("SCRIPT=ship")[0];
+    let tools: Vec<&str> = first.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"mcp__capsid__checkpoint") && !tools.contains(&"ToolSearch"),
+        "{tools:?}"
+    );
     // The agent's own checkpoint went through MCP with the run credential, as its own actor.
     let log = w.log("demo", "demo-driver");
     let entries = log["entries"].as_array().cloned().unwrap_or_default();
@@ -647,11 +660,12 @@ pub fn shell_wrapped_redirected_and_elsewhere_pushes_never_move_main(w: &World) 
     assert_eq!(
         origin_main(w, "demo"),
         before_job,
-        "main moved: {}",
-        said(&out)
+        "main moved: {}\n{}",
+        said(&out),
+        results(w, "SCRIPT=sneak")
     );
     let all = results(w, "SCRIPT=sneak");
-    assert!(all.matches("[error]").count() >= 4, "{all}");
+    assert!(all.matches("[error]").count() >= 4, "{all}\n{}", said(&out));
     let (elsewhere_said, error) =
         result_of(w, "SCRIPT=sneak", "toolu_fake_3_0").expect("the push from the root");
     assert!(
@@ -887,8 +901,8 @@ pub fn a_push_around_the_gates_or_a_moved_local_main_is_never_done(w: &World) {
     );
 }
 
-/// What one call of the fake costs at Claude Code's default model (claude-opus-4-8, $5 in and
-/// $25 out per million tokens): 100 tokens in, 20 out, in micro-dollars.
+/// What one call of the fake costs at the tests' model (`ANTHROPIC_MODEL=claude-opus-4-8`, $5
+/// in and $25 out per million tokens): 100 tokens in, 20 out, in micro-dollars.
 const FAKE_CALL_MICROS: u64 = 100 * 5 + 20 * 25;
 
 /// A Bash command, run by the agent, that finds its own Claude Code among its ancestors and
