@@ -299,6 +299,7 @@ impl Service {
         agents::AgentsCx {
             agents: &*self.store,
             jobs: &*self.store,
+            namespaces: &*self.store,
             config: &self.config,
             entropy: &*self.entropy,
             clock: &*self.clock,

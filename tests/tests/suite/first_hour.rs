@@ -352,6 +352,7 @@ fn troubleshooting() -> String {
 
 async fn readme_quotes_what_the_server_says(s: &TestServer) {
     s.namespace("demo").await;
+    s.namespace("alpha").await;
     s.admin(
         "write",
         json!({"namespace": "demo", "path": "core.md", "title": "Core", "body": "b"}),

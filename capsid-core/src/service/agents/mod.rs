@@ -20,7 +20,7 @@ use crate::crypto::sha256_hex;
 use crate::error::Result;
 use crate::ids::{new_agent_id, new_agent_key};
 use crate::ports::{AgentRow, NewAgent, StoreError};
-use crate::scope::{Axis, ScopePatch, Scopes, ScopesView};
+use crate::scope::{Axis, Grant, ScopePatch, Scopes, ScopesView, allows_tool_action};
 use crate::service::registry::RefusedAnswer;
 use crate::time::Timestamp;
 
@@ -32,6 +32,8 @@ pub struct AgentsCx<'a> {
     pub agents: &'a dyn crate::ports::AgentStore,
     /// Jobs (a run credential resolves against the job it names).
     pub jobs: &'a dyn crate::ports::JobStore,
+    /// The registered namespaces (a credential names only those).
+    pub namespaces: &'a dyn crate::ports::NamespaceStore,
     /// The legacy operator keys.
     pub config: &'a super::ServiceConfig,
     /// Keys and ids.
@@ -336,6 +338,40 @@ fn check_tool_names(tools: &[String]) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// The longest agent name.
+const AGENT_NAME_MAX: usize = 64;
+
+/// An agent name is what `agent:<name>` claims, audit paths and the console show: letters,
+/// digits, `.`, `_` and `-`, starting with a letter or digit.
+fn check_agent_name(name: &str) -> std::result::Result<(), String> {
+    let starts_well = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric());
+    let all_allowed = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if starts_well && all_allowed && name.len() <= AGENT_NAME_MAX {
+        Ok(())
+    } else {
+        Err(format!(
+            "name {name:?} is not an agent name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most {AGENT_NAME_MAX} characters"
+        ))
+    }
+}
+
+/// The registered name closest to `wanted` (by edit distance, at most a third of its length
+/// apart), to suggest for a typo.
+fn closest<'n>(wanted: &str, names: impl IntoIterator<Item = &'n str>) -> Option<&'n str> {
+    let limit = (wanted.chars().count() / 3).max(1);
+    names
+        .into_iter()
+        .map(|n| (strsim::damerau_levenshtein(wanted, n), n))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, n)| n)
+}
+
 fn refusal(action: AgentsAction, why: impl Into<String>) -> AgentsAnswer {
     AgentsAnswer::Refused(RefusedAnswer {
         ok: false,
@@ -382,6 +418,46 @@ impl AgentsCx<'_> {
         }
     }
 
+    /// Refuses a namespace axis naming a namespace nobody registered when it looks like a typo
+    /// of a registered one (`dmeo` for `demo`), or when the key could not register it itself
+    /// (without the write grant and `register_namespace`, a key for it would reach nothing).
+    async fn registered(&self, scopes: &Scopes) -> Result<std::result::Result<(), String>> {
+        let Axis::Only(list) = &scopes.namespaces else {
+            return Ok(Ok(()));
+        };
+        let may_register = scopes.has_grant(Grant::Write)
+            && allows_tool_action(&scopes.tools, "register_namespace", None);
+        let mut known: Option<Vec<String>> = None;
+        for ns in list {
+            if self.namespaces.namespace_exists(ns).await? {
+                continue;
+            }
+            let names = match &known {
+                Some(n) => n,
+                None => known.insert(
+                    self.namespaces
+                        .namespaces()
+                        .await?
+                        .into_iter()
+                        .map(|r| r.namespace)
+                        .collect(),
+                ),
+            };
+            let near = closest(ns, names.iter().map(String::as_str));
+            if near.is_none() && may_register {
+                continue;
+            }
+            let hint = match near {
+                Some(near) => format!("did you mean {near}? "),
+                None => String::new(),
+            };
+            return Ok(Err(format!(
+                "namespaces: {ns} is not a registered namespace, so a key for it would reach nothing; {hint}register it first (capsid namespaces register {ns} --repo owner/name), or list them (capsid namespaces list)"
+            )));
+        }
+        Ok(Ok(()))
+    }
+
     async fn mint_agent(
         &self,
         caller: &Caller,
@@ -396,6 +472,9 @@ impl AgentsCx<'_> {
             .unwrap_or_default();
         if name.is_empty() {
             return Ok(refusal(action, "mint needs a name"));
+        }
+        if let Err(why) = check_agent_name(&name) {
+            return Ok(refusal(action, why));
         }
         let Some(kind) = a.kind.as_ref().and_then(|k| AgentKind::parse(k.as_str())) else {
             return Ok(refusal(
@@ -420,6 +499,9 @@ impl AgentsCx<'_> {
             ));
         }
         let scopes = Scopes::mint_defaults(namespaces).apply(&patch);
+        if let Err(why) = self.registered(&scopes).await? {
+            return Ok(refusal(action, why));
+        }
         let key = new_agent_key(self.entropy);
         let hash = sha256_hex(&key);
         let id = new_agent_id(self.entropy);
@@ -536,6 +618,11 @@ impl AgentsCx<'_> {
         }
         let before = Scopes::parse(Some(&row.scopes));
         let after = before.apply(&patch);
+        if patch.namespaces.is_some()
+            && let Err(why) = self.registered(&after).await?
+        {
+            return Ok(refusal(action, why));
+        }
         let audit = self.audit(
             caller,
             "agent-rescoped",
