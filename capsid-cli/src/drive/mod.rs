@@ -600,14 +600,28 @@ async fn whoami(r: &Ready) -> Result<String> {
                 .with_context(|| format!("the driver's key is not a minted agent's ({actor}); drive with an agent key"))?;
             // Which key drives (CAPSID_KEY wins over the key files): said once, so a key left
             // in the environment by another step is seen at once.
+            let source = if std::env::var("CAPSID_KEY").is_ok_and(|k| !k.trim().is_empty()) {
+                "the key in CAPSID_KEY"
+            } else {
+                "the key file"
+            };
+            // Only a driver's key drives: a session or seat key (the tour's CAPSID_KEY, say)
+            // would claim jobs as someone who is not a driver.
+            if let Some(kind) = v["caller_kind"].as_str()
+                && kind != "driver"
+            {
+                anyhow::bail!(
+                    "{source} is agent:{name}'s, a {kind} key; capsid drive needs a driver's key (capsid agents mint --kind driver ...){}",
+                    if source == "the key in CAPSID_KEY" {
+                        ": unset CAPSID_KEY to drive with the key file"
+                    } else {
+                        ""
+                    }
+                );
+            }
             eprintln!(
-                "capsid drive: driving as agent:{name} in {} ({})",
+                "capsid drive: driving as agent:{name} in {} ({source})",
                 r.namespace,
-                if std::env::var("CAPSID_KEY").is_ok_and(|k| !k.trim().is_empty()) {
-                    "the key in CAPSID_KEY"
-                } else {
-                    "the key file"
-                }
             );
             anyhow::Ok(name)
         })

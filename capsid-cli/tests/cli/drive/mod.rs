@@ -71,6 +71,7 @@ both_stores!(
     a_session_none_of_the_hooks_reported_from_fails,
     a_session_that_rewires_the_worktrees_hooks_fails,
     an_unresolvable_credential_stops_before_any_claim,
+    a_key_that_is_not_a_drivers_stops_before_any_claim,
     a_box_that_cannot_work_stops_before_any_claim,
     two_namespaces_at_once_share_no_worktree_or_checkmark,
     runner_settings_come_from_the_namespace,
@@ -447,6 +448,42 @@ fn an_unresolvable_credential_stops_before_any_claim(w: &World) {
         .filter(|l| l.contains("agent:demo-driver") && l.contains("tool=\"jobs\""))
         .count();
     assert_eq!(driver_jobs_calls, 0, "the driver never called jobs: {log}");
+}
+
+/// Issue 53, item 14: the tour's session key left in `CAPSID_KEY` does not drive; the driver
+/// names whose key it is, its kind, and how to drive with the key file instead.
+fn a_key_that_is_not_a_drivers_stops_before_any_claim(w: &World) {
+    let _driver = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = w.post("demo", "Widgets", "Make widgets. MODE=pass");
+    let minted = w.cli_json(&[
+        "agents",
+        "mint",
+        "--name",
+        "me",
+        "--kind",
+        "session",
+        "--namespaces",
+        "*",
+        "--grants",
+        "read,write",
+        "--json",
+    ]);
+    let session = minted["key"].as_str().expect("a key");
+    let out = w.drive_once("demo", session, &root, &[]);
+    assert_ne!(out.status.code(), Some(0), "{}", said(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the key in CAPSID_KEY is agent:me's, a session key")
+            && err.contains("capsid agents mint --kind driver")
+            && err.contains("unset CAPSID_KEY"),
+        "{}",
+        said(&out)
+    );
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("queued"), "{job}");
+    assert_eq!(job["claimed_by"], json!(null));
+    assert_eq!(w.fake_said("demo"), "", "no agent ran");
 }
 
 fn two_namespaces_at_once_share_no_worktree_or_checkmark(w: &World) {

@@ -187,7 +187,8 @@ impl World {
         String::from_utf8(out.stdout).expect("utf-8")
     }
 
-    fn cli_json(&self, args: &[&str]) -> Value {
+    /// `capsid <args>` as `cli` runs it, its standard output read as JSON.
+    pub fn cli_json(&self, args: &[&str]) -> Value {
         serde_json::from_str(&self.cli(args)).expect("JSON output")
     }
 

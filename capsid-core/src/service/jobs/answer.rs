@@ -212,6 +212,10 @@ pub struct ApprovalAnswer {
     pub head_sha: Option<String>,
     /// Whose approval does not count (the asker, or the driver of a run credential).
     pub caller: String,
+    /// The asker's kind when it is a minted agent (`session`, `driver`, `seat`, `cron`): a
+    /// driver checks with it that it was given a driver's key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller_kind: Option<&'static str>,
     /// The pull request asked about.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pull_request: Option<u64>,
@@ -235,6 +239,7 @@ impl ApprovalAnswer {
             namespace: namespace.to_owned(),
             head_sha: None,
             caller,
+            caller_kind: None,
             pull_request: None,
             repo: None,
             approved: false,

@@ -46,6 +46,7 @@ impl JobsCx<'_> {
         // A run credential asks on behalf of its driver: the driver's own approval never counts.
         let actor = caller.holder_actor();
         let mut out = ApprovalAnswer::new(act, ns.as_str(), actor.clone());
+        out.caller_kind = caller.agent_kind().map(crate::caller::AgentKind::name);
         match standing_approval(&actor, ns.as_str(), &head, &recorded) {
             Standing::Approved(r) => {
                 out.reason = format!(
@@ -78,6 +79,7 @@ impl JobsCx<'_> {
         require_namespace(self.namespaces, ns).await?;
         let actor = caller.holder_actor();
         let mut out = ApprovalAnswer::new(act, ns, actor.clone());
+        out.caller_kind = caller.agent_kind().map(crate::caller::AgentKind::name);
         out.pull_request = Some(number);
         let row = self.namespaces.namespace(ns).await?;
         let list = stored_repos(ns, row.as_ref().and_then(|r| r.repos.as_deref()))
