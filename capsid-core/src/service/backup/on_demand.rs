@@ -103,7 +103,20 @@ impl Service {
                 ),
             });
         }
-        self.run_backup(progress).await.map(OnDemandBackup::Ran)
+        let outcome = self.run_backup(progress).await;
+        // Only a run that went through uses up the interval: one refused because another run
+        // holds the lease (409), cancelled (nothing kept) or failed hands the slot back, so
+        // the caller's retry is not answered 429.
+        // A store that cannot take the slot back leaves the caller to wait out the interval,
+        // as before; the run's own answer is what the caller needs to hear.
+        if !matches!(&outcome, Ok(summary) if summary.ran) {
+            let until = until.to_string();
+            let _ = self
+                .store
+                .compare_and_set_setting(&key, Some(&until), None, None, self.now())
+                .await;
+        }
+        outcome.map(OnDemandBackup::Ran)
     }
 }
 

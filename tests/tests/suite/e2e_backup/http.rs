@@ -126,6 +126,35 @@ async fn ops_backup_needs_a_write_key_and_answers_409_while_leased() {
         body,
         json!({"ran": false, "skipped": "lease-held", "json_keys": 0, "markdown_written": 0, "markdown_pruned": 0, "json_backups_pruned": 0, "reports_pruned": 0, "versions_pruned": 0, "audit_pruned": 0, "prune_refused": null})
     );
+    // The refused run did not use up the caller's interval (issue 53, item 10): once the other
+    // run's lease is gone, the same caller's retry runs at once, on the same clock.
+    assert!(
+        store
+            .compare_and_set_setting(BACKUP_LEASE_KEY, Some("another-run"), None, None, now)
+            .await
+            .expect("end the other run's lease")
+    );
+    let retry = http
+        .post(&url)
+        .bearer_auth(&writer)
+        .send()
+        .await
+        .expect("post");
+    let status = retry.status();
+    let body: Value = retry.json().await.expect("JSON");
+    assert_eq!(
+        (status.as_u16(), body["ran"].clone()),
+        (200, json!(true)),
+        "{body}"
+    );
+    // That run counts: the next one within the interval waits.
+    let again = http
+        .post(&url)
+        .bearer_auth(&writer)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(again.status(), 429);
     s.stop().await;
     fresh.finish().await;
 }
