@@ -219,7 +219,7 @@ mod tests {
         assert_eq!(
             CLAUDE_CODE.command_line("claude -p", &files, None),
             format!(
-                "claude -p --mcp-config '/r/mcp file.json' --settings /r/settings.json --permission-prompt-tool {PERMISSION_PROMPT_TOOL}"
+                "claude -p --setting-sources project --mcp-config '/r/mcp file.json' --settings /r/settings.json --permission-prompt-tool {PERMISSION_PROMPT_TOOL}"
             )
         );
         assert!(
