@@ -137,7 +137,11 @@ pub(crate) fn stamp_last_seen(state: &AppState, minted: bool, caller: Caller) {
 
 /// Resolves the bearer key into a [`capsid_core::caller::Caller`] in the request's
 /// extensions, or answers 401. A minted agent's `last_seen` is stamped after the answer.
-pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn bearer_caller(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let Bearer { caller, minted } = match resolve(&state, req.headers()).await {
         Ok(bearer) => bearer,
         Err(NoCaller::Nobody { presented }) => return unauthorized(presented),
@@ -150,6 +154,14 @@ pub async fn bearer_caller(State(state): State<AppState>, req: Request, next: Ne
             .await;
         }
     };
+    if let Some(header) = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        let recheck = crate::recheck::Recheck::bearer(&state, header);
+        req.extensions_mut().insert(recheck);
+    }
     let resp = serve_as(&state, caller.clone(), req, next).await;
     stamp_last_seen(&state, minted, caller);
     resp

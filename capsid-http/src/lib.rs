@@ -31,6 +31,7 @@ mod metrics;
 mod middleware;
 mod oauth;
 mod owner;
+mod recheck;
 mod sessions;
 mod subscriptions;
 pub mod system;
@@ -54,6 +55,7 @@ pub use mcp::CapsidMcp;
 pub use metrics::{Metrics, TOOL_LATENCY_BUCKETS};
 pub use owner::{Owner, OwnerConfig};
 pub use sessions::{SessionLimits, SessionOwners, SessionRefusal};
+pub use subscriptions::MAX_PER_CALLER as MAX_SUBSCRIPTIONS_PER_CALLER;
 pub use unavailable::RETRY_AFTER_SECONDS;
 pub use webhook::{WebhookNotifier, install_tls_provider};
 

@@ -97,6 +97,15 @@ fn caller_of(ctx: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
         .ok_or_else(|| McpError::internal_error("no authenticated caller on this request", None))
 }
 
+/// The credential the request was authenticated with, to re-check the caller of a watch that
+/// outlives it (both MCP routes put one in).
+fn recheck_of(ctx: &RequestContext<RoleServer>) -> Option<crate::recheck::Recheck> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::recheck::Recheck>())
+        .cloned()
+}
+
 fn tool_of(listing: &ToolListing) -> Tool {
     let a = listing.annotations;
     let tool = Tool::new(
@@ -238,9 +247,11 @@ impl ServerHandler for CapsidMcp {
     ) -> Result<ListToolsResult, McpError> {
         let caller = caller_of(&ctx)?;
         let listings = self.service.tools_for(&caller);
-        if let (Some(subs), Some(session)) = (&self.subscriptions, session_of(&ctx)) {
+        if let (Some(subs), Some(session), Some(recheck)) =
+            (&self.subscriptions, session_of(&ctx), recheck_of(&ctx))
+        {
             let names = listings.iter().map(|t| t.spec.name).collect();
-            subs.listed_tools(&session, &caller, ctx.peer.clone(), names);
+            subs.listed_tools(&session, recheck, ctx.peer.clone(), names);
         }
         let tools = listings.iter().map(tool_of).collect();
         // What a caller sees depends on its scopes: never cache it for anyone else.
@@ -385,8 +396,14 @@ impl ServerHandler for CapsidMcp {
                 None,
             ));
         };
+        let Some(recheck) = recheck_of(&ctx) else {
+            return Err(McpError::internal_error(
+                "no credential on this request to re-check its subscriber with",
+                None,
+            ));
+        };
         match subs
-            .subscribe(&session, &request.uri, &caller, ctx.peer.clone())
+            .subscribe(&session, &request.uri, &caller, recheck, ctx.peer.clone())
             .await
         {
             Ok(()) => Ok(()),
@@ -394,6 +411,14 @@ impl ServerHandler for CapsidMcp {
                 format!(
                     "this session watches {} resources already; unsubscribe from one first",
                     crate::subscriptions::MAX_PER_SESSION
+                ),
+                None,
+            )),
+            Err(Refused::TooManyForCaller) => Err(McpError::invalid_request(
+                format!(
+                    "{} watches {} resources already over its sessions; unsubscribe from one first",
+                    caller.actor(),
+                    crate::subscriptions::MAX_PER_CALLER
                 ),
                 None,
             )),

@@ -3,9 +3,10 @@
 //! caller's visible tools (`notifications/tools/list_changed`).
 //!
 //! One watcher task per server reads every watched resource again each [`POLL`], as its
-//! subscriber: the kept caller is first re-checked as it stands now
-//! ([`Service::refresh_caller`]: a revoked key or narrowed scopes take effect at the next poll),
-//! then the resource is read through [`Service::read_resource`], the same check as
+//! subscriber: the caller is first resolved again from the credential its request carried
+//! ([`Recheck`]: a revoked key, an ended run, narrowed scopes, a revoked or expired owner's
+//! token take effect at the next poll, for every kind of caller), then the resource is read
+//! through [`Service::read_resource`], the same check as
 //! `resources/read`. A body that changed (or appeared, or went) sends
 //! `notifications/resources/updated`; a read the check now refuses ends the subscription
 //! without telling what changed. Because it reads the store, a change made through another
@@ -23,16 +24,23 @@ use capsid_core::service::Service;
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::{Peer, RoleServer};
 
+use crate::recheck::{Now, Recheck};
+
 /// How often the watcher reads what is watched again.
 pub const POLL: Duration = Duration::from_millis(250);
 
 /// The most resources one session may watch at once.
 pub const MAX_PER_SESSION: usize = 64;
 
+/// The most resources one caller (one key, the owner) may watch at once over all its
+/// sessions: each is read again every [`POLL`], so this bounds what one key costs the store.
+pub const MAX_PER_CALLER: usize = 64;
+
 /// One watched resource.
 #[derive(Clone)]
 struct Watch {
     caller: Caller,
+    recheck: Recheck,
     peer: Peer<RoleServer>,
     /// The digest of the body last seen; `None` while the resource does not exist.
     seen: Option<String>,
@@ -41,7 +49,7 @@ struct Watch {
 /// One session's view of the tools, for `tools/list_changed`.
 #[derive(Clone)]
 struct ToolView {
-    caller: Caller,
+    recheck: Recheck,
     peer: Peer<RoleServer>,
     names: Vec<&'static str>,
 }
@@ -63,6 +71,8 @@ pub enum Refused {
     Read(Error),
     /// The session watches [`MAX_PER_SESSION`] resources already.
     TooMany,
+    /// The caller watches [`MAX_PER_CALLER`] resources already, over its sessions.
+    TooManyForCaller,
 }
 
 /// Every session's subscriptions on one server.
@@ -99,11 +109,12 @@ impl Subscriptions {
     /// Subscribes `session` to `uri` for `caller`, after reading it as `resources/read` would
     /// (so a URI the caller may not read, or that does not exist, is refused exactly as the
     /// read is). Subscribing again to the same URI keeps one subscription.
-    pub async fn subscribe(
+    pub(crate) async fn subscribe(
         self: &Arc<Self>,
         session: &str,
         uri: &str,
         caller: &Caller,
+        recheck: Recheck,
         peer: Peer<RoleServer>,
     ) -> Result<(), Refused> {
         let body = self
@@ -113,14 +124,31 @@ impl Subscriptions {
             .map_err(Refused::Read)?;
         let start = {
             let mut watched = self.lock();
+            let again = watched
+                .resources
+                .get(session)
+                .is_some_and(|mine| mine.contains_key(uri));
+            if !again {
+                let actor = caller.actor();
+                let callers = watched
+                    .resources
+                    .values()
+                    .flat_map(HashMap::values)
+                    .filter(|w| w.caller.actor() == actor)
+                    .count();
+                if callers >= MAX_PER_CALLER {
+                    return Err(Refused::TooManyForCaller);
+                }
+            }
             let mine = watched.resources.entry(session.to_owned()).or_default();
-            if !mine.contains_key(uri) && mine.len() >= MAX_PER_SESSION {
+            if !again && mine.len() >= MAX_PER_SESSION {
                 return Err(Refused::TooMany);
             }
             mine.insert(
                 uri.to_owned(),
                 Watch {
                     caller: caller.clone(),
+                    recheck,
                     peer,
                     seen: Some(digest(&body)),
                 },
@@ -148,10 +176,10 @@ impl Subscriptions {
     }
 
     /// Notes the tools `session`'s caller was just shown, so that a change to them is told.
-    pub fn listed_tools(
+    pub(crate) fn listed_tools(
         self: &Arc<Self>,
         session: &str,
-        caller: &Caller,
+        recheck: Recheck,
         peer: Peer<RoleServer>,
         names: Vec<&'static str>,
     ) {
@@ -160,7 +188,7 @@ impl Subscriptions {
             watched.tools.insert(
                 session.to_owned(),
                 ToolView {
-                    caller: caller.clone(),
+                    recheck,
                     peer,
                     names,
                 },
@@ -203,7 +231,7 @@ impl Subscriptions {
         };
         for (session, uri, w) in resources {
             match self
-                .poll_resource(&uri, &w.caller, &w.peer, w.seen.as_deref())
+                .poll_resource(&uri, &w.recheck, &w.peer, w.seen.as_deref())
                 .await
             {
                 Poll::Same => {}
@@ -224,7 +252,10 @@ impl Subscriptions {
             }
         }
         for (session, view) in tools {
-            match self.poll_tools(&view.caller, &view.peer, &view.names).await {
+            match self
+                .poll_tools(&view.recheck, &view.peer, &view.names)
+                .await
+            {
                 Poll::Same => {}
                 Poll::Changed(_) | Poll::End(_) => {
                     self.lock().tools.remove(&session);
@@ -236,18 +267,18 @@ impl Subscriptions {
     async fn poll_resource(
         &self,
         uri: &str,
-        caller: &Caller,
+        recheck: &Recheck,
         peer: &Peer<RoleServer>,
         seen: Option<&str>,
     ) -> Poll {
         if peer.is_transport_closed() {
             return Poll::End("the session is gone");
         }
-        let caller = match self.service.refresh_caller(caller).await {
-            Ok(Some(caller)) => caller,
-            Ok(None) => return Poll::End("the subscriber's key no longer resolves"),
+        let caller = match recheck.now().await {
+            Now::Caller(caller) => caller,
+            Now::Gone => return Poll::End("the subscriber's credential no longer resolves"),
             // The store could not be asked: try again next round.
-            Err(_) => return Poll::Same,
+            Now::Unknown => return Poll::Same,
         };
         let now = match self.service.read_resource(&caller, uri).await {
             Ok(body) => Some(digest(&body)),
@@ -269,22 +300,22 @@ impl Subscriptions {
 
     async fn poll_tools(
         &self,
-        caller: &Caller,
+        recheck: &Recheck,
         peer: &Peer<RoleServer>,
         names: &[&'static str],
     ) -> Poll {
         if peer.is_transport_closed() {
             return Poll::End("the session is gone");
         }
-        let visible: Vec<&'static str> = match self.service.refresh_caller(caller).await {
-            Ok(Some(caller)) => self
+        let visible: Vec<&'static str> = match recheck.now().await {
+            Now::Caller(caller) => self
                 .service
                 .tools_for(&caller)
                 .iter()
                 .map(|t| t.spec.name)
                 .collect(),
-            Ok(None) => Vec::new(),
-            Err(_) => return Poll::Same,
+            Now::Gone => Vec::new(),
+            Now::Unknown => return Poll::Same,
         };
         if visible == names {
             return Poll::Same;

@@ -39,7 +39,7 @@ fn challenge(owner: &Owner, error: Option<&str>) -> Response {
 }
 
 /// Puts the owner's [`capsid_core::caller::Caller`] into the request, or answers 401/403.
-pub async fn oauth_caller(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn oauth_caller(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let owner = match owner(&state) {
         Ok(o) => o,
         Err(r) => return r,
@@ -74,5 +74,7 @@ pub async fn oauth_caller(State(state): State<AppState>, req: Request, next: Nex
             return crate::unavailable::unavailable("the store could not check the token");
         }
     };
+    req.extensions_mut()
+        .insert(crate::recheck::Recheck::owner(&state, &token));
     crate::auth::serve_as(&state, caller, req, next).await
 }

@@ -45,6 +45,15 @@ impl Env {
         Env::start_with(admin_login, ServerOptions::default()).await
     }
 
+    /// A server with MCP sessions on (`--mcp-sessions`): subscriptions and tool views.
+    pub(crate) async fn start_with_sessions() -> Env {
+        let options = ServerOptions {
+            sessions: true,
+            ..ServerOptions::default()
+        };
+        Env::start_with(OWNER, options).await
+    }
+
     /// A server whose trusted reverse proxies are `cidrs` (CAPSID_TRUSTED_PROXIES).
     pub(crate) async fn start_behind_proxy(cidrs: &[&str]) -> Env {
         let options = ServerOptions {

@@ -226,3 +226,37 @@ async fn mcp_rechecks_the_owner_on_every_request() {
     // Back on the original server, the owner is still admitted.
     assert_eq!(env.mcp_status(&access).await.status, 200);
 }
+
+/// Issue 53, item 9: a session the owner opened on `/mcp` is re-checked with its access token,
+/// as an agent's is with its key: once the token has expired, the watch on the session's
+/// tools sees no caller and tells the client its tools changed (before, an owner's session
+/// was never re-checked and kept its view).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_session_is_rechecked_when_its_token_expires() {
+    #[derive(Clone)]
+    struct ToolsChanged(tokio::sync::mpsc::UnboundedSender<()>);
+    impl rmcp::ClientHandler for ToolsChanged {
+        async fn on_tool_list_changed(
+            &self,
+            _: rmcp::service::NotificationContext<rmcp::RoleClient>,
+        ) {
+            let _ = self.0.send(());
+        }
+    }
+    let env = Env::start_with_sessions().await;
+    let (_, access, _) = env.tokens().await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client =
+        capsid_tests::server::Client::connect(&env.resource(), &access, ToolsChanged(tx)).await;
+    let tools = client.inner.list_all_tools().await.expect("tools/list");
+    assert!(
+        tools.iter().any(|t| t.name == "agents"),
+        "the owner sees agents"
+    );
+    assert!(rx.try_recv().is_err(), "nothing changed yet");
+    env.advance(ACCESS_TOKEN_TTL_MS + 1000);
+    tokio::time::timeout(std::time::Duration::from_secs(60), rx.recv())
+        .await
+        .expect("notifications/tools/list_changed came once the token expired")
+        .expect("the handler lives");
+}

@@ -274,7 +274,74 @@ async fn a_session_is_told_when_its_callers_tools_change(s: &TestServer) {
     assert!(rx.try_recv().is_err(), "told twice");
 }
 
+/// Issue 53, item 9: one key holds at most `MAX_PER_CALLER` subscriptions over all its
+/// sessions (each is read again every 250 ms), not 64 in each of its sixteen sessions. rmcp
+/// marks `resources/subscribe` legacy (2026-07-28 has `subscriptions/listen`); the server
+/// keeps serving it for older clients, and this is the path the bound holds on.
+#[allow(deprecated)]
+async fn one_key_watches_a_bounded_number_of_resources_over_its_sessions(s: &TestServer) {
+    use capsid_http::MAX_SUBSCRIPTIONS_PER_CALLER as MAX_PER_CALLER;
+    let (watcher, _worker) = agents(s).await;
+    for i in 0..=MAX_PER_CALLER {
+        s.admin(
+            "write",
+            json!({"namespace": "alpha", "path": format!("notes/n{i}.md"), "title": "n", "body": "b"}),
+        )
+        .await;
+    }
+    let uri = |i: usize| format!("capsid://alpha/notes/n{i}.md");
+    let subscribe = |c: &Client, i: usize| {
+        let params = rmcp::model::SubscribeRequestParams::new(uri(i));
+        let peer = c.inner.peer().clone();
+        async move { peer.subscribe(params).await }
+    };
+    let first = s.client(&watcher).await;
+    let second = s.client(&watcher).await;
+    let half = MAX_PER_CALLER / 2;
+    for i in 0..half {
+        subscribe(&first, i).await.expect("within the bound");
+    }
+    for i in half..MAX_PER_CALLER {
+        subscribe(&second, i).await.expect("within the bound");
+    }
+    // Subscribing again to one it watches is no new subscription.
+    subscribe(&second, half)
+        .await
+        .expect("the same subscription");
+    let refused = subscribe(&second, MAX_PER_CALLER)
+        .await
+        .expect_err("one past the key's bound");
+    let said = refused.to_string();
+    assert!(
+        said.contains("agent:watcher") && said.contains(&format!("{MAX_PER_CALLER} resources")),
+        "{said}"
+    );
+    // Another key has its own bound.
+    let other = s
+        .mint(
+            "other-watcher",
+            "session",
+            json!({"namespaces": ["alpha"], "grants": ["read"]}),
+        )
+        .await;
+    let other = s.client(&other).await;
+    subscribe(&other, MAX_PER_CALLER)
+        .await
+        .expect("another key");
+    // One unsubscribed makes room again.
+    first
+        .inner
+        .peer()
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri(0)))
+        .await
+        .expect("unsubscribe");
+    subscribe(&second, MAX_PER_CALLER)
+        .await
+        .expect("room again");
+}
+
 e2e_cases!(super::sessions();
+    one_key_watches_a_bounded_number_of_resources_over_its_sessions,
     a_session_is_told_when_its_callers_tools_change,
     a_job_subscriber_hears_its_transition_within_a_second,
     a_checkmark_subscriber_hears_the_next_checkpoint,
