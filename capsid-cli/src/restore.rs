@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use capsid_blobs::{BlobUrl, ObjectBlobStore, parse_blob_url};
+use capsid_core::backup::integrity::Provenance;
 use capsid_core::backup::manifest::DumpRefusal;
 use capsid_core::backup::manifest::JSON_PREFIX;
 use capsid_core::ports::Store;
@@ -39,7 +40,10 @@ pub struct RestoreArgs {
     #[arg(long)]
     pub json: bool,
     /// Restore a dump that carries no digests and no HMAC (made before dumps were sealed):
-    /// nothing then proves it is the dump that was taken. A sealed dump is verified anyway.
+    /// nothing then proves it is the dump that was taken, so this first lists the agents and
+    /// runner settings it brings in and runs only with --confirm-unverified-origin. A sealed
+    /// dump is verified anyway; one whose schema postdates sealing but carries no seal had
+    /// its seal removed, and is refused.
     #[arg(long)]
     pub accept_unverified: bool,
     /// The old host's signing secret is lost: restore a dump made under another secret,
@@ -51,8 +55,8 @@ pub struct RestoreArgs {
     /// none is configured.
     #[arg(long)]
     pub re_sign: bool,
-    /// Confirms --re-sign after reading what the dump brings in.
-    #[arg(long, requires = "re_sign")]
+    /// Confirms --re-sign or --accept-unverified after reading what the dump brings in.
+    #[arg(long)]
     pub confirm_unverified_origin: bool,
 }
 
@@ -210,14 +214,36 @@ fn print_re_signed(plan: &ReSigned, verb: &str) {
     }
 }
 
-/// `--re-sign` without its confirmation: what the dump would bring in; exit 2.
+/// Why a dump is previewed before an unverified restore.
+#[derive(Clone, Copy)]
+enum Unproven {
+    /// `--re-sign`: made under another secret.
+    ReSign,
+    /// `--accept-unverified`: it carries no seal.
+    Unsealed,
+}
+
+/// `--re-sign`, or `--accept-unverified` of an unsealed dump, without the confirmation: what
+/// the dump would bring in; exit 2.
 async fn preview_re_sign(
     source: &ObjectBlobStore,
     run: Option<&str>,
     json_out: bool,
+    why: Unproven,
 ) -> Result<ExitCode> {
     let plan = re_sign_plan(source, run).await;
-    let warning = "nothing proves where this dump came from: it was not made under this host's signing secret. Whoever could write where it is kept could have added agents (with keys they hold) and runner settings (commands the driver runs). Read the lists above; if every line is yours, run the same command again with --confirm-unverified-origin";
+    let warning = match why {
+        Unproven::ReSign => {
+            "nothing proves where this dump came from: it was not made under this host's signing secret. Whoever could write where it is kept could have added agents (with keys they hold) and runner settings (commands the driver runs). Read the lists above; if every line is yours, run the same command again with --confirm-unverified-origin"
+        }
+        Unproven::Unsealed => {
+            "nothing proves this is the dump that was taken: it carries no seal. Whoever could write where it is kept could have added agents (with keys they hold) and runner settings (commands the driver runs). Read the lists above; if every line is yours, run the same command again with --confirm-unverified-origin"
+        }
+    };
+    let verb = match why {
+        Unproven::ReSign => "--re-sign",
+        Unproven::Unsealed => "--accept-unverified",
+    };
     match plan {
         Ok((run, plan)) => {
             if json_out {
@@ -229,7 +255,7 @@ async fn preview_re_sign(
                     }))?
                 );
             } else {
-                println!("--re-sign of run {run} would restore it under this host's secret:");
+                println!("{verb} of run {run} would restore it under this host's secret:");
                 print_re_signed(&plan, "to re-sign");
                 eprintln!("capsid restore: not restored: {warning}");
             }
@@ -257,11 +283,33 @@ pub async fn run(global: &GlobalArgs, args: RestoreArgs) -> Result<ExitCode> {
         re_sign: args.re_sign,
         operator: Some(std::env::var("USER").unwrap_or_else(|_| "operator".into())),
     };
+    if args.confirm_unverified_origin && !args.re_sign && !args.accept_unverified {
+        if let Some(scratch) = scratch {
+            remove_scratch(scratch).await;
+        }
+        eprintln!(
+            "capsid restore: --confirm-unverified-origin confirms --re-sign or --accept-unverified; give the one you read the preview of"
+        );
+        return Ok(ExitCode::from(2));
+    }
     if args.re_sign && !args.confirm_unverified_origin {
         if let Some(scratch) = scratch {
             remove_scratch(scratch).await;
         }
-        return preview_re_sign(&source, run.as_deref(), args.json).await;
+        return preview_re_sign(&source, run.as_deref(), args.json, Unproven::ReSign).await;
+    }
+    // An unsealed dump is previewed as a re-signed one is (issue 53, item 7); a sealed one is
+    // verified anyway, and a refusal is reported by the restore below.
+    if args.accept_unverified && !args.confirm_unverified_origin {
+        let secret = config::existing_signing_secret(global).ok().flatten();
+        let provenance =
+            check_dump_provenance(&source, run.as_deref(), secret.as_deref(), &options).await;
+        if matches!(provenance, Ok(Provenance::Unverified)) {
+            if let Some(scratch) = scratch {
+                remove_scratch(scratch).await;
+            }
+            return preview_re_sign(&source, run.as_deref(), args.json, Unproven::Unsealed).await;
+        }
     }
     // The secret is the one of the data folder named, also for a rehearsal (whose scratch
     // folder has none). Never generated, except to re-sign under (a rehearsal then signs

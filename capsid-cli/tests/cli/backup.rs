@@ -292,3 +292,128 @@ fn restore_refuses_a_dump_with_one_byte_changed_and_writes_nothing() {
     let listed = json(&listed);
     assert_eq!(listed["agents"], serde_json::json!([]), "{listed}");
 }
+
+/// Issue 53, item 7: the seal of a dump this build made, removed (and the agents table edited
+/// to match): refused as a removed seal even with --accept-unverified, never as an old dump.
+/// A dump that really is from before sealing (its schema older) is shown first, as --re-sign
+/// shows one, and restored only with --confirm-unverified-origin.
+#[test]
+fn a_dump_whose_seal_was_removed_is_refused_and_an_old_one_previewed_first() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let data = dir.path().join("data");
+    for args in [
+        &["migrate"][..],
+        &[
+            "agents",
+            "mint",
+            "--name",
+            "me",
+            "--kind",
+            "session",
+            "--namespaces",
+            "*",
+            "--grants",
+            "read,write",
+        ],
+        &["backup", "--json"],
+    ] {
+        let out = capsid(&data, args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let dumps = data.join("media/backups/json");
+    let run = std::fs::read_dir(&dumps)
+        .expect("the dump's folder")
+        .flatten()
+        .next()
+        .expect("one dump")
+        .file_name();
+    let run = run.to_str().expect("utf-8").to_owned();
+    let copy_with = |name: &str, schema: Option<&str>| {
+        let root = dir.path().join(name);
+        let copy = root.join("backups/json").join(&run);
+        std::fs::create_dir_all(&copy).expect("a folder");
+        for e in std::fs::read_dir(dumps.join(&run))
+            .expect("the dump")
+            .flatten()
+        {
+            std::fs::copy(e.path(), copy.join(e.file_name())).expect("copy");
+        }
+        let path = copy.join("manifest.json");
+        let mut manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("manifest")).expect("JSON");
+        assert!(manifest["integrity"].is_object(), "the dump was sealed");
+        manifest
+            .as_object_mut()
+            .expect("object")
+            .remove("integrity");
+        if let Some(schema) = schema {
+            manifest["schema_version"] = serde_json::json!(schema);
+        }
+        std::fs::write(&path, serde_json::to_vec(&manifest).expect("JSON")).expect("write");
+        root
+    };
+    let restore = |from: &Path, target: &str, extra: &[&str]| {
+        let url = format!("sqlite://{}", dir.path().join(target).display());
+        let mut args = vec![
+            "restore",
+            "--from",
+            from.to_str().expect("utf-8"),
+            "--database-url",
+        ];
+        args.push(&url);
+        args.extend_from_slice(extra);
+        capsid(&data, &args)
+    };
+    let stripped = copy_with("stripped", None);
+    for extra in [&[][..], &["--accept-unverified"]] {
+        let out = restore(&stripped, "stripped.db", extra);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {said}");
+        assert!(
+            said.contains("its seal was removed") && !said.contains("--accept-unverified"),
+            "{extra:?}: {said}"
+        );
+        assert!(!dir.path().join("stripped.db").exists(), "nothing written");
+    }
+    // A dump from before sealing: previewed, then restored once confirmed.
+    let old = copy_with("old", Some("0017_skill_sources"));
+    let preview = restore(&old, "old.db", &["--accept-unverified"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&preview.stdout),
+        String::from_utf8_lossy(&preview.stderr)
+    );
+    assert_eq!(preview.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("--accept-unverified of run")
+            && said.contains("me")
+            && said.contains("--confirm-unverified-origin"),
+        "{said}"
+    );
+    assert!(
+        !dir.path().join("old.db").exists(),
+        "the preview wrote nothing"
+    );
+    let done = restore(
+        &old,
+        "old.db",
+        &["--accept-unverified", "--confirm-unverified-origin"],
+    );
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    // The confirmation alone names what it confirms.
+    let alone = restore(&old, "alone.db", &["--confirm-unverified-origin"]);
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&alone.stderr)
+            .contains("confirms --re-sign or --accept-unverified")
+    );
+}

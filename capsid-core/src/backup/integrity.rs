@@ -75,6 +75,14 @@ pub struct RestoreOptions {
     pub operator: Option<String>,
 }
 
+/// The first schema version every dump of which this project's builds seal: sealing came
+/// with the builds at `0017`, before `0018` was added, so an unsealed dump of `0018` or later
+/// had its seal removed (or was made by a server without a signing secret).
+pub const SEALED_SINCE: &str = "0018_budgets";
+
+/// [`SEALED_SINCE`]'s number.
+const SEALED_SINCE_SCHEMA: u32 = 18;
+
 fn dump_key(secret: &str) -> [u8; 32] {
     hmac_sha256(secret.as_bytes(), DUMP_KEY_LABEL)
 }
@@ -125,8 +133,19 @@ pub fn check_provenance(
     options: &RestoreOptions,
 ) -> Result<Provenance, DumpRefusal> {
     let Some(integrity) = &manifest.integrity else {
+        let postdates_sealing = manifest
+            .schema_version
+            .as_deref()
+            .and_then(super::manifest::schema_number)
+            .is_some_and(|n| n >= SEALED_SINCE_SCHEMA);
         return if options.re_sign && secret.is_some() {
             Ok(Provenance::ReSigned)
+        } else if postdates_sealing {
+            Err(DumpRefusal::SealRemoved {
+                run: manifest.run.clone(),
+                schema: manifest.schema_version.clone().unwrap_or_default(),
+                sealed_since: SEALED_SINCE,
+            })
         } else if options.accept_unverified {
             Ok(Provenance::Unverified)
         } else {
@@ -270,6 +289,51 @@ mod tests {
                 "{altered:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_dump_whose_schema_postdates_sealing_is_never_an_old_unsealed_one() {
+        // Issue 53, item 7: the seal of a dump this build made, removed.
+        let mut stripped = sealed("s1");
+        stripped.schema_version = Some("0023_job_calls".into());
+        stripped.integrity = None;
+        let lenient = RestoreOptions {
+            accept_unverified: true,
+            ..RestoreOptions::default()
+        };
+        for options in [&STRICT, &lenient] {
+            let refused = check_provenance("k", &stripped, Some("s1"), options);
+            assert!(
+                matches!(refused, Err(DumpRefusal::SealRemoved { ref schema, .. }) if schema == "0023_job_calls"),
+                "{refused:?}"
+            );
+            let said = refused.expect_err("refused").to_string();
+            assert!(
+                said.contains("seal was removed") && !said.contains("--accept-unverified"),
+                "{said}"
+            );
+        }
+        // The first sealed schema is refused too; the one before it is an old dump.
+        stripped.schema_version = Some(SEALED_SINCE.into());
+        assert!(matches!(
+            check_provenance("k", &stripped, Some("s1"), &lenient),
+            Err(DumpRefusal::SealRemoved { .. })
+        ));
+        stripped.schema_version = Some("0017_skill_sources".into());
+        assert_eq!(
+            check_provenance("k", &stripped, Some("s1"), &lenient),
+            Ok(Provenance::Unverified)
+        );
+        // --re-sign (which lists what the dump brings in first) is the way through.
+        stripped.schema_version = Some("0023_job_calls".into());
+        let re_sign = RestoreOptions {
+            re_sign: true,
+            ..RestoreOptions::default()
+        };
+        assert_eq!(
+            check_provenance("k", &stripped, Some("s1"), &re_sign),
+            Ok(Provenance::ReSigned)
+        );
     }
 
     #[test]

@@ -163,6 +163,19 @@ pub enum DumpRefusal {
         /// The run.
         run: String,
     },
+    /// The dump carries no seal, but its schema is one every build that wrote it seals: the
+    /// seal was removed (or a server without a signing secret made it).
+    #[error(
+        "the dump {run} carries no seal, but its schema {schema} is one every build that writes it seals (since {sealed_since}): its seal was removed, so its files may have been edited after the dump was made (or a server without a signing secret made it). It is not restored as an old unsealed dump; if every agent and runner setting it brings in is yours, --re-sign lists them and restores it with --confirm-unverified-origin"
+    )]
+    SealRemoved {
+        /// The run.
+        run: String,
+        /// The schema the manifest names.
+        schema: String,
+        /// The first schema every dump of which is sealed.
+        sealed_since: &'static str,
+    },
     /// The dump was made under another signing secret.
     #[error(
         "the dump was made under another signing secret (its secret's fingerprint is {dump}, this store's is {here}): carry the old host's secret over, the file <data-dir>/signing.key or the variable CAPSID_SIGNING_SECRET, and restore again; if the old secret is lost, --re-sign restores it with its queued and blocked jobs re-signed under this store's secret and its policies disabled"
@@ -192,7 +205,7 @@ pub enum DumpRefusal {
 }
 
 /// The leading migration number of a schema version (`0002_oauth` → 2).
-fn schema_number(version: &str) -> Option<u32> {
+pub(crate) fn schema_number(version: &str) -> Option<u32> {
     version.split('_').next()?.parse().ok()
 }
 
