@@ -19,6 +19,12 @@ pub fn base(repo: &RepoRef) -> Result<String, RepoHostError> {
     Ok(format!("/repos/{}/{}", seg(&repo.owner)?, seg(&repo.name)?))
 }
 
+/// Issues asked for per page of a listing (GitHub's largest page).
+const ISSUES_PER_PAGE: usize = 100;
+
+/// The most pages of labelled issues one pass reads (a thousand issues).
+const ISSUE_PAGES_MAX: usize = 10;
+
 impl GitHubApp {
     /// A request on `repo`, classified.
     pub(crate) async fn send(
@@ -196,17 +202,28 @@ impl GitHubApp {
         label: &str,
     ) -> Result<Vec<IssueFacts>, RepoHostError> {
         let what = format!("list the open issues labelled '{label}' of {repo}");
-        let path = format!(
-            "{}/issues?state=open&labels={}&sort=created&direction=asc&per_page=100",
-            base(repo)?,
-            seg(label)?
-        );
-        let v = self.get(repo, &path, &what).await?;
-        Ok(items(&v)
-            .iter()
-            .filter(|i| !wire::is_pull(i))
-            .map(wire::issue_facts)
-            .collect())
+        // Every page, oldest first: a page shorter than asked for is the last (issue 53,
+        // item 8: with one page read, issues past the first hundred never came in).
+        let mut found = Vec::new();
+        for page in 1..=ISSUE_PAGES_MAX {
+            let path = format!(
+                "{}/issues?state=open&labels={}&sort=created&direction=asc&per_page={ISSUES_PER_PAGE}&page={page}",
+                base(repo)?,
+                seg(label)?
+            );
+            let v = self.get(repo, &path, &what).await?;
+            let listed = items(&v);
+            found.extend(
+                listed
+                    .iter()
+                    .filter(|i| !wire::is_pull(i))
+                    .map(wire::issue_facts),
+            );
+            if listed.len() < ISSUES_PER_PAGE {
+                break;
+            }
+        }
+        Ok(found)
     }
 
     pub(crate) async fn read_issue(

@@ -431,6 +431,22 @@ pub fn repo(
                         }),
                 );
             }
+            // Pages as GitHub serves them: `per_page` (default 30, at most 100) items of page
+            // `page` (from 1), oldest first.
+            list.sort_by_key(|i| i["number"].as_u64().unwrap_or(0));
+            let per_page = q(query, "per_page")
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(30)
+                .clamp(1, 100);
+            let page = q(query, "page")
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(1)
+                .max(1);
+            let list: Vec<Value> = list
+                .into_iter()
+                .skip((page - 1) * per_page)
+                .take(per_page)
+                .collect();
             reply(200, Value::Array(list))
         }
         ("GET", ["issues", n]) => match n.parse::<u64>().ok().and_then(|n| repo.issues.get(&n)) {

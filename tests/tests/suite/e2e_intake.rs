@@ -26,6 +26,7 @@ capsid_tests::github_cases!(
     closing_or_unlabelling_the_issue_fails_its_queued_job,
     a_done_jobs_pull_request_is_commented_on_the_issue,
     a_failed_comment_is_tried_again_and_never_doubled,
+    more_than_a_page_of_labelled_issues_all_come_in,
 );
 
 const ALPHA: &str = "octo/alpha";
@@ -87,7 +88,7 @@ async fn jobs_in(s: &TestServer, ns: &str) -> Vec<capsid_core::jobs::Job> {
                 namespace: Some(ns.into()),
                 status: None,
             },
-            100,
+            1000,
         )
         .await
         .expect("jobs")
@@ -576,4 +577,34 @@ async fn a_failed_comment_is_tried_again_and_never_doubled(s: &TestServer, g: &F
     assert_eq!(comments.len(), 1, "{comments:?}");
     assert_eq!(jobs_in(s, "alpha").await.len(), 1);
     assert!(comments[0].contains(&jobs_in(s, "alpha").await[0].id));
+}
+
+/// Issue 53, item 8: GitHub lists a hundred issues a page; with 130 labelled, one pass reads
+/// every page and takes all 130 (it took the first hundred, then none, and 30 never came in).
+async fn more_than_a_page_of_labelled_issues_all_come_in(s: &TestServer, g: &FakeGitHub) {
+    setup(s, g).await;
+    write_policy(s, &policy("v1", true, "alpha", ""), true).await;
+    let numbers: Vec<u64> = (0..130)
+        .map(|i| g.open_issue(ALPHA, &format!("Issue {i}"), "b", "octocat", &["capsid"]))
+        .collect();
+    let first = tick(s).await;
+    assert_eq!(
+        first["posted"].as_array().map(Vec::len),
+        Some(130),
+        "{first}"
+    );
+    assert_eq!(tick(s).await["posted"], json!([]));
+    let titles: std::collections::BTreeSet<String> = jobs_in(s, "alpha")
+        .await
+        .into_iter()
+        .map(|j| j.title)
+        .collect();
+    for n in numbers {
+        assert!(
+            titles
+                .iter()
+                .any(|t| t.starts_with(&format!("{ALPHA}#{n}:"))),
+            "#{n} never came in"
+        );
+    }
 }
