@@ -151,6 +151,20 @@ fn user_config_dir() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".config"))
 }
 
+/// The folder of `binary` that a system unit's `ProtectHome=yes` hides (`/home`, `/root`,
+/// `/run/user`, or the installing user's home), if any: a binary there never starts.
+fn hidden_from_system_units(binary: &Path) -> Option<String> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute() && h != Path::new("/"));
+    ["/home", "/root", "/run/user"]
+        .into_iter()
+        .map(PathBuf::from)
+        .chain(home)
+        .find(|dir| binary.starts_with(dir))
+        .map(|dir| dir.display().to_string())
+}
+
 fn plan(global: &GlobalArgs, args: &InstallArgs) -> Result<Plan> {
     let binary = match &args.binary {
         Some(b) => b.clone(),
@@ -170,6 +184,28 @@ fn plan(global: &GlobalArgs, args: &InstallArgs) -> Result<Plan> {
             )
         })?
         .to_owned();
+    if !args.user
+        && let Some(hidden) = hidden_from_system_units(&binary)
+    {
+        bail!(
+            "the system unit would run {}, but its ProtectHome=yes hides {hidden} from the service, so it could not start; install the binary outside it (sudo install -m 0755 {} /usr/local/bin/capsid) and give --binary /usr/local/bin/capsid, or make a --user service",
+            binary.display(),
+            binary.display()
+        );
+    }
+    for credential in &args.credentials {
+        if let Err(e) = std::fs::metadata(&credential.path)
+            && e.kind() == std::io::ErrorKind::NotFound
+        {
+            bail!(
+                "--credential {}={}: no such file; create it first (a new signing secret: `openssl rand -hex 32 | sudo tee {} >/dev/null && sudo chmod 600 {}`)",
+                credential.var,
+                credential.path.display(),
+                credential.path.display(),
+                credential.path.display()
+            );
+        }
+    }
     let name = &args.name;
     let (unit_dir, env_dir) = if args.user {
         let config = user_config_dir()?;

@@ -2,7 +2,7 @@
 //! systemd itself accepts it (`systemd-analyze verify`, where systemd is installed), secrets
 //! stay out of both files, an existing file is never replaced without `--force`, and bad
 //! input is refused by name with nothing written. Also the repository's `server.json`, held
-//! to the MCP registry's server schema (2025-09-29) for every field it uses.
+//! to the MCP registry's server schema (2025-12-11) for every field it uses.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -193,6 +193,11 @@ fn a_user_unit_is_printed_then_written_as_printed_and_systemd_accepts_it() {
 #[test]
 fn a_system_unit_is_hardened_and_systemd_accepts_it() {
     let home = tempfile::tempdir().expect("a home");
+    let keys = tempfile::tempdir().expect("a folder for the key");
+    let pem = keys.path().join("app.pem");
+    std::fs::write(&pem, "not a real key").expect("a key file");
+    let credential = format!("CAPSID_GITHUB_APP_PRIVATE_KEY={}", pem.display());
+    // A binary outside every home folder (this checkout may live under /home).
     let out = capsid(
         home.path(),
         &[
@@ -201,8 +206,10 @@ fn a_system_unit_is_hardened_and_systemd_accepts_it() {
             "capsid-prod",
             "--public-url",
             "https://capsid.example.org",
+            "--binary",
+            "/bin/sh",
             "--credential",
-            "CAPSID_GITHUB_APP_PRIVATE_KEY=/etc/capsid-prod/app.pem",
+            &credential,
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
@@ -210,13 +217,17 @@ fn a_system_unit_is_hardened_and_systemd_accepts_it() {
     assert_eq!(plan["unit_path"], "/etc/systemd/system/capsid-prod.service");
     assert_eq!(plan["env_path"], "/etc/capsid-prod/capsid-prod.env");
     let unit = plan["unit"].as_str().expect("unit");
+    let load = format!(
+        "LoadCredential=capsid-github-app-private-key:{}",
+        pem.display()
+    );
     for line in [
         "DynamicUser=yes",
         "ProtectSystem=strict",
         "NoNewPrivileges=yes",
         "StateDirectory=capsid-prod",
         "Environment=CAPSID_DATA_DIR=%S/capsid-prod",
-        "LoadCredential=capsid-github-app-private-key:/etc/capsid-prod/app.pem",
+        &load,
         "Environment=CAPSID_GITHUB_APP_PRIVATE_KEY=file:%d/capsid-github-app-private-key",
         "WantedBy=multi-user.target",
     ] {
@@ -321,6 +332,54 @@ fn bad_input_is_refused_by_name_and_writes_nothing() {
         assert!(text(&out).contains(said), "{args:?}: {}", text(&out));
         assert!(!config.exists(), "{args:?} wrote {}", config.display());
     }
+    // A credential file that does not exist (issue 53, item 11): refused, saying how to make
+    // one, before anything is written.
+    let nowhere = home.path().join("no-such-signing.key");
+    let out = capsid(
+        home.path(),
+        &[
+            "--user",
+            "--apply",
+            "--credential",
+            &format!("CAPSID_SIGNING_SECRET={}", nowhere.display()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{}: no such file", nowhere.display()))
+            && text(&out).contains("openssl rand -hex 32"),
+        "{}",
+        text(&out)
+    );
+    assert!(!config.exists());
+    // A system unit whose binary sits in a home folder (~/.cargo/bin) that ProtectHome=yes
+    // hides: it could never start, so it is refused naming the fix.
+    let cargo_bin = home.path().join(".cargo/bin");
+    std::fs::create_dir_all(&cargo_bin).expect("~/.cargo/bin");
+    let in_home = cargo_bin.join("capsid");
+    std::fs::write(&in_home, "#!/bin/sh\n").expect("a binary");
+    let out = capsid(
+        home.path(),
+        &["--json", "--binary", in_home.to_str().expect("utf-8")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("ProtectHome=yes hides")
+            && text(&out).contains("/usr/local/bin/capsid"),
+        "{}",
+        text(&out)
+    );
+    // As a user service it is where it belongs.
+    let out = capsid(
+        home.path(),
+        &[
+            "--user",
+            "--json",
+            "--binary",
+            in_home.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
     let missing = capsid(
         home.path(),
         &["--user", "--apply", "--binary", "/nonexistent/capsid"],
@@ -334,7 +393,7 @@ fn bad_input_is_refused_by_name_and_writes_nothing() {
     assert!(!config.exists());
 }
 
-/// The repository's `server.json` against the MCP registry's server schema (2025-09-29, the
+/// The repository's `server.json` against the MCP registry's server schema (2025-12-11, the
 /// `$schema` it names), rule by rule for the fields it uses, and against this build.
 #[test]
 fn server_json_is_a_valid_registry_entry_for_this_build() {
@@ -343,7 +402,7 @@ fn server_json_is_a_valid_registry_entry_for_this_build() {
     let entry: Value = serde_json::from_str(&raw).expect("server.json parses");
     assert_eq!(
         entry["$schema"],
-        "https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json"
+        "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
     );
     let object = entry.as_object().expect("an object");
     for key in object.keys() {

@@ -104,8 +104,9 @@ fn read_only_hint_follows_the_grant() {
 
 #[test]
 fn open_world_and_idempotent_hints_name_exactly_the_tools_they_should() {
-    // GitHub (the repo tools; jobs verifying evidence; lint gathering a repo's paths) or the
-    // model API and GitHub (improve_run's loop): nothing else leaves Capsid.
+    // GitHub (the repo tools; jobs verifying evidence; lint gathering a repo's paths), the
+    // model API and GitHub (improve_run's loop), or the owner's webhook (jobs and checkpoint
+    // post to it when a job or an agent blocks or asks): nothing else leaves Capsid.
     let outside: Vec<&str> = specs()
         .filter(|t| t.annotations().open_world)
         .map(|t| t.name)
@@ -113,7 +114,7 @@ fn open_world_and_idempotent_hints_name_exactly_the_tools_they_should() {
     let mut expected: Vec<&str> = specs()
         .filter(|t| t.group == ToolGroup::Repo)
         .map(|t| t.name)
-        .chain(["jobs", "lint", "improve_run"])
+        .chain(["jobs", "lint", "improve_run", "checkpoint"])
         .collect();
     expected.sort_unstable();
     let mut outside_sorted = outside.clone();

@@ -125,6 +125,8 @@ mod registered {
             Requirement::Fixed(Rule::write()),
             "Record your checkmark in a namespace (status, where you stopped, next steps, open question, tests and build status) and append a log entry; returns both ids. done needs tests_status pass.",
         )
+        // A question or a block posts to the owner's webhook when one is configured.
+        .open_world()
         .titled("Record an agent checkpoint");
         fn run<'a>(
             s: Areas<'a>,

@@ -130,6 +130,26 @@ async fn read_only_operator_key_cannot_write(s: &TestServer) {
             Some(true)
         );
     }
+    // checkpoint posts to the owner's webhook when an agent blocks or asks: it says so
+    // (issue 53, item 22).
+    let admin = s.client(OP_WRITE).await;
+    let all = admin
+        .inner
+        .peer()
+        .list_all_tools()
+        .await
+        .expect("tools/list");
+    let checkpoint = all
+        .iter()
+        .find(|t| t.name == "checkpoint")
+        .expect("checkpoint is listed");
+    assert_eq!(
+        checkpoint
+            .annotations
+            .as_ref()
+            .and_then(|a| a.open_world_hint),
+        Some(true)
+    );
 }
 
 async fn revoked_agent_gets_401(s: &TestServer) {
