@@ -33,7 +33,7 @@ pub const POLL: Duration = Duration::from_millis(250);
 pub const MAX_PER_SESSION: usize = 64;
 
 /// The most resources one caller (one key, the owner) may watch at once over all its
-/// sessions: each is read again every [`POLL`], so this bounds what one key costs the store.
+/// sessions: each is read again every 250 ms, so this bounds what one key costs the store.
 pub const MAX_PER_CALLER: usize = 64;
 
 /// One watched resource.

@@ -214,10 +214,9 @@ fn backup_then_restore_with_exit_codes() {
     );
 }
 
-#[test]
-fn restore_refuses_a_dump_with_one_byte_changed_and_writes_nothing() {
-    let dir = tempfile::tempdir().expect("a folder");
-    let data = dir.path().join("data");
+/// A data folder under `dir` with one agent (`me`) and one dump of it: the folder and the run.
+fn one_dump(dir: &Path) -> (std::path::PathBuf, String) {
+    let data = dir.join("data");
     for args in [
         &["migrate"][..],
         &[
@@ -241,25 +240,36 @@ fn restore_refuses_a_dump_with_one_byte_changed_and_writes_nothing() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    // A copy of the dump with one byte of the agents table changed: still valid JSON, an
-    // agent renamed.
-    let dumps = data.join("media/backups/json");
-    let run = std::fs::read_dir(&dumps)
+    let run = std::fs::read_dir(data.join("media/backups/json"))
         .expect("the dump's folder")
         .flatten()
         .next()
         .expect("one dump")
         .file_name();
-    let run = run.to_str().expect("utf-8").to_owned();
-    let tampered = dir.path().join("tampered");
-    let copy = tampered.join("backups/json").join(&run);
+    (data, run.to_str().expect("utf-8").to_owned())
+}
+
+/// Copies dump `run` of `data` into the media store `root`: the copy's folder.
+fn copy_dump(data: &Path, run: &str, root: &Path) -> std::path::PathBuf {
+    let copy = root.join("backups/json").join(run);
     std::fs::create_dir_all(&copy).expect("a folder");
-    for e in std::fs::read_dir(dumps.join(&run))
+    for e in std::fs::read_dir(data.join("media/backups/json").join(run))
         .expect("the dump")
         .flatten()
     {
         std::fs::copy(e.path(), copy.join(e.file_name())).expect("copy");
     }
+    copy
+}
+
+#[test]
+fn restore_refuses_a_dump_with_one_byte_changed_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let (data, run) = one_dump(dir.path());
+    // A copy of the dump with one byte of the agents table changed: still valid JSON, an
+    // agent renamed.
+    let tampered = dir.path().join("tampered");
+    let copy = copy_dump(&data, &run, &tampered);
     let agents = copy.join("agents.json");
     let text = std::fs::read_to_string(&agents).expect("agents.json");
     let changed = text.replacen("\"name\":\"me\"", "\"name\":\"mf\"", 1);
@@ -300,48 +310,10 @@ fn restore_refuses_a_dump_with_one_byte_changed_and_writes_nothing() {
 #[test]
 fn a_dump_whose_seal_was_removed_is_refused_and_an_old_one_previewed_first() {
     let dir = tempfile::tempdir().expect("a folder");
-    let data = dir.path().join("data");
-    for args in [
-        &["migrate"][..],
-        &[
-            "agents",
-            "mint",
-            "--name",
-            "me",
-            "--kind",
-            "session",
-            "--namespaces",
-            "*",
-            "--grants",
-            "read,write",
-        ],
-        &["backup", "--json"],
-    ] {
-        let out = capsid(&data, args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let dumps = data.join("media/backups/json");
-    let run = std::fs::read_dir(&dumps)
-        .expect("the dump's folder")
-        .flatten()
-        .next()
-        .expect("one dump")
-        .file_name();
-    let run = run.to_str().expect("utf-8").to_owned();
+    let (data, run) = one_dump(dir.path());
     let copy_with = |name: &str, schema: Option<&str>| {
         let root = dir.path().join(name);
-        let copy = root.join("backups/json").join(&run);
-        std::fs::create_dir_all(&copy).expect("a folder");
-        for e in std::fs::read_dir(dumps.join(&run))
-            .expect("the dump")
-            .flatten()
-        {
-            std::fs::copy(e.path(), copy.join(e.file_name())).expect("copy");
-        }
+        let copy = copy_dump(&data, &run, &root);
         let path = copy.join("manifest.json");
         let mut manifest: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&path).expect("manifest")).expect("JSON");
