@@ -154,7 +154,8 @@ async fn sealed_dumps_refuse_every_edit<S: Backend, T: Backend>(tag: &str) {
     assert!(matches!(r, DumpRefusal::NoSecret { .. }), "{r}");
     assert_empty(target_store.as_ref()).await;
 
-    // With no integrity block (an older build's dump): refused unless accepted.
+    // This build's dump with its integrity block removed: refused as a removed seal, never
+    // as an older build's unsealed dump (issue 53, item 7).
     let mut unsealed: Value = serde_json::from_slice(&manifest_bytes).expect("JSON");
     unsealed
         .as_object_mut()
@@ -168,7 +169,7 @@ async fn sealed_dumps_refuse_every_edit<S: Backend, T: Backend>(tag: &str) {
         .await
         .expect("put");
     let r = refused(restore(&restorer, media.as_ref(), &run).await);
-    assert!(matches!(r, DumpRefusal::Unsealed { .. }), "{r}");
+    assert!(matches!(r, DumpRefusal::SealRemoved { .. }), "{r}");
     assert_empty(target_store.as_ref()).await;
     media
         .put(&manifest_key, manifest_bytes.clone())
@@ -225,6 +226,12 @@ async fn an_unsealed_dump_restores_only_when_accepted() {
             .expect("JSON");
     let object = unsealed.as_object_mut().expect("object");
     object.remove("integrity");
+    // An older build's dump: from before sealing (a later schema's unsealed dump had its seal
+    // removed, which no flag but --re-sign restores).
+    object.insert(
+        "schema_version".into(),
+        serde_json::json!("0017_skill_sources"),
+    );
     for line in object["tables"].as_array_mut().expect("tables") {
         line.as_object_mut().expect("a line").remove("sha256");
     }
