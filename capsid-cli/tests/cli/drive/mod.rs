@@ -11,6 +11,7 @@
 mod approval;
 mod bounds;
 mod claude;
+mod claude_boxed;
 mod support;
 
 use bounds::{dispatch_is_bounded_in_depth_and_breadth, runner_settings_come_from_the_namespace};
