@@ -10,6 +10,58 @@ use serde_json::{Value, json};
 use crate::admin::{call, finish, service, tool_refusal};
 use crate::config::GlobalArgs;
 
+/// `capsid jobs get` as text: the job, its ledger and its doors, one line each.
+fn job_text(v: &Value) -> String {
+    let j = &v["job"];
+    let s = |x: &Value| x.as_str().unwrap_or("").to_owned();
+    let mut out = vec![format!(
+        "{}  {}  {}  (namespace {})",
+        s(&j["id"]),
+        s(&j["status"]),
+        s(&j["title"]),
+        s(&j["namespace"])
+    )];
+    if let Some(h) = j["claimed_by"].as_str() {
+        out.push(format!("held by {h}"));
+    }
+    if let Some(r) = j["result_summary"].as_str() {
+        out.push(format!("summary: {r}"));
+    }
+    let spend = &v["spend"];
+    out.push(format!(
+        "spent ${:.4} over {} model call(s)",
+        spend["cost_usd"].as_f64().unwrap_or(0.0),
+        spend["calls"].as_u64().unwrap_or(0)
+    ));
+    let doors = v["doors"].as_array().cloned().unwrap_or_default();
+    if doors.is_empty() {
+        out.push("doors: none recorded (the job ran unboxed, or has not run)".to_owned());
+    } else {
+        out.push(format!("doors ({}):", doors.len()));
+        for d in &doors {
+            let target = match d["port"].as_u64() {
+                Some(0) | None => s(&d["host"]),
+                Some(p) => format!("{}:{p}", s(&d["host"])),
+            };
+            let mut line = format!(
+                "  {:<7} {:<32} {:<8} {} B up, {} B down, {} to {}",
+                s(&d["door"]),
+                target,
+                s(&d["decision"]),
+                d["bytes_up"].as_u64().unwrap_or(0),
+                d["bytes_down"].as_u64().unwrap_or(0),
+                s(&d["started_at"]),
+                s(&d["ended_at"])
+            );
+            if let Some(why) = d["detail"].as_str() {
+                line.push_str(&format!(" ({why})"));
+            }
+            out.push(line);
+        }
+    }
+    out.join("\n")
+}
+
 /// `capsid jobs`.
 #[derive(Debug, Subcommand)]
 pub enum JobsCommand {
@@ -23,6 +75,15 @@ pub enum JobsCommand {
         #[arg(long)]
         all: bool,
         /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One job: its status, holder, summary, what its ledger holds and what its box's doors
+    /// reached and were refused.
+    Get {
+        /// The job (`job_` + 12 hex).
+        id: String,
+        /// Print JSON instead of text (the `jobs` tool's `get` answer).
         #[arg(long)]
         json: bool,
     },
@@ -116,6 +177,13 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
     let service = service(global).await?;
     let (id, usd, json) = match cmd {
         JobsCommand::Raise { id, usd, json } => (id, usd, json),
+        JobsCommand::Get { id, json } => {
+            let answer = match call(&service, "jobs", json!({"action": "get", "id": id})).await? {
+                Ok(v) => v,
+                Err(m) => return Ok(tool_refusal(m)),
+            };
+            return Ok(finish(answer, json, job_text));
+        }
         JobsCommand::List {
             namespace: Some(ns),
             json,
@@ -212,4 +280,47 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
             None => format!("raised {id} to ${cap:.2}"),
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::job_text;
+    use serde_json::json;
+
+    #[test]
+    fn a_jobs_text_names_its_ledger_and_each_door() {
+        let v = json!({
+            "job": {"id": "job_0123456789ab", "status": "done", "title": "Boxed", "namespace": "demo",
+                    "claimed_by": "agent:d", "result_summary": "Shipped."},
+            "spend": {"cost_usd": 0.25, "calls": 3},
+            "doors": [
+                {"door": "egress", "host": "example.com", "port": 443, "decision": "refused",
+                 "bytes_up": 0, "bytes_down": 0, "started_at": "t1", "ended_at": "t2",
+                 "detail": "not allowed"},
+                {"door": "model", "host": "capsid", "port": 0, "decision": "reached",
+                 "bytes_up": 10, "bytes_down": 20, "started_at": "t3", "ended_at": "t4"},
+            ],
+        });
+        let text = job_text(&v);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "job_0123456789ab  done  Boxed  (namespace demo)");
+        assert_eq!(lines[1], "held by agent:d");
+        assert_eq!(lines[2], "summary: Shipped.");
+        assert_eq!(lines[3], "spent $0.2500 over 3 model call(s)");
+        assert_eq!(lines[4], "doors (2):");
+        assert!(
+            lines[5].contains("example.com:443") && lines[5].ends_with("t1 to t2 (not allowed)"),
+            "{text}"
+        );
+        assert!(
+            lines[6].contains("capsid ") && !lines[6].contains("capsid:0"),
+            "{text}"
+        );
+        let bare =
+            job_text(&json!({"job": {"id": "j", "status": "queued"}, "spend": {}, "doors": []}));
+        assert!(
+            bare.ends_with("doors: none recorded (the job ran unboxed, or has not run)"),
+            "{bare}"
+        );
+    }
 }

@@ -30,6 +30,7 @@ h3{font-size:1rem;margin:1rem 0 .4rem}\
 .badge{display:inline-block;padding:0 .45rem;border:1px solid currentColor;border-radius:999px;font-size:.8rem;white-space:nowrap}\
 .s-working{color:var(--accent)}.s-paused_for_input{color:var(--amber)}.s-blocked{color:var(--warn)}.s-done{color:var(--ok)}\
 .g-pass{color:var(--ok)}.g-fail{color:var(--warn)}.g-unknown,.g-skipped{color:var(--muted)}\
+.door-refused{color:var(--warn)}.door-failed{color:var(--amber)}.door-reached{color:var(--ok)}\
 form.answer{display:flex;flex-wrap:wrap;gap:.35rem;align-items:flex-start;margin:0}\
 textarea{font:inherit;flex:1 1 24rem;min-height:3.2rem;padding:.3rem .4rem;border:1px solid var(--line);border-radius:4px;background:var(--bg);color:var(--fg)}\
 a{color:var(--accent)}\

@@ -54,6 +54,7 @@ pub mod backup;
 pub mod checkmarks;
 mod conflict;
 pub mod documents;
+pub mod doors;
 pub mod health;
 pub mod improve;
 pub mod jobs;
@@ -1015,6 +1016,27 @@ macro_rules! sql_ports {
                     job_id: &str,
                 ) -> StoreResult<Vec<capsid_core::jobs::spend::LedgerCall>> {
                     $crate::spend::job_calls(self, job_id).await
+                }
+                async fn record_doors(
+                    &self,
+                    job: &Job,
+                    agent: &str,
+                    records: &[capsid_core::jobs::doors::DoorRecord],
+                    at: Timestamp,
+                ) -> StoreResult<u64> {
+                    $crate::doors::record_doors(self, job, agent, records, at).await
+                }
+                async fn job_doors(
+                    &self,
+                    job_id: &str,
+                ) -> StoreResult<Vec<capsid_core::jobs::doors::DoorRecord>> {
+                    $crate::doors::job_doors(self, job_id).await
+                }
+                async fn recent_doors(
+                    &self,
+                    limit: usize,
+                ) -> StoreResult<Vec<(String, capsid_core::jobs::doors::DoorRecord)>> {
+                    $crate::doors::recent_doors(self, limit).await
                 }
                 async fn open_job_spend(
                     &self,

@@ -699,45 +699,6 @@ async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
     buf
 }
 
-/// The doors' records in one sentence for the job's record: connections per door, and every
-/// host the egress door refused or reached.
-pub(crate) fn summary(seen: &Seen) -> String {
-    let mut per_door: std::collections::BTreeMap<&str, usize> = Default::default();
-    for c in &seen.connections {
-        *per_door.entry(c.door.as_str()).or_default() += 1;
-    }
-    let doors: Vec<String> = per_door.iter().map(|(d, n)| format!("{d} {n}")).collect();
-    let mut s = format!(
-        "Boxed: {} connection(s) through its doors ({})",
-        seen.connections.len(),
-        if doors.is_empty() {
-            "none".to_owned()
-        } else {
-            doors.join(", ")
-        }
-    );
-    let (allowed, refused): (Vec<&ConnectAttempt>, Vec<&ConnectAttempt>) = seen
-        .attempts
-        .iter()
-        .partition(|a| matches!(a.decision, capsid_box::connect::Decision::Allowed));
-    let hosts = |v: &[&ConnectAttempt]| {
-        v.iter()
-            .map(|a| format!("{}:{}", a.host, a.port))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if !refused.is_empty() {
-        s.push_str(&format!("; egress refused {}", hosts(&refused)));
-    }
-    if !allowed.is_empty() {
-        s.push_str(&format!("; egress reached {}", hosts(&allowed)));
-    }
-    s.push('.');
-    s
-}
-
 /// Removes the folders of boxed jobs that failed more than a day ago (the same marks the
 /// worktrees are pruned by; a blocked job's folder stays however long the human takes).
 pub(crate) fn prune_stale(r: &Ready, settings: &BoxSettings) {

@@ -9,6 +9,7 @@
 mod agent;
 mod boxed;
 mod control;
+mod doors;
 pub(crate) mod githook;
 pub mod mcp;
 pub(crate) mod model_door;

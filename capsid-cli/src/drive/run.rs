@@ -24,7 +24,7 @@ use super::agent::{
 use super::mcp::base_url;
 use super::model_door::{self, Metered};
 use super::proc::{default_branch, git, shell};
-use super::{Claimed, EXIT_DONE, EXIT_GATED, Ready, boxed, githook, preflight, worktree};
+use super::{Claimed, EXIT_DONE, EXIT_GATED, Ready, boxed, doors, githook, preflight, worktree};
 
 /// What the driver keeps of a run between its stops, in the run's folder: the session to
 /// resume and, when the session stopped on `AskUserQuestion`, that question (its replay is
@@ -419,6 +419,11 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         (Some(_), None) => None,
         (None, _) => pushed(&wt, &id).await,
     };
+    // What the doors saw goes on the job's record before it closes (the holder writes it).
+    let door_records = seen.as_ref().map(|s| doors::records(s, &doors::run_id()));
+    if let Some(records) = door_records.as_deref().filter(|r| !r.is_empty()) {
+        doors::send(r, &id, records).await;
+    }
     let gates = Gates {
         tests: tests
             .as_ref()
@@ -441,8 +446,9 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
             push,
             metered: &metered,
             doors_line: Some(
-                seen.as_ref()
-                    .map_or_else(|| UNBOXED.to_owned(), boxed::summary),
+                door_records
+                    .as_deref()
+                    .map_or_else(|| UNBOXED.to_owned(), doors::line),
             ),
             boxed_base: place.as_ref().map(|p| p.base.clone()),
         },

@@ -125,8 +125,24 @@ pub const SETTINGS: TableSpec = TableSpec {
     identity: None,
 };
 
+/// Tables a later migration added, with the migration's number: a dump from a build before
+/// that migration has no such table, and restores with it empty.
+pub const ADDED_LATER: [(&str, u32); 2] = [("job_calls", 23), ("job_doors", 24)];
+
+/// Whether a dump of schema `dump_schema` predates `table` (a dump naming no schema predates
+/// every table added later).
+pub fn predates(table: &str, dump_schema: Option<&str>) -> bool {
+    let Some(&(_, added)) = ADDED_LATER.iter().find(|(t, _)| *t == table) else {
+        return false;
+    };
+    match dump_schema {
+        None => true,
+        Some(v) => super::manifest::schema_number(v).is_some_and(|n| n < added),
+    }
+}
+
 /// Every table a dump carries, documents first: the reference's seventeen.
-pub const EXPORTED: [TableSpec; 23] = [
+pub const EXPORTED: [TableSpec; 24] = [
     DOCUMENTS,
     TableSpec {
         name: "namespaces",
@@ -351,6 +367,27 @@ pub const EXPORTED: [TableSpec; 23] = [
             t("recorded_at"),
         ],
         key: &["call_id"],
+        identity: None,
+    },
+    TableSpec {
+        name: "job_doors",
+        columns: &[
+            t("job_id"),
+            t("record_id"),
+            t("namespace"),
+            t("agent"),
+            t("door"),
+            t("host"),
+            i("port"),
+            t("decision"),
+            i("bytes_up"),
+            i("bytes_down"),
+            t("started_at"),
+            t("ended_at"),
+            t("detail"),
+            t("recorded_at"),
+        ],
+        key: &["job_id", "record_id"],
         identity: None,
     },
     TableSpec {

@@ -6,6 +6,7 @@ pub mod approval;
 pub mod block;
 pub mod budget;
 pub mod dispatch;
+pub mod doors;
 pub mod evidence;
 pub mod lease;
 pub mod mirror;

@@ -37,6 +37,8 @@ pub const CONSOLE_ACTIONS: [&str; 8] = [
 
 /// Audit rows the console shows.
 pub const ACTIVITY_ROWS: usize = 50;
+/// How many of the newest door records the console shows.
+pub const DOOR_ROWS: usize = 30;
 
 /// One click of the console.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -562,6 +564,14 @@ impl OwnerService {
                 }));
             }
         }
+        // What the boxes' doors saw lately: every host refused or reached, each connection.
+        let doors: Vec<Value> = self
+            .jobs
+            .recent_doors(DOOR_ROWS)
+            .await?
+            .into_iter()
+            .map(|(job, d)| json!({"job_id": job, "door": d.door, "host": d.host, "port": d.port, "decision": d.decision, "bytes_up": d.bytes_up, "bytes_down": d.bytes_down, "started_at": d.started_at, "ended_at": d.ended_at, "detail": d.detail}))
+            .collect();
         let activity: Vec<Value> = self
             .audit_log
             .recent_audit(&filter, ACTIVITY_ROWS)
@@ -575,6 +585,7 @@ impl OwnerService {
             "improve": improve,
             "agents": agents,
             "jobs": jobs,
+            "doors": doors,
             "activity": activity,
             "activity_filter": {"namespace": filter.namespace, "actor": filter.actor},
             "actions": CONSOLE_ACTIONS,

@@ -381,6 +381,23 @@ pub trait JobStore: Send + Sync {
     ) -> StoreResult<u64>;
     /// `job_id`'s ledger, oldest call first, at most [`crate::jobs::spend::JOB_CALLS_MAX`] rows.
     async fn job_calls(&self, job_id: &str) -> StoreResult<Vec<crate::jobs::spend::LedgerCall>>;
+    /// Adds `records` to `job`'s door records as recorded by `agent` at `at`; a record whose id
+    /// the job already has is left as it is, and a job keeps at most
+    /// [`crate::jobs::doors::JOB_DOORS_MAX`] records. How many rows were new.
+    async fn record_doors(
+        &self,
+        job: &Job,
+        agent: &str,
+        records: &[crate::jobs::doors::DoorRecord],
+        at: Timestamp,
+    ) -> StoreResult<u64>;
+    /// `job_id`'s door records, oldest first, at most [`crate::jobs::doors::JOB_DOORS_SHOWN`].
+    async fn job_doors(&self, job_id: &str) -> StoreResult<Vec<crate::jobs::doors::DoorRecord>>;
+    /// The newest `limit` door records of any job, newest first, each with its job's id.
+    async fn recent_doors(
+        &self,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, crate::jobs::doors::DoorRecord)>>;
     /// What each queued, claimed or blocked job's ledger sums to (jobs without a row are left
     /// out).
     async fn open_job_spend(&self) -> StoreResult<Vec<(String, crate::drive::ledger::Usd)>>;

@@ -480,8 +480,10 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "head_sha",
             "pull_request",
             "repo",
-            // Beyond the reference (issue 49): the calls the holder's model door metered.
+            // Beyond the reference (issue 49): the calls the holder's model door metered; (issue
+            // 48) what the holder's box doors saw.
             "calls",
+            "doors",
         ],
     ),
     (

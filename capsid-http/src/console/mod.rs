@@ -11,6 +11,7 @@ mod attention;
 mod autonomy;
 mod checkmarks;
 mod documents;
+mod doors;
 mod local;
 mod page;
 mod skills;

@@ -346,6 +346,7 @@ pub fn console_page(view: &Value, csrf: &str) -> Response {
         agents(view, csrf),
         super::checkmarks::panel(view),
         jobs(view, csrf),
+        super::doors::panel(view),
         super::skills::panel(view),
         super::autonomy::panel(view),
         activity(view, csrf),

@@ -734,3 +734,117 @@ pub async fn the_ledger_keeps_each_call_once_and_sums_it<S: Store>(store: &S) {
         0.251249
     );
 }
+
+fn door(
+    id: &str,
+    door: &str,
+    host: &str,
+    decision: capsid_core::jobs::doors::DoorDecision,
+    started: i64,
+) -> capsid_core::jobs::doors::DoorRecord {
+    capsid_core::jobs::doors::DoorRecord {
+        record_id: id.into(),
+        door: door.into(),
+        host: host.into(),
+        port: if host == "capsid" { 0 } else { 443 },
+        decision,
+        bytes_up: 17,
+        bytes_down: 4_000_000_000_000,
+        started_at: at(started),
+        ended_at: at(started + 1),
+        detail: (decision != capsid_core::jobs::doors::DoorDecision::Reached)
+            .then(|| format!("{host} is not allowed")),
+    }
+}
+
+/// The doors' records: they round-trip every field in the order they started, a record id
+/// the job already has is kept once, another job's same id is its own, a job keeps at most
+/// `JOB_DOORS_MAX` records, and the newest records of every job come first.
+pub async fn door_records_keep_each_connection_once<S: Store>(store: &S) {
+    use capsid_core::jobs::doors::{DoorDecision, JOB_DOORS_MAX};
+    post(store, &job_id(1), "proj", "One", 0, at(0)).await;
+    post(store, &job_id(2), "proj", "Two", 0, at(0)).await;
+    let one = claimed(store, "agent:a", ClaimTarget::Id(job_id(1)), at(1)).await;
+    let two = claimed(store, "agent:b", ClaimTarget::Id(job_id(2)), at(1)).await;
+    let first = vec![
+        door("r1-e0", "egress", "example.com", DoorDecision::Refused, 5),
+        door("r1-c0", "model", "capsid", DoorDecision::Reached, 3),
+    ];
+    assert_eq!(
+        store
+            .record_doors(&one, "agent:a", &first, at(6))
+            .await
+            .expect("record"),
+        2
+    );
+    let mut again = first.clone();
+    again.push(door(
+        "r1-e1",
+        "egress",
+        "registry.npmjs.org",
+        DoorDecision::Reached,
+        4,
+    ));
+    assert_eq!(
+        store
+            .record_doors(&one, "agent:a", &again, at(8))
+            .await
+            .expect("record"),
+        1,
+        "the two already there are kept once"
+    );
+    assert_eq!(
+        store.job_doors(&one.id).await.expect("doors"),
+        vec![again[1].clone(), again[2].clone(), again[0].clone()],
+        "oldest first, every field as written"
+    );
+    let theirs = vec![door(
+        "r1-e0",
+        "egress",
+        "crates.io",
+        DoorDecision::Failed,
+        9,
+    )];
+    assert_eq!(
+        store
+            .record_doors(&two, "agent:b", &theirs, at(10))
+            .await
+            .expect("record"),
+        1,
+        "another job's record of the same id is its own"
+    );
+    let recent = store.recent_doors(2).await.expect("recent");
+    assert_eq!(
+        recent,
+        vec![
+            (two.id.clone(), theirs[0].clone()),
+            (one.id.clone(), again[2].clone())
+        ],
+        "newest recorded first, at most the limit"
+    );
+    // A job keeps at most JOB_DOORS_MAX records: the rest of a call is left out.
+    let many: Vec<_> = (0..JOB_DOORS_MAX + 5)
+        .map(|i| {
+            door(
+                &format!("r2-c{i}"),
+                "git",
+                "capsid",
+                DoorDecision::Reached,
+                20,
+            )
+        })
+        .collect();
+    let mut kept = 0;
+    for chunk in many.chunks(capsid_core::jobs::doors::DOORS_PER_CALL_MAX) {
+        kept += store
+            .record_doors(&two, "agent:b", chunk, at(21))
+            .await
+            .expect("record");
+    }
+    assert_eq!(kept as usize, JOB_DOORS_MAX - 1, "one was there already");
+    assert_eq!(store.job_doors(&one.id).await.expect("doors").len(), 3);
+    assert_eq!(
+        store.job_doors(&two.id).await.expect("doors").len(),
+        capsid_core::jobs::doors::JOB_DOORS_SHOWN
+    );
+}

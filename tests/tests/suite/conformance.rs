@@ -120,6 +120,7 @@ conformance_suite! {
     store jobs_records::job_counts_and_status_counts;
     store jobs_records::budgets_sum_reported_costs_since_an_instant;
     store jobs_records::the_ledger_keeps_each_call_once_and_sums_it;
+    store jobs_records::door_records_keep_each_connection_once;
     store jobs_records::mirror_rewritten_on_every_transition;
     store hostile::hostile_search_input_is_harmless;
     store hostile::hostile_glob_input_is_harmless;

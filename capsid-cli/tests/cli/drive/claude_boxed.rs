@@ -167,6 +167,37 @@ pub fn a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway(
         summary.contains("git ") && summary.contains("model "),
         "{summary}"
     );
+    // Each record is on the job's record too (host, port, bytes, start, end): the refused
+    // host with its reason, the registry reached, and the model, git and MCP doors' connections.
+    let doors = w.job_record("demo", &id)["doors"].clone();
+    let list = doors.as_array().expect("the job's door records");
+    let found = |door: &str, host: &str, decision: &str| {
+        list.iter()
+            .find(|d| d["door"] == door && d["host"] == host && d["decision"] == decision)
+            .unwrap_or_else(|| panic!("no {door} {host} {decision} in {doors}"))
+    };
+    let refused = found("egress", "example.com", "refused");
+    assert_eq!(refused["port"], 443, "{refused}");
+    assert!(
+        refused["detail"].as_str().is_some_and(|d| !d.is_empty()),
+        "{refused}"
+    );
+    let registry = found("egress", "registry.npmjs.org", "reached");
+    assert!(
+        registry["bytes_down"].as_u64().unwrap_or(0) > 0,
+        "{registry}"
+    );
+    assert!(
+        registry["ended_at"].as_str() >= registry["started_at"].as_str(),
+        "{registry}"
+    );
+    for door in ["model", "git", "mcp"] {
+        assert!(
+            list.iter()
+                .any(|d| d["door"] == door && d["decision"] == "reached"),
+            "no {door} connection in {doors}"
+        );
+    }
     // The clone is gone with the done job; the mirror stays for the next one.
     let boxes = w.dir.path().join("boxes").join("demo");
     assert!(!boxes.join(&id).exists());

@@ -285,6 +285,11 @@ impl Service {
             }
             .into());
         }
+        // A table added after the dump's build is not in it: it stays empty.
+        let order: Vec<&'static TableSpec> = order
+            .into_iter()
+            .filter(|t| manifest.table(t).is_some())
+            .collect();
         progress.step("checking that every table is from one snapshot");
         for table in &order {
             let listed = manifest.table(table).ok_or_else(|| {

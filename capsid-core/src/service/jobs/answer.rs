@@ -82,9 +82,13 @@ pub struct JobDone {
     /// `get`: the job's ledger summed: its cost, per model and per session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spend: Option<crate::jobs::spend::JobSpend>,
-    /// `meter`: how many of the calls sent were new to the ledger.
+    /// `meter` and `doors`: how many of the calls or records sent were new.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded: Option<u64>,
+    /// `get`: what the box's doors saw for the job, oldest first (none for a job that ran
+    /// unboxed or has not run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doors: Option<Vec<crate::jobs::doors::DoorRecord>>,
 }
 
 impl JobDone {
@@ -103,6 +107,7 @@ impl JobDone {
             spent_usd: None,
             spend: None,
             recorded: None,
+            doors: None,
         }
     }
 }

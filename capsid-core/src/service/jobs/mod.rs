@@ -7,6 +7,7 @@ mod answer;
 mod approval;
 mod budget;
 mod claim;
+mod doors;
 mod finish;
 mod meter;
 mod resume;
@@ -17,6 +18,7 @@ pub use answer::{
     OutcomeShown, SkillCredited, SkillFailureShown, SkillsSettled,
 };
 
+pub use doors::WireDoor;
 pub use meter::MeteredCall;
 pub(crate) use resume::ResumeTo;
 
@@ -110,6 +112,8 @@ pub enum JobsAction {
     Raise,
     /// The holder's model door writes the calls it forwarded into the job's ledger.
     Meter,
+    /// The holder's doors write what the job's box reached and was refused.
+    Doors,
 }
 
 impl JobsAction {
@@ -128,6 +132,7 @@ impl JobsAction {
             JobsAction::Approval => "approval",
             JobsAction::Raise => "raise",
             JobsAction::Meter => "meter",
+            JobsAction::Doors => "doors",
         }
     }
 }
@@ -135,8 +140,8 @@ impl JobsAction {
 /// `jobs`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct JobsArgs {
-    /// post, claim, heartbeat, complete, fail, block, resume, list, get, approval, raise or
-    /// meter.
+    /// post, claim, heartbeat, complete, fail, block, resume, list, get, approval, raise,
+    /// meter or doors.
     pub action: JobsAction,
     /// Namespace (post; claim without id; list filter).
     pub namespace: Option<NamespaceArg>,
@@ -200,6 +205,9 @@ pub struct JobsArgs {
     /// meter: the model calls the holder's door forwarded for the job (1 to 100), each with
     /// its usage and the door's price.
     pub calls: Option<Vec<MeteredCall>>,
+    /// doors: what the holder's box doors saw for the job (1 to 200 records), each a
+    /// connection or an egress host refused or reached.
+    pub doors: Option<Vec<WireDoor>>,
 }
 impl crate::service::args::ScopeArgs for JobsArgs {
     fn namespace(&self) -> Option<&str> {
@@ -286,6 +294,7 @@ impl JobsCx<'_> {
             JobsAction::Approval => self.approval(caller, a).await,
             JobsAction::Raise => self.raise(caller, a).await,
             JobsAction::Meter => self.meter(caller, a).await,
+            JobsAction::Doors => self.doors(caller, a).await,
         }
     }
 
@@ -458,9 +467,11 @@ impl JobsCx<'_> {
             None => None,
         };
         let spend = self.job_spend(&job.id).await?;
+        let doors = self.jobs.job_doors(&job.id).await?;
         let mut answer = JobDone::new(JobsAction::Get, job);
         answer.outcome = Some(JobOutcome::Stored(outcome));
         answer.spend = Some(spend);
+        answer.doors = Some(doors);
         Ok(answer.into())
     }
 
@@ -548,9 +559,10 @@ mod registered {
                         Rule::write().with_flags(&[crate::scope::Flag::CanRaiseBudget]),
                     ),
                     action("meter", Rule::write()),
+                    action("doors", Rule::write()),
                 ],
             },
-            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit; raise: a job's cap on what its run may spend (can_raise_budget), resuming a job blocked at its budget gate; meter: the holder's model door writes the calls it forwarded into the job's ledger (what its cost, the budgets and /metrics read).",
+            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit; raise: a job's cap on what its run may spend (can_raise_budget), resuming a job blocked at its budget gate; meter: the holder's model door writes the calls it forwarded into the job's ledger (what its cost, the budgets and /metrics read); doors: the holder's box doors write every connection and every egress host refused or reached (get answers them).",
         )
     .open_world()
         .ok_false_refusals()

@@ -232,9 +232,13 @@ async fn an_unsealed_dump_restores_only_when_accepted() {
         "schema_version".into(),
         serde_json::json!("0017_skill_sources"),
     );
-    for line in object["tables"].as_array_mut().expect("tables") {
+    let tables = object["tables"].as_array_mut().expect("tables");
+    for line in tables.iter_mut() {
         line.as_object_mut().expect("a line").remove("sha256");
     }
+    // Tables later migrations added are not in a dump from before them: it restores with
+    // them empty.
+    tables.retain(|line| !matches!(line["table"].as_str(), Some("job_calls" | "job_doors")));
     media
         .put(
             &manifest_key,
@@ -260,6 +264,13 @@ async fn an_unsealed_dump_restores_only_when_accepted() {
         .expect("restored on the operator's word");
     assert!(report.verified, "{report:?}");
     assert!(report.provenance.starts_with("UNVERIFIED"), "{report:?}");
+    assert!(
+        report
+            .tables
+            .iter()
+            .any(|t| t.table == "job_doors" && t.expected == 0 && t.restored == 0),
+        "{report:?}"
+    );
     origin.stop().await;
     source.finish().await;
     target.finish().await;

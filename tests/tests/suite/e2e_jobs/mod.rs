@@ -4,6 +4,7 @@
 
 mod budget;
 mod crowd;
+mod doors;
 mod evidence;
 mod ledger;
 mod policy;
