@@ -13,6 +13,7 @@ mod doors;
 pub(crate) mod githook;
 pub mod mcp;
 pub(crate) mod model_door;
+mod pr;
 pub(crate) mod preflight;
 pub mod proc;
 mod run;

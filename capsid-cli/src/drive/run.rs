@@ -24,7 +24,9 @@ use super::agent::{
 use super::mcp::base_url;
 use super::model_door::{self, Metered};
 use super::proc::{default_branch, git, shell};
-use super::{Claimed, EXIT_DONE, EXIT_GATED, Ready, boxed, doors, githook, preflight, worktree};
+use super::{
+    Claimed, EXIT_DONE, EXIT_GATED, Ready, boxed, doors, githook, pr, preflight, worktree,
+};
 
 /// What the driver keeps of a run between its stops, in the run's folder: the session to
 /// resume and, when the session stopped on `AskUserQuestion`, that question (its replay is
@@ -333,6 +335,9 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         (Some(p), Some(settings)) => {
             let head = pushed_head.as_deref().unwrap_or(&base_sha);
             let mut f = git_facts(&p.mirror, &base_sha, head, report.as_ref(), &run.stdout).await;
+            // A PR URL the agent printed is its word (it reaches no forge from its box): the
+            // driver opens the job's PR itself once the run has shipped and passed.
+            f.pr = None;
             if pushed_head.is_none() {
                 match boxed::clone_state(r, settings, p, &base_sha, &mut verified).await {
                     Some((commits, clean)) => {
@@ -393,11 +398,34 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     run_facts.tests = tests.as_ref();
     run_facts.build = build.as_ref();
     // A call the cap refused stops the run (the model door's own record, not the agent's word).
-    let close = verdict::at_budget(
+    let mut close = verdict::at_budget(
         verdict::close(&run_facts),
         metered.budget_gate(&id),
         &resume_command,
     );
+    // A boxed run that shipped and passed: the driver opens its PR through the server's GitHub
+    // App, and the server verifies it as the job's evidence.
+    if let (
+        Some(_),
+        Some(_),
+        Close::Complete {
+            summary,
+            evidence,
+            scout: false,
+        },
+    ) = (&place, &pushed_head, &mut close)
+    {
+        match pr::open(r, &id, &job.title, &base, summary).await {
+            Ok(url) => {
+                eprintln!("capsid drive: {id}: opened {url}");
+                evidence["prs"] = json!([url]);
+            }
+            Err(why) => {
+                eprintln!("capsid drive: {id}: no pull request opened: {why}");
+                summary.push_str(&format!(" No pull request was opened: {why}"));
+            }
+        }
+    }
     // Keep the session for a resume, and whether it stopped on AskUserQuestion.
     if let Some(sid) = report.as_ref().and_then(|r| r.session_id.clone()) {
         state.session_id = Some(sid);

@@ -10,6 +10,7 @@
 
 mod approval;
 mod bounds;
+mod boxed_pr;
 mod claude;
 mod claude_boxed;
 mod support;

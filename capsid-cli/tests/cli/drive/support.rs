@@ -442,9 +442,19 @@ impl World {
     /// saying the case did not run) when the CLI is not installed outside CI, or the Postgres
     /// case cannot run here.
     pub fn start_claude(store: Store, case: &str) -> Option<World> {
+        World::start_claude_with(store, case, vec![])
+    }
+
+    /// [`World::start_claude`] with more of the server's environment (a GitHub App, say).
+    pub fn start_claude_with(
+        store: Store,
+        case: &str,
+        env: Vec<(String, String)>,
+    ) -> Option<World> {
         let bin = require_claude(case)?;
         let fake = FakeClaude::start();
-        let hook = vec![("CAPSID_WEBHOOK_URL".to_owned(), fake.webhook_url())];
+        let mut hook = vec![("CAPSID_WEBHOOK_URL".to_owned(), fake.webhook_url())];
+        hook.extend(env);
         let mut w = World::start_with(store, case, hook)?;
         let env = claude_env(&fake, &bin, w.dir.path());
         w.claude = Some((fake, env));
