@@ -358,6 +358,30 @@ pub(super) fn tmux_socket(r: &Ready, agent: &str) -> String {
     format!("capsid-{}", &digest[..12])
 }
 
+/// The environment the driver's private tmux server starts with (its sessions inherit it).
+pub(super) enum TmuxEnv<'a> {
+    /// The driver's own, less what it withholds, with these added (an unboxed agent).
+    Driver(&'a [(String, String)]),
+    /// Exactly these, and `TMUX_TMPDIR` when the driver has one (a boxed agent: the box's
+    /// variables, which bubblewrap passes on into the box).
+    Exactly(Vec<(String, String)>),
+}
+
+/// The driver's private tmux server while a run uses it: ended when the run ends, however it
+/// ends (a person failing the job drops the run, and the agent's processes go with the server).
+struct TmuxServer(String);
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 /// Runs the agent inside a detached tmux session `<namespace>__<agent>` of the driver's own
 /// tmux server, a person can attach to; its output and exit code go through files, and the
 /// driver follows the output for its progress lines.
@@ -371,7 +395,36 @@ async fn run_in_tmux(
     envs: &[(String, String)],
 ) -> Result<AgentRun> {
     let run_dir = r.root.join(".capsid").join("runs").join(id);
-    std::fs::create_dir_all(&run_dir).context("creating the run folder")?;
+    let line = format!("sh -c {}", shell_quote(command));
+    run_line_in_tmux(
+        r,
+        agent,
+        id,
+        &run_dir,
+        wt,
+        &line,
+        input,
+        TmuxEnv::Driver(envs),
+    )
+    .await
+}
+
+/// Runs the shell command `line` (its standard input `input`) in a detached tmux session of
+/// the driver's private server, in `cwd`, with `env`; its output, copied into `run_dir/stdout`
+/// as it comes, and its exit code, written into `run_dir/rc` by the pane's shell, are what the
+/// driver reads. `run_dir` must be out of the agent's reach.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn run_line_in_tmux(
+    r: &Ready,
+    agent: &str,
+    id: &str,
+    run_dir: &Path,
+    cwd: &Path,
+    line: &str,
+    input: &str,
+    env: TmuxEnv<'_>,
+) -> Result<AgentRun> {
+    std::fs::create_dir_all(run_dir).context("creating the run folder")?;
     let (inp, out, rc) = (
         run_dir.join("stdin"),
         run_dir.join("stdout"),
@@ -384,8 +437,7 @@ async fn run_in_tmux(
     let session = format!("{}__{agent}", r.namespace).replace(['.', ':'], "_");
     let channel = format!("capsid-{id}");
     let script = format!(
-        "{{ sh -c {} < {}; echo $? > {}; }} | tee {}; tmux -L {} wait-for -S {channel}",
-        shell_quote(command),
+        "{{ {line} < {}; echo $? > {}; }} | tee {}; tmux -L {} wait-for -S {channel}",
         shell_quote(&inp.display().to_string()),
         shell_quote(&rc.display().to_string()),
         shell_quote(&out.display().to_string()),
@@ -394,21 +446,33 @@ async fn run_in_tmux(
     // A server left from an earlier run would hand the session its old environment.
     kill_tmux_server(&socket).await;
     let mut tmux = Command::new("tmux");
-    for k in withheld(r) {
-        tmux.env_remove(k);
+    match env {
+        TmuxEnv::Driver(envs) => {
+            for k in withheld(r) {
+                tmux.env_remove(k);
+            }
+            tmux.envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        }
+        TmuxEnv::Exactly(envs) => {
+            let tmpdir = std::env::var_os("TMUX_TMPDIR");
+            tmux.env_clear()
+                .envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            if let Some(t) = tmpdir {
+                tmux.env("TMUX_TMPDIR", t);
+            }
+        }
     }
-    tmux.envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .args([
-            "-L",
-            &socket,
-            "new-session",
-            "-d",
-            "-s",
-            &session,
-            "-c",
-            &wt.display().to_string(),
-        ])
-        .arg(script);
+    tmux.args([
+        "-L",
+        &socket,
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-c",
+        &cwd.display().to_string(),
+    ])
+    .arg(script);
     let started = tmux
         .stdin(Stdio::null())
         .output()
@@ -424,11 +488,14 @@ async fn run_in_tmux(
             }
         );
     }
+    let server = TmuxServer(socket.clone());
     eprintln!(
         "capsid drive: the agent runs in tmux session {session} (tmux -L {socket} attach -t {session})"
     );
     let mut waiter = Command::new("tmux");
-    waiter.args(["-L", &socket, "wait-for", &channel]);
+    waiter
+        .args(["-L", &socket, "wait-for", &channel])
+        .kill_on_drop(true);
     let wait = waiter.status();
     tokio::pin!(wait);
     let started_at = Instant::now();
@@ -447,7 +514,7 @@ async fn run_in_tmux(
     if !r.quiet {
         follow(r.runtime, &out, &mut seen, started_at, id);
     }
-    kill_tmux_server(&socket).await;
+    drop(server);
     if !waited.success() {
         bail!("waiting on tmux channel {channel} failed");
     }

@@ -445,9 +445,11 @@ pub(crate) fn inside_mcp_url(r: &Ready) -> String {
 /// Runs `command` (the agent, with `input` on its standard input) in the job's box: its
 /// variables are exactly `envs`, the doors' and the runtime's switches; its processes all end
 /// when it ends.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
     r: &Ready,
     settings: &BoxSettings,
+    agent: &str,
     id: &str,
     place: &Place,
     command: &str,
@@ -492,6 +494,12 @@ pub(crate) async fn run(
         ]);
     }
     args.extend(["--".into(), "sh".into(), "-c".into(), command.to_owned()]);
+    if r.tmux {
+        return run_in_tmux(
+            r, settings, agent, id, place, &checked, &capsid, &args, input,
+        )
+        .await;
+    }
     let mut child = settings
         .bwrap
         .spawn(
@@ -518,6 +526,63 @@ pub(crate) async fn run(
         exit: status.code(),
         stdout,
     })
+}
+
+/// [`run`] with `--tmux`: the box started by the shell of a tmux session on the driver's
+/// private server, a person can attach to and watch. The server starts with exactly the box's
+/// variables (bubblewrap passes them on; none is on a command line), the box's command line is
+/// the one [`run`] would start, and the output and exit code go through files in the job's
+/// folder outside the box. Ending the server (the run's end, or a person failing the job) ends
+/// bubblewrap, and every process in the box dies with it.
+#[allow(clippy::too_many_arguments)]
+async fn run_in_tmux(
+    r: &Ready,
+    settings: &BoxSettings,
+    agent: &str,
+    id: &str,
+    place: &Place,
+    checked: &capsid_core::drive::box_plan::CheckedBox,
+    capsid: &Path,
+    args: &[String],
+    input: &str,
+) -> Result<AgentRun> {
+    let mut words: Vec<String> = vec![settings.bwrap.path().display().to_string()];
+    for a in checked.bwrap_args() {
+        words.push(
+            a.into_string()
+                .map_err(|a| anyhow::anyhow!("a box path is not UTF-8: {a:?}"))?,
+        );
+    }
+    words.push("--".into());
+    words.push(capsid.display().to_string());
+    words.extend(args.iter().cloned());
+    let line = words
+        .iter()
+        .map(|w| capsid_core::drive::hooks::shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let env: Vec<(String, String)> = checked
+        .environment()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let files = place.base.join("tmux");
+    private_dir(&files)?;
+    eprintln!(
+        "capsid drive: {id} runs boxed in {} (no network; doors: model, mcp, git, egress)",
+        place.clone.display()
+    );
+    super::agent::run_line_in_tmux(
+        r,
+        agent,
+        id,
+        &files,
+        &place.base,
+        &line,
+        input,
+        super::agent::TmuxEnv::Exactly(env),
+    )
+    .await
 }
 
 /// The head the run shipped, from the gateway's log: the last update that reached the
@@ -729,14 +794,6 @@ pub(crate) fn remove(place_base: &Path) {
             place_base.display()
         );
     }
-}
-
-/// Refuses what a boxed run cannot do yet, before anything is claimed.
-pub(crate) fn refuse_unsupported(tmux: bool) -> std::result::Result<(), String> {
-    if tmux {
-        return Err("--tmux runs the agent outside the box, which is not supported yet: drop --tmux (the boxed agent's progress lines still show), or pass --unboxed with it".to_owned());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

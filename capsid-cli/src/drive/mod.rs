@@ -159,8 +159,8 @@ pub struct RunArgs {
     #[arg(long = "box", conflicts_with = "unboxed")]
     pub boxed: bool,
     /// Run the agent as the driver's own user, with the host's filesystem, git config and
-    /// network: no box. Every job's record says it ran unboxed. Needed for --tmux and where
-    /// bubblewrap cannot run.
+    /// network: no box. Every job's record says it ran unboxed. Needed where bubblewrap cannot
+    /// run.
     #[arg(long)]
     pub unboxed: bool,
     /// Where boxed jobs' folders and the namespaces' mirrors live (default
@@ -408,9 +408,6 @@ pub(crate) async fn prepare(
         Err(why) => return Ok(Err(refused(why))),
     };
     let boxed = if !args.unboxed {
-        if let Err(why) = boxed::refuse_unsupported(args.tmux) {
-            return Ok(Err(refused(why)));
-        }
         // The clone's only remote is the gateway, which forwards to the project's `origin`.
         if let Err(e) = proc::git(&root, &["remote", "get-url", "origin"]).await {
             return Ok(Err(refused(format!(

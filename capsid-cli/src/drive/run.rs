@@ -259,7 +259,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
             let run = with_heartbeat(
                 r,
                 &id,
-                boxed::run(r, settings, &id, p, &command, &input, &envs),
+                boxed::run(r, settings, &agent, &id, p, &command, &input, &envs),
             )
             .await;
             // The box is gone: close every door before anything is read.

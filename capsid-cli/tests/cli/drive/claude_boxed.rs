@@ -728,3 +728,128 @@ pub fn a_boxed_question_resumes_the_same_session_in_the_same_clone(w: &World) {
         "{files}"
     );
 }
+
+/// Every host command line right now, joined by newlines.
+fn host_command_lines() -> String {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn a_boxed_job_runs_in_tmux_and_its_box_ends_with_the_session(w: &World) {
+    if !require_bwrap("a_boxed_job_runs_in_tmux_and_its_box_ends_with_the_session") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let sockets = w.dir.path().join("tmux");
+    std::fs::create_dir_all(&sockets).expect("tmux folder");
+    let signing = find_file(w.dir.path(), "signing.key", 3).expect("the server's signing key");
+    let id = w.post("demo", "Boxed in tmux", "SCRIPT=boxed-tmux");
+    w.fake().script(
+        "SCRIPT=boxed-tmux",
+        vec![
+            vec![bash(&format!(
+                "cat {} ; id -u ; sleep 3 ; echo LOOKED",
+                signing.display()
+            ))],
+            vec![bash(
+                "echo t > t.txt && git add t.txt && git commit -qm t && git push -q origin HEAD && echo PUSHED",
+            )],
+            vec![text("Done, boxed, in tmux.")],
+        ],
+    );
+    let mut extra = boxed(w);
+    extra.push("--tmux".to_owned());
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let mut child = w
+        .drive_claude("demo", &key, &root, &extra)
+        .env("TMUX_TMPDIR", &sockets)
+        .env_remove("TMUX")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run capsid drive");
+    // While it runs, the host's command lines: the box under tmux, and no secret on any.
+    let clone = w
+        .dir
+        .path()
+        .join("boxes")
+        .join("demo")
+        .join(&id)
+        .join("clone");
+    let clone = clone.display().to_string();
+    let mut lines_seen = String::new();
+    let mut saw_box = false;
+    while child.try_wait().expect("poll").is_none() {
+        let lines = host_command_lines();
+        if lines
+            .lines()
+            .any(|l| l.contains("bwrap") && l.contains(&clone))
+        {
+            saw_box = true;
+            lines_seen = lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().expect("the driver's output");
+    let _ = std::process::Command::new("tmux")
+        .args(["kill-server"])
+        .env("TMUX_TMPDIR", &sockets)
+        .status();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        said(&out),
+        results(w, "SCRIPT=boxed-tmux")
+    );
+    assert!(
+        stderr(&out).contains("attach -t demo__demo-driver"),
+        "{}",
+        said(&out)
+    );
+    assert!(saw_box, "no box seen running: {}", said(&out));
+    assert!(
+        !lines_seen.contains(&key),
+        "the driver's key is on a command line"
+    );
+    assert!(
+        !lines_seen.contains("capsid_run_"),
+        "the run credential is on a command line: {lines_seen}"
+    );
+    assert!(
+        !lines_seen.contains("sk-ant-fake-offline-test"),
+        "the model key is on a command line"
+    );
+    // Inside, the box as without tmux: not root, the host's signing key absent.
+    let (looked, _) =
+        result_of(w, "SCRIPT=boxed-tmux", "toolu_fake_0_0").expect("the look's result");
+    assert!(
+        looked.contains(&format!("{}: No such file or directory", signing.display())),
+        "{looked}"
+    );
+    assert!(
+        looked.contains("1000") && looked.contains("LOOKED"),
+        "{looked}"
+    );
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}\n{}", said(&out));
+    let origin = w.dir.path().join("demo-origin.git");
+    assert_eq!(
+        git_out(&origin, &["rev-parse", &format!("refs/heads/capsid/{id}")]).len(),
+        40
+    );
+    // The session's end ended the box: nothing of it runs on.
+    assert!(pids_with(&clone).is_empty(), "{:?}", pids_with(&clone));
+}
