@@ -8,6 +8,75 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest, Sha256};
 
+/// Gives every cell of the page's tables its column's name (`data-label`) and marks each
+/// header row, so a narrow screen shows each row as a card of labelled lines instead of a
+/// table cut at its right edge.
+pub fn labelled_tables(html: &str) -> String {
+    let mut out = String::with_capacity(html.len() + html.len() / 8);
+    let mut rest = html;
+    while let Some(start) = rest.find("<table") {
+        let Some(len) = rest[start..].find("</table>") else {
+            break;
+        };
+        let end = start + len + "</table>".len();
+        out.push_str(&rest[..start]);
+        out.push_str(&label_table(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The text of an HTML fragment without its tags.
+fn strip_tags(fragment: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in fragment.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.trim().to_owned()
+}
+
+fn label_table(table: &str) -> String {
+    let mut rows = table.split("<tr");
+    let mut out = rows.next().unwrap_or_default().to_owned();
+    let mut labels: Vec<String> = Vec::new();
+    for row in rows {
+        if labels.is_empty() && row.contains("<th") {
+            labels = row
+                .split("<th")
+                .skip(1)
+                .map(|cell| strip_tags(&format!("<th{cell}")))
+                .collect();
+            out.push_str("<tr class=\"head\"");
+            out.push_str(row);
+            continue;
+        }
+        out.push_str("<tr");
+        let mut cells = row.split("<td");
+        out.push_str(cells.next().unwrap_or_default());
+        for (i, cell) in cells.enumerate() {
+            out.push_str("<td");
+            let starts_cell = cell.starts_with('>') || cell.starts_with(' ');
+            if let Some(label) = labels
+                .get(i)
+                .filter(|l| starts_cell && !l.is_empty() && !cell.contains("colspan"))
+            {
+                out.push_str(" data-label=\"");
+                out.push_str(label);
+                out.push('"');
+            }
+            out.push_str(cell);
+        }
+    }
+    out
+}
+
 /// The one stylesheet of every page.
 pub const STYLE: &str = "\
 :root{color-scheme:light dark;--bg:#fbfbf8;--fg:#1d1f21;--muted:#5d6166;--line:#d9dad5;--card:#ffffff;--accent:#1f5fbf;--warn:#a33a12;--ok:#1c7a3a;--amber:#9a6700}\
@@ -46,7 +115,12 @@ li.item{border-top:1px solid var(--line);padding:.5rem 0}\
 li.item>div,li.item>form,li.item>pre{margin-top:.35rem}\
 li.item .actions{display:flex;flex-wrap:wrap;gap:.35rem}\
 section#waiting h2{margin-top:0}\
-@media (max-width:700px){body{padding:.75rem}table{display:block;overflow-x:auto;max-width:100%}header{flex-direction:column;gap:.35rem}nav.session{margin-left:0}}\
+@media (max-width:700px){body{padding:.75rem}header{flex-direction:column;gap:.35rem}nav.session{margin-left:0}\
+table,tbody,tr,td{display:block;width:100%}table{background:transparent}tr.head{display:none}\
+tr{background:var(--card);border:1px solid var(--line);border-radius:8px;margin:.5rem 0;padding:.35rem .6rem}\
+td{border:0;padding:.15rem 0;overflow-wrap:anywhere}td[data-label]::before{content:attr(data-label);display:block;color:var(--muted);font-size:.8rem}}\
+.notice{background:var(--card);border:1px solid var(--ok);color:var(--ok);border-radius:8px;padding:.5rem .75rem;margin:.75rem 0}\
+td code{white-space:nowrap}\
 ";
 
 /// HTML-escapes `text` (for element content and quoted attributes).
@@ -76,8 +150,10 @@ pub fn page_csp(form_action: &[&str]) -> String {
     )
 }
 
-/// A whole page: `title`, `body` (already escaped HTML), under the page CSP.
+/// A whole page: `title`, `body` (already escaped HTML, its tables' cells labelled for a
+/// narrow screen), under the page CSP.
 pub fn page(status: StatusCode, title: &str, body: &str, form_action: &[&str]) -> Response {
+    let body = labelled_tables(body);
     let html = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><meta name=\"color-scheme\" content=\"light dark\"><title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>",
         esc(title)
@@ -136,5 +212,25 @@ mod tests {
         assert!(!csp.contains("script-src") && !csp.contains("unsafe-inline"));
         assert!(STYLE.contains("prefers-color-scheme: dark"));
         assert!(!STYLE.contains("url("), "no external fonts or images");
+    }
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::labelled_tables;
+
+    #[test]
+    fn each_cell_is_labelled_with_its_column_and_the_head_row_is_marked() {
+        let html = "<p>x</p><table><tr><th>job</th><th>spent <em>of cap</em></th><th></th></tr>\
+                    <tr><td><code>j1</code></td><td class=\"n\">$1</td><td><form><button>Fail</button></form></td></tr>\
+                    <tr><td colspan=\"3\" class=\"muted\">No jobs.</td></tr></table><p>y</p>";
+        assert_eq!(
+            labelled_tables(html),
+            "<p>x</p><table><tr class=\"head\"><th>job</th><th>spent <em>of cap</em></th><th></th></tr>\
+             <tr><td data-label=\"job\"><code>j1</code></td><td data-label=\"spent of cap\" class=\"n\">$1</td><td><form><button>Fail</button></form></td></tr>\
+             <tr><td colspan=\"3\" class=\"muted\">No jobs.</td></tr></table><p>y</p>"
+        );
+        assert_eq!(labelled_tables("no table"), "no table");
+        assert_eq!(labelled_tables("<table><tr><td>a"), "<table><tr><td>a");
     }
 }

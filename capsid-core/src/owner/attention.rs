@@ -1,6 +1,7 @@
 //! What waits on the owner, the top of the console (the `attention` key of `/console.json`):
 //! agents' open questions, blocked jobs with the exact command each waits on, recently failed
-//! jobs with the tail of their failure, and checkmarks whose tests or build fail. And the rule
+//! jobs with the tail of their failure, checkmarks whose tests or build fail, and namespaces
+//! whose month of job spend has reached its budget (they claim nothing more). And the rule
 //! that a checkmark's status follows its job: an agent that says it is working on a job that
 //! has since failed or blocked is shown as the job is.
 
@@ -142,13 +143,29 @@ impl OwnerService {
                 }
             }
         }
-        let count = questions.len() + blocked.len() + failed.len() + failing.len();
+        // A namespace whose month is spent claims and resumes nothing until its budget rises.
+        let over_budget: Vec<Value> = crate::service::budget_states(
+            &**self.tools.store(),
+            self.tools.config.default_monthly_budget_usd,
+            now,
+        )
+        .await?
+        .into_iter()
+        .filter(|b| b.exhausted())
+        .map(|b| {
+            json!({"namespace": b.namespace, "month": b.month, "spent_usd": b.spent_usd,
+                   "budget_usd": b.budget_usd, "source": b.source})
+        })
+        .collect();
+        let count =
+            questions.len() + blocked.len() + failed.len() + failing.len() + over_budget.len();
         Ok(json!({
             "count": count,
             "questions": questions,
             "blocked_jobs": blocked,
             "failed_jobs": failed,
             "failing_checks": failing,
+            "over_budget": over_budget,
         }))
     }
 

@@ -41,7 +41,7 @@ pub use improve::StatusArgs as ImproveStatusArgs;
 pub use improve::{HoldoutCredential, HoldoutObject, ScoreAnswer, ScoreError};
 pub use intake::{IntakeReport, IssueJob};
 pub use jobs::JobsArgs;
-pub(crate) use jobs::ResumeTo;
+pub(crate) use jobs::{ResumeTo, budget_states};
 pub use registry::{
     CallObserver, OutputSchema, ParsedCall, REGISTRY, RefusedAnswer, ToolEntry, ToolListing,
     output_schema, parse_tool_args, unknown_arguments,

@@ -92,7 +92,7 @@ fn blocked(a: &Value, csrf: &str) -> String {
         .collect()
 }
 
-fn failed(a: &Value) -> String {
+fn failed(a: &Value, view: &Value) -> String {
     a["failed_jobs"]
         .as_array()
         .into_iter()
@@ -105,7 +105,7 @@ fn failed(a: &Value) -> String {
                 ns = esc(&text(&j["namespace"])),
                 id = esc(&text(&j["id"])),
                 holder = esc(&text(&j["holder"])),
-                at = esc(&text(&j["updated_at"])),
+                at = super::page::when(&j["updated_at"], view),
                 tail = esc(j["tail"].as_str().unwrap_or("")),
             )
         })
@@ -133,14 +133,39 @@ fn failing(a: &Value) -> String {
         .collect()
 }
 
+fn over_budget(a: &Value) -> String {
+    a["over_budget"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|b| {
+            let ns = b["namespace"].as_str().unwrap_or_default();
+            format!(
+                "<li class=\"item\" data-kind=\"budget\"><strong>{ns_e}</strong> <span class=\"badge s-blocked\">over budget</span> \
+                 <span class=\"muted\">${spent:.2} spent of ${budget:.2} in {month} ({source})</span>\
+                 <div>It claims and resumes no job until its budget rises: run <code class=\"cmd\">capsid namespaces update {ns_e} --monthly-budget-usd &lt;dollars&gt;</code></div></li>",
+                ns_e = esc(ns),
+                spent = b["spent_usd"].as_f64().unwrap_or(0.0),
+                budget = b["budget_usd"].as_f64().unwrap_or(0.0),
+                month = esc(&text(&b["month"])),
+                source = match b["source"].as_str() {
+                    Some("default") => "the server's default budget",
+                    _ => "its own budget",
+                },
+            )
+        })
+        .collect()
+}
+
 /// The section.
 pub(super) fn panel(view: &Value, csrf: &str) -> String {
     let a = &view["attention"];
     let parts = [
         ("Questions", questions(a, csrf)),
         ("Blocked jobs", blocked(a, csrf)),
-        ("Failed jobs", failed(a)),
+        ("Failed jobs", failed(a, view)),
         ("Failing tests or builds", failing(a)),
+        ("Over budget", over_budget(a)),
     ];
     let body: String = parts
         .iter()
@@ -148,7 +173,7 @@ pub(super) fn panel(view: &Value, csrf: &str) -> String {
         .map(|(title, items)| format!("<h3>{title}</h3><ul class=\"items\">{items}</ul>"))
         .collect();
     let body = if body.is_empty() {
-        "<p class=\"ok\">Nothing waits on you: no open question, no blocked or failed job, no failing check.</p>".to_owned()
+        "<p class=\"ok\">Nothing waits on you: no open question, no blocked or failed job, no failing check, no namespace over its budget.</p>".to_owned()
     } else {
         body
     };
@@ -169,7 +194,8 @@ mod tests {
             "questions": [{"namespace": "alpha", "agent": "d1", "question": "<b>which</b>?", "where_it_stopped": "schema"}],
             "blocked_jobs": [{"id": "job_000000000001", "namespace": "alpha", "title": "Ship", "waiting_on": "git push origin x", "holder": "agent:w", "blocked_times": 1}],
             "failed_jobs": [{"id": "job_000000000002", "namespace": "alpha", "title": "Build", "tail": "error[E0308]: mismatched types\ntest result: FAILED", "holder": "agent:w", "updated_at": "t"}],
-            "failing_checks": [{"namespace": "alpha", "agent": "d2", "tests_status": "fail", "build_status": "pass", "job_id": null}]}});
+            "failing_checks": [{"namespace": "alpha", "agent": "d2", "tests_status": "fail", "build_status": "pass", "job_id": null}],
+            "over_budget": [{"namespace": "beta", "month": "2026-12", "spent_usd": 5.25, "budget_usd": 5.0, "source": "namespace"}]}});
         let html = panel(&view, "tok");
         for want in [
             "&lt;b&gt;which&lt;/b&gt;?",
@@ -180,6 +206,9 @@ mod tests {
             "test result: FAILED",
             "badge g-fail",
             "name=\"csrf\" value=\"tok\"",
+            "<strong>beta</strong> <span class=\"badge s-blocked\">over budget</span>",
+            "$5.25 spent of $5.00 in 2026-12 (its own budget)",
+            "capsid namespaces update beta --monthly-budget-usd &lt;dollars&gt;",
         ] {
             assert!(html.contains(want), "{want} in {html}");
         }

@@ -31,8 +31,8 @@ pub(super) fn panel(view: &Value) -> String {
             esc(decision),
             d["bytes_up"].as_u64().unwrap_or(0),
             d["bytes_down"].as_u64().unwrap_or(0),
-            cell(&d["started_at"]),
-            cell(&d["ended_at"]),
+            super::page::when_cell(&d["started_at"], view),
+            super::page::when_cell(&d["ended_at"], view),
             cell(&d["detail"]),
         ));
     }

@@ -289,11 +289,13 @@ pub async fn console_get(State(state): State<AppState>, req: Request) -> Respons
         }
         return sign_in(&state, &owner, back).await;
     };
-    let view = match view(&state, &caller, &query_of(&req)).await {
+    let query = query_of(&req);
+    let view = match view(&state, &caller, &query).await {
         Ok(v) => v,
         Err(r) => return r,
     };
-    page::console_page(&view, &console_csrf(&token))
+    let done = query.get("done").map(String::as_str);
+    page::console_page(&view, &console_csrf(&token), done)
 }
 
 /// `GET /console.json`: the same object `GET /console` renders.
@@ -412,8 +414,10 @@ pub async fn console_post(State(state): State<AppState>, req: Request) -> Respon
         Ok(_) => {
             tracing::info!(actor = %caller.actor(), action = action.name(), "console action");
             let mut resp = StatusCode::SEE_OTHER.into_response();
-            resp.headers_mut()
-                .insert(header::LOCATION, HeaderValue::from_static("/console"));
+            // The page says it went through (the action's name is one of the console's own).
+            if let Ok(to) = HeaderValue::from_str(&format!("/console?done={}", action.name())) {
+                resp.headers_mut().insert(header::LOCATION, to);
+            }
             resp
         }
         Err(e) => core_error(&e),

@@ -26,6 +26,47 @@ pub(super) fn text(v: &Value) -> String {
     }
 }
 
+/// How long before (or after) `now` the instant `at` is, in words: `just now`, `5 min ago`,
+/// `3 h ago`, `2 days ago`, `in 10 min`.
+pub(super) fn relative(ms: i64) -> String {
+    let (future, ms) = (ms < 0, ms.unsigned_abs());
+    let (secs, mins, hours, days) = (ms / 1000, ms / 60_000, ms / 3_600_000, ms / 86_400_000);
+    let span = match () {
+        _ if secs < 60 => return "just now".to_owned(),
+        _ if mins < 60 => format!("{mins} min"),
+        _ if hours < 48 => format!("{hours} h"),
+        _ => format!("{days} days"),
+    };
+    if future {
+        format!("in {span}")
+    } else {
+        format!("{span} ago")
+    }
+}
+
+/// A time of the view as a `<time>`: how long ago (or how soon) it is from when the view was
+/// made, the exact instant on hover; `—` for none, the text as it is when it is not a time.
+pub(super) fn when(v: &Value, view: &Value) -> String {
+    use capsid_core::time::Timestamp;
+    let Some(at) = v.as_str() else {
+        return esc(&text(v));
+    };
+    let now = view["generated"].as_str().and_then(Timestamp::parse);
+    match (Timestamp::parse(at), now) {
+        (Some(t), Some(now)) => format!(
+            "<time datetime=\"{a}\" title=\"{a}\">{}</time>",
+            esc(&relative(now.millis_since(t))),
+            a = esc(at)
+        ),
+        _ => esc(at),
+    }
+}
+
+/// [`when`] in a cell.
+pub(super) fn when_cell(v: &Value, view: &Value) -> String {
+    format!("<td>{}</td>", when(v, view))
+}
+
 pub(super) fn cell(v: &Value) -> String {
     format!("<td>{}</td>", esc(&text(v)))
 }
@@ -155,8 +196,24 @@ fn last_run(r: &Value) -> String {
     )
 }
 
+/// Whether the improve loop has anything to show: it is on, or some namespace has a run or
+/// a best commit. On day one it has not, and its columns stay out of the way.
+fn loop_has_data(view: &Value) -> bool {
+    view["improve"]["mode"].as_str().is_some_and(|m| m != "off")
+        || view["improve"]["namespaces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|ns| {
+                ns["best"]["sha"].is_string()
+                    || !ns["last_run"].is_null()
+                    || ns["anchor_pinned"] == Value::Bool(true)
+            })
+}
+
 fn namespaces(view: &Value, csrf: &str) -> String {
     let mut rows = String::new();
+    let loop_cols = loop_has_data(view);
     for ns in view["improve"]["namespaces"]
         .as_array()
         .into_iter()
@@ -179,17 +236,28 @@ fn namespaces(view: &Value, csrf: &str) -> String {
                 "Unpause",
             )
         };
+        let improve = if loop_cols {
+            format!(
+                "{}<td>{}</td><td>{}</td><td>{}</td>",
+                cell(&ns["anchor_pinned"]),
+                esc(&tonight(&ns["loop"])),
+                esc(&last_run(&ns["last_run"])),
+                esc(&ns["best"]["sha"].as_str().map_or("none".into(), |sha| {
+                    format!(
+                        "{} ({})",
+                        sha.get(..7).unwrap_or(sha),
+                        amount(&ns["best"]["score"])
+                    )
+                })),
+            )
+        } else {
+            String::new()
+        };
         rows.push_str(&format!(
-            "<tr><td><strong>{}</strong><br><a href=\"{}\">documents</a></td>{}{}<td>{}</td><td>{}</td><td>{}</td>{}{}{}{}{}<td>{}</td><td>{control}</td></tr>",
+            "<tr><td><strong>{}</strong><br><a href=\"{}\">documents</a></td>{}{improve}{}{}{}{}{}<td>{}</td><td>{control}</td></tr>",
             esc(name),
             super::documents::link(name, None),
             cell(&ns["paused"]),
-            cell(&ns["anchor_pinned"]),
-            esc(&tonight(&ns["loop"])),
-            esc(&last_run(&ns["last_run"])),
-            esc(&ns["best"]["sha"].as_str().map_or("none".into(), |sha| {
-                format!("{} ({})", sha.get(..7).unwrap_or(sha), amount(&ns["best"]["score"]))
-            })),
             cell(&jobs["queued"]),
             cell(&jobs["claimed"]),
             cell(&jobs["blocked"]),
@@ -198,13 +266,21 @@ fn namespaces(view: &Value, csrf: &str) -> String {
             esc(&spend(&ns["jobs_budget"])),
         ));
     }
+    let (improve_heads, columns) = if loop_cols {
+        (
+            "<th>anchor pinned</th><th>tonight</th><th>last run (attempts/kept/reverted)</th><th>best</th>",
+            13,
+        )
+    } else {
+        ("", 9)
+    };
     if rows.is_empty() {
-        rows.push_str(
-            "<tr><td colspan=\"13\" class=\"muted\">No namespaces registered yet.</td></tr>",
-        );
+        rows.push_str(&format!(
+            "<tr><td colspan=\"{columns}\" class=\"muted\">No namespaces registered yet.</td></tr>"
+        ));
     }
     format!(
-        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th><th>anchor pinned</th><th>tonight</th><th>last run (attempts/kept/reverted)</th><th>best</th><th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th>jobs' spend this month</th><th></th></tr>{rows}</table>"
+        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th>{improve_heads}<th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th>jobs' spend this month</th><th></th></tr>{rows}</table>"
     )
 }
 
@@ -219,7 +295,7 @@ fn jobs(view: &Value, csrf: &str) -> String {
             cell(&j["title"]),
             cell(&j["status"]),
             cell(&j["claimed_by"]),
-            cell(&j["lease_expires"]),
+            when_cell(&j["lease_expires"], view),
             esc(&job_spend(j)),
             action_form(
                 csrf,
@@ -302,7 +378,7 @@ fn activity(view: &Value, csrf: &str) -> String {
     for a in view["activity"].as_array().into_iter().flatten() {
         rows.push_str(&format!(
             "<tr>{}{}{}{}{}</tr>",
-            cell(&a["at"]),
+            when_cell(&a["at"], view),
             cell(&a["actor"]),
             cell(&a["action"]),
             cell(&a["namespace"]),
@@ -338,9 +414,12 @@ fn activity(view: &Value, csrf: &str) -> String {
 }
 
 /// The console page for `view` (the `/console.json` object), its forms carrying `csrf`.
-pub fn console_page(view: &Value, csrf: &str) -> Response {
+pub fn console_page(view: &Value, csrf: &str, done: Option<&str>) -> Response {
     let body = [
         header(view, csrf),
+        done.and_then(done_notice).map_or_else(String::new, |n| {
+            format!("<p class=\"notice\" role=\"status\">{}</p>", esc(n))
+        }),
         super::attention::panel(view, csrf),
         namespaces(view, csrf),
         agents(view, csrf),
@@ -354,6 +433,22 @@ pub fn console_page(view: &Value, csrf: &str) -> Response {
     ]
     .concat();
     page(StatusCode::OK, "Capsid console", &body, &[])
+}
+
+/// What the console says after one of its actions went through (`/console?done=<action>`,
+/// where the action sends the browser); nothing for any other word.
+fn done_notice(action: &str) -> Option<&'static str> {
+    Some(match action {
+        "pause" => "Done: the namespace is paused.",
+        "unpause" => "Done: the namespace is no longer paused.",
+        "mode" => "Done: the improve loop's mode is set.",
+        "resume_job" => "Done: the job is resumed; its driver goes on with it on its next run.",
+        "fail_job" => "Done: the job is failed; a driver still running it stops within seconds.",
+        "revoke_agent" => "Done: the agent is revoked; its key no longer works.",
+        "answer" => "Done: your answer is recorded for the agent.",
+        "raise_cap" => "Done: the job's cap is raised.",
+        _ => return None,
+    })
 }
 
 /// What a browser without a console session sees when GitHub sign-in is not configured: the
@@ -411,6 +506,63 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn times_read_relative_to_the_view_with_the_instant_on_hover() {
+        assert_eq!(relative(0), "just now");
+        assert_eq!(relative(59_999), "just now");
+        assert_eq!(relative(60_000), "1 min ago");
+        assert_eq!(relative(59 * 60_000), "59 min ago");
+        assert_eq!(relative(3_600_000), "1 h ago");
+        assert_eq!(relative(47 * 3_600_000), "47 h ago");
+        assert_eq!(relative(48 * 3_600_000), "2 days ago");
+        assert_eq!(relative(-10 * 60_000), "in 10 min");
+        let view = json!({"generated": "2026-12-07T10:00:00.000Z"});
+        assert_eq!(
+            when(&json!("2026-12-07T09:55:00.000Z"), &view),
+            "<time datetime=\"2026-12-07T09:55:00.000Z\" title=\"2026-12-07T09:55:00.000Z\">5 min ago</time>"
+        );
+        assert_eq!(when(&json!(null), &view), "—");
+        assert_eq!(when(&json!("<soon>"), &view), "&lt;soon&gt;");
+        assert_eq!(
+            when(&json!("2026-12-07T09:55:00Z"), &json!({})),
+            "2026-12-07T09:55:00Z"
+        );
+    }
+
+    #[test]
+    fn an_action_that_went_through_is_said_and_nothing_else_is() {
+        for action in capsid_core::owner::CONSOLE_ACTIONS {
+            assert!(
+                done_notice(action).is_some_and(|n| n.starts_with("Done: ")),
+                "{action}"
+            );
+        }
+        assert_eq!(done_notice("<script>"), None);
+        assert_eq!(done_notice(""), None);
+    }
+
+    #[test]
+    fn the_loops_columns_show_once_it_has_something_to_show() {
+        let off = json!({"improve": {"mode": "off", "namespaces": [
+            {"namespace": "alpha", "paused": null, "anchor_pinned": false, "last_run": null, "best": {"sha": null}, "jobs": {}, "jobs_budget": {}}]}});
+        assert!(!loop_has_data(&off));
+        let html = namespaces(&off, "tok");
+        assert!(
+            !html.contains("anchor pinned") && !html.contains("tonight"),
+            "{html}"
+        );
+        assert!(html.contains("<th>queued</th>"), "{html}");
+        let mut ran = off.clone();
+        ran["improve"]["namespaces"][0]["best"]["sha"] = json!("abcdef0123456");
+        assert!(loop_has_data(&ran));
+        assert!(namespaces(&ran, "tok").contains("<th>anchor pinned</th>"));
+        let mut on = off.clone();
+        on["improve"]["mode"] = json!("subscription");
+        assert!(loop_has_data(&on));
+        let none = json!({"improve": {"mode": "off", "namespaces": []}});
+        assert!(namespaces(&none, "tok").contains("colspan=\"9\""));
+    }
+
+    #[test]
     fn an_open_job_shows_its_ledger_against_its_cap() {
         let view = json!({"jobs": [
             {"id": "job_000000000001", "namespace": "alpha", "title": "Ship", "status": "claimed",
@@ -439,7 +591,7 @@ mod tests {
             "jobs": [], "activity": [{"at": "t", "actor": "agent:d1", "action": "job-block", "namespace": "alpha", "path": "jobs/x.md"}],
             "activity_filter": {"namespace": null, "actor": null}
         });
-        let resp = console_page(&view, "tok");
+        let resp = console_page(&view, "tok", None);
         let csp = resp.headers()["content-security-policy"]
             .to_str()
             .unwrap()

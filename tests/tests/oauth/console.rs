@@ -163,7 +163,7 @@ async fn console_resume_confirms_then_runs_the_jobs_tools_function_and_audits_th
     yes.push(("confirm".into(), "yes".into()));
     let done = browser.post_form(&env.url("/console"), &yes).await;
     assert_eq!(done.status, 303, "{}", done.body);
-    assert_eq!(done.location(), "/console");
+    assert_eq!(done.location(), "/console?done=resume_job");
     let actions = env.audit_actions().await;
     assert!(
         actions.contains(&("console-resume_job".into(), "github:octo".into())),

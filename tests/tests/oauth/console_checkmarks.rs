@@ -121,7 +121,7 @@ async fn console_answers_a_paused_agent_after_confirming_and_audits_the_person()
     yes.push(("confirm".into(), "yes".into()));
     let done = browser.post_form(&env.url("/console"), &yes).await;
     assert_eq!(done.status, 303, "{}", done.body);
-    assert_eq!(done.location(), "/console");
+    assert_eq!(done.location(), "/console?done=answer");
     let mark = checkmark(&env, "d1").await;
     assert_eq!(mark["answer"], "Postgres: the cache is shared by replicas");
     assert_eq!(mark["answered_by"], "github:octo");

@@ -128,6 +128,17 @@ async fn what_waits_on_the_owner_comes_first_and_statuses_follow_the_job() {
         "builder's badge follows its job"
     );
     assert!(!body.contains("<script"));
+    // Day one: the improve loop is off and has run nowhere, so its columns are not shown;
+    // times read relative to now, the exact instant on hover; every cell of a table carries
+    // its column's name for the narrow screen's cards.
+    assert!(
+        !body.contains("anchor pinned") && !body.contains("tonight"),
+        "loop columns shown"
+    );
+    assert!(body.contains("<time datetime=\"20"), "no relative time");
+    assert!(body.contains("ago</time>") || body.contains("just now</time>"));
+    assert!(body.contains("<tr class=\"head\">"));
+    assert!(body.contains("<td data-label=\"actor\">"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -179,6 +190,15 @@ async fn the_owners_work_is_above_the_fold_fits_420_px_and_renders_light_and_dar
             fits["scroll"].as_u64().unwrap_or(u64::MAX) <= u64::from(width),
             "the page does not scroll sideways at {width} px: {fits}"
         );
+        // Nothing is cut at the right edge: no table scrolls within itself, and every button
+        // (Pause, Revoke, Fail among them) is inside the window.
+        let cut = chrome
+            .eval(
+                "(() => ({ tables: [...document.querySelectorAll('table')].filter(t => t.scrollWidth > t.clientWidth + 1).length,                    buttons: [...document.querySelectorAll('button')].filter(b => { const r = b.getBoundingClientRect();                      return r.width > 0 && (r.left < 0 || r.right > innerWidth + 0.5); }).map(b => b.innerText) }))()",
+            )
+            .await
+            .expect("measure the cut");
+        assert_eq!(cut, json!({"tables": 0, "buttons": []}), "at {width} px");
         for scheme in ["light", "dark"] {
             chrome.color_scheme(scheme).await;
             let bg = chrome
@@ -250,6 +270,15 @@ async fn two_tabs_of_one_session_both_submit() {
             "the answer accepted",
         )
         .await;
+    // The page says the action went through.
+    let notice = first
+        .eval("document.querySelector('.notice[role=status]')?.innerText ?? null")
+        .await
+        .expect("the notice");
+    assert_eq!(
+        notice,
+        json!("Done: your answer is recorded for the agent.")
+    );
     // And the second tab, rendered before the first tab's post, still submits.
     second
         .eval(

@@ -265,22 +265,14 @@ impl ImproveCx<'_> {
         let lifetime = self.improve.run_totals(None).await?;
         let skills = self.skills.skills(None).await?;
         let mut namespaces = Vec::new();
-        let spent = self
-            .namespaces
-            .spend_since(crate::jobs::budget::month_start(now))
-            .await?;
-        for row in self.namespaces.namespaces().await? {
-            let jobs_budget = BudgetState::new(
-                &row.namespace,
-                now,
-                row.monthly_budget_usd,
-                self.config.default_monthly_budget_usd,
-                spent
-                    .iter()
-                    .find(|s| s.namespace == row.namespace)
-                    .map_or(0.0, |s| s.spent_usd),
-            );
-            let ns = row.namespace;
+        let budgets = crate::service::budget_states(
+            self.namespaces,
+            self.config.default_monthly_budget_usd,
+            now,
+        )
+        .await?;
+        for jobs_budget in budgets {
+            let ns = jobs_budget.namespace.clone();
             if a.namespace.as_ref().is_some_and(|n| n.as_str() != ns)
                 || !caller.scopes.namespaces.allows(&ns)
             {

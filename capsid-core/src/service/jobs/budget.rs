@@ -23,6 +23,33 @@ use crate::service::Area;
 /// The replay-cache scope of budget alerts.
 const ALERT_SCOPE: &str = "budget-alert";
 
+/// Every registered namespace's month of job spend against its budget (its own, else
+/// `default`, the server's), as of `now`.
+pub(crate) async fn budget_states(
+    namespaces: &dyn crate::ports::NamespaceStore,
+    default: Option<f64>,
+    now: crate::time::Timestamp,
+) -> Result<Vec<BudgetState>> {
+    let spent = namespaces.spend_since(month_start(now)).await?;
+    Ok(namespaces
+        .namespaces()
+        .await?
+        .into_iter()
+        .map(|row| {
+            BudgetState::new(
+                &row.namespace,
+                now,
+                row.monthly_budget_usd,
+                default,
+                spent
+                    .iter()
+                    .find(|s| s.namespace == row.namespace)
+                    .map_or(0.0, |s| s.spent_usd),
+            )
+        })
+        .collect())
+}
+
 impl JobsCx<'_> {
     /// `namespace`'s budget and spend this month; `None` when it is not registered.
     pub(crate) async fn budget_state(&self, namespace: &str) -> Result<Option<BudgetState>> {

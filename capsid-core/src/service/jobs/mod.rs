@@ -18,6 +18,7 @@ pub use answer::{
     OutcomeShown, SkillCredited, SkillFailureShown, SkillsSettled,
 };
 
+pub(crate) use budget::budget_states;
 pub use doors::WireDoor;
 pub use meter::MeteredCall;
 pub(crate) use resume::ResumeTo;

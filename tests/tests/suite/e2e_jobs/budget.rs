@@ -473,7 +473,48 @@ async fn a_raise_needs_its_flag_and_resumes_a_job_blocked_at_its_budget(s: &Test
     );
 }
 
+/// What waits on the owner, as the console reads it.
+async fn attention(owner: &capsid_core::owner::OwnerService) -> Value {
+    let mut marks = json!({"namespaces": []});
+    owner
+        .console_attention(&capsid_core::caller::Caller::admin("octo"), &mut marks)
+        .await
+        .expect("the owner's list")
+}
+
+/// The console's "Waiting on you" lists a namespace whose month is spent (issue 53, item 20),
+/// and counts it; raising its budget takes it off.
+async fn a_spent_namespace_waits_on_the_owner_in_the_console(s: &TestServer) {
+    setup(s).await;
+    let owner = capsid_core::owner::OwnerService::new(s.service.clone());
+    let before = attention(&owner).await;
+    assert_eq!(before["over_budget"], json!([]), "{before}");
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "monthly_budget_usd": 0}),
+    )
+    .await;
+    let spent = attention(&owner).await;
+    let listed = &spent["over_budget"];
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{spent}");
+    assert_eq!(listed[0]["namespace"], "alpha", "{spent}");
+    assert_eq!(listed[0]["budget_usd"], 0.0, "{spent}");
+    assert_eq!(listed[0]["source"], "namespace", "{spent}");
+    assert_eq!(
+        spent["count"].as_u64(),
+        before["count"].as_u64().map(|n| n + 1),
+        "{spent}"
+    );
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "monthly_budget_usd": 5}),
+    )
+    .await;
+    assert_eq!(attention(&owner).await["over_budget"], json!([]));
+}
+
 e2e_cases!(crate::e2e_jobs::options();
+    a_spent_namespace_waits_on_the_owner_in_the_console,
     a_raise_needs_its_flag_and_resumes_a_job_blocked_at_its_budget,
     a_spent_month_claims_nothing_until_raised_or_over,
     a_spent_namespace_resumes_nothing,
