@@ -34,20 +34,30 @@ pub enum FollowUp {
     Ended(String),
 }
 
+/// The job's branch, which the pull request that finishes an issue comes from.
+pub fn job_branch(job_id: &str) -> String {
+    format!("capsid/{job_id}")
+}
+
 /// The follow-up for a job in `status` with `result_ref`, for issue `number` of `repo` that
 /// is `issue` now (asked only while the job is queued: `None` when not known), under `label`.
+/// `pr` is the pull request GitHub knows for the job's branch (asked only once the job is
+/// done): the only one the issue is told of. A pull request the job's result names but GitHub
+/// does not show from the job's branch is not repeated on the issue.
 pub fn follow_up(
     status: JobStatus,
     result_ref: Option<&str>,
+    pr: Option<&str>,
     issue: Option<IssueNow>,
     repo: &str,
     number: u64,
     label: &str,
 ) -> FollowUp {
     match status {
-        JobStatus::Done => match result_ref.map(str::trim).filter(|r| !r.is_empty()) {
-            Some(r) if review_pr(r).is_some() => FollowUp::CommentPr(r.to_owned()),
-            other => FollowUp::CommentDone(other.map(str::to_owned)),
+        JobStatus::Done => match (pr, result_ref.map(str::trim).filter(|r| !r.is_empty())) {
+            (Some(pr), _) => FollowUp::CommentPr(pr.to_owned()),
+            (None, Some(r)) if review_pr(r).is_some() => FollowUp::CommentDone(None),
+            (None, other) => FollowUp::CommentDone(other.map(str::to_owned)),
         },
         JobStatus::Failed => FollowUp::Ended("the job failed".to_owned()),
         JobStatus::Claimed | JobStatus::Blocked => FollowUp::Wait,
@@ -84,7 +94,24 @@ mod tests {
     const PR: &str = "https://github.com/octo/alpha/pull/12";
 
     fn f(status: JobStatus, result: Option<&str>, issue: Option<IssueNow>) -> FollowUp {
-        follow_up(status, result, issue, "octo/alpha", 7, "capsid")
+        follow_up(status, result, None, issue, "octo/alpha", 7, "capsid")
+    }
+
+    #[test]
+    fn a_done_issue_hears_of_the_pull_request_github_shows_from_the_jobs_branch_only() {
+        let done =
+            |result, pr| follow_up(JobStatus::Done, result, pr, None, "octo/alpha", 7, "capsid");
+        assert_eq!(done(Some(PR), Some(PR)), FollowUp::CommentPr(PR.into()));
+        let other = "https://github.com/octo/alpha/pull/99";
+        assert_eq!(done(Some(other), Some(PR)), FollowUp::CommentPr(PR.into()));
+        assert_eq!(done(None, Some(PR)), FollowUp::CommentPr(PR.into()));
+        // A URL on the job's word alone is not repeated.
+        assert_eq!(done(Some(other), None), FollowUp::CommentDone(None));
+        assert_eq!(
+            done(Some("notes/result.md"), None),
+            FollowUp::CommentDone(Some("notes/result.md".into()))
+        );
+        assert_eq!(job_branch("job_0123456789ab"), "capsid/job_0123456789ab");
     }
 
     #[test]
@@ -121,7 +148,8 @@ mod tests {
     fn a_done_job_comments_its_pull_request_or_its_result() {
         assert_eq!(
             f(JobStatus::Done, Some(PR), Some(IssueNow::Closed)),
-            FollowUp::CommentPr(PR.into())
+            FollowUp::CommentDone(None),
+            "a pull request GitHub does not show from the job's branch is not repeated"
         );
         assert_eq!(
             f(JobStatus::Done, Some(" notes/x.md "), None),

@@ -542,9 +542,14 @@ impl IntakeCx<'_> {
             .cloned()
             .or_else(|| RepoRef::parse(&row.repo))
             .ok_or_else(|| crate::error::Error::Invalid(format!("{}: not owner/name", row.repo)))?;
+        let pr = match job.status {
+            JobStatus::Done => self.job_pr(host, &repo, &job, report).await,
+            _ => None,
+        };
         match follow_up(
             job.status,
             job.result_ref.as_deref(),
+            pr.as_deref(),
             issue,
             &row.repo,
             row.number,
@@ -601,6 +606,51 @@ impl IntakeCx<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The pull request GitHub knows for `job`'s branch (`capsid/<job>`) in `repo`: the one the
+    /// job's result names when GitHub says that pull request comes from the job's branch of
+    /// this repository (merged or not), else an open one from that branch. Never a URL on the
+    /// job's word alone: `None` when GitHub shows none (or cannot be read, which is noted).
+    async fn job_pr(
+        &self,
+        host: &dyn RepoHost,
+        repo: &RepoRef,
+        job: &crate::jobs::Job,
+        report: &mut IntakeReport,
+    ) -> Option<String> {
+        let branch = crate::intake::follow::job_branch(&job.id);
+        let named = job
+            .result_ref
+            .as_deref()
+            .and_then(crate::jobs::pr_url::review_pr)
+            .filter(|p| p.full_repo().eq_ignore_ascii_case(&repo.to_string()));
+        if let Some(p) = named {
+            match host.pull_request(repo, p.number).await {
+                Ok(facts) if facts.head_ref == branch && !facts.head_is_fork => {
+                    return job.result_ref.as_deref().map(|r| r.trim().to_owned());
+                }
+                Ok(_) => {}
+                Err(e) => report.note(format!(
+                    "{}: pull request #{}: {e}",
+                    repo.to_string(),
+                    p.number
+                )),
+            }
+        }
+        match host.open_pull_requests(repo, Some(&branch)).await {
+            Ok(open) => open
+                .into_iter()
+                .find(|p| p.head_ref == branch)
+                .map(|p| p.url),
+            Err(e) => {
+                report.note(format!(
+                    "{}: pull requests from {branch}: {e}",
+                    repo.to_string()
+                ));
+                None
+            }
+        }
     }
 
     /// Closes `row`'s loop (keyed: once) with an `intake-closed` row; whether this tick did.

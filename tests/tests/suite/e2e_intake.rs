@@ -495,20 +495,26 @@ async fn a_done_jobs_pull_request_is_commented_on_the_issue(s: &TestServer, g: &
     // Claimed: the issue hears nothing more.
     tick(s).await;
     assert_eq!(g.comment_texts(ALPHA, n).len(), 1);
-    g.commit(ALPHA, "feat/f", &[("f.rs", Some("f"))], "f");
+    // The job's branch and its pull request, as its driver opened them; and someone else's
+    // pull request, which the job's result names instead.
+    let branch = format!("capsid/{}", job.id);
+    g.commit(ALPHA, &branch, &[("f.rs", Some("f"))], "f");
     let pr = g.open_pull(
         ALPHA,
-        "feat/f",
+        &branch,
         "main",
         "Add a feature",
         &format!("Closes #{n}, {}", job.id),
     );
     let url = format!("https://github.com/{ALPHA}/pull/{pr}");
+    g.commit(ALPHA, "feat/other", &[("o.rs", Some("o"))], "o");
+    let other = g.open_pull(ALPHA, "feat/other", "main", "Someone else's", "");
+    let named = format!("https://github.com/{ALPHA}/pull/{other}");
     let done = driver
         .ok(
             "jobs",
             json!({"action": "complete", "id": job.id, "namespace": "alpha",
-                           "result_summary": "added", "result_ref": url}),
+                           "result_summary": "added", "result_ref": named}),
         )
         .await;
     assert_eq!(done["ok"], true, "{done}");
@@ -520,12 +526,15 @@ async fn a_done_jobs_pull_request_is_commented_on_the_issue(s: &TestServer, g: &
         Some(1),
         "{report}"
     );
+    // The issue hears of the pull request GitHub shows from the job's branch, not the one the
+    // job's result named.
     let comments = g.comment_texts(ALPHA, n);
     assert_eq!(comments.len(), 2, "{comments:?}");
     assert!(
         comments[1].contains(&url) && comments[1].contains(&job.id),
         "{comments:?}"
     );
+    assert!(!comments[1].contains(&named), "{comments:?}");
     let closed = audit_rows(s, "intake-closed").await;
     assert_eq!(closed.len(), 1);
     assert_eq!(params(&closed[0])["pr"], url.as_str());
