@@ -631,11 +631,7 @@ impl IntakeCx<'_> {
                     return job.result_ref.as_deref().map(|r| r.trim().to_owned());
                 }
                 Ok(_) => {}
-                Err(e) => report.note(format!(
-                    "{}: pull request #{}: {e}",
-                    repo.to_string(),
-                    p.number
-                )),
+                Err(e) => report.note(format!("{repo}: pull request #{}: {e}", p.number)),
             }
         }
         match host.open_pull_requests(repo, Some(&branch)).await {
@@ -644,10 +640,7 @@ impl IntakeCx<'_> {
                 .find(|p| p.head_ref == branch)
                 .map(|p| p.url),
             Err(e) => {
-                report.note(format!(
-                    "{}: pull requests from {branch}: {e}",
-                    repo.to_string()
-                ));
+                report.note(format!("{repo}: pull requests from {branch}: {e}"));
                 None
             }
         }
