@@ -16,6 +16,7 @@ pub(crate) mod model_door;
 mod pr;
 pub(crate) mod preflight;
 pub mod proc;
+mod rehearse;
 mod run;
 pub(crate) mod runtime;
 mod schedule;
@@ -127,6 +128,13 @@ pub struct RunArgs {
     /// Seconds between heartbeats while the agent runs (the lease is four hours).
     #[arg(long, default_value_t = 600)]
     pub heartbeat_secs: u64,
+    /// Try the whole loop without a model account: post a rehearsal job in the namespace, claim
+    /// it and run the real agent against a scripted model in the driver (it writes one file,
+    /// runs the test command, commits and pushes the job's branch `capsid/<job>`), with every
+    /// gate as for a real job. Nothing but that branch is touched; no pull request is opened;
+    /// it costs nothing.
+    #[arg(long, conflicts_with_all = ["watch", "task"])]
+    pub rehearse: bool,
     /// Drive the improve loop's signed task document `<ns>/improve/run-<date>.md` (or
     /// `improve/run-<date>.md` with --namespace) under the namespace's driver lease, instead
     /// of a queued job.
@@ -202,6 +210,8 @@ pub(crate) struct Ready {
     pub runtime: &'static dyn runtime::Runtime,
     /// This driver's agent name, once learned (`agent:<name>` holds its jobs).
     pub me: std::sync::Arc<tokio::sync::OnceCell<String>>,
+    /// A rehearsal (`--rehearse`): the scripted model, and no pull request opened.
+    pub rehearsal: bool,
 }
 
 /// A refusal that stops the run (exit 2) before anything is claimed.
@@ -288,6 +298,14 @@ pub async fn run(args: DriveArgs) -> Result<ExitCode> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
+    if args.rehearse {
+        if args.max_parallel > 1 {
+            return Ok(refused(
+                "--rehearse runs one rehearsal job: drop --max-parallel",
+            ));
+        }
+        return Ok(ExitCode::from(rehearse::run(ready).await?));
+    }
     if !ready.quiet {
         let cap = ready.model.cap.map_or("no cap per job".to_owned(), |c| {
             format!("a cap of {c} per job")
@@ -460,6 +478,7 @@ pub(crate) async fn prepare(
         boxed,
         runtime: &runtime::CLAUDE_CODE,
         me: Default::default(),
+        rehearsal: false,
     }))
 }
 
@@ -495,34 +514,38 @@ async fn once(r: &Ready) -> u8 {
             eprintln!("capsid drive: refused: {why}");
             EXIT_REFUSED
         }
-        Ok(Next::Job(claimed)) => {
-            let id = claimed.job.id.clone();
-            match run::run_job(r, *claimed).await {
-                Ok(code) => code,
-                Err(e) => {
-                    eprintln!("capsid drive: {e:#}");
-                    {
-                        let reason: String =
-                            format!("the driver failed after claiming the job: {e:#}")
-                                .chars()
-                                .take(1000)
-                                .collect();
-                        match r
-                            .mcp
-                            .call("jobs", json!({"action": "fail", "id": id, "namespace": r.namespace, "reason": reason}))
-                            .await
-                        {
-                            Ok(Answer::Ok(_)) => eprintln!("capsid drive: {id} failed: {reason}"),
-                            Ok(Answer::Refused(why)) => eprintln!("capsid drive: could not fail {id}: {why}"),
-                            Err(e) => eprintln!("capsid drive: could not fail {id}: {e:#}"),
-                        }
-                    }
-                    EXIT_ERROR
-                }
-            }
-        }
+        Ok(Next::Job(claimed)) => run_claimed(r, *claimed).await,
         Err(e) => {
             eprintln!("capsid drive: {e:#}");
+            EXIT_ERROR
+        }
+    }
+}
+
+/// Runs a claimed job to its verdict; a driver error after the claim fails the job with it
+/// (the claim is not left to run out).
+pub(crate) async fn run_claimed(r: &Ready, claimed: Claimed) -> u8 {
+    let id = claimed.job.id.clone();
+    match run::run_job(r, claimed).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("capsid drive: {e:#}");
+            let reason: String = format!("the driver failed after claiming the job: {e:#}")
+                .chars()
+                .take(1000)
+                .collect();
+            match r
+                .mcp
+                .call(
+                    "jobs",
+                    json!({"action": "fail", "id": id, "namespace": r.namespace, "reason": reason}),
+                )
+                .await
+            {
+                Ok(Answer::Ok(_)) => eprintln!("capsid drive: {id} failed: {reason}"),
+                Ok(Answer::Refused(why)) => eprintln!("capsid drive: could not fail {id}: {why}"),
+                Err(e) => eprintln!("capsid drive: could not fail {id}: {e:#}"),
+            }
             EXIT_ERROR
         }
     }

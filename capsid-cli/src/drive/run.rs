@@ -414,6 +414,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
             scout: false,
         },
     ) = (&place, &pushed_head, &mut close)
+        && !r.rehearsal
     {
         match pr::open(r, &id, &job.title, &base, summary).await {
             Ok(url) => {

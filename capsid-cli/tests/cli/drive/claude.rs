@@ -11,6 +11,7 @@ use super::support::{World, git_out, said};
 // The boxed scenarios live beside these, in `claude_boxed.rs`; the case list names them here.
 pub use super::claude_boxed::*;
 use super::claude_boxed::{boxed, require_bwrap};
+pub use super::claude_rehearse::*;
 
 macro_rules! claude_cases {
     ($($case:ident),+ $(,)?) => {

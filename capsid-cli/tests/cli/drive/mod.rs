@@ -13,6 +13,7 @@ mod bounds;
 mod boxed_pr;
 mod claude;
 mod claude_boxed;
+mod claude_rehearse;
 mod support;
 
 use bounds::{dispatch_is_bounded_in_depth_and_breadth, runner_settings_come_from_the_namespace};
@@ -66,6 +67,7 @@ claude::claude_cases!(
     a_boxed_job_a_person_fails_stops_its_box_within_seconds,
     a_boxed_question_resumes_the_same_session_in_the_same_clone,
     a_boxed_job_runs_in_tmux_and_its_box_ends_with_the_session,
+    a_rehearsal_runs_the_whole_loop_without_a_model_account,
 );
 
 both_stores!(
