@@ -108,6 +108,16 @@ impl OwnerService {
             .filter(|j| now.millis_since(j.updated_at) <= FAILED_SHOWN_MS)
             .collect();
         failed.sort_by_key(|j| std::cmp::Reverse(j.updated_at));
+        // A failure the owner dismissed is off the list (until its setting expires).
+        let settings = self.tools.store();
+        let mut kept = Vec::with_capacity(failed.len());
+        for j in failed {
+            let key = super::console::dismissed_key(&j.id);
+            if settings.setting(&key, now).await?.is_none() {
+                kept.push(j);
+            }
+        }
+        let mut failed = kept;
         failed.truncate(FAILED_ROWS);
         let failed: Vec<Value> = failed
             .iter()

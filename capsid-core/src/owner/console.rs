@@ -24,7 +24,7 @@ use crate::service::{ImproveStatusArgs as StatusArgs, JobsArgs, NoConfirmer, Res
 /// The console's actions, and nothing else: no merge, no mint. The reference's six, then the
 /// answer to an agent's open question (SPEC 8), then raising a job's cap (issue 49: the
 /// budget gate is answerable from the console).
-pub const CONSOLE_ACTIONS: [&str; 8] = [
+pub const CONSOLE_ACTIONS: [&str; 9] = [
     "pause",
     "unpause",
     "mode",
@@ -33,7 +33,14 @@ pub const CONSOLE_ACTIONS: [&str; 8] = [
     "revoke_agent",
     "answer",
     "raise_cap",
+    "dismiss_job",
 ];
+
+/// The setting that keeps a failed job off "Waiting on you" once the owner dismissed it (it
+/// expires when the job would have left the list anyway).
+pub fn dismissed_key(job_id: &str) -> String {
+    format!("console:dismissed:{job_id}")
+}
 
 /// Audit rows the console shows.
 pub const ACTIVITY_ROWS: usize = 50;
@@ -97,6 +104,11 @@ pub enum ConsoleAction {
         /// The new cap, in US dollars, as typed (checked to be a number above zero).
         usd: String,
     },
+    /// Take a failed job off "Waiting on you" (the job and its record stay as they are).
+    DismissJob {
+        /// The job.
+        id: String,
+    },
 }
 
 fn field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result<String> {
@@ -145,7 +157,7 @@ fn usd_cap(usd: &str) -> Result<f64> {
 }
 
 impl ConsoleAction {
-    /// The action a submitted form names; an unknown one is refused listing the six.
+    /// The action a submitted form names; an unknown one is refused, listing them.
     pub fn from_form(form: &BTreeMap<String, String>) -> Result<ConsoleAction> {
         let action = form.get("action").map(String::as_str).unwrap_or("");
         Ok(match action {
@@ -178,6 +190,9 @@ impl ConsoleAction {
                     usd,
                 }
             }
+            "dismiss_job" => ConsoleAction::DismissJob {
+                id: field(form, "id", 64)?,
+            },
             "answer" => ConsoleAction::Answer {
                 namespace: field(form, "namespace", 64)?,
                 agent: field(form, "agent", 64)?,
@@ -204,6 +219,7 @@ impl ConsoleAction {
             ConsoleAction::RevokeAgent { .. } => "revoke_agent",
             ConsoleAction::Answer { .. } => "answer",
             ConsoleAction::RaiseCap { .. } => "raise_cap",
+            ConsoleAction::DismissJob { .. } => "dismiss_job",
         }
     }
 
@@ -224,6 +240,7 @@ impl ConsoleAction {
                 out.push(("reason", reason.clone()));
             }
             ConsoleAction::RevokeAgent { name } => out.push(("name", name.clone())),
+            ConsoleAction::DismissJob { id } => out.push(("id", id.clone())),
             ConsoleAction::RaiseCap { id, usd } => {
                 out.push(("id", id.clone()));
                 out.push(("usd", usd.clone()));
@@ -279,6 +296,9 @@ impl ConsoleAction {
             ),
             ConsoleAction::RevokeAgent { name } => format!(
                 "Revoke agent {name}: its key stops working at once, and the name is never reused."
+            ),
+            ConsoleAction::DismissJob { id } => format!(
+                "Take failed job {id} off \"Waiting on you\". The job, its record and its audit rows stay as they are."
             ),
             ConsoleAction::RaiseCap { id, usd } => format!(
                 "Raise the cap of job {id} to ${usd}: what its model calls may cost in all. A job blocked at its budget gate is answered and resumed: its driver goes on with the same session."
@@ -432,6 +452,39 @@ impl OwnerService {
                     .call_tool(caller, "agents", args, &NoConfirmer)
                     .await?;
                 (out, Some("agents".to_owned()), Some(name.clone()))
+            }
+            ConsoleAction::DismissJob { id } => {
+                let Some(job) = self.jobs.job(id).await? else {
+                    return Err(Error::NotFound(format!("no job {id}")));
+                };
+                if job.status != crate::jobs::JobStatus::Failed {
+                    return Err(Error::Conflict(format!(
+                        "job {id} is {}, not failed: only a failed job is dismissed",
+                        job.status.as_str()
+                    )));
+                }
+                let now = self.now();
+                let until = job
+                    .updated_at
+                    .plus_millis(super::attention::FAILED_SHOWN_MS)
+                    .max(now.plus_millis(crate::time::MINUTE_MS));
+                let change = crate::ports::SettingChange {
+                    expires_at: Some(until),
+                    ..crate::ports::SettingChange::put(dismissed_key(id), "1")
+                };
+                let audit = self.audit(
+                    caller,
+                    "console-dismiss_job",
+                    Some(&job.namespace),
+                    Some(&job_doc_path(id)),
+                    action.audit_params(),
+                );
+                // The setting and its audit row in one unit.
+                self.tools
+                    .store()
+                    .change_settings(&[change], audit, now)
+                    .await?;
+                return Ok(json!({"ok": true, "action": "dismiss_job", "id": id}));
             }
             ConsoleAction::RaiseCap { id, usd } => {
                 let Some(job) = self.jobs.job(id).await? else {
@@ -605,8 +658,8 @@ mod tests {
     }
 
     #[test]
-    fn exactly_eight_actions_and_no_merge_or_mint() {
-        assert_eq!(CONSOLE_ACTIONS.len(), 8);
+    fn exactly_nine_actions_and_no_merge_or_mint() {
+        assert_eq!(CONSOLE_ACTIONS.len(), 9);
         for absent in ["merge", "mint", "merge_pr", "mint_agent", "manage_pr", ""] {
             let e = ConsoleAction::from_form(&form(&[("action", absent)])).unwrap_err();
             let text = e.to_string();

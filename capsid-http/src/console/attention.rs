@@ -92,18 +92,21 @@ fn blocked(a: &Value, csrf: &str) -> String {
         .collect()
 }
 
-fn failed(a: &Value, view: &Value) -> String {
+fn failed(a: &Value, view: &Value, csrf: &str) -> String {
     a["failed_jobs"]
         .as_array()
         .into_iter()
         .flatten()
         .map(|j| {
+            let id = j["id"].as_str().unwrap_or_default();
             format!(
                 "<li class=\"item\" data-kind=\"failed\"><strong>{title}</strong> <span class=\"badge s-failed\">failed</span> \
-                 <span class=\"muted\">{ns} · <code>{id}</code> · {holder} · {at}</span><pre class=\"tail\">{tail}</pre></li>",
+                 <span class=\"muted\">{ns} · <code>{id_e}</code> · {holder} · {at}</span><pre class=\"tail\">{tail}</pre>\
+                 <div class=\"actions\">{dismiss}</div></li>",
                 title = esc(&text(&j["title"])),
                 ns = esc(&text(&j["namespace"])),
-                id = esc(&text(&j["id"])),
+                id_e = esc(id),
+                dismiss = action_form(csrf, &[("action", "dismiss_job"), ("id", id)], None, "Dismiss"),
                 holder = esc(&text(&j["holder"])),
                 at = super::page::when(&j["updated_at"], view),
                 tail = esc(j["tail"].as_str().unwrap_or("")),
@@ -163,7 +166,7 @@ pub(super) fn panel(view: &Value, csrf: &str) -> String {
     let parts = [
         ("Questions", questions(a, csrf)),
         ("Blocked jobs", blocked(a, csrf)),
-        ("Failed jobs", failed(a, view)),
+        ("Failed jobs", failed(a, view, csrf)),
         ("Failing tests or builds", failing(a)),
         ("Over budget", over_budget(a)),
     ];
@@ -202,6 +205,7 @@ mod tests {
             "git push origin x",
             "value=\"resume_job\"",
             "value=\"fail_job\"",
+            "value=\"dismiss_job\"",
             "Answer &amp; resume",
             "test result: FAILED",
             "badge g-fail",

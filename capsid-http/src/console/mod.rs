@@ -1,5 +1,5 @@
 //! The admin console (reference 10.1): `GET /console`, `GET /console.json` (the very object
-//! the page renders), `POST /console` (eight actions, CSRF checked before anything else, a
+//! the page renders), `POST /console` (nine actions, CSRF checked before anything else, a
 //! confirmation page stating the effect, then post/redirect/get), its own GitHub sign-in at
 //! `/console/callback`, the one-time links of `capsid console login` at `/console/login`
 //! (`local.rs`), a namespace's documents read-only at `/console/documents` (`documents.rs`),

@@ -447,6 +447,7 @@ fn done_notice(action: &str) -> Option<&'static str> {
         "revoke_agent" => "Done: the agent is revoked; its key no longer works.",
         "answer" => "Done: your answer is recorded for the agent.",
         "raise_cap" => "Done: the job's cap is raised.",
+        "dismiss_job" => "Done: the failed job is off your list; its record stays.",
         _ => return None,
     })
 }

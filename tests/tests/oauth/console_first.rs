@@ -328,3 +328,60 @@ async fn two_tabs_of_one_session_both_submit() {
         );
     }
 }
+
+/// A failed job is dismissed from "Waiting on you" with a confirmed console action (issue 53,
+/// item 20): the job and its record stay, the click is audited under the person, and only a
+/// failed job is dismissed.
+#[tokio::test]
+async fn a_failed_job_is_dismissed_from_the_owners_list_and_stays_failed() {
+    let env = Env::start().await;
+    let (blocked, failed) = owners_work(&env).await;
+    let mut browser = Browser::new();
+    let page = console_login(&env, &mut browser).await;
+    assert!(
+        page.body.contains("value=\"dismiss_job\""),
+        "a Dismiss form"
+    );
+    let before = browser.get(&env.url("/console.json")).await.json();
+    assert_eq!(before["attention"]["failed_jobs"][0]["id"], failed.as_str());
+    let csrf = hidden(&page.body, "csrf");
+    let dismiss = |id: &str| {
+        vec![
+            ("action".to_owned(), "dismiss_job".to_owned()),
+            ("id".to_owned(), id.to_owned()),
+            ("csrf".to_owned(), csrf.clone()),
+            ("confirm".to_owned(), "yes".to_owned()),
+        ]
+    };
+    // A blocked job is not dismissed: it still waits on the owner.
+    let refused = browser
+        .post_form(&env.url("/console"), &dismiss(&blocked))
+        .await;
+    assert_ne!(refused.status, 303, "{}", refused.body);
+    assert!(
+        refused.body.contains("only a failed job is dismissed"),
+        "{}",
+        refused.body
+    );
+    let done = browser
+        .post_form(&env.url("/console"), &dismiss(&failed))
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(done.location(), "/console?done=dismiss_job");
+    let after = browser.get(&env.url("/console.json")).await.json();
+    assert_eq!(after["attention"]["failed_jobs"], json!([]), "{after}");
+    assert_eq!(
+        after["attention"]["count"].as_u64(),
+        before["attention"]["count"].as_u64().map(|n| n - 1)
+    );
+    let job = env
+        .server
+        .admin("jobs", json!({"action": "get", "id": failed}))
+        .await;
+    assert_eq!(job["job"]["status"], "failed", "{job}");
+    let audit = env.audit_actions().await;
+    assert!(
+        audit.contains(&("console-dismiss_job".into(), "github:octo".into())),
+        "{audit:?}"
+    );
+}
