@@ -58,6 +58,7 @@ rule_globs=(
   capsid-core/src/caller.rs 'capsid-core/src/jobs/**/*.rs' 'capsid-core/src/autonomy/**/*.rs'
   'capsid-core/src/docs/**/*.rs' 'capsid-core/src/improve/**/*.rs'
   'capsid-core/src/skills/**/*.rs' 'capsid-core/src/checkmarks/**/*.rs'
+  'capsid-core/src/intake/**/*.rs'
   capsid-core/src/drive/push_policy.rs capsid-core/src/drive/ledger.rs
   capsid-core/src/drive/box_plan.rs capsid-core/src/drive/egress.rs
   capsid-core/src/drive/verdict.rs capsid-core/src/drive/judge.rs capsid-core/src/drive/gate.rs
@@ -66,7 +67,7 @@ if [ ${#files[@]} -eq 0 ] && [ -n "$base" ]; then
   files=("${rule_globs[@]}")
 fi
 
-# The rule files of issue 21's measurement; a bare run scores these.
+# The rule files of issue 21's measurement and wave 3's (issue 53); a bare run scores these.
 if [ ${#files[@]} -eq 0 ] && [ -z "$base" ]; then
   files=(
     capsid-core/src/scope.rs capsid-core/src/guards.rs capsid-core/src/tools.rs
@@ -76,6 +77,8 @@ if [ ${#files[@]} -eq 0 ] && [ -z "$base" ]; then
     capsid-core/src/drive/push_policy.rs capsid-core/src/drive/ledger.rs
     capsid-core/src/drive/box_plan.rs capsid-core/src/drive/egress.rs
     capsid-core/src/drive/verdict.rs capsid-core/src/drive/judge.rs capsid-core/src/drive/gate.rs
+    capsid-core/src/jobs/run_credential.rs capsid-core/src/jobs/budget.rs
+    capsid-core/src/intake/policy.rs
   )
 fi
 

@@ -251,6 +251,46 @@ mod tests {
     }
 
     #[test]
+    fn an_author_is_a_github_login_of_at_most_39_characters_not_starting_with_a_hyphen() {
+        let authors = |line: &str| {
+            parse_intake_policy(&format!(
+                "- version: 1\n- enabled: true\n- namespaces: a\n- authors: {line}\n"
+            ))
+        };
+        let longest = "a".repeat(LOGIN_MAX);
+        let p = authors(&format!("{longest}, mona-lisa, Dependabot[bot], x")).unwrap();
+        assert_eq!(
+            p.authors,
+            Some(vec![
+                longest.clone(),
+                "mona-lisa".to_owned(),
+                "dependabot[bot]".to_owned(),
+                "x".to_owned(),
+            ])
+        );
+        let too_long = "a".repeat(LOGIN_MAX + 1);
+        for bad in [
+            too_long.as_str(),
+            "[bot]",
+            "-octocat",
+            "-",
+            "octo_cat",
+            "octo.cat",
+            "bot[bot][bot]",
+        ] {
+            let err = authors(&format!("ok, {bad}")).unwrap_err();
+            assert_eq!(
+                err,
+                IntakePolicyError {
+                    field: "authors",
+                    why: format!("'{bad}' is not a GitHub login"),
+                },
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn enabled_is_read_whatever_its_case() {
         let p = parse_intake_policy("- Version: 2\n- ENABLED: True\n- namespaces: a\n").unwrap();
         assert!(p.enabled);

@@ -235,6 +235,108 @@ mod tests {
     }
 
     #[test]
+    fn a_driver_still_holds_its_job_only_while_claimed_by_it_and_the_lease_runs() {
+        let claimed = job(JobStatus::Claimed, "agent:demo-driver", 1_000, 9_000);
+        let at = Timestamp::from_millis;
+        assert!(still_held(&claimed, "demo-driver", at(5_000)));
+        assert!(still_held(&claimed, "demo-driver", at(8_999)));
+        // The lease's last instant is already over, as it is for `verify`.
+        assert!(!still_held(&claimed, "demo-driver", at(9_000)));
+        assert!(!still_held(&claimed, "demo-driver", at(9_001)));
+        // Another driver, or the holder named without the `agent:` a minted agent has.
+        assert!(!still_held(&claimed, "thief", at(5_000)));
+        assert!(!still_held(&claimed, "agent:demo-driver", at(5_000)));
+        let by_person = job(JobStatus::Claimed, "demo-driver", 1_000, 9_000);
+        assert!(!still_held(&by_person, "demo-driver", at(5_000)));
+        // Closed, blocked or back in the queue: no longer held, whatever the lease says.
+        for status in [
+            JobStatus::Done,
+            JobStatus::Blocked,
+            JobStatus::Failed,
+            JobStatus::Queued,
+        ] {
+            let j = job(status, "agent:demo-driver", 1_000, 9_000);
+            assert!(!still_held(&j, "demo-driver", at(5_000)), "{status:?}");
+        }
+        // No lease, or no claim instant: not a live claim.
+        let mut no_lease = claimed.clone();
+        no_lease.lease_expires = None;
+        assert!(!still_held(&no_lease, "demo-driver", at(5_000)));
+        let mut no_claim_time = claimed.clone();
+        no_claim_time.claimed_at = None;
+        assert!(!still_held(&no_claim_time, "demo-driver", at(5_000)));
+        // What `verify` accepts, `still_held` holds, and what it refuses for the claim, not.
+        let token = issue(Some("s3cret"), &claimed).expect("issued");
+        for now in [4_000, 8_999, 9_000] {
+            assert_eq!(
+                verify("s3cret", &token, &claimed, at(now)).is_ok(),
+                still_held(&claimed, "demo-driver", at(now)),
+                "{now}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_credential_of_the_exact_shape_names_a_job() {
+        let hex = "0123456789abcdef".repeat(4);
+        let token = |job: &str, tag: &str| format!("{PREFIX}{job}.{tag}");
+        assert_eq!(job_id_of(&token("job_a-1", &hex)), Some("job_a-1"));
+        assert_eq!(job_id_of(&token("j", &hex.to_uppercase())), Some("j"));
+        let longest = "a".repeat(64);
+        assert_eq!(
+            job_id_of(&token(&longest, &hex)),
+            Some(longest.as_str()),
+            "a job id of 64 characters"
+        );
+        for (job, tag) in [
+            ("a".repeat(65), hex.clone()),
+            (String::new(), hex.clone()),
+            ("job!1".to_owned(), hex.clone()),
+            ("job.1".to_owned(), hex.clone()),
+            ("job 1".to_owned(), hex.clone()),
+            ("job_1".to_owned(), hex[..63].to_owned()),
+            ("job_1".to_owned(), format!("{hex}0")),
+            ("job_1".to_owned(), format!("{}g", &hex[..63])),
+            ("job_1".to_owned(), String::new()),
+        ] {
+            assert_eq!(job_id_of(&token(&job, &tag)), None, "{job}.{tag}");
+        }
+        assert_eq!(job_id_of(&format!("capsid_job_1.{hex}")), None);
+        assert_eq!(job_id_of(&format!("{PREFIX}job_1{hex}")), None);
+    }
+
+    #[test]
+    fn an_empty_secret_verifies_nothing_even_a_tag_made_under_it() {
+        let claimed = job(JobStatus::Claimed, "agent:demo-driver", 1_000, 9_000);
+        let now = Timestamp::from_millis(5_000);
+        assert_eq!(issue(Some(""), &claimed), None);
+        // Anyone can compute the tag an empty secret would give; it is refused all the same.
+        let forged = format!(
+            "{PREFIX}{}.{}",
+            claimed.id,
+            tag(
+                "",
+                &claimed.id,
+                "agent:demo-driver",
+                Timestamp::from_millis(1_000)
+            )
+        );
+        assert_eq!(
+            verify("", &forged, &claimed, now),
+            Err(RunRefusal::Mismatch)
+        );
+        // A credential of another job is refused as a mismatch before the job is looked at.
+        let other = job(JobStatus::Done, "agent:demo-driver", 1_000, 9_000);
+        let mut elsewhere = claimed.clone();
+        elsewhere.id = "job_ffffffffffff".to_owned();
+        let theirs = issue(Some("s3cret"), &elsewhere).expect("issued");
+        assert_eq!(
+            verify("s3cret", &theirs, &other, now),
+            Err(RunRefusal::Mismatch)
+        );
+    }
+
+    #[test]
     fn its_scopes_read_the_namespace_checkpoint_and_post_but_never_close_a_job() {
         let s = run_scopes("demo");
         let need = |tool, action: Option<&'static str>, ns| Need {
