@@ -131,6 +131,7 @@ pub fn issue_facts(v: &Value) -> IssueFacts {
         title: text(&v["title"]),
         body: text(&v["body"]),
         author: text(&v["user"]["login"]),
+        association: text(&v["author_association"]).to_ascii_uppercase(),
         open: v["state"] == "open",
         labels: items(&v["labels"])
             .iter()

@@ -99,6 +99,7 @@ mod tests {
             title: title.into(),
             body: body.into(),
             author: "octocat".into(),
+            association: "MEMBER".into(),
             open: true,
             labels: vec!["capsid".into()],
             url: "https://github.com/octo/alpha/issues/7".into(),

@@ -7,8 +7,17 @@
 //! - enabled: true
 //! - namespaces: alpha, beta
 //! - label: capsid            (optional; default `capsid`)
-//! - authors: octocat, hubot  (optional; anyone when the line is absent)
+//! - authors: octocat, hubot  (optional; see below)
+//! - jobs_per_pass: 10        (optional; default 10, at most 1000)
+//! - jobs_per_author: 3       (optional; default 3, at most 1000)
 //! ```
+//!
+//! A label is not an authorization boundary on GitHub (an issue template can apply it to
+//! every issue), so without an `authors` line the intake takes in only the issues of authors
+//! GitHub relates to the repository as `OWNER`, `MEMBER` or `COLLABORATOR`; `authors` names
+//! the logins instead, and `- authors: *` takes in anyone's. Each pass takes in at most
+//! `jobs_per_pass` new issues, and at most `jobs_per_author` of any one author; the rest wait
+//! for a later pass.
 //!
 //! The caller verifies the signature and strips the envelope before parsing. Every refusal
 //! names its field.
@@ -27,6 +36,25 @@ pub const INTAKE_ACTOR: &str = "intake";
 const LABEL_MAX: usize = 50;
 /// The longest GitHub login.
 const LOGIN_MAX: usize = 39;
+/// New issues one pass takes in when the policy does not say.
+pub const DEFAULT_JOBS_PER_PASS: u32 = 10;
+/// New issues of one author one pass takes in when the policy does not say.
+pub const DEFAULT_JOBS_PER_AUTHOR: u32 = 3;
+/// The most either cap may be.
+const JOBS_CAP_MAX: u32 = 1000;
+/// The author associations taken in without an `authors` line.
+pub const TRUSTED_ASSOCIATIONS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
+
+/// Whose issues the intake takes in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Authors {
+    /// No `authors` line: those GitHub relates to the repository as [`TRUSTED_ASSOCIATIONS`].
+    Trusted,
+    /// `- authors: a, b`: these logins (lower-cased).
+    Named(Vec<String>),
+    /// `- authors: *`: anyone's.
+    Anyone,
+}
 
 /// A loaded intake policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,8 +67,12 @@ pub struct IntakePolicy {
     pub namespaces: Vec<String>,
     /// The label an issue needs.
     pub label: String,
-    /// The logins whose issues are taken in (lower-cased); `None`: anyone's.
-    pub authors: Option<Vec<String>>,
+    /// Whose issues are taken in.
+    pub authors: Authors,
+    /// New issues one pass takes in.
+    pub jobs_per_pass: u32,
+    /// New issues of one author one pass takes in.
+    pub jobs_per_author: u32,
 }
 
 impl IntakePolicy {
@@ -49,11 +81,31 @@ impl IntakePolicy {
         self.namespaces.iter().any(|n| n == namespace)
     }
 
-    /// Whether an issue opened by `login` is taken in (GitHub logins are case-insensitive).
-    pub fn admits(&self, login: &str) -> bool {
+    /// Whether an issue opened by `login`, whom GitHub relates to the repository as
+    /// `association`, is taken in (logins and associations are case-insensitive).
+    pub fn admits(&self, login: &str, association: &str) -> bool {
         match &self.authors {
-            None => true,
-            Some(list) => list.iter().any(|a| a.eq_ignore_ascii_case(login)),
+            Authors::Trusted => TRUSTED_ASSOCIATIONS
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(association)),
+            Authors::Named(list) => list.iter().any(|a| a.eq_ignore_ascii_case(login)),
+            Authors::Anyone => true,
+        }
+    }
+
+    /// Why an issue of `login` (as `association`) is left out, for the pass's report.
+    pub fn refusal(&self, login: &str, association: &str) -> String {
+        match &self.authors {
+            Authors::Trusted => format!(
+                "opened by @{login} ({}), not an owner, member or collaborator of the repository (name the author in the policy's `authors` line to take it in)",
+                if association.is_empty() {
+                    "no association given"
+                } else {
+                    association
+                }
+            ),
+            Authors::Named(_) => format!("opened by @{login}, whom the policy does not name"),
+            Authors::Anyone => String::new(),
         }
     }
 }
@@ -62,7 +114,8 @@ impl IntakePolicy {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the intake policy's `{field}` field: {why}")]
 pub struct IntakePolicyError {
-    /// The field (`version`, `enabled`, `namespaces`, `label` or `authors`).
+    /// The field (`version`, `enabled`, `namespaces`, `label`, `authors`, `jobs_per_pass` or
+    /// `jobs_per_author`).
     pub field: &'static str,
     /// What is wrong with it.
     pub why: String,
@@ -94,7 +147,8 @@ fn login_ok(login: &str) -> bool {
 
 /// Loads the intake policy from its unsigned body: version, enabled (`true` or `false`),
 /// namespaces (at least one, each a valid namespace name), label (default `capsid`), authors
-/// (when the line is present: at least one GitHub login).
+/// (when the line is present: `*` or at least one GitHub login), jobs_per_pass and
+/// jobs_per_author (1 to 1000).
 pub fn parse_intake_policy(body: &str) -> Result<IntakePolicy, IntakePolicyError> {
     let Some(version) = field(body, "version").filter(|v| !v.is_empty()) else {
         return refuse(
@@ -140,19 +194,32 @@ pub fn parse_intake_policy(body: &str) -> Result<IntakePolicy, IntakePolicyError
         Some(l) => l.to_owned(),
     };
     let authors = match field(body, "authors") {
-        None => None,
+        None => Authors::Trusted,
+        Some("*") => Authors::Anyone,
         Some(value) => {
             let logins = list(value);
             if logins.is_empty() {
                 return refuse(
                     "authors",
-                    "lists nobody; leave the line out to take in anyone's issues",
+                    "lists nobody; leave the line out for the repository's owners, members and collaborators, or write `*` for anyone",
                 );
             }
             if let Some(bad) = logins.iter().find(|l| !login_ok(l)) {
                 return refuse("authors", format!("'{bad}' is not a GitHub login"));
             }
-            Some(logins.iter().map(|l| l.to_ascii_lowercase()).collect())
+            Authors::Named(logins.iter().map(|l| l.to_ascii_lowercase()).collect())
+        }
+    };
+    let cap = |name: &'static str, default: u32| -> Result<u32, IntakePolicyError> {
+        match field(body, name) {
+            None => Ok(default),
+            Some(v) => match v.parse::<u32>() {
+                Ok(n) if (1..=JOBS_CAP_MAX).contains(&n) => Ok(n),
+                _ => refuse(
+                    name,
+                    format!("'{v}' is not a whole number from 1 to {JOBS_CAP_MAX}"),
+                ),
+            },
         }
     };
     Ok(IntakePolicy {
@@ -161,6 +228,8 @@ pub fn parse_intake_policy(body: &str) -> Result<IntakePolicy, IntakePolicyError
         namespaces,
         label,
         authors,
+        jobs_per_pass: cap("jobs_per_pass", DEFAULT_JOBS_PER_PASS)?,
+        jobs_per_author: cap("jobs_per_author", DEFAULT_JOBS_PER_AUTHOR)?,
     })
 }
 
@@ -183,27 +252,62 @@ mod tests {
         );
         assert_eq!(p.label, "agent-work");
         assert_eq!(
-            p.authors.as_deref(),
-            Some(&["octocat".to_owned(), "hubot[bot]".to_owned()][..])
+            p.authors,
+            Authors::Named(vec!["octocat".to_owned(), "hubot[bot]".to_owned()])
         );
         assert!(p.names("beta") && !p.names("gamma"));
-        assert!(p.admits("OCTOCAT") && p.admits("hubot[bot]") && !p.admits("mallory"));
+        // Named logins whatever GitHub says of them; nobody else, an owner included.
+        assert!(
+            p.admits("OCTOCAT", "NONE")
+                && p.admits("hubot[bot]", "")
+                && !p.admits("mallory", "OWNER")
+        );
+        assert_eq!(
+            p.refusal("mallory", "OWNER"),
+            "opened by @mallory, whom the policy does not name"
+        );
     }
 
     #[test]
-    fn label_defaults_to_capsid_and_authors_to_anyone() {
+    fn label_defaults_to_capsid_authors_to_the_repositorys_people_and_caps_to_ten_and_three() {
         let p =
             parse_intake_policy("- version: 1\n- enabled: false\n- namespaces: alpha\n").unwrap();
         assert_eq!(p.label, DEFAULT_LABEL);
-        assert_eq!(p.authors, None);
-        assert!(p.admits("anyone"));
+        assert_eq!(p.authors, Authors::Trusted);
+        for trusted in ["OWNER", "MEMBER", "COLLABORATOR", "member"] {
+            assert!(p.admits("someone", trusted), "{trusted}");
+        }
+        for outsider in [
+            "CONTRIBUTOR",
+            "FIRST_TIME_CONTRIBUTOR",
+            "FIRST_TIMER",
+            "NONE",
+            "MANNEQUIN",
+            "",
+        ] {
+            assert!(!p.admits("someone", outsider), "{outsider}");
+        }
+        let why = p.refusal("mallory", "NONE");
+        assert!(
+            why.contains("@mallory (NONE), not an owner, member or collaborator"),
+            "{why}"
+        );
+        assert!(p.refusal("x", "").contains("(no association given)"));
+        assert_eq!((p.jobs_per_pass, p.jobs_per_author), (10, 3));
         assert!(!p.enabled);
+        let anyone = parse_intake_policy(
+            "- version: 1\n- enabled: true\n- namespaces: a\n- authors: *\n- jobs_per_pass: 100\n- jobs_per_author: 1\n",
+        )
+        .unwrap();
+        assert_eq!(anyone.authors, Authors::Anyone);
+        assert!(anyone.admits("stranger", "NONE"));
+        assert_eq!((anyone.jobs_per_pass, anyone.jobs_per_author), (100, 1));
     }
 
     #[test]
     fn each_malformed_field_is_named() {
         let base = "- version: 1\n- enabled: true\n- namespaces: alpha\n";
-        let cases: [(&str, &str, &str); 10] = [
+        let cases: [(&str, &str, &str); 14] = [
             ("- enabled: true\n- namespaces: a\n", "version", "missing"),
             (
                 "- version:\n- enabled: true\n- namespaces: a\n",
@@ -234,6 +338,26 @@ mod tests {
                 "authors",
                 "'not a login'",
             ),
+            (
+                &format!("{base}- jobs_per_pass: 0\n"),
+                "jobs_per_pass",
+                "'0'",
+            ),
+            (
+                &format!("{base}- jobs_per_pass: 1001\n"),
+                "jobs_per_pass",
+                "from 1 to 1000",
+            ),
+            (
+                &format!("{base}- jobs_per_author: many\n"),
+                "jobs_per_author",
+                "'many'",
+            ),
+            (
+                &format!("{base}- jobs_per_author: -1\n"),
+                "jobs_per_author",
+                "'-1'",
+            ),
         ];
         for (body, field, says) in cases {
             let err = parse_intake_policy(body).unwrap_err();
@@ -261,7 +385,7 @@ mod tests {
         let p = authors(&format!("{longest}, mona-lisa, Dependabot[bot], x")).unwrap();
         assert_eq!(
             p.authors,
-            Some(vec![
+            Authors::Named(vec![
                 longest.clone(),
                 "mona-lisa".to_owned(),
                 "dependabot[bot]".to_owned(),

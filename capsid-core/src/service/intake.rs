@@ -123,6 +123,42 @@ fn audit(row: &IntakeIssueRow, action: &str, mut params: Value, at: Timestamp) -
     }
 }
 
+/// The new issues a pass has taken in, in all and per author (lower-cased login): the
+/// policy's `jobs_per_pass` and `jobs_per_author` bound them.
+#[derive(Debug, Default)]
+struct TakenThisPass {
+    total: u32,
+    per_author: BTreeMap<String, u32>,
+}
+
+impl TakenThisPass {
+    /// Why one more new issue of `author` is over a cap, if it is.
+    fn over(&self, policy: &IntakePolicy, author: &str) -> Option<String> {
+        if self.total >= policy.jobs_per_pass {
+            return Some(format!(
+                "this pass took in {} new issues already (the policy's jobs_per_pass)",
+                self.total
+            ));
+        }
+        let by = self
+            .per_author
+            .get(&author.to_ascii_lowercase())
+            .copied()
+            .unwrap_or(0);
+        (by >= policy.jobs_per_author).then(|| {
+            format!("this pass took in {by} new issues of @{author} already (the policy's jobs_per_author)")
+        })
+    }
+
+    fn count(&mut self, author: &str) {
+        self.total += 1;
+        *self
+            .per_author
+            .entry(author.to_ascii_lowercase())
+            .or_default() += 1;
+    }
+}
+
 /// What the follow-ups know of this pass's listings.
 struct Listed {
     /// Open labelled issues seen, by (repository, number).
@@ -232,6 +268,7 @@ impl IntakeCx<'_> {
             issues: BTreeSet::new(),
             repos: BTreeMap::new(),
         };
+        let mut taken = TakenThisPass::default();
         for ns in &policy.namespaces {
             let Some(row) = self.namespaces.namespace(ns).await? else {
                 report.note(format!("{ns}: not a registered namespace"));
@@ -264,10 +301,11 @@ impl IntakeCx<'_> {
                 listed.repos.insert(key.clone(), repo.clone());
                 for issue in issues {
                     report.seen += 1;
-                    if !policy.admits(&issue.author) {
+                    if !policy.admits(&issue.author, &issue.association) {
                         report.skipped.push(format!(
-                            "{key}#{}: opened by @{}, whom the policy does not name",
-                            issue.number, issue.author
+                            "{key}#{}: {}",
+                            issue.number,
+                            policy.refusal(&issue.author, &issue.association)
                         ));
                         continue;
                     }
@@ -281,6 +319,7 @@ impl IntakeCx<'_> {
                             &repo,
                             &key,
                             &issue,
+                            &mut taken,
                             &mut report,
                         )
                         .await
@@ -304,7 +343,7 @@ impl IntakeCx<'_> {
         Ok(report)
     }
 
-    /// An open labelled issue: recorded (once), its job posted (once), the issue told the job's
+    /// An open labelled issue: recorded (once, within the pass's caps), its job posted (once), the issue told the job's
     /// id (once), an edit of its body noted (once per body).
     #[allow(clippy::too_many_arguments)]
     async fn take_in(
@@ -316,6 +355,7 @@ impl IntakeCx<'_> {
         repo: &RepoRef,
         key: &str,
         issue: &IssueFacts,
+        taken: &mut TakenThisPass,
         report: &mut IntakeReport,
     ) -> Result<()> {
         let now = self.now();
@@ -323,6 +363,14 @@ impl IntakeCx<'_> {
         let row = match self.intake.intake_issue(key, issue.number).await? {
             Some(row) => row,
             None => {
+                if let Some(why) = taken.over(policy, &issue.author) {
+                    report.skipped.push(format!(
+                        "{key}#{}: left for a later pass: {why}",
+                        issue.number
+                    ));
+                    return Ok(());
+                }
+                taken.count(&issue.author);
                 let job_id = new_job_id(self.entropy);
                 let new = NewIntakeIssue {
                     repo: key.to_owned(),

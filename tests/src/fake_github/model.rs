@@ -44,6 +44,8 @@ pub struct Issue {
     pub title: String,
     pub body: String,
     pub author: String,
+    /// GitHub's `author_association` of the author.
+    pub association: String,
     pub state: String,
     pub labels: Vec<String>,
     pub created_at: String,

@@ -491,7 +491,7 @@ pub fn repo(
 /// An issue in GitHub's JSON shape.
 pub fn issue_json(full: &str, i: &Issue) -> Value {
     json!({"number": i.number, "id": i.id, "title": i.title, "body": i.body, "state": i.state,
-           "user": {"login": i.author}, "created_at": i.created_at,
+           "user": {"login": i.author}, "author_association": i.association, "created_at": i.created_at,
            "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
            "html_url": format!("https://github.com/{full}/issues/{}", i.number)})
 }

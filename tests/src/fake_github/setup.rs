@@ -198,13 +198,28 @@ impl FakeGitHub {
         });
     }
 
-    /// Opens an issue by `author` with `labels`; returns its number.
+    /// Opens an issue by `author` (a member of the repository's organisation) with `labels`;
+    /// returns its number.
     pub fn open_issue(
         &self,
         full: &str,
         title: &str,
         body: &str,
         author: &str,
+        labels: &[&str],
+    ) -> u64 {
+        self.open_issue_as(full, title, body, author, "MEMBER", labels)
+    }
+
+    /// [`FakeGitHub::open_issue`] by an author GitHub relates to the repository as
+    /// `association` (`OWNER`, `MEMBER`, `COLLABORATOR`, `CONTRIBUTOR`, `NONE`, ...).
+    pub fn open_issue_as(
+        &self,
+        full: &str,
+        title: &str,
+        body: &str,
+        author: &str,
+        association: &str,
         labels: &[&str],
     ) -> u64 {
         let date = self.now();
@@ -218,6 +233,7 @@ impl FakeGitHub {
                     title: title.into(),
                     body: body.into(),
                     author: author.into(),
+                    association: association.into(),
                     state: "open".into(),
                     labels: labels.iter().map(|l| (*l).to_owned()).collect(),
                     created_at: date,

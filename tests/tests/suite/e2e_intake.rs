@@ -5,6 +5,8 @@
 //! nothing; a namespace the policy does not name is never read; an author it does not name is
 //! left out; closing or unlabelling the issue fails the queued job (a held one stands); a done
 //! job's pull request is commented on the issue once; every row names the `intake` actor.
+//! Without an `authors` line only the repository's owners, members and collaborators come in,
+//! and each pass takes in at most its caps (in all, and per author).
 
 use capsid_core::jobs::JobStatus;
 use capsid_core::jobs::signature::verify_task;
@@ -27,6 +29,8 @@ capsid_tests::github_cases!(
     a_done_jobs_pull_request_is_commented_on_the_issue,
     a_failed_comment_is_tried_again_and_never_doubled,
     more_than_a_page_of_labelled_issues_all_come_in,
+    without_an_authors_line_only_the_repositorys_people_come_in,
+    each_pass_takes_in_at_most_its_caps_and_the_rest_later,
 );
 
 const ALPHA: &str = "octo/alpha";
@@ -395,6 +399,151 @@ async fn an_author_the_policy_does_not_name_is_left_out(s: &TestServer, g: &Fake
     assert!(g.comment_texts(ALPHA, theirs).is_empty());
 }
 
+/// A label is not an authorization boundary (an issue template can apply it to any issue):
+/// with no `authors` line the intake takes in only the issues of people GitHub relates to the
+/// repository as owner, member or collaborator (issue 53, item 8); `- authors: *` opens it.
+async fn without_an_authors_line_only_the_repositorys_people_come_in(
+    s: &TestServer,
+    g: &FakeGitHub,
+) {
+    setup(s, g).await;
+    write_policy(s, &policy("v1", true, "alpha", ""), true).await;
+    let mut ours = Vec::new();
+    for (who, association) in [
+        ("octo", "OWNER"),
+        ("mona", "MEMBER"),
+        ("hubot", "COLLABORATOR"),
+    ] {
+        ours.push(g.open_issue_as(
+            ALPHA,
+            &format!("From {who}"),
+            "b",
+            who,
+            association,
+            &["capsid"],
+        ));
+    }
+    let mut theirs = Vec::new();
+    for (who, association) in [
+        ("mallory", "NONE"),
+        ("eve", "CONTRIBUTOR"),
+        ("trudy", "FIRST_TIME_CONTRIBUTOR"),
+    ] {
+        theirs.push(g.open_issue_as(
+            ALPHA,
+            &format!("From {who}"),
+            "b",
+            who,
+            association,
+            &["capsid"],
+        ));
+    }
+    let report = tick(s).await;
+    assert_eq!(
+        report["posted"].as_array().map(Vec::len),
+        Some(3),
+        "{report}"
+    );
+    let skipped: Vec<&str> = report["skipped"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(skipped.len(), 3, "{report}");
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s.contains("@mallory (NONE), not an owner, member or collaborator")),
+        "{skipped:?}"
+    );
+    let titles: Vec<String> = jobs_in(s, "alpha")
+        .await
+        .into_iter()
+        .map(|j| j.title)
+        .collect();
+    for n in &ours {
+        assert!(
+            titles
+                .iter()
+                .any(|t| t.starts_with(&format!("{ALPHA}#{n}:"))),
+            "#{n}: {titles:?}"
+        );
+    }
+    for n in &theirs {
+        assert!(
+            !titles
+                .iter()
+                .any(|t| t.starts_with(&format!("{ALPHA}#{n}:"))),
+            "#{n}: {titles:?}"
+        );
+        assert!(g.comment_texts(ALPHA, *n).is_empty());
+    }
+    // The owner opens it to anyone.
+    write_policy(s, &policy("v2", true, "alpha", "- authors: *\n"), true).await;
+    let open = tick(s).await;
+    assert_eq!(open["posted"].as_array().map(Vec::len), Some(3), "{open}");
+    assert_eq!(jobs_in(s, "alpha").await.len(), 6);
+}
+
+/// Each pass takes in at most `jobs_per_pass` new issues, and at most `jobs_per_author` of one
+/// author; the rest come in on later passes, each once (issue 53, item 8).
+async fn each_pass_takes_in_at_most_its_caps_and_the_rest_later(s: &TestServer, g: &FakeGitHub) {
+    setup(s, g).await;
+    let caps = "- jobs_per_pass: 4\n- jobs_per_author: 2\n";
+    write_policy(s, &policy("v1", true, "alpha", caps), true).await;
+    for i in 0..3 {
+        g.open_issue(ALPHA, &format!("Alice {i}"), "b", "alice", &["capsid"]);
+        g.open_issue(ALPHA, &format!("Bob {i}"), "b", "bob", &["capsid"]);
+    }
+    g.open_issue(ALPHA, "Carol", "b", "carol", &["capsid"]);
+    let authors = |jobs: &[capsid_core::jobs::Job], who: &str| {
+        jobs.iter()
+            .filter(|j| j.title.contains(&format!(": {who}")))
+            .count()
+    };
+    let first = tick(s).await;
+    assert_eq!(first["posted"].as_array().map(Vec::len), Some(4), "{first}");
+    let jobs = jobs_in(s, "alpha").await;
+    assert!(
+        authors(&jobs, "Alice") <= 2 && authors(&jobs, "Bob") <= 2,
+        "{jobs:?}"
+    );
+    let later = first["skipped"].as_array().expect("a list");
+    assert_eq!(later.len(), 3, "{first}");
+    assert!(
+        later
+            .iter()
+            .filter_map(Value::as_str)
+            .all(|s| s.contains("left for a later pass")),
+        "{first}"
+    );
+    assert!(
+        later
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|s| s.contains("jobs_per_pass") || s.contains("jobs_per_author")),
+        "{first}"
+    );
+    let second = tick(s).await;
+    assert_eq!(
+        second["posted"].as_array().map(Vec::len),
+        Some(3),
+        "{second}"
+    );
+    let jobs = jobs_in(s, "alpha").await;
+    assert_eq!(jobs.len(), 7);
+    assert_eq!(
+        (
+            authors(&jobs, "Alice"),
+            authors(&jobs, "Bob"),
+            authors(&jobs, "Carol")
+        ),
+        (3, 3, 1)
+    );
+    assert_eq!(tick(s).await["posted"], json!([]));
+}
+
 async fn closing_or_unlabelling_the_issue_fails_its_queued_job(s: &TestServer, g: &FakeGitHub) {
     setup(s, g).await;
     write_policy(s, &policy("v1", true, "alpha", ""), true).await;
@@ -592,7 +741,9 @@ async fn a_failed_comment_is_tried_again_and_never_doubled(s: &TestServer, g: &F
 /// every page and takes all 130 (it took the first hundred, then none, and 30 never came in).
 async fn more_than_a_page_of_labelled_issues_all_come_in(s: &TestServer, g: &FakeGitHub) {
     setup(s, g).await;
-    write_policy(s, &policy("v1", true, "alpha", ""), true).await;
+    // Caps high enough for every issue to come in on one pass.
+    let caps = "- jobs_per_pass: 1000\n- jobs_per_author: 1000\n";
+    write_policy(s, &policy("v1", true, "alpha", caps), true).await;
     let numbers: Vec<u64> = (0..130)
         .map(|i| g.open_issue(ALPHA, &format!("Issue {i}"), "b", "octocat", &["capsid"]))
         .collect();

@@ -344,6 +344,10 @@ pub struct IssueFacts {
     pub body: String,
     /// The login of whoever opened it.
     pub author: String,
+    /// How GitHub relates that author to the repository (`author_association`: `OWNER`,
+    /// `MEMBER`, `COLLABORATOR`, `CONTRIBUTOR`, `FIRST_TIME_CONTRIBUTOR`, `FIRST_TIMER`,
+    /// `NONE`); empty when GitHub did not say.
+    pub association: String,
     /// Whether it is open.
     pub open: bool,
     /// Its labels' names.
