@@ -39,7 +39,7 @@ pub async fn run(global: &GlobalArgs, args: BackupArgs) -> Result<ExitCode> {
                     "backup {} to {}: {} objects, {} markdown files ({} pruned), {} old runs and {} reports deleted, {} versions and {} audit rows pruned",
                     summary.run.as_deref().unwrap_or("?"),
                     media.describe(),
-                    summary.json_keys,
+                    summary.json_key_count,
                     summary.markdown_written,
                     summary.markdown_pruned,
                     summary.json_backups_pruned,

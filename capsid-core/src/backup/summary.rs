@@ -17,8 +17,11 @@ pub struct BackupSummary {
     /// The run id (its folder under `backups/json/`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
-    /// Objects written under the run (tables, sidecars, manifest).
-    pub json_keys: u64,
+    /// The keys of the objects written under the run (each table's file, the sidecars, the
+    /// manifest), in the order they were written: what an off-site copy takes.
+    pub json_keys: Vec<String>,
+    /// How many there are.
+    pub json_key_count: u64,
     /// Rows exported, per table, documents first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tables: Vec<(String, u64)>,

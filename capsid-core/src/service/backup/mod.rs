@@ -153,7 +153,10 @@ impl Service {
                 });
             }
         };
-        let mut json_keys = counts.len() as u64;
+        let mut json_keys: Vec<String> = counts
+            .iter()
+            .map(|w| files::file_key(run, w.table))
+            .collect();
         let holdout_manifests = match &self.backups.holdout {
             Some(holdout) => {
                 let manifests = holdout
@@ -165,7 +168,7 @@ impl Service {
                 let bytes = serde_json::to_vec(&body).unwrap_or_default();
                 let digest = crate::crypto::sha256_hex(&bytes);
                 media.put(&key, bytes).await.map_err(blob_error)?;
-                json_keys += 1;
+                json_keys.push(key.clone());
                 Some((key, digest))
             }
             None => None,
@@ -210,7 +213,7 @@ impl Service {
             .put_new(&run_key(run, MANIFEST), rendered)
             .await
             .map_err(blob_error)?;
-        json_keys += 1;
+        json_keys.push(run_key(run, MANIFEST));
 
         let documents = manifest.tables.first().map_or(0, |t| t.rows);
         progress.step("preflight");
@@ -218,6 +221,7 @@ impl Service {
         let mut summary = BackupSummary {
             ran: true,
             run: Some(run.to_owned()),
+            json_key_count: json_keys.len() as u64,
             json_keys,
             tables: manifest
                 .tables

@@ -223,7 +223,8 @@ mod tests {
     fn ran() -> OnDemandBackup {
         OnDemandBackup::Ran(BackupSummary {
             ran: true,
-            json_keys: 3,
+            json_keys: vec!["backups/json/r/manifest.json".into()],
+            json_key_count: 1,
             ..BackupSummary::default()
         })
     }
@@ -267,7 +268,7 @@ mod tests {
         let client = Listener::default();
         let summary = call(&runner, &client).expect("the run's summary");
         assert!(summary.ran);
-        assert_eq!(summary.json_keys, 3);
+        assert_eq!(summary.json_keys, ["backups/json/r/manifest.json"]);
         let heard = client.heard.into_inner().unwrap_or_else(|p| p.into_inner());
         let expected: Vec<(u64, Option<u64>, String)> = [
             (1, "exporting documents"),

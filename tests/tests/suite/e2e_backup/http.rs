@@ -86,6 +86,32 @@ async fn ops_backup_needs_a_write_key_and_answers_409_while_leased() {
     assert_eq!(summary["ran"], true, "{summary}");
     assert_eq!(summary["preflight"]["fts"], "ok", "{summary}");
     assert_eq!(summary["markdown_written"], 1, "{summary}");
+    // The keys to take off-site: every object the run wrote under its folder, each there,
+    // the manifest among them, and every object of the run listed (issue 56, item 5).
+    let run = summary["run"].as_str().expect("the run's id");
+    let keys: Vec<String> = summary["json_keys"]
+        .as_array()
+        .expect("a list of keys")
+        .iter()
+        .filter_map(|k| k.as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(summary["json_key_count"], keys.len(), "{summary}");
+    assert!(
+        keys.contains(&format!("backups/json/{run}/manifest.json")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&format!("backups/json/{run}/documents.json")),
+        "{keys:?}"
+    );
+    let mut written = media
+        .list(&format!("backups/json/{run}/"))
+        .await
+        .expect("the run's objects");
+    written.sort();
+    let mut listed = keys.clone();
+    listed.sort();
+    assert_eq!(listed, written, "the list is exactly what the run wrote");
 
     let health: Value = http
         .get(format!("{}/health", s.url))
@@ -124,7 +150,7 @@ async fn ops_backup_needs_a_write_key_and_answers_409_while_leased() {
     let body: Value = held.json().await.expect("JSON");
     assert_eq!(
         body,
-        json!({"ran": false, "skipped": "lease-held", "json_keys": 0, "markdown_written": 0, "markdown_pruned": 0, "json_backups_pruned": 0, "reports_pruned": 0, "versions_pruned": 0, "audit_pruned": 0, "prune_refused": null})
+        json!({"ran": false, "skipped": "lease-held", "json_keys": [], "json_key_count": 0, "markdown_written": 0, "markdown_pruned": 0, "json_backups_pruned": 0, "reports_pruned": 0, "versions_pruned": 0, "audit_pruned": 0, "prune_refused": null})
     );
     // The refused run did not use up the caller's interval (issue 53, item 10): once the other
     // run's lease is gone, the same caller's retry runs at once, on the same clock.
