@@ -144,6 +144,8 @@ impl ImproveCx<'_> {
                 attempts: lifetime.attempts,
                 kept: lifetime.kept,
                 reverted: lifetime.reverts,
+                cost_usd: lifetime.cost_usd + 0.0,
+                ci_minutes: lifetime.ci_minutes + 0.0,
             },
         })
     }
@@ -192,4 +194,8 @@ pub struct Lifetime {
     pub kept: u64,
     /// Attempts reverted.
     pub reverted: u64,
+    /// Estimated model spend over all its runs, in US dollars.
+    pub cost_usd: f64,
+    /// GitHub Actions minutes over all its runs.
+    pub ci_minutes: f64,
 }

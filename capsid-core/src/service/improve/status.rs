@@ -259,8 +259,8 @@ impl ImproveCx<'_> {
             BudgetCaps::from_setting(self.settings.setting(BUDGET_KEY, now).await?.as_deref());
         let totals = self.improve.run_totals(Some(month_start(now))).await?;
         let spend = MonthSpend {
-            ci_minutes: totals.iter().map(|t| t.ci_minutes).sum(),
-            cost_usd: totals.iter().map(|t| t.cost_usd).sum(),
+            ci_minutes: sum(totals.iter().map(|t| t.ci_minutes)),
+            cost_usd: sum(totals.iter().map(|t| t.cost_usd)),
         };
         let lifetime = self.improve.run_totals(None).await?;
         let skills = self.skills.skills(None).await?;
@@ -425,5 +425,22 @@ impl ImproveCx<'_> {
             skills: self.skills_panel(ns, skills).await?,
             jobs_budget,
         })
+    }
+}
+
+/// The sum of `values`, `0.0` when there are none (an empty `f64` sum is `-0.0`, which JSON
+/// shows as `-0.0`).
+pub(crate) fn sum(values: impl Iterator<Item = f64>) -> f64 {
+    values.sum::<f64>() + 0.0
+}
+
+#[cfg(test)]
+mod sum_tests {
+    #[test]
+    fn an_empty_month_sums_to_zero_not_minus_zero() {
+        let none = super::sum(std::iter::empty());
+        assert!(none == 0.0 && none.is_sign_positive(), "{none}");
+        assert_eq!(serde_json::json!(none).to_string(), "0.0");
+        assert_eq!(super::sum([1.5, 2.0].into_iter()), 3.5);
     }
 }

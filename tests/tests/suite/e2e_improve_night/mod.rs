@@ -428,6 +428,16 @@ async fn a_whole_night(env: &Env) {
             > 0.2,
         "{status}"
     );
+    // The lifetime block sums cost and CI minutes too (issue 56, item 11): here this month's
+    // runs are all of them.
+    assert_eq!(
+        ns["lifetime"]["cost_usd"], status["budget"]["month_to_date"]["cost_usd"],
+        "{status}"
+    );
+    assert_eq!(
+        ns["lifetime"]["ci_minutes"], status["budget"]["month_to_date"]["ci_minutes"],
+        "{status}"
+    );
     assert!(
         status["loop"].as_str().unwrap_or("").starts_with("on: api"),
         "{status}"

@@ -61,7 +61,7 @@ pub(crate) async fn a_pin_follows_the_anchors_and_guards_the_score(env: &Env) {
     );
     assert_eq!(
         before["lifetime"],
-        json!({"runs": 1, "attempts": 1, "kept": 0, "reverted": 0})
+        json!({"runs": 1, "attempts": 1, "kept": 0, "reverted": 0, "cost_usd": 0.0, "ci_minutes": 0.0})
     );
     assert!(before["jobs"].is_object() && before.get("integrity").is_some());
 

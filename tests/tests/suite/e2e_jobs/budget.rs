@@ -489,6 +489,17 @@ async fn a_spent_namespace_waits_on_the_owner_in_the_console(s: &TestServer) {
     let owner = capsid_core::owner::OwnerService::new(s.service.clone());
     let before = attention(&owner).await;
     assert_eq!(before["over_budget"], json!([]), "{before}");
+    // An empty month reads 0.0, not -0.0 (issue 56, item 11).
+    let status = s.admin("improve_status", json!({})).await;
+    let month = &status["budget"]["month_to_date"];
+    assert_eq!(
+        (
+            month["cost_usd"].to_string(),
+            month["ci_minutes"].to_string()
+        ),
+        ("0.0".to_owned(), "0.0".to_owned()),
+        "{status}"
+    );
     s.admin(
         "update_namespace",
         json!({"namespace": "alpha", "monthly_budget_usd": 0}),
