@@ -414,6 +414,26 @@ mod tests {
         }
     }
 
+    /// The reviewable copy shipped in `docs/policy/intake.md` (issue 56, item 12) parses with
+    /// the defaults it states, and survives signing.
+    #[test]
+    fn the_shipped_intake_policy_parses_and_signs() {
+        use crate::jobs::signature::{seal_task, verify_task};
+        let body = include_str!("../../../docs/policy/intake.md");
+        let p = parse_intake_policy(body).expect("intake.md parses");
+        assert_eq!((p.version.as_str(), p.enabled), ("1", false));
+        assert_eq!(p.namespaces, ["demo"]);
+        assert_eq!(p.label, DEFAULT_LABEL);
+        assert_eq!(p.authors, Authors::Trusted);
+        assert_eq!(
+            (p.jobs_per_pass, p.jobs_per_author),
+            (DEFAULT_JOBS_PER_PASS, DEFAULT_JOBS_PER_AUTHOR)
+        );
+        let sealed = seal_task("the-owner's-secret", body);
+        let verified = verify_task("the-owner's-secret", &sealed).expect("verifies");
+        assert_eq!(parse_intake_policy(verified), Ok(p));
+    }
+
     #[test]
     fn enabled_is_read_whatever_its_case() {
         let p = parse_intake_policy("- Version: 2\n- ENABLED: True\n- namespaces: a\n").unwrap();
