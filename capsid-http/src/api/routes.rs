@@ -155,9 +155,32 @@ async fn projects(State(state): State<AppState>, Extension(caller): Extension<Ca
     match call_value(&state, &caller, "namespaces", json!({})).await {
         Ok(mut list) => {
             unnest_repos(&mut list);
+            for project in list.as_array_mut().into_iter().flatten() {
+                project_row(project);
+            }
             axum::Json(json!({ "projects": list })).into_response()
         }
         Err(r) => r,
+    }
+}
+
+/// What the sister design's project rows hold, beside the namespace's own fields: the root
+/// folder its driver works in, its remote (the primary repository it maps) and where its
+/// credential is (a reference, never the secret), each `null` when not set.
+fn project_row(project: &mut Value) {
+    let runner = project.get("runner").cloned().unwrap_or(Value::Null);
+    let remote = project["repos"].as_array().and_then(|repos| {
+        repos
+            .iter()
+            .find(|r| r["label"] == "primary")
+            .or_else(|| repos.first())
+            .and_then(|r| r["repo"].as_str())
+            .map(str::to_owned)
+    });
+    if let Value::Object(map) = project {
+        map.insert("root_dir".into(), runner["root_dir"].clone());
+        map.insert("remote".into(), json!(remote));
+        map.insert("credential_ref".into(), runner["credential_ref"].clone());
     }
 }
 

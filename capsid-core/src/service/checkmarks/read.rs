@@ -78,6 +78,9 @@ pub struct CheckmarkList {
     pub truncated: bool,
     /// One per agent.
     pub agents: Vec<CheckmarkJson>,
+    /// Live agents whose keys reach the namespace and that have never checkpointed there
+    /// (minted, not yet heard from), by name.
+    pub never_checkpointed: Vec<String>,
 }
 
 /// `checkmarks get`: one agent's checkmark.
@@ -184,12 +187,33 @@ impl CheckmarksCx<'_> {
         let mut rows = self.checkmarks.checkmarks(ns, LIST_ROWS_MAX + 1).await?;
         let truncated = rows.len() > LIST_ROWS_MAX;
         rows.truncate(LIST_ROWS_MAX);
+        let agents: Vec<CheckmarkJson> = rows.iter().map(checkmark_view).collect();
+        // Only a whole list says who is missing from it.
+        let never_checkpointed = if truncated {
+            Vec::new()
+        } else {
+            self.agents
+                .agents()
+                .await?
+                .into_iter()
+                .filter(|a| a.revoked_at.is_none())
+                .filter(|a| {
+                    crate::scope::Scopes::parse(Some(&a.scopes))
+                        .namespaces
+                        .allows(ns)
+                })
+                .map(|a| a.name)
+                .filter(|name| !agents.iter().any(|c| c.agent == *name))
+                .take(LIST_ROWS_MAX)
+                .collect()
+        };
         Ok(CheckmarkList {
             namespace: ns.to_owned(),
             count: rows.len(),
             limit: LIST_ROWS_MAX,
             truncated,
-            agents: rows.iter().map(checkmark_view).collect(),
+            agents,
+            never_checkpointed,
         })
     }
 

@@ -50,6 +50,13 @@ async fn checkmarks_answer_resume_feed_and_shared(s: &TestServer) {
     )
     .await;
 
+    // An agent minted for alpha that never checkpointed is listed as such (issue 56, item 9).
+    s.mint(
+        "a3",
+        "session",
+        json!({"namespaces": ["alpha"], "grants": ["read"]}),
+    )
+    .await;
     // One namespace's checkmarks, over MCP and over HTTP.
     let listed =
         t.a1.1
@@ -65,6 +72,16 @@ async fn checkmarks_answer_resume_feed_and_shared(s: &TestServer) {
         .map(|c| c["agent"].as_str().unwrap())
         .collect();
     assert_eq!(agents, ["a1", "a2"]);
+    let silent: Vec<&str> = listed["never_checkpointed"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(silent.contains(&"a3"), "{listed}");
+    for spoke in ["a1", "a2", "b1", "b2"] {
+        assert!(!silent.contains(&spoke), "{spoke} in {listed}");
+    }
     let (status, body) = get(s, &t.a1.0, "/api/projects/alpha/agents").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["agents"], listed["agents"], "the route is the tool");
@@ -84,6 +101,15 @@ async fn checkmarks_answer_resume_feed_and_shared(s: &TestServer) {
     assert!(
         body["projects"][0]["repos"].is_array(),
         "repos is an array on /api, not JSON text inside the JSON: {body}"
+    );
+    // The project row as the sister design holds it: root folder, remote, credential
+    // reference (never a secret), null where the namespace sets none.
+    let project = &body["projects"][0];
+    assert_eq!(project["remote"], project["repos"][0]["repo"], "{body}");
+    assert!(project["remote"].is_string(), "{body}");
+    assert!(
+        project["root_dir"].is_null() && project["credential_ref"].is_null(),
+        "{body}"
     );
 
     // The paused question answered over the Handler API, visible in the log.
