@@ -243,9 +243,14 @@ const CHECKS = {
     checkmark_id: Number, log_entry_id: Number, checkmark: pausedMark, log_entry: pausedEntry,
   }),
   'api.1': (r) => shape(apiJson(r), {
-    projects: [{ namespace: 'demo', repos: [{ repo: 'you/demo', label: 'primary' }], created_at: instant, unconsolidated: Number }],
+    projects: [{
+      namespace: 'demo', repos: [{ repo: 'you/demo', label: 'primary' }], created_at: instant, unconsolidated: Number,
+      root_dir: null, remote: 'you/demo', credential_ref: null,
+    }],
   }),
-  'api.2': (r) => shape(apiJson(r), { namespace: 'demo', count: 1, limit: 500, truncated: false, agents: [pausedMark] }),
+  'api.2': (r) => shape(apiJson(r), {
+    namespace: 'demo', count: 1, limit: 500, truncated: false, agents: [pausedMark], never_checkpointed: [],
+  }),
   'api.3': (r) => shape(apiJson(r), { namespace: 'demo', agent: 'me', checkmark: pausedMark }),
   'answer.1': quiet,
   'answer.2': (r) => shape(apiJson(r), {
