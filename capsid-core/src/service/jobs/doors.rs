@@ -4,10 +4,9 @@
 //! holds) or an admin writes a job's door records; a record sent twice is kept once. `get`
 //! answers them.
 
-use super::{JobDone, JobsAction, JobsAnswer, JobsArgs, JobsCx, refuse};
+use super::{JobDone, JobsAction, JobsAnswer, JobsArgs, JobsCx};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
-use crate::jobs::JobStatus;
 use crate::jobs::doors::{DOORS_PER_CALL_MAX, DoorDecision, DoorRecord, check_door};
 use crate::service::Area;
 use crate::time::Timestamp;
@@ -94,39 +93,16 @@ impl JobsCx<'_> {
                 dup.record_id
             )));
         }
-        let job = match self.job_for(act, a.id.as_ref()).await? {
+        let job = match self
+            .holders_job(act, caller, &a, "its door records")
+            .await?
+        {
             Ok(job) => job,
             Err(refused) => return Ok(refused),
         };
-        if let Some(ns) = a.namespace.as_ref().map(|n| n.as_str())
-            && job.namespace != ns
-        {
-            return Ok(refuse(act, format!("no job {} in namespace {ns}.", job.id)));
-        }
-        let actor = caller.actor();
-        let holder = job.claimed_by.as_deref();
-        if !caller.is_admin() && holder != Some(actor.as_str()) {
-            return Ok(refuse(
-                act,
-                format!(
-                    "only the job's holder writes its door records: {} is held by {}, not by {actor}.",
-                    job.id,
-                    holder.unwrap_or("nobody")
-                ),
-            ));
-        }
-        if job.status == JobStatus::Queued {
-            return Ok(refuse(
-                act,
-                format!(
-                    "{} is queued: its door records are written while a claim runs and after it ends.",
-                    job.id
-                ),
-            ));
-        }
         let new = self
             .jobs
-            .record_doors(&job, &actor, &rows, self.now())
+            .record_doors(&job, &caller.actor(), &rows, self.now())
             .await?;
         let mut out = JobDone::new(act, job);
         out.recorded = Some(new);

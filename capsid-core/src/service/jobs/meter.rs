@@ -4,11 +4,10 @@
 //! the door sends twice (once as it settles, again when the run closes) is kept once. The
 //! answer says how many calls were new; `get` answers the job's ledger summed.
 
-use super::{JobDone, JobsAction, JobsAnswer, JobsArgs, JobsCx, refuse};
+use super::{JobDone, JobsAction, JobsAnswer, JobsArgs, JobsCx};
 use crate::caller::Caller;
 use crate::drive::ledger::{Usage, Usd};
 use crate::error::{Error, Result};
-use crate::jobs::JobStatus;
 use crate::jobs::spend::{CallEnded, JobSpend, LedgerCall, METER_CALLS_MAX, Priced, check_call};
 use crate::service::Area;
 use crate::time::Timestamp;
@@ -109,38 +108,15 @@ impl JobsCx<'_> {
                 dup.call_id
             )));
         }
-        let job = match self.job_for(act, a.id.as_ref()).await? {
+        let job = match self.holders_job(act, caller, &a, "its ledger").await? {
             Ok(job) => job,
             Err(refused) => return Ok(refused),
         };
-        if let Some(ns) = a.namespace.as_ref().map(|n| n.as_str())
-            && job.namespace != ns
-        {
-            return Ok(refuse(act, format!("no job {} in namespace {ns}.", job.id)));
-        }
-        let actor = caller.actor();
-        let holder = job.claimed_by.as_deref();
-        if !caller.is_admin() && holder != Some(actor.as_str()) {
-            return Ok(refuse(
-                act,
-                format!(
-                    "only the job's holder writes its ledger: {} is held by {}, not by {actor}.",
-                    job.id,
-                    holder.unwrap_or("nobody")
-                ),
-            ));
-        }
-        if job.status == JobStatus::Queued {
-            return Ok(refuse(
-                act,
-                format!(
-                    "{} is queued: its ledger is written while a claim runs and after it ends.",
-                    job.id
-                ),
-            ));
-        }
         let now = self.now();
-        let new = self.jobs.record_calls(&job, &actor, &rows, now).await?;
+        let new = self
+            .jobs
+            .record_calls(&job, &caller.actor(), &rows, now)
+            .await?;
         let costly = rows.iter().any(|r| r.cost > Usd::ZERO);
         let namespace = job.namespace.clone();
         // The answer is the count, not the job's ledger summed: a door writes every call, and

@@ -476,6 +476,53 @@ impl JobsCx<'_> {
         Ok(answer.into())
     }
 
+    /// The job a holder's record of its run is written to (`meter`'s ledger rows, `doors`'
+    /// records): `a.id` in `a.namespace` (when given), held by `caller` (or `caller` is an
+    /// admin), and past its queue (written while a claim runs and after it ends). Each
+    /// refusal names `what` is written.
+    pub(super) async fn holders_job(
+        &self,
+        act: JobsAction,
+        caller: &Caller,
+        a: &JobsArgs,
+        what: &str,
+    ) -> Result<std::result::Result<Job, JobsAnswer>> {
+        let job = match self.job_for(act, a.id.as_ref()).await? {
+            Ok(job) => job,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        if let Some(ns) = a.namespace.as_ref().map(|n| n.as_str())
+            && job.namespace != ns
+        {
+            return Ok(Err(refuse(
+                act,
+                format!("no job {} in namespace {ns}.", job.id),
+            )));
+        }
+        let actor = caller.actor();
+        let holder = job.claimed_by.as_deref();
+        if !caller.is_admin() && holder != Some(actor.as_str()) {
+            return Ok(Err(refuse(
+                act,
+                format!(
+                    "only the job's holder writes {what}: {} is held by {}, not by {actor}.",
+                    job.id,
+                    holder.unwrap_or("nobody")
+                ),
+            )));
+        }
+        if job.status == JobStatus::Queued {
+            return Ok(Err(refuse(
+                act,
+                format!(
+                    "{} is queued: {what} is written while a claim runs and after it ends.",
+                    job.id
+                ),
+            )));
+        }
+        Ok(Ok(job))
+    }
+
     /// The job `id` names, refusing when it is missing.
     pub(crate) async fn job_for(
         &self,
