@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use capsid_tests::fake_github::{CLIENT_ID, FakeGitHub, test_key};
+use capsid_tests::fake_github::FakeGitHub;
 use serde_json::{Value, json};
 
 use super::support::{BIN, Store, World, git_out, said};
@@ -139,17 +139,7 @@ fn approvals_follow_the_head(store: Store, case: &str) {
     let gh = runtime.block_on(FakeGitHub::start());
     gh.add_repo(ALPHA, &[("README.md", "alpha\n")]);
     gh.add_repo(BETA, &[("README.md", "beta\n")]);
-    let env = vec![
-        (
-            "CAPSID_GITHUB_APP_CLIENT_ID".to_owned(),
-            CLIENT_ID.to_owned(),
-        ),
-        (
-            "CAPSID_GITHUB_APP_PRIVATE_KEY".to_owned(),
-            test_key().private_pem.clone(),
-        ),
-        ("CAPSID_GITHUB_API_URL".to_owned(), gh.url.clone()),
-    ];
+    let env = super::support::github_app_env(&gh);
     let Some(w) = World::start_with(store, case, env) else {
         return;
     };

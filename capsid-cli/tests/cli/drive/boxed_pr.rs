@@ -8,7 +8,7 @@
 //! project's bare origin is made on the fake too, as GitHub would have it after the push.
 
 use capsid_tests::fake_claude::{bash, text};
-use capsid_tests::fake_github::{CLIENT_ID, FakeGitHub, test_key};
+use capsid_tests::fake_github::FakeGitHub;
 use serde_json::json;
 
 use super::claude::{origin_main, result_of, results};
@@ -28,17 +28,7 @@ fn a_boxed_job_that_ships_gets_its_pr_from_the_driver(store: Store, case: &str) 
         .expect("runtime");
     let gh = runtime.block_on(FakeGitHub::start());
     gh.add_repo(REPO, &[("README.md", "demo\n")]);
-    let env = vec![
-        (
-            "CAPSID_GITHUB_APP_CLIENT_ID".to_owned(),
-            CLIENT_ID.to_owned(),
-        ),
-        (
-            "CAPSID_GITHUB_APP_PRIVATE_KEY".to_owned(),
-            test_key().private_pem.clone(),
-        ),
-        ("CAPSID_GITHUB_API_URL".to_owned(), gh.url.clone()),
-    ];
+    let env = super::support::github_app_env(&gh);
     let Some(w) = World::start_claude_with(store, case, env) else {
         return;
     };

@@ -603,3 +603,19 @@ pub fn unboxed_unless_asked(extra: &[&str]) -> &'static [&'static str] {
         &["--unboxed"]
     }
 }
+
+/// The server's environment for its GitHub App pointed at `gh` (the fake GitHub on loopback).
+pub fn github_app_env(gh: &capsid_tests::fake_github::FakeGitHub) -> Vec<(String, String)> {
+    use capsid_tests::fake_github::{CLIENT_ID, test_key};
+    vec![
+        (
+            "CAPSID_GITHUB_APP_CLIENT_ID".to_owned(),
+            CLIENT_ID.to_owned(),
+        ),
+        (
+            "CAPSID_GITHUB_APP_PRIVATE_KEY".to_owned(),
+            test_key().private_pem.clone(),
+        ),
+        ("CAPSID_GITHUB_API_URL".to_owned(), gh.url.clone()),
+    ]
+}
