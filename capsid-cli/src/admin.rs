@@ -147,6 +147,10 @@ pub enum NamespacesCommand {
         /// the driver's model door stops the run there.
         #[arg(long, value_name = "DOLLARS|none")]
         job_max_cost_usd: Option<String>,
+        /// Runner: the agent CLI for this namespace's jobs that name none, `claude-code` or
+        /// `codex` ("" for the default, Claude Code); `capsid drive --runtime` overrides it.
+        #[arg(long, value_name = "claude-code|codex")]
+        runtime: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -451,6 +455,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
             credential_ref,
             monthly_budget_usd,
             job_max_cost_usd,
+            runtime,
             json,
         } => (
             "update_namespace",
@@ -460,6 +465,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
                 "agent_command": agent_command, "credential_ref": credential_ref,
                 "monthly_budget_usd": budget_arg(monthly_budget_usd.as_ref()),
                 "job_max_cost_usd": budget_arg(job_max_cost_usd.as_ref()),
+                "runtime": runtime,
             }),
             *json,
         ),

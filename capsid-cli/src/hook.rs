@@ -15,8 +15,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use capsid_core::drive::gate::{self, GateRun, MiseTasks};
 use capsid_core::drive::hooks::{
-    Branches, HookInput, PrePlan, StandingApproval, plan_pre_tool_use, plan_pre_tool_use_approved,
-    pre_tool_use, stop_block,
+    Branches, HookInput, PrePlan, StandingApproval, StopTurn, plan_pre_tool_use,
+    plan_pre_tool_use_approved, pre_tool_use, stop_block, stop_turn,
 };
 use capsid_core::drive::runner::RunnerSettings;
 use capsid_core::drive::settings::merge_hooks;
@@ -363,12 +363,7 @@ const NO_TEST_COMMAND: &str = "Capsid's Stop hook found no test command, so this
 /// Whether `what` has not been said yet in `session` (and it is now marked said): a marker in
 /// the temporary folder, named by the session id's safe characters.
 fn say_once(what: &str, session: Option<&str>) -> bool {
-    let id: String = session
-        .unwrap_or("no-session")
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .take(80)
-        .collect();
+    let id = file_safe(session);
     let marker = std::env::temp_dir().join(format!("capsid-said-{what}-{id}"));
     std::fs::OpenOptions::new()
         .write(true)
@@ -417,13 +412,52 @@ async fn stop(
         }
         r.checkpoint(args, session).await;
     }
-    if !tests.passed() {
-        print(&stop_block(&format!(
-            "{}\nFix the failing tests before ending the turn.",
-            tests.failure("The test gate")
-        )));
+    let marker = blocks_marker(session);
+    let before = std::fs::read_to_string(&marker)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+        .unwrap_or(0);
+    match stop_turn(tests.passed(), before) {
+        StopTurn::Pass => {
+            let _ = std::fs::remove_file(&marker);
+        }
+        StopTurn::Block => {
+            let _ = std::fs::write(&marker, (before + 1).to_string());
+            print(&stop_block(&format!(
+                "{}\nFix the failing tests before ending the turn.",
+                tests.failure("The test gate")
+            )));
+        }
+        StopTurn::GiveUp => {
+            // Stop's answer is `block` or nothing (Codex refuses anything else): the turn ends,
+            // and the driver's own test gate fails the job with the tail.
+            eprintln!(
+                "capsid hook: the tests still fail after {before} turn ends in a row were refused; this one ends, and the driver's test gate decides the job"
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A session id's safe characters, to name a file by.
+fn file_safe(session: Option<&str>) -> String {
+    session
+        .unwrap_or("no-session")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(80)
+        .collect()
+}
+
+/// Where the Stop hook counts the turn ends it refused in a row in `session`: the run's folder
+/// when the driver gives one, else the temporary folder.
+fn blocks_marker(session: Option<&str>) -> PathBuf {
+    let id = file_safe(session);
+    let dir = std::env::var_os("CAPSID_RUN_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    dir.join(format!("capsid-stop-blocks-{id}"))
 }
 
 async fn pre_tool(

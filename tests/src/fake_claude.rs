@@ -58,11 +58,42 @@ pub struct Request {
     pub body: Value,
     /// The `x-api-key` it came with (the driver's upstream key, through the model door).
     pub api_key: Option<String>,
+    /// The session its headers name (Codex's `session-id`).
+    pub session: Option<String>,
 }
 
 impl Request {
     /// The tool results of the request's last user message, as (tool_use_id, text, is_error).
     pub fn tool_results(&self) -> Vec<(String, String, bool)> {
+        if let Some(input) = self.body["input"].as_array() {
+            // Codex: the outputs that end the conversation, after the model's last calls.
+            let mut out: Vec<(String, String, bool)> = input
+                .iter()
+                .rev()
+                .skip_while(|i| i["type"] == "message" && i["role"] != "assistant")
+                .take_while(|i| i["type"] == "function_call_output" || i["type"] == "function_call")
+                .filter(|i| i["type"] == "function_call_output")
+                .map(|i| {
+                    let text = match &i["output"] {
+                        Value::String(s) => s.clone(),
+                        Value::Array(parts) => parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        other => other.to_string(),
+                    };
+                    let blocked = text.starts_with("Command blocked by PreToolUse hook");
+                    (
+                        i["call_id"].as_str().unwrap_or("").to_owned(),
+                        text,
+                        blocked,
+                    )
+                })
+                .collect();
+            out.reverse();
+            return out;
+        }
         // The last user turn: 2.1.332 puts a `role: "system"` note after it.
         let Some(last) = self.body["messages"]
             .as_array()
@@ -97,6 +128,9 @@ impl Request {
     /// The session Claude Code says the request belongs to (`metadata.user_id`, a JSON text
     /// whose `session_id` a `--resume` keeps and a fresh session renews).
     pub fn session_id(&self) -> Option<String> {
+        if self.session.is_some() {
+            return self.session.clone();
+        }
         let user: Value = serde_json::from_str(self.body["metadata"]["user_id"].as_str()?).ok()?;
         user["session_id"].as_str().map(str::to_owned)
     }
@@ -104,11 +138,17 @@ impl Request {
     /// The primary working directory the request's system prompt names (where the session
     /// started: the job's worktree).
     pub fn cwd(&self) -> String {
+        if self.body.get("input").is_some() {
+            return crate::fake_codex::cwd_of(&self.body);
+        }
         cwd_of(&self.body)
     }
 
     /// All user text of the request (the prompt, a resume's answer, hook feedback).
     pub fn user_text(&self) -> String {
+        if self.body.get("input").is_some() {
+            return crate::fake_codex::user_text(&self.body);
+        }
         user_text(&self.body)
     }
 
@@ -118,15 +158,25 @@ impl Request {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .flat_map(|t| {
+                // Codex offers an MCP server's tools in a namespace (`mcp__capsid`).
+                let ns = t["name"].as_str().unwrap_or("").to_owned();
+                match t["tools"].as_array() {
+                    Some(inner) => inner
+                        .iter()
+                        .filter_map(|x| x["name"].as_str().map(|n| format!("{ns}__{n}")))
+                        .collect::<Vec<_>>(),
+                    None => t["name"].as_str().map(str::to_owned).into_iter().collect(),
+                }
+            })
             .collect()
     }
 }
 
 #[derive(Default)]
-struct State {
-    scripts: Vec<(String, Vec<Vec<Block>>)>,
-    requests: Vec<Request>,
+pub(crate) struct State {
+    pub(crate) scripts: Vec<(String, Vec<Vec<Block>>)>,
+    pub(crate) requests: Vec<Request>,
     /// What was POSTed to `/webhook` (the server's `CAPSID_WEBHOOK_URL` in the drive tests).
     webhooks: Vec<Value>,
     /// How many times `count_tokens` was asked.
@@ -187,6 +237,13 @@ impl FakeClaude {
                                 lock(&shared).webhooks.push(got);
                                 signal.notify_all();
                                 return "ok".into_response();
+                            }
+                            if uri.path() == "/v1/responses" {
+                                let session = headers
+                                    .get("session-id")
+                                    .and_then(|v| v.to_str().ok())
+                                    .map(str::to_owned);
+                                return crate::fake_codex::answer(&shared, &body, session);
                             }
                             answer(&shared, uri.path(), &body, key)
                         }
@@ -272,7 +329,7 @@ impl Drop for FakeClaude {
     }
 }
 
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+pub(crate) fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -312,7 +369,7 @@ fn cwd_of(body: &Value) -> String {
         .unwrap_or_default()
 }
 
-fn fill(v: &Value, cwd: &str) -> Value {
+pub(crate) fn fill(v: &Value, cwd: &str) -> Value {
     match v {
         Value::String(s) => Value::String(s.replace("{{cwd}}", cwd)),
         Value::Array(a) => Value::Array(a.iter().map(|x| fill(x, cwd)).collect()),
@@ -357,6 +414,7 @@ fn answer(state: &Mutex<State>, path: &str, body: &Bytes, api_key: Option<String
             turn,
             body: body.clone(),
             api_key,
+            session: None,
         });
         (name, blocks)
     };

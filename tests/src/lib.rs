@@ -6,6 +6,7 @@ pub mod cdp;
 pub mod conformance;
 pub mod e2e;
 pub mod fake_claude;
+pub mod fake_codex;
 pub mod fake_github;
 pub mod fake_github_login;
 pub mod fake_model;

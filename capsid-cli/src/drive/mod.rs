@@ -31,6 +31,7 @@ use anyhow::{Context, Result};
 use capsid_core::drive::credential::CredentialRef;
 use capsid_core::drive::gate::{self, GateCommand};
 use capsid_core::drive::runner::RunnerSettings;
+use capsid_core::drive::runtime::RuntimeKind;
 use capsid_core::drive::verdict::combined_exit_code;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -93,10 +94,17 @@ pub struct RunArgs {
     /// The build check (default: `mise run build-image` when defined, else skipped).
     #[arg(long, env = "CAPSID_BUILD_COMMAND")]
     pub build_command: Option<String>,
-    /// The agent command, a Claude Code-compatible CLI (default: `claude -p --output-format
-    /// stream-json --verbose --permission-mode bypassPermissions`). The job body arrives on its
-    /// standard input; the driver appends `--mcp-config`, `--settings` (Capsid's hooks),
-    /// `--permission-prompt-tool` and, on a resume, `--resume <session>`.
+    /// The agent CLI: `claude-code` (the default) or `codex` (default: the namespace's runner
+    /// setting `runtime`). Each runs under the same box, doors, gates and verdict.
+    #[arg(long, env = "CAPSID_RUNTIME", value_name = "claude-code|codex")]
+    pub runtime: Option<String>,
+    /// The agent command (default for claude-code: `claude -p --output-format stream-json
+    /// --verbose --permission-mode bypassPermissions`; for codex: `codex exec --json
+    /// --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
+    /// --dangerously-bypass-hook-trust`). The job body arrives on its standard input; the
+    /// driver appends what loads Capsid's hooks and MCP server (Claude Code: `--mcp-config`,
+    /// `--settings`, `--permission-prompt-tool`; Codex: its `CODEX_HOME`) and, on a resume,
+    /// the session to resume.
     #[arg(long, env = "CAPSID_AGENT_COMMAND")]
     pub agent_command: Option<String>,
     /// Extra arguments appended to the agent command (e.g. `--model claude-sonnet-4-5
@@ -176,14 +184,6 @@ pub struct RunArgs {
     #[arg(long, env = "CAPSID_BOX_DIR")]
     pub box_dir: Option<PathBuf>,
 }
-
-/// The default agent: Claude Code in headless mode, reporting as stream-json, allowed to edit,
-/// commit and call Capsid's tools without a person at the keyboard. The permission mode does
-/// not loosen the gates: a PreToolUse `deny` holds under it, git's own pre-push hook runs
-/// inside every push, and the driver runs the test gate itself. As root Claude Code accepts
-/// the mode only with `IS_SANDBOX=1`, which the driver sets then.
-pub const DEFAULT_AGENT: &str =
-    "claude -p --output-format stream-json --verbose --permission-mode bypassPermissions";
 
 /// Everything a run resolved before claiming anything.
 #[derive(Clone)]
@@ -408,8 +408,26 @@ pub(crate) async fn prepare(
             ))));
         }
     };
-    let agent_command = pick(&args.agent_command, &stored.agent_command)
-        .unwrap_or_else(|| DEFAULT_AGENT.to_owned());
+    // The runtime: the flag, else the namespace's, else Claude Code. The namespace's agent
+    // command belongs to the namespace's runtime: a driver told to run another one uses that
+    // one's default unless it names a command too.
+    let stored_kind = stored.runtime().unwrap_or(RuntimeKind::ClaudeCode);
+    let kind = match args.runtime.as_deref().filter(|r| !r.trim().is_empty()) {
+        Some(r) => match RuntimeKind::parse("--runtime (or CAPSID_RUNTIME)", r) {
+            Ok(k) => k,
+            Err(why) => return Ok(Err(refused(why))),
+        },
+        None => stored_kind,
+    };
+    if kind != RuntimeKind::ClaudeCode && (args.task.is_some() || args.rehearse) {
+        return Ok(Err(refused(format!(
+            "--task and --rehearse run Claude Code only for now (the task's hooks and the rehearsal's scripted model speak its protocol), and this driver's runtime is {kind}; drop --runtime {kind} for them"
+        ))));
+    }
+    let runtime = runtime::of(kind);
+    let namespace_command = stored.agent_command.clone().filter(|_| kind == stored_kind);
+    let agent_command = pick(&args.agent_command, &namespace_command)
+        .unwrap_or_else(|| runtime.default_command().to_owned());
     if let Err(why) = preflight::agent_on_path(&agent_command) {
         return Ok(Err(refused(why)));
     }
@@ -417,6 +435,7 @@ pub(crate) async fn prepare(
         return Ok(Err(refused(why)));
     }
     let model = match model_door::ModelSettings::resolve(
+        runtime,
         args.model_upstream.as_deref(),
         args.model_key.as_deref(),
         args.prices.as_ref(),
@@ -476,7 +495,7 @@ pub(crate) async fn prepare(
         heartbeat: Duration::from_secs(args.heartbeat_secs.max(1)),
         model,
         boxed,
-        runtime: &runtime::CLAUDE_CODE,
+        runtime,
         me: Default::default(),
         rehearsal: false,
     }))
@@ -752,8 +771,9 @@ async fn next_job(r: &Ready) -> Result<Next> {
 mod tests {
     #[test]
     fn the_default_agent_can_work_headless() {
+        use super::runtime::Runtime as _;
         assert_eq!(
-            super::DEFAULT_AGENT,
+            super::runtime::CLAUDE_CODE.default_command(),
             "claude -p --output-format stream-json --verbose --permission-mode bypassPermissions"
         );
     }

@@ -16,9 +16,7 @@ use capsid_core::time::Timestamp;
 use serde_json::{Map, Value, json};
 
 use super::mcp::{Answer, Mcp};
-
-/// The public Messages API.
-pub(crate) const DEFAULT_UPSTREAM: &str = "https://api.anthropic.com";
+use super::runtime::UpstreamKey;
 
 /// Where the door forwards to, with what credential, at what prices, under what cap.
 #[derive(Clone, Debug)]
@@ -107,13 +105,6 @@ pub(crate) fn wire_call(c: &CallRecord) -> Value {
     })
 }
 
-/// The variables Claude Code reads a model credential from.
-const CREDENTIAL_VARS: [&str; 3] = [
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-];
-
 impl ModelSettings {
     /// These settings for one job: under its cap too (the lesser of the two caps holds),
     /// with what its ledger held already counted against it, and each call written to
@@ -136,28 +127,42 @@ impl ModelSettings {
         }
     }
 
-    /// The door's settings from the flags and the driver's environment: the upstream is
-    /// `--model-upstream`, else `ANTHROPIC_BASE_URL`, else the public API; its credential is
-    /// `--model-key` (a reference: `env:NAME`, `file:/path`, `cmd:command`), else
-    /// `ANTHROPIC_API_KEY`, else `ANTHROPIC_AUTH_TOKEN` (a bearer token), else the agent's own
-    /// login passed through (still metered). `Err` names the flag and the rule.
+    /// The door's settings for `runtime` from the flags and the driver's environment: the
+    /// upstream is `--model-upstream`, else the runtime's variable (`ANTHROPIC_BASE_URL`,
+    /// `OPENAI_BASE_URL`), else its public API; its credential is `--model-key` (a reference:
+    /// `env:NAME`, `file:/path`, `cmd:command`), else the runtime's key variables in order
+    /// (`ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`; `OPENAI_API_KEY`, `CODEX_API_KEY`), else
+    /// the agent's own login passed through (still metered) where the runtime can use one.
+    /// `Err` names the flag and the rule.
     pub fn resolve(
+        runtime: &dyn super::runtime::Runtime,
         upstream: Option<&str>,
         key_ref: Option<&str>,
         prices: Option<&PathBuf>,
         max_cost_usd: Option<f64>,
     ) -> std::result::Result<ModelSettings, String> {
+        let defaults = runtime.model_defaults();
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let upstream = upstream
             .map(str::to_owned)
-            .or_else(|| env("ANTHROPIC_BASE_URL"))
-            .unwrap_or_else(|| DEFAULT_UPSTREAM.to_owned());
+            .or_else(|| env(defaults.base_url_var))
+            .unwrap_or_else(|| defaults.upstream.to_owned());
+        // The door adds the API's own path (`/v1/messages`, `/v1/responses`).
+        let upstream = upstream
+            .trim_end_matches('/')
+            .trim_end_matches("/v1")
+            .to_owned();
         if !(upstream.starts_with("https://") || upstream.starts_with("http://")) {
             return Err(format!(
-                "--model-upstream (or ANTHROPIC_BASE_URL) must be an http(s) URL, got {upstream:?}"
+                "--model-upstream (or {}) must be an http(s) URL, got {upstream:?}",
+                defaults.base_url_var
             ));
         }
-        let mut withheld: Vec<String> = CREDENTIAL_VARS.iter().map(|v| (*v).to_owned()).collect();
+        let mut withheld: Vec<String> = defaults.withheld.iter().map(|v| (*v).to_owned()).collect();
+        let found = defaults
+            .keys
+            .iter()
+            .find_map(|(var, how)| env(var).map(|k| (*var, *how, k)));
         let (auth, auth_from) = match key_ref.filter(|r| !r.trim().is_empty()) {
             Some(r) => {
                 let parsed = CredentialRef::parse(r).map_err(|e| format!("--model-key: {e}"))?;
@@ -166,21 +171,34 @@ impl ModelSettings {
                 if let Some(name) = r.strip_prefix("env:") {
                     withheld.push(name.to_owned());
                 }
-                (
-                    UpstreamAuth::ApiKey(secret),
-                    format!("--model-key {parsed}"),
-                )
+                let auth = match defaults.keys.first().map(|(_, how)| *how) {
+                    Some(UpstreamKey::Bearer) => UpstreamAuth::Bearer(secret),
+                    _ => UpstreamAuth::ApiKey(secret),
+                };
+                (auth, format!("--model-key {parsed}"))
             }
-            None => match (env("ANTHROPIC_API_KEY"), env("ANTHROPIC_AUTH_TOKEN")) {
-                (Some(k), _) => (UpstreamAuth::ApiKey(k), "ANTHROPIC_API_KEY".to_owned()),
-                (None, Some(t)) => (UpstreamAuth::Bearer(t), "ANTHROPIC_AUTH_TOKEN".to_owned()),
-                (None, None) => {
+            None => match found {
+                Some((var, UpstreamKey::ApiKey, k)) => (UpstreamAuth::ApiKey(k), var.to_owned()),
+                Some((var, UpstreamKey::Bearer, k)) => (UpstreamAuth::Bearer(k), var.to_owned()),
+                None if defaults.own_login => {
                     // The agent keeps its own login; nothing of it is withheld.
                     withheld.clear();
                     (
                         UpstreamAuth::Agent,
                         "the agent's own login (no upstream key configured: calls are metered, but the agent holds its credential)".to_owned(),
                     )
+                }
+                None => {
+                    return Err(format!(
+                        "the {} runtime needs its model API's key for Capsid's model door, and none is configured: give --model-key (env:NAME, file:/path or cmd:command) or set {} (the agent never sees it; its own login is not carried into a run)",
+                        runtime.name(),
+                        defaults
+                            .keys
+                            .iter()
+                            .map(|(v, _)| *v)
+                            .collect::<Vec<_>>()
+                            .join(" or ")
+                    ));
                 }
             },
         };

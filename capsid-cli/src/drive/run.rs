@@ -201,6 +201,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         "CAPSID_RUN_DIR".to_owned(),
         agent_files.dir.display().to_string(),
     ));
+    envs.extend(r.runtime.files_env(&agent_files));
     if place.is_some() {
         // In the box: Capsid through its door; no project credential (the gateway holds it).
         envs.retain(|(k, _)| k != "CAPSID_CREDENTIAL" && !k.starts_with("GIT_CONFIG_"));

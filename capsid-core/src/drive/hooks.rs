@@ -358,6 +358,36 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
+/// How many turn ends in a row the Stop hook refuses on failing tests before it lets the turn
+/// end: Codex has no ceiling of its own on consecutive Stop blocks, and a model that cannot
+/// make the tests pass would otherwise loop until its budget ends. The driver's own test gate
+/// then fails the job with the failing tail.
+pub const STOP_BLOCKS_MAX: u32 = 5;
+
+/// What the Stop hook does with a turn's end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopTurn {
+    /// The tests pass: the turn ends (and the count of blocks starts again).
+    Pass,
+    /// The tests fail: the turn goes on with what failed.
+    Block,
+    /// The tests still fail after [`STOP_BLOCKS_MAX`] blocks in a row: the turn ends, and the
+    /// verdict is the driver's.
+    GiveUp,
+}
+
+/// The Stop hook's decision, from whether the tests passed and how many turn ends in a row it
+/// already refused in this session.
+pub fn stop_turn(tests_passed: bool, blocked_before: u32) -> StopTurn {
+    if tests_passed {
+        StopTurn::Pass
+    } else if blocked_before >= STOP_BLOCKS_MAX {
+        StopTurn::GiveUp
+    } else {
+        StopTurn::Block
+    }
+}
+
 /// `Stop`'s refusal: the turn goes on with `reason` fed back to the model.
 pub fn stop_block(reason: &str) -> Value {
     json!({ "decision": "block", "reason": tail(reason, REASON_MAX) })
@@ -682,5 +712,15 @@ mod tests {
         );
         assert_eq!(shell_quote("/a b/it's"), "'/a b/it'\\''s'");
         assert_eq!(protected_branches(Some("main")), vec!["main", "master"]);
+    }
+
+    #[test]
+    fn the_stop_gate_blocks_red_turns_up_to_its_ceiling() {
+        assert_eq!(stop_turn(true, 0), StopTurn::Pass);
+        assert_eq!(stop_turn(true, STOP_BLOCKS_MAX + 3), StopTurn::Pass);
+        assert_eq!(stop_turn(false, 0), StopTurn::Block);
+        assert_eq!(stop_turn(false, STOP_BLOCKS_MAX - 1), StopTurn::Block);
+        assert_eq!(stop_turn(false, STOP_BLOCKS_MAX), StopTurn::GiveUp);
+        assert_eq!(stop_turn(false, STOP_BLOCKS_MAX + 1), StopTurn::GiveUp);
     }
 }

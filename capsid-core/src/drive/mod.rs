@@ -1,7 +1,7 @@
 //! What `capsid drive` and `capsid hook` decide, as pure functions: which shell commands push
 //! or merge ([`command`]), what a hook answers Claude Code ([`hooks`]), which test and build
 //! commands a run uses ([`gate`]), what a credential reference is ([`credential`]), what an
-//! agent's `stream-json` output says ([`stream`]), how the hooks merge into a project's
+//! agent's `stream-json` output says ([`stream`]) and which CLI runs a job ([`runtime`]), how the hooks merge into a project's
 //! `.claude/settings.json` ([`settings`]), what the supervisor's observations of a run say
 //! ([`judge`]), how a finished run closes its job ([`verdict`]),
 //! the box an agent runs in ([`box_plan`]) and the hosts its CONNECT door may reach
@@ -18,6 +18,7 @@ pub mod judge;
 pub mod ledger;
 pub mod push_policy;
 pub mod runner;
+pub mod runtime;
 pub mod settings;
 pub mod stream;
 pub mod verdict;

@@ -1,6 +1,6 @@
 //! A namespace's runner settings for agent hosts, stored with the namespace and edited by the
-//! admin: the project's root folder, its test command, its build check, the agent command and
-//! a credential reference (never a secret). An update names only the fields it changes; an
+//! admin: the project's root folder, its test command, its build check, the agent command, the
+//! runtime (which agent CLI) and a credential reference (never a secret). An update names only the fields it changes; an
 //! empty string clears one.
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,10 @@ pub struct RunnerSettings {
     /// (above the server's default, `CAPSID_JOB_MAX_COST_USD`), as decimal text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_max_cost_usd: Option<String>,
+    /// The agent CLI that runs the namespace's jobs that name none (`claude-code`, `codex`;
+    /// `capsid drive --runtime` overrides it for one driver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
 }
 
 /// The fields an update names: `Some("")` clears, `None` keeps.
@@ -95,7 +99,11 @@ impl RunnerSettings {
                 &self.job_max_cost_usd,
                 &patch.job_max_cost_usd,
             )?,
+            runtime: field("runtime", &self.runtime, &patch.runtime)?,
         };
+        if let Some(r) = &next.runtime {
+            crate::drive::runtime::RuntimeKind::parse("runtime", r)?;
+        }
         if let Some(cap) = &next.job_max_cost_usd
             && next.job_cap().is_none()
         {
@@ -123,6 +131,13 @@ impl RunnerSettings {
             .and_then(|x| crate::jobs::budget::parse_job_cap(x).ok())
     }
 
+    /// The namespace's default runtime, when set and readable.
+    pub fn runtime(&self) -> Option<crate::drive::runtime::RuntimeKind> {
+        self.runtime
+            .as_deref()
+            .and_then(|r| crate::drive::runtime::RuntimeKind::parse("runtime", r).ok())
+    }
+
     /// The stored JSON, or `None` when no field is set.
     pub fn to_stored(&self) -> Option<String> {
         (!self.is_empty()).then(|| serde_json::to_string(self).unwrap_or_else(|_| "{}".into()))
@@ -137,6 +152,31 @@ mod tests {
         let mut p = RunnerPatch::default();
         f(&mut p);
         p
+    }
+
+    #[test]
+    fn the_runtime_is_one_capsid_drives_and_clears_with_empty() {
+        let s = RunnerSettings::default()
+            .apply(&patch(|p| p.runtime = Some(" codex ".into())))
+            .expect("codex");
+        assert_eq!(s.runtime.as_deref(), Some("codex"));
+        assert_eq!(s.runtime(), Some(crate::drive::runtime::RuntimeKind::Codex));
+        assert_eq!(RunnerSettings::default().runtime(), None);
+        let why = s
+            .apply(&patch(|p| p.runtime = Some("aider".into())))
+            .expect_err("not a runtime");
+        assert!(
+            why.starts_with("runtime: \"aider\" is not a runtime"),
+            "{why}"
+        );
+        let cleared = s
+            .apply(&patch(|p| p.runtime = Some(String::new())))
+            .expect("cleared");
+        assert_eq!(cleared.runtime, None);
+        assert!(cleared.is_empty());
+        // A value stored before it was checked is no runtime (the default applies).
+        let stored = RunnerSettings::stored(Some("{\"runtime\":\"aider\"}"));
+        assert_eq!(stored.runtime(), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use capsid_tests::fake_claude::{Block, bash, text, tool};
 use serde_json::json;
 
-use super::support::{World, git_out, said};
+use super::support::{Cli, World, git_out, said};
 
 // The boxed scenarios live beside these, in `claude_boxed.rs`; the case list names them here.
 pub use super::claude_boxed::*;
@@ -37,6 +37,33 @@ macro_rules! claude_cases {
 }
 
 pub(crate) use claude_cases;
+
+/// The same scenarios with the real Codex CLI (`capsid drive --runtime codex`), the fake
+/// playing OpenAI's Responses API from the same scripts: one scenario, both runtimes.
+macro_rules! codex_cases {
+    ($($case:ident),+ $(,)?) => {
+        mod codex_sqlite {
+            $(#[test]
+            fn $case() {
+                if let Some(w) = super::World::start_agent(super::support::Cli::Codex, super::Store::Sqlite, stringify!($case)) {
+                    super::claude::$case(&w);
+                    w.finish();
+                }
+            })+
+        }
+        mod codex_postgres {
+            $(#[test]
+            fn $case() {
+                if let Some(w) = super::World::start_agent(super::support::Cli::Codex, super::Store::Postgres, stringify!($case)) {
+                    super::claude::$case(&w);
+                    w.finish();
+                }
+            })+
+        }
+    };
+}
+
+pub(crate) use codex_cases;
 
 /// The head of `main` on the project's bare origin.
 pub(super) fn origin_main(w: &World, ns: &str) -> String {
@@ -125,32 +152,47 @@ pub fn the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_te
         summary.contains("Cost: $") && summary.contains("(counted at Capsid's model door)"),
         "the cost is recorded: {summary}"
     );
-    // What the session cost, as Claude Code reported it, is recorded with the outcome.
     let err = stderr(&out);
-    let finished = err
-        .lines()
-        .find_map(|l| l.split("the agent finished: success after ").nth(1))
-        .unwrap_or_else(|| panic!("no result line: {err}"));
-    let (turns, cost) = finished.split_once(" turn(s), $").expect("turns and cost");
     let closing = w.log("demo", "demo-driver")["entries"][0].clone();
     assert_eq!(closing["status"], json!("done"), "{closing}");
-    assert_eq!(closing["turns"].as_u64(), turns.parse().ok(), "{closing}");
     let recorded = closing["cost_usd"].as_f64().expect("a cost");
     assert!(recorded > 0.0, "{closing}");
-    assert_eq!(format!("{recorded:.4}"), cost.trim(), "{closing}");
+    match w.cli {
+        Cli::Claude => {
+            // What the session cost, as Claude Code reported it, is recorded with the outcome.
+            let finished = err
+                .lines()
+                .find_map(|l| l.split("the agent finished: success after ").nth(1))
+                .unwrap_or_else(|| panic!("no result line: {err}"));
+            let (turns, cost) = finished.split_once(" turn(s), $").expect("turns and cost");
+            assert_eq!(closing["turns"].as_u64(), turns.parse().ok(), "{closing}");
+            assert_eq!(format!("{recorded:.4}"), cost.trim(), "{closing}");
+        }
+        Cli::Codex => {
+            // Codex prints no cost: the door's count is the record, one priced call per request
+            // the fake answered ($1.25 in and $10 out per million tokens at gpt-5-codex).
+            assert!(
+                err.contains("the agent finished a turn: "),
+                "a line per finished turn: {err}"
+            );
+            let calls = w.fake().requests("SCRIPT=ship").len() as f64;
+            let priced = calls * (100.0 * 1.25 + 20.0 * 10.0) / 1e6;
+            assert!(
+                (recorded - priced).abs() < 1e-9,
+                "{recorded} for {calls} calls: {closing}"
+            );
+            assert_eq!(closing["turns"].as_u64(), Some(1), "{closing}");
+        }
+    }
     let all = results(w, "SCRIPT=ship");
     assert!(!all.contains("[error]"), "every call ran: {all}");
     // Capsid's tools are in the session's tool list from its first request, not deferred
     // behind Claude Code's ToolSearch (the driver sets ENABLE_TOOL_SEARCH=false).
     let first = &w.fake().requests("SCRIPT=ship")[0];
-    let tools: Vec<&str> = first.body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let tools = first.tools();
     assert!(
-        tools.contains(&"mcp__capsid__checkpoint") && !tools.contains(&"ToolSearch"),
+        tools.iter().any(|t| t == "mcp__capsid__checkpoint")
+            && !tools.iter().any(|t| t == "ToolSearch"),
         "{tools:?}"
     );
     // The agent's own checkpoint went through MCP with the run credential, as its own actor.
@@ -170,10 +212,13 @@ pub fn the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_te
     );
     // A line of progress per tool call, and the verdict.
     let err = stderr(&out);
-    assert!(
-        err.contains("Write ") && err.contains("Bash git add"),
-        "{err}"
-    );
+    // (Codex edits through `apply_patch`, which it reports as a file change.)
+    let edit = if w.cli == Cli::Codex {
+        "Edit "
+    } else {
+        "Write "
+    };
+    assert!(err.contains(edit) && err.contains("Bash git add"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{id} done")));
 }
 

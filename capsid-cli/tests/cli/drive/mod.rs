@@ -70,6 +70,11 @@ claude::claude_cases!(
     a_rehearsal_runs_the_whole_loop_without_a_model_account,
 );
 
+claude::codex_cases!(
+    the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_tests,
+    red_tests_fail_the_job_whatever_the_agent_says,
+);
+
 both_stores!(
     a_tmux_that_cannot_start_says_why,
     a_push_the_build_check_fails_is_denied_by_the_hook,

@@ -9,10 +9,20 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
 use capsid_tests::fake_claude::{FakeClaude, claude_env, require_claude};
+use capsid_tests::fake_codex::{codex_env, require_codex};
 use capsid_tests::harness::{TestDatabase, fresh_database};
 use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_capsid");
+
+/// Which real agent CLI a world's drives run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cli {
+    /// Claude Code, against the fake Messages API.
+    Claude,
+    /// Codex, against the fake Responses API (`capsid drive --runtime codex`).
+    Codex,
+}
 
 /// Which store the server runs on.
 #[derive(Clone, Copy, Debug)]
@@ -47,8 +57,11 @@ pub struct World {
     runtime: tokio::runtime::Runtime,
     /// Extra environment of every `capsid` this world runs (the GitHub App's settings).
     env: Vec<(String, String)>,
-    /// The fake Messages API the real Claude Code talks to, once started.
+    /// The fake model API the real agent CLI talks to, once started, and the CLI's
+    /// environment.
     claude: Option<(FakeClaude, Vec<(String, String)>)>,
+    /// Which CLI the world's agent drives run.
+    pub cli: Cli,
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -98,6 +111,7 @@ impl World {
             runtime,
             env,
             claude: None,
+            cli: Cli::Claude,
         };
         w.serve();
         let minted = w.cli_json(&[
@@ -445,6 +459,24 @@ impl World {
         World::start_claude_with(store, case, vec![])
     }
 
+    /// A world for the real agent CLI `cli` ([`World::start_claude`] for Claude Code; for
+    /// Codex the fake plays the Responses API and every agent drive runs `--runtime codex`).
+    pub fn start_agent(cli: Cli, store: Store, case: &str) -> Option<World> {
+        match cli {
+            Cli::Claude => World::start_claude(store, case),
+            Cli::Codex => {
+                let bin = require_codex(case)?;
+                let fake = FakeClaude::start();
+                let hook = vec![("CAPSID_WEBHOOK_URL".to_owned(), fake.webhook_url())];
+                let mut w = World::start_with(store, case, hook)?;
+                let env = codex_env(&fake, &bin, w.dir.path());
+                w.claude = Some((fake, env));
+                w.cli = Cli::Codex;
+                Some(w)
+            }
+        }
+    }
+
     /// [`World::start_claude`] with more of the server's environment (a GitHub App, say).
     pub fn start_claude_with(
         store: Store,
@@ -486,9 +518,15 @@ impl World {
                 "sh build.sh",
             ])
             .args(unboxed_unless_asked(extra))
+            .args(if self.cli == Cli::Codex {
+                &["--runtime", "codex"][..]
+            } else {
+                &[]
+            })
             .args(extra)
             .env_remove("CAPSID_AGENT_COMMAND")
             .env_remove("CAPSID_AGENT_ARGS")
+            .env_remove("CAPSID_RUNTIME")
             .env_remove("CAPSID_CREDENTIAL_REF")
             // The driver sets it for the agent when it runs as root; none is inherited.
             .env_remove("IS_SANDBOX")

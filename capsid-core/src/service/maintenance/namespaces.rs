@@ -72,6 +72,9 @@ pub struct UpdateArgs {
     /// max_cost_usd, in US dollars above zero, or "none" to clear it so the server's default
     /// (CAPSID_JOB_MAX_COST_USD) applies.
     pub job_max_cost_usd: Option<BudgetArg>,
+    /// Runner (admin only): the agent CLI for the namespace's jobs that name none,
+    /// `claude-code` or `codex`; "" clears (Claude Code).
+    pub runtime: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
 }
 
 /// A monthly budget as `update_namespace` takes it: dollars, or `"none"` to clear.
@@ -109,6 +112,7 @@ impl UpdateArgs {
             build_command: v(&self.build_command),
             agent_command: v(&self.agent_command),
             credential_ref: v(&self.credential_ref),
+            runtime: v(&self.runtime),
             // Checked with the other runner fields (`RunnerSettings::apply` names the field).
             job_max_cost_usd: self.job_max_cost_usd.as_ref().map(|c| match c {
                 BudgetArg::Dollars(x) => x.to_string(),
@@ -280,7 +284,7 @@ impl MaintenanceCx<'_> {
         let Some(repos) = &a.repos else {
             if !RunnerSettings::names_any(&patch) {
                 return Err(Error::Invalid(
-                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref, job_max_cost_usd), or monthly_budget_usd".into(),
+                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref, job_max_cost_usd, runtime), or monthly_budget_usd".into(),
                 ));
             }
             return self.update_runner(caller, &ns, &patch).await;

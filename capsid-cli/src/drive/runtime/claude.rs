@@ -1,11 +1,5 @@
-//! What differs between agent CLIs, behind one trait (issue 50's seam): the files a CLI
-//! reads (Capsid's hooks and MCP servers), the command line that starts or resumes a session,
-//! the variables that point it at the run's model door, its own switches a box passes
-//! through, and how its output reads (the session's report, a line of progress per tool
-//! call). Everything else about a run (the box, the doors, the gateway, the ledger, the
-//! verdict, questions and progress checkpoints) is the driver's, written once.
-//!
-//! One runtime today: Claude Code ([`ClaudeCode`]). Codex (issue 50) is the second.
+//! Claude Code in headless mode (`claude -p --output-format stream-json`): Capsid's hooks as
+//! `--settings`, the MCP servers as `--mcp-config`, the permission-prompt tool, `--resume`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -16,45 +10,23 @@ use capsid_core::drive::settings::merge_hooks;
 use capsid_core::drive::stream::{SessionReport, read_report};
 use serde_json::{Value, json};
 
-use super::agent::{PERMISSION_PROMPT_TOOL, RunFiles, restrict, write};
+use capsid_core::drive::runtime::RuntimeKind;
 
-/// An agent CLI, as the driver runs it.
-pub(crate) trait Runtime: Send + Sync + std::fmt::Debug {
-    /// Its name on a job's record (`claude-code`).
-    fn name(&self) -> &'static str;
-
-    /// Writes the run's files into `dir` (private to the driver, or the box's `HOME`): Capsid's
-    /// hooks and the MCP servers, Capsid's at `mcp_url` (the server, or the box's MCP door)
-    /// with the run credential taken from the agent's environment, never written.
-    fn write_files(&self, dir: PathBuf, mcp_url: &str) -> Result<RunFiles>;
-
-    /// `command` (the configured agent command and its extra arguments) with what this CLI
-    /// needs to load the run's files, and to resume `resume` when given.
-    fn command_line(&self, command: &str, files: &RunFiles, resume: Option<&str>) -> String;
-
-    /// The variables that make the CLI call the run's model door at `url` with the job's
-    /// `token` (none: the agent's own login passes through the door).
-    fn model_env(&self, url: &str, token: Option<&str>) -> Vec<(String, String)>;
-
-    /// The driver's own variables a boxed CLI still needs (its offline and behaviour
-    /// switches); never a credential.
-    fn box_env(&self) -> Vec<(String, String)>;
-
-    /// The CLI's behaviour switches the driver sets for every session, boxed or not, unless
-    /// the operator's environment already sets them.
-    fn session_env(&self) -> Vec<(String, String)>;
-
-    /// What the session's output says it did (display and hint, never evidence).
-    fn report(&self, stdout: &str) -> Option<SessionReport>;
-
-    /// A line of progress for one line of the CLI's output, when it says something worth one.
-    fn progress(&self, line: &str, started: Instant) -> Option<String>;
-}
+use super::super::agent::{PERMISSION_PROMPT_TOOL, RunFiles, restrict, write};
+use super::{ModelDefaults, Runtime, UpstreamKey};
 
 /// Claude Code in headless mode (`claude -p --output-format stream-json`): Capsid's hooks as
 /// `--settings`, the MCP servers as `--mcp-config`, the permission-prompt tool, `--resume`.
 #[derive(Debug)]
 pub(crate) struct ClaudeCode;
+
+/// The default agent: Claude Code in headless mode, reporting as stream-json, allowed to edit,
+/// commit and call Capsid's tools without a person at the keyboard. The permission mode does
+/// not loosen the gates: a PreToolUse `deny` holds under it, git's own pre-push hook runs
+/// inside every push, and the driver runs the test gate itself. As root Claude Code accepts
+/// the mode only with `IS_SANDBOX=1`, which the driver sets then.
+pub(crate) const DEFAULT_COMMAND: &str =
+    "claude -p --output-format stream-json --verbose --permission-mode bypassPermissions";
 
 /// Claude Code's switch for deferring MCP tools behind `ToolSearch`.
 const TOOL_SEARCH: &str = "ENABLE_TOOL_SEARCH";
@@ -63,8 +35,29 @@ const TOOL_SEARCH: &str = "ENABLE_TOOL_SEARCH";
 pub(crate) static CLAUDE_CODE: ClaudeCode = ClaudeCode;
 
 impl Runtime for ClaudeCode {
-    fn name(&self) -> &'static str {
-        "claude-code"
+    fn kind(&self) -> RuntimeKind {
+        RuntimeKind::ClaudeCode
+    }
+
+    fn default_command(&self) -> &'static str {
+        DEFAULT_COMMAND
+    }
+
+    fn model_defaults(&self) -> ModelDefaults {
+        ModelDefaults {
+            base_url_var: "ANTHROPIC_BASE_URL",
+            upstream: "https://api.anthropic.com",
+            keys: &[
+                ("ANTHROPIC_API_KEY", UpstreamKey::ApiKey),
+                ("ANTHROPIC_AUTH_TOKEN", UpstreamKey::Bearer),
+            ],
+            withheld: &[
+                "ANTHROPIC_API_KEY",
+                "ANTHROPIC_AUTH_TOKEN",
+                "CLAUDE_CODE_OAUTH_TOKEN",
+            ],
+            own_login: true,
+        }
     }
 
     fn write_files(&self, dir: PathBuf, mcp_url: &str) -> Result<RunFiles> {
@@ -164,10 +157,7 @@ impl Runtime for ClaudeCode {
 /// call (its name and a short input), and the session's result.
 fn stream_json_progress(line: &str, started: Instant) -> Option<String> {
     let v: Value = serde_json::from_str(line.trim()).ok()?;
-    let at = {
-        let s = started.elapsed().as_secs();
-        format!("{:02}:{:02}", s / 60, s % 60)
-    };
+    let at = super::elapsed(started);
     match v["type"].as_str()? {
         "assistant" => {
             let calls: Vec<String> = v["message"]["content"]
@@ -188,14 +178,17 @@ fn stream_json_progress(line: &str, started: Instant) -> Option<String> {
                     .find_map(|k| input[*k].as_str())
                     .map(str::to_owned)
                     .unwrap_or_else(|| input.to_string());
-                    let short: String = short.replace('\n', " ").chars().take(100).collect();
-                    format!("{} {short}", b["name"].as_str().unwrap_or("tool"))
+                    format!(
+                        "{} {}",
+                        b["name"].as_str().unwrap_or("tool"),
+                        super::short(&short)
+                    )
                 })
                 .collect();
-            (!calls.is_empty()).then(|| format!("[{at}] {}", calls.join(" | ")))
+            (!calls.is_empty()).then(|| format!("{at} {}", calls.join(" | ")))
         }
         "result" => Some(format!(
-            "[{at}] the agent finished: {} after {} turn(s), ${:.4}",
+            "{at} the agent finished: {} after {} turn(s), ${:.4}",
             v["subtype"].as_str().unwrap_or("?"),
             v["num_turns"].as_u64().unwrap_or(0),
             v["total_cost_usd"].as_f64().unwrap_or(0.0)
