@@ -172,6 +172,29 @@ else
   echo "claude: NOT AVAILABLE - the real-agent cases will report that they did not run" >&2
 fi
 
+step "Codex CLI (the drive tests run the real CLI against a fake Responses API, beside Claude Code)"
+# Pinned like Claude Code: its hook trust and exec --json events are what the Codex runtime
+# reads. The native binary is the optional npm package @openai/codex-linux-x64.
+CAPSID_CODEX_VERSION=0.171.0
+codex_bin=.tools/codex/node_modules/.bin/codex
+if [ "$("$codex_bin" --version 2>/dev/null | awk '{print $2}')" != "$CAPSID_CODEX_VERSION" ]; then
+  # shellcheck source=scripts/node22.sh
+  source scripts/node22.sh
+  capsid_npm_env "$PWD/.tools"
+  rm -rf .tools/codex
+  mkdir -p .tools
+  npm install --prefix .tools/codex --no-save "@openai/codex@$CAPSID_CODEX_VERSION" \
+    >.tools/codex.log 2>&1 || tail -n 20 .tools/codex.log >&2
+fi
+if [ "$("$codex_bin" --version 2>/dev/null | awk '{print $2}')" = "$CAPSID_CODEX_VERSION" ]; then
+  echo "codex: $CAPSID_CODEX_VERSION at $codex_bin"
+elif [ "${CI:-}" = "true" ]; then
+  echo "codex: could not install @openai/codex@$CAPSID_CODEX_VERSION, and CI requires the real-agent cases to run" >&2
+  exit 1
+else
+  echo "codex: NOT AVAILABLE - the Codex cases will report that they did not run" >&2
+fi
+
 step "cargo test"
 disk
 cargo test --workspace --locked

@@ -504,7 +504,7 @@ async fn read_body(
 }
 
 /// The headers passed upstream: the APIs' own (`anthropic-version`, `anthropic-beta`,
-/// `openai-*`, Codex's `originator` and session headers, the content type), never the agent's
+/// `openai-*`, Codex's `originator`, session and `x-codex-*` headers, the content type), never the agent's
 /// credential or hop-by-hop headers.
 fn upstream_headers(incoming: &HeaderMap, auth: &UpstreamAuth) -> HeaderMap {
     let mut out = HeaderMap::new();
@@ -516,7 +516,10 @@ fn upstream_headers(incoming: &HeaderMap, auth: &UpstreamAuth) -> HeaderMap {
             || n == "user-agent"
             || n == "originator"
             || n == "session_id"
+            || n == "session-id"
+            || n == "thread-id"
             || n == "conversation_id"
+            || n.starts_with("x-codex-")
             || n.starts_with("x-stainless-")
         {
             out.append(name.clone(), value.clone());
@@ -607,13 +610,14 @@ fn upstream_unreachable(wire: Wire, e: &reqwest::Error) -> Response {
 }
 
 /// The session a request names: Claude Code's `metadata.user_id` is a JSON text whose
-/// `session_id` it carries (older versions: `..._session_<id>`); Codex sends a `session_id`
-/// header (and the same id as `prompt_cache_key`).
+/// `session_id` it carries (older versions: `..._session_<id>`); Codex sends a `session-id`
+/// header (`session_id` before 0.171) and the same id as `prompt_cache_key`.
 fn session_of(wire: Wire, headers: &HeaderMap, body: &Value) -> Option<String> {
     if wire == Wire::Responses {
         // Codex names its session in a header and as the prompt cache key.
         return headers
-            .get("session_id")
+            .get("session-id")
+            .or_else(|| headers.get("session_id"))
             .or_else(|| headers.get("conversation_id"))
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)

@@ -161,9 +161,28 @@ fn print(v: &Value) {
     println!("{v}");
 }
 
+/// Refuses the tool call with `reason`, and tells the driver which command was refused (a
+/// `denied` line beside the hooks' report: Codex prints no list of refused calls).
+fn deny(input: &HookInput, reason: &str) {
+    print(&pre_tool_use("deny", reason));
+    if let Some(cmd) = input
+        .tool_input
+        .as_ref()
+        .and_then(|i| i.get("command"))
+        .and_then(Value::as_str)
+    {
+        report_line(&capsid_core::drive::judge::denied_line(cmd));
+    }
+}
+
 /// Tells the driver that Capsid's hooks run in this session: a line in `$CAPSID_RUN_DIR/
 /// hooks-ran` (the driver takes no verdict from a session none of its hooks reported from).
 fn report_ran(event: &str, session: Option<&str>) {
+    report_line(&format!("{event} {}", session.unwrap_or("-")));
+}
+
+/// Appends `line` to `$CAPSID_RUN_DIR/hooks-ran`, when the driver names the folder.
+fn report_line(line: &str) {
     let Some(dir) = std::env::var_os("CAPSID_RUN_DIR") else {
         return;
     };
@@ -174,7 +193,7 @@ fn report_ran(event: &str, session: Option<&str>) {
         .open(&path)
     {
         use std::io::Write as _;
-        let _ = writeln!(f, "{event} {}", session.unwrap_or("-"));
+        let _ = writeln!(f, "{line}");
     }
 }
 
@@ -520,14 +539,14 @@ async fn pre_tool(
                 plan
             }
             approval::Approval::Missing(why) => {
-                print(&pre_tool_use("deny", &format!("{reason}\n{why}")));
+                deny(input, &format!("{reason}\n{why}"));
                 return Ok(ExitCode::SUCCESS);
             }
         };
     }
     match plan {
         PrePlan::Pass => {}
-        PrePlan::Deny { reason, .. } => print(&pre_tool_use("deny", &reason)),
+        PrePlan::Deny { reason, .. } => deny(input, &reason),
         PrePlan::Merge {
             number,
             repo,
@@ -541,12 +560,12 @@ async fn pre_tool(
                 approval::Approval::Stands(by, _) => {
                     eprintln!("capsid hook: a standing approval lets this merge through: {by}");
                 }
-                approval::Approval::Missing(why) => print(&pre_tool_use(
-                    "deny",
+                approval::Approval::Missing(why) => deny(
+                    input,
                     &format!(
                         "This merges pull request #{number} into a protected branch, and it needs a different agent's approval of the pull request's current head on GitHub. {why} Leave it for a human: `{command}`."
                     ),
-                )),
+                ),
             }
         }
         PrePlan::Defer { question } => {

@@ -84,6 +84,12 @@ impl Request {
                         other => other.to_string(),
                     };
                     let blocked = text.starts_with("Command blocked by PreToolUse hook");
+                    // A command's output follows Codex's own lines about it (chunk, wall time,
+                    // exit code, token count), as Claude Code's tool result holds it alone.
+                    let text = match text.split_once("Output:\n") {
+                        Some((_, out)) => out.to_owned(),
+                        None => text,
+                    };
                     (
                         i["call_id"].as_str().unwrap_or("").to_owned(),
                         text,
@@ -243,7 +249,12 @@ impl FakeClaude {
                                     .get("session-id")
                                     .and_then(|v| v.to_str().ok())
                                     .map(str::to_owned);
-                                return crate::fake_codex::answer(&shared, &body, session);
+                                let bearer = headers
+                                    .get("authorization")
+                                    .and_then(|v| v.to_str().ok())
+                                    .and_then(|v| v.strip_prefix("Bearer "))
+                                    .map(str::to_owned);
+                                return crate::fake_codex::answer(&shared, &body, session, bearer);
                             }
                             answer(&shared, uri.path(), &body, key)
                         }

@@ -23,6 +23,9 @@ use crate::fake_claude::{Block, FakeClaude, Request, State, fill, lock};
 /// per million tokens).
 pub const CODEX_MODEL: &str = "gpt-5-codex";
 
+/// The upstream key the driver holds in the Codex tests (the agent never sees it).
+pub const CODEX_UPSTREAM_KEY: &str = "sk-openai-fake-offline-test";
+
 /// All user text of a Responses request (its `input_text` parts).
 pub(crate) fn user_text(body: &Value) -> String {
     let mut out = String::new();
@@ -107,7 +110,7 @@ fn item(block: &Block, id: &str, cwd: &str) -> Value {
             let input = fill(input, cwd);
             let call = |name: &str, namespace: Option<&str>, args: Value| {
                 let mut v = json!({
-                    "type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
+                    "type": "function_call", "id": format!("fc_{id}"), "call_id": format!("toolu_fake_{id}"),
                     "name": name, "arguments": args.to_string(),
                 });
                 if let Some(ns) = namespace {
@@ -146,7 +149,12 @@ fn item(block: &Block, id: &str, cwd: &str) -> Value {
 }
 
 /// Answers one `POST /v1/responses` from the scripts.
-pub(crate) fn answer(state: &Mutex<State>, body: &Bytes, session: Option<String>) -> Response {
+pub(crate) fn answer(
+    state: &Mutex<State>,
+    body: &Bytes,
+    session: Option<String>,
+    api_key: Option<String>,
+) -> Response {
     let Ok(body) = serde_json::from_slice::<Value>(body) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
     };
@@ -175,7 +183,7 @@ pub(crate) fn answer(state: &Mutex<State>, body: &Bytes, session: Option<String>
             script: name,
             turn,
             body: body.clone(),
-            api_key: None,
+            api_key,
             session,
         });
         (turn, blocks)
@@ -190,7 +198,9 @@ pub(crate) fn answer(state: &Mutex<State>, body: &Bytes, session: Option<String>
     for (i, b) in blocks.iter().enumerate() {
         event(
             "response.output_item.done",
-            json!({"output_index": i, "item": item(b, &format!("{turn}_{written}_{i}"), &cwd)}),
+            // The call ids are Claude's fake's (`toolu_fake_<turn>_<block>`): one scenario reads
+            // either CLI's results by them.
+            json!({"output_index": i, "item": item(b, &format!("{turn}_{i}"), &cwd)}),
         );
     }
     event(
@@ -257,7 +267,7 @@ pub fn codex_env(fake: &FakeClaude, bin: &Path, dir: &Path) -> Vec<(String, Stri
         ("TMPDIR", tmp.display().to_string()),
         ("PATH", path),
         ("OPENAI_BASE_URL", format!("{}/v1", fake.url)),
-        ("OPENAI_API_KEY", "sk-openai-fake-offline-test".to_owned()),
+        ("OPENAI_API_KEY", CODEX_UPSTREAM_KEY.to_owned()),
         ("CAPSID_AGENT_ARGS", format!("-m {CODEX_MODEL}")),
     ]
     .into_iter()

@@ -225,13 +225,15 @@ impl World {
         (r.status().as_u16(), r.text().await.unwrap())
     }
 
-    /// A Responses call as Codex makes it: its bearer token, its session header.
+    /// A Responses call as Codex 0.171 makes it: its bearer token, its session headers.
     async fn respond(&self, body: &Value) -> (u16, Value, String) {
         let r = self
             .http
             .post(format!("{}/v1/responses", self.url))
             .bearer_auth(TOKEN)
-            .header("session_id", "codex-sess-7")
+            .header("session-id", "codex-sess-7")
+            .header("thread-id", "codex-sess-7")
+            .header("x-codex-window-id", "codex-sess-7:0")
             .header("originator", "codex_exec")
             .json(body)
             .send()
@@ -522,7 +524,7 @@ fn responses_request(model: &str) -> Value {
         "stream": true,
         "instructions": "You are Codex.",
         "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
-        "prompt_cache_key": "codex-sess-7",
+        "prompt_cache_key": "codex-cache-key",
     })
 }
 
@@ -558,7 +560,9 @@ async fn a_responses_call_costs_its_usage_with_cached_input_at_the_cached_rate()
     let (headers, body) = w.up.requests.lock().unwrap()[0].clone();
     assert_eq!(headers["x-api-key"], KEY);
     assert!(!format!("{headers:?}").contains(TOKEN));
-    assert_eq!(headers["session_id"], "codex-sess-7");
+    assert_eq!(headers["session-id"], "codex-sess-7");
+    assert_eq!(headers["thread-id"], "codex-sess-7");
+    assert_eq!(headers["x-codex-window-id"], "codex-sess-7:0");
     assert_eq!(headers["originator"], "codex_exec");
     assert_eq!(
         body["max_output_tokens"],

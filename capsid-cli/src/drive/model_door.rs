@@ -158,7 +158,13 @@ impl ModelSettings {
                 defaults.base_url_var
             ));
         }
-        let mut withheld: Vec<String> = defaults.withheld.iter().map(|v| (*v).to_owned()).collect();
+        // The upstream's address is the driver's too: the agent knows only the door.
+        let mut withheld: Vec<String> = defaults
+            .withheld
+            .iter()
+            .chain([&defaults.base_url_var])
+            .map(|v| (*v).to_owned())
+            .collect();
         let found = defaults
             .keys
             .iter()
@@ -182,7 +188,7 @@ impl ModelSettings {
                 Some((var, UpstreamKey::Bearer, k)) => (UpstreamAuth::Bearer(k), var.to_owned()),
                 None if defaults.own_login => {
                     // The agent keeps its own login; nothing of it is withheld.
-                    withheld.clear();
+                    withheld.retain(|v| v == defaults.base_url_var);
                     (
                         UpstreamAuth::Agent,
                         "the agent's own login (no upstream key configured: calls are metered, but the agent holds its credential)".to_owned(),

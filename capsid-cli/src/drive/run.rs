@@ -280,7 +280,15 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         }
     };
     let run = run?;
-    let report = r.runtime.report(&run.stdout);
+    let mut report = r.runtime.report(&run.stdout);
+    // The commands the hooks refused, where the CLI does not list them itself (Codex).
+    if let Some(rep) = report.as_mut()
+        && rep.denied_commands.is_empty()
+    {
+        rep.denied_commands = judge::denied_lines(
+            &std::fs::read_to_string(&agent_files.hooks_report).unwrap_or_default(),
+        );
+    }
 
     // Whether Capsid's own gates stood through the session.
     let hooks_ran = std::fs::metadata(&agent_files.hooks_report).is_ok_and(|m| m.len() > 0);

@@ -187,6 +187,10 @@ pub fn plan_pre_tool_use_approved(
             else {
                 return PrePlan::Pass;
             };
+            // Codex's edit (one `apply_patch` heredoc) is a file's content, as `Write` is.
+            if super::patch::apply_patch_paths(line).is_some() {
+                return PrePlan::Pass;
+            }
             plan_bash(line, input.cwd.as_deref(), branches, approved)
         }
         _ => PrePlan::Pass,
@@ -722,5 +726,17 @@ mod tests {
         assert_eq!(stop_turn(false, STOP_BLOCKS_MAX - 1), StopTurn::Block);
         assert_eq!(stop_turn(false, STOP_BLOCKS_MAX), StopTurn::GiveUp);
         assert_eq!(stop_turn(false, STOP_BLOCKS_MAX + 1), StopTurn::GiveUp);
+    }
+
+    #[test]
+    fn an_apply_patch_edit_is_not_read_as_a_push_but_a_command_after_it_is() {
+        let b = on("feature");
+        let patch = "apply_patch <<'PATCH'\n*** Begin Patch\n*** Add File: x.sh\n+git -c core.hooksPath=/dev/null push origin HEAD:main\n*** End Patch\nPATCH";
+        assert_eq!(plan_pre_tool_use(&bash(patch), &b), PrePlan::Pass);
+        let then_push = format!("{patch}\ngit push origin HEAD:trunk");
+        assert!(matches!(
+            plan_pre_tool_use(&bash(&then_push), &b),
+            PrePlan::Deny { .. }
+        ));
     }
 }

@@ -77,6 +77,23 @@ pub fn approved_lines(text: &str) -> Vec<Approved> {
         .collect()
 }
 
+/// The commands the PreToolUse hook refused, one `denied <command as a JSON string>` line
+/// each, in order (other lines, and a line whose command does not read, are ignored). Codex
+/// prints no list of refused calls, so the hook keeps it; what a refused command means is
+/// decided again from the command itself ([`super::verdict::human_gate_in`]), never taken from
+/// the line.
+pub fn denied_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("denied "))
+        .filter_map(|json| serde_json::from_str::<String>(json).ok())
+        .collect()
+}
+
+/// The line [`denied_lines`] reads for `command`.
+pub fn denied_line(command: &str) -> String {
+    format!("denied {}", serde_json::Value::String(command.to_owned()))
+}
+
 /// Why the gates cannot vouch for the run, if they cannot (rule 2): `rewired` says how the
 /// run's own hooks were changed, `moved` is [`unapproved_moves`], and `hooks_reported` whether
 /// any of Capsid's hooks reported during the session.

@@ -16,6 +16,7 @@ pub mod gate;
 pub mod hooks;
 pub mod judge;
 pub mod ledger;
+pub mod patch;
 pub mod push_policy;
 pub mod runner;
 pub mod runtime;

@@ -6,10 +6,8 @@
 use capsid_tests::fake_claude::{Block, bash, text, tool};
 use serde_json::json;
 
-use super::claude::{
-    FAKE_CALL_MICROS, FORGE_RESULT, origin_main, result_of, results, sessions, stderr, write_file,
-};
-use super::support::{World, git_out, said};
+use super::claude::{forge_result, origin_main, result_of, results, sessions, stderr, write_file};
+use super::support::{Cli, World, git_out, said};
 
 /// Whether bubblewrap can run here; outside CI a boxed case says it did not run when it
 /// cannot, in CI (where `scripts/test.sh` installs it) that is a failure.
@@ -69,10 +67,11 @@ pub fn a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway(
     // arguments, nor in any file of its clone, `HOME`, `TMPDIR` or the box's own folders (the
     // pattern is spelled `tes[t]` so that the probe's own command line does not match it).
     let look = format!(
-        "cat {} ; cat {} ; cat {}/test.sh ; ls $HOME/../.. ; id -u ; echo key-seen=$(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c 'sk-ant-fake-offline-tes[t]')/$(grep -rIl 'sk-ant-fake-offline-tes[t]' \"$HOME\" \"$TMPDIR\" . /etc /run /tmp /var 2>/dev/null | grep -c .)",
+        "cat {} ; cat {} ; cat {}/test.sh ; ls $HOME/../.. ; id -u ; echo key-seen=$(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c '{key}')/$(grep -rIl '{key}' \"$HOME\" \"$TMPDIR\" . /etc /run /tmp /var 2>/dev/null | grep -c .)",
         signing.display(),
         secret.display(),
-        root.display()
+        root.display(),
+        key = w.upstream_key_pattern(),
     );
     let reach = format!(
         "curl -sS -m 5 http://{server}/health || echo LOOPBACK-UNREACHABLE; curl -sS -m 5 \"${{CAPSID_MCP_URL%/ops/mcp}}/health\"; curl -sS -m 10 -o /dev/null -w 'example=%{{http_code}}\\n' https://example.com || echo EXAMPLE-REFUSED; curl -sS -m 20 -o /dev/null -w 'registry=%{{http_code}}\\n' https://registry.npmjs.org/ || echo REGISTRY-UNREACHABLE"
@@ -156,7 +155,16 @@ pub fn a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway(
     // The doors' records are on the job's record: the refused host among them.
     let summary = job["result_summary"].as_str().unwrap_or("");
     assert!(summary.contains("Boxed:"), "{summary}");
-    assert!(summary.contains("refused example.com:443"), "{summary}");
+    // (The refused hosts are listed together: Codex also tries its vendor's hosts.)
+    let refused_hosts = summary
+        .split("egress refused ")
+        .nth(1)
+        .and_then(|r| r.split([';', ')']).next())
+        .unwrap_or("");
+    assert!(
+        refused_hosts.split(", ").any(|h| h == "example.com:443"),
+        "{summary}"
+    );
     // A registry the namespace's tests need is reached through the same door, and recorded.
     assert!(reached.contains("registry=200"), "{reached}");
     assert!(
@@ -480,7 +488,7 @@ pub fn a_boxed_agents_four_attacks_leave_main_untouched_and_the_verdict_right(w:
         "SCRIPT=decoy",
         vec![
             vec![bash(&repoint)],
-            vec![bash(FORGE_RESULT)],
+            vec![bash(&forge_result(w))],
             vec![text("Shipped to main.")],
         ],
     );
@@ -527,7 +535,7 @@ pub fn a_boxed_agents_four_attacks_leave_main_untouched_and_the_verdict_right(w:
     let closing = w.log("demo", "demo-driver")["entries"][0].clone();
     assert_eq!(
         closing["cost_usd"].as_f64(),
-        Some((calls * FAKE_CALL_MICROS) as f64 / 1e6),
+        Some((calls * w.call_micros()) as f64 / 1e6),
         "{closing}"
     );
 
@@ -663,7 +671,7 @@ pub fn a_boxed_job_a_person_fails_stops_its_box_within_seconds(w: &World) {
     // What its ledger holds so far: the one call that started the work (the door writes it
     // before the agent reads its end).
     assert!(
-        listed.contains(&format!("${:.4} (1)", FAKE_CALL_MICROS as f64 / 1e6)),
+        listed.contains(&format!("${:.4} (1)", w.call_micros() as f64 / 1e6)),
         "{listed}"
     );
     let out = drive.wait_with_output().expect("capsid drive ends");
@@ -689,16 +697,30 @@ pub fn a_boxed_question_resumes_the_same_session_in_the_same_clone(w: &World) {
     let question = json!({"questions": [{"question": "Postgres or SQLite for the cache?", "header": "Store",
         "options": [{"label": "Postgres", "description": "shared"}, {"label": "SQLite", "description": "local"}],
         "multiSelect": false}]});
+    // Claude Code asks with its own tool; Codex, whose `request_user_input` exists only in
+    // plan mode, through Capsid's checkpoint, and ends its turn.
+    let ask = match w.cli {
+        Cli::Claude => vec![vec![tool("AskUserQuestion", question)]],
+        Cli::Codex => vec![
+            vec![tool(
+                "mcp__capsid__checkpoint",
+                json!({"namespace": "demo", "status": "paused_for_input", "question": "Postgres or SQLite for the cache?", "where_it_stopped": "asked"}),
+            )],
+            vec![text("I asked which store; waiting.")],
+        ],
+    };
+    let mut turns = vec![vec![bash(
+        "echo draft > draft.txt && git add draft.txt && git commit -qm Draft",
+    )]];
+    turns.extend(ask);
     w.fake().script(
         "SCRIPT=boxask",
-        vec![
-            vec![bash("echo draft > draft.txt && git add draft.txt && git commit -qm Draft")],
-            vec![tool("AskUserQuestion", question)],
+        turns.into_iter().chain([
             vec![bash(
                 "test -f draft.txt && echo sqlite > cache.txt && git add cache.txt && git commit -qm 'Cache on SQLite' && git push -q origin HEAD && echo SHIPPED",
             )],
             vec![text("The cache uses SQLite.")],
-        ],
+        ]).collect(),
     );
     let extra = boxed(w);
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
@@ -725,10 +747,16 @@ pub fn a_boxed_question_resumes_the_same_session_in_the_same_clone(w: &World) {
     assert_eq!(ids.len(), 1, "more than one session: {ids:?}");
     // The answer reached the model, and the commit made before the question was still there.
     let all = results(w, "SCRIPT=boxask");
-    assert!(
-        all.contains("SQLite, please") && all.contains("SHIPPED"),
-        "{all}"
-    );
+    // (Claude Code reads it as its question tool's result, Codex as the resumed prompt.)
+    let answered = match w.cli {
+        Cli::Claude => all.contains("SQLite, please"),
+        Cli::Codex => w
+            .fake()
+            .requests("SCRIPT=boxask")
+            .iter()
+            .any(|r| r.user_text().contains("SQLite, please")),
+    };
+    assert!(answered && all.contains("SHIPPED"), "{all}");
     let origin = w.dir.path().join("demo-origin.git");
     let files = git_out(
         &origin,
@@ -840,7 +868,7 @@ pub fn a_boxed_job_runs_in_tmux_and_its_box_ends_with_the_session(w: &World) {
         "the run credential is on a command line: {lines_seen}"
     );
     assert!(
-        !lines_seen.contains("sk-ant-fake-offline-test"),
+        !lines_seen.contains(w.upstream_key()),
         "the model key is on a command line"
     );
     // Inside, the box as without tmux: not root, the host's signing key absent.

@@ -73,6 +73,21 @@ claude::claude_cases!(
 claude::codex_cases!(
     the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_tests,
     red_tests_fail_the_job_whatever_the_agent_says,
+    the_agent_cannot_grade_itself_and_holds_no_driver_key,
+    a_question_through_the_agents_own_checkpoint_blocks_the_job,
+    an_agents_own_blocked_words_never_become_the_command_a_person_runs,
+    a_push_to_main_blocks_with_the_command_and_two_questions_never_overwrite,
+    shell_wrapped_redirected_and_elsewhere_pushes_never_move_main,
+    a_push_around_the_gates_or_a_moved_local_main_is_never_done,
+    the_recorded_cost_is_the_model_doors_count_whatever_the_agent_prints,
+    a_job_over_its_cap_blocks_and_a_raise_resumes_the_same_session,
+    a_boxed_job_sees_none_of_the_hosts_secrets_and_ships_through_the_gateway,
+    a_boxed_push_to_main_is_refused_at_the_gateway_however_spelled,
+    a_boxed_push_to_main_a_person_approves_goes_through_on_resume,
+    a_boxed_jobs_tests_run_in_a_fresh_box_of_their_own,
+    a_boxed_agents_four_attacks_leave_main_untouched_and_the_verdict_right,
+    a_boxed_job_a_person_fails_stops_its_box_within_seconds,
+    a_boxed_question_resumes_the_same_session_in_the_same_clone,
 );
 
 both_stores!(

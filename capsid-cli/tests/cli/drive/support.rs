@@ -459,6 +459,38 @@ impl World {
         World::start_claude_with(store, case, vec![])
     }
 
+    /// The upstream model key the driver holds (never the agent), as the world's CLI's fake
+    /// expects it.
+    pub fn upstream_key(&self) -> &'static str {
+        match self.cli {
+            Cli::Claude => "sk-ant-fake-offline-test",
+            Cli::Codex => capsid_tests::fake_codex::CODEX_UPSTREAM_KEY,
+        }
+    }
+
+    /// What one call of the fake costs at the tests' model, in micro-dollars: 100 tokens in and
+    /// 20 out, at claude-opus-4-8 ($5 in, $25 out per million) or gpt-5-codex ($1.25, $10).
+    pub fn call_micros(&self) -> u64 {
+        match self.cli {
+            Cli::Claude => 100 * 5 + 20 * 25,
+            Cli::Codex => (100 * 125 + 20 * 1000) / 100,
+        }
+    }
+
+    /// The model the world's CLI runs with, as the ledger names it.
+    pub fn model(&self) -> &'static str {
+        match self.cli {
+            Cli::Claude => "claude-opus-4-8",
+            Cli::Codex => capsid_tests::fake_codex::CODEX_MODEL,
+        }
+    }
+
+    /// The upstream key as a `grep` pattern that does not match its own command line.
+    pub fn upstream_key_pattern(&self) -> String {
+        let k = self.upstream_key();
+        format!("{}[{}]", &k[..k.len() - 1], &k[k.len() - 1..])
+    }
+
     /// A world for the real agent CLI `cli` ([`World::start_claude`] for Claude Code; for
     /// Codex the fake plays the Responses API and every agent drive runs `--runtime codex`).
     pub fn start_agent(cli: Cli, store: Store, case: &str) -> Option<World> {
@@ -498,9 +530,12 @@ impl World {
         &self.claude.as_ref().expect("a World::start_claude world").0
     }
 
-    /// The `HOME` the real Claude Code runs with.
+    /// The `HOME` the real agent CLI runs with (unboxed).
     pub fn claude_home(&self) -> PathBuf {
-        self.dir.path().join("claude-home")
+        self.dir.path().join(match self.cli {
+            Cli::Claude => "claude-home",
+            Cli::Codex => "codex-home",
+        })
     }
 
     /// `capsid drive --once` with the real Claude Code as the agent (the default agent

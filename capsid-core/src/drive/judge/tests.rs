@@ -224,3 +224,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn denied_commands_round_trip_through_their_lines_and_nothing_else_reads_as_one() {
+    let cmd = "git push origin HEAD:main\necho 'two' \"lines\"";
+    let text = format!(
+        "session-start s1\n{}\napproved refs/heads/main abc\ndenied not-json\ndenied\n{}\n",
+        denied_line(cmd),
+        denied_line("gh pr merge 7")
+    );
+    assert_eq!(
+        denied_lines(&text),
+        vec![cmd.to_owned(), "gh pr merge 7".to_owned()]
+    );
+    assert!(denied_lines("session-start s1\n").is_empty());
+}
