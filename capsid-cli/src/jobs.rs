@@ -24,6 +24,9 @@ fn job_text(v: &Value) -> String {
     if let Some(h) = j["claimed_by"].as_str() {
         out.push(format!("held by {h}"));
     }
+    if let Some(rt) = j["runtime"].as_str() {
+        out.push(format!("runtime: {rt}"));
+    }
     if let Some(r) = j["result_summary"].as_str() {
         out.push(format!("summary: {r}"));
     }

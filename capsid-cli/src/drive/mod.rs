@@ -208,10 +208,82 @@ pub(crate) struct Ready {
     pub boxed: Option<boxed::BoxSettings>,
     /// The agent CLI the driver runs (what differs between CLIs).
     pub runtime: &'static dyn runtime::Runtime,
+    /// The other runtimes this host can run, for jobs that ask for one: each installed, with
+    /// its default command and its model door's settings.
+    pub others: Vec<OtherRuntime>,
     /// This driver's agent name, once learned (`agent:<name>` holds its jobs).
     pub me: std::sync::Arc<tokio::sync::OnceCell<String>>,
     /// A rehearsal (`--rehearse`): the scripted model, and no pull request opened.
     pub rehearsal: bool,
+}
+
+/// A runtime beside the driver's own, ready for a job that asks for it.
+#[derive(Clone)]
+pub(crate) struct OtherRuntime {
+    pub runtime: &'static dyn runtime::Runtime,
+    pub model: model_door::ModelSettings,
+}
+
+impl Ready {
+    /// Every runtime this driver can run, its own first (what a claim says).
+    pub fn runtime_names(&self) -> Vec<&'static str> {
+        std::iter::once(self.runtime.name())
+            .chain(self.others.iter().map(|o| o.runtime.name()))
+            .collect()
+    }
+
+    /// This driver's settings for a job asking for `kind`: its own when it runs that one, else
+    /// that runtime's default command and model door (the driver's cap and prices kept);
+    /// `Err` says why it cannot.
+    pub fn for_runtime(&self, kind: RuntimeKind) -> std::result::Result<Ready, String> {
+        if kind == self.runtime.kind() {
+            return Ok(self.clone());
+        }
+        let other = self
+            .others
+            .iter()
+            .find(|o| o.runtime.kind() == kind)
+            .ok_or_else(|| {
+                format!(
+                    "the job asks for the {kind} runtime, which this driver cannot run (`{}` is not installed here, or its model key is not set)",
+                    runtime::of(kind).default_command().split_whitespace().next().unwrap_or("?")
+                )
+            })?;
+        let mut r = self.clone();
+        r.runtime = other.runtime;
+        r.agent_command = other.runtime.default_command().to_owned();
+        r.agent_args = None;
+        r.model = other.model.clone();
+        Ok(r)
+    }
+}
+
+/// The runtimes beside `own` this host can run: installed (the default command's program on
+/// the `PATH`) and with a model key for the door. Each one left out is said once.
+fn other_runtimes(own: RuntimeKind, model: &model_door::ModelSettings) -> Vec<OtherRuntime> {
+    capsid_core::drive::runtime::RUNTIMES
+        .into_iter()
+        .filter(|k| *k != own)
+        .filter_map(|kind| {
+            let rt = runtime::of(kind);
+            if preflight::agent_on_path(rt.default_command()).is_err() {
+                return None;
+            }
+            match model_door::ModelSettings::resolve(rt, None, None, None, None) {
+                Ok(mut m) => {
+                    m.prices = model.prices.clone();
+                    m.cap = model.cap;
+                    Some(OtherRuntime { runtime: rt, model: m })
+                }
+                Err(why) => {
+                    eprintln!(
+                        "capsid drive: jobs asking for the {kind} runtime stay queued for another driver: {why}"
+                    );
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 /// A refusal that stops the run (exit 2) before anything is claimed.
@@ -478,6 +550,12 @@ pub(crate) async fn prepare(
         stored.build_command.as_deref(),
         mise,
     );
+    // A driver told exactly what to run (a command of its own, a task, a rehearsal) runs that.
+    let others = if args.agent_command.is_some() || args.task.is_some() || args.rehearse {
+        Vec::new()
+    } else {
+        other_runtimes(kind, &model)
+    };
     Ok(Ok(Ready {
         mcp,
         key,
@@ -496,6 +574,7 @@ pub(crate) async fn prepare(
         model,
         boxed,
         runtime,
+        others,
         me: Default::default(),
         rehearsal: false,
     }))
@@ -545,29 +624,54 @@ async fn once(r: &Ready) -> u8 {
 /// (the claim is not left to run out).
 pub(crate) async fn run_claimed(r: &Ready, claimed: Claimed) -> u8 {
     let id = claimed.job.id.clone();
+    // The job's own runtime, when it names one this driver can run.
+    let asked = claimed
+        .job
+        .runtime
+        .as_deref()
+        .map(|n| RuntimeKind::parse("the job's runtime", n).and_then(|k| r.for_runtime(k)));
+    let own;
+    let r = match asked {
+        None => r,
+        Some(Ok(rt)) => {
+            own = rt;
+            &own
+        }
+        Some(Err(why)) => {
+            return fail_claimed(r, &id, &format!("the driver cannot run this job: {why}")).await;
+        }
+    };
     match run::run_job(r, claimed).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("capsid drive: {e:#}");
-            let reason: String = format!("the driver failed after claiming the job: {e:#}")
-                .chars()
-                .take(1000)
-                .collect();
-            match r
-                .mcp
-                .call(
-                    "jobs",
-                    json!({"action": "fail", "id": id, "namespace": r.namespace, "reason": reason}),
-                )
-                .await
-            {
-                Ok(Answer::Ok(_)) => eprintln!("capsid drive: {id} failed: {reason}"),
-                Ok(Answer::Refused(why)) => eprintln!("capsid drive: could not fail {id}: {why}"),
-                Err(e) => eprintln!("capsid drive: could not fail {id}: {e:#}"),
-            }
-            EXIT_ERROR
+            fail_claimed(
+                r,
+                &id,
+                &format!("the driver failed after claiming the job: {e:#}"),
+            )
+            .await
         }
     }
+}
+
+/// Fails the claimed job `id` with `reason` (rather than leaving it claimed for the lease's
+/// four hours): an error exit.
+async fn fail_claimed(r: &Ready, id: &str, reason: &str) -> u8 {
+    let reason: String = reason.chars().take(1000).collect();
+    match r
+        .mcp
+        .call(
+            "jobs",
+            json!({"action": "fail", "id": id, "namespace": r.namespace, "reason": reason}),
+        )
+        .await
+    {
+        Ok(Answer::Ok(_)) => eprintln!("capsid drive: {id} failed: {reason}"),
+        Ok(Answer::Refused(why)) => eprintln!("capsid drive: could not fail {id}: {why}"),
+        Err(e) => eprintln!("capsid drive: could not fail {id}: {e:#}"),
+    }
+    EXIT_ERROR
 }
 
 /// A claim or resume answer: the job, its resume when it was resumed, the run credential, and
@@ -758,7 +862,10 @@ async fn next_job(r: &Ready) -> Result<Next> {
     }
     match r
         .mcp
-        .call("jobs", json!({"action": "claim", "namespace": ns}))
+        .call(
+            "jobs",
+            json!({"action": "claim", "namespace": ns, "runtimes": r.runtime_names()}),
+        )
         .await?
     {
         Answer::Ok(v) => Ok(Next::Job(Box::new(Claimed::from_answer(&v, None)?))),

@@ -291,7 +291,9 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     }
 
     // Whether Capsid's own gates stood through the session.
-    let hooks_ran = std::fs::metadata(&agent_files.hooks_report).is_ok_and(|m| m.len() > 0);
+    let hooks_ran = judge::agent_hooks_reported(
+        &std::fs::read_to_string(&agent_files.hooks_report).unwrap_or_default(),
+    );
     let protected_after = githook::protected_refs(&r.root, &base).await;
     // What a person approved and a gate let through: the gateway's own log in a boxed run;
     // the worktree's pre-push gate's report otherwise (a file the unboxed agent can write,
@@ -307,7 +309,13 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         Some(g) => githook::changed(&wt, g).await,
         None => None,
     };
-    let tampered = judge::gates_tampered(rewired.as_deref(), moved.as_deref(), hooks_ran);
+    let tampered =
+        judge::gates_tampered(rewired.as_deref(), moved.as_deref(), hooks_ran).map(|why| {
+            match r.runtime.hooks_hint(&command).filter(|_| !hooks_ran) {
+                Some(hint) => format!("{why}. {hint}"),
+                None => why,
+            }
+        });
 
     // What the hooks left for this job, and any step the session was refused that only a
     // human may take.
@@ -649,10 +657,10 @@ struct Gates {
 
 /// What the session cost and took, for the job's outcome: the door's count (with the agent's
 /// own figure when it differs), the turns and the time the agent reported.
-fn session_cost(metered: &Metered, rep: Option<&SessionReport>) -> String {
+fn session_cost(metered: &Metered, rep: Option<&SessionReport>, runtime: &str) -> String {
     let mut s = metered.line(rep.and_then(|r| r.cost_usd));
     if let Some(t) = rep.and_then(|r| r.turns) {
-        s.push_str(&format!(" {t} turn(s)"));
+        s.push_str(&format!(" {t} turn(s) of {runtime}"));
         if let Some(ms) = rep.and_then(|r| r.duration_ms) {
             s.push_str(&format!(", {:.1} s", ms as f64 / 1000.0));
         }
@@ -728,8 +736,8 @@ async fn finish(
         v
     };
     let cost = Some(match &doors_line {
-        Some(d) => format!("{} {d}", session_cost(metered, report)),
-        None => session_cost(metered, report),
+        Some(d) => format!("{} {d}", session_cost(metered, report, r.runtime.name())),
+        None => session_cost(metered, report, r.runtime.name()),
     });
     match close {
         Close::Complete {

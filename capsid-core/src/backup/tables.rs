@@ -296,6 +296,7 @@ pub const EXPORTED: [TableSpec; 24] = [
             t("requested_by"),
             i("depth"),
             i("max_cost_micros"),
+            t("runtime"),
         ],
         key: &["id"],
         identity: None,

@@ -89,6 +89,18 @@ pub fn denied_lines(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether the agent CLI's own hooks (session start, pre-tool-use, stop, session end)
+/// reported in the hooks' report `text`: git's pre-push gate and the lines the hooks keep
+/// (approvals, refusals) are not the CLI running Capsid's hooks.
+pub fn agent_hooks_reported(text: &str) -> bool {
+    text.lines().any(|l| {
+        matches!(
+            l.split_whitespace().next(),
+            Some("session-start" | "pre-tool-use" | "stop" | "session-end")
+        )
+    })
+}
+
 /// The line [`denied_lines`] reads for `command`.
 pub fn denied_line(command: &str) -> String {
     format!("denied {}", serde_json::Value::String(command.to_owned()))

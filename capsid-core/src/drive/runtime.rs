@@ -42,6 +42,24 @@ impl RuntimeKind {
     }
 }
 
+/// Why a driver that runs `runs` cannot take a job asking for `asked` (`None`: it can, or the
+/// job asks for no runtime).
+pub fn cannot_run(asked: Option<&str>, runs: &[RuntimeKind]) -> Option<String> {
+    let asked = asked?;
+    if runs.iter().any(|r| r.name() == asked) {
+        return None;
+    }
+    let names: Vec<&str> = runs.iter().map(|r| r.name()).collect();
+    Some(format!(
+        "the job asks for the {asked} runtime, and this driver runs {}",
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
 impl std::fmt::Display for RuntimeKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -111,6 +129,29 @@ mod tests {
         assert!(RuntimeKind::parse("runtime", "").is_err());
         assert_eq!(RuntimeKind::Codex.to_string(), "codex");
         assert_eq!(RuntimeKind::ClaudeCode.to_string(), "claude-code");
+    }
+
+    #[test]
+    fn a_driver_takes_jobs_asking_for_a_runtime_it_runs_or_for_none() {
+        let both = [RuntimeKind::ClaudeCode, RuntimeKind::Codex];
+        assert_eq!(cannot_run(None, &[]), None);
+        assert_eq!(cannot_run(Some("codex"), &both), None);
+        assert_eq!(
+            cannot_run(Some("claude-code"), &[RuntimeKind::ClaudeCode]),
+            None
+        );
+        assert_eq!(
+            cannot_run(Some("codex"), &[RuntimeKind::ClaudeCode]).as_deref(),
+            Some("the job asks for the codex runtime, and this driver runs claude-code")
+        );
+        assert_eq!(
+            cannot_run(Some("codex"), &[]).as_deref(),
+            Some("the job asks for the codex runtime, and this driver runs none")
+        );
+        assert_eq!(
+            cannot_run(Some("aider"), &both).as_deref(),
+            Some("the job asks for the aider runtime, and this driver runs claude-code, codex")
+        );
     }
 
     #[test]

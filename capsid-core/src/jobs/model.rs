@@ -73,6 +73,9 @@ pub struct Job {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<f64>")]
     pub max_cost_usd: Option<crate::drive::ledger::Usd>,
+    /// The agent CLI the job asks to run it (`claude-code`, `codex`); none: the driver's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -134,6 +137,7 @@ pub(crate) mod tests {
             requested_by: None,
             depth: 0,
             max_cost_usd: None,
+            runtime: None,
         }
     }
 

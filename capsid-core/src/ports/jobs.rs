@@ -47,6 +47,8 @@ pub struct NewJob {
     pub dispatch: Option<Dispatch>,
     /// The job's own cap on what one run may spend.
     pub max_cost_usd: Option<crate::drive::ledger::Usd>,
+    /// The agent CLI the job asks for (`claude-code`, `codex`).
+    pub runtime: Option<String>,
 }
 
 /// The parent link of a dispatched job.

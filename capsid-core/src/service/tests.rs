@@ -468,6 +468,9 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "min_record",
             // Beyond the reference (issue 49): the job's cap on what one run may spend.
             "max_cost_usd",
+            // Beyond the reference (issue 50): the runtime a job asks for, and what a driver runs.
+            "runtime",
+            "runtimes",
             "status",
             "id",
             "result_summary",

@@ -97,6 +97,7 @@ async fn post(store: &PgStore, n: usize) -> Job {
         at: when,
         dispatch: None,
         max_cost_usd: None,
+        runtime: None,
     };
     store
         .post_job(

@@ -66,6 +66,7 @@ fn new_job(id: &str, title: &str, priority: i64, when: Timestamp) -> NewJob {
         at: when,
         dispatch: None,
         max_cost_usd: None,
+        runtime: None,
     }
 }
 

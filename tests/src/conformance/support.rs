@@ -159,6 +159,7 @@ pub fn new_job(id: &str, namespace: &str, title: &str, priority: i64, when: Time
         at: when,
         dispatch: None,
         max_cost_usd: None,
+        runtime: None,
     }
 }
 

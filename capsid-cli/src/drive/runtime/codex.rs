@@ -38,6 +38,9 @@ pub(crate) static CODEX: Codex = Codex;
 /// sessions are never `done`.
 pub(crate) const DEFAULT_COMMAND: &str = "codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --dangerously-bypass-hook-trust";
 
+/// The flag that makes `codex exec` run the run's hooks without a trust saved for them.
+const HOOK_TRUST: &str = "--dangerously-bypass-hook-trust";
+
 /// The model provider the run's `config.toml` defines: the door.
 const PROVIDER: &str = "capsid";
 /// The variable holding the door's address (`<door>/v1`), expanded into `-c` by the shell.
@@ -164,6 +167,14 @@ impl Runtime for Codex {
         vec![("CAPSID_RUNTIME".to_owned(), self.name().to_owned())]
     }
 
+    fn hooks_hint(&self, command: &str) -> Option<String> {
+        (!command.contains(HOOK_TRUST)).then(|| {
+            format!(
+                "Codex skips every hook it does not trust, silently: the agent command needs {HOOK_TRUST} (the default command has it)"
+            )
+        })
+    }
+
     fn report(&self, stdout: &str) -> Option<SessionReport> {
         read_codex_report(stdout)
     }
@@ -254,10 +265,12 @@ mod tests {
             CODEX.files_env(&files()),
             vec![("CODEX_HOME".to_owned(), "/r".to_owned())]
         );
+        assert!(CODEX.default_command().contains(HOOK_TRUST));
+        assert_eq!(CODEX.hooks_hint(DEFAULT_COMMAND), None);
         assert!(
             CODEX
-                .default_command()
-                .contains("--dangerously-bypass-hook-trust")
+                .hooks_hint("codex exec --json")
+                .is_some_and(|h| h.contains(HOOK_TRUST))
         );
         assert!(!CODEX.model_defaults().own_login);
     }

@@ -68,6 +68,11 @@ pub(crate) trait Runtime: Send + Sync + std::fmt::Debug {
     /// the operator's environment already sets them.
     fn session_env(&self) -> Vec<(String, String)>;
 
+    /// Why this CLI may have skipped the hooks with `command`, when the command shows it.
+    fn hooks_hint(&self, _command: &str) -> Option<String> {
+        None
+    }
+
     /// What the session's output says it did (display and hint, never evidence).
     fn report(&self, stdout: &str) -> Option<SessionReport>;
 

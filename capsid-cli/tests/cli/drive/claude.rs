@@ -78,6 +78,14 @@ pub(super) fn write_file(name: &str, content: &str) -> Block {
     )
 }
 
+/// The agent's own question, through Capsid's checkpoint (`paused_for_input`).
+pub(super) fn checkpoint_question(question: &str) -> Block {
+    tool(
+        "mcp__capsid__checkpoint",
+        json!({"namespace": "demo", "status": "paused_for_input", "question": question, "where_it_stopped": "asked"}),
+    )
+}
+
 pub(super) fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

@@ -14,6 +14,7 @@ mod boxed_pr;
 mod claude;
 mod claude_boxed;
 mod claude_rehearse;
+mod runtimes;
 mod support;
 
 use bounds::{dispatch_is_bounded_in_depth_and_breadth, runner_settings_come_from_the_namespace};
@@ -89,6 +90,47 @@ claude::codex_cases!(
     a_boxed_job_a_person_fails_stops_its_box_within_seconds,
     a_boxed_question_resumes_the_same_session_in_the_same_clone,
 );
+
+/// Cases that need both real CLIs on the driver's host.
+macro_rules! both_clis {
+    ($($case:ident),+ $(,)?) => {
+        mod both_clis_sqlite {
+            $(#[test]
+            fn $case() {
+                if let Some(w) = super::World::start_both(super::Store::Sqlite, stringify!($case)) {
+                    super::runtimes::$case(&w);
+                    w.finish();
+                }
+            })+
+        }
+        mod both_clis_postgres {
+            $(#[test]
+            fn $case() {
+                if let Some(w) = super::World::start_both(super::Store::Postgres, stringify!($case)) {
+                    super::runtimes::$case(&w);
+                    w.finish();
+                }
+            })+
+        }
+    };
+}
+
+both_clis!(one_driver_runs_a_codex_job_and_a_claude_code_job_side_by_side);
+
+/// Codex-only cases: what only its CLI does.
+mod codex_only_sqlite {
+    #[test]
+    fn a_codex_session_whose_hooks_did_not_run_is_never_done() {
+        if let Some(w) = super::World::start_agent(
+            super::support::Cli::Codex,
+            super::Store::Sqlite,
+            "a_codex_session_whose_hooks_did_not_run_is_never_done",
+        ) {
+            super::runtimes::a_codex_session_whose_hooks_did_not_run_is_never_done(&w);
+            w.finish();
+        }
+    }
+}
 
 both_stores!(
     a_tmux_that_cannot_start_says_why,

@@ -491,6 +491,33 @@ impl World {
         format!("{}[{}]", &k[..k.len() - 1], &k[k.len() - 1..])
     }
 
+    /// A world where the driver can run both real CLIs: Claude Code is its own runtime and
+    /// Codex is on the `PATH` with its model key, for jobs that ask for it; one fake plays both
+    /// APIs. `None` when either CLI (or the Postgres case) cannot run here.
+    pub fn start_both(store: Store, case: &str) -> Option<World> {
+        let codex = require_codex(case)?;
+        let mut w = World::start_claude(store, case)?;
+        let (fake, env) = w.claude.take().expect("a Claude world");
+        let extra = codex_env(&fake, &codex, w.dir.path());
+        let codex_dir = codex
+            .parent()
+            .expect("the CLI's folder")
+            .display()
+            .to_string();
+        let mut env: Vec<(String, String)> = env
+            .into_iter()
+            .map(|(k, v)| match k.as_str() {
+                "PATH" => (k, format!("{codex_dir}:{v}")),
+                _ => (k, v),
+            })
+            .collect();
+        // Codex's model key and upstream (the door's), never its model flag: the driver's own
+        // agent arguments are Claude Code's.
+        env.extend(extra.into_iter().filter(|(k, _)| k.starts_with("OPENAI_")));
+        w.claude = Some((fake, env));
+        Some(w)
+    }
+
     /// A world for the real agent CLI `cli` ([`World::start_claude`] for Claude Code; for
     /// Codex the fake plays the Responses API and every agent drive runs `--runtime codex`).
     pub fn start_agent(cli: Cli, store: Store, case: &str) -> Option<World> {

@@ -239,3 +239,22 @@ fn denied_commands_round_trip_through_their_lines_and_nothing_else_reads_as_one(
     );
     assert!(denied_lines("session-start s1\n").is_empty());
 }
+
+#[test]
+fn only_the_agent_clis_own_hooks_say_they_ran() {
+    for line in [
+        "session-start s1",
+        "pre-tool-use s1",
+        "stop s1",
+        "session-end -",
+    ] {
+        assert!(
+            agent_hooks_reported(&format!("pre-push -\n{line}\n")),
+            "{line}"
+        );
+    }
+    assert!(!agent_hooks_reported(""));
+    assert!(!agent_hooks_reported(
+        "pre-push -\napproved refs/heads/main abc\ndenied \"git push\"\nstopped s\n"
+    ));
+}

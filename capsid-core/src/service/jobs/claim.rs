@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::caller::Caller;
 use crate::drive::ledger::Usd;
+use crate::drive::runtime::RuntimeKind;
 use crate::error::Result;
 use crate::jobs::budget::{BudgetState, month_start};
 use crate::jobs::lease::{actor_may_hold_jobs, lease_expiry};
@@ -64,6 +65,17 @@ struct Decider<'a> {
     /// Set when a monthly budget applies to the namespace: the claim then reserves the job's
     /// cap against the month inside the store's transaction.
     budget: Option<MonthTerms>,
+    /// The runtimes the claiming driver can run (`None`: it did not say, and takes any job).
+    runtimes: Option<&'a [RuntimeKind]>,
+}
+
+/// Why a driver running `runtimes` cannot take `job`, when the job asks for another runtime.
+fn runtime_refusal(actor: &str, job: &Job, runtimes: Option<&[RuntimeKind]>) -> Option<String> {
+    let why = crate::drive::runtime::cannot_run(job.runtime.as_deref(), runtimes?)?;
+    Some(format!(
+        "{actor} cannot claim {} ('{}'): {why}. The job stays queued for a driver that can run it.",
+        job.id, job.title
+    ))
 }
 
 /// What the decider needs beside the store's [`MonthSpend`] to decide a reservation.
@@ -105,6 +117,9 @@ impl ClaimDecider for Decider<'_> {
     }
 
     fn decide(&self, job: &Job) -> ClaimVerdict {
+        if let Some(why) = runtime_refusal(&self.actor, job, self.runtimes) {
+            return ClaimVerdict::Refuse(why);
+        }
         let requirements = match JobRequirements::from_stored(
             job.required_scopes.as_deref(),
             job.min_record.as_deref(),
@@ -266,6 +281,15 @@ impl JobsCx<'_> {
                 });
             }
         }
+        let runtimes = match &a.runtimes {
+            None => None,
+            Some(list) => Some(
+                list.iter()
+                    .map(|r| RuntimeKind::parse("runtimes", r.as_str()))
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| crate::error::Error::Invalid(format!("jobs claim: {e}")))?,
+            ),
+        };
         let mut record = None;
         let skills = super::skills::offerable(self).await?;
         // A lost race on the best candidate is retried with the next one a few times.
@@ -281,6 +305,7 @@ impl JobsCx<'_> {
                 now,
                 lease,
                 budget,
+                runtimes: runtimes.as_deref(),
             };
             let request = ClaimRequest {
                 target: target.clone(),

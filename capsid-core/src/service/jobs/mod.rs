@@ -171,6 +171,12 @@ pub struct JobsArgs {
     /// default the namespace's `job_max_cost_usd`, else the server's `CAPSID_JOB_MAX_COST_USD`). A claim reserves it against the
     /// namespace's monthly budget. raise: the job's new cap, above its current one.
     pub max_cost_usd: Option<f64>,
+    /// post: the agent CLI to run the job, `claude-code` or `codex` (default: the driver's,
+    /// else its namespace's runner setting). A driver that cannot run it leaves it queued.
+    /// claim: the runtimes this driver can run (a job naming another stays queued).
+    pub runtime: Option<Bounded<32>>,
+    /// claim: every runtime the driver can run, its own first.
+    pub runtimes: Option<Vec<Bounded<32>>>,
     /// list: only this status.
     pub status: Option<JobStatus>,
     /// The job (claim by id, heartbeat, complete, fail, block, resume, get).
@@ -335,6 +341,15 @@ impl JobsCx<'_> {
             .map(crate::jobs::budget::parse_job_cap)
             .transpose()
             .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
+        let runtime = match &a.runtime {
+            None => None,
+            Some(r) => Some(
+                crate::drive::runtime::RuntimeKind::parse("runtime", r.as_str())
+                    .map_err(|e| Error::Invalid(format!("jobs: {e}")))?
+                    .name()
+                    .to_owned(),
+            ),
+        };
         require_namespace(self.namespaces, ns.as_str()).await?;
         // A run credential posts only follow-ups of its own job.
         if let Some(run_job) = caller.run_job()
@@ -377,6 +392,7 @@ impl JobsCx<'_> {
             at: now,
             dispatch: dispatch.clone(),
             max_cost_usd,
+            runtime,
         };
         let mut params = json!({ "title": title, "priority": job.priority, "gate_required": u8::from(job.gate_required) });
         if let Some(r) = &job.required_scopes {
@@ -390,6 +406,9 @@ impl JobsCx<'_> {
         }
         if let Some(cap) = job.max_cost_usd {
             params["max_cost_usd"] = json!(cap);
+        }
+        if let Some(r) = &job.runtime {
+            params["runtime"] = json!(r);
         }
         if let Some(d) = &dispatch {
             params["parent_id"] = json!(d.parent_id);
