@@ -147,6 +147,11 @@ pub enum NamespacesCommand {
         /// the driver's model door stops the run there.
         #[arg(long, value_name = "DOLLARS|none")]
         job_max_cost_usd: Option<String>,
+        /// Runner: the migration tools the gate policy's additive_migration recognises here,
+        /// comma separated: d1 (wrangler d1 execute --file, the default), psql (psql -f
+        /// <file>), sqlx (sqlx migrate run, every file of its folder checked).
+        #[arg(long, value_name = "TOOLS")]
+        migration_tools: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -451,6 +456,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
             credential_ref,
             monthly_budget_usd,
             job_max_cost_usd,
+            migration_tools,
             json,
         } => (
             "update_namespace",
@@ -460,6 +466,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
                 "agent_command": agent_command, "credential_ref": credential_ref,
                 "monthly_budget_usd": budget_arg(monthly_budget_usd.as_ref()),
                 "job_max_cost_usd": budget_arg(job_max_cost_usd.as_ref()),
+                "migration_tools": migration_tools,
             }),
             *json,
         ),

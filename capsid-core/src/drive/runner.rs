@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::credential::CredentialRef;
+use crate::autonomy::gates::MigrationTools;
 
 /// The longest command or path accepted.
 pub const RUNNER_FIELD_MAX: usize = 2048;
@@ -32,6 +33,10 @@ pub struct RunnerSettings {
     /// (above the server's default, `CAPSID_JOB_MAX_COST_USD`), as decimal text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_max_cost_usd: Option<String>,
+    /// The migration tools the gate policy's `additive_migration` recognises for the
+    /// namespace (`d1`, `psql`, `sqlx`, comma separated; unset: `d1`, the Worker's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration_tools: Option<String>,
 }
 
 /// The fields an update names: `Some("")` clears, `None` keeps.
@@ -95,6 +100,13 @@ impl RunnerSettings {
                 &self.job_max_cost_usd,
                 &patch.job_max_cost_usd,
             )?,
+            migration_tools: field(
+                "migration_tools",
+                &self.migration_tools,
+                &patch.migration_tools,
+            )?
+            .map(|t| MigrationTools::parse(&t).map(|tools| tools.to_setting()))
+            .transpose()?,
         };
         if let Some(cap) = &next.job_max_cost_usd
             && next.job_cap().is_none()
@@ -123,6 +135,11 @@ impl RunnerSettings {
             .and_then(|x| crate::jobs::budget::parse_job_cap(x).ok())
     }
 
+    /// The migration tools the namespace's gate recognises (unset: `d1`).
+    pub fn migration_tools(&self) -> MigrationTools {
+        MigrationTools::stored(self.migration_tools.as_deref())
+    }
+
     /// The stored JSON, or `None` when no field is set.
     pub fn to_stored(&self) -> Option<String> {
         (!self.is_empty()).then(|| serde_json::to_string(self).unwrap_or_else(|_| "{}".into()))
@@ -137,6 +154,27 @@ mod tests {
         let mut p = RunnerPatch::default();
         f(&mut p);
         p
+    }
+
+    #[test]
+    fn migration_tools_are_checked_stored_normalised_and_cleared() {
+        let s = RunnerSettings::default()
+            .apply(&patch(|p| p.migration_tools = Some(" SQLX, psql ".into())))
+            .expect("valid");
+        assert_eq!(s.migration_tools.as_deref(), Some("sqlx,psql"));
+        assert_eq!(s.migration_tools().to_setting(), "sqlx,psql");
+        assert_eq!(
+            RunnerSettings::default().migration_tools().to_setting(),
+            "d1"
+        );
+        let bad = s
+            .apply(&patch(|p| p.migration_tools = Some("flyway".into())))
+            .expect_err("unknown tool");
+        assert!(bad.starts_with("migration_tools: 'flyway'"), "{bad}");
+        let cleared = s
+            .apply(&patch(|p| p.migration_tools = Some(String::new())))
+            .expect("clears");
+        assert_eq!(cleared.migration_tools, None);
     }
 
     #[test]

@@ -368,6 +368,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "credential_ref",
             "monthly_budget_usd",
             "job_max_cost_usd",
+            "migration_tools",
         ],
     ),
     ("list_repo_tree", &["*namespace", "repo", "path", "ref"]),
