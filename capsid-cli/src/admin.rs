@@ -151,6 +151,11 @@ pub enum NamespacesCommand {
         /// `codex` ("" for the default, Claude Code); `capsid drive --runtime` overrides it.
         #[arg(long, value_name = "claude-code|codex")]
         runtime: Option<String>,
+        /// Runner: the migration tools the gate policy's additive_migration recognises here,
+        /// comma separated: d1 (wrangler d1 execute --file, the default), psql (psql -f
+        /// <file>), sqlx (sqlx migrate run, every file of its folder checked).
+        #[arg(long, value_name = "TOOLS")]
+        migration_tools: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -456,6 +461,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
             monthly_budget_usd,
             job_max_cost_usd,
             runtime,
+            migration_tools,
             json,
         } => (
             "update_namespace",
@@ -466,6 +472,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
                 "monthly_budget_usd": budget_arg(monthly_budget_usd.as_ref()),
                 "job_max_cost_usd": budget_arg(job_max_cost_usd.as_ref()),
                 "runtime": runtime,
+                "migration_tools": migration_tools,
             }),
             *json,
         ),

@@ -78,6 +78,12 @@ pub struct ServeArgs {
     /// within them answers 429 with Retry-After). The daily backup is not limited.
     #[arg(long, env = "CAPSID_BACKUP_INTERVAL_MINUTES", default_value_t = BACKUP_INTERVAL_MINUTES, value_parser = clap::value_parser!(u64).range(1..=10_080))]
     pub backup_interval_minutes: u64,
+    /// Hours between two scheduled dumps (1 to 24): each UTC day's dumps fall at 09:00 UTC
+    /// and every interval before and after it (6: 03:00, 09:00, 15:00, 21:00). The default,
+    /// 24, is one dump a day at 09:00 UTC; a shorter interval narrows what a restore can lose.
+    #[arg(long, env = "CAPSID_BACKUP_EVERY_HOURS", default_value = "24", value_name = "HOURS",
+          value_parser = capsid_core::backup::BackupEvery::parse)]
+    pub backup_every_hours: capsid_core::backup::BackupEvery,
     /// The store's timeouts and the wait for Postgres at start.
     #[command(flatten)]
     pub store: crate::store_wait::StoreWaitArgs,
@@ -229,7 +235,8 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         .with_loop_zone(zone)
         .with_backup_interval(std::time::Duration::from_secs(
             args.backup_interval_minutes * 60,
-        ));
+        ))
+        .with_backup_every(args.backup_every_hours);
     // The model API, when a key is configured (a reference that does not resolve stops the
     // start, naming the setting).
     match args.model.client()? {

@@ -14,7 +14,8 @@ pub enum Task {
     Sweep,
     /// Pushed checkpoints' CI verdicts.
     CiPoll,
-    /// The daily backup (09:00 UTC); the task itself decides whether a run is due today.
+    /// The scheduled backup (09:00 UTC daily, or every `--backup-every-hours`); the task itself
+    /// decides whether a run is due.
     Backup,
     /// Open pull requests merged or declined by the signed auto-merge policy.
     AutoMerge,

@@ -1,7 +1,8 @@
 //! A repository host behind the `RepoHost` port for work-queue tests: pull requests, review
-//! comments and workflow runs the test sets up, and repositories it cannot read. The repo
-//! tools' operations are not faked here: they answer "not faked" (the real GitHub adapter is
-//! tested against the fake GitHub HTTP server in `fake_github`).
+//! comments and workflow runs the test sets up, files and the folders they make up, and
+//! repositories it cannot read. The repo tools' other operations are not faked here: they
+//! answer "not faked" (the real GitHub adapter is tested against the fake GitHub HTTP server
+//! in `fake_github`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -11,7 +12,7 @@ use capsid_core::ports::{
     CheckRun, ClosedPull, CommitDetail, CommitSummary, Comparison, Contents, FileCommit, FileWrite,
     GitTree, IssueComment, IssueFacts, MergeOutcome, OpenedPull, PostedComment, PullRequestFacts,
     PullSummary, RefHead, RepoFacts, RepoHost, RepoHostError, RepoRef, RepoResult, RunJob,
-    RunQuery, WorkflowRun,
+    RunQuery, TreeEntry, WorkflowRun,
 };
 
 fn not_faked<T>(what: &str) -> RepoResult<T> {
@@ -209,8 +210,30 @@ impl RepoHost for FakeRepoHost {
             private: true,
         })
     }
-    async fn contents(&self, _: &RepoRef, _: &str, _: Option<&str>) -> RepoResult<Contents> {
-        not_faked("contents")
+    /// A folder's files (the direct children of `path`), from the files [`FakeRepoHost::file`]
+    /// added; a path with none under it is not found.
+    async fn contents(&self, repo: &RepoRef, path: &str, _: Option<&str>) -> RepoResult<Contents> {
+        self.check(repo)?;
+        let prefix = format!("{repo}:{}/", path.trim_end_matches('/'));
+        let entries: Vec<TreeEntry> = self
+            .files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter_map(|(key, text)| {
+                let name = key.strip_prefix(&prefix)?;
+                (!name.contains('/')).then(|| TreeEntry {
+                    path: key[repo.to_string().len() + 1..].to_owned(),
+                    kind: "file".into(),
+                    size: text.len() as u64,
+                    sha: String::new(),
+                })
+            })
+            .collect();
+        if entries.is_empty() {
+            return Err(RepoHostError::NotFound(format!("{repo}:{path}")));
+        }
+        Ok(Contents::Dir(entries))
     }
     async fn tree(&self, _: &RepoRef, _: &str) -> RepoResult<GitTree> {
         not_faked("tree")

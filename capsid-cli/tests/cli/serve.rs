@@ -34,6 +34,62 @@ fn serve_refuses_a_public_url_clients_could_not_reach_it_under() {
     );
 }
 
+/// `serve --help` names the dump interval and its variable (issue 56, item 4), and a value
+/// outside 1 to 24 hours, by flag or by variable, refuses the start naming the setting and its
+/// rule, before anything is created.
+#[test]
+fn serve_takes_the_dump_interval_and_refuses_one_outside_a_day() {
+    let help = Command::new(env!("CARGO_BIN_EXE_capsid"))
+        .args(["serve", "--help"])
+        .output()
+        .expect("run capsid serve --help");
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(help.status.success(), "{text}");
+    assert!(
+        text.contains("--backup-every-hours <HOURS>")
+            && text.contains("CAPSID_BACKUP_EVERY_HOURS")
+            && text.contains("[default: 24]"),
+        "{text}"
+    );
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let refused = |flag: Option<&str>, env: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_capsid"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0"])
+            .env("CAPSID_DATA_DIR", dir.path())
+            .env_remove("CAPSID_DATABASE_URL")
+            .env_remove("CAPSID_BACKUP_EVERY_HOURS");
+        if let Some(v) = flag {
+            cmd.args(["--backup-every-hours", v]);
+        }
+        if let Some(v) = env {
+            cmd.env("CAPSID_BACKUP_EVERY_HOURS", v);
+        }
+        let out = cmd.output().expect("run capsid serve");
+        assert_eq!(out.status.code(), Some(2), "{flag:?} {env:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for (flag, env, bad) in [
+        (Some("0"), None, "\"0\""),
+        (Some("25"), None, "\"25\""),
+        (None, Some("half"), "\"half\""),
+    ] {
+        let err = refused(flag, env);
+        assert!(
+            err.contains("CAPSID_BACKUP_EVERY_HOURS (--backup-every-hours)")
+                && err.contains("a whole number of hours from 1 to 24")
+                && err.contains(bad),
+            "{err}"
+        );
+    }
+    assert!(
+        std::fs::read_dir(dir.path())
+            .expect("the folder")
+            .next()
+            .is_none(),
+        "a refused start created files"
+    );
+}
+
 #[test]
 fn serve_starts_reports_health_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().expect("temporary folder");

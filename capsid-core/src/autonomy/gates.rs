@@ -62,7 +62,7 @@ pub struct NeverRule {
 }
 
 /// The never-list, in the Worker's order.
-pub const NEVER_LIST: [NeverRule; 16] = [
+pub const NEVER_LIST: [NeverRule; 21] = [
     NeverRule {
         pattern: r"\b(wrangler|npx\s+wrangler)\s+secret\b",
         why: "it sets or deletes a secret",
@@ -80,8 +80,13 @@ pub const NEVER_LIST: [NeverRule; 16] = [
         why: "it revokes a credential",
     },
     NeverRule {
-        pattern: r"--force\b|--force-with-lease\b|(^|\s)-f(\s|$)",
+        pattern: r"--force\b|--force-with-lease\b",
         why: "it force-pushes, which rewrites history somebody else may hold",
+    },
+    // `-f` is psql's file flag, so it is refused only where git reads it as force.
+    NeverRule {
+        pattern: r"\bgit\b[^\n]*\s-f(\s|$)",
+        why: "it forces a git command, which force-pushes or discards work somebody else may hold",
     },
     NeverRule {
         pattern: r"\bpush\s+[^\n]*\+refs\/",
@@ -104,7 +109,7 @@ pub const NEVER_LIST: [NeverRule; 16] = [
         why: "it changes the loop's mode",
     },
     NeverRule {
-        pattern: r"\bdrop\s+(table|index|column)\b",
+        pattern: r"\bdrop\s+(table|index|column|view|schema|database)\b",
         why: "it drops a database object",
     },
     NeverRule {
@@ -127,12 +132,36 @@ pub const NEVER_LIST: [NeverRule; 16] = [
         pattern: r"\bgit\s+push[^\n]*\b(master|main)\b",
         why: "it pushes to a default branch",
     },
+    // The self-hosted migration tools' destructive commands (issue 56, item 13).
+    NeverRule {
+        pattern: r"\bsqlx\s+migrate\s+revert\b",
+        why: "it reverts an applied migration",
+    },
+    NeverRule {
+        pattern: r"\bsqlx\s+database\s+(drop|reset)\b|\bdropdb\b",
+        why: "it drops a database",
+    },
+    NeverRule {
+        pattern: r"\bpg_restore\b",
+        why: "it overwrites a database from a dump",
+    },
+    NeverRule {
+        pattern: r"\bpsql\b[^\n]*\s(-c|--command)",
+        why: "it runs statements given on the command line, which nobody parsed",
+    },
 ];
 
 const PUSH_BRANCH: &str = r"^git\s+push\s+(-u\s+|--set-upstream\s+)?origin\s+[A-Za-z0-9._\/-]+\s*$";
 const OPEN_PR: &str = r"^gh\s+pr\s+create\b";
 const MIGRATION: &str = r"\bd1\s+execute\s+\S+[^\n]*?--file[= ]\s*(\S+)";
+const PSQL: &str = r"^psql\s";
+const PSQL_FILE: &str = r"(^|\s)(-f\s*|--file[= ]\s*)(\S+)";
+const SQLX_RUN: &str = r"^sqlx\s+migrate\s+run(\s|$)";
+const SQLX_SOURCE: &str = r"(^|\s)--source[= ]\s*(\S+)";
 const UNDER_MIGRATIONS: &str = r"(^|/)migrations/";
+/// What makes one command line run more than the one invocation the gate read: a chain, a
+/// pipe, a redirection or a command substitution.
+const NOT_ONE_INVOCATION: &str = r"[;&|<>`\n]|\$\(";
 
 /// Compiles a Worker pattern: case-insensitive, with `\b` as JavaScript's ASCII word boundary.
 fn js_insensitive(source: &str) -> Regex {
@@ -152,6 +181,12 @@ static PUSH_BRANCH_RE: LazyLock<Regex> = LazyLock::new(|| js_insensitive(PUSH_BR
 static OPEN_PR_RE: LazyLock<Regex> = LazyLock::new(|| js_insensitive(OPEN_PR));
 static MIGRATION_RE: LazyLock<Regex> = LazyLock::new(|| js_insensitive(MIGRATION));
 static UNDER_MIGRATIONS_RE: LazyLock<Regex> = LazyLock::new(|| js_insensitive(UNDER_MIGRATIONS));
+static PSQL_RE: LazyLock<Regex> = LazyLock::new(|| js_insensitive(PSQL));
+static PSQL_FILE_RE: LazyLock<Regex> = LazyLock::new(|| js_insensitive(PSQL_FILE));
+static SQLX_RUN_RE: LazyLock<Regex> = LazyLock::new(|| js_insensitive(SQLX_RUN));
+static SQLX_SOURCE_RE: LazyLock<Regex> = LazyLock::new(|| js_insensitive(SQLX_SOURCE));
+static NOT_ONE_INVOCATION_RE: LazyLock<Regex> =
+    LazyLock::new(|| js_insensitive(NOT_ONE_INVOCATION));
 
 /// Why a blocked command is not approved on the policy. The job stays blocked.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -181,11 +216,36 @@ pub enum GateRefusal {
         /// The consequence that keeps it off the list.
         why: &'static str,
     },
-    /// A `d1 execute --file` whose file is not under `migrations/`.
+    /// A migration command whose file (or, for `sqlx`, folder) is not under `migrations/`.
     #[error("{path} is not under migrations/, so it is not a migration this policy covers")]
     NotUnderMigrations {
         /// The file path, quotes stripped.
         path: String,
+    },
+    /// A `psql` or `sqlx` command that chains, pipes, redirects or substitutes, or a `psql`
+    /// given no file or more than one.
+    #[error(
+        "this {tool} command runs more than the one migration the gate can read (a chain, a pipe, a redirection, a command substitution, or other than one -f file), so it waits for the human"
+    )]
+    NotOneMigration {
+        /// The tool.
+        tool: MigrationTool,
+    },
+    /// A `sqlx migrate run` whose folder holds no migration to read.
+    #[error("{dir} holds no migration file (*.sql), so there is nothing for the policy to check")]
+    NoMigrations {
+        /// The folder.
+        dir: String,
+    },
+    /// A file of a `sqlx migrate run` folder that is not additive.
+    #[error(
+        "{path} contains a statement this policy does not call additive: \"{statement}\"; sqlx migrate run applies whichever migrations are pending, so every file of the folder must be additive (or block on psql -f <the new file>)"
+    )]
+    FolderNotAdditive {
+        /// The file.
+        path: String,
+        /// The statement's first 80 characters.
+        statement: String,
     },
     /// The command fits no class.
     #[error("this command matches no pre-approved class, so it waits for the human")]
@@ -224,11 +284,17 @@ pub fn never_list_reason(command: &str) -> Option<&'static str> {
 /// A command that fits a class.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClassifiedCommand {
-    /// A D1 migration; the service reads `path` from the namespace's primary repo and passes
-    /// its text to [`approve_migration`].
+    /// A migration of one file (`d1`, `psql`); the service reads `path` from the namespace's
+    /// primary repo and passes its text to [`approve_migration`].
     AdditiveMigration {
-        /// The `--file` argument, quotes stripped.
+        /// The file argument, quotes stripped.
         path: String,
+    },
+    /// `sqlx migrate run`: the service reads every migration of `dir` and passes them to
+    /// [`approve_migration_folder`].
+    AdditiveMigrationFolder {
+        /// The `--source` folder (default `migrations`), quotes and a trailing `/` stripped.
+        dir: String,
     },
     /// A plain branch push.
     PushBranch,
@@ -240,7 +306,8 @@ impl ClassifiedCommand {
     /// The class it fits.
     pub fn class(&self) -> GateClass {
         match self {
-            ClassifiedCommand::AdditiveMigration { .. } => GateClass::AdditiveMigration,
+            ClassifiedCommand::AdditiveMigration { .. }
+            | ClassifiedCommand::AdditiveMigrationFolder { .. } => GateClass::AdditiveMigration,
             ClassifiedCommand::PushBranch => GateClass::PushBranch,
             ClassifiedCommand::OpenPr => GateClass::OpenPr,
         }
@@ -253,8 +320,18 @@ fn strip_quotes(path: &str) -> &str {
     path.strip_suffix(['"', '\'']).unwrap_or(path)
 }
 
-/// Which class a blocked command falls into (trimmed; never-list first), or why none.
+/// Which class a blocked command falls into under the default migration tool (`d1`, the
+/// Worker's), or why none.
 pub fn classify_command(command: &str) -> Result<ClassifiedCommand, GateRefusal> {
+    classify_command_for(command, &MigrationTools::default())
+}
+
+/// Which class a blocked command falls into (trimmed; never-list first) when the namespace's
+/// migrations run with `tools`, or why none.
+pub fn classify_command_for(
+    command: &str,
+    tools: &MigrationTools,
+) -> Result<ClassifiedCommand, GateRefusal> {
     let command = command.trim();
     if command.is_empty() {
         return Err(GateRefusal::NoCommand);
@@ -262,15 +339,44 @@ pub fn classify_command(command: &str) -> Result<ClassifiedCommand, GateRefusal>
     if let Some(why) = never_list_reason(command) {
         return Err(GateRefusal::NeverList { why });
     }
-    if let Some(caps) = MIGRATION_RE.captures(command) {
+    if tools.has(MigrationTool::D1)
+        && let Some(caps) = MIGRATION_RE.captures(command)
+    {
         let path = strip_quotes(caps.get(1).map_or("", |m| m.as_str()));
-        if !UNDER_MIGRATIONS_RE.is_match(path) {
-            return Err(GateRefusal::NotUnderMigrations {
-                path: path.to_owned(),
+        return migration_file(path);
+    }
+    if tools.has(MigrationTool::Psql) && PSQL_RE.is_match(command) {
+        let files: Vec<&str> = PSQL_FILE_RE
+            .captures_iter(command)
+            .filter_map(|c| c.get(3).map(|m| m.as_str()))
+            .collect();
+        return match files[..] {
+            [path] if !NOT_ONE_INVOCATION_RE.is_match(command) => {
+                migration_file(strip_quotes(path))
+            }
+            _ => Err(GateRefusal::NotOneMigration {
+                tool: MigrationTool::Psql,
+            }),
+        };
+    }
+    if tools.has(MigrationTool::Sqlx) && SQLX_RUN_RE.is_match(command) {
+        if NOT_ONE_INVOCATION_RE.is_match(command) {
+            return Err(GateRefusal::NotOneMigration {
+                tool: MigrationTool::Sqlx,
             });
         }
-        return Ok(ClassifiedCommand::AdditiveMigration {
-            path: path.to_owned(),
+        let source = SQLX_SOURCE_RE
+            .captures(command)
+            .and_then(|c| c.get(2))
+            .map_or("migrations", |m| strip_quotes(m.as_str()));
+        let dir = source.strip_suffix('/').unwrap_or(source);
+        if !UNDER_MIGRATIONS_RE.is_match(&format!("{dir}/")) {
+            return Err(GateRefusal::NotUnderMigrations {
+                path: dir.to_owned(),
+            });
+        }
+        return Ok(ClassifiedCommand::AdditiveMigrationFolder {
+            dir: dir.to_owned(),
         });
     }
     if PUSH_BRANCH_RE.is_match(command) {
@@ -282,9 +388,23 @@ pub fn classify_command(command: &str) -> Result<ClassifiedCommand, GateRefusal>
     Err(GateRefusal::NoClass)
 }
 
+/// A one-file migration of `path`, when it is under `migrations/`.
+fn migration_file(path: &str) -> Result<ClassifiedCommand, GateRefusal> {
+    if !UNDER_MIGRATIONS_RE.is_match(path) {
+        return Err(GateRefusal::NotUnderMigrations {
+            path: path.to_owned(),
+        });
+    }
+    Ok(ClassifiedCommand::AdditiveMigration {
+        path: path.to_owned(),
+    })
+}
+
 mod migration;
+mod tools;
 
 pub use migration::{StatementKind, classify_migration_sql, split_statements};
+pub use tools::{MigrationTool, MigrationTools};
 
 /// An approval the seat may act on, recorded in the resume audit row.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -306,6 +426,14 @@ pub enum PreApproval {
     ReadMigration {
         /// The migration file to read.
         path: String,
+        /// The policy version to approve against.
+        policy_version: String,
+    },
+    /// A `sqlx migrate run`: read every migration of `dir` and finish with
+    /// [`approve_migration_folder`].
+    ReadMigrationFolder {
+        /// The migrations folder to read.
+        dir: String,
         /// The policy version to approve against.
         policy_version: String,
     },
@@ -334,18 +462,24 @@ pub fn check_preconditions<'a>(
         .ok_or(GateRefusal::NoCommand)
 }
 
-/// Everything up to the migration read: preconditions, then classification.
+/// Everything up to the migration read: preconditions, then classification under the
+/// namespace's migration `tools`.
 pub fn pre_approve(
     policy: &GatePolicy,
     requested_version: &str,
     command: Option<&str>,
+    tools: &MigrationTools,
 ) -> Result<PreApproval, GateRefusal> {
     let command = check_preconditions(policy, requested_version, command)?;
-    let classified = classify_command(command)?;
+    let classified = classify_command_for(command, tools)?;
     let policy_version = policy.version.clone();
     Ok(match classified {
         ClassifiedCommand::AdditiveMigration { path } => PreApproval::ReadMigration {
             path,
+            policy_version,
+        },
+        ClassifiedCommand::AdditiveMigrationFolder { dir } => PreApproval::ReadMigrationFolder {
+            dir,
             policy_version,
         },
         other => PreApproval::Approved(Approval {
@@ -370,6 +504,47 @@ pub fn approve_migration(
     Ok(Approval {
         class: GateClass::AdditiveMigration,
         detail: format!("{path}: {}", labels.join(", ")),
+        policy_version: policy_version.to_owned(),
+    })
+}
+
+/// Whether `name`, a file of a migrations folder, is a migration `sqlx migrate run` applies:
+/// `*.sql`, but not a reversible migration's `*.down.sql`.
+pub fn is_forward_migration(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".sql") && !lower.ends_with(".down.sql")
+}
+
+/// Finishes a `sqlx migrate run` approval from the folder's migrations, each `(path, text)`
+/// (`None`: unreadable): every one must be additive, since any of them may be pending.
+pub fn approve_migration_folder(
+    policy_version: &str,
+    dir: &str,
+    files: &[(String, Option<String>)],
+) -> Result<Approval, GateRefusal> {
+    if files.is_empty() {
+        return Err(GateRefusal::NoMigrations {
+            dir: dir.to_owned(),
+        });
+    }
+    let mut details = Vec::with_capacity(files.len());
+    for (path, sql) in files {
+        let sql = sql
+            .as_deref()
+            .ok_or_else(|| GateRefusal::MigrationUnreadable { path: path.clone() })?;
+        let kinds = classify_migration_sql(sql).map_err(|e| match e {
+            GateRefusal::NotAdditive { statement } => GateRefusal::FolderNotAdditive {
+                path: path.clone(),
+                statement,
+            },
+            other => other,
+        })?;
+        let labels: Vec<&str> = kinds.iter().map(|k| k.label()).collect();
+        details.push(format!("{path}: {}", labels.join(", ")));
+    }
+    Ok(Approval {
+        class: GateClass::AdditiveMigration,
+        detail: details.join("; "),
         policy_version: policy_version.to_owned(),
     })
 }

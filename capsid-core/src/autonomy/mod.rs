@@ -12,8 +12,8 @@ pub mod watcher;
 
 pub use auto_merge::{CheckId, MergeVerdict, PrFacts, evaluate_pr};
 pub use gates::{
-    ClassifiedCommand, GateClass, GateRefusal, PreApproval, classify_command,
-    classify_migration_sql,
+    ClassifiedCommand, GateClass, GateRefusal, MigrationTool, MigrationTools, PreApproval,
+    classify_command, classify_command_for, classify_migration_sql,
 };
 pub use policy::{
     AutoMergePolicy, GatePolicy, PolicyError, PolicyKind, parse_auto_merge_policy,

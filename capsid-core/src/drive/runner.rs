@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::credential::CredentialRef;
+use crate::autonomy::gates::MigrationTools;
 
 /// The longest command or path accepted.
 pub const RUNNER_FIELD_MAX: usize = 2048;
@@ -36,6 +37,10 @@ pub struct RunnerSettings {
     /// `capsid drive --runtime` overrides it for one driver).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// The migration tools the gate policy's `additive_migration` recognises for the
+    /// namespace (`d1`, `psql`, `sqlx`, comma separated; unset: `d1`, the Worker's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration_tools: Option<String>,
 }
 
 /// The fields an update names: `Some("")` clears, `None` keeps.
@@ -100,6 +105,13 @@ impl RunnerSettings {
                 &patch.job_max_cost_usd,
             )?,
             runtime: field("runtime", &self.runtime, &patch.runtime)?,
+            migration_tools: field(
+                "migration_tools",
+                &self.migration_tools,
+                &patch.migration_tools,
+            )?
+            .map(|t| MigrationTools::parse(&t).map(|tools| tools.to_setting()))
+            .transpose()?,
         };
         if let Some(r) = &next.runtime {
             crate::drive::runtime::RuntimeKind::parse("runtime", r)?;
@@ -136,6 +148,11 @@ impl RunnerSettings {
         self.runtime
             .as_deref()
             .and_then(|r| crate::drive::runtime::RuntimeKind::parse("runtime", r).ok())
+    }
+
+    /// The migration tools the namespace's gate recognises (unset: `d1`).
+    pub fn migration_tools(&self) -> MigrationTools {
+        MigrationTools::stored(self.migration_tools.as_deref())
     }
 
     /// The stored JSON, or `None` when no field is set.
@@ -177,6 +194,27 @@ mod tests {
         // A value stored before it was checked is no runtime (the default applies).
         let stored = RunnerSettings::stored(Some("{\"runtime\":\"aider\"}"));
         assert_eq!(stored.runtime(), None);
+    }
+
+    #[test]
+    fn migration_tools_are_checked_stored_normalised_and_cleared() {
+        let s = RunnerSettings::default()
+            .apply(&patch(|p| p.migration_tools = Some(" SQLX, psql ".into())))
+            .expect("valid");
+        assert_eq!(s.migration_tools.as_deref(), Some("sqlx,psql"));
+        assert_eq!(s.migration_tools().to_setting(), "sqlx,psql");
+        assert_eq!(
+            RunnerSettings::default().migration_tools().to_setting(),
+            "d1"
+        );
+        let bad = s
+            .apply(&patch(|p| p.migration_tools = Some("flyway".into())))
+            .expect_err("unknown tool");
+        assert!(bad.starts_with("migration_tools: 'flyway'"), "{bad}");
+        let cleared = s
+            .apply(&patch(|p| p.migration_tools = Some(String::new())))
+            .expect("clears");
+        assert_eq!(cleared.migration_tools, None);
     }
 
     #[test]

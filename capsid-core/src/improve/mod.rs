@@ -12,6 +12,7 @@ pub mod judging;
 pub mod keys;
 pub mod machine;
 pub mod models;
+pub mod monitor;
 pub mod night;
 pub mod pin;
 pub mod report;

@@ -8,12 +8,12 @@
 use crate::improve::keys;
 use crate::ports::ModelUsage;
 
-/// A stage of the loop that asks a model.
+/// A stage of the loop that asks a model. The reference's `triage` stage is not one: the
+/// attempt model chooses what to attempt from the scores document, the run's history and the
+/// tree in the same call that writes the change (ARCHITECTURE.md says why).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Stage {
-    /// Chooses what to attempt.
-    Triage,
-    /// The reward-hacking monitor's reading of an attempt's diff.
+    /// The reward-hacking monitor's reading of an attempt's change (`improve::monitor`).
     Monitor,
     /// Writes an attempt.
     Attempt,
@@ -69,18 +69,11 @@ pub const MODEL_ID_MAX: usize = 64;
 
 impl Stage {
     /// Every stage, in the loop's order.
-    pub const ALL: [Stage; 5] = [
-        Stage::Triage,
-        Stage::Monitor,
-        Stage::Attempt,
-        Stage::Abstract,
-        Stage::Meta,
-    ];
+    pub const ALL: [Stage; 4] = [Stage::Attempt, Stage::Monitor, Stage::Abstract, Stage::Meta];
 
     /// The stage's name, as its settings key spells it.
     pub fn name(self) -> &'static str {
         match self {
-            Stage::Triage => "triage",
             Stage::Monitor => "monitor",
             Stage::Attempt => "attempt",
             Stage::Abstract => "abstract",
@@ -91,7 +84,7 @@ impl Stage {
     /// The model the stage asks when no setting overrides it.
     pub fn default_model(self) -> &'static str {
         match self {
-            Stage::Triage | Stage::Monitor => HAIKU,
+            Stage::Monitor => HAIKU,
             Stage::Attempt => SONNET,
             Stage::Abstract | Stage::Meta => OPUS,
         }
@@ -180,19 +173,14 @@ mod tests {
             table,
             vec![
                 (
-                    "triage",
-                    "claude-haiku-4-5",
-                    "improve:model:triage".to_owned()
+                    "attempt",
+                    "claude-sonnet-5",
+                    "improve:model:attempt".to_owned()
                 ),
                 (
                     "monitor",
                     "claude-haiku-4-5",
                     "improve:model:monitor".to_owned()
-                ),
-                (
-                    "attempt",
-                    "claude-sonnet-5",
-                    "improve:model:attempt".to_owned()
                 ),
                 (
                     "abstract",
@@ -211,7 +199,7 @@ mod tests {
             "claude-opus-4-1"
         );
         assert_eq!(
-            model_for(Stage::Triage, Some("  claude-3.5-haiku\n")),
+            model_for(Stage::Monitor, Some("  claude-3.5-haiku\n")),
             "claude-3.5-haiku"
         );
         assert_eq!(model_for(Stage::Meta, Some("9")), "9");

@@ -71,7 +71,7 @@ pub struct TickReport {
     pub swept: usize,
     /// Pushed checkpoints whose CI verdict this tick resolved.
     pub ci_resolved: usize,
-    /// Whether the daily backup ran in this tick.
+    /// Whether the scheduled backup ran in this tick.
     pub backed_up: bool,
     /// Every task that took its turn, in run order.
     pub ran: Vec<TaskRun>,
@@ -259,7 +259,7 @@ impl Service {
                 Ok(json!({"swept": swept}))
             }
             Task::CiPoll => Ok(json!({"resolved": self.poll_ci().await?.resolved})),
-            Task::Backup => Ok(json!({"backed_up": self.daily_backup_if_due().await?})),
+            Task::Backup => Ok(json!({"backed_up": self.scheduled_backup_if_due().await?})),
             Task::AutoMerge => super::to_json(self.autonomy().auto_merge_tick().await?),
             Task::Watcher => super::to_json(self.watcher_tick().await?),
             Task::Improve => self.improve().improve_loop_tick().await,

@@ -369,6 +369,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "monthly_budget_usd",
             "job_max_cost_usd",
             "runtime",
+            "migration_tools",
         ],
     ),
     ("list_repo_tree", &["*namespace", "repo", "path", "ref"]),

@@ -124,6 +124,272 @@ fn word_boundaries_are_ascii_as_in_javascript() {
     assert!(never_list_reason("gh pr create --title irrevocable").is_none());
 }
 
+fn tools(text: &str) -> MigrationTools {
+    MigrationTools::parse(text).expect("tools")
+}
+
+/// The self-hosted migration tools (issue 56, item 13): each recognised only when the
+/// namespace's setting names it, each reading a file or folder under `migrations/`.
+#[test]
+fn self_hosted_migration_commands_table() {
+    use ClassifiedCommand::*;
+    let all = tools("d1,psql,sqlx");
+    let file = |p: &str| AdditiveMigration { path: p.into() };
+    let folder = |d: &str| AdditiveMigrationFolder { dir: d.into() };
+    let accepted: [(&str, ClassifiedCommand); 9] = [
+        (
+            "psql \"$DATABASE_URL\" -f migrations/0005_add.sql",
+            file("migrations/0005_add.sql"),
+        ),
+        (
+            "psql --file=migrations/0006.sql app",
+            file("migrations/0006.sql"),
+        ),
+        (
+            "psql -v ON_ERROR_STOP=1 --file 'db/migrations/0007.sql'",
+            file("db/migrations/0007.sql"),
+        ),
+        (
+            "  PSQL app -fmigrations/0008.sql ",
+            file("migrations/0008.sql"),
+        ),
+        ("sqlx migrate run", folder("migrations")),
+        (
+            "sqlx migrate run --source db/migrations/",
+            folder("db/migrations"),
+        ),
+        (
+            "sqlx migrate run --source=\"migrations\" --database-url \"$DATABASE_URL\"",
+            folder("migrations"),
+        ),
+        (
+            "npx wrangler d1 execute capsid --file=migrations/0009.sql",
+            file("migrations/0009.sql"),
+        ),
+        ("git push origin feature", PushBranch),
+    ];
+    for (command, want) in accepted {
+        assert_eq!(classify_command_for(command, &all), Ok(want), "{command}");
+    }
+    let psql = GateRefusal::NotOneMigration {
+        tool: MigrationTool::Psql,
+    };
+    let sqlx = GateRefusal::NotOneMigration {
+        tool: MigrationTool::Sqlx,
+    };
+    let refused: [(&str, GateRefusal); 13] = [
+        (
+            "psql -f seed/data.sql",
+            GateRefusal::NotUnderMigrations {
+                path: "seed/data.sql".into(),
+            },
+        ),
+        ("psql -f migrations/a.sql -f migrations/b.sql", psql.clone()),
+        ("psql app < migrations/a.sql", psql.clone()),
+        ("psql app", psql.clone()),
+        ("psql -f migrations/a.sql; echo done", psql.clone()),
+        ("psql -f migrations/a.sql | tee log", psql.clone()),
+        ("psql -f migrations/a.sql && echo done", psql.clone()),
+        (
+            "psql -f migrations/$(ls migrations | tail -1)",
+            psql.clone(),
+        ),
+        ("sqlx migrate run && echo done", sqlx.clone()),
+        ("sqlx migrate run > log", sqlx),
+        (
+            "sqlx migrate run --source seeds",
+            GateRefusal::NotUnderMigrations {
+                path: "seeds".into(),
+            },
+        ),
+        ("sqlx migrate runs", GateRefusal::NoClass),
+        ("xpsql -f migrations/a.sql", GateRefusal::NoClass),
+    ];
+    for (command, want) in refused {
+        assert_eq!(
+            classify_command_for(command, &all),
+            Err(want),
+            "{command:?}"
+        );
+    }
+    let psql_error = GateRefusal::NotOneMigration {
+        tool: MigrationTool::Psql,
+    }
+    .to_string();
+    assert!(
+        psql_error.starts_with("this psql command runs more than the one migration"),
+        "{psql_error}"
+    );
+}
+
+#[test]
+fn a_tool_the_namespace_does_not_name_matches_no_class() {
+    let d1 = "wrangler d1 execute DB --file=migrations/0002.sql";
+    let psql = "psql -f migrations/0002.sql";
+    let sqlx = "sqlx migrate run";
+    // The default is the Worker's: d1 only.
+    assert!(classify_command(d1).is_ok());
+    for other in [psql, sqlx] {
+        assert_eq!(
+            classify_command(other),
+            Err(GateRefusal::NoClass),
+            "{other}"
+        );
+    }
+    let only_psql = tools("psql");
+    assert_eq!(
+        classify_command_for(d1, &only_psql),
+        Err(GateRefusal::NoClass)
+    );
+    assert!(classify_command_for(psql, &only_psql).is_ok());
+    assert_eq!(
+        classify_command_for(sqlx, &only_psql),
+        Err(GateRefusal::NoClass)
+    );
+    let only_sqlx = tools("sqlx");
+    assert_eq!(
+        classify_command_for(psql, &only_sqlx),
+        Err(GateRefusal::NoClass)
+    );
+    assert!(classify_command_for(sqlx, &only_sqlx).is_ok());
+}
+
+#[test]
+fn the_self_hosted_never_list() {
+    let all = tools("d1,psql,sqlx");
+    let never: [(&str, &str); 9] = [
+        ("sqlx migrate revert", "reverts an applied migration"),
+        ("sqlx database drop -y", "drops a database"),
+        ("sqlx database reset", "drops a database"),
+        ("dropdb app", "drops a database"),
+        (
+            "pg_restore --clean -d app dump",
+            "overwrites a database from a dump",
+        ),
+        (
+            "psql -c \"UPDATE jobs SET status = 'done'\" -f migrations/a.sql",
+            "command line, which nobody parsed",
+        ),
+        ("psql app --command=\"select 1\"", "nobody parsed"),
+        (
+            "psql -f migrations/a.sql -c\"DROP SCHEMA x\"",
+            "drops a database object",
+        ),
+        ("git checkout -f main", "forces a git command"),
+    ];
+    for (command, cue) in never {
+        let refusal = classify_command_for(command, &all).unwrap_err();
+        assert!(
+            matches!(refusal, GateRefusal::NeverList { .. }),
+            "{command}: {refusal:?}"
+        );
+        assert!(refusal.to_string().contains(cue), "{command}: {refusal}");
+    }
+    // `-f` away from git is psql's file flag, not a force.
+    assert_eq!(never_list_reason("psql -f migrations/a.sql"), None);
+    assert_eq!(never_list_reason("gh pr create -f"), None);
+    assert!(never_list_reason("git push -f origin x").is_some());
+}
+
+#[test]
+fn a_sqlx_folder_is_approved_only_when_every_forward_migration_is_additive() {
+    for (name, forward) in [
+        ("0001_init.sql", true),
+        ("0002_add.up.SQL", true),
+        ("0002_add.down.sql", false),
+        ("0002_add.DOWN.sql", false),
+        ("README.md", false),
+        ("sql", false),
+    ] {
+        assert_eq!(is_forward_migration(name), forward, "{name}");
+    }
+    let file = |p: &str, sql: Option<&str>| (p.to_owned(), sql.map(str::to_owned));
+    assert_eq!(
+        approve_migration_folder("g1", "migrations", &[]),
+        Err(GateRefusal::NoMigrations {
+            dir: "migrations".into()
+        })
+    );
+    assert_eq!(
+        approve_migration_folder(
+            "g1",
+            "migrations",
+            &[
+                file("migrations/0001.sql", Some("CREATE TABLE IF NOT EXISTS t (id TEXT)")),
+                file("migrations/0002.sql", Some("ALTER TABLE t ADD COLUMN x; CREATE INDEX i ON t(x)")),
+            ]
+        ),
+        Ok(Approval {
+            class: GateClass::AdditiveMigration,
+            detail: "migrations/0001.sql: CREATE TABLE IF NOT EXISTS; migrations/0002.sql: ALTER TABLE ADD COLUMN, CREATE INDEX".into(),
+            policy_version: "g1".into(),
+        })
+    );
+    assert_eq!(
+        approve_migration_folder(
+            "g1",
+            "migrations",
+            &[
+                file("migrations/0001.sql", Some("CREATE INDEX i ON t(x)")),
+                file("migrations/0002.sql", None),
+            ]
+        ),
+        Err(GateRefusal::MigrationUnreadable {
+            path: "migrations/0002.sql".into()
+        })
+    );
+    let refused = approve_migration_folder(
+        "g1",
+        "migrations",
+        &[
+            file("migrations/0001.sql", Some("CREATE INDEX i ON t(x)")),
+            file("migrations/0002.sql", Some("UPDATE t SET x = 1")),
+        ],
+    );
+    assert_eq!(
+        refused,
+        Err(GateRefusal::FolderNotAdditive {
+            path: "migrations/0002.sql".into(),
+            statement: "UPDATE t SET x = 1".into(),
+        })
+    );
+    let shown = refused.unwrap_err().to_string();
+    assert!(
+        shown.starts_with("migrations/0002.sql contains a statement")
+            && shown.contains("sqlx migrate run applies whichever migrations are pending"),
+        "{shown}"
+    );
+    assert_eq!(
+        approve_migration_folder(
+            "g1",
+            "migrations",
+            &[file("migrations/0001.sql", Some("-- nothing"))]
+        ),
+        Err(GateRefusal::NoStatements)
+    );
+    assert_eq!(
+        pre_approve(
+            &policy(true),
+            "g1",
+            Some("sqlx migrate run"),
+            &tools("sqlx")
+        ),
+        Ok(PreApproval::ReadMigrationFolder {
+            dir: "migrations".into(),
+            policy_version: "g1".into(),
+        })
+    );
+    assert_eq!(
+        pre_approve(
+            &policy(true),
+            "g1",
+            Some("sqlx migrate run"),
+            &MigrationTools::default()
+        ),
+        Err(GateRefusal::NoClass)
+    );
+}
+
 #[test]
 fn migration_statements_table() {
     use StatementKind::*;
@@ -173,28 +439,40 @@ fn migration_statements_table() {
 
 #[test]
 fn preconditions_in_order() {
-    let disabled = pre_approve(&policy(false), "other", None).unwrap_err();
+    let disabled =
+        pre_approve(&policy(false), "other", None, &MigrationTools::default()).unwrap_err();
     assert_eq!(
         disabled,
         GateRefusal::PolicyDisabled {
             version: "g1".into()
         }
     );
-    let mismatch = pre_approve(&policy(true), "g0", Some("gh pr create")).unwrap_err();
+    let mismatch = pre_approve(
+        &policy(true),
+        "g0",
+        Some("gh pr create"),
+        &MigrationTools::default(),
+    )
+    .unwrap_err();
     assert!(
         mismatch.to_string().contains("'g0'") && mismatch.to_string().contains("'g1'"),
         "{mismatch}"
     );
     assert_eq!(
-        pre_approve(&policy(true), "g1", None),
+        pre_approve(&policy(true), "g1", None, &MigrationTools::default()),
         Err(GateRefusal::NoCommand)
     );
     assert_eq!(
-        pre_approve(&policy(true), "g1", Some("")),
+        pre_approve(&policy(true), "g1", Some(""), &MigrationTools::default()),
         Err(GateRefusal::NoCommand)
     );
     assert!(matches!(
-        pre_approve(&policy(true), "g1", Some("rm -rf /")),
+        pre_approve(
+            &policy(true),
+            "g1",
+            Some("rm -rf /"),
+            &MigrationTools::default()
+        ),
         Err(GateRefusal::NeverList { .. })
     ));
 }
@@ -202,7 +480,12 @@ fn preconditions_in_order() {
 #[test]
 fn approvals_carry_class_detail_and_version() {
     assert_eq!(
-        pre_approve(&policy(true), "g1", Some("  gh pr create --fill \n")),
+        pre_approve(
+            &policy(true),
+            "g1",
+            Some("  gh pr create --fill \n"),
+            &MigrationTools::default()
+        ),
         Ok(PreApproval::Approved(Approval {
             class: GateClass::OpenPr,
             detail: "gh pr create --fill".into(),
@@ -216,6 +499,7 @@ fn approvals_carry_class_detail_and_version() {
         &policy(true),
         "g1",
         Some("wrangler d1 execute DB --file=migrations/0019.sql"),
+        &MigrationTools::default(),
     )
     else {
         panic!("a migration needs its file read");
@@ -242,7 +526,7 @@ fn approvals_carry_class_detail_and_version() {
 }
 
 /// Fragments that each match a never-list entry on their own, whatever surrounds them.
-const NEVER_FRAGMENTS: [&str; 22] = [
+const NEVER_FRAGMENTS: [&str; 28] = [
     "wrangler secret put X",
     "npx  wrangler secret",
     "gh secret set TOKEN",
@@ -250,7 +534,7 @@ const NEVER_FRAGMENTS: [&str; 22] = [
     "revoke",
     "--force",
     "--force-with-lease",
-    "-f",
+    "git -f",
     "push x +refs/heads/y",
     "wrangler deploy",
     "npx wrangler rollback",
@@ -265,6 +549,12 @@ const NEVER_FRAGMENTS: [&str; 22] = [
     "gh pr merge",
     "git push origin main",
     "git push master",
+    "drop database app",
+    "sqlx migrate revert",
+    "sqlx database reset",
+    "dropdb app",
+    "pg_restore dump",
+    "psql db -c",
 ];
 
 fn class_fitting_command() -> impl Strategy<Value = (String, GateClass)> {

@@ -47,6 +47,8 @@ pub(crate) struct BackupWiring {
     holdout: Option<HoldoutCounts>,
     /// Between two backups on demand by one caller (`None`: the default).
     on_demand_interval_ms: Option<i64>,
+    /// Between two scheduled backups.
+    every: crate::backup::BackupEvery,
 }
 
 impl Service {
@@ -62,6 +64,12 @@ impl Service {
         self
     }
 
+    /// Sets how often the scheduler takes a dump (default: once a day at 09:00 UTC).
+    pub fn with_backup_every(mut self, every: crate::backup::BackupEvery) -> Service {
+        self.backups.every = every;
+        self
+    }
+
     /// The media store, or why there is none.
     pub(crate) fn media(&self) -> Result<&Arc<dyn BlobStore>> {
         self.backups.media.as_ref().ok_or_else(|| {
@@ -69,9 +77,10 @@ impl Service {
         })
     }
 
-    /// The scheduler's daily run: runs a backup when one is due (09:00 UTC, none since) and a
-    /// media store is configured; whether it ran.
-    pub async fn daily_backup_if_due(&self) -> Result<bool> {
+    /// The scheduler's run: runs a backup when one is due (a slot of the configured interval
+    /// has begun, by default 09:00 UTC daily, and none succeeded since) and a media store is
+    /// configured; whether it ran.
+    pub async fn scheduled_backup_if_due(&self) -> Result<bool> {
         if self.backups.media.is_none() {
             return Ok(false);
         }
@@ -82,7 +91,7 @@ impl Service {
             .await?
             .as_deref()
             .and_then(Timestamp::parse);
-        if !crate::backup::daily_run_due(now, last_ok) {
+        if !crate::backup::scheduled_run_due(self.backups.every, now, last_ok) {
             return Ok(false);
         }
         let summary = self.run_backup(&crate::backup::summary::NoProgress).await?;

@@ -1,6 +1,7 @@
 //! Making an attempt (reference 8.2, 8.3): in `api` mode the tick asks the model (the
 //! `ModelClient` port) for one change, records its estimated cost on the run, and either flags
-//! it (a protected path, or an answer that is not a proposal: reverted regardless of score) or
+//! it (a protected path, an answer that is not a proposal, or the monitor model's reading of
+//! the change, each recorded too: reverted regardless of score) or
 //! pushes it to the branch `improve/<attempt>`, writes the archive document before any score
 //! exists, opens the pull request the seat reviews and dispatches the scorer. In `subscription`
 //! mode the driver pushes the branch itself and reports it with `improve_run` action `attempt`;
@@ -18,6 +19,10 @@ use crate::error::{Error, Result};
 use crate::improve::machine::{
     AttemptEvent, AttemptStatus, RunEvent, RunStatus, archive_path, attempt, attempt_branch,
     attempt_id, run,
+};
+use crate::improve::models::{Stage, estimate_usd};
+use crate::improve::monitor::{
+    MONITOR_MAX_TOKENS, MonitorVerdict, MonitoredFile, monitor_prompt, read_monitor_answer,
 };
 use crate::improve::night::{
     ATTEMPT_MAX_TOKENS, AttemptBrief, Proposal, SCORE_WORKFLOW, attempt_prompt, parse_proposal,
@@ -328,9 +333,7 @@ impl ImproveCx<'_> {
             history: &history,
             tree: &tree,
         });
-        let model_name = self
-            .stage_model(crate::improve::models::Stage::Attempt, now)
-            .await?;
+        let model_name = self.stage_model(Stage::Attempt, now).await?;
         let request = ModelRequest {
             model: model_name.clone(),
             system: Some(system),
@@ -348,7 +351,7 @@ impl ImproveCx<'_> {
                 ));
             }
         };
-        let cost = crate::improve::models::estimate_usd(&model_name, reply.usage);
+        let cost = estimate_usd(&model_name, reply.usage);
         let mut spend = RunUpdate::within(&run.id, RunStatus::Attempting, now);
         spend.tally_before = Some(run.tally);
         spend.add_cost_usd = cost;
@@ -400,6 +403,25 @@ impl ImproveCx<'_> {
             };
             return self.add_and_dispatch(&run, made, now).await;
         }
+        // The model half of the monitor reads what the guard passed, before anything is pushed.
+        let (run, verdict) = match self
+            .monitor_reads(&run, host.as_ref(), &repo, &base, &proposal, now)
+            .await?
+        {
+            Ok(read) => read,
+            Err(why) => return Ok(why),
+        };
+        if let MonitorVerdict::Flag(why) = verdict {
+            let made = Made {
+                id,
+                branch,
+                summary: proposal.summary,
+                head_sha: None,
+                flagged: Some(why),
+                skill: None,
+            };
+            return self.add_and_dispatch(&run, made, now).await;
+        }
         let head = match self
             .push_attempt(
                 host.as_ref(),
@@ -429,6 +451,83 @@ impl ImproveCx<'_> {
             skill: None,
         };
         self.add_and_dispatch(&run, made, now).await
+    }
+
+    /// Asks the monitor model (`Stage::Monitor`) whether `proposal` games the score, reading
+    /// each file before (on `base`) and after, and records the call's cost on the run. The
+    /// run as it stands after the record and the verdict, or what the tick reports instead
+    /// (the call failed: the next tick asks for a new attempt; another writer moved the run).
+    async fn monitor_reads(
+        &self,
+        run: &RunRow,
+        host: &dyn RepoHost,
+        repo: &RepoRef,
+        base: &str,
+        proposal: &Proposal,
+        now: Timestamp,
+    ) -> Result<std::result::Result<(RunRow, MonitorVerdict), String>> {
+        let Some(model) = &self.model else {
+            return Ok(Err("api mode needs the model API; the run waits".into()));
+        };
+        let mut before = Vec::with_capacity(proposal.files.len());
+        for f in &proposal.files {
+            before.push(host.file_text(repo, &f.path, Some(base)).await.ok());
+        }
+        let files: Vec<MonitoredFile<'_>> = proposal
+            .files
+            .iter()
+            .zip(&before)
+            .map(|(f, b)| MonitoredFile {
+                path: &f.path,
+                before: b.as_deref(),
+                after: &f.content,
+            })
+            .collect();
+        let (system, user) = monitor_prompt(&proposal.summary, &files);
+        let model_name = self.stage_model(Stage::Monitor, now).await?;
+        let request = ModelRequest {
+            model: model_name.clone(),
+            system: Some(system),
+            messages: vec![ModelMessage {
+                role: ModelRole::User,
+                content: user,
+            }],
+            max_tokens: MONITOR_MAX_TOKENS,
+        };
+        let reply = match model.complete(request).await {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(Err(format!(
+                    "the monitor model's call failed ({e}); the attempt is dropped and the next tick asks for another"
+                )));
+            }
+        };
+        let cost = estimate_usd(&model_name, reply.usage);
+        let mut spend = RunUpdate::within(&run.id, RunStatus::Attempting, now);
+        spend.tally_before = Some(run.tally);
+        spend.add_cost_usd = cost;
+        let verdict = read_monitor_answer(&reply.text);
+        let flagged = matches!(verdict, MonitorVerdict::Flag(_));
+        let spent = Advance {
+            run: Some(spend),
+            audits: vec![loop_audit(
+                "improve-model-call",
+                &run.namespace,
+                None,
+                json!({"run": run.id, "stage": Stage::Monitor.name(), "model": model_name,
+                       "input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens,
+                       "cost_usd": cost, "flagged": flagged}),
+                now,
+            )],
+            ..Advance::default()
+        };
+        if self.runs.advance(spent).await? == Advanced::Lost {
+            return Ok(Err("another writer moved the run first".into()));
+        }
+        Ok(match self.runs.run(&run.id).await? {
+            Some(run) => Ok((run, verdict)),
+            None => Err("the run vanished".into()),
+        })
     }
 
     /// Pushes the proposal to `branch` (from `base`) and opens its pull request; the head.

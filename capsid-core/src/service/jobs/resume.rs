@@ -7,9 +7,13 @@ use crate::service::Area;
 use serde_json::{Value, json};
 
 use crate::autonomy::anchor::{POLICY_SIGNED_ACTION, signed_by_the_admin};
-use crate::autonomy::gates::{Approval, PreApproval, approve_migration, pre_approve};
+use crate::autonomy::gates::{
+    Approval, PreApproval, approve_migration, approve_migration_folder, is_forward_migration,
+    pre_approve,
+};
 use crate::autonomy::policy::{GATE_POLICY_PATH, POLICY_NAMESPACE, parse_gate_policy};
 use crate::caller::Caller;
+use crate::drive::runner::RunnerSettings;
 use crate::error::Result;
 use crate::jobs::block::{at_correction_cap, command_from_summary};
 use crate::jobs::lease::{actor_may_hold_jobs, lease_expiry};
@@ -346,7 +350,15 @@ impl JobsCx<'_> {
             Err(e) => return Ok(Err(e.to_string())),
         };
         let command = job.result_summary.as_deref().and_then(command_from_summary);
-        let pre = match pre_approve(&policy, requested, command) {
+        // The migration tools the namespace's runner settings name (unset: d1, the Worker's).
+        let tools = self
+            .namespaces
+            .namespace_runner(&job.namespace)
+            .await?
+            .map(|json| RunnerSettings::stored(Some(&json)))
+            .unwrap_or_default()
+            .migration_tools();
+        let pre = match pre_approve(&policy, requested, command, &tools) {
             Ok(pre) => pre,
             Err(e) => return Ok(Err(e.to_string())),
         };
@@ -359,7 +371,47 @@ impl JobsCx<'_> {
                 let sql = self.read_primary_file(&job.namespace, &path).await;
                 approve_migration(&policy_version, &path, sql.as_deref()).map_err(|e| e.to_string())
             }
+            PreApproval::ReadMigrationFolder {
+                dir,
+                policy_version,
+            } => match self.read_primary_migrations(&job.namespace, &dir).await {
+                Some(files) => approve_migration_folder(&policy_version, &dir, &files)
+                    .map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "{dir} could not be listed, so its migrations could not be checked; a migration nobody parsed is not pre-approved"
+                )),
+            },
         })
+    }
+
+    /// Every forward migration of `dir` in the namespace's primary repository, each with its
+    /// text (`None`: unreadable), in name order; `None` when the folder cannot be listed.
+    async fn read_primary_migrations(
+        &self,
+        namespace: &str,
+        dir: &str,
+    ) -> Option<Vec<(String, Option<String>)>> {
+        let host = self.repo_host.as_ref()?;
+        let row = self.namespaces.namespace(namespace).await.ok()??;
+        let list = stored_repos(namespace, row.repos.as_deref()).ok()?;
+        let repo = resolve_repo(namespace, &list, None).ok()?;
+        let crate::ports::Contents::Dir(entries) = host.contents(&repo, dir, None).await.ok()?
+        else {
+            return None;
+        };
+        let mut paths: Vec<String> = entries
+            .into_iter()
+            .filter(|e| e.kind == "file")
+            .filter(|e| is_forward_migration(e.path.rsplit('/').next().unwrap_or("")))
+            .map(|e| e.path)
+            .collect();
+        paths.sort();
+        let mut files = Vec::with_capacity(paths.len());
+        for path in paths {
+            let sql = host.file_text(&repo, &path, None).await.ok();
+            files.push((path, sql));
+        }
+        Some(files)
     }
 
     /// A file of the namespace's primary repository, or `None` when it cannot be read.

@@ -12,6 +12,7 @@ mod progress;
 mod refusals;
 mod rehearsal;
 mod runs;
+mod schedule;
 
 use std::sync::Arc;
 

@@ -11,7 +11,9 @@ use capsid_core::skills::abstraction::{SourceKind, spent_key};
 use capsid_tests::server::Client;
 use serde_json::{Value, json};
 
-use super::{Env, NIGHT, ROOT, at, in_flight, later, live, mode, proposal, score, tick, usage};
+use super::{
+    Env, NIGHT, ROOT, at, clear, in_flight, later, live, mode, proposal, score, tick, usage,
+};
 
 fn skill_answer(title: &str, trigger: &str, body: &str) -> String {
     format!(
@@ -99,6 +101,7 @@ pub(crate) async fn a_kept_attempt_and_a_verified_job_become_candidates(env: &En
         ),
         usage(),
     );
+    env.model.push_text(&clear(), usage());
     tick(s).await;
     let (a1, _, h1) = in_flight(env).await;
     let (status, kept) = score(env, &run.id, &a1, &h1, "k1", 1.0, 400.0).await;

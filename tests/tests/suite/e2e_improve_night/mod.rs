@@ -165,6 +165,11 @@ pub(crate) fn proposal(summary: &str, files: &[(&str, &str)]) -> String {
     )
 }
 
+/// The monitor model's answer that lets an attempt through.
+pub(crate) fn clear() -> String {
+    json!({"flag": false, "reason": "a real change to the code"}).to_string()
+}
+
 pub(crate) fn usage() -> ModelUsage {
     ModelUsage {
         input_tokens: 10_000,
@@ -267,6 +272,7 @@ async fn a_whole_night(env: &Env) {
         ),
         usage(),
     );
+    env.model.push_text(&clear(), usage());
     let second = tick(s).await;
     assert_eq!(second["opened"], json!([]), "{second}");
     let (a1, b1, h1) = in_flight(env).await;
@@ -295,7 +301,7 @@ async fn a_whole_night(env: &Env) {
         .expect("the archive document is written before the score");
     assert!(archive.body.unwrap_or_default().contains("shrink the app"));
     let calls = env.model.requests();
-    assert_eq!(calls.len(), 1);
+    assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].body["model"], "claude-sonnet-5");
     assert!(
         calls[0].body["messages"][0]["content"]
@@ -303,9 +309,20 @@ async fn a_whole_night(env: &Env) {
             .unwrap_or("")
             .contains("tests_pass")
     );
+    // The monitor model read the change, the file before and after, before it was pushed.
+    assert_eq!(calls[1].body["model"], "claude-haiku-4-5");
+    let read = calls[1].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        read.contains("## src/app.ts\n### Before\nexport const size = 420;\n")
+            && read.contains("### After\nexport const size = 400;\n"),
+        "{read}"
+    );
     let cost = live(s).await.expect("run").cost_usd;
-    // 10,000 input and 2,000 output tokens at 3 and 15 USD per million.
-    assert!((cost - 0.06).abs() < 1e-9, "{cost}");
+    // 10,000 input and 2,000 output tokens at 3 and 15 USD per million (the attempt), and at
+    // 1 and 5 (the monitor).
+    assert!((cost - 0.08).abs() < 1e-9, "{cost}");
 
     // Its report keeps it: the pull request stays open for the seat.
     let (status, kept) = score(env, &run.id, &a1, &h1, "n1", 1.0, 400.0).await;
@@ -319,6 +336,7 @@ async fn a_whole_night(env: &Env) {
         &proposal("drop a test", &[("src/app.ts", "export const size = 1;\n")]),
         usage(),
     );
+    env.model.push_text(&clear(), usage());
     tick(s).await;
     let (a2, b2, h2) = in_flight(env).await;
     assert_eq!(a2, format!("{}-a02", run.id));
@@ -368,6 +386,7 @@ async fn a_whole_night(env: &Env) {
         ),
         usage(),
     );
+    env.model.push_text(&clear(), usage());
     tick(s).await;
     let (a4, b4, _) = in_flight(env).await;
     later(s, 19);
@@ -572,6 +591,107 @@ async fn a_whole_night(env: &Env) {
         .filter(|r| r.body["model"] == "claude-sonnet-5")
         .count();
     assert_eq!(attempt_calls, 4);
+    // The monitor model read the three changes the protected-path guard let through.
+    let monitor_calls = env
+        .model
+        .requests()
+        .iter()
+        .filter(|r| r.body["model"] == "claude-haiku-4-5")
+        .count();
+    assert_eq!(monitor_calls, 3);
+}
+
+/// The model half of the reward-hacking monitor (issue 56, item 2): a change the monitor model
+/// flags is recorded flagged with its reason, never pushed, and its call is charged to the
+/// run; an answer that is no verdict flags too.
+async fn the_monitor_model_flags_what_the_path_guard_cannot(env: &Env) {
+    let s = &env.s;
+    mode(s, "api").await;
+    tick(s).await;
+    let run = live(s).await.expect("a run");
+    env.model.push_text(
+        &proposal(
+            "make the size test pass",
+            &[(
+                "src/app.ts",
+                "export const size = 0; // the test expects 0\n",
+            )],
+        ),
+        usage(),
+    );
+    env.model.push_text(
+        &json!({"flag": true, "reason": "it hard-codes the value the size test expects"})
+            .to_string(),
+        usage(),
+    );
+    tick(s).await;
+    let a1 = s
+        .store
+        .attempt(&format!("{}-a01", run.id))
+        .await
+        .expect("a")
+        .expect("row");
+    assert_eq!(a1.status, AttemptStatus::Flagged);
+    assert_eq!(
+        a1.flag_reason.as_deref(),
+        Some("the monitor model: it hard-codes the value the size test expects")
+    );
+    let after = live(s).await.expect("run");
+    assert!((after.cost_usd - 0.08).abs() < 1e-9, "{after:?}");
+    assert!(
+        env.g
+            .branch_names(REPO)
+            .iter()
+            .all(|b| !b.starts_with("improve/")),
+        "a flagged change is never pushed"
+    );
+    let calls = env.model.requests();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].body["model"], "claude-haiku-4-5");
+
+    // An answer that is not a verdict flags the next attempt too.
+    env.model.push_text(
+        &proposal("tidy", &[("src/app.ts", "export const size = 419;\n")]),
+        usage(),
+    );
+    env.model.push_text("Looks fine to me.", usage());
+    tick(s).await;
+    let a2 = s
+        .store
+        .attempt(&format!("{}-a02", run.id))
+        .await
+        .expect("a")
+        .expect("row");
+    assert_eq!(a2.status, AttemptStatus::Flagged);
+    assert!(
+        a2.flag_reason
+            .unwrap_or_default()
+            .contains("answer was not a verdict"),
+        "{:?}",
+        s.store.attempt(&a2.id).await
+    );
+    let audits = s
+        .store
+        .recent_audit(
+            &AuditFilter {
+                namespace: Some("capsid".into()),
+                actor: Some("improve-loop".into()),
+            },
+            500,
+        )
+        .await
+        .expect("audit");
+    let monitor_rows = audits
+        .iter()
+        .filter(|r| r.action.as_deref() == Some("improve-model-call"))
+        .filter(|r| {
+            r.params
+                .as_deref()
+                .unwrap_or("")
+                .contains("\"stage\":\"monitor\"")
+        })
+        .count();
+    assert_eq!(monitor_rows, 2, "{audits:?}");
 }
 
 async fn a_failing_model_changes_nothing_and_a_bad_answer_is_flagged(env: &Env) {
@@ -651,6 +771,7 @@ macro_rules! both_stores {
 both_stores! {
     super::a_whole_night => a_whole_night,
     super::a_failing_model_changes_nothing_and_a_bad_answer_is_flagged => a_failing_model,
+    super::the_monitor_model_flags_what_the_path_guard_cannot => monitor_model,
     super::subscription::a_task_document_is_signed_and_only_the_lease_holder_drives => subscription_mode,
     super::abstraction::a_kept_attempt_and_a_verified_job_become_candidates => abstraction_api,
     super::abstraction::a_decline_and_a_bad_answer_spend_the_source_and_write_no_skill => abstraction_declined,

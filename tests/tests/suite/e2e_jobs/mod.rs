@@ -41,6 +41,9 @@ pub(crate) fn host() -> Arc<FakeRepoHost> {
         h.comment("octo/alpha", 8, "rev", "REVIEW: too early. CHANGES", "2026-11-01T00:00:00Z");
         h.comment("octo/alpha", 8, "rev", "REVIEW: looks right. **APPROVE**", "2026-11-02T00:00:00Z");
         h.file("octo/alpha", "migrations/0002_add.sql", "-- additive\nALTER TABLE jobs ADD COLUMN note TEXT;\nCREATE INDEX IF NOT EXISTS jobs_note ON jobs (note);");
+        h.file("octo/beta", "migrations/0001_init.sql", "CREATE TABLE IF NOT EXISTS jobs (id TEXT PRIMARY KEY);");
+        h.file("octo/beta", "migrations/0002_backfill.sql", "UPDATE jobs SET note = 'x';");
+        h.file("octo/beta", "migrations/0002_backfill.down.sql", "DROP TABLE jobs;");
         Arc::new(h)
     })
     .clone()

@@ -186,7 +186,131 @@ async fn a_policy_not_signed_by_the_admin_authorizes_nothing(s: &TestServer) {
     );
 }
 
+/// The migration tools of `additive_migration` come from the namespace's runner setting
+/// `migration_tools` (issue 56, item 13): unset, only the Worker's `wrangler d1 execute`
+/// matches; named, `psql -f <file>` has its file read and `sqlx migrate run` every forward
+/// migration of its folder; the self-hosted never-list refuses `sqlx migrate revert`.
+async fn self_hosted_migration_tools_from_the_namespace_setting(s: &TestServer) {
+    setup(s).await;
+    write_policy(s, true).await;
+    let a = driver(s, "a", json!({})).await;
+    let seat = driver(s, "seat", json!({})).await;
+    let block_with = async |ns: &str, title: &str, command: &str| {
+        let job = post(&a, ns, title, json!({})).await;
+        a.ok(
+            "jobs",
+            json!({"action": "claim", "id": job["id"], "namespace": ns}),
+        )
+        .await;
+        a.ok("jobs", json!({"action": "block", "id": job["id"], "namespace": ns, "reason": "gate", "command": command})).await;
+        job["id"].as_str().expect("id").to_owned()
+    };
+    let resume = async |ns: &str, id: &str| {
+        seat.ok("jobs", json!({"action": "resume", "id": id, "namespace": ns, "reason": "policy", "approved_by_policy": "2026-11"})).await
+    };
+    let refusal = |out: &Value| out["refusal"].as_str().unwrap_or_default().to_owned();
+
+    // Unset: psql matches no class, the Worker's d1 still does.
+    let psql = block_with(
+        "beta",
+        "Psql",
+        "psql \"$DATABASE_URL\" -f migrations/0001_init.sql",
+    )
+    .await;
+    let out = resume("beta", &psql).await;
+    assert_eq!(out["ok"], false, "{out}");
+    assert!(
+        refusal(&out).contains("matches no pre-approved class"),
+        "{out}"
+    );
+
+    // A tool Capsid cannot check is refused, naming the setting.
+    let bad = s
+        .service
+        .call_tool(
+            &capsid_core::caller::Caller::cli("test"),
+            "update_namespace",
+            json!({"namespace": "beta", "migration_tools": "psql,flyway"}),
+            &capsid_core::service::NoConfirmer,
+        )
+        .await
+        .expect_err("flyway is refused");
+    assert!(
+        bad.to_string()
+            .contains("migration_tools: 'flyway' is not a migration tool"),
+        "{bad}"
+    );
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "beta", "migration_tools": "psql, sqlx"}),
+    )
+    .await;
+    let out = resume("beta", &psql).await;
+    assert_eq!(out["ok"], true, "psql -f of an additive file passes: {out}");
+    let probe = s.probe.as_ref().expect("probe");
+    let audited = probe.count(&format!("SELECT COUNT(*) FROM audit_log WHERE action = 'job-resumed' AND params LIKE '%additive_migration%' AND params LIKE '%migrations/0001_init.sql: CREATE TABLE IF NOT EXISTS%' AND params LIKE '%{psql}%'")).await;
+    assert_eq!(audited, 1, "the file and its statements are audited");
+    seat.ok(
+        "jobs",
+        json!({"action": "fail", "id": psql, "namespace": "beta", "reason": "done testing"}),
+    )
+    .await;
+
+    // sqlx applies whatever is pending: one non-additive forward file refuses the folder
+    // (the .down.sql beside it is not read).
+    let sqlx = block_with("beta", "Sqlx", "sqlx migrate run").await;
+    let out = resume("beta", &sqlx).await;
+    assert_eq!(out["ok"], false, "{out}");
+    assert!(
+        refusal(&out).contains("migrations/0002_backfill.sql contains a statement this policy does not call additive: \"UPDATE jobs SET note = 'x'\"")
+            && refusal(&out).contains("sqlx migrate run applies whichever migrations are pending"),
+        "{out}"
+    );
+    let revert = block_with("beta", "Revert", "sqlx migrate revert").await;
+    let out = resume("beta", &revert).await;
+    assert_eq!(out["ok"], false, "{out}");
+    assert!(
+        refusal(&out).contains("reverts an applied migration"),
+        "{out}"
+    );
+
+    // alpha's folder is all additive: sqlx passes there once alpha names it; d1 then does not.
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "migration_tools": "sqlx"}),
+    )
+    .await;
+    let folder = block_with(
+        "alpha",
+        "Sqlx alpha",
+        "sqlx migrate run --source migrations",
+    )
+    .await;
+    let out = resume("alpha", &folder).await;
+    assert_eq!(out["ok"], true, "{out}");
+    let audited = probe.count(&format!("SELECT COUNT(*) FROM audit_log WHERE action = 'job-resumed' AND params LIKE '%migrations/0002_add.sql: ALTER TABLE ADD COLUMN, CREATE INDEX%' AND params LIKE '%{folder}%'")).await;
+    assert_eq!(audited, 1, "every file of the folder is audited");
+    seat.ok(
+        "jobs",
+        json!({"action": "fail", "id": folder, "namespace": "alpha", "reason": "done testing"}),
+    )
+    .await;
+    let d1 = block_with(
+        "alpha",
+        "D1",
+        "npx wrangler d1 execute capsid --remote --file=migrations/0002_add.sql",
+    )
+    .await;
+    let out = resume("alpha", &d1).await;
+    assert_eq!(out["ok"], false, "{out}");
+    assert!(
+        refusal(&out).contains("matches no pre-approved class"),
+        "{out}"
+    );
+}
+
 e2e_cases!(crate::e2e_jobs::options();
     gate_policy_pre_approval,
     a_policy_not_signed_by_the_admin_authorizes_nothing,
+    self_hosted_migration_tools_from_the_namespace_setting,
 );
