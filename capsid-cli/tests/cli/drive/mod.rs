@@ -89,6 +89,8 @@ claude::codex_cases!(
     a_boxed_agents_four_attacks_leave_main_untouched_and_the_verdict_right,
     a_boxed_job_a_person_fails_stops_its_box_within_seconds,
     a_boxed_question_resumes_the_same_session_in_the_same_clone,
+    tmux_with_a_server_already_running_works_and_ps_shows_no_secret,
+    a_boxed_job_runs_in_tmux_and_its_box_ends_with_the_session,
 );
 
 /// Cases that need both real CLIs on the driver's host.
@@ -118,19 +120,30 @@ macro_rules! both_clis {
 both_clis!(one_driver_runs_a_codex_job_and_a_claude_code_job_side_by_side);
 
 /// Codex-only cases: what only its CLI does.
-mod codex_only_sqlite {
-    #[test]
-    fn a_codex_session_whose_hooks_did_not_run_is_never_done() {
-        if let Some(w) = super::World::start_agent(
-            super::support::Cli::Codex,
-            super::Store::Sqlite,
-            "a_codex_session_whose_hooks_did_not_run_is_never_done",
-        ) {
-            super::runtimes::a_codex_session_whose_hooks_did_not_run_is_never_done(&w);
-            w.finish();
+macro_rules! codex_only {
+    ($($case:ident),+ $(,)?) => {
+        mod codex_only_sqlite {
+            $(#[test]
+            fn $case() {
+                if let Some(w) = super::World::start_agent(super::support::Cli::Codex, super::Store::Sqlite, stringify!($case)) {
+                    super::runtimes::$case(&w);
+                    w.finish();
+                }
+            })+
         }
-    }
+        mod codex_only_postgres {
+            $(#[test]
+            fn $case() {
+                if let Some(w) = super::World::start_agent(super::support::Cli::Codex, super::Store::Postgres, stringify!($case)) {
+                    super::runtimes::$case(&w);
+                    w.finish();
+                }
+            })+
+        }
+    };
 }
+
+codex_only!(a_codex_session_whose_hooks_did_not_run_is_never_done);
 
 both_stores!(
     a_tmux_that_cannot_start_says_why,

@@ -1,5 +1,6 @@
 //! Two runtimes under one driver (issue 50): a job asking for Codex and one asking for Claude
-//! Code, queued in one namespace, driven side by side by one `capsid drive --max-parallel 2`
+//! Code, queued in one namespace, driven side by side by one `capsid drive --watch
+//! --max-parallel 2`
 //! on a host with both real CLIs; both finish, each record names its runtime, and each cost is
 //! the model door's count of its own calls.
 
@@ -45,23 +46,60 @@ pub fn one_driver_runs_a_codex_job_and_a_claude_code_job_side_by_side(w: &World)
     std::fs::write(keys.join("2.key"), &second).expect("key 2");
     let k1 = keys.join("1.key").display().to_string();
     let k2 = keys.join("2.key").display().to_string();
-    let out = w
-        .drive_claude(
-            "demo",
-            &first,
-            &root,
-            &["--max-parallel", "2", "--key-file", &k1, "--key-file", &k2],
-        )
-        .env_remove("CAPSID_KEY")
-        .output()
-        .expect("run capsid drive");
-    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    // One watching driver (its `--once` dropped for `--watch`), two slots: it runs until both
+    // jobs are closed, then is stopped.
+    let cmd = w.drive_claude(
+        "demo",
+        &first,
+        &root,
+        &["--max-parallel", "2", "--key-file", &k1, "--key-file", &k2],
+    );
+    let args: Vec<std::ffi::OsString> = cmd
+        .get_args()
+        .map(|a| {
+            if a == "--once" {
+                "--watch".into()
+            } else {
+                a.to_owned()
+            }
+        })
+        .collect();
+    let mut watch = std::process::Command::new(cmd.get_program());
+    watch.args(&args);
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => watch.env(k, v),
+            None => watch.env_remove(k),
+        };
+    }
+    // The two key files, not the one key in CAPSID_KEY.
+    watch.env_remove("CAPSID_KEY");
+    let mut child = watch
+        .args(["--poll-secs", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start capsid drive --watch");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let closed = |id: &str| {
+        let s = w.job("demo", id)["status"].clone();
+        s == json!("done") || s == json!("failed") || s == json!("blocked")
+    };
+    while !(closed(&on_codex) && closed(&on_claude))
+        && std::time::Instant::now() < deadline
+        && child.try_wait().ok().flatten().is_none()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("capsid drive --watch ends");
     // Each job went to its own CLI: Codex's calls are Responses calls, Claude Code's Messages.
     let codex_calls = w.fake().requests("SCRIPT=rt-codex");
     let claude_calls = w.fake().requests("SCRIPT=rt-claude");
     assert!(
         !codex_calls.is_empty() && codex_calls.iter().all(|r| r.body.get("input").is_some()),
-        "the Codex job did not run on Codex"
+        "the Codex job did not run on Codex: {}",
+        said(&out)
     );
     assert!(
         !claude_calls.is_empty()
