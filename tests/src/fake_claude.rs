@@ -65,40 +65,8 @@ pub struct Request {
 impl Request {
     /// The tool results of the request's last user message, as (tool_use_id, text, is_error).
     pub fn tool_results(&self) -> Vec<(String, String, bool)> {
-        if let Some(input) = self.body["input"].as_array() {
-            // Codex: the outputs that end the conversation, after the model's last calls.
-            let mut out: Vec<(String, String, bool)> = input
-                .iter()
-                .rev()
-                .skip_while(|i| i["type"] == "message" && i["role"] != "assistant")
-                .take_while(|i| i["type"] == "function_call_output" || i["type"] == "function_call")
-                .filter(|i| i["type"] == "function_call_output")
-                .map(|i| {
-                    let text = match &i["output"] {
-                        Value::String(s) => s.clone(),
-                        Value::Array(parts) => parts
-                            .iter()
-                            .filter_map(|p| p["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                        other => other.to_string(),
-                    };
-                    let blocked = text.starts_with("Command blocked by PreToolUse hook");
-                    // A command's output follows Codex's own lines about it (chunk, wall time,
-                    // exit code, token count), as Claude Code's tool result holds it alone.
-                    let text = match text.split_once("Output:\n") {
-                        Some((_, out)) => out.to_owned(),
-                        None => text,
-                    };
-                    (
-                        i["call_id"].as_str().unwrap_or("").to_owned(),
-                        text,
-                        blocked,
-                    )
-                })
-                .collect();
-            out.reverse();
-            return out;
+        if self.body.get("input").is_some() {
+            return crate::fake_codex::tool_results(&self.body);
         }
         // The last user turn: 2.1.332 puts a `role: "system"` note after it.
         let Some(last) = self.body["messages"]
@@ -113,15 +81,7 @@ impl Request {
             .flatten()
             .filter(|b| b["type"] == "tool_result")
             .map(|b| {
-                let text = match &b["content"] {
-                    Value::String(s) => s.clone(),
-                    Value::Array(parts) => parts
-                        .iter()
-                        .filter_map(|p| p["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    _ => String::new(),
-                };
+                let text = parts_text(&b["content"]);
                 (
                     b["tool_use_id"].as_str().unwrap_or("").to_owned(),
                     text,
@@ -344,6 +304,20 @@ pub(crate) fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A content's text: a string, or the `text` of each part of a list, one per line (anything
+/// else: none).
+pub(crate) fn parts_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
 /// All user text of a request (strings and text blocks), to find a script's marker in.
 fn user_text(body: &Value) -> String {
     let mut out = String::new();
@@ -482,34 +456,60 @@ fn answer(state: &Mutex<State>, path: &str, body: &Bytes, api_key: Option<String
         .into_response()
 }
 
-/// The pinned Claude Code CLI: `CAPSID_CLAUDE_BIN`, else the one `scripts/test.sh` installs
-/// under `.tools/claude-code`. `None` when neither is there (outside CI a test then says it did
-/// not run; in CI, where `scripts/test.sh` installs it, that is a failure).
-pub fn claude_bin() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CAPSID_CLAUDE_BIN").map(PathBuf::from)
+/// A pinned agent CLI: the path in the variable `var` when it names a file, else `bin` under
+/// the folder `scripts/test.sh` installs it into (`.tools/<folder>/node_modules/.bin/<bin>`).
+/// `None` when neither is there.
+pub(crate) fn pinned_cli(var: &str, folder: &str, bin: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var).map(PathBuf::from)
         && p.is_file()
     {
         return Some(p);
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let p = root.join(".tools/claude-code/node_modules/.bin/claude");
+    let p = root.join(format!(".tools/{folder}/node_modules/.bin/{bin}"));
     p.exists().then_some(p)
 }
 
-/// The pinned CLI, or `None` after saying the case did not run; panics in CI, where it must.
-pub fn require_claude(case: &str) -> Option<PathBuf> {
-    match claude_bin() {
+/// `found`, or `None` after saying case `case` did not run for want of the CLI `name`
+/// (`.tools/<folder>`, or the variable `var`); panics in CI, where `scripts/test.sh` installs
+/// it and the case must run.
+pub(crate) fn require_pinned(
+    found: Option<PathBuf>,
+    case: &str,
+    name: &str,
+    folder: &str,
+    var: &str,
+) -> Option<PathBuf> {
+    match found {
         Some(p) => Some(p),
         None if std::env::var("CI").as_deref() == Ok("true") => panic!(
-            "{case}: the real Claude Code CLI is not installed (.tools/claude-code); scripts/test.sh installs it and CI requires these cases to run"
+            "{case}: the real {name} CLI is not installed (.tools/{folder}); scripts/test.sh installs it and CI requires these cases to run"
         ),
         None => {
             eprintln!(
-                "NOT RUN {case}: the real Claude Code CLI is not installed (run scripts/test.sh, or set CAPSID_CLAUDE_BIN)"
+                "NOT RUN {case}: the real {name} CLI is not installed (run scripts/test.sh, or set {var})"
             );
             None
         }
     }
+}
+
+/// The pinned Claude Code CLI: `CAPSID_CLAUDE_BIN`, else the one `scripts/test.sh` installs
+/// under `.tools/claude-code`. `None` when neither is there (outside CI a test then says it did
+/// not run; in CI, where `scripts/test.sh` installs it, that is a failure).
+pub fn claude_bin() -> Option<PathBuf> {
+    pinned_cli("CAPSID_CLAUDE_BIN", "claude-code", "claude")
+}
+
+/// The pinned CLI, or `None` after saying the case did not run; panics in CI, where it must.
+pub fn require_claude(case: &str) -> Option<PathBuf> {
+    require_pinned(
+        claude_bin(),
+        case,
+        "Claude Code",
+        "claude-code",
+        "CAPSID_CLAUDE_BIN",
+    )
 }
 
 /// The environment the real CLI runs in against `fake`: a fresh `HOME` and `TMPDIR` under

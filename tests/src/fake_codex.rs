@@ -17,7 +17,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::fake_claude::{Block, FakeClaude, Request, State, fill, lock};
+use crate::fake_claude::{
+    Block, FakeClaude, Request, State, fill, lock, parts_text, pinned_cli, require_pinned,
+};
 
 /// The model the tests run Codex with: priced by Capsid's shipped table ($1.25 in and $10 out
 /// per million tokens).
@@ -28,24 +30,49 @@ pub const CODEX_UPSTREAM_KEY: &str = "sk-openai-fake-offline-test";
 
 /// All user text of a Responses request (its `input_text` parts).
 pub(crate) fn user_text(body: &Value) -> String {
-    let mut out = String::new();
-    for item in body["input"].as_array().into_iter().flatten() {
-        if item["type"] != "message" || item["role"] != "user" {
-            continue;
-        }
-        match &item["content"] {
-            Value::String(s) => out.push_str(s),
-            Value::Array(parts) => {
-                for p in parts {
-                    if let Some(t) = p["text"].as_str() {
-                        out.push_str(t);
-                        out.push('\n');
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == "message" && i["role"] == "user")
+        .map(|i| {
+            let mut t = parts_text(&i["content"]);
+            t.push('\n');
+            t
+        })
+        .collect()
+}
+
+/// The outputs that end a Responses conversation (after the model's last calls), as
+/// (call id, text, refused by a hook): a command's output without Codex's own lines about it
+/// (chunk, wall time, exit code, token count), as Claude Code's tool result holds it alone.
+pub(crate) fn tool_results(body: &Value) -> Vec<(String, String, bool)> {
+    let mut out: Vec<(String, String, bool)> = body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .skip_while(|i| i["type"] == "message" && i["role"] != "assistant")
+        .take_while(|i| i["type"] == "function_call_output" || i["type"] == "function_call")
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| {
+            let text = match &i["output"] {
+                v @ (Value::String(_) | Value::Array(_)) => parts_text(v),
+                other => other.to_string(),
+            };
+            let blocked = text.starts_with("Command blocked by PreToolUse hook");
+            let text = match text.split_once("Output:\n") {
+                Some((_, out)) => out.to_owned(),
+                None => text,
+            };
+            (
+                i["call_id"].as_str().unwrap_or("").to_owned(),
+                text,
+                blocked,
+            )
+        })
+        .collect();
+    out.reverse();
     out
 }
 
@@ -222,30 +249,12 @@ pub(crate) fn answer(
 /// The pinned Codex CLI: `CAPSID_CODEX_BIN`, else the one `scripts/test.sh` installs under
 /// `.tools/codex`. `None` when neither is there.
 pub fn codex_bin() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CAPSID_CODEX_BIN").map(PathBuf::from)
-        && p.is_file()
-    {
-        return Some(p);
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let p = root.join(".tools/codex/node_modules/.bin/codex");
-    p.exists().then_some(p)
+    pinned_cli("CAPSID_CODEX_BIN", "codex", "codex")
 }
 
 /// The pinned CLI, or `None` after saying the case did not run; panics in CI, where it must.
 pub fn require_codex(case: &str) -> Option<PathBuf> {
-    match codex_bin() {
-        Some(p) => Some(p),
-        None if std::env::var("CI").as_deref() == Ok("true") => panic!(
-            "{case}: the real Codex CLI is not installed (.tools/codex); scripts/test.sh installs it and CI requires these cases to run"
-        ),
-        None => {
-            eprintln!(
-                "NOT RUN {case}: the real Codex CLI is not installed (run scripts/test.sh, or set CAPSID_CODEX_BIN)"
-            );
-            None
-        }
-    }
+    require_pinned(codex_bin(), case, "Codex", "codex", "CAPSID_CODEX_BIN")
 }
 
 /// The environment the real Codex runs in against `fake`: a fresh `HOME` and `TMPDIR` under

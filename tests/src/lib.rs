@@ -2,6 +2,7 @@
 //! shared with the benchmark, and a deterministic text generator.
 
 pub mod baseline;
+pub mod bench;
 pub mod cdp;
 pub mod conformance;
 pub mod e2e;

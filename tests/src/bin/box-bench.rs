@@ -9,7 +9,7 @@
 //! `box-bench --capsid target/release/capsid [--jobs 5] [--pushes 30] [--repo .]`. Needs
 //! bubblewrap, git and the pinned Claude Code (`scripts/test.sh` installs them).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use capsid_box::gateway::{Gateway, GatewayConfig, NoApprovals, Secret, Upstream};
 use capsid_core::drive::push_policy::PushTerms;
+use capsid_tests::bench::{git, project};
 use capsid_tests::fake_claude::{FakeClaude, bash, claude_bin, claude_env, text, tool};
 use capsid_tests::server::{ServerOptions, TestServer};
 use clap::Parser;
@@ -38,22 +39,6 @@ struct Args {
     repo: PathBuf,
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .with_context(|| format!("git {args:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "git {args:?} in {}: {}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
 fn median(v: &mut [Duration]) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -66,36 +51,6 @@ fn pct(v: &mut [Duration], p: f64) -> Duration {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// A project with a quick test and a bare origin.
-fn project(dir: &Path, name: &str) -> Result<PathBuf> {
-    let origin = dir.join(format!("{name}-origin.git"));
-    git(
-        dir,
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            &origin.display().to_string(),
-        ],
-    )?;
-    let root = dir.join(name);
-    std::fs::create_dir_all(&root)?;
-    git(&root, &["init", "-q", "-b", "main"])?;
-    git(&root, &["config", "user.name", "Bench"])?;
-    git(&root, &["config", "user.email", "bench@capsid.invalid"])?;
-    std::fs::write(root.join("test.sh"), "echo 'all tests passed'\n")?;
-    git(&root, &["add", "."])?;
-    git(&root, &["commit", "-qm", "The project"])?;
-    git(
-        &root,
-        &["remote", "add", "origin", &origin.display().to_string()],
-    )?;
-    git(&root, &["push", "-q", "origin", "main"])?;
-    Ok(root)
 }
 
 #[tokio::main]

@@ -18,6 +18,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use capsid_tests::bench::{git, project};
 use capsid_tests::fake_claude::{FakeClaude, bash, claude_bin, claude_env, text, tool};
 use capsid_tests::fake_codex::{CODEX_MODEL, codex_bin, codex_env};
 use capsid_tests::server::{ServerOptions, TestServer};
@@ -40,22 +41,6 @@ struct Cost {
     wall_ms: f64,
     cpu_ms: f64,
     peak_kib: f64,
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .with_context(|| format!("git {args:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "git {args:?} in {}: {}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// Runs `cmd` under `/usr/bin/time` with `input` on its standard input; its cost.
@@ -122,36 +107,6 @@ fn median(v: &[Cost], f: impl Fn(&Cost) -> f64) -> f64 {
     xs[xs.len() / 2]
 }
 
-/// A project with a quick test and a bare origin.
-fn project(dir: &Path) -> Result<PathBuf> {
-    let origin = dir.join("bench-origin.git");
-    git(
-        dir,
-        &[
-            "init",
-            "-q",
-            "--bare",
-            "-b",
-            "main",
-            &origin.display().to_string(),
-        ],
-    )?;
-    let root = dir.join("bench");
-    std::fs::create_dir_all(&root)?;
-    git(&root, &["init", "-q", "-b", "main"])?;
-    git(&root, &["config", "user.name", "Bench"])?;
-    git(&root, &["config", "user.email", "bench@capsid.invalid"])?;
-    std::fs::write(root.join("test.sh"), "echo 'all tests passed'\n")?;
-    git(&root, &["add", "."])?;
-    git(&root, &["commit", "-qm", "The project"])?;
-    git(
-        &root,
-        &["remote", "add", "origin", &origin.display().to_string()],
-    )?;
-    git(&root, &["push", "-q", "origin", "main"])?;
-    Ok(root)
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
@@ -177,7 +132,7 @@ async fn main() -> Result<()> {
         )
         .await;
     let poster = server.client(&driver).await;
-    let root = project(dir.path())?;
+    let root = project(dir.path(), "bench")?;
     let origin = dir.path().join("bench-origin.git");
     // Codex run bare: its own configuration, the fake as its provider.
     let bare_codex_home = dir.path().join("bare-codex-home");

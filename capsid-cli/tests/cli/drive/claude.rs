@@ -8,62 +8,10 @@ use serde_json::json;
 
 use super::support::{Cli, World, git_out, said};
 
-// The boxed scenarios live beside these, in `claude_boxed.rs`; the case list names them here.
+// The boxed scenarios live beside these, in `claude_boxed.rs`; `mod.rs` lists the cases.
 pub use super::claude_boxed::*;
 use super::claude_boxed::{boxed, require_bwrap};
 pub use super::claude_rehearse::*;
-
-macro_rules! claude_cases {
-    ($($case:ident),+ $(,)?) => {
-        mod claude_sqlite {
-            $(#[test]
-            fn $case() {
-                if let Some(w) = super::World::start_claude(super::Store::Sqlite, stringify!($case)) {
-                    super::claude::$case(&w);
-                    w.finish();
-                }
-            })+
-        }
-        mod claude_postgres {
-            $(#[test]
-            fn $case() {
-                if let Some(w) = super::World::start_claude(super::Store::Postgres, stringify!($case)) {
-                    super::claude::$case(&w);
-                    w.finish();
-                }
-            })+
-        }
-    };
-}
-
-pub(crate) use claude_cases;
-
-/// The same scenarios with the real Codex CLI (`capsid drive --runtime codex`), the fake
-/// playing OpenAI's Responses API from the same scripts: one scenario, both runtimes.
-macro_rules! codex_cases {
-    ($($case:ident),+ $(,)?) => {
-        mod codex_sqlite {
-            $(#[test]
-            fn $case() {
-                if let Some(w) = super::World::start_agent(super::support::Cli::Codex, super::Store::Sqlite, stringify!($case)) {
-                    super::claude::$case(&w);
-                    w.finish();
-                }
-            })+
-        }
-        mod codex_postgres {
-            $(#[test]
-            fn $case() {
-                if let Some(w) = super::World::start_agent(super::support::Cli::Codex, super::Store::Postgres, stringify!($case)) {
-                    super::claude::$case(&w);
-                    w.finish();
-                }
-            })+
-        }
-    };
-}
-
-pub(crate) use codex_cases;
 
 /// The head of `main` on the project's bare origin.
 pub(super) fn origin_main(w: &World, ns: &str) -> String {

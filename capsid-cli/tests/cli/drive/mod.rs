@@ -17,26 +17,31 @@ mod claude_rehearse;
 mod runtimes;
 mod support;
 
+/// This module, as [`on_both_stores`] names the module of its own cases.
+use crate::drive as here;
 use bounds::{dispatch_is_bounded_in_depth_and_breadth, runner_settings_come_from_the_namespace};
 use serde_json::json;
 use support::{Store, World, git_out, said};
 
-macro_rules! both_stores {
-    ($($case:ident),+ $(,)?) => {
-        mod sqlite {
+/// Each case on SQLite (in module `$sqlite`) and on Postgres (`$postgres`), in the world
+/// `$start(store, case)` makes (`None`: it says why the case did not run); the case is the
+/// function `super::<$module>$case` of that world.
+macro_rules! on_both_stores {
+    ($sqlite:ident, $postgres:ident, $start:path, $module:ident; $($case:ident),+ $(,)?) => {
+        mod $sqlite {
             $(#[test]
             fn $case() {
-                if let Some(w) = super::World::start(super::Store::Sqlite, stringify!($case)) {
-                    super::$case(&w);
+                if let Some(w) = $start(super::Store::Sqlite, stringify!($case)) {
+                    super::$module::$case(&w);
                     w.finish();
                 }
             })+
         }
-        mod postgres {
+        mod $postgres {
             $(#[test]
             fn $case() {
-                if let Some(w) = super::World::start(super::Store::Postgres, stringify!($case)) {
-                    super::$case(&w);
+                if let Some(w) = $start(super::Store::Postgres, stringify!($case)) {
+                    super::$module::$case(&w);
                     w.finish();
                 }
             })+
@@ -44,7 +49,10 @@ macro_rules! both_stores {
     };
 }
 
-claude::claude_cases!(
+// The real-CLI suite: each scenario is written once (`claude.rs`, `claude_boxed.rs`) and runs
+// with the real Claude Code and, where the scenario is not Claude Code's alone, the real Codex.
+on_both_stores!(claude_sqlite, claude_postgres, super::World::start_claude, claude;
+
     the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_tests,
     red_tests_fail_the_job_whatever_the_agent_says,
     a_run_whose_changes_were_all_refused_fails_naming_them,
@@ -71,7 +79,7 @@ claude::claude_cases!(
     a_rehearsal_runs_the_whole_loop_without_a_model_account,
 );
 
-claude::codex_cases!(
+on_both_stores!(codex_sqlite, codex_postgres, super::World::start_codex, claude;
     the_default_agent_edits_commits_checkpoints_and_is_done_on_the_drivers_tests,
     red_tests_fail_the_job_whatever_the_agent_says,
     the_agent_cannot_grade_itself_and_holds_no_driver_key,
@@ -93,59 +101,17 @@ claude::codex_cases!(
     a_boxed_job_runs_in_tmux_and_its_box_ends_with_the_session,
 );
 
-/// Cases that need both real CLIs on the driver's host.
-macro_rules! both_clis {
-    ($($case:ident),+ $(,)?) => {
-        mod both_clis_sqlite {
-            $(#[test]
-            fn $case() {
-                if let Some(w) = super::World::start_both(super::Store::Sqlite, stringify!($case)) {
-                    super::runtimes::$case(&w);
-                    w.finish();
-                }
-            })+
-        }
-        mod both_clis_postgres {
-            $(#[test]
-            fn $case() {
-                if let Some(w) = super::World::start_both(super::Store::Postgres, stringify!($case)) {
-                    super::runtimes::$case(&w);
-                    w.finish();
-                }
-            })+
-        }
-    };
-}
+// Cases that need both real CLIs on the driver's host.
+on_both_stores!(both_clis_sqlite, both_clis_postgres, super::World::start_both, runtimes;
+    one_driver_runs_a_codex_job_and_a_claude_code_job_side_by_side,
+);
 
-both_clis!(one_driver_runs_a_codex_job_and_a_claude_code_job_side_by_side);
+// Codex-only cases: what only its CLI does.
+on_both_stores!(codex_only_sqlite, codex_only_postgres, super::World::start_codex, runtimes;
+    a_codex_session_whose_hooks_did_not_run_is_never_done,
+);
 
-/// Codex-only cases: what only its CLI does.
-macro_rules! codex_only {
-    ($($case:ident),+ $(,)?) => {
-        mod codex_only_sqlite {
-            $(#[test]
-            fn $case() {
-                if let Some(w) = super::World::start_agent(super::support::Cli::Codex, super::Store::Sqlite, stringify!($case)) {
-                    super::runtimes::$case(&w);
-                    w.finish();
-                }
-            })+
-        }
-        mod codex_only_postgres {
-            $(#[test]
-            fn $case() {
-                if let Some(w) = super::World::start_agent(super::support::Cli::Codex, super::Store::Postgres, stringify!($case)) {
-                    super::runtimes::$case(&w);
-                    w.finish();
-                }
-            })+
-        }
-    };
-}
-
-codex_only!(a_codex_session_whose_hooks_did_not_run_is_never_done);
-
-both_stores!(
+on_both_stores!(sqlite, postgres, super::World::start, here;
     a_tmux_that_cannot_start_says_why,
     a_push_the_build_check_fails_is_denied_by_the_hook,
     a_session_none_of_the_hooks_reported_from_fails,

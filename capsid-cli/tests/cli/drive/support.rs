@@ -518,6 +518,11 @@ impl World {
         Some(w)
     }
 
+    /// [`World::start_agent`] with Codex.
+    pub fn start_codex(store: Store, case: &str) -> Option<World> {
+        World::start_agent(Cli::Codex, store, case)
+    }
+
     /// A world for the real agent CLI `cli` ([`World::start_claude`] for Claude Code; for
     /// Codex the fake plays the Responses API and every agent drive runs `--runtime codex`).
     pub fn start_agent(cli: Cli, store: Store, case: &str) -> Option<World> {
