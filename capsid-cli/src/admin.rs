@@ -156,6 +156,11 @@ pub enum NamespacesCommand {
         /// <file>), sqlx (sqlx migrate run, every file of its folder checked).
         #[arg(long, value_name = "TOOLS")]
         migration_tools: Option<String>,
+        /// Runner: the branches a push or merge reaches only with an approval, comma separated
+        /// (the remote's default branch always is one; unset: main, master and the default;
+        /// "" clears). The git gateway and the hooks read it.
+        #[arg(long, value_name = "BRANCHES")]
+        protected_branches: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -462,6 +467,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
             job_max_cost_usd,
             runtime,
             migration_tools,
+            protected_branches,
             json,
         } => (
             "update_namespace",
@@ -473,6 +479,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
                 "job_max_cost_usd": budget_arg(job_max_cost_usd.as_ref()),
                 "runtime": runtime,
                 "migration_tools": migration_tools,
+                "protected_branches": protected_branches,
             }),
             *json,
         ),

@@ -106,8 +106,8 @@ impl Recorder {
         })
     }
 
-    /// The current checkmark's status and question, when the agent's name is known.
-    async fn current(&self) -> Option<(String, Option<String>)> {
+    /// The current checkmark, when the agent's name is known.
+    async fn mark(&self) -> Option<Value> {
         let agent = self.agent.as_ref()?;
         let got = self
             .mcp
@@ -117,7 +117,12 @@ impl Recorder {
             )
             .await
             .ok()?;
-        let c = got.get("checkmark").unwrap_or(&got);
+        Some(got.get("checkmark").unwrap_or(&got).clone())
+    }
+
+    /// The current checkmark's status and question, when the agent's name is known.
+    async fn current(&self) -> Option<(String, Option<String>)> {
+        let c = self.mark().await?;
         Some((
             c["status"].as_str()?.to_owned(),
             c["open_question"].as_str().map(str::to_owned),
@@ -263,13 +268,24 @@ pub async fn run(cmd: HookCommand) -> Result<ExitCode> {
             if let Some(r) = &recorder {
                 // A question, a human gate or a done checkmark already says where the agent
                 // stopped; a working one gets its final checkpoint.
-                let status = r.current().await.map(|(s, _)| s);
-                if status.as_deref().is_none_or(|s| s == "working") {
-                    let args = json!({
+                let mark = r.mark().await;
+                let status = mark.as_ref().and_then(|m| m["status"].as_str());
+                if status.is_none_or(|s| s == "working") {
+                    let mut args = json!({
                         "status": "working",
                         "where_it_stopped": format!("the session ended ({})", input.reason.as_deref().unwrap_or("other")),
                         "summary": "session end",
                     });
+                    // The last verdicts of the session's gates stay on the checkmark.
+                    for field in ["tests_status", "build_status"] {
+                        if let Some(v) = mark
+                            .as_ref()
+                            .and_then(|m| m[field].as_str())
+                            .filter(|v| matches!(*v, "pass" | "fail"))
+                        {
+                            args[field] = json!(v);
+                        }
+                    }
                     r.checkpoint(args, session.as_deref()).await;
                 }
             }
@@ -506,10 +522,23 @@ async fn pre_tool(
         Ok(b) if !b.trim().is_empty() => Some(b.trim().to_owned()),
         _ => remote_default_branch(&dir).await,
     };
+    // A command that may push or merge is judged against the namespace's protected branches,
+    // as the server keeps them (the agent's environment does not name them).
+    let may_move_refs = input.tool_name.as_deref() == Some("Bash")
+        && input
+            .tool_input
+            .as_ref()
+            .and_then(|t| t["command"].as_str())
+            .is_some_and(|c| c.contains("push") || c.contains("merge"));
+    let protected = match may_move_refs {
+        true => stored_runner(recorder).await.protected_branches(),
+        false => None,
+    };
     let branches = Branches {
         current: current_branch(&dir).await,
         default,
         root: Some(dir.display().to_string()),
+        protected,
     };
     let mut plan = plan_pre_tool_use(input, &branches);
     // In a boxed run the git gateway sees the refs every push updates and the box has no other
@@ -677,7 +706,13 @@ async fn pre_push(remote: &str, g: &GateArgs, recorder: Option<&Recorder>) -> Re
         .ok()
         .and_then(|h| h.split_once('/').map(|(_, b)| b.to_owned())),
     };
-    let protected = capsid_core::drive::hooks::protected_branches(default.as_deref());
+    let protected = capsid_core::drive::hooks::protected_branches_of(
+        stored_runner(recorder)
+            .await
+            .protected_branches()
+            .as_deref(),
+        default.as_deref(),
+    );
     let mut updates = 0usize;
     for line in refs.lines().filter(|l| !l.trim().is_empty()) {
         let parts: Vec<&str> = line.split_whitespace().collect();

@@ -27,6 +27,9 @@ fn job_text(v: &Value) -> String {
     if let Some(rt) = j["runtime"].as_str() {
         out.push(format!("runtime: {rt}"));
     }
+    if let Some(role) = j["role"].as_str() {
+        out.push(format!("role: {role}"));
+    }
     if let Some(r) = j["result_summary"].as_str() {
         out.push(format!("summary: {r}"));
     }
@@ -68,6 +71,36 @@ fn job_text(v: &Value) -> String {
 /// `capsid jobs`.
 #[derive(Debug, Subcommand)]
 pub enum JobsCommand {
+    /// Post a job (signed by the server): a driver of its namespace claims it. Prints its id.
+    Post {
+        /// The namespace the job belongs to.
+        #[arg(long)]
+        namespace: String,
+        /// A short title (unique among the namespace's open jobs).
+        #[arg(long)]
+        title: String,
+        /// What the agent is asked to do (the prompt it starts from).
+        #[arg(long)]
+        body: String,
+        /// The job's role: scout, planner, junior, senior or deploy. A scout or senior ships
+        /// no code (its pushes are refused; a run that ships nothing is done); any other job
+        /// that ships nothing fails. Default: none, a change is asked for.
+        #[arg(long)]
+        role: Option<String>,
+        /// The agent CLI to run it: claude-code or codex (default: the driver's).
+        #[arg(long)]
+        runtime: Option<String>,
+        /// The job's cap on what one run may spend on its model, in US dollars (default: its
+        /// role's, else the namespace's, else the server's).
+        #[arg(long)]
+        max_cost_usd: Option<f64>,
+        /// Higher runs first.
+        #[arg(long)]
+        priority: Option<i64>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// The queue: one namespace's jobs (--namespace), or the whole portfolio (--all): each
     /// namespace's queued, claimed and blocked jobs, its drivers, and which need one.
     List {
@@ -180,6 +213,49 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
     let service = service(global).await?;
     let (id, usd, json) = match cmd {
         JobsCommand::Raise { id, usd, json } => (id, usd, json),
+        JobsCommand::Post {
+            namespace,
+            title,
+            body,
+            role,
+            runtime,
+            max_cost_usd,
+            priority,
+            json,
+        } => {
+            let mut args =
+                json!({"action": "post", "namespace": namespace, "title": title, "body": body});
+            for (k, v) in [("role", role), ("runtime", runtime)] {
+                if let Some(v) = v {
+                    args[k] = json!(v);
+                }
+            }
+            if let Some(usd) = max_cost_usd {
+                args["max_cost_usd"] = json!(usd);
+            }
+            if let Some(p) = priority {
+                args["priority"] = json!(p);
+            }
+            let answer = match call(&service, "jobs", args).await? {
+                Ok(v) => v,
+                Err(m) => return Ok(tool_refusal(m)),
+            };
+            return Ok(finish(answer, json, |v| {
+                let j = &v["job"];
+                let mut line = format!(
+                    "posted {} to {}",
+                    j["id"].as_str().unwrap_or(""),
+                    j["namespace"].as_str().unwrap_or("")
+                );
+                if let Some(role) = j["role"].as_str() {
+                    line.push_str(&format!(" as a {role}"));
+                }
+                if let Some(cap) = j["max_cost_usd"].as_f64() {
+                    line.push_str(&format!(", capped at ${cap:.2} a run"));
+                }
+                line
+            }));
+        }
         JobsCommand::Get { id, json } => {
             let answer = match call(&service, "jobs", json!({"action": "get", "id": id})).await? {
                 Ok(v) => v,
@@ -205,10 +281,14 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
                 rows.iter()
                     .map(|j| {
                         format!(
-                            "{}  {:<8} {}{}",
+                            "{}  {:<8} {}{}{}",
                             j["id"].as_str().unwrap_or(""),
                             j["status"].as_str().unwrap_or(""),
                             j["title"].as_str().unwrap_or(""),
+                            j["role"]
+                                .as_str()
+                                .map(|r| format!("  [{r}]"))
+                                .unwrap_or_default(),
                             j["claimed_by"]
                                 .as_str()
                                 .map(|h| format!("  (held by {h})"))

@@ -51,7 +51,7 @@ macro_rules! job_columns {
         "id, namespace, title, body, priority, status, posted_by, claimed_by, claimed_at, lease_expires, \
          result_ref, result_summary, gate_required, review_required, blocked_count, resumed_count, \
          corrections_count, required_scopes, min_record, created_at, updated_at, parent_id, \
-         requested_by, depth, max_cost_micros, runtime"
+         requested_by, depth, max_cost_micros, runtime, role"
     };
 }
 
@@ -119,6 +119,7 @@ pub fn job_row(row: &Row) -> Result<Job, sqlx::Error> {
         depth: row.int("depth")?,
         max_cost_usd: row.opt_int("max_cost_micros")?.map(micros),
         runtime: row.opt_text("runtime")?,
+        role: row.opt_text("role")?,
     })
 }
 

@@ -277,6 +277,8 @@ pub(crate) async fn open(
     id: &str,
     place: &Place,
     approvals: Vec<Approval>,
+    role: Option<&capsid_core::jobs::role::Role>,
+    protected: &[String],
 ) -> Result<Doors> {
     let connections = RecordLog::new();
     let attempts = RecordLog::new();
@@ -298,10 +300,12 @@ pub(crate) async fn open(
         (Some(secret), true) => Upstream::github(&upstream_url, &Secret::new(secret.clone())),
         _ => Upstream::plain(upstream_url),
     };
-    let default = super::proc::default_branch(&r.root).await?;
-    let protected = capsid_core::drive::hooks::protected_branches(Some(&default));
-    let terms = PushTerms::new(id, &Vec::<String>::new(), &protected)
+    let mut terms = PushTerms::new(id, &Vec::<String>::new(), protected)
         .map_err(|e| anyhow::anyhow!("the job's push terms: {e}"))?;
+    // A role that ships no code pushes nothing: the gateway is the rule.
+    if let Some(role) = role.filter(|r| capsid_core::jobs::role::ships_nothing_by_design(Some(r))) {
+        terms = terms.shipping_nothing(role.name);
+    }
     let gateway = Gateway::new(
         GatewayConfig::new(&place.mirror, upstream, Secret::new(token.clone()), terms),
         Arc::new(KnownApprovals(approvals)),

@@ -176,11 +176,11 @@ pub async fn install_in_repository(dir: &Path) -> Result<Option<PathBuf>> {
 }
 
 /// The protected refs of the repository at `root`, local and on `origin`, as `(ref, sha)`
-/// pairs (`main`, `master` and the default branch): what no run may move behind the gates.
-pub async fn protected_refs(root: &Path, default: &str) -> Vec<(String, String)> {
-    let names = capsid_core::drive::hooks::protected_branches(Some(default));
+/// pairs (`names`: the namespace's protected branches and the default branch): what no run
+/// may move behind the gates.
+pub async fn protected_refs(root: &Path, names: &[String]) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for b in &names {
+    for b in names {
         let local = format!("refs/heads/{b}");
         if let Ok(sha) = git(root, &["rev-parse", "--verify", "--quiet", &local]).await {
             out.push((local, sha));

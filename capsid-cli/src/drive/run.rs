@@ -92,8 +92,19 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     let credential = credential.context(
         "the server issued no run credential with the claim (a server older than this driver?); the agent is never given the driver's key, so the run stops here",
     )?;
+    // The job's role, as its signed envelope carries it (the claim verified it).
+    let role = match job.role.as_deref() {
+        None => None,
+        Some(name) => Some(capsid_core::jobs::role::parse("role", name).map_err(|why| {
+            anyhow::anyhow!("this driver does not know the job's role ({why}); upgrade it")
+        })?),
+    };
     let stored = job.body.as_str();
-    let body = split_signed(stored).map_or(stored, |p| p.body).to_owned();
+    let body = split_signed(stored).map_or(stored, |p| p.body);
+    let body = match role {
+        Some(role) => format!("{}{body}", role.preamble()),
+        None => body.to_owned(),
+    };
     // A person who resumed a job the gateway held a push for approved exactly those updates
     // (the command the job blocked on, as the server keeps it): the resumed run's gateway
     // lets the same push through.
@@ -107,6 +118,15 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         None => Vec::new(),
     };
     let base = default_branch(&r.root).await?;
+    // The branches only a person moves: the namespace's setting as the server keeps it now,
+    // and the default branch.
+    let protected = capsid_core::drive::hooks::protected_branches_of(
+        super::namespace_runner(&r.mcp, &r.namespace)
+            .await?
+            .protected_branches()
+            .as_deref(),
+        Some(&base),
+    );
     let files = run_files(r, &id)?;
     let mut state = RunState::load(&files.dir);
     let base_sha = match &state.base_sha {
@@ -161,6 +181,22 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
             file.display()
         );
     }
+    // The role's instructions, as a skill the CLI loads from the project (kept out of the
+    // agent's commits). A resumed boxed clone has it already, and the host writes nothing there.
+    if let (Some(role), true) = (role, host_may_touch) {
+        let rel = format!(
+            "{}/{}/SKILL.md",
+            r.runtime.kind().skills_dir(),
+            role.skill_name()
+        );
+        let path = wt.join(&rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::write(&path, role.skill_md())
+            .with_context(|| format!("writing the {} skill to {}", role.name, path.display()))?;
+        hide_path(&wt, &rel).await;
+    }
     let mut gate_settings = vec![
         ("CAPSID_MCP_URL".to_owned(), super::mcp::mcp_url(&r.url)),
         ("CAPSID_NAMESPACE".to_owned(), r.namespace.clone()),
@@ -183,7 +219,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
             .write_files(p.run_dir.clone(), &boxed::inside_mcp_url(r))?,
         None => run_files(r, &id)?,
     };
-    let protected_before = githook::protected_refs(&r.root, &base).await;
+    let protected_before = githook::protected_refs(&r.root, &protected).await;
     checkpoint(
         r,
         &id,
@@ -255,7 +291,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     // there, never read from what the agent prints.
     let (run, metered, mut seen) = match (&r.boxed, &place) {
         (Some(settings), Some(p)) => {
-            let doors = boxed::open(r, &model, &id, p, approvals.clone()).await?;
+            let doors = boxed::open(r, &model, &id, p, approvals.clone(), role, &protected).await?;
             envs.extend(doors.model.env(r.runtime));
             let run = with_heartbeat(
                 r,
@@ -294,7 +330,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     let hooks_ran = judge::agent_hooks_reported(
         &std::fs::read_to_string(&agent_files.hooks_report).unwrap_or_default(),
     );
-    let protected_after = githook::protected_refs(&r.root, &base).await;
+    let protected_after = githook::protected_refs(&r.root, &protected).await;
     // What a person approved and a gate let through: the gateway's own log in a boxed run;
     // the worktree's pre-push gate's report otherwise (a file the unboxed agent can write,
     // which is why `--unboxed` is on every such job's record).
@@ -327,8 +363,9 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         },
         default: Some(base.clone()),
         root: Some(wt.display().to_string()),
+        protected: Some(protected.clone()),
     };
-    let recorded = hook_state(r, &agent, &id).await;
+    let (recorded, last_tests) = hook_state(r, &agent, &id).await;
     // A boxed run: what was pushed is the gateway's record, and an update it held for a
     // person (a push to a protected branch) is the exact question the job blocks on.
     let pushed_head = seen.as_ref().and_then(|s| boxed::pushed_head(&s.pushes));
@@ -378,6 +415,8 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         git: &facts,
         resume_command: &resume_command,
         gates_tampered: tampered.as_deref(),
+        role,
+        last_tests: last_tests.as_deref(),
     };
     let (tests, build) = if verdict::before_gates(&run_facts).is_some() {
         (None, None)
@@ -524,26 +563,37 @@ async fn hide_path(wt: &Path, rel: &str) {
     }
 }
 
-/// The driver's checkmark, when it belongs to this job.
-async fn hook_state(r: &Ready, agent: &str, id: &str) -> Option<HookState> {
-    let got = r
+/// The driver's checkmark, when it belongs to this job, and the last test verdict its hooks
+/// recorded there (`pass`, `fail`).
+async fn hook_state(r: &Ready, agent: &str, id: &str) -> (Option<HookState>, Option<String>) {
+    let Ok(got) = r
         .mcp
         .ok(
             "checkmarks",
             json!({"action": "get", "namespace": r.namespace, "agent": agent}),
         )
         .await
-        .ok()?;
+    else {
+        return (None, None);
+    };
     let c = &got["checkmark"];
     if c["job_id"].as_str() != Some(id) {
-        return None;
+        return (None, None);
     }
-    Some(HookState {
-        status: AgentStatus::parse(c["status"].as_str()?)?,
-        question: c["open_question"].as_str().map(str::to_owned),
-        // The checkmark is written with the run credential the agent holds: its words.
-        from_gate: false,
-    })
+    let tests = c["tests_status"]
+        .as_str()
+        .filter(|t| matches!(*t, "pass" | "fail"))
+        .map(str::to_owned);
+    let state = c["status"]
+        .as_str()
+        .and_then(AgentStatus::parse)
+        .map(|status| HookState {
+            status,
+            question: c["open_question"].as_str().map(str::to_owned),
+            // The checkmark is written with the run credential the agent holds: its words.
+            from_gate: false,
+        });
+    (state, tests)
 }
 
 /// Commits, files and tests from the branch point to `head` in `wt`, and the PR the agent

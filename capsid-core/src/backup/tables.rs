@@ -297,6 +297,7 @@ pub const EXPORTED: [TableSpec; 24] = [
             i("depth"),
             i("max_cost_micros"),
             t("runtime"),
+            t("role"),
         ],
         key: &["id"],
         identity: None,

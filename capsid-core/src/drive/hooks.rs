@@ -46,15 +46,50 @@ impl HookInput {
     }
 }
 
-/// The branches a push or merge must not reach without a standing approval.
+/// The branches a push or merge must not reach without a standing approval, when the
+/// namespace sets none: main, master and the remote's default.
 pub fn protected_branches(default_branch: Option<&str>) -> Vec<String> {
-    let mut out = vec!["main".to_owned(), "master".to_owned()];
+    protected_branches_of(None, default_branch)
+}
+
+/// The branches a push or merge must not reach without a standing approval: the namespace's
+/// setting (`setting`, its runner setting `protected_branches`) and the remote's default
+/// branch, which is always protected; with no setting, main, master and the default.
+pub fn protected_branches_of(
+    setting: Option<&[String]>,
+    default_branch: Option<&str>,
+) -> Vec<String> {
+    let mut out = match setting {
+        Some(names) => names.to_vec(),
+        None => vec!["main".to_owned(), "master".to_owned()],
+    };
     if let Some(d) = default_branch.map(str::trim).filter(|d| !d.is_empty())
         && !out.iter().any(|b| b == d)
     {
         out.push(d.to_owned());
     }
     out
+}
+
+/// The namespace's protected branches as its runner setting spells them (comma separated,
+/// short or full names), checked by git's ref-name rules, or the refusal naming the field.
+pub fn parse_protected_branches(text: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let short = name.strip_prefix("refs/heads/").unwrap_or(name);
+        if let Some(why) = super::push_policy::ref_format_error(short) {
+            return Err(format!(
+                "protected_branches: {name:?} is not a branch name: it {why}"
+            ));
+        }
+        if !out.iter().any(|b| b == short) {
+            out.push(short.to_owned());
+        }
+    }
+    if out.is_empty() {
+        return Err("protected_branches: names no branch (give them comma separated, e.g. \"main,release\"; an empty value clears the setting)".into());
+    }
+    Ok(out)
 }
 
 /// What the worktree's branches are, as the hook read them from git.
@@ -67,6 +102,9 @@ pub struct Branches {
     /// The worktree's root (the project folder the agent works in), when known: a git command
     /// run after leaving it is refused, since another checkout has none of this one's hooks.
     pub root: Option<String>,
+    /// The namespace's protected branches, when its runner settings name them (`None`: main,
+    /// master and the default).
+    pub protected: Option<Vec<String>>,
 }
 
 /// What a `PreToolUse` event asks of the hook.
@@ -246,7 +284,8 @@ fn plan_bash(
     if gated.is_empty() {
         return PrePlan::Pass;
     }
-    let protected = protected_branches(branches.default.as_deref());
+    let protected =
+        protected_branches_of(branches.protected.as_deref(), branches.default.as_deref());
     let is_protected = |b: &str| protected.iter().any(|p| p == b);
     let deny = |why: String| PrePlan::Deny {
         reason: format!(
@@ -462,6 +501,7 @@ mod tests {
             current: Some(branch.into()),
             default: Some("trunk".into()),
             root: None,
+            protected: None,
         }
     }
 
@@ -578,6 +618,7 @@ mod tests {
             current: None,
             default: Some("trunk".into()),
             root: None,
+            protected: None,
         };
         assert!(matches!(
             plan_pre_tool_use_approved(&bash("git push origin"), &detached, on_pr(Some(4))),
@@ -634,6 +675,7 @@ mod tests {
             current: Some("capsid/job_1".into()),
             default: Some("main".into()),
             root: Some("/w/t".into()),
+            protected: None,
         };
         for cmd in [
             "sh -c 'git push origin HEAD:main'",
@@ -716,6 +758,40 @@ mod tests {
         );
         assert_eq!(shell_quote("/a b/it's"), "'/a b/it'\\''s'");
         assert_eq!(protected_branches(Some("main")), vec!["main", "master"]);
+        let release = ["release".to_owned()];
+        assert_eq!(
+            protected_branches_of(Some(&release), Some("trunk")),
+            vec!["release", "trunk"],
+            "the setting replaces main and master; the default stays protected"
+        );
+    }
+
+    #[test]
+    fn the_namespaces_protected_branches_decide_which_pushes_a_hook_refuses() {
+        let push = |target: &str, protected: Option<Vec<String>>| {
+            let input = HookInput {
+                cwd: Some("/w".into()),
+                tool_name: Some("Bash".into()),
+                tool_input: Some(json!({"command": format!("git push origin HEAD:{target}")})),
+                ..HookInput::default()
+            };
+            let branches = Branches {
+                current: Some("capsid/j".into()),
+                default: Some("main".into()),
+                root: Some("/w".into()),
+                protected,
+            };
+            matches!(plan_pre_tool_use(&input, &branches), PrePlan::Deny { .. })
+        };
+        assert!(!push("release", None));
+        assert!(push("master", None));
+        let release = Some(vec!["release".to_owned()]);
+        assert!(push("release", release.clone()));
+        assert!(
+            !push("master", release.clone()),
+            "master is no longer protected"
+        );
+        assert!(push("main", release), "the default branch always is");
     }
 
     #[test]

@@ -192,6 +192,7 @@ pub struct PushTerms {
     job_branch: String,
     extra: Vec<String>,
     protected: Vec<String>,
+    read_only: Option<String>,
 }
 
 impl PushTerms {
@@ -224,7 +225,15 @@ impl PushTerms {
             job_branch,
             extra,
             protected,
+            read_only: None,
         })
+    }
+
+    /// The same terms for a job whose role ships no code (`role`: a scout, a senior): every
+    /// update is refused, naming the role.
+    pub fn shipping_nothing(mut self, role: &str) -> PushTerms {
+        self.read_only = Some(role.to_owned());
+        self
     }
 
     /// The job's own branch, `capsid/<job>` (short form).
@@ -324,6 +333,13 @@ pub enum Refusal {
         /// The job's branch, to push to instead.
         job_branch: String,
     },
+    /// Any update of a job whose role ships no code.
+    ShipsNothing {
+        /// The ref.
+        refname: String,
+        /// The job's role.
+        role: String,
+    },
 }
 
 impl Refusal {
@@ -335,7 +351,8 @@ impl Refusal {
             | Refusal::Tag { refname, .. }
             | Refusal::NotABranch { refname, .. }
             | Refusal::Deletion { refname }
-            | Refusal::OtherBranch { refname, .. } => refname,
+            | Refusal::OtherBranch { refname, .. }
+            | Refusal::ShipsNothing { refname, .. } => refname,
         }
     }
 }
@@ -380,6 +397,11 @@ impl fmt::Display for Refusal {
                 f,
                 "{refname}: refused, this branch is not the job's; push to \
                  {BRANCH_PREFIX}{job_branch} instead."
+            ),
+            Refusal::ShipsNothing { refname, role } => write!(
+                f,
+                "{refname}: refused, this job's role is {role}, which ships no code; report \
+                 what you found as the job's result, or post the change as a junior's job."
             ),
         }
     }
@@ -461,6 +483,12 @@ pub fn decide(
     if !run_open {
         return Decision::Refuse(Refusal::RunClosed {
             refname: refname.clone(),
+        });
+    }
+    if let Some(role) = &terms.read_only {
+        return Decision::Refuse(Refusal::ShipsNothing {
+            refname: refname.clone(),
+            role: role.clone(),
         });
     }
     if let Some(why) = ref_format_error(refname) {

@@ -41,6 +41,10 @@ pub struct RunnerSettings {
     /// namespace (`d1`, `psql`, `sqlx`, comma separated; unset: `d1`, the Worker's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migration_tools: Option<String>,
+    /// The branches a push or merge reaches only with an approval, comma separated (the
+    /// remote's default branch is always one); unset: main, master and the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protected_branches: Option<String>,
 }
 
 /// The fields an update names: `Some("")` clears, `None` keeps.
@@ -112,6 +116,13 @@ impl RunnerSettings {
             )?
             .map(|t| MigrationTools::parse(&t).map(|tools| tools.to_setting()))
             .transpose()?,
+            protected_branches: field(
+                "protected_branches",
+                &self.protected_branches,
+                &patch.protected_branches,
+            )?
+            .map(|t| super::hooks::parse_protected_branches(&t).map(|names| names.join(",")))
+            .transpose()?,
         };
         if let Some(r) = &next.runtime {
             crate::drive::runtime::RuntimeKind::parse("runtime", r)?;
@@ -148,6 +159,14 @@ impl RunnerSettings {
         self.runtime
             .as_deref()
             .and_then(|r| crate::drive::runtime::RuntimeKind::parse("runtime", r).ok())
+    }
+
+    /// The namespace's protected branches, when set and readable (`None`: main, master and the
+    /// remote's default).
+    pub fn protected_branches(&self) -> Option<Vec<String>> {
+        self.protected_branches
+            .as_deref()
+            .and_then(|t| super::hooks::parse_protected_branches(t).ok())
     }
 
     /// The migration tools the namespace's gate recognises (unset: `d1`).
@@ -194,6 +213,31 @@ mod tests {
         // A value stored before it was checked is no runtime (the default applies).
         let stored = RunnerSettings::stored(Some("{\"runtime\":\"aider\"}"));
         assert_eq!(stored.runtime(), None);
+    }
+
+    #[test]
+    fn protected_branches_are_checked_stored_normalised_and_cleared() {
+        let s = RunnerSettings::default()
+            .apply(&patch(|p| {
+                p.protected_branches = Some(" release , refs/heads/main,release".into())
+            }))
+            .expect("valid");
+        assert_eq!(s.protected_branches.as_deref(), Some("release,main"));
+        assert_eq!(
+            s.protected_branches(),
+            Some(vec!["release".to_owned(), "main".to_owned()])
+        );
+        assert_eq!(RunnerSettings::default().protected_branches(), None);
+        for bad in ["main..x", "a b", " , "] {
+            let e = s
+                .apply(&patch(|p| p.protected_branches = Some(bad.into())))
+                .expect_err("refused");
+            assert!(e.starts_with("protected_branches: "), "{bad}: {e}");
+        }
+        let cleared = s
+            .apply(&patch(|p| p.protected_branches = Some(String::new())))
+            .expect("clears");
+        assert_eq!(cleared.protected_branches, None);
     }
 
     #[test]

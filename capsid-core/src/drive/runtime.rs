@@ -29,6 +29,15 @@ impl RuntimeKind {
         }
     }
 
+    /// Where in a project this CLI loads skills from (`<dir>/<name>/SKILL.md`): Claude Code's
+    /// `.claude/skills`, and the shared `.agents/skills` Codex reads.
+    pub fn skills_dir(self) -> &'static str {
+        match self {
+            RuntimeKind::ClaudeCode => ".claude/skills",
+            RuntimeKind::Codex => ".agents/skills",
+        }
+    }
+
     /// The runtime `text` names (surrounding spaces ignored, case kept: the names are
     /// lowercase), or the refusal naming the field and what it may be.
     pub fn parse(field: &str, text: &str) -> Result<RuntimeKind, String> {

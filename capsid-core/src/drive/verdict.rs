@@ -10,6 +10,7 @@ use super::hooks::{Branches, HookInput, PrePlan, plan_pre_tool_use};
 use super::stream::SessionReport;
 use super::tail;
 use crate::checkmarks::AgentStatus;
+use crate::jobs::role::{Role, ships_nothing_by_design};
 
 /// What `jobs block` and `jobs fail` accept for a reason or a command.
 pub const JOB_TEXT_MAX: usize = 1000;
@@ -105,6 +106,12 @@ pub struct RunFacts<'a> {
     /// What went wrong with the gates themselves (none of Capsid's hooks reported during the
     /// session, the worktree's git hook configuration changed): no verdict is taken then.
     pub gates_tampered: Option<&'a str>,
+    /// The job's role (`None`: none, a change is asked for): only a role that ships nothing
+    /// (a scout, a senior) completes a run that shipped nothing.
+    pub role: Option<&'a Role>,
+    /// The last test verdict the hooks saw in the session (`pass`, `fail`; the checkmark's
+    /// `tests_status`), told with a run that shipped nothing.
+    pub last_tests: Option<&'a str>,
 }
 
 /// The first command the session was refused because only a human may run it (a push to a
@@ -180,9 +187,11 @@ fn bounded(text: &str) -> String {
 }
 
 /// How the run closes before any gate runs, if it does: a question or a human gate blocks it;
-/// tampered gates fail it; refused tool calls with nothing shipped fail it, naming them; a clean
-/// tree with nothing shipped and nothing refused is a scout's run, done with the tests skipped;
-/// changes left uncommitted fail it. `None`: the driver runs its test gate and build check.
+/// tampered gates fail it; refused tool calls with nothing shipped fail it, naming them; a role
+/// that ships no code (a scout, a senior) fails when it pushed commits; a clean tree with
+/// nothing shipped and nothing refused is done for such a role, with the tests skipped, and
+/// fails any other job ("nothing shipped"); changes left uncommitted fail it. `None`: the driver
+/// runs its test gate and build check.
 pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
     if let Some(early) = stopped_early(f.report, f.hooks) {
         return Some(match early {
@@ -228,6 +237,15 @@ pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
             reason: "The agent changed files but committed none of it; uncommitted work is not shipped. Its worktree is kept for a day.".into(),
         });
     }
+    let ships_nothing = ships_nothing_by_design(f.role);
+    if let Some(role) = f.role.filter(|_| ships_nothing && f.git.commits > 0) {
+        return Some(Close::Fail {
+            reason: bounded(&format!(
+                "A {} ships no code, and {} commit(s) reached the job's branch: the run is not taken as done. Post the change as a junior's job.",
+                role.name, f.git.commits
+            )),
+        });
+    }
     if f.git.commits == 0 && f.agent_exit == Some(0) && !f.report.is_some_and(|r| r.is_error) {
         let said = f
             .report
@@ -235,12 +253,34 @@ pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .unwrap_or("The agent finished.");
-        return Some(Close::Complete {
-            summary: bounded(&format!(
-                "{said} Measured by the driver: nothing was committed and the tree is clean (a scout's run), so the test gate was skipped."
-            )),
-            evidence: json!({"commits": 0, "files_changed": 0, "tests_added": 0}),
-            scout: true,
+        let hooks_saw = match f.last_tests {
+            Some("fail") => " The last test run the hooks saw in the session failed.",
+            Some("pass") => " The last test run the hooks saw in the session passed.",
+            _ => " The hooks saw no test run in the session.",
+        };
+        return Some(match f.role.filter(|_| ships_nothing) {
+            Some(role) => Close::Complete {
+                summary: bounded(&format!(
+                    "{said} Measured by the driver: nothing was committed and the tree is clean (a {}'s run, which ships no code), so the test gate was skipped.{}",
+                    role.name,
+                    if f.last_tests == Some("fail") {
+                        hooks_saw
+                    } else {
+                        ""
+                    }
+                )),
+                evidence: json!({"commits": 0, "files_changed": 0, "tests_added": 0}),
+                scout: true,
+            },
+            None => Close::Fail {
+                reason: bounded(&format!(
+                    "Nothing shipped: {} and the agent committed nothing (its tree is clean).{hooks_saw} Only a job whose role ships no code (a scout, a senior) is done without shipping. The agent said: {said}",
+                    match f.role {
+                        Some(role) => format!("a {} ships {},", role.name, role.ships.describe()),
+                        None => "the job asks for a change (it names no role),".to_owned(),
+                    }
+                )),
+            },
         });
     }
     None
@@ -424,6 +464,8 @@ mod tests {
             git,
             resume_command: "capsid drive --once --namespace demo",
             gates_tampered: None,
+            role: None,
+            last_tests: None,
         }
     }
 
@@ -557,10 +599,56 @@ mod tests {
             reason.contains("Write: /w/a.txt; Bash: git commit -m x"),
             "{reason}"
         );
-        let scout = close(&facts(None, &nothing));
+        let scout_role = crate::jobs::role::parse("role", "scout").unwrap();
+        let mut s = facts(None, &nothing);
+        s.role = Some(scout_role);
+        let scout = close(&s);
         assert!(
-            matches!(scout, Close::Complete { scout: true, .. }),
+            matches!(&scout, Close::Complete { scout: true, summary, .. } if summary.contains("(a scout's run, which ships no code), so the test gate was skipped") && !summary.contains("hooks saw")),
             "{scout:?}"
+        );
+        // The red tests a scout found stay on its record.
+        s.last_tests = Some("fail");
+        let Close::Complete { summary, .. } = close(&s) else {
+            panic!("a scout on a clean tree is done")
+        };
+        assert!(
+            summary.contains("the hooks saw in the session failed"),
+            "{summary}"
+        );
+        // A senior ships nothing as well; a job with no role, a junior, a planner and a deploy
+        // asked for something and fail, with the last test verdict the hooks saw.
+        s.role = crate::jobs::role::of_job(Some("senior"));
+        assert!(matches!(close(&s), Close::Complete { scout: true, .. }));
+        for role in [None, Some("junior"), Some("planner"), Some("deploy")] {
+            let mut f = facts(None, &nothing);
+            f.role = crate::jobs::role::of_job(role);
+            f.last_tests = Some("fail");
+            let Close::Fail { reason } = close(&f) else {
+                panic!("{role:?}: nothing shipped is not done")
+            };
+            assert!(
+                reason.starts_with("Nothing shipped: ")
+                    && reason.contains("the hooks saw in the session failed"),
+                "{reason}"
+            );
+            assert_eq!(reason.contains("names no role"), role.is_none(), "{reason}");
+        }
+        // A scout whose commits reached its branch is not done, whatever the tests say.
+        let pushed = GitFacts {
+            commits: 1,
+            clean_tree: true,
+            ..GitFacts::default()
+        };
+        let pass = run(0, "ok");
+        let mut p = facts(Some(&pass), &pushed);
+        p.role = Some(scout_role);
+        let Close::Fail { reason } = close(&p) else {
+            panic!("a scout ships no code")
+        };
+        assert!(
+            reason.starts_with("A scout ships no code, and 1 commit(s)"),
+            "{reason}"
         );
         let dirty = GitFacts::default();
         assert!(matches!(close(&facts(None, &dirty)), Close::Fail { .. }));
@@ -634,6 +722,7 @@ mod tests {
             current: Some("capsid/job_1".into()),
             default: Some("main".into()),
             root: None,
+            protected: None,
         };
         // A push of another branch to main is refused outright (no approval helps), so it is
         // not a step waiting on a human; a push of the head is.

@@ -17,6 +17,7 @@ pub mod pr_url;
 pub mod record;
 pub mod requirements;
 pub mod review;
+pub mod role;
 pub mod run_credential;
 pub mod schema;
 pub mod signature;

@@ -76,6 +76,19 @@ pub struct Job {
     /// The agent CLI the job asks to run it (`claude-code`, `codex`); none: the driver's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// The job's role (`scout`, `planner`, `junior`, `senior`, `deploy`), signed with its
+    /// body; none: a change is asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+}
+
+impl Job {
+    /// What the job's signature covers besides its body.
+    pub fn terms(&self) -> crate::jobs::signature::JobTerms<'_> {
+        crate::jobs::signature::JobTerms {
+            role: self.role.as_deref(),
+        }
+    }
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -138,6 +151,7 @@ pub(crate) mod tests {
             depth: 0,
             max_cost_usd: None,
             runtime: None,
+            role: None,
         }
     }
 

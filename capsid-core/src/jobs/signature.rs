@@ -133,6 +133,73 @@ pub fn verify_task<'a>(secret: &str, stored: &'a str) -> Result<&'a str, Signatu
     }
 }
 
+/// The key-derivation context of a job whose terms are signed with its body (a job with a
+/// role): distinct from [`TASK_KEY_CONTEXT`], so a terms signature never verifies as a bare
+/// body's, and removing the terms from a row cannot turn it into a job without them.
+pub const JOB_TERMS_KEY_CONTEXT: &str = "capsid-job-terms:v1";
+
+/// What a job's signature covers besides its body: the terms a driver acts on. A job with no
+/// terms is signed exactly as the Worker signs a task (its body alone).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobTerms<'a> {
+    /// The job's role.
+    pub role: Option<&'a str>,
+}
+
+impl JobTerms<'_> {
+    fn is_empty(&self) -> bool {
+        self.role.is_none()
+    }
+
+    /// The message a terms signature covers: the body and the terms as one JSON object, so no
+    /// body can be read as another body with other terms.
+    fn message(&self, body: &str) -> String {
+        serde_json::json!({ "body": body, "role": self.role }).to_string()
+    }
+}
+
+fn sign_job(secret: &str, body: &str, terms: &JobTerms<'_>) -> String {
+    if terms.is_empty() {
+        return sign_task(secret, body);
+    }
+    hmac_sha256_hex(
+        hmac_sha256_hex(secret, JOB_TERMS_KEY_CONTEXT),
+        terms.message(body),
+    )
+}
+
+/// Seals a job's body and its terms: the stored form is the task envelope of
+/// [`seal_task`], whose signature covers the terms too when there are any.
+pub fn seal_job(secret: &str, body: &str, terms: &JobTerms<'_>) -> String {
+    let mut inner = body;
+    while let Ok(parts) = split_signed(inner) {
+        inner = parts.body;
+    }
+    format!(
+        "{FENCE}{TASK_SIGNATURE_FIELD}: {}{CLOSING_FENCE}{inner}",
+        sign_job(secret, inner, terms)
+    )
+}
+
+/// Verifies a stored job body under `secret` with the terms its row holds, and returns the
+/// signed body: a row whose role was edited after post fails as an edited body does.
+pub fn verify_job<'a>(
+    secret: &str,
+    stored: &'a str,
+    terms: &JobTerms<'_>,
+) -> Result<&'a str, SignatureError> {
+    if secret.is_empty() {
+        return Err(SignatureError::NotConfigured);
+    }
+    let parts = split_signed(stored)?;
+    let expected = sign_job(secret, parts.body, terms);
+    if ct_eq(parts.signature.to_ascii_lowercase(), expected) {
+        Ok(parts.body)
+    } else {
+        Err(SignatureError::Mismatch)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +222,52 @@ mod tests {
             format!("---\ncapsid-task-signature: {SIGNATURE}\n---\n{BODY}")
         );
         assert_eq!(verify_task(SECRET, &sealed), Ok(BODY));
+    }
+
+    #[test]
+    fn a_jobs_terms_are_inside_its_signature() {
+        let none = JobTerms::default();
+        // No terms: exactly the Worker's task envelope.
+        assert_eq!(seal_job(SECRET, BODY, &none), seal_task(SECRET, BODY));
+        assert_eq!(
+            verify_job(SECRET, &seal_task(SECRET, BODY), &none),
+            Ok(BODY)
+        );
+        let scout = JobTerms {
+            role: Some("scout"),
+        };
+        let sealed = seal_job(SECRET, BODY, &scout);
+        assert_eq!(verify_job(SECRET, &sealed, &scout), Ok(BODY));
+        // A role edited, added or removed after post does not verify.
+        let junior = JobTerms {
+            role: Some("junior"),
+        };
+        assert_eq!(
+            verify_job(SECRET, &sealed, &junior),
+            Err(SignatureError::Mismatch)
+        );
+        assert_eq!(
+            verify_job(SECRET, &sealed, &none),
+            Err(SignatureError::Mismatch)
+        );
+        assert_eq!(
+            verify_job(SECRET, &seal_task(SECRET, BODY), &scout),
+            Err(SignatureError::Mismatch)
+        );
+        // A body written as the terms' own message is no way around them.
+        let forged = seal_task(SECRET, &scout.message(BODY));
+        assert_eq!(
+            verify_job(SECRET, &forged, &scout),
+            Err(SignatureError::Mismatch)
+        );
+        assert_eq!(
+            verify_job("", &sealed, &scout),
+            Err(SignatureError::NotConfigured)
+        );
+        assert_eq!(
+            verify_job("other", &sealed, &scout),
+            Err(SignatureError::Mismatch)
+        );
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct NewJob {
     pub max_cost_usd: Option<crate::drive::ledger::Usd>,
     /// The agent CLI the job asks for (`claude-code`, `codex`).
     pub runtime: Option<String>,
+    /// The job's role (signed with its body).
+    pub role: Option<String>,
 }
 
 /// The parent link of a dispatched job.

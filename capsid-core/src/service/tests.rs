@@ -370,6 +370,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "job_max_cost_usd",
             "runtime",
             "migration_tools",
+            "protected_branches",
         ],
     ),
     ("list_repo_tree", &["*namespace", "repo", "path", "ref"]),
@@ -472,6 +473,8 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             // Beyond the reference (issue 50): the runtime a job asks for, and what a driver runs.
             "runtime",
             "runtimes",
+            // Beyond the reference (issue 55): the job's role.
+            "role",
             "status",
             "id",
             "result_summary",

@@ -98,6 +98,7 @@ async fn post(store: &PgStore, n: usize) -> Job {
         dispatch: None,
         max_cost_usd: None,
         runtime: None,
+        role: None,
     };
     store
         .post_job(

@@ -67,6 +67,7 @@ fn new_job(id: &str, title: &str, priority: i64, when: Timestamp) -> NewJob {
         dispatch: None,
         max_cost_usd: None,
         runtime: None,
+        role: None,
     }
 }
 

@@ -160,6 +160,7 @@ pub fn new_job(id: &str, namespace: &str, title: &str, priority: i64, when: Time
         dispatch: None,
         max_cost_usd: None,
         runtime: None,
+        role: None,
     }
 }
 

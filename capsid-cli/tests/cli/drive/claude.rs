@@ -239,8 +239,14 @@ pub fn a_run_whose_changes_were_all_refused_fails_naming_them(w: &World) {
         "{reason}"
     );
     assert!(reason.contains("widgets.txt"), "{reason}");
-    // Nothing refused and nothing changed is a scout's run: done, its tests skipped.
-    let scout = w.post("demo", "Look around", "SCRIPT=scout");
+    // Nothing refused and nothing changed is a scout's run (a job that says it is a scout):
+    // done, its tests skipped.
+    let posted = w.tool(
+        &w.human,
+        "jobs",
+        json!({"action": "post", "namespace": "demo", "title": "Look around", "body": "SCRIPT=scout", "role": "scout"}),
+    );
+    let scout = posted["job"]["id"].as_str().expect("an id").to_owned();
     w.fake().script(
         "SCRIPT=scout",
         vec![
@@ -257,7 +263,8 @@ pub fn a_run_whose_changes_were_all_refused_fails_naming_them(w: &World) {
     let summary = job["result_summary"].as_str().unwrap_or("");
     assert!(
         summary.starts_with("The project has a test and a build script; nothing to change.")
-            && summary.contains("(a scout's run), so the test gate was skipped"),
+            && summary
+                .contains("(a scout's run, which ships no code), so the test gate was skipped"),
         "{summary}"
     );
     let all = results(w, "SCRIPT=scout");

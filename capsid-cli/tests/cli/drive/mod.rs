@@ -14,6 +14,7 @@ mod boxed_pr;
 mod claude;
 mod claude_boxed;
 mod claude_rehearse;
+mod roles;
 mod runtimes;
 mod support;
 
@@ -99,6 +100,18 @@ on_both_stores!(codex_sqlite, codex_postgres, super::World::start_codex, claude;
     a_boxed_question_resumes_the_same_session_in_the_same_clone,
     tmux_with_a_server_already_running_works_and_ps_shows_no_secret,
     a_boxed_job_runs_in_tmux_and_its_box_ends_with_the_session,
+);
+
+// Roles (issue 55): each runtime loads the role's skill and the verdict follows the role.
+on_both_stores!(roles_claude_sqlite, roles_claude_postgres, super::World::start_claude, roles;
+    a_scout_reads_its_skill_pushes_nothing_and_a_quiet_run_is_done,
+    a_job_that_ships_nothing_is_done_only_when_its_role_ships_nothing,
+    the_protected_branch_setting_decides_what_the_gateway_holds,
+);
+on_both_stores!(roles_codex_sqlite, roles_codex_postgres, super::World::start_codex, roles;
+    a_scout_reads_its_skill_pushes_nothing_and_a_quiet_run_is_done,
+    a_job_that_ships_nothing_is_done_only_when_its_role_ships_nothing,
+    the_protected_branch_setting_decides_what_the_gateway_holds,
 );
 
 // Cases that need both real CLIs on the driver's host.

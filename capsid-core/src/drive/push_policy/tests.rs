@@ -314,6 +314,34 @@ fn each_rule_refuses_with_its_reason() {
 }
 
 #[test]
+fn a_role_that_ships_no_code_pushes_nothing_even_approved() {
+    let t = terms().shipping_nothing("scout");
+    let approvals = [Approval::for_branch("main", B).unwrap()];
+    for u in [
+        upd(A, B, "refs/heads/capsid/j42"),
+        upd(ZERO, B, "refs/heads/feature-x"),
+        upd(A, B, "refs/heads/main"),
+        upd(A, B, "refs/tags/v1"),
+    ] {
+        let got = refused(decide(&t, &u, &approvals, true));
+        assert_eq!(
+            got,
+            Refusal::ShipsNothing {
+                refname: u.refname.clone(),
+                role: "scout".into()
+            }
+        );
+        assert!(
+            got.to_string()
+                .contains("role is scout, which ships no code"),
+            "{got}"
+        );
+    }
+    // The same push by the same job without the role goes through.
+    assert!(decide(&terms(), &upd(A, B, "refs/heads/capsid/j42"), &[], true).is_accept());
+}
+
+#[test]
 fn a_closed_run_refuses_everything_first() {
     let t = terms();
     let approvals = [Approval::for_branch("main", B).unwrap()];

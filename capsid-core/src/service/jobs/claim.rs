@@ -18,7 +18,7 @@ use crate::jobs::record::{
     AgentRecord, ClaimedJobCount, NamespaceRuns, agent_record, attempt_sums, min_record_refusal,
 };
 use crate::jobs::requirements::{JobRequirements, missing_for_job};
-use crate::jobs::signature::verify_task;
+use crate::jobs::signature::verify_job;
 use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{Job, JobStatus};
 use crate::ports::MonthSpend;
@@ -157,7 +157,7 @@ impl ClaimDecider for Decider<'_> {
                 ));
             }
         }
-        match verify_task(self.secret.unwrap_or(""), &job.body) {
+        match verify_job(self.secret.unwrap_or(""), &job.body, &job.terms()) {
             Ok(task) => {
                 let offered = super::skills::offered_ids(self.skills, job, task);
                 ClaimVerdict::Claim(self.audit(job, JobEvent::Claim.audit_action(), json!({"lease_expires": self.lease.to_string(), "skills_offered": offered})))
@@ -325,8 +325,12 @@ impl JobsCx<'_> {
             };
             return Ok(match outcome {
                 ClaimOutcome::Claimed(job) => {
-                    let task = verify_task(self.config.signing_secret().unwrap_or(""), &job.body)
-                        .unwrap_or("");
+                    let task = verify_job(
+                        self.config.signing_secret().unwrap_or(""),
+                        &job.body,
+                        &job.terms(),
+                    )
+                    .unwrap_or("");
                     let ids = super::skills::offered_ids(&skills, &job, task);
                     let offered = self.offer_answer(&skills, &ids).await?;
                     let mut out = JobDone::new(act, job);

@@ -37,7 +37,7 @@ use crate::ids::new_job_id;
 use crate::jobs::dispatch::{plan_dispatch, too_many_children};
 use crate::jobs::post::{check_post_text, refuse_swallowed_tag};
 use crate::jobs::requirements::JobRequirements;
-use crate::jobs::signature::seal_task;
+use crate::jobs::signature::{JobTerms, seal_job};
 use crate::jobs::state::JobEvent;
 use crate::jobs::{JOBS_ROWS_MAX, Job, JobStatus, job_doc_path};
 use crate::ports::{
@@ -177,6 +177,12 @@ pub struct JobsArgs {
     pub runtime: Option<Bounded<32>>,
     /// claim: every runtime the driver can run, its own first.
     pub runtimes: Option<Vec<Bounded<32>>>,
+    /// post: the job's role (`scout`, `planner`, `junior`, `senior`, `deploy`), signed with
+    /// its body. It decides what the run may ship (a scout or senior ships no code, and a run
+    /// of it that ships nothing is done; any other job that ships nothing fails), the
+    /// instructions the agent gets, and the cap when `max_cost_usd` is not given. A dispatched
+    /// job keeps its parent's role unless it names one.
+    pub role: Option<Bounded<32>>,
     /// list: only this status.
     pub status: Option<JobStatus>,
     /// The job (claim by id, heartbeat, complete, fail, block, resume, get).
@@ -336,9 +342,15 @@ impl JobsCx<'_> {
         let requirements =
             JobRequirements::from_input(a.required_flags.as_ref(), a.min_record.as_ref())
                 .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
-        let max_cost_usd = a
+        let asked_cap = a
             .max_cost_usd
             .map(crate::jobs::budget::parse_job_cap)
+            .transpose()
+            .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
+        let asked_role = a
+            .role
+            .as_ref()
+            .map(|r| crate::jobs::role::parse("role", r.as_str()))
             .transpose()
             .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
         let runtime = match &a.runtime {
@@ -362,6 +374,7 @@ impl JobsCx<'_> {
                 ),
             ));
         }
+        let mut parent_role = None;
         let dispatch = match &a.parent {
             None => None,
             Some(parent) => {
@@ -371,18 +384,30 @@ impl JobsCx<'_> {
                         format!("no job {} to dispatch from.", parent.as_str()),
                     ));
                 };
+                parent_role = crate::jobs::role::of_job(parent_job.role.as_deref());
                 match plan_dispatch(&parent_job, &caller.holder_actor(), Some(ns.as_str())) {
                     Ok(d) => Some(d),
                     Err(why) => return Ok(refuse(act, why)),
                 }
             }
         };
+        // A dispatched job keeps its parent's role unless it names one; a job of a role gets
+        // the role's cap when it names none.
+        let role = asked_role.or(parent_role);
+        let max_cost_usd = asked_cap.or(role.map(crate::jobs::role::Role::default_cap));
+        let role = role.map(|r| r.name.to_owned());
         let now = self.now();
         let job = NewJob {
             id,
             namespace: ns.as_str().to_owned(),
             title: title.clone(),
-            body: seal_task(secret, body.as_str()),
+            body: seal_job(
+                secret,
+                body.as_str(),
+                &JobTerms {
+                    role: role.as_deref(),
+                },
+            ),
             priority: a.priority.unwrap_or(0),
             posted_by: caller.actor(),
             gate_required: a.gate_required.unwrap_or(false),
@@ -393,6 +418,7 @@ impl JobsCx<'_> {
             dispatch: dispatch.clone(),
             max_cost_usd,
             runtime,
+            role,
         };
         let mut params = json!({ "title": title, "priority": job.priority, "gate_required": u8::from(job.gate_required) });
         if let Some(r) = &job.required_scopes {
@@ -409,6 +435,9 @@ impl JobsCx<'_> {
         }
         if let Some(r) = &job.runtime {
             params["runtime"] = json!(r);
+        }
+        if let Some(r) = &job.role {
+            params["role"] = json!(r);
         }
         if let Some(d) = &dispatch {
             params["parent_id"] = json!(d.parent_id);

@@ -19,7 +19,7 @@ use crate::jobs::block::{at_correction_cap, command_from_summary};
 use crate::jobs::lease::{actor_may_hold_jobs, lease_expiry};
 use crate::jobs::record::min_record_refusal;
 use crate::jobs::requirements::{JobRequirements, missing_for_job};
-use crate::jobs::signature::{SignatureError, verify_task};
+use crate::jobs::signature::{SignatureError, verify_job, verify_task};
 use crate::jobs::state::{JobEvent, step};
 use crate::jobs::{Job, JobStatus};
 use crate::ports::{Change, JobPatch, JobTransition, StoreError};
@@ -160,7 +160,11 @@ impl JobsCx<'_> {
                 ),
             ));
         }
-        match verify_task(self.config.signing_secret().unwrap_or(""), &job.body) {
+        match verify_job(
+            self.config.signing_secret().unwrap_or(""),
+            &job.body,
+            &job.terms(),
+        ) {
             Ok(_) => {}
             Err(SignatureError::NotConfigured) => {
                 return Ok(refuse(

@@ -78,6 +78,10 @@ pub struct UpdateArgs {
     /// Runner (admin only): the migration tools the gate policy's additive_migration
     /// recognises here, comma separated from d1, psql and sqlx (unset: d1); "" clears.
     pub migration_tools: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
+    /// Runner (admin only): the branches a push or merge reaches only with an approval, comma
+    /// separated (the remote's default branch is always one; unset: main, master and the
+    /// default); "" clears.
+    pub protected_branches: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
 }
 
 /// A monthly budget as `update_namespace` takes it: dollars, or `"none"` to clear.
@@ -123,6 +127,7 @@ impl UpdateArgs {
                 BudgetArg::Clear(t) => t.as_str().to_owned(),
             }),
             migration_tools: v(&self.migration_tools),
+            protected_branches: v(&self.protected_branches),
         }
     }
 }
@@ -288,7 +293,7 @@ impl MaintenanceCx<'_> {
         let Some(repos) = &a.repos else {
             if !RunnerSettings::names_any(&patch) {
                 return Err(Error::Invalid(
-                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref, job_max_cost_usd, runtime, migration_tools), or monthly_budget_usd".into(),
+                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref, job_max_cost_usd, runtime, migration_tools, protected_branches), or monthly_budget_usd".into(),
                 ));
             }
             return self.update_runner(caller, &ns, &patch).await;

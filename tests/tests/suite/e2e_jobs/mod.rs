@@ -10,6 +10,7 @@ mod ledger;
 mod policy;
 mod queue;
 mod resume;
+mod role;
 mod runtime;
 mod skill_merges;
 mod skills;

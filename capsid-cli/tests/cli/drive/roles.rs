@@ -1,0 +1,203 @@
+//! Roles in the driven run (issue 55, items 1 and 2; issue 53, item 1), with the real CLIs:
+//! the role's instructions reach the agent as a skill its CLI loads from the clone (the
+//! scripted model's first request carries it), a role that ships no code pushes nothing (the
+//! gateway refuses a scout's push, naming the role) and a quiet run of it is done, while a job
+//! that asks for a change (a junior's, or one naming no role) and ships nothing is failed,
+//! "nothing shipped", with the last test verdict the hooks saw.
+
+use capsid_tests::fake_claude::{bash, text};
+use serde_json::json;
+
+use super::claude::result_of;
+use super::claude_boxed::{boxed, require_bwrap};
+use super::support::{World, git_out, said};
+
+fn post_as(w: &World, title: &str, body: &str, role: Option<&str>) -> String {
+    let mut args = json!({"action": "post", "namespace": "demo", "title": title, "body": body});
+    if let Some(r) = role {
+        args["role"] = json!(r);
+    }
+    let posted = w.tool(&w.human, "jobs", args);
+    assert_eq!(posted["ok"], json!(true), "{posted}");
+    posted["job"]["id"].as_str().expect("an id").to_owned()
+}
+
+pub fn a_scout_reads_its_skill_pushes_nothing_and_a_quiet_run_is_done(w: &World) {
+    if !require_bwrap("a_scout_reads_its_skill_pushes_nothing_and_a_quiet_run_is_done") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let id = post_as(
+        w,
+        "Look for stale widgets",
+        "Scout the widgets. SCRIPT=scout",
+        Some("scout"),
+    );
+    w.fake().script(
+        "SCRIPT=scout",
+        vec![
+            // Even the base commit, on the job's own branch, is refused: a scout ships nothing.
+            vec![bash(
+                "git push origin HEAD:refs/heads/capsid/$CAPSID_JOB_ID 2>&1; echo exit=$?",
+            )],
+            vec![text("Nothing new since the watermark.")],
+        ],
+    );
+    let extra = boxed(w);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}");
+    let summary = job["result_summary"].as_str().unwrap_or("");
+    assert!(
+        summary.starts_with("Nothing new since the watermark.")
+            && summary
+                .contains("(a scout's run, which ships no code), so the test gate was skipped"),
+        "{summary}"
+    );
+    // The gateway refused the push, naming the role, and the refusal reached the model.
+    let (pushed, _) = result_of(w, "SCRIPT=scout", "toolu_fake_0_0").expect("the push's result");
+    assert!(
+        pushed.contains("role is scout, which ships no code") && !pushed.contains("exit=0"),
+        "{pushed}"
+    );
+    let origin = w.dir.path().join("demo-origin.git");
+    let branches = git_out(&origin, &["branch", "--list", "capsid/*"]);
+    assert!(
+        branches.trim().is_empty(),
+        "a scout's branch reached origin: {branches}"
+    );
+    // The role's skill reached the model in the CLI's very first request: its description is
+    // only in the SKILL.md the driver wrote into the clone.
+    let first = w.fake().requests("SCRIPT=scout");
+    let first = first.first().expect("a first request").body.to_string();
+    assert!(
+        first.contains("look for new work against the watermark"),
+        "the scout's skill is not in the first request: {first}"
+    );
+    assert!(
+        first.contains("Your role in this job is scout"),
+        "the prompt does not name the role: {first}"
+    );
+    let mark = w.checkmark("demo", "demo-driver");
+    assert_eq!(mark["tests_status"], json!("skipped"), "{mark}");
+}
+
+pub fn a_job_that_ships_nothing_is_done_only_when_its_role_ships_nothing(w: &World) {
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let quiet = |marker: &str| {
+        vec![
+            vec![bash("ls && git log --oneline -1")],
+            vec![text(&format!(
+                "Looked around ({marker}); nothing to change."
+            ))],
+        ]
+    };
+    let cases = [
+        (None, "Unroled look", "SCRIPT=unroled", "failed"),
+        (Some("junior"), "Junior look", "SCRIPT=junior", "failed"),
+        (Some("senior"), "Senior look", "SCRIPT=senior", "done"),
+    ];
+    for (role, title, marker, status) in cases {
+        let id = post_as(w, title, &format!("Look. {marker}"), role);
+        w.fake().script(marker, quiet(marker));
+        let out = w.drive_claude_once("demo", &key, &root, &[]);
+        let job = w.job("demo", &id);
+        assert_eq!(
+            job["status"],
+            json!(status),
+            "{role:?}: {job}\n{}",
+            said(&out)
+        );
+        let summary = job["result_summary"].as_str().unwrap_or("");
+        if status == "failed" {
+            assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+            assert!(
+                summary.starts_with("Nothing shipped: ")
+                    && summary.contains("the agent committed nothing"),
+                "{summary}"
+            );
+            // The hooks' last word on the tests is on the record (the project's tests pass).
+            assert!(
+                summary.contains("The last test run the hooks saw in the session passed"),
+                "{summary}"
+            );
+            match role {
+                None => assert!(summary.contains("it names no role"), "{summary}"),
+                Some(r) => assert!(summary.contains(&format!("a {r} ships")), "{summary}"),
+            }
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+            assert!(
+                summary.contains("(a senior's run, which ships no code)"),
+                "{summary}"
+            );
+        }
+    }
+}
+
+/// Protected branches are a namespace setting (issue 55, item 4): with `release` protected, a
+/// boxed push to it is held at the gateway for a person (the job blocks on exactly that
+/// update), where without the setting it is only a branch that is not the job's.
+pub fn the_protected_branch_setting_decides_what_the_gateway_holds(w: &World) {
+    if !require_bwrap("the_protected_branch_setting_decides_what_the_gateway_holds") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let bad = w.cli_output(&[
+        "namespaces",
+        "update",
+        "demo",
+        "--protected-branches",
+        "a..b",
+    ]);
+    assert_ne!(bad.status.code(), Some(0), "{}", said(&bad));
+    assert!(said(&bad).contains("protected_branches"), "{}", said(&bad));
+    w.cli(&[
+        "namespaces",
+        "update",
+        "demo",
+        "--protected-branches",
+        "release",
+    ]);
+    let id = post_as(
+        w,
+        "Release it",
+        "Ship to release. SCRIPT=release",
+        Some("junior"),
+    );
+    w.fake().script(
+        "SCRIPT=release",
+        vec![
+            vec![bash(
+                "echo r > r.txt && git add r.txt && git commit -qm r && git push origin HEAD:release 2>&1; echo exit=$?",
+            )],
+            vec![text("Pushed to release.")],
+        ],
+    );
+    let extra = boxed(w);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(out.status.code(), Some(4), "{}", said(&out));
+    let (pushed, _) = result_of(w, "SCRIPT=release", "toolu_fake_0_0").expect("the push's result");
+    assert!(pushed.contains("refs/heads/release: held"), "{pushed}");
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("blocked"), "{job}");
+    let mark = w.checkmark("demo", "demo-driver");
+    let question = mark["open_question"].as_str().unwrap_or("");
+    assert!(
+        question.contains("refs/heads/release") && question.contains("git gateway held"),
+        "{mark}"
+    );
+    let origin = w.dir.path().join("demo-origin.git");
+    assert!(
+        git_out(&origin, &["branch", "--list", "release"])
+            .trim()
+            .is_empty(),
+        "release moved without a person"
+    );
+}
