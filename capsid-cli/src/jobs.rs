@@ -69,8 +69,37 @@ fn job_text(v: &Value) -> String {
 }
 
 /// `capsid jobs`.
+/// What `capsid jobs approve` and `reject` name: a pull request's head, as the reviewer saw it.
+#[derive(Debug, clap::Args)]
+pub struct VerdictArgs {
+    /// The namespace whose repository holds the pull request.
+    #[arg(long)]
+    namespace: String,
+    /// The pull request's number.
+    #[arg(long = "pr", value_name = "NUMBER")]
+    pull_request: u64,
+    /// The full head commit sha you reviewed; refused if the pull request's head moved since.
+    #[arg(long = "head", value_name = "SHA")]
+    head_sha: String,
+    /// The repository (`owner/name`, one the namespace maps; default its primary).
+    #[arg(long)]
+    repo: Option<String>,
+    /// What you found (kept with the verdict).
+    #[arg(long)]
+    note: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum JobsCommand {
+    /// Approve a pull request's current head as this server's operator (a person): a merge of
+    /// exactly that head by a driven run counts it. Reads the head from GitHub through the
+    /// server's GitHub App (the same CAPSID_GITHUB_APP_* settings as `serve`).
+    Approve(VerdictArgs),
+    /// Ask for changes on a pull request's current head: no approval by you of that head stands.
+    Reject(VerdictArgs),
     /// Post a job (signed by the server): a driver of its namespace claims it. Prints its id.
     Post {
         /// The namespace the job belongs to.
@@ -210,8 +239,15 @@ fn portfolio(status: &Value, agents: &Value) -> Vec<PortfolioRow> {
 
 /// `capsid jobs`.
 pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
-    let service = service(global).await?;
+    let mut service = service(global).await?;
+    if matches!(cmd, JobsCommand::Approve(_) | JobsCommand::Reject(_))
+        && let Some(app) = crate::config::github_app()?
+    {
+        service = service.with_repo_host(std::sync::Arc::new(app));
+    }
     let (id, usd, json) = match cmd {
+        JobsCommand::Approve(v) => return verdict(&service, "approve", v).await,
+        JobsCommand::Reject(v) => return verdict(&service, "reject", v).await,
         JobsCommand::Raise { id, usd, json } => (id, usd, json),
         JobsCommand::Post {
             namespace,
@@ -362,6 +398,28 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
             ),
             None => format!("raised {id} to ${cap:.2}"),
         }
+    }))
+}
+
+/// `capsid jobs approve|reject`: the verdict, as the `jobs` tool records it.
+async fn verdict(
+    service: &capsid_core::service::Service,
+    action: &str,
+    v: VerdictArgs,
+) -> Result<ExitCode> {
+    let mut args = json!({"action": action, "namespace": v.namespace, "pull_request": v.pull_request, "head_sha": v.head_sha});
+    if let Some(r) = v.repo {
+        args["repo"] = json!(r);
+    }
+    if let Some(n) = v.note {
+        args["body"] = json!(n);
+    }
+    let answer = match call(service, "jobs", args).await? {
+        Ok(v) => v,
+        Err(m) => return Ok(tool_refusal(m)),
+    };
+    Ok(finish(answer, v.json, |a| {
+        a["note"].as_str().unwrap_or_default().to_owned()
     }))
 }
 

@@ -43,11 +43,32 @@ pub fn standing_approval(
     head: &str,
     recorded: &[ReviewRow],
 ) -> Standing {
+    standing_approval_excluding(&[caller], namespace, head, recorded)
+}
+
+/// The job a pull request's head branch names, when it is a driven job's (`capsid/<job>`):
+/// its holder is the pull request's author, whose approval never counts for its merge.
+pub fn job_of_branch(head_ref: &str) -> Option<&str> {
+    head_ref
+        .strip_prefix(crate::drive::push_policy::JOB_BRANCH_PREFIX)
+        .filter(|id| id.starts_with("job_") && !id.contains('/'))
+}
+
+/// Whether an approval stands for `head` by an agent none of `excluded` (the merger, and the
+/// pull request's author when it is known), from the verdicts recorded for that head, newest
+/// first.
+pub fn standing_approval_excluding(
+    excluded: &[&str],
+    namespace: &str,
+    head: &str,
+    recorded: &[ReviewRow],
+) -> Standing {
+    let caller = excluded.join(" or ");
     let at = format!("head {} in namespace {namespace}", short(head));
-    let how = "another agent's REVIEW ... APPROVE on this exact commit, posted through manage_pr action comment";
-    let mut others = recorded
-        .iter()
-        .filter(|r| r.reviewer != caller && r.head_sha.eq_ignore_ascii_case(head));
+    let how = "another agent's approval of this exact commit (jobs approve, or REVIEW ... APPROVE posted through manage_pr action comment)";
+    let mut others = recorded.iter().filter(|r| {
+        !excluded.contains(&r.reviewer.as_str()) && r.head_sha.eq_ignore_ascii_case(head)
+    });
     match others.next() {
         Some(r) if r.verdict == Verdict::Approve => Standing::Approved(r.clone()),
         Some(r) => Standing::None(format!(
@@ -57,9 +78,19 @@ pub fn standing_approval(
             r.repo,
             r.number
         )),
-        None if recorded.iter().any(|r| r.reviewer == caller) => Standing::None(format!(
-            "the only verdicts on {at} are {caller}'s own, and an agent's own approval never counts; it needs {how}."
-        )),
+        None if recorded
+            .iter()
+            .any(|r| excluded.contains(&r.reviewer.as_str())) =>
+        {
+            Standing::None(match excluded {
+                [one] => format!(
+                    "the only verdicts on {at} are {one}'s own, and an agent's own approval never counts; it needs {how}."
+                ),
+                _ => format!(
+                    "the only verdicts on {at} are by {caller}, the merger's and the author's own, which never count; it needs {how}."
+                ),
+            })
+        }
         None => Standing::None(format!(
             "no review verdict is recorded for {at}; it needs {how}."
         )),
@@ -84,6 +115,45 @@ mod tests {
             head_sha: head.into(),
             comment_url: "https://github.com/octo/alpha/pull/4#c".into(),
             created_at: crate::time::Timestamp::parse("2026-12-01T10:00:00.000Z").expect("instant"),
+        }
+    }
+
+    #[test]
+    fn a_merge_counts_neither_the_authors_nor_the_mergers_approval() {
+        let author = verdict(2, "agent:junior", "APPROVE", HEAD);
+        let merger = verdict(3, "agent:deployer", "APPROVE", HEAD);
+        let excluded = ["agent:deployer", "agent:junior"];
+        let Standing::None(why) = standing_approval_excluding(
+            &excluded,
+            "alpha",
+            HEAD,
+            &[merger.clone(), author.clone()],
+        ) else {
+            panic!("the author's and the merger's own approvals stand")
+        };
+        assert!(why.contains("the merger's and the author's own"), "{why}");
+        let senior = verdict(4, "agent:senior", "APPROVE", HEAD);
+        assert_eq!(
+            standing_approval_excluding(
+                &excluded,
+                "alpha",
+                HEAD,
+                &[merger, senior.clone(), author]
+            ),
+            Standing::Approved(senior)
+        );
+        assert_eq!(
+            job_of_branch("capsid/job_0123456789ab"),
+            Some("job_0123456789ab")
+        );
+        for other in [
+            "feature/x",
+            "capsid/",
+            "capsid/job_1/x",
+            "capsid/other",
+            "main",
+        ] {
+            assert_eq!(job_of_branch(other), None, "{other}");
         }
     }
 

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use crate::crypto::{ct_eq, hmac_sha256_hex};
 use crate::jobs::{Job, JobStatus};
-use crate::scope::{Axis, Grant, Scopes};
+use crate::scope::{Axis, Flag, Grant, Scopes};
 use crate::time::Timestamp;
 
 /// Every run credential starts with this.
@@ -145,13 +145,29 @@ pub fn verify<'j>(
 /// What a run credential of a job in `namespace` may do: the job's namespace only, the tools
 /// of [`RUN_TOOLS`] (none of them a repository tool: the repos axis only lets `jobs approval`
 /// name a repository the namespace maps), read and write, no flags.
-pub fn run_scopes(namespace: &str) -> Scopes {
+pub fn run_scopes(namespace: &str, role: Option<&str>) -> Scopes {
+    let mut tools: Vec<String> = RUN_TOOLS.iter().map(|t| (*t).to_owned()).collect();
+    let mut flags = BTreeSet::new();
+    // What only a role's run may do (issue 55): a senior records review verdicts, a deploy
+    // merges (and only with another agent's standing approval of the head, checked at the
+    // merge); nobody else's credential can.
+    match role {
+        Some("senior") => {
+            tools.extend(["jobs.approve", "jobs.reject"].map(str::to_owned));
+            flags.insert(Flag::CanCommentPr);
+        }
+        Some("deploy") => {
+            tools.extend(["manage_pr", "manage_pr.merge"].map(str::to_owned));
+            flags.insert(Flag::CanMerge);
+        }
+        _ => {}
+    }
     Scopes {
         namespaces: Axis::Only(vec![namespace.to_owned()]),
         repos: Axis::All,
-        tools: Axis::Only(RUN_TOOLS.iter().map(|t| (*t).to_owned()).collect()),
+        tools: Axis::Only(tools),
         grants: [Grant::Read, Grant::Write].into(),
-        flags: BTreeSet::new(),
+        flags,
     }
 }
 
@@ -338,7 +354,7 @@ mod tests {
 
     #[test]
     fn its_scopes_read_the_namespace_checkpoint_and_post_but_never_close_a_job() {
-        let s = run_scopes("demo");
+        let s = run_scopes("demo", None);
         let need = |tool, action: Option<&'static str>, ns| Need {
             tool,
             action,
@@ -386,5 +402,49 @@ mod tests {
             );
         }
         assert!(check_scope(&s, &need("read", None, "other")).is_err());
+    }
+
+    #[test]
+    fn only_a_seniors_credential_records_verdicts_and_only_a_deploys_merges() {
+        let need = |tool, action: Option<&'static str>, flags: &[Flag]| Need {
+            tool,
+            action,
+            namespace: Some("demo"),
+            grant: Some(Grant::Write),
+            flags: flags.to_vec(),
+            ..Need::default()
+        };
+        let verdict = need("jobs", Some("approve"), &[Flag::CanCommentPr]);
+        let reject = need("jobs", Some("reject"), &[Flag::CanCommentPr]);
+        let merge = need("manage_pr", Some("merge"), &[Flag::CanMerge]);
+        let comment = need("manage_pr", Some("comment"), &[Flag::CanCommentPr]);
+        let senior = run_scopes("demo", Some("senior"));
+        let deploy = run_scopes("demo", Some("deploy"));
+        assert!(check_scope(&senior, &verdict).is_ok());
+        assert!(check_scope(&senior, &reject).is_ok());
+        assert!(check_scope(&senior, &merge).is_err());
+        assert!(
+            check_scope(&senior, &comment).is_err(),
+            "a verdict, not a comment"
+        );
+        assert!(check_scope(&deploy, &merge).is_ok());
+        assert!(check_scope(&deploy, &verdict).is_err());
+        for role in [
+            None,
+            Some("scout"),
+            Some("planner"),
+            Some("junior"),
+            Some("wizard"),
+        ] {
+            let s = run_scopes("demo", role);
+            for n in [&verdict, &reject, &merge, &comment] {
+                assert!(
+                    check_scope(&s, n).is_err(),
+                    "{role:?}: {:?} {:?}",
+                    n.tool,
+                    n.action
+                );
+            }
+        }
     }
 }

@@ -68,6 +68,8 @@ fn reference_rule(tool: &str, action: Option<&str>) -> (Grant, bool, Vec<Flag>) 
         ("backup", _) => (Write, false, vec![Flag::CanBackup]),
         // Beyond the reference (issue 49): raising a job's cap spends the namespace's money.
         ("jobs", Some("raise")) => (Write, false, vec![Flag::CanRaiseBudget]),
+        // Beyond the reference (issue 55): a review verdict is a comment on a pull request.
+        ("jobs", Some("approve" | "reject")) => (Write, false, vec![Flag::CanCommentPr]),
         _ => (Write, false, vec![]),
     }
 }
@@ -88,6 +90,8 @@ fn actions_of(tool: &str) -> &'static [&'static str] {
             "approval",
             "raise",
             "meter",
+            "approve",
+            "reject",
         ],
         "lint" => &["gather", "finalize", "report"],
         "improve_run" => &[

@@ -217,6 +217,7 @@ impl Service {
             namespaces: &*self.store,
             audit_log: &*self.store,
             reviews: &*self.store,
+            jobs: &*self.store,
             repo_host: &self.repo_host,
             repo_reads: &self.repo_reads,
             clock: &*self.clock,

@@ -32,6 +32,7 @@ mod outcomes;
 mod progress;
 mod read_tools;
 mod review_gate;
+mod roles;
 mod typed_answers;
 mod write_tools;
 

@@ -88,7 +88,7 @@ impl AgentsCx<'_> {
                 driver,
                 job_id: job.id.clone(),
             },
-            scopes: run_credential::run_scopes(&job.namespace),
+            scopes: run_credential::run_scopes(&job.namespace, job.role.as_deref()),
         }))
     }
 

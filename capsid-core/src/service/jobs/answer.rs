@@ -24,6 +24,8 @@ pub enum JobsAnswer {
     Listed(JobList),
     /// `approval`.
     Approval(ApprovalAnswer),
+    /// `approve` / `reject`: the verdict recorded.
+    Verdict(VerdictRecorded),
     /// The queue refused.
     Refused(JobRefused),
 }
@@ -282,6 +284,29 @@ pub struct ApprovalShown {
     pub comment_url: String,
     /// When recorded.
     pub at: Timestamp,
+}
+
+/// `approve` / `reject`: a review verdict recorded on a pull request's current head.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VerdictRecorded {
+    /// Always true.
+    pub ok: bool,
+    /// `approve` or `reject`.
+    pub action: &'static str,
+    /// The namespace whose verdicts it counts among.
+    pub namespace: String,
+    /// `APPROVE` or `CHANGES`.
+    pub verdict: &'static str,
+    /// The reviewer (a run credential's driver).
+    pub reviewer: String,
+    /// The repository.
+    pub repo: String,
+    /// The pull request.
+    pub number: u64,
+    /// The head commit the verdict is bound to.
+    pub head_sha: String,
+    /// What it counts for, in a sentence.
+    pub note: String,
 }
 
 /// A refusal: `{ok: false, action, refusal}`, with the job when the call changed it anyway.

@@ -3,12 +3,15 @@
 //! pre-tool-use` asks it before letting a push to a protected branch or a merge through; it
 //! reads only, so the one scope check asks the read grant on the namespace.
 
-use super::{ApprovalAnswer, JobsAction, JobsAnswer, JobsArgs, JobsCx};
+use super::answer::VerdictRecorded;
+use super::{ApprovalAnswer, JobsAction, JobsAnswer, JobsArgs, JobsCx, refuse};
 use crate::caller::Caller;
 use crate::error::{Error, Result};
 use crate::jobs::approval::{HEAD_REVIEWS_MAX, Standing, head_sha_problem, standing_approval};
+use crate::jobs::review::Verdict;
+use crate::ports::{AuditEntry, NewReview};
 use crate::repos::{resolve_repo, stored_repos};
-use crate::service::require_namespace;
+use crate::service::{Area, require_namespace};
 
 impl JobsCx<'_> {
     pub(crate) async fn approval(&self, caller: &Caller, a: JobsArgs) -> Result<JobsAnswer> {
@@ -143,5 +146,119 @@ impl JobsCx<'_> {
             }
         }
         Ok(JobsAnswer::Approval(out))
+    }
+}
+
+impl JobsCx<'_> {
+    /// `approve` / `reject`: records `verdict` by the caller (a run credential's driver) on
+    /// pull request `pull_request` of `repo` (default the namespace's primary), bound to the
+    /// head the caller was shown (`head_sha`), which must still be the pull request's head on
+    /// GitHub: a verdict on a head that moved is refused, and the new head named. The verdict is
+    /// recorded with its audit row in one transaction; it counts for a merge only when its
+    /// reviewer is neither the pull request's author nor its merger.
+    pub(crate) async fn verdict(
+        &self,
+        caller: &Caller,
+        a: JobsArgs,
+        verdict: Verdict,
+    ) -> Result<JobsAnswer> {
+        let act = if verdict == Verdict::Approve {
+            JobsAction::Approve
+        } else {
+            JobsAction::Reject
+        };
+        let name = act.name();
+        let (Some(ns), Some(number), Some(shown)) = (&a.namespace, a.pull_request, &a.head_sha)
+        else {
+            return Err(Error::Invalid(format!(
+                "jobs {name}: namespace, pull_request and head_sha are required (the pull request's number, and the full head commit sha you reviewed)"
+            )));
+        };
+        if let Some(problem) = head_sha_problem(shown.as_str()) {
+            return Err(Error::Invalid(format!("jobs {name}: head_sha {problem}")));
+        }
+        let shown = shown.as_str().to_ascii_lowercase();
+        let ns = ns.as_str();
+        require_namespace(self.namespaces, ns).await?;
+        let row = self.namespaces.namespace(ns).await?;
+        let list = stored_repos(ns, row.as_ref().and_then(|r| r.repos.as_deref()))
+            .map_err(Error::Invalid)?;
+        let target = resolve_repo(ns, &list, a.repo.as_ref().map(|r| r.as_str()))
+            .map_err(|why| Error::Invalid(format!("jobs {name}: repo: {why}")))?;
+        let full = format!("{}/{}", target.owner, target.name);
+        let Some(host) = self.repo_host.as_ref() else {
+            return Ok(refuse(
+                act,
+                format!(
+                    "the GitHub App is not configured, so the head of {full}#{number} cannot be read and no verdict was recorded."
+                ),
+            ));
+        };
+        let facts = match host.pull_request(&target, number).await {
+            Ok(f) => f,
+            Err(e) => {
+                return Ok(refuse(
+                    act,
+                    format!(
+                        "GitHub could not be read for {full}#{number} ({e}), so its head is unknown and no verdict was recorded."
+                    ),
+                ));
+            }
+        };
+        let head = facts.head_sha.to_ascii_lowercase();
+        if head != shown {
+            return Ok(refuse(
+                act,
+                format!(
+                    "{full}#{number}'s head moved: it is {head} now, not {shown} as you were shown; review the new head and give it as head_sha. Nothing was recorded."
+                ),
+            ));
+        }
+        let reviewer = caller.holder_actor();
+        let said = a
+            .body
+            .as_ref()
+            .map(|b| b.as_str().to_owned())
+            .unwrap_or_default();
+        let now = self.now();
+        let review = NewReview {
+            repo: full.to_ascii_lowercase(),
+            number,
+            namespace: ns.to_owned(),
+            reviewer: reviewer.clone(),
+            verdict,
+            said,
+            head_sha: head.clone(),
+            comment_url: format!("capsid:jobs.{name}"),
+            at: now,
+        };
+        let audit = AuditEntry {
+            actor: caller.actor(),
+            action: format!("job-verdict-{name}"),
+            namespace: Some(ns.to_owned()),
+            path: None,
+            params: serde_json::json!({"repo": full, "number": number, "head_sha": head, "verdict": verdict.as_str()}),
+            at: now,
+        };
+        self.reviews.record_review(review, audit).await?;
+        let note = match verdict {
+            Verdict::Approve => format!(
+                "{reviewer} approved {full}#{number} at {head}: a merge of exactly this head by an agent other than its author and {reviewer} counts it."
+            ),
+            _ => format!(
+                "{reviewer} asked for changes on {full}#{number} at {head}: no approval of this head by {reviewer} stands."
+            ),
+        };
+        Ok(JobsAnswer::Verdict(VerdictRecorded {
+            ok: true,
+            action: name,
+            namespace: ns.to_owned(),
+            verdict: verdict.as_str(),
+            reviewer,
+            repo: full,
+            number,
+            head_sha: head,
+            note,
+        }))
     }
 }

@@ -115,6 +115,10 @@ pub enum JobsAction {
     Meter,
     /// The holder's doors write what the job's box reached and was refused.
     Doors,
+    /// Record an approval of a pull request's current head (a senior's verdict).
+    Approve,
+    /// Record a request for changes on a pull request's current head.
+    Reject,
 }
 
 impl JobsAction {
@@ -132,6 +136,8 @@ impl JobsAction {
             JobsAction::Get => "get",
             JobsAction::Approval => "approval",
             JobsAction::Raise => "raise",
+            JobsAction::Approve => "approve",
+            JobsAction::Reject => "reject",
             JobsAction::Meter => "meter",
             JobsAction::Doors => "doors",
         }
@@ -308,6 +314,14 @@ impl JobsCx<'_> {
             JobsAction::Raise => self.raise(caller, a).await,
             JobsAction::Meter => self.meter(caller, a).await,
             JobsAction::Doors => self.doors(caller, a).await,
+            JobsAction::Approve => {
+                self.verdict(caller, a, crate::jobs::review::Verdict::Approve)
+                    .await
+            }
+            JobsAction::Reject => {
+                self.verdict(caller, a, crate::jobs::review::Verdict::Changes)
+                    .await
+            }
         }
     }
 
@@ -656,9 +670,17 @@ mod registered {
                     ),
                     action("meter", Rule::write()),
                     action("doors", Rule::write()),
+                    action(
+                        "approve",
+                        Rule::write().with_flags(&[crate::scope::Flag::CanCommentPr]),
+                    ),
+                    action(
+                        "reject",
+                        Rule::write().with_flags(&[crate::scope::Flag::CanCommentPr]),
+                    ),
                 ],
             },
-            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit; raise: a job's cap on what its run may spend (can_raise_budget), resuming a job blocked at its budget gate; meter: the holder's model door writes the calls it forwarded into the job's ledger (what its cost, the budgets and /metrics read); doors: the holder's box doors write every connection and every egress host refused or reached (get answers them).",
+            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit; raise: a job's cap on what its run may spend (can_raise_budget), resuming a job blocked at its budget gate; meter: the holder's model door writes the calls it forwarded into the job's ledger (what its cost, the budgets and /metrics read); doors: the holder's box doors write every connection and every egress host refused or reached (get answers them); approve / reject: record a review verdict on a pull request's current head (pull_request, head_sha as shown; can_comment_pr), which counts for a merge only when its reviewer is neither the author nor the merger.",
         )
     .open_world()
         .ok_false_refusals()

@@ -249,6 +249,7 @@ mod tests {
                 namespaces: &rest,
                 audit_log: &rest,
                 reviews: &rest,
+                jobs: &rest,
                 repo_host: &host,
                 repo_reads: &reads,
                 clock: &clock,

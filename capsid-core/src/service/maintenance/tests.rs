@@ -49,6 +49,7 @@ fn with<T>(
             namespaces,
             audit_log: &rest,
             reviews: &rest,
+            jobs: &rest,
             repo_host: &host,
             repo_reads: &reads,
             clock: &clock,

@@ -43,6 +43,8 @@ pub struct RepoCx<'a> {
     pub audit_log: &'a dyn crate::ports::AuditLog,
     /// Review verdicts posted through `manage_pr` (with their audit rows).
     pub reviews: &'a dyn crate::ports::ReviewStore,
+    /// The queue: a driven job's pull request names its job, whose holder is its author.
+    pub jobs: &'a dyn crate::ports::JobStore,
     /// The GitHub App, when configured.
     pub repo_host: &'a Option<Arc<dyn RepoHost>>,
     /// Recent reads, dropped by writes.

@@ -9,6 +9,9 @@ use super::answer::{BranchDeleted, HeadCleanup, ManagePrAnswer, PrClosed, PrComm
 
 use crate::caller::Caller;
 use crate::error::{Error, Result};
+use crate::jobs::approval::{
+    HEAD_REVIEWS_MAX, Standing, job_of_branch, standing_approval_excluding,
+};
 use crate::ports::RepoHostError;
 use crate::service::Confirmer;
 use crate::service::repo::args::{DeleteBranchArgs, ManagePrArgs, PrAction};
@@ -114,6 +117,11 @@ impl RepoCx<'_> {
         };
         let out = match a.action {
             PrAction::Merge => {
+                // A driven run merges only with another agent's standing approval of the
+                // pull request's current head: neither its own driver's nor its author's.
+                if let Some(why) = self.run_merge_refusal(caller, ns, &t, number).await? {
+                    return Err(Error::Forbidden(format!("{TOOL} refuses: {why}")));
+                }
                 let method = a.merge_method.unwrap_or_default();
                 let merged = t
                     .host
@@ -239,5 +247,59 @@ impl RepoCx<'_> {
         };
         self.record_repo_mutation(caller, TOOL, ns, None, &t.repo, out)
             .await
+    }
+}
+
+impl RepoCx<'_> {
+    /// Why a run credential may not merge pull request `number` now (`None`: it may, or the
+    /// caller is not a run). The pull request's head is read from GitHub; an approval counts
+    /// only when its reviewer is neither the merging run's driver nor the pull request's author
+    /// (the holder of the driven job its `capsid/<job>` branch names), and only for exactly
+    /// that head.
+    async fn run_merge_refusal(
+        &self,
+        caller: &Caller,
+        ns: &str,
+        t: &Target,
+        number: u64,
+    ) -> Result<Option<String>> {
+        if caller.run_job().is_none() {
+            return Ok(None);
+        }
+        let facts = t
+            .host
+            .pull_request(&t.repo, number)
+            .await
+            .map_err(|e| host_error("manage_pr", e))?;
+        let head = facts.head_sha.to_ascii_lowercase();
+        let merger = caller.holder_actor();
+        let author = match job_of_branch(&facts.head_ref) {
+            Some(id) => self.jobs.job(id).await?.and_then(|j| j.claimed_by),
+            None => None,
+        };
+        let mut excluded = vec![merger.as_str()];
+        if let Some(a) = author.as_deref() {
+            excluded.push(a);
+        }
+        let full = t.full();
+        let recorded: Vec<_> = self
+            .reviews
+            .head_reviews(ns, &head, HEAD_REVIEWS_MAX)
+            .await?
+            .into_iter()
+            .filter(|r| r.repo.eq_ignore_ascii_case(&full) && r.number == number)
+            .collect();
+        Ok(
+            match standing_approval_excluding(&excluded, ns, &head, &recorded) {
+                Standing::Approved(_) => None,
+                Standing::None(why) => Some(format!(
+                    "{full}#{number} is not merged: a driven run merges only with a standing approval of its current head by an agent other than its author{} and the merging run's driver ({merger}); {why}",
+                    author
+                        .as_deref()
+                        .map(|a| format!(" ({a})"))
+                        .unwrap_or_default()
+                )),
+            },
+        )
     }
 }
