@@ -21,8 +21,8 @@ use crate::AppState;
 /// Every route.
 pub(super) fn table() -> Router<AppState> {
     Router::new()
-        .route("/projects", get(projects))
-        .route("/projects/{ns}/agents", get(agents))
+        .route("/projects", get(projects).post(register_project))
+        .route("/projects/{ns}/agents", get(agents).post(spawn_agent))
         .route("/projects/{ns}/agents/{name}/checkmark", get(checkmark))
         .route("/projects/{ns}/agents/{name}/log", get(log))
         .route("/projects/{ns}/agents/{name}/answer", post(answer))
@@ -206,6 +206,183 @@ fn unnest_repos(value: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// The runner settings `POST /api/projects` takes beside the namespace and its repositories
+/// (`update_namespace`'s), and the monthly budget.
+const PROJECT_SETTINGS: [&str; 10] = [
+    "root_dir",
+    "test_command",
+    "build_command",
+    "agent_command",
+    "credential_ref",
+    "job_max_cost_usd",
+    "runtime",
+    "migration_tools",
+    "protected_branches",
+    "monthly_budget_usd",
+];
+
+/// `POST /api/projects` `{"namespace": "demo", "repo": "owner/name", "test_command": "...",
+/// ...}`: `register_namespace` with its repositories (`repo` and `label`, or `repos` as an
+/// array), then `update_namespace` with the runner settings given (an admin's key, as both
+/// tools are). The settings are checked before anything is registered, so a bad one
+/// registers nothing. Answers 201 with the project as `GET /api/projects` shows it.
+async fn register_project(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Response {
+    let body = match body_object(body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let mut register = json!({});
+    let mut settings = json!({});
+    let mut allowed = vec!["namespace", "repo", "label", "repos"];
+    allowed.extend(PROJECT_SETTINGS);
+    for (k, v) in body {
+        if !allowed.contains(&k.as_str()) {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                &format!("unknown field {k}; this route takes {}", allowed.join(", ")),
+            );
+        }
+        match k.as_str() {
+            // The tool takes the list as JSON text; the API takes it as JSON.
+            "repos" if v.is_array() => register[k] = json!(v.to_string()),
+            "namespace" | "repo" | "label" | "repos" => register[k] = v,
+            _ => settings[k] = v,
+        }
+    }
+    let Some(ns) = register["namespace"].as_str().map(str::to_owned) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "namespace is required: the project's name (a namespace)",
+        );
+    };
+    if let Err(why) = runner_patch(&settings).and_then(|patch| {
+        capsid_core::drive::runner::RunnerSettings::default()
+            .apply(&patch)
+            .map(drop)
+    }) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            &format!("{why}; nothing was registered"),
+        );
+    }
+    if let Err(r) = call_value(&state, &caller, "register_namespace", register).await {
+        return r;
+    }
+    if settings.as_object().is_some_and(|m| !m.is_empty()) {
+        settings["namespace"] = json!(ns);
+        if let Err(r) = call_value(&state, &caller, "update_namespace", settings).await {
+            return r;
+        }
+    }
+    match call_value(&state, &caller, "namespaces", json!({})).await {
+        Ok(mut list) => {
+            unnest_repos(&mut list);
+            let mut project = list
+                .as_array()
+                .and_then(|rows| rows.iter().find(|r| r["namespace"] == ns.as_str()))
+                .cloned()
+                .unwrap_or_else(|| json!({"namespace": ns}));
+            project_row(&mut project);
+            (
+                StatusCode::CREATED,
+                axum::Json(json!({"ok": true, "project": project})),
+            )
+                .into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+/// The runner fields of a `POST /api/projects` body as the settings' patch (text fields; a
+/// number for `job_max_cost_usd` is taken as its decimal text), or why one is not text.
+fn runner_patch(settings: &Value) -> Result<capsid_core::drive::runner::RunnerPatch, String> {
+    let text = |k: &str| -> Result<Option<String>, String> {
+        match &settings[k] {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.clone())),
+            Value::Number(n) if k == "job_max_cost_usd" => Ok(Some(n.to_string())),
+            other => Err(format!("{k}: must be text, not {other}")),
+        }
+    };
+    Ok(capsid_core::drive::runner::RunnerPatch {
+        root_dir: text("root_dir")?,
+        test_command: text("test_command")?,
+        build_command: text("build_command")?,
+        agent_command: text("agent_command")?,
+        credential_ref: text("credential_ref")?,
+        job_max_cost_usd: text("job_max_cost_usd")?,
+        runtime: text("runtime")?,
+        migration_tools: text("migration_tools")?,
+        protected_branches: text("protected_branches")?,
+    })
+}
+
+/// `POST /api/projects/{ns}/agents` `{"role": "scout", "brief": "..."}`: posts a job for that
+/// role (`jobs post`, signed with its role; `title`, `runtime`, `max_cost_usd` and `priority`
+/// optional): a running driver of the namespace picks it up. Answers 201 with the job.
+async fn spawn_agent(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<String>,
+    body: Body,
+) -> Response {
+    let ns = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let mut args = json!({"action": "post", "namespace": ns});
+    match body_object(body).await {
+        Ok(b) => {
+            if let Err(r) = fields(
+                b,
+                &mut args,
+                &[
+                    "role",
+                    "brief",
+                    "title",
+                    "runtime",
+                    "max_cost_usd",
+                    "priority",
+                ],
+            ) {
+                return r;
+            }
+        }
+        Err(r) => return r,
+    }
+    let (Some(role), Some(brief)) = (
+        args["role"].as_str().map(str::to_owned),
+        args.get("brief").and_then(Value::as_str).map(str::to_owned),
+    ) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "role and brief are required: the role to run (scout, planner, junior, senior, deploy) and what it is asked to do",
+        );
+    };
+    if let Value::Object(map) = &mut args {
+        map.remove("brief");
+        map.insert("body".into(), json!(brief));
+        if !map.contains_key("title") {
+            let first = brief.lines().next().unwrap_or("").trim();
+            let title: String = format!("{role}: {first}").chars().take(120).collect();
+            map.insert("title".into(), json!(title));
+        }
+    }
+    match call_value(&state, &caller, "jobs", args).await {
+        Ok(v) if v["ok"] == json!(true) => (StatusCode::CREATED, axum::Json(v)).into_response(),
+        Ok(v) => (StatusCode::CONFLICT, axum::Json(v)).into_response(),
+        Err(r) => r,
     }
 }
 

@@ -14,6 +14,7 @@ mod role;
 mod runtime;
 mod skill_merges;
 mod skills;
+mod spawn;
 
 use std::sync::{Arc, OnceLock};
 
