@@ -633,6 +633,19 @@ mod tests {
                 "{reason}"
             );
             assert_eq!(reason.contains("names no role"), role.is_none(), "{reason}");
+            f.last_tests = Some("pass");
+            let Close::Fail { reason } = close(&f) else {
+                panic!("{role:?}: nothing shipped is not done")
+            };
+            assert!(
+                reason.contains("the hooks saw in the session passed"),
+                "{reason}"
+            );
+            f.last_tests = None;
+            let Close::Fail { reason } = close(&f) else {
+                panic!("{role:?}: nothing shipped is not done")
+            };
+            assert!(reason.contains("The hooks saw no test run"), "{reason}");
         }
         // A scout whose commits reached its branch is not done, whatever the tests say.
         let pushed = GitFacts {

@@ -156,6 +156,18 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_jobs_terms_carry_its_role() {
+        let mut job = sample_job();
+        assert_eq!(job.terms(), crate::jobs::signature::JobTerms::default());
+        job.role = Some("senior".into());
+        assert_eq!(job.terms().role, Some("senior"));
+        let sealed = crate::jobs::signature::seal_job("k", "Run it.\n", &job.terms());
+        assert!(crate::jobs::signature::verify_job("k", &sealed, &job.terms()).is_ok());
+        job.role = None;
+        assert!(crate::jobs::signature::verify_job("k", &sealed, &job.terms()).is_err());
+    }
+
+    #[test]
     fn serializes_with_the_workers_columns() {
         let value = serde_json::to_value(sample_job()).unwrap();
         assert_eq!(value["status"], json!("claimed"));
