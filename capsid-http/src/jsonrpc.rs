@@ -34,6 +34,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use capsid_core::caller::Caller;
+use capsid_core::error::Error;
 // `logging/setLevel` is deprecated by SEP-2577, but Capsid serves it (SPEC section 5).
 #[allow(deprecated)]
 use rmcp::model::{
@@ -47,10 +49,9 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use capsid_core::caller::Caller;
-use capsid_core::error::Error;
-
-use crate::subscriptions::{Refused, Subscriptions};
+use crate::recheck::Recheck;
+use crate::subscriptions::{Admitted, Refused, Subscriptions};
+use crate::unavailable::StoreFault;
 
 /// The largest request body an MCP route reads (the transport's own bound is the same).
 pub const MAX_MCP_BODY: usize = 2 * 1024 * 1024;
@@ -159,20 +160,12 @@ where
         && let ClientRequest::SubscriptionsListenRequest(asked) = &request.request
         && of_the_listen_era(&request.request)
     {
-        match admit_listen(subscriptions, &parts, &asked.params.notifications).await {
+        let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+        match admit_listen(subscriptions, &parts, &asked.params.notifications, id).await {
             Ok(admitted) => {
                 parts.extensions.insert(admitted);
             }
-            Err((code, message, data)) => {
-                return Rejection {
-                    status: StatusCode::OK,
-                    code,
-                    message,
-                    id: serde_json::to_value(&request.id).unwrap_or(Value::Null),
-                    data,
-                }
-                .into_response();
-            }
+            Err(refused) => return refused.into_response(),
         }
     }
     let outcome = Outcome::default();
@@ -201,51 +194,66 @@ fn of_the_listen_era(request: &ClientRequest) -> bool {
 }
 
 /// Admits a listen stream for the caller the auth middleware resolved, or the JSON-RPC error
-/// (code, sentence, data) that refuses it.
+/// that refuses request `id`. A store outage is left for the route's 503, as a tool call's is.
 async fn admit_listen(
     subscriptions: &Arc<Subscriptions>,
     parts: &axum::http::request::Parts,
     filter: &SubscriptionFilter,
-) -> Result<crate::subscriptions::Admitted, (ErrorCode, String, Option<Value>)> {
+    id: Value,
+) -> Result<Admitted, Rejection> {
+    let refusal = |code: ErrorCode, message: String, data: Option<Value>| Rejection {
+        status: StatusCode::OK,
+        code,
+        message,
+        id: id.clone(),
+        data,
+    };
     let (Some(caller), Some(recheck)) = (
         parts.extensions.get::<Caller>(),
-        parts.extensions.get::<crate::recheck::Recheck>(),
+        parts.extensions.get::<Recheck>(),
     ) else {
-        return Err((
+        return Err(refusal(
             ErrorCode::INTERNAL_ERROR,
             "no authenticated caller on this request to admit its stream for".to_owned(),
             None,
         ));
     };
-    subscriptions
-        .admit(caller, recheck.clone(), filter)
-        .await
-        .map_err(|refused| {
-            let said = refused.explain(&caller.actor());
-            match refused {
-                Refused::Read {
-                    uri,
-                    error: Error::NotFound(_),
-                } => (ErrorCode::INVALID_PARAMS, said, Some(json!({"uri": uri}))),
-                Refused::Read {
-                    error: Error::Internal(detail),
-                    ..
-                } => {
-                    tracing::error!(error = %detail, "admitting a listen stream failed inside capsid");
-                    (
-                        ErrorCode::INTERNAL_ERROR,
-                        "internal error; see the server log".to_owned(),
-                        None,
-                    )
-                }
-                Refused::Read {
-                    error: Error::StoreUnavailable(_),
-                    ..
-                } => (ErrorCode::INTERNAL_ERROR, said, None),
-                Refused::Read { .. } => (ErrorCode::INVALID_PARAMS, said, None),
-                _ => (ErrorCode::INVALID_REQUEST, said, None),
+    let refused = match subscriptions.admit(caller, recheck.clone(), filter).await {
+        Ok(admitted) => return Ok(admitted),
+        Err(refused) => refused,
+    };
+    let said = refused.explain(&caller.actor());
+    Err(match refused {
+        Refused::Read {
+            uri,
+            error: Error::NotFound(_),
+        } => refusal(ErrorCode::INVALID_PARAMS, said, Some(json!({"uri": uri}))),
+        Refused::Read {
+            error: Error::Internal(detail),
+            ..
+        } => {
+            tracing::error!(error = %detail, "admitting a listen stream failed inside capsid");
+            refusal(
+                ErrorCode::INTERNAL_ERROR,
+                "internal error; see the server log".to_owned(),
+                None,
+            )
+        }
+        Refused::Read {
+            error: error @ Error::StoreUnavailable(_),
+            ..
+        } => {
+            if let Some(fault) = parts.extensions.get::<StoreFault>() {
+                fault.note(&error);
             }
-        })
+            refusal(ErrorCode::INTERNAL_ERROR, said, None)
+        }
+        Refused::Read { .. } => refusal(ErrorCode::INVALID_PARAMS, said, None),
+        Refused::TooMany
+        | Refused::TooManyForCaller
+        | Refused::TooManyStreams
+        | Refused::Closing => refusal(ErrorCode::INVALID_REQUEST, said, None),
+    })
 }
 
 /// Whether the request says its body is JSON (what rmcp's own media-type check accepts).

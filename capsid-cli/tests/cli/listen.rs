@@ -259,7 +259,10 @@ fn both_modes_are_told_and_a_sigterm_closes_the_stream(database: Option<&str>) {
         );
         assert_eq!(watcher.exit_code(), Some(0), "{mode}");
     }
+    // The writer's handshake session ends with its runtime, which runs its connections: an
+    // open session's own stream holds `capsid serve`'s shutdown until its client leaves.
     drop(writer);
+    drop(runtime);
     // An open stream at SIGTERM: closed gracefully, and the server still stops.
     let watcher = Watcher::start(&python, "modern", &server.url, &key, 0, &["--tools", uri]);
     let watching = watcher.next();
