@@ -560,6 +560,24 @@ mod tests {
     }
 
     #[test]
+    fn only_a_listen_of_the_2026_lifecycle_is_admitted_here() {
+        let mut request = ClientRequest::SubscriptionsListenRequest(
+            rmcp::model::SubscriptionsListenRequest::new(
+                rmcp::model::SubscriptionsListenRequestParams::new(SubscriptionFilter::default()),
+            ),
+        );
+        assert!(!of_the_listen_era(&request), "no version: rmcp answers it");
+        request
+            .get_meta_mut()
+            .set_protocol_version(ProtocolVersion::V_2025_11_25);
+        assert!(!of_the_listen_era(&request), "a handshake session's listen");
+        request
+            .get_meta_mut()
+            .set_protocol_version(ProtocolVersion::V_2026_07_28);
+        assert!(of_the_listen_era(&request));
+    }
+
+    #[test]
     fn unknown_methods_are_named_and_known_ones_with_bad_params_say_why() {
         let e = unknown_method(&CustomRequest::new("tools/cal", None));
         assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
