@@ -85,7 +85,7 @@ else
   echo "moto_server: NOT AVAILABLE - the S3 cases will report that they did not run" >&2
 fi
 
-step "the MCP Python SDK (the subscription tests subscribe with it)"
+step "the MCP Python SDK (the subscription tests watch with it: subscriptions/listen and resources/subscribe)"
 # A pinned SDK in its own virtual environment under .tools, so nothing system-wide changes.
 CAPSID_PY_MCP_VERSION=2.3.0
 if [ ! -x .tools/py/bin/python ] || ! .tools/py/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$CAPSID_PY_MCP_VERSION')" 2>/dev/null; then

@@ -391,10 +391,16 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
             }
         }
     });
+    let subscriptions = state.subscriptions.clone();
     let app = capsid_http::router(state);
     // Header and body deadlines and a connection bound; the peer address feeds the
-    // per-address limits (registrations, CSP reports).
-    capsid_http::serve(listener, app, ServeLimits::default(), shutdown_signal()).await;
+    // per-address limits (registrations, CSP reports). On the signal, listen streams end
+    // gracefully first: a connection holding one would otherwise never finish.
+    let shutdown = async move {
+        shutdown_signal().await;
+        subscriptions.close();
+    };
+    capsid_http::serve(listener, app, ServeLimits::default(), shutdown).await;
     ticker.abort();
     if let Some(sweeper) = sweeper {
         sweeper.abort();

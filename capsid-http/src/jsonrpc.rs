@@ -15,6 +15,14 @@
 //!
 //! [`unknown_method`] is the handler's answer to a method rmcp did not recognise: "method not
 //! found: `<m>`", or, for a method MCP defines whose params did not parse, `-32602` naming why.
+//!
+//! A `subscriptions/listen` request of the 2026-07-28 lifecycle is admitted here, before rmcp
+//! sees it ([`JsonRpcGuard::with_listen`]): rmcp acknowledges a listen before its handler runs,
+//! asking the handler only for the filter to accept, without the request, so the check of
+//! what the caller may watch, and its refusal, come first. An admitted stream goes on to rmcp
+//! with its ticket in the request's extensions; a refused one is answered here with the
+//! JSON-RPC error, as rmcp answers a 2026-07-28 request's errors (HTTP 200, `-32602` for a
+//! resource the caller may not read or that does not exist, `-32600` for a bound).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -26,17 +34,24 @@ use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use capsid_core::caller::Caller;
+use capsid_core::error::Error;
 // `logging/setLevel` is deprecated by SEP-2577, but Capsid serves it (SPEC section 5).
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, CompleteRequestParams,
-    CustomRequest, ErrorCode, GetPromptRequestParams, InitializeRequestParams,
-    PaginatedRequestParams, ReadResourceRequestParams, SetLevelRequestParams,
+    CustomRequest, ErrorCode, GetMeta, GetPromptRequestParams, InitializeRequestParams,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, SetLevelRequestParams,
+    SubscriptionFilter,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+use crate::recheck::Recheck;
+use crate::subscriptions::{Admitted, Refused, Subscriptions};
+use crate::unavailable::StoreFault;
 
 /// The largest request body an MCP route reads (the transport's own bound is the same).
 pub const MAX_MCP_BODY: usize = 2 * 1024 * 1024;
@@ -61,12 +76,25 @@ const LOGGED_NAME_MAX: usize = 64;
 #[derive(Clone, Debug)]
 pub struct JsonRpcGuard<S> {
     inner: S,
+    /// Where `subscriptions/listen` streams are admitted, when the route serves them.
+    listen: Option<Arc<Subscriptions>>,
 }
 
 impl<S> JsonRpcGuard<S> {
     /// Guards `inner`, an rmcp `StreamableHttpService`.
     pub fn new(inner: S) -> JsonRpcGuard<S> {
-        JsonRpcGuard { inner }
+        JsonRpcGuard {
+            inner,
+            listen: None,
+        }
+    }
+
+    /// Admits each 2026-07-28 `subscriptions/listen` request into `subscriptions` before
+    /// `inner` acknowledges it (the handler must serve listen from the same
+    /// `subscriptions`: [`crate::CapsidMcp::with_subscriptions`]).
+    pub fn with_listen(mut self, subscriptions: Arc<Subscriptions>) -> JsonRpcGuard<S> {
+        self.listen = Some(subscriptions);
+        self
     }
 }
 
@@ -88,11 +116,12 @@ where
         // The clone that was polled ready serves this request; a fresh clone waits for the next.
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        Box::pin(async move { Ok(guarded(inner, req).await) })
+        let listen = self.listen.clone();
+        Box::pin(async move { Ok(guarded(inner, listen, req).await) })
     }
 }
 
-async fn guarded<S>(mut inner: S, req: Request) -> Response
+async fn guarded<S>(mut inner: S, listen: Option<Arc<Subscriptions>>, req: Request) -> Response
 where
     S: tower::Service<Request, Error = Infallible>,
     S::Response: IntoResponse,
@@ -122,8 +151,22 @@ where
             code: SESSION_LIMIT,
             message: why.clone(),
             id: serde_json::to_value(&request.id).unwrap_or(Value::Null),
+            data: None,
         }
         .into_response();
+    }
+    if let Some(subscriptions) = &listen
+        && let ClientJsonRpcMessage::Request(request) = &message
+        && let ClientRequest::SubscriptionsListenRequest(asked) = &request.request
+        && of_the_listen_era(&request.request)
+    {
+        let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+        match admit_listen(subscriptions, &parts, &asked.params.notifications, id).await {
+            Ok(admitted) => {
+                parts.extensions.insert(admitted);
+            }
+            Err(refused) => return refused.into_response(),
+        }
     }
     let outcome = Outcome::default();
     parts.extensions.insert(outcome.clone());
@@ -138,6 +181,79 @@ where
         tracing::Span::current().record("outcome", verdict);
     }
     resp
+}
+
+/// Whether a listen request is of the 2026-07-28 lifecycle, the only one rmcp serves it on (a
+/// handshake session's listen is answered "method not found" by rmcp, unadmitted).
+fn of_the_listen_era(request: &ClientRequest) -> bool {
+    // rmcp keeps a request's `_meta` beside its params, not in them.
+    request
+        .get_meta()
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Admits a listen stream for the caller the auth middleware resolved, or the JSON-RPC error
+/// that refuses request `id`. A store outage is left for the route's 503, as a tool call's is.
+async fn admit_listen(
+    subscriptions: &Arc<Subscriptions>,
+    parts: &axum::http::request::Parts,
+    filter: &SubscriptionFilter,
+    id: Value,
+) -> Result<Admitted, Rejection> {
+    let refusal = |code: ErrorCode, message: String, data: Option<Value>| Rejection {
+        status: StatusCode::OK,
+        code,
+        message,
+        id: id.clone(),
+        data,
+    };
+    let (Some(caller), Some(recheck)) = (
+        parts.extensions.get::<Caller>(),
+        parts.extensions.get::<Recheck>(),
+    ) else {
+        return Err(refusal(
+            ErrorCode::INTERNAL_ERROR,
+            "no authenticated caller on this request to admit its stream for".to_owned(),
+            None,
+        ));
+    };
+    let refused = match subscriptions.admit(caller, recheck.clone(), filter).await {
+        Ok(admitted) => return Ok(admitted),
+        Err(refused) => refused,
+    };
+    let said = refused.explain(&caller.actor());
+    Err(match refused {
+        Refused::Read {
+            uri,
+            error: Error::NotFound(_),
+        } => refusal(ErrorCode::INVALID_PARAMS, said, Some(json!({"uri": uri}))),
+        Refused::Read {
+            error: Error::Internal(detail),
+            ..
+        } => {
+            tracing::error!(error = %detail, "admitting a listen stream failed inside capsid");
+            refusal(
+                ErrorCode::INTERNAL_ERROR,
+                "internal error; see the server log".to_owned(),
+                None,
+            )
+        }
+        Refused::Read {
+            error: error @ Error::StoreUnavailable(_),
+            ..
+        } => {
+            if let Some(fault) = parts.extensions.get::<StoreFault>() {
+                fault.note(&error);
+            }
+            refusal(ErrorCode::INTERNAL_ERROR, said, None)
+        }
+        Refused::Read { .. } => refusal(ErrorCode::INVALID_PARAMS, said, None),
+        Refused::TooMany
+        | Refused::TooManyForCaller
+        | Refused::TooManyStreams
+        | Refused::Closing => refusal(ErrorCode::INVALID_REQUEST, said, None),
+    })
 }
 
 /// Whether the request says its body is JSON (what rmcp's own media-type check accepts).
@@ -195,17 +311,19 @@ struct Rejection {
     code: ErrorCode,
     message: String,
     id: Value,
+    /// The error's `data`, when it has one.
+    data: Option<Value>,
 }
 
 impl IntoResponse for Rejection {
     fn into_response(self) -> Response {
         tracing::Span::current().record("outcome", "rejected");
         tracing::debug!(code = self.code.0, message = %self.message, "request refused before rmcp");
-        let body = json!({
-            "jsonrpc": "2.0",
-            "id": self.id,
-            "error": {"code": self.code.0, "message": self.message},
-        });
+        let mut error = json!({"code": self.code.0, "message": self.message});
+        if let Some(data) = self.data {
+            error["data"] = data;
+        }
+        let body = json!({"jsonrpc": "2.0", "id": self.id, "error": error});
         let mut resp = (self.status, axum::Json(body)).into_response();
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -221,6 +339,7 @@ fn parse_error(message: String) -> Rejection {
         code: ErrorCode::PARSE_ERROR,
         message,
         id: Value::Null,
+        data: None,
     }
 }
 
@@ -230,6 +349,7 @@ fn invalid_request(why: &str, id: Value) -> Rejection {
         code: ErrorCode::INVALID_REQUEST,
         message: format!("invalid request: {why}; a JSON-RPC 2.0 request looks like {EXAMPLE}"),
         id,
+        data: None,
     }
 }
 
@@ -245,6 +365,7 @@ fn unreadable(e: &axum::Error) -> Response {
                 "invalid request: the body is longer than {MAX_MCP_BODY} bytes, the most an MCP request may carry here"
             ),
             id: Value::Null,
+            data: None,
         }
         .into_response();
     }
@@ -436,6 +557,24 @@ mod tests {
         assert_eq!(r.id, json!("a7"));
         let r = rejection("not json");
         assert_eq!(r.id, Value::Null);
+    }
+
+    #[test]
+    fn only_a_listen_of_the_2026_lifecycle_is_admitted_here() {
+        let mut request = ClientRequest::SubscriptionsListenRequest(
+            rmcp::model::SubscriptionsListenRequest::new(
+                rmcp::model::SubscriptionsListenRequestParams::new(SubscriptionFilter::default()),
+            ),
+        );
+        assert!(!of_the_listen_era(&request), "no version: rmcp answers it");
+        request
+            .get_meta_mut()
+            .set_protocol_version(ProtocolVersion::V_2025_11_25);
+        assert!(!of_the_listen_era(&request), "a handshake session's listen");
+        request
+            .get_meta_mut()
+            .set_protocol_version(ProtocolVersion::V_2026_07_28);
+        assert!(of_the_listen_era(&request));
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub use metrics::{Metrics, TOOL_LATENCY_BUCKETS};
 pub use owner::{Owner, OwnerConfig};
 pub use sessions::{SessionLimits, SessionOwners, SessionRefusal};
 pub use subscriptions::MAX_PER_CALLER as MAX_SUBSCRIPTIONS_PER_CALLER;
+pub use subscriptions::{MAX_STREAMS_PER_CALLER, Subscriptions};
 pub use unavailable::RETRY_AFTER_SECONDS;
 pub use webhook::{WebhookNotifier, install_tls_provider};
 
@@ -98,6 +99,9 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// How long each store probe of `/health` may take.
     pub store_probe_timeout: std::time::Duration,
+    /// What clients watch (listen streams, sessions' subscriptions), shared by both MCP
+    /// routes; [`Subscriptions::close`] ends the streams when the server shuts down.
+    pub subscriptions: Arc<Subscriptions>,
 }
 
 impl AppState {
@@ -111,6 +115,7 @@ impl AppState {
         });
         AppState {
             owner_service: OwnerService::new(service.clone()),
+            subscriptions: Subscriptions::new(service.clone()),
             service,
             metrics: Arc::new(Metrics::new(&config.build)),
             config: Arc::new(config),
@@ -187,28 +192,28 @@ pub fn transport_config(public_url: &str, sessions: bool) -> StreamableHttpServe
 }
 
 /// The MCP handler every MCP route serves, on the one transport configuration, behind
-/// Capsid's JSON-RPC checks.
+/// Capsid's JSON-RPC checks, which admit `subscriptions/listen` streams into the server's
+/// [`Subscriptions`] before rmcp acknowledges them.
 fn mcp_service(
     state: &AppState,
 ) -> JsonRpcGuard<StreamableHttpService<CapsidMcp, LocalSessionManager>> {
-    let config = transport_config(&state.config.public_url, state.config.mcp_sessions);
+    let sessions = state.config.mcp_sessions;
+    let config = transport_config(&state.config.public_url, sessions);
     let service = state.service.clone();
     let metrics = state.metrics.clone();
-    let subscriptions = state
-        .config
-        .mcp_sessions
-        .then(|| subscriptions::Subscriptions::new(service.clone()));
+    let subscriptions = state.subscriptions.clone();
+    let handler_subscriptions = subscriptions.clone();
     JsonRpcGuard::new(StreamableHttpService::new(
         move || {
-            let mcp = CapsidMcp::new(service.clone()).with_metrics(metrics.clone());
-            Ok(match &subscriptions {
-                Some(subs) => mcp.with_subscriptions(subs.clone()),
-                None => mcp,
-            })
+            let mcp = CapsidMcp::new(service.clone())
+                .with_metrics(metrics.clone())
+                .with_subscriptions(handler_subscriptions.clone());
+            Ok(if sessions { mcp.with_sessions() } else { mcp })
         },
         state.sessions.transport(),
         config,
     ))
+    .with_listen(subscriptions)
 }
 
 /// The whole router.

@@ -1,6 +1,8 @@
 //! The MCP server handler: tools listed from the core's table for the caller, every call
 //! through the core's one enforcement point, resources and prompts over documents,
-//! completions for the resource template, and `logging/setLevel`. A method rmcp does not
+//! completions for the resource template, `logging/setLevel`, and change notifications both
+//! ways MCP has them (`resources/subscribe` for handshake clients on a session,
+//! `subscriptions/listen` for 2026-07-28 clients; see `subscriptions`). A method rmcp does not
 //! recognise is answered by `jsonrpc::unknown_method` ("method not found: `<m>`").
 //!
 //! The authenticated [`Caller`] is put into the request's extensions by the auth middleware;
@@ -24,14 +26,15 @@ use capsid_core::service::{
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
     CompleteResult, CompletionInfo, ContentBlock, CustomRequest, CustomResult,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, Tool, ToolAnnotations, UnsubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
@@ -42,8 +45,11 @@ use crate::jsonrpc::Outcome;
 pub struct CapsidMcp {
     service: Service,
     metrics: Option<Arc<crate::Metrics>>,
-    /// What sessions watch (with `--mcp-sessions`; stateless requests cannot be told).
+    /// What clients watch: listen streams, and what sessions subscribe to.
     subscriptions: Option<Arc<crate::subscriptions::Subscriptions>>,
+    /// Whether handshake clients get sessions (`--mcp-sessions`), which `resources/subscribe`
+    /// and `tools/list_changed` need: a stateless handshake request has nothing to be told on.
+    sessions: bool,
 }
 
 impl std::fmt::Debug for CapsidMcp {
@@ -59,16 +65,25 @@ impl CapsidMcp {
             service,
             metrics: None,
             subscriptions: None,
+            sessions: false,
         }
     }
 
-    /// Offers `resources/subscribe` and `notifications/tools/list_changed`, kept in
-    /// `subscriptions` (shared by every session of the server).
+    /// Serves `subscriptions/listen` to 2026-07-28 clients, kept in `subscriptions` (shared by
+    /// every request of the server), which admits each stream before rmcp sees it
+    /// ([`crate::JsonRpcGuard::with_listen`]).
     pub fn with_subscriptions(
         mut self,
         subscriptions: Arc<crate::subscriptions::Subscriptions>,
     ) -> CapsidMcp {
         self.subscriptions = Some(subscriptions);
+        self
+    }
+
+    /// Also offers `resources/subscribe` and `notifications/tools/list_changed` to handshake
+    /// clients: the server gives them sessions (`--mcp-sessions`).
+    pub fn with_sessions(mut self) -> CapsidMcp {
+        self.sessions = true;
         self
     }
 
@@ -224,6 +239,8 @@ impl ServerHandler for CapsidMcp {
             .enable_prompts()
             .enable_logging()
             .enable_completions();
+        // What rmcp intersects a listen filter with, and what `server/discover` offers;
+        // `initialize` takes them back when handshake clients get no session.
         let capabilities = if self.subscriptions.is_some() {
             builder
                 .enable_tool_list_changed()
@@ -238,6 +255,25 @@ impl ServerHandler for CapsidMcp {
                 "Capsid: typed, versioned, audited project memory, a signed work queue and scoped repo access. \
                  Start a session with brief(namespace). Documents live at capsid://{namespace}/{path}.",
             )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        ctx.peer.set_peer_info(request.clone());
+        let mut info = self.negotiate_initialize(&request)?;
+        if !self.sessions {
+            // A handshake client without a session could subscribe to nothing it is told of.
+            if let Some(resources) = info.capabilities.resources.as_mut() {
+                resources.subscribe = None;
+            }
+            if let Some(tools) = info.capabilities.tools.as_mut() {
+                tools.list_changed = None;
+            }
+        }
+        Ok(info)
     }
 
     async fn list_tools(
@@ -407,26 +443,18 @@ impl ServerHandler for CapsidMcp {
             .await
         {
             Ok(()) => Ok(()),
-            Err(Refused::TooMany) => Err(McpError::invalid_request(
-                format!(
-                    "this session watches {} resources already; unsubscribe from one first",
-                    crate::subscriptions::MAX_PER_SESSION
-                ),
-                None,
-            )),
-            Err(Refused::TooManyForCaller) => Err(McpError::invalid_request(
-                format!(
-                    "{} watches {} resources already over its sessions; unsubscribe from one first",
-                    caller.actor(),
-                    crate::subscriptions::MAX_PER_CALLER
-                ),
-                None,
-            )),
-            Err(Refused::Read(Error::NotFound(m))) => Err(McpError::resource_not_found(
+            Err(Refused::Read {
+                error: Error::NotFound(m),
+                ..
+            }) => Err(McpError::resource_not_found(
                 m,
                 Some(serde_json::json!({"uri": request.uri})),
             )),
-            Err(Refused::Read(e)) => Err(failed(&ctx, e)),
+            Err(Refused::Read { error, .. }) => Err(failed(&ctx, error)),
+            Err(refused) => Err(McpError::invalid_request(
+                refused.explain(&caller.actor()),
+                None,
+            )),
         }
     }
 
@@ -440,6 +468,49 @@ impl ServerHandler for CapsidMcp {
             subs.unsubscribe(&session, &request.uri);
         }
         Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Everything asked was admitted before rmcp saw the request (a refusal never reaches
+        // here); rmcp keeps of it what the capabilities offer.
+        self.subscriptions.as_ref().map(|_| requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        use crate::subscriptions::{Admitted, Ended};
+        let admitted = context
+            .request_context()
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Admitted>())
+            .cloned();
+        let (Some(subs), Some(admitted)) = (&self.subscriptions, admitted) else {
+            return Err(McpError::internal_error(
+                "this subscriptions/listen request was not admitted before it was acknowledged",
+                None,
+            ));
+        };
+        let Some(ended) = subs.open(&admitted, context.sink().clone()) else {
+            return Err(McpError::invalid_request(
+                "this listen stream was ended before it opened; listen again",
+                None,
+            ));
+        };
+        tokio::select! {
+            // The client closed the stream: nothing more can reach it.
+            () = context.cancelled() => Ok(()),
+            why = ended => match why {
+                Ok(Ended::Refused(why)) => Err(McpError::invalid_request(
+                    format!("this listen stream ended: {why}; listen again to watch what may still be watched"),
+                    None,
+                )),
+                Ok(Ended::Closing) | Err(_) => Ok(()),
+            },
+        }
+        // `admitted` drops here, and the stream leaves its caller's bounds.
     }
 
     async fn list_prompts(

@@ -5,15 +5,21 @@
 //! an access token of `/mcp` through the owner's token check (a revoked or expired token, a
 //! login that is no longer the owner's). Every kind of caller is re-checked the same way.
 
+use std::sync::Arc;
+
 use capsid_core::caller::Caller;
-use capsid_core::owner::AccessRefusal;
+use capsid_core::owner::{AccessRefusal, OwnerService};
+use capsid_core::service::Service;
 
-use crate::AppState;
+use crate::{AppState, Owner};
 
-/// The credential a watch was started with, and how to resolve it again.
+/// The credential a watch was started with, and how to resolve it again: what of the server's
+/// state resolving it needs, never the state itself (which holds the watches).
 #[derive(Clone)]
 pub(crate) struct Recheck {
-    state: AppState,
+    service: Service,
+    owner_service: OwnerService,
+    owner: Option<Arc<Owner>>,
     credential: Credential,
 }
 
@@ -50,35 +56,35 @@ pub(crate) enum Now {
 impl Recheck {
     /// `/ops/mcp`: the request's `Authorization` header.
     pub(crate) fn bearer(state: &AppState, authorization: &str) -> Recheck {
-        Recheck {
-            state: state.clone(),
-            credential: Credential::Bearer(authorization.to_owned()),
-        }
+        Recheck::with(state, Credential::Bearer(authorization.to_owned()))
     }
 
     /// `/mcp`: the owner's access token.
     pub(crate) fn owner(state: &AppState, token: &str) -> Recheck {
+        Recheck::with(state, Credential::Owner(token.to_owned()))
+    }
+
+    fn with(state: &AppState, credential: Credential) -> Recheck {
         Recheck {
-            state: state.clone(),
-            credential: Credential::Owner(token.to_owned()),
+            service: state.service.clone(),
+            owner_service: state.owner_service.clone(),
+            owner: state.owner.clone(),
+            credential,
         }
     }
 
     /// The caller the credential resolves to now.
     pub(crate) async fn now(&self) -> Now {
         match &self.credential {
-            Credential::Bearer(header) => {
-                match self.state.service.resolve_bearer(Some(header)).await {
-                    Ok(resolved) => resolved.caller().cloned().map_or(Now::Gone, Now::Caller),
-                    Err(_) => Now::Unknown,
-                }
-            }
+            Credential::Bearer(header) => match self.service.resolve_bearer(Some(header)).await {
+                Ok(resolved) => resolved.caller().cloned().map_or(Now::Gone, Now::Caller),
+                Err(_) => Now::Unknown,
+            },
             Credential::Owner(token) => {
-                let Some(owner) = &self.state.owner else {
+                let Some(owner) = &self.owner else {
                     return Now::Gone;
                 };
                 match self
-                    .state
                     .owner_service
                     .oauth_access(&owner.settings, token)
                     .await

@@ -79,6 +79,8 @@ pub struct TestServer {
     pub metrics: Arc<capsid_http::Metrics>,
     /// The MCP sessions' owners (session mode's bounds and idle eviction).
     pub sessions: capsid_http::SessionOwners,
+    /// What clients watch: listen streams and sessions' subscriptions.
+    pub subscriptions: Arc<capsid_http::Subscriptions>,
     /// Raw SQL on the same database (tests that corrupt a row on purpose).
     pub probe: Option<crate::harness::Probe>,
     stop: Option<oneshot::Sender<()>>,
@@ -185,12 +187,16 @@ impl TestServer {
         }
         let metrics = state.metrics.clone();
         let sessions = state.sessions.clone();
+        let subscriptions = state.subscriptions.clone();
         let app = capsid_http::router(state);
         let limits = options.limits.unwrap_or_default();
         let (stop, stopped) = oneshot::channel::<()>();
-        // The server as `capsid serve` runs it: the same accept loop and bounds.
-        let task = tokio::spawn(capsid_http::serve(listener, app, limits, async {
+        // The server as `capsid serve` runs it: the same accept loop and bounds, and listen
+        // streams ended gracefully on the way out.
+        let closing = subscriptions.clone();
+        let task = tokio::spawn(capsid_http::serve(listener, app, limits, async move {
             let _ = stopped.await;
+            closing.close();
         }));
         TestServer {
             url,
@@ -199,6 +205,7 @@ impl TestServer {
             clock,
             metrics,
             sessions,
+            subscriptions,
             probe: None,
             stop: Some(stop),
             task: Some(task),

@@ -328,3 +328,174 @@ async fn a_budget_tells_the_owner_once_at_80_and_once_at_100_percent() {
     assert_eq!(budget_events().len(), 2);
     s.stop().await;
 }
+
+/// Issue 53, item 22: every tool hint is true. A tool whose call reaches the owner's webhook
+/// says so on `tools/list` (`openWorldHint: true`): the flows that post (an agent asking and
+/// blocking, a job blocking, a job's cost crossing its namespace's budget) and some that do
+/// not are called one at a time, each call's posts counted by a notifier the service awaits
+/// inline, and the tools that posted are read back from the wire. Every hint the wire shows
+/// is the registry's, so the registry's unit test of the table holds for what clients read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_that_posts_to_the_webhook_says_open_world_on_tools_list() {
+    let (_dir, store) = sqlite_store().await;
+    let recorder = std::sync::Arc::new(Recorder::default());
+    let hook: std::sync::Arc<dyn capsid_core::ports::Notifier> = recorder.clone();
+    let s = TestServer::start_customized(
+        std::sync::Arc::new(store),
+        ServerOptions::default(),
+        |_| None,
+        move |service| service.with_notifier(hook),
+    )
+    .await;
+    s.namespace("alpha").await;
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "monthly_budget_usd": 10}),
+    )
+    .await;
+    let axes = json!({"namespaces": ["alpha"], "grants": ["read", "write"]});
+    let driver_key = s.mint("d", "driver", axes.clone()).await;
+    let driver = s.client(&driver_key).await;
+    let person = s.client(&s.mint("p", "session", axes).await).await;
+    let posts = || recorder.0.lock().expect("lock").len();
+    let mut posted = std::collections::BTreeSet::new();
+    let mut quiet = std::collections::BTreeSet::new();
+    let job = driver
+        .ok(
+            "jobs",
+            json!({"action": "post", "namespace": "alpha", "title": "Gate", "body": "b"}),
+        )
+        .await;
+    let id = job["job"]["id"].clone();
+    let calls: Vec<(&capsid_tests::server::Client, &str, serde_json::Value)> = vec![
+        (
+            &driver,
+            "write",
+            json!({"namespace": "alpha", "path": "notes/a.md", "title": "A", "body": "a"}),
+        ),
+        (
+            &driver,
+            "search",
+            json!({"namespace": "alpha", "query": "a"}),
+        ),
+        (
+            &driver,
+            "checkpoint",
+            json!({"namespace": "alpha", "status": "working"}),
+        ),
+        (
+            &driver,
+            "checkpoint",
+            json!({"namespace": "alpha", "status": "paused_for_input", "question": "Which region?"}),
+        ),
+        (
+            &person,
+            "checkmarks",
+            json!({"action": "answer", "namespace": "alpha", "agent": "d", "answer": "eu-west"}),
+        ),
+        (
+            &driver,
+            "checkpoint",
+            json!({"namespace": "alpha", "status": "blocked", "question": "Run: gh auth login"}),
+        ),
+        (
+            &driver,
+            "jobs",
+            json!({"action": "claim", "namespace": "alpha"}),
+        ),
+        (
+            &driver,
+            "jobs",
+            json!({"action": "block", "id": id, "namespace": "alpha", "reason": "needs a push", "command": "git push origin x"}),
+        ),
+    ];
+    for (client, tool, args) in calls {
+        let before = posts();
+        client.ok(tool, args.clone()).await;
+        if posts() > before {
+            posted.insert(tool);
+        } else {
+            quiet.insert(tool);
+        }
+    }
+    // A job whose cost crosses 80% of the namespace's budget.
+    let job = driver
+        .ok(
+            "jobs",
+            json!({"action": "post", "namespace": "alpha", "title": "Costly", "body": "b"}),
+        )
+        .await;
+    driver
+        .ok(
+            "jobs",
+            json!({"action": "claim", "id": job["job"]["id"], "namespace": "alpha"}),
+        )
+        .await;
+    let before = posts();
+    let done = driver
+        .ok(
+            "jobs",
+            json!({"action": "complete", "id": job["job"]["id"], "namespace": "alpha",
+                   "result_summary": "x", "evidence": {"cost_usd": 9.0}}),
+        )
+        .await;
+    assert_eq!(done["ok"], true, "{done}");
+    assert!(posts() > before, "the budget alert was posted");
+    assert_eq!(
+        posted.iter().copied().collect::<Vec<_>>(),
+        ["checkpoint", "jobs"],
+        "the flows meant to post did, and only through these tools"
+    );
+    for tool in ["write", "search", "checkmarks"] {
+        assert!(quiet.contains(tool), "{tool} posted nothing");
+    }
+    let listed = driver.inner.list_all_tools().await.expect("tools/list");
+    let hint = |name: &str| {
+        listed
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name} is listed"))
+            .annotations
+            .as_ref()
+            .and_then(|a| a.open_world_hint)
+    };
+    for tool in &posted {
+        assert_eq!(hint(tool), Some(true), "{tool} posts to the webhook");
+    }
+    // What the wire says of every listed tool is the registry's.
+    let caller = s
+        .service
+        .resolve_bearer(Some(&format!("Bearer {driver_key}")))
+        .await
+        .expect("resolves")
+        .caller()
+        .cloned()
+        .expect("a caller");
+    let registry = s.service.tools_for(&caller);
+    assert_eq!(listed.len(), registry.len());
+    for listing in registry {
+        let tool = listed
+            .iter()
+            .find(|t| t.name == listing.spec.name)
+            .unwrap_or_else(|| panic!("{} is listed", listing.spec.name));
+        let a = tool.annotations.as_ref().expect("annotations");
+        let want = listing.annotations;
+        assert_eq!(
+            (
+                a.read_only_hint,
+                a.destructive_hint,
+                a.idempotent_hint,
+                a.open_world_hint
+            ),
+            (
+                Some(want.read_only),
+                Some(want.destructive),
+                Some(want.idempotent),
+                Some(want.open_world)
+            ),
+            "{}",
+            listing.spec.name
+        );
+    }
+    s.stop().await;
+}

@@ -1,17 +1,32 @@
-//! What a session watches, with `--mcp-sessions`: resource subscriptions
-//! (`resources/subscribe` on a document, a job's mirror or an agent's checkmark) and the
-//! caller's visible tools (`notifications/tools/list_changed`).
+//! What clients watch, and the one watcher that reads it again: the two ways MCP has to be
+//! told of a change, served side by side.
+//!
+//! - Handshake-era clients (`initialize`, 2025-11-25 and before), with `--mcp-sessions`:
+//!   `resources/subscribe` on a document, a job's mirror or an agent's checkmark, answered by
+//!   `notifications/resources/updated` on the session's stream, and the session's visible tools
+//!   (`notifications/tools/list_changed` after a `tools/list`).
+//! - 2026-07-28 clients (no handshake, no session): `subscriptions/listen` (SEP-2575), one
+//!   long-lived request whose SSE response carries the notifications it asked for, each tagged
+//!   with the request's id ([`streams`]).
+//!
+//! Both are admitted by the same check: every URI is read first through
+//! [`Service::read_resource`], as `resources/read` reads it, so a URI the caller may not read
+//! (or that does not exist) is refused exactly as the read is. Both count against one bound
+//! per caller ([`MAX_PER_CALLER`] watched resources over its sessions and its streams).
 //!
 //! One watcher task per server reads every watched resource again each [`POLL`], as its
-//! subscriber: the caller is first resolved again from the credential its request carried
+//! watcher: the caller is first resolved again from the credential its request carried
 //! ([`Recheck`]: a revoked key, an ended run, narrowed scopes, a revoked or expired owner's
 //! token take effect at the next poll, for every kind of caller), then the resource is read
-//! through [`Service::read_resource`], the same check as
-//! `resources/read`. A body that changed (or appeared, or went) sends
-//! `notifications/resources/updated`; a read the check now refuses ends the subscription
-//! without telling what changed. Because it reads the store, a change made through another
-//! server on the same database (Postgres replicas, or the CLI on the SQLite file) is seen as
-//! one made here. Nothing is kept but the caller, the URI and a digest of what was last seen.
+//! through [`Service::read_resource`]. A body that changed (or appeared, or went) sends
+//! `notifications/resources/updated`. A read the check now refuses ends a session's
+//! subscription without telling what changed, and ends a listen stream with an error saying
+//! it ended, which is the only way a stream can be told. Because it reads the store, a change
+//! made through another server on the same database (Postgres replicas, or the CLI on the
+//! SQLite file) is seen as one made here. Nothing is kept but the caller, the URIs and a digest
+//! of what was last seen.
+
+mod streams;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -23,8 +38,12 @@ use capsid_core::error::Error;
 use capsid_core::service::Service;
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::{Peer, RoleServer};
+use tokio::sync::watch;
 
 use crate::recheck::{Now, Recheck};
+
+use streams::Stream;
+pub(crate) use streams::{Admitted, Ended};
 
 /// How often the watcher reads what is watched again.
 pub const POLL: Duration = Duration::from_millis(250);
@@ -33,10 +52,15 @@ pub const POLL: Duration = Duration::from_millis(250);
 pub const MAX_PER_SESSION: usize = 64;
 
 /// The most resources one caller (one key, the owner) may watch at once over all its
-/// sessions: each is read again every 250 ms, so this bounds what one key costs the store.
+/// sessions and listen streams: each is read again every 250 ms, so this bounds what one key
+/// costs the store.
 pub const MAX_PER_CALLER: usize = 64;
 
-/// One watched resource.
+/// The most `subscriptions/listen` streams one caller may hold open at once (as many as it
+/// may hold sessions, by default): each is a connection and a re-check every 250 ms.
+pub const MAX_STREAMS_PER_CALLER: usize = 16;
+
+/// One watched resource of a session.
 #[derive(Clone)]
 struct Watch {
     caller: Caller,
@@ -60,25 +84,81 @@ struct Watched {
     resources: HashMap<String, HashMap<String, Watch>>,
     /// By session id.
     tools: HashMap<String, ToolView>,
+    /// Listen streams, by the number each was admitted under.
+    streams: HashMap<u64, Stream>,
+    /// The number the next admitted stream gets.
+    next_stream: u64,
     /// Whether the watcher task runs.
     running: bool,
+    /// Set when the server shuts down: every stream was ended and no new one is admitted.
+    closing: bool,
 }
 
-/// Why a subscription was refused.
+impl Watched {
+    /// How many resources `actor` watches, over its sessions and its streams.
+    fn watched_by(&self, actor: &str) -> usize {
+        let in_sessions = self
+            .resources
+            .values()
+            .flat_map(HashMap::values)
+            .filter(|w| w.caller.actor() == actor)
+            .count();
+        let in_streams: usize = self
+            .streams
+            .values()
+            .filter(|s| s.caller.actor() == actor)
+            .map(Stream::watched)
+            .sum();
+        in_sessions + in_streams
+    }
+}
+
+/// Why a subscription or a listen stream was refused.
 #[derive(Debug)]
 pub enum Refused {
-    /// Reading the resource was refused or failed: the same error as `resources/read`.
-    Read(Error),
+    /// Reading `uri` was refused or failed: the same error as `resources/read`.
+    Read {
+        /// The resource.
+        uri: String,
+        /// What the read answered.
+        error: Error,
+    },
     /// The session watches [`MAX_PER_SESSION`] resources already.
     TooMany,
-    /// The caller watches [`MAX_PER_CALLER`] resources already, over its sessions.
+    /// The caller would watch more than [`MAX_PER_CALLER`] resources over its sessions and
+    /// streams.
     TooManyForCaller,
+    /// The caller holds [`MAX_STREAMS_PER_CALLER`] listen streams already.
+    TooManyStreams,
+    /// The server is shutting down.
+    Closing,
 }
 
-/// Every session's subscriptions on one server.
+impl Refused {
+    /// The sentence the client reads.
+    pub(crate) fn explain(&self, actor: &str) -> String {
+        match self {
+            Refused::Read { error, .. } => error.to_string(),
+            Refused::TooMany => format!(
+                "this session watches {MAX_PER_SESSION} resources already; unsubscribe from one first"
+            ),
+            Refused::TooManyForCaller => format!(
+                "{actor} may watch at most {MAX_PER_CALLER} resources over its sessions and listen streams; stop watching one first"
+            ),
+            Refused::TooManyStreams => format!(
+                "{actor} holds {MAX_STREAMS_PER_CALLER} subscriptions/listen streams already; close one first"
+            ),
+            Refused::Closing => "the server is shutting down; listen again shortly".to_owned(),
+        }
+    }
+}
+
+/// Every session's subscriptions and every listen stream on one server.
 pub struct Subscriptions {
     service: Service,
     watched: Mutex<Watched>,
+    /// How many listen streams are admitted, for whoever waits on it (shutdown, tests).
+    streams_open: watch::Sender<usize>,
 }
 
 impl std::fmt::Debug for Subscriptions {
@@ -97,6 +177,7 @@ impl Subscriptions {
         Arc::new(Subscriptions {
             service,
             watched: Mutex::new(Watched::default()),
+            streams_open: watch::Sender::new(0),
         })
     }
 
@@ -121,24 +202,18 @@ impl Subscriptions {
             .service
             .read_resource(caller, uri)
             .await
-            .map_err(Refused::Read)?;
-        let start = {
+            .map_err(|error| Refused::Read {
+                uri: uri.to_owned(),
+                error,
+            })?;
+        {
             let mut watched = self.lock();
             let again = watched
                 .resources
                 .get(session)
                 .is_some_and(|mine| mine.contains_key(uri));
-            if !again {
-                let actor = caller.actor();
-                let callers = watched
-                    .resources
-                    .values()
-                    .flat_map(HashMap::values)
-                    .filter(|w| w.caller.actor() == actor)
-                    .count();
-                if callers >= MAX_PER_CALLER {
-                    return Err(Refused::TooManyForCaller);
-                }
+            if !again && watched.watched_by(&caller.actor()) >= MAX_PER_CALLER {
+                return Err(Refused::TooManyForCaller);
             }
             let mine = watched.resources.entry(session.to_owned()).or_default();
             if !again && mine.len() >= MAX_PER_SESSION {
@@ -153,11 +228,8 @@ impl Subscriptions {
                     seen: Some(digest(&body)),
                 },
             );
-            !std::mem::replace(&mut watched.running, true)
-        };
-        if start {
-            self.start();
         }
+        self.ensure_watcher();
         tracing::debug!(session, uri, "resource subscribed");
         Ok(())
     }
@@ -183,36 +255,56 @@ impl Subscriptions {
         peer: Peer<RoleServer>,
         names: Vec<&'static str>,
     ) {
-        let start = {
+        self.lock().tools.insert(
+            session.to_owned(),
+            ToolView {
+                recheck,
+                peer,
+                names,
+            },
+        );
+        self.ensure_watcher();
+    }
+
+    /// How many resources are watched, over every session and stream.
+    pub fn watched(&self) -> usize {
+        let watched = self.lock();
+        watched.resources.values().map(HashMap::len).sum::<usize>()
+            + watched.streams.values().map(Stream::watched).sum::<usize>()
+    }
+
+    /// How many `subscriptions/listen` streams are admitted, as it changes.
+    pub fn streams(&self) -> watch::Receiver<usize> {
+        self.streams_open.subscribe()
+    }
+
+    /// Ends every listen stream gracefully (the final `SubscriptionsListenResult`, which tells
+    /// the client the server closed it on purpose) and admits no new one: call it when the
+    /// server shuts down, so that connections holding a stream can finish.
+    pub fn close(&self) {
+        let ended = {
             let mut watched = self.lock();
-            watched.tools.insert(
-                session.to_owned(),
-                ToolView {
-                    recheck,
-                    peer,
-                    names,
-                },
-            );
-            !std::mem::replace(&mut watched.running, true)
+            watched.closing = true;
+            let ended: Vec<Stream> = watched.streams.drain().map(|(_, s)| s).collect();
+            self.streams_open.send_replace(0);
+            ended
         };
-        if start {
-            self.start();
+        for stream in ended {
+            stream.end(Ended::Closing);
         }
     }
 
-    /// How many resources are watched, over every session.
-    pub fn watched(&self) -> usize {
-        self.lock().resources.values().map(HashMap::len).sum()
+    /// Starts the watcher task unless it runs.
+    fn ensure_watcher(self: &Arc<Self>) {
+        let start = !std::mem::replace(&mut self.lock().running, true);
+        if start {
+            tokio::spawn(watch_loop(Arc::downgrade(self)));
+        }
     }
 
-    fn start(self: &Arc<Self>) {
-        let weak = Arc::downgrade(self);
-        tokio::spawn(watch(weak));
-    }
-
-    /// One round: every watched resource and tool list read again, as its subscriber.
+    /// One round: every watched resource, tool list and stream read again, as its watcher.
     async fn poll(&self) {
-        let (resources, tools) = {
+        let (resources, tools, streams) = {
             let watched = self.lock();
             let resources: Vec<(String, String, Watch)> = watched
                 .resources
@@ -227,7 +319,12 @@ impl Subscriptions {
                 .iter()
                 .map(|(session, view)| (session.clone(), view.clone()))
                 .collect();
-            (resources, tools)
+            let streams: Vec<(u64, streams::Snapshot)> = watched
+                .streams
+                .iter()
+                .filter_map(|(id, s)| s.snapshot().map(|snap| (*id, snap)))
+                .collect();
+            (resources, tools, streams)
         };
         for (session, uri, w) in resources {
             match self
@@ -262,6 +359,9 @@ impl Subscriptions {
                 }
             }
         }
+        for (id, snapshot) in streams {
+            self.poll_stream(id, snapshot).await;
+        }
     }
 
     async fn poll_resource(
@@ -280,11 +380,10 @@ impl Subscriptions {
             // The store could not be asked: try again next round.
             Now::Unknown => return Poll::Same,
         };
-        let now = match self.service.read_resource(&caller, uri).await {
-            Ok(body) => Some(digest(&body)),
-            Err(Error::NotFound(_)) => None,
-            Err(Error::StoreUnavailable(_) | Error::Internal(_)) => return Poll::Same,
-            Err(_) => return Poll::End("the subscriber may no longer read it"),
+        let now = match self.read_again(&caller, uri).await {
+            Read::Seen(now) => now,
+            Read::Unknown => return Poll::Same,
+            Read::Refused => return Poll::End("the subscriber may no longer read it"),
         };
         if now.as_deref() == seen {
             return Poll::Same;
@@ -298,6 +397,25 @@ impl Subscriptions {
         }
     }
 
+    /// `uri` read again as `caller`: the digest of what is there now (`None`: nothing is).
+    async fn read_again(&self, caller: &Caller, uri: &str) -> Read {
+        match self.service.read_resource(caller, uri).await {
+            Ok(body) => Read::Seen(Some(digest(&body))),
+            Err(Error::NotFound(_)) => Read::Seen(None),
+            Err(Error::StoreUnavailable(_) | Error::Internal(_)) => Read::Unknown,
+            Err(_) => Read::Refused,
+        }
+    }
+
+    /// The names of the tools `caller` sees now.
+    fn tool_names(&self, caller: &Caller) -> Vec<&'static str> {
+        self.service
+            .tools_for(caller)
+            .iter()
+            .map(|t| t.spec.name)
+            .collect()
+    }
+
     async fn poll_tools(
         &self,
         recheck: &Recheck,
@@ -308,12 +426,7 @@ impl Subscriptions {
             return Poll::End("the session is gone");
         }
         let visible: Vec<&'static str> = match recheck.now().await {
-            Now::Caller(caller) => self
-                .service
-                .tools_for(&caller)
-                .iter()
-                .map(|t| t.spec.name)
-                .collect(),
+            Now::Caller(caller) => self.tool_names(&caller),
             Now::Gone => Vec::new(),
             Now::Unknown => return Poll::Same,
         };
@@ -332,8 +445,18 @@ enum Poll {
     End(&'static str),
 }
 
+/// A watched resource read again.
+enum Read {
+    /// The digest of what is there now (`None`: nothing is).
+    Seen(Option<String>),
+    /// The store could not be asked: try again next round.
+    Unknown,
+    /// The check now refuses the read.
+    Refused,
+}
+
 /// The watcher: polls while the server (its [`Subscriptions`]) lives.
-async fn watch(subscriptions: Weak<Subscriptions>) {
+async fn watch_loop(subscriptions: Weak<Subscriptions>) {
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
