@@ -281,6 +281,16 @@ const CHECKS = {
   },
   'shared.4': (r) => shape(apiJson(r), { action: 'set', entry: sharedEntry, previous: null }),
   'shared.5': (r) => shape(apiJson(r), { count: 1, limit: 500, truncated: false, entries: [sharedEntry] }),
+  'promote.1': (r) => shape(apiJson(r), { action: 'promote', log_entry: { ...answeredEntry, visibility: 'global' } }),
+  'promote.2': (r) => {
+    const feed = apiJson(r);
+    shape(feed, {
+      namespace: null, visibility: 'global', count: 2, limit: 20, truncated: false, next_cursor: null,
+      entries: [(e) => e.visibility === 'global'],
+    });
+    shape(feed.entries[0], { ...answeredEntry, visibility: 'global' }, '$.entries[0]');
+    shape(feed.entries[1], globalEntry, '$.entries[1]');
+  },
   // The one-time link points where the server answers (it records its URL at start, so the
   // link carries the tour's port, not the README's), opens a console session followed once
   // with curl (303 with the session cookie), and the console greets the local owner.

@@ -1,8 +1,10 @@
 //! `capsid improve roster add|remove|list` (the namespaces autonomy and the loop may touch),
 //! `capsid improve cadence <task> [<minutes>]` (a periodic task's cadence) and
 //! `capsid improve pin <ns>` (pins the Anchors checksum of `<ns>/improve/scores.md`), through
-//! `improve_run` (audited), as the CLI's admin caller.
+//! `improve_run` (audited), as the CLI's admin caller; `capsid improve workflows` and
+//! `capsid improve key <ns>` (the scorer's workflows and their key, `workflows.rs`).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -35,6 +37,23 @@ pub enum ImproveCommand {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Write the loop's workflows (improve-score.yml, improve-probe.yml) into a repository's
+    /// .github/workflows/, keeping each one's own job; with --check, write nothing and exit 1
+    /// naming each file that differs from what this Capsid ships.
+    Workflows {
+        /// The repository's folder.
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        /// Compare only: exit 0 when both match, 1 naming each file that differs or is missing.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Print a namespace's score key: the secret CAPSID_IMPROVE_KEY its repository's workflows
+    /// sign reports with (it opens that namespace only).
+    Key {
+        /// The namespace.
+        namespace: String,
     },
 }
 
@@ -75,6 +94,8 @@ pub async fn run(global: &GlobalArgs, cmd: ImproveCommand) -> Result<ExitCode> {
             json,
         } => return cadence(global, &task, minutes.as_deref(), json).await,
         ImproveCommand::Pin { namespace, json } => return pin(global, &namespace, json).await,
+        ImproveCommand::Workflows { repo, check } => return crate::workflows::run(&repo, check),
+        ImproveCommand::Key { namespace } => return crate::workflows::key(global, &namespace),
     };
     let (args, json_out) = match &cmd {
         RosterCommand::Add { namespace, json } => (

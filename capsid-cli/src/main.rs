@@ -31,6 +31,7 @@ mod skills;
 mod store_wait;
 mod test_clock;
 mod tick;
+mod workflows;
 
 use std::process::ExitCode;
 

@@ -210,7 +210,7 @@ pub fn is_workflow_path(path: &str) -> bool {
 }
 
 /// The scorer workflow `ci_dispatch` refuses by name.
-pub const SCORER_WORKFLOW: &str = "improve-score.yml";
+pub use crate::improve::workflows::SCORE_WORKFLOW as SCORER_WORKFLOW;
 
 /// The improve control-surface guard (`improveWriteRefusal`, section 5.4).
 ///

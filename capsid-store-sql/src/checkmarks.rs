@@ -72,6 +72,16 @@ const STEP_CHECKMARK: &str = "UPDATE checkmarks SET status = $1, \
      resume_requested_at = COALESCE($2, resume_requested_at), \
      resume_requested_by = COALESCE($3, resume_requested_by) \
      WHERE namespace = $4 AND agent = $5 AND status = $6 AND log_entry_id = $7 RETURNING id";
+const ENTRY_BY_ID: &str = concat!(
+    "SELECT ",
+    entry_cols!(),
+    " FROM log_entries WHERE namespace = $1 AND id = $2"
+);
+const PROMOTE_ENTRY: &str = concat!(
+    "UPDATE log_entries SET visibility = $1 WHERE namespace = $2 AND id = $3 AND visibility = $4 \
+     RETURNING ",
+    entry_cols!()
+);
 const SHARED: &str = "SELECT key, value, set_by, updated_at FROM shared_context";
 const SHARED_PUT: &str = "INSERT INTO shared_context (key, value, set_by, updated_at) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO UPDATE SET value = excluded.value, \
@@ -280,6 +290,41 @@ pub async fn global_entries(
     limit: usize,
 ) -> StoreResult<Vec<LogEntryRow>> {
     read_all(engine, feed_stmt(namespace, before, limit), entry).await
+}
+
+/// `CheckmarkStore::log_entry`.
+pub async fn log_entry(
+    engine: &impl Engine,
+    namespace: &str,
+    id: i64,
+) -> StoreResult<Option<LogEntryRow>> {
+    let stmt = Stmt::new(ENTRY_BY_ID).bind(namespace).bind(id);
+    Ok(read_all(engine, stmt, entry).await?.pop())
+}
+
+/// `CheckmarkStore::promote_entry`: the keyed update (still `project`) and its audit row;
+/// `None`, nothing written, when the guard did not hold.
+pub async fn promote_entry(
+    engine: &impl Engine,
+    namespace: &str,
+    id: i64,
+    audit: AuditEntry,
+) -> StoreResult<Option<LogEntryRow>> {
+    let audit = &audit;
+    in_unit!(engine, Option::is_some, |tx| async {
+        let stmt = Stmt::new(PROMOTE_ENTRY)
+            .bind(Visibility::Global.as_str())
+            .bind(namespace)
+            .bind(id)
+            .bind(Visibility::Project.as_str());
+        let Some(row) = tx.fetch_optional(stmt).await? else {
+            return Ok(None);
+        };
+        let promoted = entry(&row)?;
+        crate::audit::insert(&mut *tx, audit).await?;
+        Ok(Some(promoted))
+    }
+    .await)
 }
 
 /// `CheckmarkStore::transition_checkmark`: `None` (nothing written) when the answer or the

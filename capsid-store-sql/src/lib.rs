@@ -422,6 +422,21 @@ macro_rules! sql_ports {
                 ) -> StoreResult<Vec<LogEntryRow>> {
                     $crate::checkmarks::global_entries(self, namespace, before, limit).await
                 }
+                async fn log_entry(
+                    &self,
+                    namespace: &str,
+                    id: i64,
+                ) -> StoreResult<Option<LogEntryRow>> {
+                    $crate::checkmarks::log_entry(self, namespace, id).await
+                }
+                async fn promote_entry(
+                    &self,
+                    namespace: &str,
+                    id: i64,
+                    audit: AuditEntry,
+                ) -> StoreResult<Option<LogEntryRow>> {
+                    $crate::checkmarks::promote_entry(self, namespace, id, audit).await
+                }
                 async fn transition_checkmark(
                     &self,
                     transition: CheckmarkTransition,

@@ -19,3 +19,4 @@ pub mod pg_cluster;
 pub mod server;
 pub mod textgen;
 pub mod wire;
+pub mod workflows;

@@ -11,6 +11,7 @@ mod first_week;
 mod git_gate;
 mod hook_protocol;
 mod improve_pin;
+mod improve_workflows;
 mod listen;
 mod model_api;
 mod names;

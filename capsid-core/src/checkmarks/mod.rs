@@ -29,6 +29,8 @@ pub const AUDIT_ANSWERED: &str = "checkmark-answered";
 pub const AUDIT_RESUME_REQUESTED: &str = "checkmark-resume-requested";
 /// Audit action: a shared-context key was set.
 pub const AUDIT_SHARED_SET: &str = "shared-set";
+/// Audit action: a log entry was promoted to `global` after it was written.
+pub const AUDIT_PROMOTED: &str = "log-entry-promoted";
 /// Audit action: a shared-context key was deleted.
 pub const AUDIT_SHARED_DELETE: &str = "shared-delete";
 

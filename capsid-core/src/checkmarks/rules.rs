@@ -4,10 +4,11 @@
 //! with a passing test run (or `skipped`, which a clean tree with nothing shipped may claim,
 //! as a scout does); an agent waiting on a human says what it needs (`question`), and only
 //! such an agent asks one. An answer fills exactly the entry that asked, once; a resume of an
-//! agent paused on a question carries its answer, so it needs one.
+//! agent paused on a question carries its answer, so it needs one. An entry written for its
+//! namespace may be promoted to `global` later, once.
 
 use super::state::{CheckmarkEvent, IllegalTransition, Step, step};
-use super::status::{AgentStatus, GateStatus};
+use super::status::{AgentStatus, GateStatus, Visibility};
 use super::{COST_USD_MAX, NEXT_STEPS_MAX};
 use crate::time::Timestamp;
 
@@ -261,10 +262,53 @@ pub fn may_name_job(
     })
 }
 
+/// Why a log entry cannot be promoted to `global`. Nothing is written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PromoteRefusal {
+    /// It is global already (written so, or promoted before).
+    #[error(
+        "log entry {entry} is already global: every namespace's feed shows it; nothing to promote"
+    )]
+    AlreadyGlobal {
+        /// The entry.
+        entry: i64,
+    },
+}
+
+/// The visibility an entry takes when promoted, from the one it has: a `project` entry turns
+/// `global` (the sister design's "a checkpoint that genuinely matters", chosen after the
+/// fact); a `global` one is refused. Who may promote is the one check's (`checkmarks`
+/// action `promote` needs `can_write_shared`, which the admin holds), not this rule's.
+pub fn promote(entry: i64, from: Visibility) -> Result<Visibility, PromoteRefusal> {
+    match from {
+        Visibility::Project => Ok(Visibility::Global),
+        Visibility::Global => Err(PromoteRefusal::AlreadyGlobal { entry }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn only_a_project_entry_is_promoted_and_it_turns_global() {
+        assert_eq!(promote(7, Visibility::Project), Ok(Visibility::Global));
+        let refused = promote(7, Visibility::Global).unwrap_err();
+        assert_eq!(refused, PromoteRefusal::AlreadyGlobal { entry: 7 });
+        assert!(
+            refused
+                .to_string()
+                .contains("log entry 7 is already global")
+        );
+        for v in Visibility::ALL {
+            // Promoting never leaves an entry project-only, and never changes a global one.
+            if let Ok(to) = promote(1, *v) {
+                assert_eq!(to, Visibility::Global);
+                assert_ne!(*v, Visibility::Global);
+            }
+        }
+    }
 
     use AgentStatus as S;
     use GateStatus as G;

@@ -20,6 +20,7 @@ pub mod roster;
 pub mod scores;
 pub mod task;
 pub mod verdict;
+pub mod workflows;
 
 pub use budget::{BudgetCaps, BudgetError, MonthSpend, over_cap};
 pub use roster::{DRIVER_LEASE_MS, ImproveMode, Roster, RosterError, RunCondition};

@@ -24,7 +24,7 @@ pub const MAX_SUMMARY_CHARS: usize = 200;
 /// The output tokens an attempt's completion may use.
 pub const ATTEMPT_MAX_TOKENS: u32 = 16_000;
 /// The workflow every roster repository runs to score an attempt (reference 8.3).
-pub const SCORE_WORKFLOW: &str = "improve-score.yml";
+pub use super::workflows::SCORE_WORKFLOW;
 
 /// The loop's time zone (`CAPSID_IMPROVE_TZ`), from the bundled IANA database.
 #[derive(Clone, Debug, PartialEq)]

@@ -195,6 +195,47 @@ mod tests {
     }
 
     #[test]
+    fn a_promotion_names_its_entry_and_refuses_an_id_that_is_not_one() {
+        let a = ConsoleAction::from_form(&form(&[
+            ("action", "promote"),
+            ("namespace", "alpha"),
+            ("entry_id", " 12 "),
+        ]))
+        .unwrap();
+        assert_eq!(
+            a,
+            ConsoleAction::Promote {
+                namespace: "alpha".into(),
+                entry_id: 12
+            }
+        );
+        let again: BTreeMap<String, String> = a
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(ConsoleAction::from_form(&again).unwrap(), a);
+        assert!(
+            a.effect().contains("log entry 12 of alpha"),
+            "{}",
+            a.effect()
+        );
+        assert_eq!(a.audit_params()["entry_id"], "12");
+        for bad in ["0", "-3", "x", "1.5", ""] {
+            let err = ConsoleAction::from_form(&form(&[
+                ("action", "promote"),
+                ("namespace", "alpha"),
+                ("entry_id", bad),
+            ]))
+            .unwrap_err();
+            assert!(err.to_string().contains("entry_id"), "{bad:?}: {err}");
+        }
+        let err = ConsoleAction::from_form(&form(&[("action", "promote"), ("entry_id", "3")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("namespace"), "{err}");
+    }
+
+    #[test]
     fn ages_are_whole_minutes_and_never_negative() {
         let now = Timestamp::parse("2026-03-01T10:00:00.000Z").unwrap();
         let c = json!({"checkpoint_at": "2026-03-01T09:17:30.000Z"});

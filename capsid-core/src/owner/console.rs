@@ -1,6 +1,7 @@
-//! The admin console's core (reference 10.1): its sessions, its seven actions and the one
+//! The admin console's core (reference 10.1): its sessions, its actions and the one
 //! object the page renders. Every action runs the same function as the tool it stands for
-//! (`improve_run`, `agents`, the jobs resume, `adminFailJob`, `checkmarks answer`) as the
+//! (`improve_run`, `agents`, the jobs resume, `adminFailJob`, `checkmarks answer` and
+//! `promote`) as the
 //! signed-in owner, and writes its own `console-<action>` audit row. Merging and minting are
 //! not among them.
 
@@ -23,8 +24,9 @@ use crate::service::{ImproveStatusArgs as StatusArgs, JobsArgs, NoConfirmer, Res
 
 /// The console's actions, and nothing else: no merge, no mint. The reference's six, then the
 /// answer to an agent's open question (SPEC 8), then raising a job's cap (issue 49: the
-/// budget gate is answerable from the console).
-pub const CONSOLE_ACTIONS: [&str; 9] = [
+/// budget gate is answerable from the console), dismissing a failed job, and promoting a log
+/// entry to the global feed (issue 56).
+pub const CONSOLE_ACTIONS: [&str; 10] = [
     "pause",
     "unpause",
     "mode",
@@ -34,6 +36,7 @@ pub const CONSOLE_ACTIONS: [&str; 9] = [
     "answer",
     "raise_cap",
     "dismiss_job",
+    "promote",
 ];
 
 /// The setting that keeps a failed job off "Waiting on you" once the owner dismissed it (it
@@ -109,6 +112,13 @@ pub enum ConsoleAction {
         /// The job.
         id: String,
     },
+    /// Promote a log entry of a namespace to global (`checkmarks promote`).
+    Promote {
+        /// The entry's namespace.
+        namespace: String,
+        /// The entry.
+        entry_id: i64,
+    },
 }
 
 fn field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result<String> {
@@ -142,6 +152,19 @@ fn text_field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result
         )));
     }
     Ok(v.to_owned())
+}
+
+/// A log entry's id as the form sends it: a whole number from 1.
+fn entry_id(form: &BTreeMap<String, String>) -> Result<i64> {
+    let raw = field(form, "entry_id", 20)?;
+    raw.parse::<i64>()
+        .ok()
+        .filter(|id| *id >= 1)
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "console: entry_id must be a log entry's id, a whole number from 1, not {raw:?}"
+            ))
+        })
 }
 
 /// A cap as typed in the console, checked by the core's own rule for caps.
@@ -193,6 +216,10 @@ impl ConsoleAction {
             "dismiss_job" => ConsoleAction::DismissJob {
                 id: field(form, "id", 64)?,
             },
+            "promote" => ConsoleAction::Promote {
+                namespace: field(form, "namespace", 64)?,
+                entry_id: entry_id(form)?,
+            },
             "answer" => ConsoleAction::Answer {
                 namespace: field(form, "namespace", 64)?,
                 agent: field(form, "agent", 64)?,
@@ -220,6 +247,7 @@ impl ConsoleAction {
             ConsoleAction::Answer { .. } => "answer",
             ConsoleAction::RaiseCap { .. } => "raise_cap",
             ConsoleAction::DismissJob { .. } => "dismiss_job",
+            ConsoleAction::Promote { .. } => "promote",
         }
     }
 
@@ -241,6 +269,13 @@ impl ConsoleAction {
             }
             ConsoleAction::RevokeAgent { name } => out.push(("name", name.clone())),
             ConsoleAction::DismissJob { id } => out.push(("id", id.clone())),
+            ConsoleAction::Promote {
+                namespace,
+                entry_id,
+            } => {
+                out.push(("namespace", namespace.clone()));
+                out.push(("entry_id", entry_id.to_string()));
+            }
             ConsoleAction::RaiseCap { id, usd } => {
                 out.push(("id", id.clone()));
                 out.push(("usd", usd.clone()));
@@ -299,6 +334,12 @@ impl ConsoleAction {
             ),
             ConsoleAction::DismissJob { id } => format!(
                 "Take failed job {id} off \"Waiting on you\". The job, its record and its audit rows stay as they are."
+            ),
+            ConsoleAction::Promote {
+                namespace,
+                entry_id,
+            } => format!(
+                "Promote log entry {entry_id} of {namespace} to global: every namespace's feed (and GET /api/shared/log) shows it from now on. There is no way back to project-only."
             ),
             ConsoleAction::RaiseCap { id, usd } => format!(
                 "Raise the cap of job {id} to ${usd}: what its model calls may cost in all. A job blocked at its budget gate is answered and resumed: its driver goes on with the same session."
@@ -499,6 +540,21 @@ impl OwnerService {
                     .await?;
                 (out, Some(job.namespace.clone()), Some(job_doc_path(id)))
             }
+            ConsoleAction::Promote {
+                namespace,
+                entry_id,
+            } => {
+                let args = json!({"action": "promote", "namespace": namespace,
+                                  "entry_id": entry_id});
+                let out = self
+                    .tools
+                    .call_tool(caller, "checkmarks", args, &NoConfirmer)
+                    .await?;
+                let path = out["log_entry"]["agent"]
+                    .as_str()
+                    .map(crate::checkmarks::audit_path);
+                (out, Some(namespace.clone()), path)
+            }
             ConsoleAction::Answer {
                 namespace,
                 agent,
@@ -658,8 +714,8 @@ mod tests {
     }
 
     #[test]
-    fn exactly_nine_actions_and_no_merge_or_mint() {
-        assert_eq!(CONSOLE_ACTIONS.len(), 9);
+    fn exactly_ten_actions_and_no_merge_or_mint() {
+        assert_eq!(CONSOLE_ACTIONS.len(), 10);
         for absent in ["merge", "mint", "merge_pr", "mint_agent", "manage_pr", ""] {
             let e = ConsoleAction::from_form(&form(&[("action", absent)])).unwrap_err();
             let text = e.to_string();

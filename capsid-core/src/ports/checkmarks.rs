@@ -3,7 +3,8 @@
 //! transaction with its audit row: a checkpoint inserts its log entry, upserts the checkmark
 //! (keyed by namespace and agent) onto it and audits both; an answer or a resume is a keyed
 //! conditional update of the checkmark (status and linked entry) and, for an answer, of the
-//! entry (asked and not yet answered), so a lost race writes nothing.
+//! entry (asked and not yet answered), so a lost race writes nothing; a promotion to `global`
+//! is a keyed conditional update of the entry (still `project`) with its audit row.
 
 use async_trait::async_trait;
 
@@ -222,6 +223,17 @@ pub trait CheckmarkStore: Send + Sync {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Vec<LogEntryRow>>;
+    /// Entry `id` of `namespace`.
+    async fn log_entry(&self, namespace: &str, id: i64) -> StoreResult<Option<LogEntryRow>>;
+    /// Turns entry `id` of `namespace` from `project` to `global` and appends `audit`, in one
+    /// transaction: the entry as it now is, or `None` (nothing written) when it is not there or
+    /// is not `project` any more.
+    async fn promote_entry(
+        &self,
+        namespace: &str,
+        id: i64,
+        audit: AuditEntry,
+    ) -> StoreResult<Option<LogEntryRow>>;
     /// Applies an answer or a resume: the entry (when answering) only if it asked and has no
     /// answer, the checkmark only if it is in `step.from` and links to `entry_id`; then the
     /// audit row. `None`, with nothing written, when either guard lost.

@@ -106,7 +106,7 @@ fn actions_of(tool: &str) -> &'static [&'static str] {
         ],
         "manage_pr" => &["merge", "close", "comment"],
         "agents" => &["list", "mint", "revoke", "update_scopes"],
-        "checkmarks" => &["list", "get", "log", "feed", "answer", "resume"],
+        "checkmarks" => &["list", "get", "log", "feed", "answer", "resume", "promote"],
         "shared" => &["list", "get", "set", "delete"],
         _ => &[],
     }

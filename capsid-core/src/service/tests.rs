@@ -566,6 +566,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "limit",
             "answer",
             "resume",
+            "entry_id",
         ],
     ),
     ("shared", &["*action", "key", "value"]),

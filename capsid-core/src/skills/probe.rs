@@ -15,7 +15,7 @@ use crate::skills::EditOp;
 /// A namespace's probe set (human-written, like `improve/scores.md`).
 pub const PROBES_PATH: &str = "improve/probes.md";
 /// The workflow the cycle dispatches in a namespace's repository.
-pub const PROBE_WORKFLOW: &str = "improve-probe.yml";
+pub use crate::improve::workflows::PROBE_WORKFLOW;
 /// The cadence setting, in days.
 pub const CADENCE_KEY: &str = "skills:evaluate:cadence-days";
 /// The stamp of the last cycle, claimed by compare-and-set.

@@ -27,6 +27,7 @@ pub(super) fn table() -> Router<AppState> {
         .route("/projects/{ns}/agents/{name}/log", get(log))
         .route("/projects/{ns}/agents/{name}/answer", post(answer))
         .route("/projects/{ns}/agents/{name}/resume", post(resume))
+        .route("/projects/{ns}/log/{id}/promote", post(promote))
         .route("/projects/{ns}/jobs/{id}/raise", post(raise))
         .route("/shared/log", get(shared_log))
         .route("/shared/context", get(shared_list))
@@ -403,6 +404,22 @@ async fn agents(
         json!({"action": "list", "namespace": ns}),
     )
     .await
+}
+
+/// `POST /api/projects/{ns}/log/{id}/promote`: `checkmarks promote` (the tool reads and
+/// refuses an id that is not a whole number, naming `entry_id`).
+async fn promote(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    path: Segments<(String, String)>,
+) -> Response {
+    let (ns, id) = match segments(path) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let entry_id = id.parse::<i64>().map_or_else(|_| json!(id), |n| json!(n));
+    let args = json!({"action": "promote", "namespace": ns, "entry_id": entry_id});
+    call(&state, &caller, "checkmarks", args).await
 }
 
 /// `GET /api/projects/{ns}/agents/{name}/checkmark`: `checkmarks get`.

@@ -2,11 +2,12 @@
 //! per namespace every agent with a status badge, where it stopped, next steps, the open
 //! question (and its answer), tests and build badges and age (an agent waiting for an answer
 //! points to its Answer form under "Waiting on you", `attention.rs`); the selected agent's log
-//! in pages; the global feed; the shared context. Script-free, every value escaped.
+//! in pages, each entry still `project` with a "Make global" form (`checkmarks promote`); the
+//! global feed; the shared context. Script-free, every value escaped.
 
 use serde_json::Value;
 
-use super::page::{cell, text};
+use super::page::{action_form, cell, text};
 use crate::html::esc;
 
 fn badge(kind: &str, value: &Value) -> String {
@@ -107,9 +108,27 @@ fn cost(e: &Value) -> String {
     }
 }
 
-fn entries_table(entries: &Value, with_agent: bool) -> String {
+/// A table of log entries; `promote` (the namespace and the CSRF token) adds a "Make global"
+/// form beside each entry that is still `project`.
+fn entries_table(entries: &Value, with_agent: bool, promote: Option<(&str, &str)>) -> String {
     let mut rows = String::new();
     for e in entries.as_array().into_iter().flatten() {
+        let visibility = match (promote, e["visibility"].as_str(), e["id"].as_i64()) {
+            (Some((ns, csrf)), Some("project"), Some(id)) => format!(
+                "<td>project {}</td>",
+                action_form(
+                    csrf,
+                    &[
+                        ("action", "promote"),
+                        ("namespace", ns),
+                        ("entry_id", &id.to_string())
+                    ],
+                    None,
+                    "Make global"
+                )
+            ),
+            _ => cell(&e["visibility"]),
+        };
         let who = if with_agent {
             format!(
                 "<td>{} / {}</td>",
@@ -126,7 +145,7 @@ fn entries_table(entries: &Value, with_agent: bool) -> String {
             cell(&e["summary"]),
             cell(&e["question"]),
             cell(&e["answer"]),
-            cell(&e["visibility"]),
+            visibility,
             esc(&text(&e["push_sha"])),
             esc(&text(&e["ci_status"])),
             esc(&cost(e)),
@@ -144,7 +163,7 @@ fn entries_table(entries: &Value, with_agent: bool) -> String {
     )
 }
 
-fn selected_log(log: &Value) -> String {
+fn selected_log(log: &Value, csrf: &str) -> String {
     if log.is_null() {
         return "<p class=\"muted\">Choose an agent's <em>log</em> link to read its log here.</p>"
             .to_owned();
@@ -166,7 +185,7 @@ fn selected_log(log: &Value) -> String {
         "<h3>Log of {} in {}</h3>{}<p>{}{older}</p>",
         esc(agent),
         esc(ns),
-        entries_table(&log["entries"], false),
+        entries_table(&log["entries"], false, Some((ns, csrf))),
         log_link(ns, agent, None, "newest entries"),
     )
 }
@@ -190,8 +209,8 @@ fn shared_table(shared: &Value) -> String {
     )
 }
 
-/// The whole panel, from the view's `checkmarks` object.
-pub(super) fn panel(view: &Value) -> String {
+/// The whole panel, from the view's `checkmarks` object (`csrf` for its forms).
+pub(super) fn panel(view: &Value, csrf: &str) -> String {
     let c = &view["checkmarks"];
     let namespaces: String = c["namespaces"]
         .as_array()
@@ -207,8 +226,8 @@ pub(super) fn panel(view: &Value) -> String {
     format!(
         "<h2 id=\"checkmarks\">Checkmarks</h2>{namespaces}{}\
          <h2>Global feed</h2>{}<h2>Shared context</h2>{}",
-        selected_log(&c["log"]),
-        entries_table(&c["feed"]["entries"], true),
+        selected_log(&c["log"], csrf),
+        entries_table(&c["feed"]["entries"], true, None),
         shared_table(&c["shared"]),
     )
 }
@@ -228,7 +247,8 @@ mod tests {
                  "tests_status": "unknown", "build_status": "unknown", "age_minutes": 1, "resume": null}
             ]}],
             "log": {"namespace": "alpha", "agent": "d1", "next_cursor": "eyJiIjo0fQ", "entries": [
-                {"created_at": "t", "status": "paused_for_input", "summary": "s", "question": "q", "answer": null, "visibility": "project"}
+                {"id": 5, "created_at": "t", "status": "paused_for_input", "summary": "s", "question": "q", "answer": null, "visibility": "project"},
+                {"id": 4, "created_at": "t", "status": "working", "summary": "w", "question": null, "answer": null, "visibility": "global"}
             ]},
             "feed": {"entries": [{"namespace": "beta", "agent": "b1", "status": "done", "visibility": "global", "summary": "shipped", "cost_usd": 0.01234, "turns": 4}]},
             "shared": {"entries": [{"key": "staging-url", "value": "https://staging", "set_by": "agent:b1", "updated_at": "t"}]}
@@ -237,7 +257,7 @@ mod tests {
 
     #[test]
     fn the_panel_shows_checkmarks_forms_log_feed_and_shared_context_escaped() {
-        let html = panel(&view());
+        let html = panel(&view(), "tok");
         assert!(html.contains("badge s-paused_for_input"));
         assert!(html.contains("&lt;b&gt;schema&lt;/b&gt;") && !html.contains("<b>schema</b>"));
         assert!(html.contains("pick a db, migrate"));
@@ -254,8 +274,18 @@ mod tests {
     }
 
     #[test]
+    fn a_project_entry_of_the_selected_log_has_a_make_global_form_and_a_global_one_none() {
+        let html = panel(&view(), "tok");
+        assert_eq!(html.matches("value=\"promote\"").count(), 1, "{html}");
+        assert!(html.contains("name=\"entry_id\" value=\"5\""), "{html}");
+        assert!(!html.contains("name=\"entry_id\" value=\"4\""), "{html}");
+        assert!(html.contains("name=\"csrf\" value=\"tok\""), "{html}");
+        assert!(html.contains(">Make global</button>"), "{html}");
+    }
+
+    #[test]
     fn a_log_entry_shows_what_its_session_cost() {
-        let html = panel(&view());
+        let html = panel(&view(), "tok");
         assert_eq!(html.matches("<th>cost</th>").count(), 2, "log and feed");
         assert!(html.contains("<td>$0.0123 · 4 turns</td>"), "{html}");
         // An entry no session closed has no cost.
@@ -267,7 +297,7 @@ mod tests {
         let mut v = view();
         v["checkmarks"]["namespaces"][0]["agents"][0]["answer"] = json!("Postgres");
         v["checkmarks"]["namespaces"][0]["agents"][0]["answered_by"] = json!("github:octo");
-        let html = panel(&v);
+        let html = panel(&v, "tok");
         assert!(html.contains("answered by github:octo: Postgres"));
         assert!(!html.contains("Answer it under"));
     }

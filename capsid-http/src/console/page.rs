@@ -423,7 +423,7 @@ pub fn console_page(view: &Value, csrf: &str, done: Option<&str>) -> Response {
         super::attention::panel(view, csrf),
         namespaces(view, csrf),
         agents(view, csrf),
-        super::checkmarks::panel(view),
+        super::checkmarks::panel(view, csrf),
         jobs(view, csrf),
         super::doors::panel(view),
         super::skills::panel(view),
@@ -448,6 +448,7 @@ fn done_notice(action: &str) -> Option<&'static str> {
         "answer" => "Done: your answer is recorded for the agent.",
         "raise_cap" => "Done: the job's cap is raised.",
         "dismiss_job" => "Done: the failed job is off your list; its record stays.",
+        "promote" => "Done: the log entry is global; every namespace's feed shows it.",
         _ => return None,
     })
 }

@@ -259,3 +259,95 @@ async fn console_shows_a_selected_agents_log_in_pages_and_the_json_carries_the_p
     );
     let _ = c.inner.cancel().await;
 }
+
+#[tokio::test]
+async fn console_promotes_a_log_entry_to_global_after_confirming_and_audits_the_person() {
+    let env = Env::start().await;
+    paused_agent(&env).await;
+    let mut browser = Browser::new();
+    console_login(&env, &mut browser).await;
+    let page = browser
+        .get(&env.url("/console?log_namespace=alpha&log_agent=d2"))
+        .await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Log of d2 in alpha"), "{}", page.body);
+    let entry = checkmark(&env, "d2").await["log_entry_id"]
+        .as_i64()
+        .expect("d2's entry");
+    assert!(
+        page.body
+            .contains(&format!("name=\"entry_id\" value=\"{entry}\"")),
+        "a Make global form for d2's project entry: {}",
+        page.body
+    );
+    assert!(page.body.contains(">Make global</button>"));
+    let csrf = hidden(&page.body, "csrf");
+    let form: Vec<(String, String)> = [
+        ("action", "promote"),
+        ("namespace", "alpha"),
+        ("entry_id", &entry.to_string()),
+        ("csrf", &csrf),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let feed = || async {
+        env.server
+            .admin("checkmarks", json!({"action": "feed"}))
+            .await["count"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(feed().await, 0);
+
+    let confirm = browser.post_form(&env.url("/console"), &form).await;
+    assert_eq!(confirm.status, 200, "{}", confirm.body);
+    assert!(
+        confirm.body.contains("Confirm: promote"),
+        "{}",
+        confirm.body
+    );
+    assert!(
+        confirm
+            .body
+            .contains(&format!("Promote log entry {entry} of alpha to global")),
+        "{}",
+        confirm.body
+    );
+    assert_eq!(feed().await, 0, "a confirmation page changes nothing");
+
+    let mut yes = form.clone();
+    yes.push(("confirm".into(), "yes".into()));
+    let done = browser.post_form(&env.url("/console"), &yes).await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(done.location(), "/console?done=promote");
+    assert_eq!(feed().await, 1);
+    let actions = env.audit_actions().await;
+    for action in ["console-promote", "log-entry-promoted"] {
+        assert!(
+            actions.contains(&(action.into(), "github:octo".into())),
+            "{action}: {actions:?}"
+        );
+    }
+    let page = browser
+        .get(&env.url("/console?log_namespace=alpha&log_agent=d2"))
+        .await;
+    assert!(
+        !page
+            .body
+            .contains(&format!("name=\"entry_id\" value=\"{entry}\"")),
+        "no form once it is global"
+    );
+
+    // Again: refused by the rule, nothing written; a bad id names the field.
+    let audits = env.audit_actions().await.len();
+    let again = browser.post_form(&env.url("/console"), &yes).await;
+    assert_eq!(again.status, 400, "{}", again.body);
+    assert!(again.body.contains("already global"), "{}", again.body);
+    let mut bad = yes.clone();
+    bad[2].1 = "x".into();
+    let r = browser.post_form(&env.url("/console"), &bad).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("entry_id"), "{}", r.body);
+    assert_eq!(env.audit_actions().await.len(), audits);
+}

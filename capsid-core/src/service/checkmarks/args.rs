@@ -61,6 +61,34 @@ impl JsonSchema for AgentName {
     }
 }
 
+/// A log entry's id: a whole number, 1 or more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogEntryId(pub i64);
+
+impl<'de> Deserialize<'de> for LogEntryId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let id = i64::deserialize(d)?;
+        if id < 1 {
+            return Err(D::Error::custom(format!(
+                "must be a log entry's id, a whole number from 1; got {id}"
+            )));
+        }
+        Ok(LogEntryId(id))
+    }
+}
+
+impl JsonSchema for LogEntryId {
+    fn schema_name() -> Cow<'static, str> {
+        "LogEntryId".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "integer", "minimum": 1, "description": "A log entry's id." })
+    }
+}
+
 /// A shared-context key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SharedKey(pub String);
@@ -183,6 +211,8 @@ pub enum CheckmarksAction {
     Answer,
     /// Ask for the agent to be resumed with its answer.
     Resume,
+    /// Promote a log entry of the namespace to global (needs can_write_shared).
+    Promote,
 }
 
 impl CheckmarksAction {
@@ -195,6 +225,7 @@ impl CheckmarksAction {
             CheckmarksAction::Feed => "feed",
             CheckmarksAction::Answer => "answer",
             CheckmarksAction::Resume => "resume",
+            CheckmarksAction::Promote => "promote",
         }
     }
 }
@@ -202,7 +233,7 @@ impl CheckmarksAction {
 /// `checkmarks`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct CheckmarksArgs {
-    /// list, get, log, feed, answer or resume.
+    /// list, get, log, feed, answer, resume or promote.
     pub action: CheckmarksAction,
     /// The namespace (every action but feed, where it narrows the feed to one namespace).
     pub namespace: Option<NamespaceArg>,
@@ -216,6 +247,8 @@ pub struct CheckmarksArgs {
     pub answer: Option<Bounded<ANSWER_MAX>>,
     /// answer: also resume the agent with the answer.
     pub resume: Option<bool>,
+    /// promote: the log entry's id (its `id` in a log or feed page).
+    pub entry_id: Option<LogEntryId>,
 }
 
 impl ScopeArgs for CheckmarksArgs {

@@ -1,5 +1,5 @@
 //! The checkmarks area: `checkpoint` (an agent records where it stands and appends a log
-//! entry), `checkmarks` (list, get, log and feed read; answer and resume write) and `shared`
+//! entry), `checkmarks` (list, get, log and feed read; answer, resume and promote write) and `shared`
 //! (get and list read; set and delete write with `can_write_shared`). The rules are in
 //! [`crate::checkmarks`]; the requirements per action are in the registrations below, so the
 //! one check asks them before any handler here runs.
@@ -8,6 +8,7 @@ mod answer;
 pub mod args;
 mod checkpoint;
 mod ci_poll;
+mod promote;
 mod read;
 mod shared;
 
@@ -156,9 +157,10 @@ mod registered {
                     action("feed", Rule::read()),
                     action("answer", Rule::write()),
                     action("resume", Rule::write()),
+                    action("promote", WRITE_SHARED),
                 ],
             },
-            "Agents' checkmarks and the log: list, get, log (paged) and feed (global entries) read; answer an open question or resume an agent with its answer.",
+            "Agents' checkmarks and the log: list, get, log (paged) and feed (global entries) read; answer an open question or resume an agent with its answer; promote a log entry to global (needs can_write_shared).",
         )
         .titled("Agents' checkmarks and log");
         fn run<'a>(

@@ -159,6 +159,8 @@ pub enum CheckmarksAnswer {
     Answered(AnswerGiven),
     /// `resume`.
     Resumed(ResumeAsked),
+    /// `promote`.
+    Promoted(super::promote::Promoted),
 }
 
 impl CheckmarksCx<'_> {
@@ -174,6 +176,9 @@ impl CheckmarksCx<'_> {
             CheckmarksAction::Feed => CheckmarksAnswer::Feed(self.feed(&a).await?),
             CheckmarksAction::Answer => CheckmarksAnswer::Answered(self.answer(caller, &a).await?),
             CheckmarksAction::Resume => CheckmarksAnswer::Resumed(self.resume(caller, &a).await?),
+            CheckmarksAction::Promote => {
+                CheckmarksAnswer::Promoted(self.promote(caller, &a).await?)
+            }
         })
     }
 

@@ -262,3 +262,60 @@ fn the_asking_agent_answers_and_resumes_nothing_of_its_own_before_any_store_call
         assert!(!touches.is_empty(), "{}: reaches the store", caller.actor());
     }
 }
+
+#[test]
+fn a_promotion_needs_the_shared_flag_and_an_entry_id_before_any_store_call() {
+    // Without can_write_shared: the one check refuses, naming the flag.
+    let err = refused(
+        &worker(),
+        "checkmarks",
+        json!({"action": "promote", "namespace": "alpha", "entry_id": 7}),
+    );
+    assert!(matches!(err, Error::Denied(_)), "{err}");
+    assert!(err.to_string().contains("can_write_shared"), "{err}");
+    let mut flagged = worker().scopes;
+    flagged.flags.insert(crate::scope::Flag::CanWriteShared);
+    let sharer = agent("d1", flagged);
+    // With it, but outside its namespaces.
+    let err = refused(
+        &sharer,
+        "checkmarks",
+        json!({"action": "promote", "namespace": "beta", "entry_id": 7}),
+    );
+    assert!(err.to_string().contains("\"beta\""), "{err}");
+    // Bad input names the field.
+    for (args, field) in [
+        (
+            json!({"action": "promote", "namespace": "alpha"}),
+            "entry_id",
+        ),
+        (
+            json!({"action": "promote", "namespace": "alpha", "entry_id": 0}),
+            "entry_id",
+        ),
+        (
+            json!({"action": "promote", "namespace": "alpha", "entry_id": "7"}),
+            "entry_id",
+        ),
+        (
+            json!({"action": "promote", "namespace": "alpha", "entry_id": 1.5}),
+            "entry_id",
+        ),
+        (json!({"action": "promote", "entry_id": 7}), "namespace"),
+    ] {
+        let err = refused(&sharer, "checkmarks", args.clone());
+        assert!(
+            err.to_string().contains(field),
+            "{args}: names {field}: {err}"
+        );
+    }
+    // The flag holder and the admin get past the check to the store.
+    for caller in [sharer, Caller::admin("octo")] {
+        let (_, touches) = run(
+            &caller,
+            "checkmarks",
+            json!({"action": "promote", "namespace": "alpha", "entry_id": 7}),
+        );
+        assert_eq!(touches, ["namespace_exists"], "{}", caller.actor());
+    }
+}

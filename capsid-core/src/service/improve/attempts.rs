@@ -8,8 +8,6 @@
 //! only the holder of the namespace's driver lease may. Either way the attempt is added and
 //! dispatched through the `RunStore` as keyed updates.
 
-use std::collections::BTreeMap;
-
 use serde_json::json;
 
 use super::ImproveCx;
@@ -29,6 +27,7 @@ use crate::improve::night::{
     protected_hits,
 };
 use crate::improve::roster::RunCondition;
+use crate::improve::workflows::ScoreDispatch;
 use crate::ports::{
     Advance, Advanced, AttemptRow, AttemptUpdate, Change, Contents, DocumentWrite, FileWrite,
     ModelMessage, ModelRequest, ModelRole, NewAttempt, RepoHost, RepoHostError, RepoRef, RunRow,
@@ -137,12 +136,13 @@ impl ImproveCx<'_> {
     ) -> Result<String> {
         let branch = a.branch.clone().unwrap_or_else(|| attempt_branch(&a.id));
         if let (Some(host), Some(repo)) = (&self.repo_host, self.loop_repo(&run.namespace).await?) {
-            let inputs = BTreeMap::from([
-                ("namespace".to_owned(), run.namespace.clone()),
-                ("run_id".to_owned(), run.id.clone()),
-                ("attempt_id".to_owned(), a.id.clone()),
-                ("head_sha".to_owned(), head.to_owned()),
-            ]);
+            let inputs = ScoreDispatch {
+                namespace: &run.namespace,
+                run_id: &run.id,
+                attempt_id: &a.id,
+                head_sha: head,
+            }
+            .inputs();
             if let Err(e) = host
                 .dispatch_workflow(&repo, SCORE_WORKFLOW, &branch, &inputs)
                 .await

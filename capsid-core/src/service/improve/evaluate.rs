@@ -9,8 +9,6 @@
 //! report writes nothing; then the evaluation is recorded with its audit row and the
 //! lifecycle applied as a keyed status change.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -20,6 +18,7 @@ use super::score::ScoreError;
 use crate::error::Result;
 use crate::improve::judging::LOOP_ACTOR;
 use crate::improve::report::{ReportRefusal, verify_envelope};
+use crate::improve::workflows::ProbeDispatch;
 use crate::ports::{Expect, SettingChange, SkillEvaluationRow, SkillRow};
 use crate::service::Area as _;
 use crate::skills::offer::namespaces_admit;
@@ -173,19 +172,20 @@ impl ImproveCx<'_> {
                         skipped += 1;
                         continue;
                     }
-                    let mut inputs = BTreeMap::from([
-                        ("namespace".to_owned(), ns.to_owned()),
-                        ("skill".to_owned(), skill.id.clone()),
-                        ("version".to_owned(), skill.version.to_string()),
-                        ("probe_set_version".to_owned(), psv.clone()),
-                        ("edit".to_owned(), edit.to_string()),
-                    ]);
                     let body_ref = if edit {
                         format!("{}/{}", skill.source_namespace, edit_body_path(&skill.id))
                     } else {
                         format!("{}/{}", skill.source_namespace, skill.body_ref)
                     };
-                    inputs.insert("body_ref".to_owned(), body_ref.clone());
+                    let inputs = ProbeDispatch {
+                        namespace: ns,
+                        skill: &skill.id,
+                        version: skill.version,
+                        probe_set_version: &psv,
+                        edit,
+                        body_ref: &body_ref,
+                    }
+                    .inputs();
                     if let Err(e) = host
                         .dispatch_workflow(&repo, PROBE_WORKFLOW, &branch, &inputs)
                         .await

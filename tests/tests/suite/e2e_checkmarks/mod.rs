@@ -5,6 +5,7 @@
 
 mod authority;
 mod flow;
+mod promote;
 mod refusals;
 
 use capsid_core::ports::AuditFilter;

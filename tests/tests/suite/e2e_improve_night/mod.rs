@@ -6,10 +6,12 @@
 //! its pull request closed), an attempt flagged for a protected path, one timed out, the
 //! six-hour cap and the finish, the drift gate pausing the namespace, the opener refusing a
 //! paused namespace and a mismatched pin, and a budget cap stopping the loop.
-//! `subscription.rs` holds subscription mode: the signed task document and the driver lease.
+//! `subscription.rs` holds subscription mode: the signed task document and the driver lease;
+//! `workflows.rs` the shipped scorer workflow's own steps against the server.
 
 mod abstraction;
 mod subscription;
+mod workflows;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -43,7 +45,8 @@ pub(crate) struct Env {
     pub(crate) g: FakeGitHub,
     pub(crate) model: FakeModel,
     pub(crate) http: reqwest::Client,
-    _dir: tempfile::TempDir,
+    /// The holdout store's folder.
+    pub(crate) _dir: tempfile::TempDir,
 }
 
 type Case = for<'a> fn(&'a Env) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
@@ -776,4 +779,5 @@ both_stores! {
     super::abstraction::a_kept_attempt_and_a_verified_job_become_candidates => abstraction_api,
     super::abstraction::a_decline_and_a_bad_answer_spend_the_source_and_write_no_skill => abstraction_declined,
     super::abstraction::subscription_proposals_come_only_from_the_lease_holder => abstraction_subscription,
+    super::workflows::the_shipped_scorer_takes_the_dispatch_and_its_report_is_kept => shipped_scorer,
 }

@@ -6,10 +6,12 @@
 //! live → retired on two non-positive; an accepted edit bumping the version and resetting
 //! the evidence; a tie rejecting the edit and the next optimizer prompt carrying it.
 //! `refusals.rs` holds one case per refusal of `POST /improve/probe`, each writing nothing;
-//! `subscription.rs` the driver's `propose_edit`.
+//! `subscription.rs` the driver's `propose_edit`; `workflows.rs` the shipped probe workflow's
+//! own steps against the server.
 
 mod refusals;
 mod subscription;
+mod workflows;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,7 +37,7 @@ pub(crate) const REPO: &str = "octo/proj";
 const MODEL_KEY: &str = "sk-fake-model-key";
 const START: &str = "2026-12-01T12:00:00Z";
 pub(crate) const PROBES_MD: &str = "# Probes\n\n- fix a flaky test\n- add a retry\n";
-const BODY: &str = "Step one.\nStep two.\nStep three.\nStep four.\nStep five.";
+pub(crate) const BODY: &str = "Step one.\nStep two.\nStep three.\nStep four.\nStep five.";
 
 /// What a case gets.
 pub(crate) struct Env {
@@ -486,4 +488,5 @@ both_stores! {
     super::a_tie_rejects_the_edit_and_the_next_prompt_carries_it => tie_rejects,
     super::refusals::every_refusal_writes_nothing => refusals,
     super::subscription::the_lease_holder_proposes_an_edit => subscription_edit,
+    super::workflows::the_shipped_probe_takes_the_dispatch_reads_and_reports => shipped_probe,
 }
