@@ -197,7 +197,13 @@ fi
 
 step "cargo test"
 disk
-cargo test --workspace --locked
+# A full disk shows up as a linker killed by SIGBUS: say how much was left when it fails.
+cargo test --workspace --locked || {
+  status=$?
+  echo "cargo test failed (exit $status); free disk now:" >&2
+  disk >&2
+  exit "$status"
+}
 
 step "mutation testing: the core rules this change touched (scripts/mutants.sh --bounded)"
 # The mutants of capsid-core's rule files in the lines changed since the parent commit (a

@@ -161,6 +161,12 @@ pub enum NamespacesCommand {
         /// "" clears). The git gateway and the hooks read it.
         #[arg(long, value_name = "BRANCHES")]
         protected_branches: Option<String>,
+        /// Dispatch bounds: depth=N (how deep a chain of dispatched jobs may go), children=N
+        /// (how many children a job without a role may post), <role>=N (how many a job of that
+        /// role may), comma separated (unset: depth 3, children 5, each role's own count:
+        /// scout 1, planner 3, junior 3, senior 1, deploy 0; "" clears).
+        #[arg(long, value_name = "LIMITS")]
+        dispatch_limits: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -468,6 +474,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
             runtime,
             migration_tools,
             protected_branches,
+            dispatch_limits,
             json,
         } => (
             "update_namespace",
@@ -480,6 +487,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
                 "runtime": runtime,
                 "migration_tools": migration_tools,
                 "protected_branches": protected_branches,
+                "dispatch_limits": dispatch_limits,
             }),
             *json,
         ),

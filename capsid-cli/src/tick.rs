@@ -19,7 +19,7 @@ use crate::config::{self, GlobalArgs};
 /// `capsid tick`.
 #[derive(Debug, Clone, Args)]
 pub struct TickArgs {
-    /// Only this task (sweep, ci-poll, backup, auto-merge, watcher, improve, intake), whether due
+    /// Only this task (sweep, ci-poll, backup, auto-merge, watcher, improve, intake, scouts), whether due
     /// or not.
     #[arg(long)]
     pub task: Option<String>,

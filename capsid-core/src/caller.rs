@@ -92,6 +92,12 @@ pub enum Principal {
     /// The intake: posts tracker issues as jobs, scoped to `jobs.post` in the namespaces its
     /// signed policy names, no flags.
     Intake,
+    /// The scout schedules (issue 55): post a scheduled scout job in the namespace its
+    /// signed schedule names, scoped to `jobs.post` there, no flags.
+    Scheduler,
+    /// The pipeline (issue 55): posts a finished junior's review and an approved pull
+    /// request's deploy in their namespace, scoped to `jobs.post` there, no flags.
+    Pipeline,
     /// The `capsid` command line, run by whoever holds the database: an admin.
     Cli {
         /// The operating-system user who ran it.
@@ -195,6 +201,27 @@ impl Caller {
         }
     }
 
+    /// The scout schedules: they may post jobs in `namespace` (the one a signed schedule names)
+    /// and nothing else.
+    pub fn scheduler(namespace: &str) -> Caller {
+        let axes = serde_json::json!({"namespaces": [namespace], "tools": ["jobs", "jobs.post"],
+                                      "grants": ["write"]});
+        Caller {
+            principal: Principal::Scheduler,
+            scopes: Scopes::parse(Some(&axes.to_string())),
+        }
+    }
+
+    /// The pipeline: it may post jobs in `namespace` (the hand-off's) and nothing else.
+    pub fn pipeline(namespace: &str) -> Caller {
+        let axes = serde_json::json!({"namespaces": [namespace], "tools": ["jobs", "jobs.post"],
+                                      "grants": ["write"]});
+        Caller {
+            principal: Principal::Pipeline,
+            scopes: Scopes::parse(Some(&axes.to_string())),
+        }
+    }
+
     /// The actor string written to audit rows, `claimed_by` and outcome rows.
     pub fn actor(&self) -> String {
         match &self.principal {
@@ -204,6 +231,8 @@ impl Caller {
             Principal::ImproveLoop => "improve-loop".to_owned(),
             Principal::Watcher => "watcher".to_owned(),
             Principal::Intake => crate::intake::INTAKE_ACTOR.to_owned(),
+            Principal::Scheduler => crate::jobs::scout::SCOUT_ACTOR.to_owned(),
+            Principal::Pipeline => crate::jobs::pipeline::PIPELINE_ACTOR.to_owned(),
             Principal::Cli { user } => format!("cli:{user}"),
             Principal::Run { driver, job_id } => format!("agent:{driver}/run:{job_id}"),
         }

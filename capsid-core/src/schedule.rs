@@ -26,11 +26,13 @@ pub enum Task {
     /// Labelled tracker issues taken in as signed jobs by the signed intake policy, and the
     /// loop between each issue and its job closed.
     Intake,
+    /// Scheduled scouts: each signed scout schedule's job posted once per its window.
+    Scouts,
 }
 
 impl Task {
     /// Every task, in run order.
-    pub const ALL: [Task; 7] = [
+    pub const ALL: [Task; 8] = [
         Task::Sweep,
         Task::CiPoll,
         Task::Backup,
@@ -38,6 +40,7 @@ impl Task {
         Task::Watcher,
         Task::Improve,
         Task::Intake,
+        Task::Scouts,
     ];
 
     /// The name the CLI, the tool, the tick report and the metrics use.
@@ -50,6 +53,7 @@ impl Task {
             Task::Watcher => "watcher",
             Task::Improve => "improve",
             Task::Intake => "intake",
+            Task::Scouts => "scouts",
         }
     }
 
@@ -100,7 +104,7 @@ impl Task {
     pub fn time_bound_ms(self) -> u64 {
         let ms = match self {
             Task::Sweep | Task::Watcher => 60 * SECOND_MS,
-            Task::CiPoll | Task::AutoMerge | Task::Intake => 2 * MINUTE_MS,
+            Task::CiPoll | Task::AutoMerge | Task::Intake | Task::Scouts => 2 * MINUTE_MS,
             Task::Improve => 4 * MINUTE_MS,
             Task::Backup => 30 * MINUTE_MS,
         };

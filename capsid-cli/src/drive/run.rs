@@ -15,6 +15,7 @@ use capsid_core::drive::verdict::{
     self, Close, GitFacts, HookState, RunFacts, human_gate_in, pr_url_in, tests_added,
 };
 use capsid_core::jobs::block::command_from_summary;
+use capsid_core::jobs::pipeline::RunMerge;
 use capsid_core::jobs::signature::split_signed;
 use serde_json::{Value, json};
 
@@ -406,6 +407,12 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         _ => git_facts(&wt, &base_sha, "HEAD", report.as_ref(), &run.stdout).await,
     };
     let resume_command = resume_hint(r, &agent);
+    let merges = match role {
+        Some(role) if role.ships == capsid_core::jobs::role::Ships::Merge => {
+            run_merges(r, &id).await?
+        }
+        _ => Vec::new(),
+    };
     let mut run_facts = RunFacts {
         agent_exit: run.exit,
         report: report.as_ref(),
@@ -417,6 +424,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         gates_tampered: tampered.as_deref(),
         role,
         last_tests: last_tests.as_deref(),
+        merges: &merges,
     };
     let (tests, build) = if verdict::before_gates(&run_facts).is_some() {
         (None, None)
@@ -565,6 +573,26 @@ async fn hide_path(wt: &Path, rel: &str) {
 
 /// The driver's checkmark, when it belongs to this job, and the last test verdict its hooks
 /// recorded there (`pass`, `fail`).
+/// The merges this job's run made or was refused, as the server recorded them (the `merges`
+/// of `jobs get`, a deploy's): what its verdict is decided on, never the agent's word.
+async fn run_merges(r: &Ready, id: &str) -> Result<Vec<RunMerge>> {
+    #[derive(serde::Deserialize)]
+    struct Got {
+        #[serde(default)]
+        merges: Option<Vec<RunMerge>>,
+    }
+    let got = r
+        .mcp
+        .ok(
+            "jobs",
+            json!({"action": "get", "id": id, "namespace": r.namespace}),
+        )
+        .await?;
+    let got: Got = serde_json::from_value(got)
+        .context("the server's answer to jobs get has merges this driver cannot read")?;
+    Ok(got.merges.unwrap_or_default())
+}
+
 async fn hook_state(r: &Ready, agent: &str, id: &str) -> (Option<HookState>, Option<String>) {
     let Ok(got) = r
         .mcp

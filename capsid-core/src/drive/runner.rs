@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::credential::CredentialRef;
 use crate::autonomy::gates::MigrationTools;
+use crate::jobs::dispatch::DispatchLimits;
 
 /// The longest command or path accepted.
 pub const RUNNER_FIELD_MAX: usize = 2048;
@@ -45,6 +46,10 @@ pub struct RunnerSettings {
     /// remote's default branch is always one); unset: main, master and the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected_branches: Option<String>,
+    /// The namespace's dispatch bounds, `depth=N,children=N,<role>=N` (unset: a chain three
+    /// deep, five children for a job without a role, each role's own count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatch_limits: Option<String>,
 }
 
 /// The fields an update names: `Some("")` clears, `None` keeps.
@@ -123,6 +128,13 @@ impl RunnerSettings {
             )?
             .map(|t| super::hooks::parse_protected_branches(&t).map(|names| names.join(",")))
             .transpose()?,
+            dispatch_limits: field(
+                "dispatch_limits",
+                &self.dispatch_limits,
+                &patch.dispatch_limits,
+            )?
+            .map(|t| DispatchLimits::parse(&t).map(|l| l.to_setting()))
+            .transpose()?,
         };
         if let Some(r) = &next.runtime {
             crate::drive::runtime::RuntimeKind::parse("runtime", r)?;
@@ -167,6 +179,14 @@ impl RunnerSettings {
         self.protected_branches
             .as_deref()
             .and_then(|t| super::hooks::parse_protected_branches(t).ok())
+    }
+
+    /// The namespace's dispatch bounds (unset or unreadable: the defaults).
+    pub fn dispatch_limits(&self) -> DispatchLimits {
+        self.dispatch_limits
+            .as_deref()
+            .and_then(|t| DispatchLimits::parse(t).ok())
+            .unwrap_or_default()
     }
 
     /// The migration tools the namespace's gate recognises (unset: `d1`).

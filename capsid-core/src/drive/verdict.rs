@@ -10,7 +10,8 @@ use super::hooks::{Branches, HookInput, PrePlan, plan_pre_tool_use};
 use super::stream::SessionReport;
 use super::tail;
 use crate::checkmarks::AgentStatus;
-use crate::jobs::role::{Role, ships_nothing_by_design};
+use crate::jobs::pipeline::RunMerge;
+use crate::jobs::role::{Role, Ships, ships_nothing_by_design};
 
 /// What `jobs block` and `jobs fail` accept for a reason or a command.
 pub const JOB_TEXT_MAX: usize = 1000;
@@ -112,6 +113,9 @@ pub struct RunFacts<'a> {
     /// The last test verdict the hooks saw in the session (`pass`, `fail`; the checkmark's
     /// `tests_status`), told with a run that shipped nothing.
     pub last_tests: Option<&'a str>,
+    /// The merges the run made or was refused, as the server recorded them (a deploy's; empty
+    /// for other roles): a deploy run is done when one merged, blocked on the gate's refusal.
+    pub merges: &'a [RunMerge],
 }
 
 /// The first command the session was refused because only a human may run it (a push to a
@@ -238,7 +242,11 @@ pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
         });
     }
     let ships_nothing = ships_nothing_by_design(f.role);
-    if let Some(role) = f.role.filter(|_| ships_nothing && f.git.commits > 0) {
+    let merges = f.role.is_some_and(|r| r.ships == Ships::Merge);
+    if let Some(role) = f
+        .role
+        .filter(|_| (ships_nothing || merges) && f.git.commits > 0)
+    {
         return Some(Close::Fail {
             reason: bounded(&format!(
                 "A {} ships no code, and {} commit(s) reached the job's branch: the run is not taken as done. Post the change as a junior's job.",
@@ -253,6 +261,9 @@ pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .unwrap_or("The agent finished.");
+        if merges && let Some(close) = deploy_close(f.merges, said) {
+            return Some(close);
+        }
         let hooks_saw = match f.last_tests {
             Some("fail") => " The last test run the hooks saw in the session failed.",
             Some("pass") => " The last test run the hooks saw in the session passed.",
@@ -284,6 +295,38 @@ pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
         });
     }
     None
+}
+
+/// A deploy run that committed nothing: done when the server recorded a merge by its run,
+/// blocked on the gate's refusal (with the approval that lets it through) when it recorded
+/// only refusals; `None` when the run tried no merge (it fails as nothing shipped).
+fn deploy_close(merges: &[RunMerge], said: &str) -> Option<Close> {
+    if let Some(m) = merges.iter().rev().find(|m| m.merged) {
+        return Some(Close::Complete {
+            summary: bounded(&format!(
+                "{said} Measured by the server: this deploy run merged {}#{}{} through the gate, so the test gate was skipped (a deploy ships a merge, not code).",
+                m.repo,
+                m.number,
+                m.sha
+                    .as_deref()
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default()
+            )),
+            evidence: json!({"commits": 0, "files_changed": 0, "tests_added": 0}),
+            scout: true,
+        });
+    }
+    let refused = merges.iter().rev().find(|m| m.refusal.is_some())?;
+    Some(Close::Block {
+        reason: bounded(&format!(
+            "The gate refused this deploy run's merge of {}#{}: {}",
+            refused.repo,
+            refused.number,
+            refused.refusal.as_deref().unwrap_or_default()
+        )),
+        command: bounded(refused.approve_command.as_deref().unwrap_or_default()),
+        question: false,
+    })
 }
 
 /// How the run closes its job.
@@ -466,7 +509,84 @@ mod tests {
             gates_tampered: None,
             role: None,
             last_tests: None,
+            merges: &[],
         }
+    }
+
+    #[test]
+    fn a_deploy_is_done_on_the_servers_merge_and_blocks_on_the_gates_refusal() {
+        let git = GitFacts {
+            commits: 0,
+            files_changed: 0,
+            tests_added: 0,
+            pr: None,
+            clean_tree: true,
+            unshipped_commits: 0,
+        };
+        let deploy = crate::jobs::role::parse("role", "deploy").unwrap();
+        let refused = RunMerge {
+            repo: "o/r".into(),
+            number: 7,
+            merged: false,
+            sha: Some("h1".into()),
+            refusal: Some("no approval of h1 stands".into()),
+            approve_command: Some(
+                "capsid jobs approve --namespace demo --repo o/r --pr 7 --head h1".into(),
+            ),
+        };
+        let merged = RunMerge {
+            merged: true,
+            sha: Some("m1".into()),
+            refusal: None,
+            approve_command: None,
+            ..refused.clone()
+        };
+        let with = |merges: &[RunMerge]| {
+            let mut f = facts(None, &git);
+            f.role = Some(deploy);
+            before_gates(&RunFacts { merges, ..f })
+        };
+        // No merge tried: nothing shipped.
+        assert!(
+            matches!(with(&[]), Some(Close::Fail { reason }) if reason.starts_with("Nothing shipped: a deploy ships a merge"))
+        );
+        // Refused: blocked on the gate's reason, with the approval that lets it through.
+        let Some(Close::Block {
+            reason,
+            command,
+            question,
+        }) = with(std::slice::from_ref(&refused))
+        else {
+            panic!("a refused deploy blocks");
+        };
+        assert!(
+            reason.contains("o/r#7: no approval of h1 stands"),
+            "{reason}"
+        );
+        assert_eq!(
+            command,
+            "capsid jobs approve --namespace demo --repo o/r --pr 7 --head h1"
+        );
+        assert!(!question);
+        // Refused, then merged (after an approval): done, tests skipped.
+        let Some(Close::Complete { summary, scout, .. }) = with(&[refused.clone(), merged]) else {
+            panic!("a merged deploy is done");
+        };
+        assert!(
+            summary.contains("merged o/r#7 (m1) through the gate"),
+            "{summary}"
+        );
+        assert!(scout);
+        // A deploy whose commits reached its branch is not done.
+        let committed = GitFacts {
+            commits: 1,
+            ..git.clone()
+        };
+        let mut f = facts(None, &committed);
+        f.role = Some(deploy);
+        assert!(
+            matches!(before_gates(&f), Some(Close::Fail { reason }) if reason.starts_with("A deploy ships no code"))
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod lease;
 pub mod mirror;
 pub mod model;
 pub mod outcome;
+pub mod pipeline;
 pub mod post;
 pub mod pr_url;
 pub mod record;
@@ -20,6 +21,7 @@ pub mod review;
 pub mod role;
 pub mod run_credential;
 pub mod schema;
+pub mod scout;
 pub mod signature;
 pub mod spend;
 pub mod state;
@@ -51,6 +53,9 @@ pub const AUDIT_JOB_RESUMED: &str = "job-resumed";
 pub const AUDIT_JOB_LEASE_EXPIRED: &str = "job-lease-expired";
 /// Audit action: a job failed its signature check at claim or resume.
 pub const AUDIT_JOB_SIGNATURE_REFUSED: &str = "job-signature-refused";
+/// Audit action: a dispatch from a job was refused (past the namespace's bounds on depth or
+/// count, a parent the poster does not hold, another namespace), on the parent's trail.
+pub const AUDIT_JOB_DISPATCH_REFUSED: &str = "job-dispatch-refused";
 /// Audit action: a review asked for changes and the job stayed with its holder.
 pub const AUDIT_JOB_REVIEW_CHANGES: &str = "job-review-changes";
 /// Audit action: the admin failed a job nobody had finished.

@@ -48,6 +48,10 @@ pub struct Role {
     pub instructions: &'static str,
     /// The cap a job of this role gets when it names none, in micro-dollars.
     pub max_cost_micros: u64,
+    /// How many jobs one job of this role may dispatch, unless the namespace's
+    /// `dispatch_limits` setting says otherwise (a scout dispatches one planner; a deploy
+    /// dispatches nothing).
+    pub dispatches: i64,
 }
 
 impl Role {
@@ -90,10 +94,10 @@ impl Role {
 const SCOUT: &str = "\
 You look for work; you do not do it.
 
-1. Read the namespace's watermark document (the job's body names it) with Capsid's `memory` tool: it holds what earlier scouts already reported.
+1. Read the namespace's watermark document (the job's body names it) with Capsid's `read` tool: it holds what earlier scouts already reported (it may not exist yet).
 2. Look for what the job's brief asks about, and compare it with the watermark.
 3. Nothing new: say so in one sentence and stop. That is a complete run; do not post a job.
-4. Something new: post one planner job with `jobs` (action `post`, `parent` this job, `role` `planner`) describing what you found, then update the watermark document.
+4. Something new: post one planner job with `jobs` (action `post`, `parent` this job, `role` `planner`) describing what you found, then update the watermark document with Capsid's `write` tool (`confirm: true` when it exists).
 5. Never edit, commit or push code: a scout ships nothing, and the gateway refuses a scout's push.
 ";
 
@@ -138,6 +142,7 @@ pub const BUILT_IN: [Role; 5] = [
         description: "Capsid's scout role: look for new work against the watermark; a quiet run changes nothing",
         ships: Ships::Nothing,
         instructions: SCOUT,
+        dispatches: 1,
         max_cost_micros: 500_000,
     },
     Role {
@@ -145,6 +150,7 @@ pub const BUILT_IN: [Role; 5] = [
         description: "Capsid's planner role: turn a finding into a committed spec and dispatch a junior",
         ships: Ships::Spec,
         instructions: PLANNER,
+        dispatches: 3,
         max_cost_micros: 2_000_000,
     },
     Role {
@@ -152,6 +158,7 @@ pub const BUILT_IN: [Role; 5] = [
         description: "Capsid's junior role: build the change with tests and push it for review",
         ships: Ships::Code,
         instructions: JUNIOR,
+        dispatches: 3,
         max_cost_micros: 10_000_000,
     },
     Role {
@@ -159,6 +166,7 @@ pub const BUILT_IN: [Role; 5] = [
         description: "Capsid's senior role: review another agent's pull request without changing it",
         ships: Ships::Nothing,
         instructions: SENIOR,
+        dispatches: 1,
         max_cost_micros: 2_000_000,
     },
     Role {
@@ -166,6 +174,7 @@ pub const BUILT_IN: [Role; 5] = [
         description: "Capsid's deploy role: merge a reviewed pull request through the gate and ship it",
         ships: Ships::Merge,
         instructions: DEPLOY,
+        dispatches: 0,
         max_cost_micros: 1_000_000,
     },
 ];

@@ -152,6 +152,9 @@ pub fn run_scopes(namespace: &str, role: Option<&str>) -> Scopes {
     // merges (and only with another agent's standing approval of the head, checked at the
     // merge); nobody else's credential can.
     match role {
+        // A scout keeps its watermark, a namespace document under `scouts/` (the write tool
+        // refuses a run credential anywhere else).
+        Some("scout") => tools.push("write".to_owned()),
         Some("senior") => {
             tools.extend(["jobs.approve", "jobs.reject"].map(str::to_owned));
             flags.insert(Flag::CanCommentPr);

@@ -90,8 +90,8 @@ mod tests {
     fn handler_sources_never_name_the_store() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/service");
         // The files that wire contexts from the service, or are the service's own
-        // maintenance (the scheduler, backups, restore, metrics, the autonomy and CI-poll
-        // tasks the leader runs): none of them is reached by a handler except through
+        // maintenance (the scheduler, backups, restore, metrics, the autonomy, CI-poll and
+        // scout tasks the leader runs): none of them is reached by a handler except through
         // the improve area's `Ticker`.
         let wiring = [
             "mod.rs",
@@ -104,6 +104,7 @@ mod tests {
             "backup",
             "autonomy",
             "checkmarks/ci_poll.rs",
+            "scouts.rs",
             "tests.rs",
             "gate_props.rs",
         ];

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod registry;
 mod repo;
 mod schedule;
+mod scouts;
 mod surfaces;
 
 pub use agents::Resolved;

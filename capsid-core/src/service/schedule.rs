@@ -186,7 +186,7 @@ impl Service {
                 Task::Sweep => report.swept = count(&run.report, "swept"),
                 Task::CiPoll => report.ci_resolved = count(&run.report, "resolved"),
                 Task::Backup => report.backed_up = run.report["backed_up"] == json!(true),
-                Task::AutoMerge | Task::Watcher | Task::Improve | Task::Intake => {}
+                Task::AutoMerge | Task::Watcher | Task::Improve | Task::Intake | Task::Scouts => {}
             }
             report.ran.push(run);
         }
@@ -264,6 +264,7 @@ impl Service {
             Task::Watcher => super::to_json(self.watcher_tick().await?),
             Task::Improve => self.improve().improve_loop_tick().await,
             Task::Intake => super::to_json(self.intake_pass().await?),
+            Task::Scouts => super::to_json(self.scout_pass().await?),
         }
     }
 

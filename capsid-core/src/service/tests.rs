@@ -371,6 +371,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "runtime",
             "migration_tools",
             "protected_branches",
+            "dispatch_limits",
         ],
     ),
     ("list_repo_tree", &["*namespace", "repo", "path", "ref"]),

@@ -212,7 +212,7 @@ fn unnest_repos(value: &mut Value) {
 
 /// The runner settings `POST /api/projects` takes beside the namespace and its repositories
 /// (`update_namespace`'s), and the monthly budget.
-const PROJECT_SETTINGS: [&str; 10] = [
+const PROJECT_SETTINGS: [&str; 11] = [
     "root_dir",
     "test_command",
     "build_command",
@@ -222,6 +222,7 @@ const PROJECT_SETTINGS: [&str; 10] = [
     "runtime",
     "migration_tools",
     "protected_branches",
+    "dispatch_limits",
     "monthly_budget_usd",
 ];
 
@@ -325,6 +326,7 @@ fn runner_patch(settings: &Value) -> Result<capsid_core::drive::runner::RunnerPa
         runtime: text("runtime")?,
         migration_tools: text("migration_tools")?,
         protected_branches: text("protected_branches")?,
+        dispatch_limits: text("dispatch_limits")?,
     })
 }
 

@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 
 use super::{ALPHA, agent, setup_alpha};
 
-capsid_tests::github_cases!(a_deploy_run_merges_only_with_another_agents_approval_of_the_head,);
+capsid_tests::github_cases!(
+    a_deploy_run_merges_only_with_another_agents_approval_of_the_head,
+    the_pipeline_hands_a_juniors_pull_request_to_a_senior_and_its_approval_to_a_deploy,
+);
 
 /// Posts a job of `role` and claims it as `driver`; the job's id and a client holding the
 /// claim's run credential.
@@ -123,5 +126,167 @@ async fn a_deploy_run_merges_only_with_another_agents_approval_of_the_head(
             .await,
         4,
         "every approval recorded is audited"
+    );
+}
+
+/// The jobs of namespace alpha titled `title`.
+async fn titled(c: &Client, title: &str) -> Vec<Value> {
+    let listed = c
+        .ok("jobs", json!({"action": "list", "namespace": "alpha"}))
+        .await;
+    listed["jobs"]
+        .as_array()
+        .map(|jobs| {
+            jobs.iter()
+                .filter(|j| j["title"] == title)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A junior's job with a pull request of its `capsid/<job>` branch, completed by its driver
+/// with the pull request as its result; the job id, the pull request and its head.
+async fn junior_done(
+    s: &TestServer,
+    g: &FakeGitHub,
+    junior: &Client,
+    title: &str,
+) -> (String, u64, String) {
+    let (job, _) = claimed_run(s, junior, title, "junior").await;
+    let branch = format!("capsid/{job}");
+    let head = g.commit(ALPHA, &branch, &[("w.txt", Some(title))], "Work");
+    let pr = g.open_pull(ALPHA, &branch, "main", title, "");
+    let done = junior
+        .ok(
+            "jobs",
+            json!({"action": "complete", "id": job, "namespace": "alpha",
+                   "result_summary": "Built it.", "result_ref": format!("https://github.com/{ALPHA}/pull/{pr}")}),
+        )
+        .await;
+    assert_eq!(done["ok"], true, "{done}");
+    assert_eq!(done["job"]["status"], "done", "{done}");
+    (job, pr, head)
+}
+
+async fn the_pipeline_hands_a_juniors_pull_request_to_a_senior_and_its_approval_to_a_deploy(
+    s: &TestServer,
+    g: &FakeGitHub,
+) {
+    setup_alpha(s, g).await;
+    let flags = json!({"can_comment_pr": true});
+    let junior = agent(s, "junior", &["read", "write"], flags.clone()).await;
+    let senior = agent(s, "senior", &["read", "write"], flags.clone()).await;
+    let deployer = agent(s, "deployer", &["read", "write"], flags).await;
+    let (job, pr, head) = junior_done(s, g, &junior, "Build it").await;
+
+    // The junior's job done with its pull request: a senior review of it, by the pipeline.
+    let review = titled(&senior, &format!("Review {ALPHA}#{pr}")).await;
+    assert_eq!(review.len(), 1, "{review:?}");
+    let review = &review[0];
+    assert_eq!(review["role"], "senior", "{review}");
+    assert_eq!(review["parent_id"], job.as_str(), "{review}");
+    assert_eq!(review["posted_by"], "pipeline", "{review}");
+    let claimed = senior
+        .ok(
+            "jobs",
+            json!({"action": "claim", "id": review["id"], "namespace": "alpha"}),
+        )
+        .await;
+    assert_eq!(claimed["ok"], true, "{claimed}");
+    assert!(
+        claimed["job"]["body"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!("at head {head}")),
+        "{claimed}"
+    );
+    let senior_run = s
+        .client(
+            claimed["run_credential"]
+                .as_str()
+                .expect("a run credential"),
+        )
+        .await;
+    assert!(
+        titled(&senior, &format!("Merge {ALPHA}#{pr}"))
+            .await
+            .is_empty()
+    );
+
+    // The senior approves the head: a deploy job to merge it, whose run merges through the gate.
+    let approved = senior_run
+        .ok(
+            "jobs",
+            json!({"action": "approve", "namespace": "alpha", "pull_request": pr, "head_sha": head, "body": "Reviewed."}),
+        )
+        .await;
+    assert_eq!(approved["ok"], true, "{approved}");
+    let deploy = titled(&deployer, &format!("Merge {ALPHA}#{pr}")).await;
+    assert_eq!(deploy.len(), 1, "{deploy:?}");
+    assert_eq!(deploy[0]["role"], "deploy", "{deploy:?}");
+    assert_eq!(deploy[0]["parent_id"], job.as_str(), "{deploy:?}");
+    let claimed = deployer
+        .ok(
+            "jobs",
+            json!({"action": "claim", "id": deploy[0]["id"], "namespace": "alpha"}),
+        )
+        .await;
+    assert!(
+        claimed["job"]["body"]
+            .as_str()
+            .unwrap_or("")
+            .contains("which agent:senior approved"),
+        "{claimed}"
+    );
+    let deploy_run = s
+        .client(
+            claimed["run_credential"]
+                .as_str()
+                .expect("a run credential"),
+        )
+        .await;
+    let merged = deploy_run
+        .ok(
+            "manage_pr",
+            json!({"namespace": "alpha", "number": pr, "action": "merge"}),
+        )
+        .await;
+    assert_eq!(merged["merged"], true, "{merged}");
+
+    // Bounded like any dispatch: a junior allowed one child gets its review, and the deploy
+    // past the bound is refused and recorded against the junior's job.
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "dispatch_limits": "junior=1"}),
+    )
+    .await;
+    let (job2, pr2, head2) = junior_done(s, g, &junior, "Build more").await;
+    assert_eq!(
+        titled(&senior, &format!("Review {ALPHA}#{pr2}"))
+            .await
+            .len(),
+        1
+    );
+    senior
+        .ok(
+            "jobs",
+            json!({"action": "approve", "namespace": "alpha", "pull_request": pr2, "head_sha": head2, "body": "Fine."}),
+        )
+        .await;
+    assert!(
+        titled(&senior, &format!("Merge {ALPHA}#{pr2}"))
+            .await
+            .is_empty()
+    );
+    let probe = s.probe.as_ref().expect("raw SQL");
+    assert_eq!(
+        probe
+            .count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE action = 'job-dispatch-refused' AND path = 'jobs/{job2}.md'"
+            ))
+            .await,
+        1,
+        "the refused hand-off is recorded against the junior's job"
     );
 }

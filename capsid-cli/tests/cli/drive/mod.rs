@@ -14,6 +14,7 @@ mod boxed_pr;
 mod claude;
 mod claude_boxed;
 mod claude_rehearse;
+mod deploy;
 mod roles;
 mod runtimes;
 mod support;

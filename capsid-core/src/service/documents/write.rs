@@ -160,6 +160,15 @@ impl DocumentsCx<'_> {
         let (ns_arg, path) = (&a.namespace.0, a.path.as_str());
         let ns = ns_arg.as_str();
         let allow = a.allow_improve_paths == Some(true);
+        // A run credential writes only a scout's watermark (only a scout's carries `write`).
+        if let Some(job) = caller.run_job()
+            && !crate::jobs::scout::run_may_write(path)
+        {
+            return Err(Error::Forbidden(format!(
+                "write: the run credential of {job} writes only under {}, not {path}",
+                crate::jobs::scout::RUN_WRITABLE_DIR
+            )));
+        }
         // Step 1: metadata and links, then the namespace registry.
         let meta = check_meta(
             ns_arg,

@@ -72,6 +72,11 @@ pub struct JobDone {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<f64>")]
     pub max_cost_usd: Option<crate::drive::ledger::Usd>,
+    /// `get` of a job whose role merges (a deploy) while it is held: the merges its run made or
+    /// was refused, from the server's own records, oldest first (what the driver's verdict on
+    /// the run is decided on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merges: Option<Vec<crate::jobs::pipeline::RunMerge>>,
     /// `raise` of a blocked job: whether the raise answered its driver's open question about
     /// the job and asked for the session to resume (`false`: no such question was open).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,6 +110,7 @@ impl JobDone {
             run_credential: None,
             skills: None,
             max_cost_usd: None,
+            merges: None,
             resumed: None,
             spent_usd: None,
             spend: None,

@@ -241,6 +241,10 @@ impl JobsCx<'_> {
             at: now,
         };
         self.reviews.record_review(review, audit).await?;
+        // An approval of a junior's pull request: the pipeline posts its deploy.
+        if verdict == Verdict::Approve {
+            self.hand_off_deploy(ns, &full, &facts, &reviewer).await?;
+        }
         let note = match verdict {
             Verdict::Approve => format!(
                 "{reviewer} approved {full}#{number} at {head}: a merge of exactly this head by an agent other than its author and {reviewer} counts it."

@@ -169,19 +169,28 @@ impl JobsCx<'_> {
             .as_ref()
             .map(|c| c.as_str().trim())
             .filter(|c| !c.is_empty());
-        self.commit_finish(
-            caller,
-            &job,
-            act,
-            block_reason,
-            command,
-            a.result_ref.as_ref().map(|r| r.0.clone()),
-            evidence,
-            reviewed_by,
-            Some(&report),
-            &mapped,
-        )
-        .await
+        let answer = self
+            .commit_finish(
+                caller,
+                &job,
+                act,
+                block_reason,
+                command,
+                a.result_ref.as_ref().map(|r| r.0.clone()),
+                evidence,
+                reviewed_by,
+                Some(&report),
+                &mapped,
+            )
+            .await?;
+        // A junior's job done with its pull request: the pipeline posts its review.
+        if let JobsAnswer::Done(done) = &answer
+            && done.job.status == JobStatus::Done
+        {
+            self.hand_off_review(&done.job, done.job.result_ref.as_deref(), &mapped)
+                .await?;
+        }
+        Ok(answer)
     }
 
     /// The namespace's mapped repositories (`owner/name`); none when it cannot be read.
@@ -195,7 +204,7 @@ impl JobsCx<'_> {
     }
 
     /// The pull request's head commit, or why it could not be read.
-    async fn pull_head(&self, pr: &PrUrl) -> std::result::Result<String, String> {
+    pub(super) async fn pull_head(&self, pr: &PrUrl) -> std::result::Result<String, String> {
         let repo = RepoRef {
             owner: pr.owner.clone(),
             name: pr.repo.clone(),

@@ -7,9 +7,11 @@ mod answer;
 mod approval;
 mod budget;
 mod claim;
+mod dispatch;
 mod doors;
 mod finish;
 mod meter;
+mod pipeline;
 mod resume;
 mod skills;
 
@@ -34,7 +36,7 @@ use crate::caller::Caller;
 use crate::docs::bounds;
 use crate::error::{Error, Result};
 use crate::ids::new_job_id;
-use crate::jobs::dispatch::{plan_dispatch, too_many_children};
+use crate::jobs::dispatch::{Poster, plan_dispatch, too_many_children};
 use crate::jobs::post::{check_post_text, refuse_swallowed_tag};
 use crate::jobs::requirements::JobRequirements;
 use crate::jobs::signature::{JobTerms, seal_job};
@@ -338,6 +340,18 @@ impl JobsCx<'_> {
         a: JobsArgs,
         id: String,
     ) -> Result<JobsAnswer> {
+        self.post_job_by(caller, a, id, false).await
+    }
+
+    /// `post` under `id`, by the pipeline (`by_pipeline`: a hand-off from a parent it need not
+    /// hold) or by `caller` (a dispatch only from a parent the caller holds).
+    pub(crate) async fn post_job_by(
+        &self,
+        caller: &Caller,
+        a: JobsArgs,
+        id: String,
+        by_pipeline: bool,
+    ) -> Result<JobsAnswer> {
         let act = JobsAction::Post;
         let (Some(ns), Some(title), Some(body)) = (&a.namespace, &a.title, &a.body) else {
             return Ok(refuse(act, "post needs namespace, title and body"));
@@ -399,9 +413,17 @@ impl JobsCx<'_> {
                     ));
                 };
                 parent_role = crate::jobs::role::of_job(parent_job.role.as_deref());
-                match plan_dispatch(&parent_job, &caller.holder_actor(), Some(ns.as_str())) {
+                let limits = self.dispatch_limits(ns.as_str()).await?;
+                let holder = caller.holder_actor();
+                let poster = match by_pipeline {
+                    true => Poster::Pipeline,
+                    false => Poster::Holder(&holder),
+                };
+                match plan_dispatch(&parent_job, poster, Some(ns.as_str()), &limits) {
                     Ok(d) => Some(d),
-                    Err(why) => return Ok(refuse(act, why)),
+                    Err(why) => {
+                        return self.refuse_dispatch(caller, &parent_job, &title, why).await;
+                    }
                 }
             }
         };
@@ -468,12 +490,18 @@ impl JobsCx<'_> {
             },
             at: now,
         };
+        let job_namespace = job.namespace.clone();
         match self.jobs.post_job(job, audit, mirror_fn(now)).await {
             Ok(job) => Ok(done(act, job)),
-            Err(StoreError::Conflict(m)) if m.starts_with(DISPATCH_LIMIT) => Ok(refuse(
-                act,
-                too_many_children(dispatch.as_ref().map_or("", |d| d.parent_id.as_str())),
-            )),
+            Err(StoreError::Conflict(m)) if m.starts_with(DISPATCH_LIMIT) => {
+                let Some(d) = dispatch.as_ref() else {
+                    return Err(StoreError::Conflict(m).into());
+                };
+                let why = too_many_children(&d.parent_id, d.max_children);
+                self.audit_dispatch_refusal(caller, &job_namespace, &d.parent_id, &title, &why)
+                    .await?;
+                Ok(refuse(act, why))
+            }
             Err(StoreError::Conflict(_)) => Ok(refuse(
                 act,
                 format!(
@@ -531,7 +559,9 @@ impl JobsCx<'_> {
         };
         let spend = self.job_spend(&job.id).await?;
         let doors = self.jobs.job_doors(&job.id).await?;
+        let merges = self.run_merges(&job).await?;
         let mut answer = JobDone::new(JobsAction::Get, job);
+        answer.merges = merges;
         answer.outcome = Some(JobOutcome::Stored(outcome));
         answer.spend = Some(spend);
         answer.doors = Some(doors);

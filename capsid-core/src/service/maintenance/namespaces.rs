@@ -82,6 +82,11 @@ pub struct UpdateArgs {
     /// separated (the remote's default branch is always one; unset: main, master and the
     /// default); "" clears.
     pub protected_branches: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
+    /// Runner (admin only): the dispatch bounds, `depth=N,children=N,<role>=N` (how deep a
+    /// chain of dispatched jobs may go, how many children a job without a role may post, and
+    /// how many a job of a role may; unset: depth 3, children 5, each role's own count); ""
+    /// clears.
+    pub dispatch_limits: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
 }
 
 /// A monthly budget as `update_namespace` takes it: dollars, or `"none"` to clear.
@@ -128,6 +133,7 @@ impl UpdateArgs {
             }),
             migration_tools: v(&self.migration_tools),
             protected_branches: v(&self.protected_branches),
+            dispatch_limits: v(&self.dispatch_limits),
         }
     }
 }
@@ -293,7 +299,7 @@ impl MaintenanceCx<'_> {
         let Some(repos) = &a.repos else {
             if !RunnerSettings::names_any(&patch) {
                 return Err(Error::Invalid(
-                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref, job_max_cost_usd, runtime, migration_tools, protected_branches), or monthly_budget_usd".into(),
+                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref, job_max_cost_usd, runtime, migration_tools, protected_branches, dispatch_limits), or monthly_budget_usd".into(),
                 ));
             }
             return self.update_runner(caller, &ns, &patch).await;

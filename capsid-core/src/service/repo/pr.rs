@@ -12,10 +12,11 @@ use crate::error::{Error, Result};
 use crate::jobs::approval::{
     HEAD_REVIEWS_MAX, Standing, job_of_branch, standing_approval_excluding,
 };
+use crate::jobs::pipeline::{MERGE_REFUSED_ACTION, approve_command};
 use crate::ports::RepoHostError;
-use crate::service::Confirmer;
 use crate::service::repo::args::{DeleteBranchArgs, ManagePrArgs, PrAction};
 use crate::service::repo::{IMPROVE_BRANCH_PREFIX, Target, check_positive, check_ref, host_error};
+use crate::service::{Area, Confirmer};
 
 fn cleanup(branch: Option<&str>, deleted: bool, note: Option<String>) -> HeadCleanup {
     HeadCleanup {
@@ -289,17 +290,31 @@ impl RepoCx<'_> {
             .into_iter()
             .filter(|r| r.repo.eq_ignore_ascii_case(&full) && r.number == number)
             .collect();
-        Ok(
-            match standing_approval_excluding(&excluded, ns, &head, &recorded) {
-                Standing::Approved(_) => None,
-                Standing::None(why) => Some(format!(
-                    "{full}#{number} is not merged: a driven run merges only with a standing approval of its current head by an agent other than its author{} and the merging run's driver ({merger}); {why}",
-                    author
-                        .as_deref()
-                        .map(|a| format!(" ({a})"))
-                        .unwrap_or_default()
-                )),
-            },
-        )
+        let why = match standing_approval_excluding(&excluded, ns, &head, &recorded) {
+            Standing::Approved(_) => return Ok(None),
+            Standing::None(why) => format!(
+                "{full}#{number} is not merged: a driven run merges only with a standing approval of its current head by an agent other than its author{} and the merging run's driver ({merger}); {why}",
+                author
+                    .as_deref()
+                    .map(|a| format!(" ({a})"))
+                    .unwrap_or_default()
+            ),
+        };
+        // Recorded on the run's job: the deploy run's verdict blocks on the gate's own refusal
+        // and the approval that lets it through, never on what the agent says of it.
+        let job_id = caller.run_job().unwrap_or_default();
+        let entry = crate::ports::AuditEntry {
+            actor: caller.actor(),
+            action: MERGE_REFUSED_ACTION.into(),
+            namespace: Some(ns.to_owned()),
+            path: Some(crate::jobs::job_doc_path(job_id)),
+            params: serde_json::json!({
+                "job_id": job_id, "repo": full, "number": number, "head_sha": head,
+                "refusal": why, "approve_command": approve_command(ns, &full, number, &head),
+            }),
+            at: self.now(),
+        };
+        self.audit_log.append_audit(entry).await?;
+        Ok(Some(why))
     }
 }

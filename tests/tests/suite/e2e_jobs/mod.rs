@@ -4,6 +4,7 @@
 
 mod budget;
 mod crowd;
+mod dispatch_bounds;
 mod doors;
 mod evidence;
 mod ledger;
@@ -12,6 +13,7 @@ mod queue;
 mod resume;
 mod role;
 mod runtime;
+mod scouts;
 mod skill_merges;
 mod skills;
 mod spawn;

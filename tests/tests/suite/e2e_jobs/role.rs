@@ -53,7 +53,13 @@ async fn a_job_names_its_role_gets_its_cap_and_its_children_keep_it(s: &TestServ
     );
 
     // The driver claims the scout (the highest priority is equal: the oldest first) and
-    // dispatches from it: a child naming no role is a scout too; one naming planner is one.
+    // dispatches from it: a child naming no role is a scout too; one naming planner is one
+    // (two children: the namespace lets a scout dispatch two, a scout's own count being one).
+    s.admin(
+        "update_namespace",
+        json!({"namespace": "alpha", "dispatch_limits": "scout=2"}),
+    )
+    .await;
     let claimed = d
         .ok(
             "jobs",

@@ -10,7 +10,8 @@ use crate::e2e_checkmarks::api;
 async fn projects_and_agents_are_spawned_through_curl_alone(s: &TestServer) {
     let register = r#"{"namespace": "spawned", "repo": "octo/spawned",
         "root_dir": "/srv/spawned", "test_command": "sh test.sh", "runtime": "codex",
-        "protected_branches": "main,release", "job_max_cost_usd": 4}"#;
+        "protected_branches": "main,release", "job_max_cost_usd": 4,
+        "dispatch_limits": "scout=2, depth=2"}"#;
     let (status, made, _) = api(s, Some(OP_WRITE), "POST", "/api/projects", Some(register)).await;
     assert_eq!(status, 201, "{made}");
     let project = &made["project"];
@@ -23,6 +24,10 @@ async fn projects_and_agents_are_spawned_through_curl_alone(s: &TestServer) {
         "{made}"
     );
     assert_eq!(project["runner"]["job_max_cost_usd"], "4", "{made}");
+    assert_eq!(
+        project["runner"]["dispatch_limits"], "depth=2,children=5,scout=2",
+        "{made}"
+    );
 
     // A bad setting registers nothing, naming the field; so does an unknown field.
     for (body, names) in [
@@ -33,6 +38,10 @@ async fn projects_and_agents_are_spawned_through_curl_alone(s: &TestServer) {
         (
             r#"{"namespace": "broken", "repo": "octo/b", "runtime": "aider"}"#,
             "runtime",
+        ),
+        (
+            r#"{"namespace": "broken", "repo": "octo/b", "dispatch_limits": "depth=x"}"#,
+            "dispatch_limits: depth must be a whole number",
         ),
         (
             r#"{"namespace": "broken", "repo": "octo/b", "colour": "red"}"#,
