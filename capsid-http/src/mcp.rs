@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use capsid_core::caller::Caller;
 use capsid_core::error::Error;
-use capsid_core::service::metrics::{outcome_label, tool_label};
+use capsid_core::service::metrics::{checkpoint_namespace, outcome_label, tool_label};
 use capsid_core::service::{
     CHECKMARK_TEMPLATE, CONFIRM_WAIT_MS, CompletionRef, Confirmer, Consent, Service, ToolListing,
     output_schema, pretty, resource_mime, unknown_arguments,
@@ -323,6 +323,9 @@ impl ServerHandler for CapsidMcp {
                 outcome_label(&answer),
                 started.elapsed().as_secs_f64(),
             );
+            if let Some(namespace) = checkpoint_namespace(&request.name, &answer) {
+                m.record_checkpoint(namespace);
+            }
         }
         let result = match answer {
             Ok(value) => {

@@ -2,9 +2,11 @@
 //! `prometheus-client`, behind a bearer key with the read grant.
 //!
 //! Process figures live in [`Metrics`] (requests by route and status, tool calls by tool and
-//! outcome with a latency histogram of fixed buckets, scheduler ticks and their errors, build
-//! info); the store's figures (jobs, queues, leases, backup age, pools) are asked of the core
-//! at each scrape and registered for that scrape only, so a series never outlives its value.
+//! outcome with a latency histogram of fixed buckets, checkpoints recorded per namespace,
+//! scheduler ticks and their errors, build info); the store's figures (jobs, queues, runs in
+//! progress and their spend, agents by status, questions waiting for a person, leases, backup
+//! age, pools) are asked of the core at each scrape and registered for that scrape only, so a
+//! series never outlives its value and every replica reports the same.
 //! Labels are closed sets (route templates, tool names from the table, outcome names,
 //! registered namespaces): never an agent name, a path or an id.
 
@@ -83,6 +85,12 @@ struct NamespaceLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AgentLabels {
+    namespace: String,
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LeaseLabel {
     state: &'static str,
 }
@@ -106,6 +114,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     tool_calls: Family<ToolLabels, Counter>,
     tool_latency: LatencyFamily,
+    checkpoints: Family<NamespaceLabel, Counter>,
     ticks: Family<TickLabels, Counter>,
     tick_errors: Family<TaskLabel, Counter>,
     build: Family<BuildLabels, Gauge>,
@@ -118,6 +127,7 @@ impl Metrics {
             requests: Family::default(),
             tool_calls: Family::default(),
             tool_latency: Family::new_with_constructor(latency_histogram),
+            checkpoints: Family::default(),
             ticks: Family::default(),
             tick_errors: Family::default(),
             build: Family::default(),
@@ -148,6 +158,15 @@ impl Metrics {
         self.tool_latency
             .get_or_create(&ToolName { tool })
             .observe(seconds);
+    }
+
+    /// Counts one checkpoint recorded in `namespace` (a registered one: the core accepted it).
+    pub fn record_checkpoint(&self, namespace: &str) {
+        self.checkpoints
+            .get_or_create(&NamespaceLabel {
+                namespace: namespace.to_owned(),
+            })
+            .inc();
     }
 
     /// The calls of `tool` that ended with `outcome` so far (what `/metrics` reports).
@@ -236,8 +255,28 @@ impl Metrics {
         );
         if let Some(g) = gauges {
             register_store_gauges(&mut r, g);
+            register_agent_gauges(&mut r, g);
+            r.register(
+                "checkpoints",
+                "Checkpoints this replica recorded, per namespace (rate() * 60 gives checkpoints per minute; sum over replicas)",
+                self.checkpoints_of(g),
+            );
         }
         r
+    }
+
+    /// This process's checkpoint counts of the namespaces the scrape shows (the store's
+    /// figures name them: registered, readable by the scraper, within the series bound).
+    fn checkpoints_of(&self, g: &Gauges) -> Family<NamespaceLabel, Counter> {
+        let shown: Family<NamespaceLabel, Counter> = Family::default();
+        for a in &g.agents {
+            let label = NamespaceLabel {
+                namespace: a.namespace.clone(),
+            };
+            let n = self.checkpoints.get(&label).map_or(0, |c| c.get());
+            shown.get_or_create(&label).inc_by(n);
+        }
+        shown
     }
 }
 
@@ -245,6 +284,72 @@ fn gauge(value: u64) -> Gauge {
     let g = Gauge::default();
     g.set(i64::try_from(value).unwrap_or(i64::MAX));
     g
+}
+
+fn count(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The agents' figures: by status, questions waiting for a person and the oldest one's age, and
+/// runs in progress with what the ledger holds for them.
+fn register_agent_gauges(r: &mut Registry, g: &Gauges) {
+    let agents: Family<AgentLabels, Gauge> = Family::default();
+    let waiting: Family<NamespaceLabel, Gauge> = Family::default();
+    let oldest: Family<NamespaceLabel, SecondsGauge> = Family::default();
+    for a in &g.agents {
+        for (status, n) in &a.by_status {
+            agents
+                .get_or_create(&AgentLabels {
+                    namespace: a.namespace.clone(),
+                    status: status.as_str(),
+                })
+                .set(count(*n));
+        }
+        let label = NamespaceLabel {
+            namespace: a.namespace.clone(),
+        };
+        waiting
+            .get_or_create(&label)
+            .set(count(a.questions_waiting));
+        oldest
+            .get_or_create(&label)
+            .set(a.oldest_question_seconds.unwrap_or(0.0));
+    }
+    r.register(
+        "agents",
+        "Agents by namespace and the status of their checkmark",
+        agents,
+    );
+    r.register(
+        "questions_waiting",
+        "Agents' questions waiting for a person's answer, per namespace",
+        waiting,
+    );
+    r.register_with_unit(
+        "question_oldest_age",
+        "Age of the oldest question waiting for a person per namespace (0 when none waits)",
+        Unit::Seconds,
+        oldest,
+    );
+    let runs: Family<NamespaceLabel, Gauge> = Family::default();
+    let spend: Family<NamespaceLabel, SecondsGauge> = Family::default();
+    for q in &g.queues {
+        let label = NamespaceLabel {
+            namespace: q.namespace.clone(),
+        };
+        runs.get_or_create(&label).set(count(q.runs_in_progress));
+        spend.get_or_create(&label).set(q.run_spend_usd);
+    }
+    r.register(
+        "runs_in_progress",
+        "Runs in progress (claimed jobs) per namespace",
+        runs,
+    );
+    r.register(
+        "run_spend_usd",
+        "US dollars the job ledger holds for the runs in progress so far (their metered model calls), per namespace",
+        spend,
+    );
 }
 
 fn register_store_gauges(r: &mut Registry, g: &Gauges) {

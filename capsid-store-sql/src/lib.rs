@@ -78,25 +78,25 @@ macro_rules! sql_ports {
             use capsid_core::backup::tables::TableSpec;
             use capsid_core::checkmarks::CiStatus;
             use capsid_core::docs::document::{Document, DocumentSummary};
-            use capsid_core::jobs::Job;
             use capsid_core::jobs::outcome::OutcomeRow;
+            use capsid_core::jobs::{Job, JobStatus};
             use capsid_core::ports::{
-                Advance, Advanced, AgentRow, AgentStore, AttemptRow, AuditEntry, AuditFilter,
-                AuditLog, AuditRow, Backlinks, BackupStore, CheckmarkStore, CheckmarkTransition,
-                CheckmarkView, CheckpointAuditFn, CiStore, ClaimOutcome, ClaimRequest, CodeRow,
-                ConsoleSessionRow, DocFilter, DocWithActor, DocumentStore, DocumentWrite, DumpSink,
-                EdgeTuple, ImproveRunTotals, ImproveStore, IntakeChange, IntakeIssueRow,
-                IntakeStore, JobCounts, JobFilter, JobGaugeRow, JobStore, JobTransition,
-                LeaderLease, LogEntryRow, LoginStateRow, MirrorFn, NamespaceBudget, NamespaceRow,
-                NamespaceSpend, NamespaceStore, NewAgent, NewAttempt, NewCheckpoint, NewGrant,
-                NewIntakeIssue, NewJob, NewReview, NewRun, NewToken, OAuthClientRow, OAuthStore,
-                Packet, PacketRows, PendingCi, PoolUsage, Proposed, ProposedSkill, Pruned,
-                Redemption, ReviewRow, ReviewStore, Rotation, RowSource, RunOpened, RunRow,
-                RunStore, RunUpdate, ScoreRow, SearchHit, SettingChange, SettingsStore,
-                SharedEntry, SkillEditRow, SkillEvaluationRow, SkillFailureRow, SkillOfferRow,
-                SkillRow, SkillSource, SkillSourceStore, SkillStore, StatusCount, StoreGauges,
-                StoreHealth, StoreResult, SweepAuditFn, TokenRow, TransferError, VersionRow,
-                VersionSummary, WriteGuard, WriteReceipt,
+                Advance, Advanced, AgentGaugeRow, AgentRow, AgentStore, AttemptRow, AuditEntry,
+                AuditFilter, AuditLog, AuditRow, Backlinks, BackupStore, CheckmarkStore,
+                CheckmarkTransition, CheckmarkView, CheckpointAuditFn, CiStore, ClaimOutcome,
+                ClaimRequest, CodeRow, ConsoleSessionRow, DocFilter, DocWithActor, DocumentStore,
+                DocumentWrite, DumpSink, EdgeTuple, ImproveRunTotals, ImproveStore, IntakeChange,
+                IntakeIssueRow, IntakeStore, JobCounts, JobFilter, JobGaugeRow, JobStore,
+                JobTransition, LeaderLease, LedgerSpendRow, LogEntryRow, LoginStateRow, MirrorFn,
+                NamespaceBudget, NamespaceRow, NamespaceSpend, NamespaceStore, NewAgent,
+                NewAttempt, NewCheckpoint, NewGrant, NewIntakeIssue, NewJob, NewReview, NewRun,
+                NewToken, OAuthClientRow, OAuthStore, Packet, PacketRows, PendingCi, PoolUsage,
+                Proposed, ProposedSkill, Pruned, Redemption, ReviewRow, ReviewStore, Rotation,
+                RowSource, RunOpened, RunRow, RunStore, RunUpdate, ScoreRow, SearchHit,
+                SettingChange, SettingsStore, SharedEntry, SkillEditRow, SkillEvaluationRow,
+                SkillFailureRow, SkillOfferRow, SkillRow, SkillSource, SkillSourceStore,
+                SkillStore, StatusCount, StoreGauges, StoreHealth, StoreResult, SweepAuditFn,
+                TokenRow, TransferError, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
             };
             use capsid_core::time::Timestamp;
 
@@ -318,6 +318,15 @@ macro_rules! sql_ports {
             impl StoreGauges for $store {
                 async fn job_gauges(&self, now: Timestamp) -> StoreResult<Vec<JobGaugeRow>> {
                     $crate::gauges::job_gauges(self, now).await
+                }
+                async fn agent_gauges(&self) -> StoreResult<Vec<AgentGaugeRow>> {
+                    $crate::gauges::agent_gauges(self).await
+                }
+                async fn ledger_spend_by_status(
+                    &self,
+                    status: JobStatus,
+                ) -> StoreResult<Vec<LedgerSpendRow>> {
+                    $crate::gauges::ledger_spend_by_status(self, status).await
                 }
                 fn pool_usage(&self) -> Vec<PoolUsage> {
                     $crate::Engine::pool_usage(self)

@@ -169,6 +169,13 @@ pub enum AnswerRefusal {
     Unanswered,
 }
 
+/// Whether a checkmark waits for a person's answer: its agent waits on a human, it asked a
+/// question, and nobody has answered the entry it links to (the console's Answer forms, the
+/// questions `/metrics` counts).
+pub fn waits_for_answer(status: AgentStatus, asked: bool, answered: bool) -> bool {
+    status.waits_on_a_human() && asked && !answered
+}
+
 /// The step an answer takes (`resume`: answer and resume), or why it is refused: the agent must
 /// wait on a human, its entry must have asked, and nobody may have answered yet.
 pub fn answer_step(w: &Waiting<'_>, resume: bool) -> Result<Step, AnswerRefusal> {
@@ -418,6 +425,16 @@ mod tests {
             Err(CheckpointRefusal::SkippedNeedsCleanTree),
             "something shipped: the gate cannot be skipped"
         );
+    }
+
+    #[test]
+    fn only_an_unanswered_question_of_a_waiting_agent_waits_for_a_person() {
+        assert!(waits_for_answer(S::PausedForInput, true, false));
+        assert!(waits_for_answer(S::Blocked, true, false));
+        assert!(!waits_for_answer(S::PausedForInput, true, true), "answered");
+        assert!(!waits_for_answer(S::Blocked, false, false), "asked nothing");
+        assert!(!waits_for_answer(S::Working, true, false), "not waiting");
+        assert!(!waits_for_answer(S::Done, true, false), "not waiting");
     }
 
     #[test]

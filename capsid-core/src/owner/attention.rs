@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use super::OwnerService;
 use super::console::require_owner;
 use crate::caller::Caller;
+use crate::checkmarks::AgentStatus;
+use crate::checkmarks::rules;
 use crate::error::Result;
 use crate::jobs::JobStatus;
 use crate::jobs::block::command_from_summary;
@@ -42,9 +44,16 @@ pub fn failing_tail(summary: &str) -> String {
 
 /// Whether a checkmark waits for the owner's answer (the console's Answer forms).
 pub fn waits_for_answer(c: &Value) -> bool {
-    matches!(c["status"].as_str(), Some("paused_for_input" | "blocked"))
-        && c["open_question"].is_string()
-        && c["answer"].is_null()
+    c["status"]
+        .as_str()
+        .and_then(AgentStatus::parse)
+        .is_some_and(|status| {
+            rules::waits_for_answer(
+                status,
+                c["open_question"].is_string(),
+                !c["answer"].is_null(),
+            )
+        })
 }
 
 /// The status a checkmark shows, given the status of the job it names: `working` on a job

@@ -50,7 +50,7 @@ pub use documents::{
     NamespaceBudget, NamespaceRow, NamespaceSpend, NamespaceStore, Order, Packet, PacketRows,
     Prefix, SearchHit, Selection, VersionRow, VersionSummary, WriteGuard, WriteReceipt,
 };
-pub use gauges::{JobGaugeRow, PoolUsage, StoreGauges};
+pub use gauges::{AgentGaugeRow, JobGaugeRow, LedgerSpendRow, PoolUsage, StoreGauges};
 pub use improve::{
     ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
     SkillOfferRow, SkillRow, SkillStore,

@@ -1,6 +1,8 @@
 //! What `/metrics` reports from the store, and the bounded labels of tool calls: who may
-//! scrape (the read grant, through the one scope check), the job, queue and lease gauges of
-//! the namespaces the scraper may read, the backup's age, and the pools' usage.
+//! scrape (the read grant, through the one scope check), the job, queue, run and lease gauges
+//! and the agents' (by status, questions waiting for a person) of the namespaces the scraper
+//! may read, the backup's age, and the pools' usage; and which namespace a tool call recorded
+//! a checkpoint in (the process's checkpoint counter).
 //!
 //! Labels are closed sets: a tool label is a registered tool's name or `unknown`, an outcome is
 //! one of [`OUTCOMES`], a namespace is a registered one the scraper may read. Agent names,
@@ -12,10 +14,12 @@ use serde_json::Value;
 
 use super::Service;
 use crate::caller::Caller;
+use crate::checkmarks::AgentStatus;
+use crate::checkmarks::rules::waits_for_answer;
 use crate::error::{Error, Result};
 use crate::improve::keys::BACKUP_LAST_OK_KEY;
 use crate::jobs::JobStatus;
-use crate::ports::PoolUsage;
+use crate::ports::{AgentGaugeRow, PoolUsage};
 use crate::scope::{Grant, Need};
 #[cfg(test)]
 use crate::service::registry::REGISTRY;
@@ -57,6 +61,23 @@ pub struct QueueGauge {
     pub spent_usd: f64,
     /// The monthly budget that applies (its own, else the server's default), if any.
     pub budget_usd: Option<f64>,
+    /// Runs in progress: its claimed jobs.
+    pub runs_in_progress: u64,
+    /// US dollars the ledger holds for those runs so far (their metered model calls).
+    pub run_spend_usd: f64,
+}
+
+/// One namespace's agents, as their checkmarks say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentGauge {
+    /// The namespace (registered, readable by the scraper).
+    pub namespace: String,
+    /// Agents by the status of their checkmark; every status is present.
+    pub by_status: Vec<(AgentStatus, u64)>,
+    /// Questions waiting for a person's answer.
+    pub questions_waiting: u64,
+    /// Seconds since the oldest waiting question was asked; `None` when none waits.
+    pub oldest_question_seconds: Option<f64>,
 }
 
 /// The store's figures at one instant.
@@ -66,6 +87,9 @@ pub struct Gauges {
     pub jobs_by_status: Vec<(JobStatus, u64)>,
     /// Per namespace, sorted by name.
     pub queues: Vec<QueueGauge>,
+    /// Per namespace, sorted by name (the namespaces of `queues`, and any other readable one
+    /// an agent checkpointed in, within the same bound).
+    pub agents: Vec<AgentGauge>,
     /// Namespaces beyond [`MAX_NAMESPACE_SERIES`].
     pub namespaces_left_out: usize,
     /// Claimed jobs whose lease is live.
@@ -77,6 +101,18 @@ pub struct Gauges {
     pub backup_age_seconds: f64,
     /// The store's connection pools.
     pub pools: Vec<PoolUsage>,
+}
+
+/// The tool whose successful calls the checkpoint counter counts.
+pub const CHECKPOINT_TOOL: &str = "checkpoint";
+
+/// The namespace a tool call recorded a checkpoint in: a successful `checkpoint` answer's (a
+/// registered namespace the core accepted). Any other call records none.
+pub fn checkpoint_namespace<'a>(tool: &str, answer: &'a Result<Value>) -> Option<&'a str> {
+    if tool != CHECKPOINT_TOOL {
+        return None;
+    }
+    answer.as_ref().ok()?["log_entry"]["namespace"].as_str()
 }
 
 /// The label of a tool name: the name itself when it is in the registry, else `unknown` (a
@@ -157,20 +193,31 @@ impl Service {
             if row.status == JobStatus::Claimed {
                 lapsed += row.lapsed_leases;
                 live += row.count.saturating_sub(row.lapsed_leases);
+                queue_of(&mut queues, &row.namespace).runs_in_progress += row.count;
             }
             if row.status == JobStatus::Queued {
-                let queue = queues
-                    .entry(row.namespace.clone())
-                    .or_insert_with(|| empty_queue(row.namespace.clone()));
+                let queue = queue_of(&mut queues, &row.namespace);
                 queue.depth += row.count;
                 queue.oldest_queued_seconds = row.oldest_created.map(|t| seconds_since(now, t));
             }
         }
+        for row in self
+            .store
+            .ledger_spend_by_status(JobStatus::Claimed)
+            .await?
+        {
+            if allowed(&row.namespace) {
+                queue_of(&mut queues, &row.namespace).run_spend_usd = row.spent.dollars();
+            }
+        }
+        let rows = self.store.agent_gauges().await?;
+        let agents = agent_gauges(queues.keys(), rows, &allowed, now);
         let namespaces_left_out = queues.len().saturating_sub(MAX_NAMESPACE_SERIES);
         let backup = self.store.setting(BACKUP_LAST_OK_KEY, now).await?;
         Ok(Gauges {
             jobs_by_status: by_status,
             queues: queues.into_values().take(MAX_NAMESPACE_SERIES).collect(),
+            agents,
             namespaces_left_out,
             leases_live: live,
             leases_lapsed: lapsed,
@@ -187,7 +234,55 @@ fn empty_queue(namespace: String) -> QueueGauge {
         oldest_queued_seconds: None,
         spent_usd: 0.0,
         budget_usd: None,
+        runs_in_progress: 0,
+        run_spend_usd: 0.0,
     }
+}
+
+fn queue_of<'a>(queues: &'a mut BTreeMap<String, QueueGauge>, ns: &str) -> &'a mut QueueGauge {
+    queues
+        .entry(ns.to_owned())
+        .or_insert_with(|| empty_queue(ns.to_owned()))
+}
+
+fn empty_agents(namespace: String) -> AgentGauge {
+    AgentGauge {
+        namespace,
+        by_status: AgentStatus::ALL.iter().map(|s| (*s, 0)).collect(),
+        questions_waiting: 0,
+        oldest_question_seconds: None,
+    }
+}
+
+/// The agents' gauges of `namespaces` and of every other namespace of `rows` that `allowed`
+/// lets the scraper read, sorted by name and bounded like the queues: agents by status, and the
+/// groups whose question waits for a person counted with the age of their oldest.
+fn agent_gauges<'a>(
+    namespaces: impl Iterator<Item = &'a String>,
+    rows: Vec<AgentGaugeRow>,
+    allowed: &impl Fn(&str) -> bool,
+    now: Timestamp,
+) -> Vec<AgentGauge> {
+    let mut agents: BTreeMap<String, AgentGauge> = namespaces
+        .map(|ns| (ns.clone(), empty_agents(ns.clone())))
+        .collect();
+    for row in rows.into_iter().filter(|r| allowed(&r.namespace)) {
+        let gauge = agents
+            .entry(row.namespace.clone())
+            .or_insert_with(|| empty_agents(row.namespace.clone()));
+        if let Some((_, n)) = gauge.by_status.iter_mut().find(|(s, _)| *s == row.status) {
+            *n += row.count;
+        }
+        if waits_for_answer(row.status, row.asked, row.answered) {
+            gauge.questions_waiting += row.count;
+            let age = row.oldest_checkpoint.map(|t| seconds_since(now, t));
+            gauge.oldest_question_seconds = match (gauge.oldest_question_seconds, age) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    agents.into_values().take(MAX_NAMESPACE_SERIES).collect()
 }
 
 /// Seconds from `then` to `now`, never negative (a clock step back reads as zero).
@@ -250,6 +345,94 @@ mod tests {
             assert_eq!(outcome_label(&result), label, "{result:?}");
             assert!(OUTCOMES.contains(&label));
         }
+    }
+
+    #[test]
+    fn only_a_successful_checkpoint_names_its_namespace() {
+        assert_eq!(tool_label(CHECKPOINT_TOOL), CHECKPOINT_TOOL);
+        let answer: Result<Value> = Ok(serde_json::json!({
+            "checkmark_id": 1, "log_entry_id": 2,
+            "checkmark": {"namespace": "alpha"}, "log_entry": {"namespace": "alpha"},
+        }));
+        assert_eq!(
+            checkpoint_namespace(CHECKPOINT_TOOL, &answer),
+            Some("alpha")
+        );
+        assert_eq!(checkpoint_namespace("checkmarks", &answer), None);
+        let refused: Result<Value> = Err(Error::Invalid("checkpoint: question".into()));
+        assert_eq!(checkpoint_namespace(CHECKPOINT_TOOL, &refused), None);
+    }
+
+    #[test]
+    fn agents_count_by_status_and_only_unanswered_questions_wait() {
+        let now = Timestamp::parse("2026-05-02T00:10:00Z").unwrap();
+        let at = |t: &str| Timestamp::parse(t);
+        let row = |ns: &str, status, asked, answered, count, oldest: &str| AgentGaugeRow {
+            namespace: ns.to_owned(),
+            status,
+            asked,
+            answered,
+            count,
+            oldest_checkpoint: at(oldest),
+        };
+        let rows = vec![
+            row(
+                "alpha",
+                AgentStatus::Working,
+                false,
+                false,
+                2,
+                "2026-05-02T00:00:00Z",
+            ),
+            row(
+                "alpha",
+                AgentStatus::PausedForInput,
+                true,
+                false,
+                1,
+                "2026-05-02T00:09:00Z",
+            ),
+            row(
+                "alpha",
+                AgentStatus::Blocked,
+                true,
+                false,
+                1,
+                "2026-05-02T00:05:00Z",
+            ),
+            row(
+                "alpha",
+                AgentStatus::PausedForInput,
+                true,
+                true,
+                1,
+                "2026-05-01T00:00:00Z",
+            ),
+            row(
+                "hidden",
+                AgentStatus::Blocked,
+                true,
+                false,
+                4,
+                "2026-05-01T00:00:00Z",
+            ),
+        ];
+        let registered = ["alpha".to_owned(), "beta".to_owned()];
+        let gauges = agent_gauges(registered.iter(), rows, &|ns| ns != "hidden", now);
+        assert_eq!(gauges.len(), 2, "{gauges:?}");
+        let alpha = &gauges[0];
+        assert_eq!(
+            alpha.by_status,
+            [
+                (AgentStatus::Working, 2),
+                (AgentStatus::PausedForInput, 2),
+                (AgentStatus::Blocked, 1),
+                (AgentStatus::Done, 0),
+            ]
+        );
+        assert_eq!(alpha.questions_waiting, 2);
+        assert_eq!(alpha.oldest_question_seconds, Some(300.0));
+        assert_eq!(gauges[1], empty_agents("beta".to_owned()));
     }
 
     #[test]

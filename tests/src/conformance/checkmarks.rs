@@ -84,7 +84,7 @@ pub(crate) fn plain_audit(
 }
 
 /// An answer (and resume, when `resume`) of `view`'s entry, stepping from `from`.
-fn answer(
+pub(crate) fn answer(
     view: &CheckmarkView,
     from: AgentStatus,
     text: &str,

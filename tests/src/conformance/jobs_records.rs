@@ -618,7 +618,7 @@ pub async fn budgets_sum_reported_costs_since_an_instant<S: Store>(store: &S) {
     );
 }
 
-fn metered(id: &str, model: &str, micros: u64, started: i64) -> LedgerCall {
+pub(crate) fn metered(id: &str, model: &str, micros: u64, started: i64) -> LedgerCall {
     LedgerCall {
         call_id: id.into(),
         session: Some("s1".into()),

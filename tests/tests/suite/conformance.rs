@@ -50,6 +50,7 @@ macro_rules! conformance_suite {
 
 conformance_suite! {
     store gauges::job_gauges_group_by_namespace_and_status;
+    store gauges::agent_gauges_and_run_spend_group_by_namespace;
     store documents_write::write_create_update_upsert_snapshots;
     store documents_write::write_defaults_and_null_inputs;
     store documents_write::write_links_replace_clear_and_ignore_duplicates;

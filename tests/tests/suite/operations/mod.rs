@@ -1,7 +1,9 @@
-//! Operations, end to end over HTTP: `/metrics` read by a Prometheus text parser, and the
-//! faults a server survives (Postgres restarted under load, an exhausted pool, a full SQLite
-//! database, corrupt settings) without a 500, answering 503 with `Retry-After` meanwhile.
+//! Operations, end to end over HTTP: `/metrics` read by a Prometheus text parser (the agents'
+//! figures and the Grafana dashboard over them included), and the faults a server survives
+//! (Postgres restarted under load, an exhausted pool, a full SQLite database, corrupt
+//! settings) without a 500, answering 503 with `Retry-After` meanwhile.
 
+mod agent_metrics;
 mod faults;
 mod metrics;
 mod pg_restart;
@@ -70,10 +72,16 @@ pub(crate) async fn tool_call(
     (status, headers, value)
 }
 
+use agent_metrics::{
+    metrics_count_agents_questions_checkpoints_and_runs,
+    the_agents_dashboard_queries_only_served_metrics,
+};
 use faults::corrupt_settings_fail_closed;
 use metrics::metrics_need_a_read_key_and_serve_every_family;
 
 e2e_cases!(capsid_tests::server::ServerOptions::default();
     metrics_need_a_read_key_and_serve_every_family,
+    metrics_count_agents_questions_checkpoints_and_runs,
+    the_agents_dashboard_queries_only_served_metrics,
     corrupt_settings_fail_closed,
 );
