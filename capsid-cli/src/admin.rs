@@ -118,59 +118,67 @@ pub enum NamespacesCommand {
     Update {
         /// The namespace.
         namespace: String,
-        /// JSON: [{"repo":"owner/name","label":"primary"}, ...].
-        #[arg(long)]
-        repos: Option<String>,
-        /// Runner: the project's root folder on agent hosts.
-        #[arg(long)]
-        root_dir: Option<String>,
-        /// Runner: the test command (default on hosts: the project's `mise run test`).
-        #[arg(long)]
-        test_command: Option<String>,
-        /// Runner: the build check run before a push.
-        #[arg(long)]
-        build_command: Option<String>,
-        /// Runner: the agent command.
-        #[arg(long)]
-        agent_command: Option<String>,
-        /// Runner: where the credential is, env:NAME, file:/path or cmd:command (never the secret).
-        #[arg(long)]
-        credential_ref: Option<String>,
-        /// The namespace's monthly budget for agent sessions in US dollars (0 stops every
-        /// claim), or "none" for the server's default (CAPSID_MONTHLY_BUDGET_USD). A claim in
-        /// a namespace whose finished jobs cost that much this month (UTC) is refused.
-        #[arg(long, value_name = "DOLLARS|none")]
-        monthly_budget_usd: Option<String>,
-        /// Runner: the cap of this namespace's jobs posted without their own
-        /// --max-cost-usd, in US dollars, or "none" for the server's default
-        /// (CAPSID_JOB_MAX_COST_USD). A claim reserves it against the month's budget, and
-        /// the driver's model door stops the run there.
-        #[arg(long, value_name = "DOLLARS|none")]
-        job_max_cost_usd: Option<String>,
-        /// Runner: the agent CLI for this namespace's jobs that name none, `claude-code` or
-        /// `codex` ("" for the default, Claude Code); `capsid drive --runtime` overrides it.
-        #[arg(long, value_name = "claude-code|codex")]
-        runtime: Option<String>,
-        /// Runner: the migration tools the gate policy's additive_migration recognises here,
-        /// comma separated: d1 (wrangler d1 execute --file, the default), psql (psql -f
-        /// <file>), sqlx (sqlx migrate run, every file of its folder checked).
-        #[arg(long, value_name = "TOOLS")]
-        migration_tools: Option<String>,
-        /// Runner: the branches a push or merge reaches only with an approval, comma separated
-        /// (the remote's default branch always is one; unset: main, master and the default;
-        /// "" clears). The git gateway and the hooks read it.
-        #[arg(long, value_name = "BRANCHES")]
-        protected_branches: Option<String>,
-        /// Dispatch bounds: depth=N (how deep a chain of dispatched jobs may go), children=N
-        /// (how many children a job without a role may post), <role>=N (how many a job of that
-        /// role may), comma separated (unset: depth 3, children 5, each role's own count:
-        /// scout 1, planner 3, junior 3, senior 1, deploy 0; "" clears).
-        #[arg(long, value_name = "LIMITS")]
-        dispatch_limits: Option<String>,
+        /// What changes (boxed: the enum's other commands stay small).
+        #[command(flatten)]
+        change: Box<UpdateFlags>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `capsid namespaces update`'s changes: the repositories, the runner settings, the budget.
+#[derive(Debug, clap::Args)]
+pub struct UpdateFlags {
+    /// JSON: [{"repo":"owner/name","label":"primary"}, ...].
+    #[arg(long)]
+    repos: Option<String>,
+    /// Runner: the project's root folder on agent hosts.
+    #[arg(long)]
+    root_dir: Option<String>,
+    /// Runner: the test command (default on hosts: the project's `mise run test`).
+    #[arg(long)]
+    test_command: Option<String>,
+    /// Runner: the build check run before a push.
+    #[arg(long)]
+    build_command: Option<String>,
+    /// Runner: the agent command.
+    #[arg(long)]
+    agent_command: Option<String>,
+    /// Runner: where the credential is, env:NAME, file:/path or cmd:command (never the secret).
+    #[arg(long)]
+    credential_ref: Option<String>,
+    /// The namespace's monthly budget for agent sessions in US dollars (0 stops every
+    /// claim), or "none" for the server's default (CAPSID_MONTHLY_BUDGET_USD). A claim in
+    /// a namespace whose finished jobs cost that much this month (UTC) is refused.
+    #[arg(long, value_name = "DOLLARS|none")]
+    monthly_budget_usd: Option<String>,
+    /// Runner: the cap of this namespace's jobs posted without their own
+    /// --max-cost-usd, in US dollars, or "none" for the server's default
+    /// (CAPSID_JOB_MAX_COST_USD). A claim reserves it against the month's budget, and
+    /// the driver's model door stops the run there.
+    #[arg(long, value_name = "DOLLARS|none")]
+    job_max_cost_usd: Option<String>,
+    /// Runner: the agent CLI for this namespace's jobs that name none, `claude-code` or
+    /// `codex` ("" for the default, Claude Code); `capsid drive --runtime` overrides it.
+    #[arg(long, value_name = "claude-code|codex")]
+    runtime: Option<String>,
+    /// Runner: the migration tools the gate policy's additive_migration recognises here,
+    /// comma separated: d1 (wrangler d1 execute --file, the default), psql (psql -f
+    /// <file>), sqlx (sqlx migrate run, every file of its folder checked).
+    #[arg(long, value_name = "TOOLS")]
+    migration_tools: Option<String>,
+    /// Runner: the branches a push or merge reaches only with an approval, comma separated
+    /// (the remote's default branch always is one; unset: main, master and the default;
+    /// "" clears). The git gateway and the hooks read it.
+    #[arg(long, value_name = "BRANCHES")]
+    protected_branches: Option<String>,
+    /// Dispatch bounds: depth=N (how deep a chain of dispatched jobs may go), children=N
+    /// (how many children a job without a role may post), <role>=N (how many a job of that
+    /// role may), comma separated (unset: depth 3, children 5, each role's own count:
+    /// scout 1, planner 3, junior 3, senior 1, deploy 0; "" clears).
+    #[arg(long, value_name = "LIMITS")]
+    dispatch_limits: Option<String>,
 }
 
 /// `--monthly-budget-usd` (or `--job-max-cost-usd`) as the tool takes it: a number when it reads as one, else the
@@ -463,31 +471,20 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
         NamespacesCommand::List(j) => ("namespaces", json!({}), j.json),
         NamespacesCommand::Update {
             namespace,
-            repos,
-            root_dir,
-            test_command,
-            build_command,
-            agent_command,
-            credential_ref,
-            monthly_budget_usd,
-            job_max_cost_usd,
-            runtime,
-            migration_tools,
-            protected_branches,
-            dispatch_limits,
+            change,
             json,
         } => (
             "update_namespace",
             json!({
-                "namespace": namespace, "repos": repos, "root_dir": root_dir,
-                "test_command": test_command, "build_command": build_command,
-                "agent_command": agent_command, "credential_ref": credential_ref,
-                "monthly_budget_usd": budget_arg(monthly_budget_usd.as_ref()),
-                "job_max_cost_usd": budget_arg(job_max_cost_usd.as_ref()),
-                "runtime": runtime,
-                "migration_tools": migration_tools,
-                "protected_branches": protected_branches,
-                "dispatch_limits": dispatch_limits,
+                "namespace": namespace, "repos": change.repos, "root_dir": change.root_dir,
+                "test_command": change.test_command, "build_command": change.build_command,
+                "agent_command": change.agent_command, "credential_ref": change.credential_ref,
+                "monthly_budget_usd": budget_arg(change.monthly_budget_usd.as_ref()),
+                "job_max_cost_usd": budget_arg(change.job_max_cost_usd.as_ref()),
+                "runtime": change.runtime,
+                "migration_tools": change.migration_tools,
+                "protected_branches": change.protected_branches,
+                "dispatch_limits": change.dispatch_limits,
             }),
             *json,
         ),

@@ -122,7 +122,8 @@ fn the_roster_and_a_tick_on_demand_through_the_binary() {
             "auto-merge",
             "watcher",
             "improve",
-            "intake"
+            "intake",
+            "scouts"
         ],
         "{answer}"
     );

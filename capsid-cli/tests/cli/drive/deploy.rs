@@ -3,8 +3,8 @@
 //! that merge, never its word. Without a standing approval of the head by another agent the
 //! gate refuses the merge, and the job blocks on the gate's reason with the one command that
 //! lets it through (a person's `capsid jobs approve` of that head); once that approval is
-//! recorded, the pipeline posts the pull request's deploy job itself, and its run merges and
-//! is done.
+//! recorded (which also makes the pipeline post the pull request's own deploy job) and the job
+//! resumed, its run merges and is done.
 
 use capsid_tests::fake_claude::{text, tool};
 use capsid_tests::fake_github::FakeGitHub;
@@ -66,6 +66,9 @@ fn a_deploy_run_merges_only_through_the_gate_and_blocks_on_its_refusal(store: St
         vec![
             vec![tool("mcp__capsid__manage_pr", merge.clone())],
             vec![text("Merged it.")],
+            // Resumed once a person approved the head: the same merge goes through.
+            vec![tool("mcp__capsid__manage_pr", merge)],
+            vec![text("Merged the pull request.")],
         ],
     );
     let extra = boxed(&w);
@@ -96,8 +99,9 @@ fn a_deploy_run_merges_only_through_the_gate_and_blocks_on_its_refusal(store: St
         "nothing merged"
     );
 
-    // The person runs the command the job waits on: the pipeline posts the deploy job of that
-    // pull request, a child of the junior's job, and its run merges and is done.
+    // The person runs the command the job waits on and resumes it: the run merges and is done.
+    // The approval of the junior's pull request also hands it on: the pipeline posts its
+    // deploy job, a child of the junior's job.
     let args: Vec<String> = approve.split(' ').skip(1).map(str::to_owned).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     w.cli(&args);
@@ -116,18 +120,15 @@ fn a_deploy_run_merges_only_through_the_gate_and_blocks_on_its_refusal(store: St
         .unwrap_or_else(|| panic!("no deploy job was handed on: {listed}"));
     assert_eq!(handed["role"], json!("deploy"), "{handed}");
     assert_eq!(handed["parent_id"], json!(junior), "{handed}");
-    let marker = format!("Merge pull request {REPO}#{number}");
-    w.fake().script(
-        &marker,
-        vec![
-            vec![tool("mcp__capsid__manage_pr", merge)],
-            vec![text("Merged the pull request.")],
-        ],
+    let (status, body) = w.api(
+        "POST",
+        "/api/projects/demo/agents/demo-driver/answer",
+        Some(json!({"answer": "Approved; merge it.", "resume": true})),
     );
+    assert_eq!(status, 200, "{body}");
     let out = w.drive_claude_once("demo", &key, &root, &extra);
     assert_eq!(out.status.code(), Some(0), "{}", said(&out));
-    let id = handed["id"].as_str().expect("an id");
-    let job = w.job("demo", id);
+    let job = w.job("demo", &early);
     assert_eq!(job["status"], json!("done"), "{job}\n{}", said(&out));
     let summary = job["result_summary"].as_str().unwrap_or("");
     assert!(

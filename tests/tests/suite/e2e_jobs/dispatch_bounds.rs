@@ -83,9 +83,11 @@ async fn a_scout_dispatches_its_count_and_a_chain_stops_at_the_namespaces_depth(
     );
     let again = dispatch(&d, &scout["id"], "Plan more").await;
     assert_eq!(again["ok"], true, "scout=2 lets a second through: {again}");
+    // Another driver holds the planner (one driver holds one job).
+    let e = driver(s, "e", json!({})).await;
     let planner_id = &planner["job"]["id"];
-    claim(&d, planner_id).await;
-    let deep = dispatch(&d, planner_id, "Build it").await;
+    claim(&e, planner_id).await;
+    let deep = dispatch(&e, planner_id, "Build it").await;
     assert_eq!(deep["ok"], false, "{deep}");
     assert!(
         deep["refusal"]

@@ -53,6 +53,8 @@ async fn scouts(d: &Client) -> Vec<Value> {
 
 async fn a_signed_schedule_posts_one_scout_per_window(s: &TestServer) {
     setup(s).await;
+    // Schedules live in the namespace `capsid`, registered like any other.
+    s.namespace("capsid").await;
     let d = driver(s, "d", json!({})).await;
 
     // Unsigned: nothing, and the report says why.
@@ -139,7 +141,7 @@ async fn a_signed_schedule_posts_one_scout_per_window(s: &TestServer) {
         .ok(
             "jobs",
             json!({"action": "complete", "id": job["id"], "namespace": "alpha",
-                   "summary": "Nothing new since the watermark."}),
+                   "result_summary": "Nothing new since the watermark."}),
         )
         .await;
     assert_eq!(done["ok"], true, "{done}");
