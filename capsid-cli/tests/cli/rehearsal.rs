@@ -122,6 +122,7 @@ impl Serve {
     /// `capsid serve` on a free port over `place`, with `extra` settings; waits (bounded) for
     /// its listening line.
     pub(crate) fn start(place: &Place, extra: &[(&str, &str)]) -> Serve {
+        capsid_http::install_tls_provider();
         let mut cmd = Command::new(BIN);
         cmd.args(["serve", "--listen", "127.0.0.1:0"]);
         place.env(&mut cmd);
