@@ -219,7 +219,6 @@ async fn console_never_merges_or_mints() {
 #[tokio::test]
 async fn the_last_rehearsal_is_shown_beside_the_backup() {
     use capsid_core::backup::rehearsal::{REHEARSAL_KEY, RehearsalOutcome, RehearsalRecord};
-    use capsid_core::ports::SettingsStore;
     let env = Env::start().await;
     let mut browser = Browser::new();
     let page = console_login(&env, &mut browser).await;
