@@ -22,7 +22,7 @@ pub enum ImproveCommand {
     Roster(RosterCommand),
     /// A periodic task's cadence in minutes: shown, or set when minutes are given.
     Cadence {
-        /// The task (sweep, ci-poll, backup, auto-merge, watcher, improve).
+        /// The task (sweep, ci-poll, backup, rehearsal, auto-merge, watcher, improve, intake).
         task: String,
         /// The new cadence, in whole minutes.
         minutes: Option<String>,
