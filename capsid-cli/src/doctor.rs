@@ -43,6 +43,24 @@ async fn github_check(names: &[&str], present: &dyn Fn(&str) -> bool) -> (serde_
     (report, ok)
 }
 
+/// The last restore rehearsal the server's scheduler recorded (informational: a failed one is
+/// shown with its reason, but the store itself is not unhealthy for it).
+async fn rehearsal_check(store: &dyn capsid_core::ports::Store) -> serde_json::Value {
+    use capsid_core::backup::rehearsal::{REHEARSAL_KEY, RehearsalRecord};
+    let now = capsid_core::time::Clock::now(&capsid_http::system::SystemClock);
+    match store.setting(REHEARSAL_KEY, now).await {
+        Ok(Some(text)) => match RehearsalRecord::parse(&text) {
+            Some(record) => json!({"check": "restore rehearsal", "ok": record.ok,
+                                   "value": record.summary(), "last": record}),
+            None => json!({"check": "restore rehearsal", "ok": false,
+                           "value": format!("the record does not read: {text}")}),
+        },
+        Ok(None) => json!({"check": "restore rehearsal", "ok": null,
+                           "value": "none recorded yet (capsid serve rehearses the newest dump weekly)"}),
+        Err(e) => json!({"check": "restore rehearsal", "ok": null, "value": format!("error: {e}")}),
+    }
+}
+
 /// Runs the checks. Exit 0 when the store is healthy, 1 otherwise.
 pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
     let mut checks = Vec::new();
@@ -75,6 +93,7 @@ pub async fn run(global: &GlobalArgs, json_out: bool) -> Result<ExitCode> {
             checks.push(json!({"check": "store", "ping": ping, "fts": fts, "schema_version": schema,
                                "limitations": limitations,
                                "hint": if schema.is_none() { Some("run capsid migrate") } else { None }}));
+            checks.push(rehearsal_check(store.as_ref()).await);
         }
         Err(e) => {
             healthy = false;

@@ -22,7 +22,8 @@ pub enum ImproveCommand {
     Roster(RosterCommand),
     /// A periodic task's cadence in minutes: shown, or set when minutes are given.
     Cadence {
-        /// The task (sweep, ci-poll, backup, auto-merge, watcher, improve, intake, scouts).
+        /// The task (sweep, ci-poll, backup, rehearsal, auto-merge, watcher, improve, intake,
+        /// scouts).
         task: String,
         /// The new cadence, in whole minutes.
         minutes: Option<String>,

@@ -25,6 +25,7 @@ mod model;
 mod owner;
 mod proxies;
 mod restore;
+mod scratch;
 mod serve;
 mod service;
 mod skills;

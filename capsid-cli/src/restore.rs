@@ -8,11 +8,10 @@
 //! `--accept-unverified`) a dump with no integrity block are refused.
 //! Exit codes: 0 restored and verified, 2 refused (nothing written), 1 failed.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use capsid_blobs::{BlobUrl, ObjectBlobStore, parse_blob_url};
 use capsid_core::backup::integrity::Provenance;
 use capsid_core::backup::manifest::DumpRefusal;
@@ -20,11 +19,13 @@ use capsid_core::backup::manifest::JSON_PREFIX;
 use capsid_core::ports::Store;
 use capsid_core::service::{
     ReSigned, RestoreError, RestoreOptions, RestoreReport, check_dump_provenance, re_sign_plan,
+    rehearse_dump,
 };
 use clap::Args;
 
 use crate::blobs::CliProgress;
 use crate::config::{self, GlobalArgs};
+use crate::scratch::ScratchTargets;
 
 /// `capsid restore`.
 #[derive(Debug, Clone, Args)]
@@ -90,56 +91,6 @@ fn open_source(root: &str) -> Result<ObjectBlobStore> {
         return ObjectBlobStore::folder(folder).map_err(anyhow::Error::msg);
     }
     ObjectBlobStore::open(root).map_err(anyhow::Error::msg)
-}
-
-/// A throwaway target and how to remove it.
-enum Scratch {
-    Folder(PathBuf),
-    Database { admin_url: String, name: String },
-}
-
-async fn scratch_target(global: &GlobalArgs) -> Result<(GlobalArgs, Scratch)> {
-    let tag = format!(
-        "capsid_rehearsal_{}_{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis())
-    );
-    let mut target = global.clone();
-    if global.is_postgres() {
-        let admin_url = global.database_url();
-        let url = capsid_store_postgres::create_scratch_database(&admin_url, &tag)
-            .await
-            .context("creating the rehearsal's scratch database")?;
-        target.database_url = Some(url);
-        Ok((
-            target,
-            Scratch::Database {
-                admin_url,
-                name: tag,
-            },
-        ))
-    } else {
-        let folder = std::env::temp_dir().join(&tag);
-        std::fs::create_dir_all(&folder)?;
-        target.database_url = Some(format!("sqlite://{}", folder.join("capsid.db").display()));
-        target.data_dir = folder.clone();
-        Ok((target, Scratch::Folder(folder)))
-    }
-}
-
-async fn remove_scratch(scratch: Scratch) {
-    match scratch {
-        Scratch::Folder(folder) => {
-            let _ = std::fs::remove_dir_all(folder);
-        }
-        Scratch::Database { admin_url, name } => {
-            if let Err(e) = capsid_store_postgres::drop_scratch_database(&admin_url, &name).await {
-                eprintln!("note: could not drop the scratch database {name}: {e}");
-            }
-        }
-    }
 }
 
 fn print_report(report: &RestoreReport, rehearsal: bool, target: &str) {
@@ -272,30 +223,18 @@ async fn preview_re_sign(
 pub async fn run(global: &GlobalArgs, args: RestoreArgs) -> Result<ExitCode> {
     let (root, run) = split_from(&args.from);
     let source = open_source(&root)?;
-    let (target_args, scratch) = if args.rehearse {
-        let (target, scratch) = scratch_target(global).await?;
-        (target, Some(scratch))
-    } else {
-        (global.clone(), None)
-    };
     let options = RestoreOptions {
         accept_unverified: args.accept_unverified,
         re_sign: args.re_sign,
         operator: Some(std::env::var("USER").unwrap_or_else(|_| "operator".into())),
     };
     if args.confirm_unverified_origin && !args.re_sign && !args.accept_unverified {
-        if let Some(scratch) = scratch {
-            remove_scratch(scratch).await;
-        }
         eprintln!(
             "capsid restore: --confirm-unverified-origin confirms --re-sign or --accept-unverified; give the one you read the preview of"
         );
         return Ok(ExitCode::from(2));
     }
     if args.re_sign && !args.confirm_unverified_origin {
-        if let Some(scratch) = scratch {
-            remove_scratch(scratch).await;
-        }
         return preview_re_sign(&source, run.as_deref(), args.json, Unproven::ReSign).await;
     }
     // An unsealed dump is previewed as a re-signed one is (issue 53, item 7); a sealed one is
@@ -305,9 +244,6 @@ pub async fn run(global: &GlobalArgs, args: RestoreArgs) -> Result<ExitCode> {
         let provenance =
             check_dump_provenance(&source, run.as_deref(), secret.as_deref(), &options).await;
         if matches!(provenance, Ok(Provenance::Unverified)) {
-            if let Some(scratch) = scratch {
-                remove_scratch(scratch).await;
-            }
             return preview_re_sign(&source, run.as_deref(), args.json, Unproven::Unsealed).await;
         }
     }
@@ -330,26 +266,33 @@ pub async fn run(global: &GlobalArgs, args: RestoreArgs) -> Result<ExitCode> {
         config::existing_signing_secret(global)
     };
     let outcome = match secret {
-        Ok(secret) => {
-            restore_into(
-                &target_args,
+        Ok(secret) if args.rehearse => {
+            // The same rehearsal the server's scheduler runs, into a throwaway store of this
+            // engine (removed afterwards).
+            let over_secret = secret.clone();
+            let over =
+                move |store: Arc<dyn Store>| config::service(store, over_secret.clone(), None);
+            let progress = CliProgress::new(args.json);
+            rehearse_dump(
                 &source,
                 run.as_deref(),
-                secret,
+                secret.as_deref(),
                 &options,
-                args.json,
+                &ScratchTargets::new(global),
+                &over,
+                &progress,
             )
             .await
         }
+        Ok(secret) => {
+            restore_into(global, &source, run.as_deref(), secret, &options, args.json).await
+        }
         Err(e) => Err(RestoreError::Failed(format!("{e:#}"))),
     };
-    if let Some(scratch) = scratch {
-        remove_scratch(scratch).await;
-    }
     let target = if args.rehearse {
         "a throwaway store".to_owned()
     } else {
-        target_args.database_display()
+        global.database_display()
     };
     match outcome {
         Ok(report) => {

@@ -84,6 +84,13 @@ pub struct ServeArgs {
     #[arg(long, env = "CAPSID_BACKUP_EVERY_HOURS", default_value = "24", value_name = "HOURS",
           value_parser = capsid_core::backup::BackupEvery::parse)]
     pub backup_every_hours: capsid_core::backup::BackupEvery,
+    /// Days between two restore rehearsals (1 to 90): the leader restores the newest dump into
+    /// a throwaway store (a temporary SQLite file, or a scratch database on the same Postgres
+    /// server), compares the row counts with its manifest and checks its seal, and records the
+    /// verdict (`capsid doctor`, the console, `/metrics`). The default, 7, is weekly.
+    #[arg(long, env = "CAPSID_REHEARSE_EVERY_DAYS", default_value = "7", value_name = "DAYS",
+          value_parser = capsid_core::backup::rehearsal::RehearseEvery::parse)]
+    pub rehearse_every_days: capsid_core::backup::rehearsal::RehearseEvery,
     /// The store's timeouts and the wait for Postgres at start.
     #[command(flatten)]
     pub store: crate::store_wait::StoreWaitArgs,
@@ -236,7 +243,11 @@ pub async fn run(global: &GlobalArgs, args: ServeArgs) -> Result<ExitCode> {
         .with_backup_interval(std::time::Duration::from_secs(
             args.backup_interval_minutes * 60,
         ))
-        .with_backup_every(args.backup_every_hours);
+        .with_backup_every(args.backup_every_hours)
+        .with_rehearse_every(args.rehearse_every_days)
+        .with_scratch_stores(std::sync::Arc::new(crate::scratch::ScratchTargets::new(
+            global,
+        )));
     // The model API, when a key is configured (a reference that does not resolve stops the
     // start, naming the setting).
     match args.model.client()? {

@@ -19,7 +19,7 @@ use crate::config::{self, GlobalArgs};
 /// `capsid tick`.
 #[derive(Debug, Clone, Args)]
 pub struct TickArgs {
-    /// Only this task (sweep, ci-poll, backup, auto-merge, watcher, improve, intake, scouts), whether due
+    /// Only this task (sweep, ci-poll, backup, rehearsal, auto-merge, watcher, improve, intake, scouts), whether due
     /// or not.
     #[arg(long)]
     pub task: Option<String>,
@@ -45,6 +45,7 @@ pub async fn run(global: &GlobalArgs, args: TickArgs) -> Result<ExitCode> {
         .with_media(args.blobs.media(global)?)
         .with_holdout_counts(HoldoutCounts::new(args.blobs.holdout(global)?))
         .with_deadline(Arc::new(capsid_http::system::TokioDeadline))
+        .with_scratch_stores(Arc::new(crate::scratch::ScratchTargets::new(global)))
         .with_loop_zone(
             capsid_core::improve::night::LoopZone::parse(&args.improve_tz)
                 .map_err(|e| anyhow::anyhow!(e))?,

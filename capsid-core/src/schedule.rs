@@ -17,6 +17,9 @@ pub enum Task {
     /// The scheduled backup (09:00 UTC daily, or every `--backup-every-hours`); the task itself
     /// decides whether a run is due.
     Backup,
+    /// The restore rehearsal (weekly, or every `--rehearse-every-days`): the newest dump
+    /// restored into a throwaway store and verified; the task itself decides whether one is due.
+    Rehearsal,
     /// Open pull requests merged or declined by the signed auto-merge policy.
     AutoMerge,
     /// Health findings posted as jobs, and cleared ones failed.
@@ -32,10 +35,11 @@ pub enum Task {
 
 impl Task {
     /// Every task, in run order.
-    pub const ALL: [Task; 8] = [
+    pub const ALL: [Task; 9] = [
         Task::Sweep,
         Task::CiPoll,
         Task::Backup,
+        Task::Rehearsal,
         Task::AutoMerge,
         Task::Watcher,
         Task::Improve,
@@ -49,6 +53,7 @@ impl Task {
             Task::Sweep => "sweep",
             Task::CiPoll => "ci-poll",
             Task::Backup => "backup",
+            Task::Rehearsal => "rehearsal",
             Task::AutoMerge => "auto-merge",
             Task::Watcher => "watcher",
             Task::Improve => "improve",
@@ -106,7 +111,7 @@ impl Task {
             Task::Sweep | Task::Watcher => 60 * SECOND_MS,
             Task::CiPoll | Task::AutoMerge | Task::Intake | Task::Scouts => 2 * MINUTE_MS,
             Task::Improve => 4 * MINUTE_MS,
-            Task::Backup => 30 * MINUTE_MS,
+            Task::Backup | Task::Rehearsal => 30 * MINUTE_MS,
         };
         u64::try_from(ms).unwrap_or(u64::MAX)
     }

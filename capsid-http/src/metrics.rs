@@ -427,6 +427,22 @@ fn register_store_gauges(r: &mut Registry, g: &Gauges) {
         Unit::Seconds,
         backup,
     );
+    // Absent until the first rehearsal is recorded, so a fresh install raises no alert.
+    if let Some((at, ok)) = g.rehearsal {
+        let when = SecondsGauge::default();
+        when.set(at);
+        r.register_with_unit(
+            "backup_rehearsal_timestamp",
+            "When the last restore rehearsal ran (Unix time)",
+            Unit::Seconds,
+            when,
+        );
+        r.register(
+            "backup_rehearsal_ok",
+            "Whether the last restore rehearsal restored and verified the newest dump (1) or not (0)",
+            gauge(u64::from(ok)),
+        );
+    }
     let pools: Family<PoolLabels, Gauge> = Family::default();
     let max: Family<PoolLabels, Gauge> = Family::default();
     for p in &g.pools {

@@ -119,6 +119,7 @@ fn the_roster_and_a_tick_on_demand_through_the_binary() {
             "sweep",
             "ci-poll",
             "backup",
+            "rehearsal",
             "auto-merge",
             "watcher",
             "improve",
@@ -128,7 +129,7 @@ fn the_roster_and_a_tick_on_demand_through_the_binary() {
         "{answer}"
     );
     assert!(ran.iter().all(|(_, o)| o == "ran"), "{answer}");
-    let auto_merge = &answer["report"]["ran"][3]["report"];
+    let auto_merge = &answer["report"]["ran"][4]["report"];
     assert!(
         auto_merge["notes"][0]
             .as_str()

@@ -3,6 +3,7 @@
 
 mod autonomy;
 mod backup;
+mod backup_pull;
 mod console_login;
 mod drive;
 mod drive_schedule;
@@ -15,6 +16,7 @@ mod improve_workflows;
 mod listen;
 mod model_api;
 mod names;
+mod rehearsal;
 mod replicas;
 mod request_log;
 mod serve;

@@ -59,11 +59,17 @@ pub fn credential_key(root: &str) -> String {
 
 /// The signature of a request with `timestamp` and `body` (what a client computes).
 pub fn sign_request(root: &str, timestamp: &str, body: &[u8]) -> String {
+    sign_request_with_key(&credential_key(root), timestamp, body)
+}
+
+/// The same signature made with the [`credential_key`] itself, which is all an off-site
+/// puller holds (never the signing secret).
+pub fn sign_request_with_key(key: &str, timestamp: &str, body: &[u8]) -> String {
     let mut msg = Vec::with_capacity(timestamp.len() + 1 + body.len());
     msg.extend_from_slice(timestamp.as_bytes());
     msg.push(b'.');
     msg.extend_from_slice(body);
-    hmac_sha256_hex(credential_key(root), msg)
+    hmac_sha256_hex(key, msg)
 }
 
 fn parse_timestamp(text: &str) -> Option<Timestamp> {

@@ -2,7 +2,7 @@
 //! ([`tables`]), how rows are written and read back as a stream ([`rows`]), where a dump
 //! lives and what makes one unrestorable ([`manifest`]), what proves where it came from
 //! ([`integrity`]), what a run keeps ([`retention`]),
-//! the preflight before pruning ([`preflight`]), the settings sidecar's allowlist
+//! the preflight before pruning ([`preflight`]), the scheduled restore rehearsal ([`rehearsal`]), the off-site puller's rules ([`pull`]), the settings sidecar's allowlist
 //! ([`sidecar`]), the holdout counts ([`holdout`]), the backup credential ([`credential`]) and
 //! the summary ([`summary`]). The service runs them (`service/backup`); stores and blob stores
 //! only carry bytes.
@@ -12,6 +12,8 @@ pub mod holdout;
 pub mod integrity;
 pub mod manifest;
 pub mod preflight;
+pub mod pull;
+pub mod rehearsal;
 pub mod retention;
 pub mod rows;
 pub mod sidecar;

@@ -31,6 +31,7 @@ mod oauth;
 mod repo_host;
 mod reviews;
 mod runs;
+mod scratch;
 mod settings;
 
 pub use abstraction::{Proposed, ProposedSkill, SkillSource, SkillSourceStore};
@@ -81,6 +82,7 @@ pub use runs::{
     Advance, Advanced, AttemptRow, AttemptUpdate, NewAttempt, NewRun, RunOpened, RunRow, RunStore,
     RunUpdate, ScoreRow,
 };
+pub use scratch::{ScratchStore, ScratchStores};
 pub use settings::{Expect, LeaderLease, SettingChange, SettingsStore};
 
 use serde_json::Value;

@@ -99,6 +99,9 @@ pub struct Gauges {
     /// Seconds since the last successful backup; infinite when none is recorded or the record
     /// does not parse, so an age alert fires rather than staying quiet.
     pub backup_age_seconds: f64,
+    /// The last restore rehearsal: when it ran (seconds since the Unix epoch) and whether it
+    /// verified; `None` until one is recorded.
+    pub rehearsal: Option<(f64, bool)>,
     /// The store's connection pools.
     pub pools: Vec<PoolUsage>,
 }
@@ -222,6 +225,10 @@ impl Service {
             leases_live: live,
             leases_lapsed: lapsed,
             backup_age_seconds: backup_age_seconds(backup.as_deref(), now),
+            rehearsal: self
+                .last_rehearsal()
+                .await?
+                .and_then(|r| r.at_seconds().map(|at| (at, r.ok))),
             pools: self.store.pool_usage(),
         })
     }

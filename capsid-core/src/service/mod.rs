@@ -30,7 +30,7 @@ pub use areas::Areas;
 pub use backup::{
     BackupCredential, CredentialError, CredentialObject, DEFAULT_ON_DEMAND_INTERVAL_MS,
     OnDemandBackup, ReSigned, ReSignedJob, RestoreError, RestoreOptions, RestoreReport, TableCheck,
-    check_dump_provenance, on_demand_key, re_sign_plan,
+    check_dump_provenance, on_demand_key, re_sign_plan, rehearse_dump,
 };
 pub use confirm::{CONFIRM_WAIT_MS, Confirmer, Consent, NoConfirmer};
 pub use documents::{

@@ -1,5 +1,5 @@
 //! Periodic work on one leader: the lease sweep (and the purge of expired login state), the CI
-//! poller, the daily backup, the auto-merge tick, the watcher and the intake, each at its own cadence
+//! poller, the daily backup, the weekly restore rehearsal, the auto-merge tick, the watcher and the intake, each at its own cadence
 //! stored in settings (`schedule::Task`). Every tick renews the store's leader lease (so the
 //! leader keeps leading while it ticks); each due task is then claimed by compare-and-set on its last-run key, so replicas
 //! sharing a store run it once per cadence; each runs bounded in time (the `Deadline` port), and
@@ -186,7 +186,12 @@ impl Service {
                 Task::Sweep => report.swept = count(&run.report, "swept"),
                 Task::CiPoll => report.ci_resolved = count(&run.report, "resolved"),
                 Task::Backup => report.backed_up = run.report["backed_up"] == json!(true),
-                Task::AutoMerge | Task::Watcher | Task::Improve | Task::Intake | Task::Scouts => {}
+                Task::Rehearsal
+                | Task::AutoMerge
+                | Task::Watcher
+                | Task::Improve
+                | Task::Intake
+                | Task::Scouts => {}
             }
             report.ran.push(run);
         }
@@ -260,6 +265,7 @@ impl Service {
             }
             Task::CiPoll => Ok(json!({"resolved": self.poll_ci().await?.resolved})),
             Task::Backup => Ok(json!({"backed_up": self.scheduled_backup_if_due().await?})),
+            Task::Rehearsal => self.scheduled_rehearsal_if_due().await,
             Task::AutoMerge => super::to_json(self.autonomy().auto_merge_tick().await?),
             Task::Watcher => super::to_json(self.watcher_tick().await?),
             Task::Improve => self.improve().improve_loop_tick().await,

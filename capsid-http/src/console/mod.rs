@@ -243,12 +243,18 @@ async fn view(
         .map_err(|e| core_error(&e))?;
     let health = crate::health::health_report(&state.service, &state.config.build).await;
     let health = serde_json::to_value(&health).unwrap_or(Value::Null);
+    // The last restore rehearsal, shown beside the backup's age (null until one ran).
+    let rehearsal = match state.service.last_rehearsal().await {
+        Ok(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    };
     let mut out = Map::new();
     if let Value::Object(fields) = core {
         for (k, v) in fields {
             out.insert(k.clone(), v);
             if k == "viewer" {
                 out.insert("health".into(), health.clone());
+                out.insert("rehearsal".into(), rehearsal.clone());
             }
         }
     }

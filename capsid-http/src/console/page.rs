@@ -134,8 +134,9 @@ fn status_card(view: &Value) -> String {
         format!(" <span class=\"warn\">({})</span>", esc(w))
     });
     let budget = &imp["budget"];
+    let rehearsal = rehearsal_line(&view["rehearsal"]);
     format!(
-        "<h2>Server</h2><div class=\"card\">Build <code>{sha}</code>{dirty} · schema <code>{schema}</code> · store {status} · backup {age}{warning}<br>\
+        "<h2>Server</h2><div class=\"card\">Build <code>{sha}</code>{dirty} · schema <code>{schema}</code> · store {status} · backup {age}{warning} · {rehearsal}<br>\
          Improve mode <strong>{mode}</strong> ({loop_line}) · this month CI minutes {ci} of {ci_cap}, model spend ${usd} of ${usd_cap}</div>",
         sha = esc(&text(&h["sha"])),
         dirty = if h["dirty"] == true { " (dirty)" } else { "" },
@@ -151,6 +152,26 @@ fn status_card(view: &Value) -> String {
         usd = esc(&amount(&budget["month_to_date"]["cost_usd"])),
         usd_cap = esc(&amount(&budget["caps"]["model_usd_month"])),
     )
+}
+
+/// The last restore rehearsal: when, which dump, ok or why not (escaped here).
+fn rehearsal_line(r: &Value) -> String {
+    if r.is_null() {
+        return "restore rehearsal: none yet".to_owned();
+    }
+    let at = esc(&text(&r["at"]));
+    let run = esc(&text(&r["run"]));
+    if r["ok"] == true {
+        let rows: u64 = r["tables"]
+            .as_array()
+            .map_or(0, |t| t.iter().filter_map(|t| t["restored"].as_u64()).sum());
+        format!("restore rehearsal ok at {at} (dump <code>{run}</code>, {rows} rows verified)")
+    } else {
+        format!(
+            "<span class=\"warn\">restore rehearsal FAILED at {at} (dump <code>{run}</code>): {}</span>",
+            esc(&text(&r["reason"]))
+        )
+    }
 }
 
 /// A namespace's month of job spend against its budget: "$1.50 of $1.00 (spent)".
@@ -624,5 +645,27 @@ mod tests {
                 "no {absent} action"
             );
         }
+    }
+
+    #[test]
+    fn the_status_card_shows_the_last_rehearsal_and_why_it_failed() {
+        let mut view = json!({
+            "health": {"sha": "abc", "dirty": false, "schema_version": "0002_oauth", "status": "ok", "backup": {"age_hours": 1.0}},
+            "improve": {"mode": "off", "budget": {"caps": {}, "month_to_date": {}}},
+            "rehearsal": null
+        });
+        assert!(status_card(&view).contains("restore rehearsal: none yet"));
+        view["rehearsal"] = json!({"at": "2026-03-02T10:00:00.000Z", "run": "r1", "ok": true,
+            "tables": [{"table": "documents", "expected": 2, "restored": 2}, {"table": "agents", "expected": 1, "restored": 1}]});
+        let card = status_card(&view);
+        assert!(card.contains("restore rehearsal ok at 2026-03-02T10:00:00.000Z (dump <code>r1</code>, 3 rows verified)"), "{card}");
+        view["rehearsal"] = json!({"at": "2026-03-09T10:00:00.000Z", "run": "r2", "ok": false,
+            "tables": [], "reason": "backups/json/r2/documents.json: <digest> differs"});
+        let card = status_card(&view);
+        assert!(
+            card.contains("restore rehearsal FAILED at 2026-03-09T10:00:00.000Z"),
+            "{card}"
+        );
+        assert!(card.contains("&lt;digest&gt; differs"), "{card}");
     }
 }

@@ -214,6 +214,51 @@ async fn console_never_merges_or_mints() {
     assert!(!page.body.contains("value=\"merge") && !page.body.contains("value=\"mint"));
 }
 
+/// The last restore rehearsal the scheduler recorded is on the Server card and in
+/// `/console.json`, beside the backup's age; a failed one says why (escaped).
+#[tokio::test]
+async fn the_last_rehearsal_is_shown_beside_the_backup() {
+    use capsid_core::backup::rehearsal::{REHEARSAL_KEY, RehearsalOutcome, RehearsalRecord};
+    let env = Env::start().await;
+    let mut browser = Browser::new();
+    let page = console_login(&env, &mut browser).await;
+    assert!(
+        page.body.contains("restore rehearsal: none yet"),
+        "{}",
+        page.body
+    );
+    let record = RehearsalRecord {
+        at: "2026-03-09T10:00:00.000Z".into(),
+        run: Some("2026-03-09T09-00-00-000Z".into()),
+        key: Some("backups/json/2026-03-09T09-00-00-000Z/manifest.json".into()),
+        ok: false,
+        outcome: RehearsalOutcome::Refused,
+        tables: Vec::new(),
+        fts: None,
+        reason: Some("backups/json/2026-03-09T09-00-00-000Z/agents.json: <sha256> differs".into()),
+    };
+    env.server
+        .service
+        .store()
+        .put_setting(REHEARSAL_KEY, &record.to_json(), None)
+        .await
+        .expect("record");
+    let view = browser.get(&env.url("/console.json")).await.json();
+    assert_eq!(view["rehearsal"]["ok"], false, "{view}");
+    assert_eq!(
+        view["rehearsal"]["run"], "2026-03-09T09-00-00-000Z",
+        "{view}"
+    );
+    let page = browser.get(&env.url("/console")).await;
+    assert!(
+        page.body
+            .contains("restore rehearsal FAILED at 2026-03-09T10:00:00.000Z")
+            && page.body.contains("agents.json: &lt;sha256&gt; differs"),
+        "{}",
+        page.body
+    );
+}
+
 #[tokio::test]
 async fn console_json_is_the_object_the_page_renders_and_holds_no_secrets() {
     let env = Env::start().await;

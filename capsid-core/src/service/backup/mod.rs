@@ -10,11 +10,13 @@ mod credential;
 mod files;
 mod mirror;
 mod on_demand;
+mod rehearsal;
 mod restore;
 
 pub use crate::backup::integrity::RestoreOptions;
 pub use credential::{BackupCredential, CredentialError, CredentialObject};
 pub use on_demand::{DEFAULT_ON_DEMAND_INTERVAL_MS, OnDemandBackup, on_demand_key};
+pub use rehearsal::rehearse_dump;
 pub use restore::{
     ReSigned, ReSignedJob, RestoreError, RestoreReport, TableCheck, check_dump_provenance,
     re_sign_plan,
@@ -49,6 +51,10 @@ pub(crate) struct BackupWiring {
     on_demand_interval_ms: Option<i64>,
     /// Between two scheduled backups.
     every: crate::backup::BackupEvery,
+    /// The maker of throwaway stores the scheduled rehearsal restores into.
+    scratch: Option<Arc<dyn crate::ports::ScratchStores>>,
+    /// Between two scheduled rehearsals.
+    rehearse_every: crate::backup::rehearsal::RehearseEvery,
 }
 
 impl Service {

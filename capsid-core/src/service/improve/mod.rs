@@ -211,7 +211,7 @@ pub struct RunArgs {
     pub path: Option<DocPathArg>,
     /// roster: add, remove or list (default list).
     pub op: Option<RosterOp>,
-    /// tick: only this periodic task (sweep, ci-poll, backup, auto-merge, watcher, improve, intake, scouts), run whether due or not; cadence: the task.
+    /// tick: only this periodic task (sweep, ci-poll, backup, rehearsal, auto-merge, watcher, improve, intake, scouts), run whether due or not; cadence: the task.
     pub task: Option<Bounded<32>>,
     /// attempt: the commit the driver pushed to improve/<attempt>.
     pub head_sha: Option<Bounded<64>>,

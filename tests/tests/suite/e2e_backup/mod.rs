@@ -11,6 +11,7 @@ mod new_host;
 mod progress;
 mod refusals;
 mod rehearsal;
+mod rehearsal_schedule;
 mod runs;
 mod schedule;
 
