@@ -52,6 +52,13 @@ async fn scouts(d: &Client) -> Vec<Value> {
 }
 
 async fn a_signed_schedule_posts_one_scout_per_window(s: &TestServer) {
+    // The windows are an hour from the epoch: start a minute into one, whatever the time of
+    // day the test runs at.
+    let now = capsid_core::time::Clock::now(&*s.clock).as_millis();
+    let hour = 60 * MINUTE_MS;
+    s.clock.set(capsid_core::time::Timestamp::from_millis(
+        now - now % hour + MINUTE_MS,
+    ));
     setup(s).await;
     // Schedules live in the namespace `capsid`, registered like any other.
     s.namespace("capsid").await;
