@@ -16,6 +16,7 @@ mod blobs;
 mod checkmarks;
 mod config;
 mod console;
+mod cron;
 mod doctor;
 mod drive;
 mod hook;

@@ -82,7 +82,7 @@ pub fn run(a: ScheduleArgs) -> Result<ExitCode> {
         a.server,
         a.to
     );
-    let systemd = !a.cron && which("systemctl");
+    let systemd = !a.cron && crate::cron::which("systemctl");
     if systemd {
         let service = format!(
             "[Unit]\nDescription=Capsid: pull the newest dump off-site\n\n[Service]\nType=oneshot\n# KEY=value lines: CAPSID_BACKUP_PULL_KEY (from `capsid backup pull-key` on the server's host), and for s3:// the AWS_* settings\nEnvironmentFile={ENV_FILE}\nExecStart={command}\n"
@@ -109,26 +109,7 @@ pub fn run(a: ScheduleArgs) -> Result<ExitCode> {
         let line = format!("# CRON_TZ=UTC {m} {h} * * * {command}");
         println!("{line}");
         if a.apply {
-            let current = std::process::Command::new("crontab").arg("-l").output();
-            let existing = current
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
-            if !existing.lines().any(|l| l == line) {
-                let mut child = std::process::Command::new("crontab")
-                    .arg("-")
-                    .stdin(std::process::Stdio::piped())
-                    .spawn()
-                    .context("running crontab")?;
-                use std::io::Write;
-                if let Some(mut stdin) = child.stdin.take() {
-                    writeln!(stdin, "{existing}{line}")?;
-                }
-                if !child.wait()?.success() {
-                    bail!("crontab refused the new table");
-                }
-            }
+            crate::cron::add_cron_line(&line)?;
             println!(
                 "installed, commented out. Set CAPSID_BACKUP_PULL_KEY for cron, then turn it on by removing the leading '# ' with: crontab -e"
             );
@@ -137,9 +118,4 @@ pub fn run(a: ScheduleArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn which(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }

@@ -76,7 +76,7 @@ pub fn run(a: ScheduleArgs) -> Result<ExitCode> {
     }
     let exe = std::env::current_exe().context("finding the capsid binary")?;
     let command = format!("{} drive --once --namespace {}", exe.display(), a.namespace);
-    let systemd = !a.cron && which("systemctl");
+    let systemd = !a.cron && crate::cron::which("systemctl");
     if systemd {
         let unit = format!("capsid-drive-{}", a.namespace);
         let root = match &a.root_dir {
@@ -113,26 +113,7 @@ pub fn run(a: ScheduleArgs) -> Result<ExitCode> {
         let line = format!("# CRON_TZ={tz} {m} {h} * * * {command}", tz = a.tz);
         println!("{line}");
         if a.apply {
-            let current = std::process::Command::new("crontab").arg("-l").output();
-            let existing = current
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default();
-            if !existing.lines().any(|l| l == line) {
-                let mut child = std::process::Command::new("crontab")
-                    .arg("-")
-                    .stdin(std::process::Stdio::piped())
-                    .spawn()
-                    .context("running crontab")?;
-                use std::io::Write;
-                if let Some(mut stdin) = child.stdin.take() {
-                    writeln!(stdin, "{existing}{line}")?;
-                }
-                if !child.wait()?.success() {
-                    bail!("crontab refused the new table");
-                }
-            }
+            crate::cron::add_cron_line(&line)?;
             println!(
                 "installed, commented out. Turn it on by removing the leading '# ' with: crontab -e"
             );
@@ -141,9 +122,4 @@ pub fn run(a: ScheduleArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn which(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
