@@ -179,6 +179,12 @@ pub struct UpdateFlags {
     /// scout 1, planner 3, junior 3, senior 1, deploy 0; "" clears).
     #[arg(long, value_name = "LIMITS")]
     dispatch_limits: Option<String>,
+    /// Runner: the command a deploy job's driver runs after its run merged through the gate
+    /// (e.g. "mise run deploy"), in the project's own checkout on the agent host, with
+    /// CAPSID_DEPLOY_REPO, CAPSID_DEPLOY_PR and CAPSID_DEPLOY_SHA set; unset: the merge is the
+    /// deploy; "" clears.
+    #[arg(long, value_name = "COMMAND")]
+    deploy_command: Option<String>,
 }
 
 /// `--monthly-budget-usd` (or `--job-max-cost-usd`) as the tool takes it: a number when it reads as one, else the
@@ -485,6 +491,7 @@ pub async fn namespaces(global: &GlobalArgs, cmd: NamespacesCommand) -> Result<E
                 "migration_tools": change.migration_tools,
                 "protected_branches": change.protected_branches,
                 "dispatch_limits": change.dispatch_limits,
+                "deploy_command": change.deploy_command,
             }),
             *json,
         ),

@@ -117,12 +117,27 @@ pub(super) fn restrict(_: &Path) -> Result<()> {
 }
 
 /// The command line that starts (or resumes) the agent: the configured command and the extra
-/// arguments, then what the run's runtime adds (its files, the session to resume).
-pub(super) fn agent_command_line(r: &Ready, files: &RunFiles, resume: Option<&str>) -> String {
+/// arguments, the role's `model` (in place of one those arguments choose), then what the
+/// run's runtime adds (its files, the session to resume).
+pub(super) fn agent_command_line(
+    r: &Ready,
+    files: &RunFiles,
+    resume: Option<&str>,
+    model: Option<&str>,
+) -> String {
     let mut c = r.agent_command.clone();
-    if let Some(extra) = r.agent_args.as_deref().filter(|a| !a.trim().is_empty()) {
+    let extra = r.agent_args.as_deref().map(str::trim).unwrap_or_default();
+    let extra = match model {
+        Some(_) => r.runtime.without_model(extra),
+        None => extra.to_owned(),
+    };
+    if !extra.is_empty() {
         c.push(' ');
-        c.push_str(extra.trim());
+        c.push_str(&extra);
+    }
+    if let Some(m) = model {
+        c.push(' ');
+        c.push_str(&r.runtime.model_args(m));
     }
     r.runtime.command_line(&c, files, resume)
 }

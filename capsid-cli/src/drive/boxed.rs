@@ -304,7 +304,7 @@ pub(crate) async fn open(
         .map_err(|e| anyhow::anyhow!("the job's push terms: {e}"))?;
     // A role that ships no code pushes nothing: the gateway is the rule.
     if let Some(role) = role.filter(|r| capsid_core::jobs::role::ships_nothing_by_design(Some(r))) {
-        terms = terms.shipping_nothing(role.name);
+        terms = terms.shipping_nothing(&role.name);
     }
     let gateway = Gateway::new(
         GatewayConfig::new(&place.mirror, upstream, Secret::new(token.clone()), terms),

@@ -685,6 +685,9 @@ pub(crate) struct Claimed {
     pub max_cost_usd: Option<capsid_core::drive::ledger::Usd>,
     /// What the job's ledger held already (earlier sessions), which counts against the cap.
     pub spent_usd: capsid_core::drive::ledger::Usd,
+    /// The job's role as the server defines it for the namespace now (`None`: the job names
+    /// none, or names one nothing defines).
+    pub role: Option<capsid_core::jobs::role::Role>,
 }
 
 impl Claimed {
@@ -707,6 +710,12 @@ impl Claimed {
             credential: v["run_credential"].as_str().map(str::to_owned),
             max_cost_usd: dollars("max_cost_usd")?,
             spent_usd: dollars("spent_usd")?.unwrap_or_default(),
+            role: match v.get("role_definition") {
+                None | Some(Value::Null) => None,
+                Some(r) => Some(serde_json::from_value(r.clone()).context(
+                    "the server's claim answered a role_definition this driver cannot read",
+                )?),
+            },
         })
     }
 }

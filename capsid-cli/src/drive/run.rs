@@ -73,6 +73,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         credential,
         max_cost_usd,
         spent_usd,
+        role,
     } = claimed;
     let credential = credential.as_deref();
     let id = job.id.clone();
@@ -93,13 +94,16 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     let credential = credential.context(
         "the server issued no run credential with the claim (a server older than this driver?); the agent is never given the driver's key, so the run stops here",
     )?;
-    // The job's role, as its signed envelope carries it (the claim verified it).
-    let role = match job.role.as_deref() {
-        None => None,
-        Some(name) => Some(capsid_core::jobs::role::parse("role", name).map_err(|why| {
-            anyhow::anyhow!("this driver does not know the job's role ({why}); upgrade it")
-        })?),
-    };
+    // The job's role as the server defines it for the namespace (the name is the signed
+    // envelope's; what it ships, may do and says is the server's definition, never the name).
+    if let (Some(name), None) = (job.role.as_deref(), role.as_ref()) {
+        anyhow::bail!(
+            "the job names the role {name}, which namespace {} does not define now (no signed capsid/policy/roles/{}/{name}.md, or a server older than this driver); sign the role's document, or post the job with a role that exists",
+            r.namespace,
+            r.namespace
+        );
+    }
+    let role = role.as_ref();
     let stored = job.body.as_str();
     let body = split_signed(stored).map_or(stored, |p| p.body);
     let body = match role {
@@ -264,10 +268,18 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         }
         res
     });
+    // The role's model, unless the operator's agent arguments choose one.
+    let role_model = role.and_then(|r| r.model.as_deref());
+    if let (Some(m), Some(role)) = (role_model, role) {
+        eprintln!(
+            "capsid drive: {id}: the {} role asks for model {m}",
+            role.name
+        );
+    }
     let (command, input) = match &resume {
         Some(res) => {
             let session = state.session_id.clone().or_else(|| res.session_id.clone());
-            let command = agent_command_line(r, &agent_files, session.as_deref());
+            let command = agent_command_line(r, &agent_files, session.as_deref(), role_model);
             match (&state.asked, session) {
                 // The replayed AskUserQuestion is answered by the PreToolUse hook.
                 (Some(question), Some(_)) => {
@@ -278,7 +290,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
                 (_, Some(_)) => (command, res.answer.clone()),
                 // No session to resume: the job starts over, with the answer after its body.
                 (_, None) => (
-                    agent_command_line(r, &agent_files, None),
+                    agent_command_line(r, &agent_files, None, role_model),
                     format!(
                         "{body}\n\nA person answered your earlier question: {}",
                         res.answer
@@ -286,7 +298,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
                 ),
             }
         }
-        None => (agent_command_line(r, &agent_files, None), body),
+        None => (agent_command_line(r, &agent_files, None, role_model), body),
     };
     // The agent's model calls go through the run's metered door; what it costs is counted
     // there, never read from what the agent prints.
@@ -408,11 +420,10 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
     };
     let resume_command = resume_hint(r, &agent);
     let merges = match role {
-        Some(role) if role.ships == capsid_core::jobs::role::Ships::Merge => {
-            run_merges(r, &id).await?
-        }
+        Some(role) if role.merges() => run_merges(r, &id).await?,
         _ => Vec::new(),
     };
+    let deployed = deploy_after_merge(r, &id, &merges).await?;
     let mut run_facts = RunFacts {
         agent_exit: run.exit,
         report: report.as_ref(),
@@ -425,6 +436,7 @@ pub(crate) async fn run_job(r: &Ready, claimed: Claimed) -> Result<u8> {
         role,
         last_tests: last_tests.as_deref(),
         merges: &merges,
+        deploy: deployed.as_ref(),
     };
     let (tests, build) = if verdict::before_gates(&run_facts).is_some() {
         (None, None)
@@ -591,6 +603,50 @@ async fn run_merges(r: &Ready, id: &str) -> Result<Vec<RunMerge>> {
     let got: Got = serde_json::from_value(got)
         .context("the server's answer to jobs get has merges this driver cannot read")?;
     Ok(got.merges.unwrap_or_default())
+}
+
+/// The namespace's deploy command, run once the server recorded this run's merge through the
+/// gate (which wanted another agent's standing approval of the head: the deploy is a gate of
+/// the same kind, never the agent's to run). It runs on this host in the project's own
+/// checkout, never the agent's clone, with the merge in `CAPSID_DEPLOY_REPO`, `_PR` and
+/// `_SHA`. `None`: no merge, or no deploy command.
+async fn deploy_after_merge(
+    r: &Ready,
+    id: &str,
+    merges: &[capsid_core::jobs::pipeline::RunMerge],
+) -> Result<Option<capsid_core::drive::gate::GateRun>> {
+    let Some(merged) = merges.iter().rev().find(|m| m.merged) else {
+        return Ok(None);
+    };
+    let settings = super::namespace_runner(&r.mcp, &r.namespace).await?;
+    let Some(command) = settings.deploy_command.as_deref() else {
+        return Ok(None);
+    };
+    eprintln!(
+        "capsid drive: {id}: {}#{} merged through the gate; running the namespace's deploy command `{command}` in {}",
+        merged.repo,
+        merged.number,
+        r.root.display()
+    );
+    let envs = [
+        ("CAPSID_DEPLOY_REPO".to_owned(), merged.repo.clone()),
+        ("CAPSID_DEPLOY_PR".to_owned(), merged.number.to_string()),
+        (
+            "CAPSID_DEPLOY_SHA".to_owned(),
+            merged.sha.clone().unwrap_or_default(),
+        ),
+        ("CAPSID_JOB_ID".to_owned(), id.to_owned()),
+    ];
+    let run = shell(command, &r.root, &envs).await;
+    eprintln!(
+        "capsid drive: {id}: the deploy command {}",
+        match run.exit_code {
+            Some(0) => "passed".to_owned(),
+            Some(c) => format!("failed with exit code {c}"),
+            None => "was killed or did not start".to_owned(),
+        }
+    );
+    Ok(Some(run))
 }
 
 async fn hook_state(r: &Ready, agent: &str, id: &str) -> (Option<HookState>, Option<String>) {

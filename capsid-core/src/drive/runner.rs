@@ -50,6 +50,11 @@ pub struct RunnerSettings {
     /// deep, five children for a job without a role, each role's own count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispatch_limits: Option<String>,
+    /// The command a deploy job's driver runs once its run merged through the gate (`mise run
+    /// deploy`, a script): on the agent host, in the project's own checkout (never the agent's
+    /// clone), with the merge in `CAPSID_DEPLOY_*`; unset: a merge is the deploy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_command: Option<String>,
 }
 
 /// The fields an update names: `Some("")` clears, `None` keeps.
@@ -135,6 +140,11 @@ impl RunnerSettings {
             )?
             .map(|t| DispatchLimits::parse(&t).map(|l| l.to_setting()))
             .transpose()?,
+            deploy_command: field(
+                "deploy_command",
+                &self.deploy_command,
+                &patch.deploy_command,
+            )?,
         };
         if let Some(r) = &next.runtime {
             crate::drive::runtime::RuntimeKind::parse("runtime", r)?;

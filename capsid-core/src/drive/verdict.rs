@@ -116,6 +116,9 @@ pub struct RunFacts<'a> {
     /// The merges the run made or was refused, as the server recorded them (a deploy's; empty
     /// for other roles): a deploy run is done when one merged, blocked on the gate's refusal.
     pub merges: &'a [RunMerge],
+    /// The namespace's deploy command, run by the driver after the run's merge went through
+    /// the gate (`None`: no deploy command, or no merge).
+    pub deploy: Option<&'a GateRun>,
 }
 
 /// The first command the session was refused because only a human may run it (a push to a
@@ -261,7 +264,7 @@ pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .unwrap_or("The agent finished.");
-        if merges && let Some(close) = deploy_close(f.merges, said) {
+        if merges && let Some(close) = deploy_close(f.merges, f.deploy, said) {
             return Some(close);
         }
         let hooks_saw = match f.last_tests {
@@ -297,20 +300,42 @@ pub fn before_gates(f: &RunFacts<'_>) -> Option<Close> {
     None
 }
 
-/// A deploy run that committed nothing: done when the server recorded a merge by its run,
-/// blocked on the gate's refusal (with the approval that lets it through) when it recorded
-/// only refusals; `None` when the run tried no merge (it fails as nothing shipped).
-fn deploy_close(merges: &[RunMerge], said: &str) -> Option<Close> {
+/// A deploy run that committed nothing: done when the server recorded a merge by its run (and
+/// the namespace's deploy command, when it has one, passed after it), failed when that deploy
+/// command failed, blocked on the gate's refusal (with the approval that lets it through) when
+/// the server recorded only refusals; `None` when the run tried no merge (it fails as nothing
+/// shipped).
+fn deploy_close(merges: &[RunMerge], deploy: Option<&GateRun>, said: &str) -> Option<Close> {
     if let Some(m) = merges.iter().rev().find(|m| m.merged) {
+        let merged = format!(
+            "{}#{}{}",
+            m.repo,
+            m.number,
+            m.sha
+                .as_deref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        );
+        if let Some(d) = deploy.filter(|d| !d.passed()) {
+            return Some(Close::Fail {
+                reason: tail(
+                    &format!(
+                        "This deploy run merged {merged} through the gate, but the namespace's deploy command did not pass. {}",
+                        d.failure("The deploy command")
+                    ),
+                    JOB_TEXT_MAX,
+                ),
+            });
+        }
+        let deployed = deploy.map_or(String::new(), |d| {
+            format!(
+                " The driver then ran the namespace's deploy command `{}`: it passed.",
+                d.command
+            )
+        });
         return Some(Close::Complete {
             summary: bounded(&format!(
-                "{said} Measured by the server: this deploy run merged {}#{}{} through the gate, so the test gate was skipped (a deploy ships a merge, not code).",
-                m.repo,
-                m.number,
-                m.sha
-                    .as_deref()
-                    .map(|s| format!(" ({s})"))
-                    .unwrap_or_default()
+                "{said} Measured by the server: this deploy run merged {merged} through the gate, so the test gate was skipped (a deploy ships a merge, not code).{deployed}"
             )),
             evidence: json!({"commits": 0, "files_changed": 0, "tests_added": 0}),
             scout: true,
@@ -510,6 +535,7 @@ mod tests {
             role: None,
             last_tests: None,
             merges: &[],
+            deploy: None,
         }
     }
 
@@ -569,7 +595,8 @@ mod tests {
         );
         assert!(!question);
         // Refused, then merged (after an approval): done, tests skipped.
-        let Some(Close::Complete { summary, scout, .. }) = with(&[refused.clone(), merged]) else {
+        let Some(Close::Complete { summary, scout, .. }) = with(&[refused.clone(), merged.clone()])
+        else {
             panic!("a merged deploy is done");
         };
         assert!(
@@ -577,6 +604,45 @@ mod tests {
             "{summary}"
         );
         assert!(scout);
+        assert!(!summary.contains("deploy command"), "{summary}");
+        // The namespace's deploy command, run after the merge: done when it passes, failed
+        // (the merge stands, and the summary says so) when it does not.
+        let both = [refused.clone(), merged.clone()];
+        let deployed = |d: &GateRun| {
+            let mut f = facts(None, &git);
+            f.role = Some(deploy);
+            f.deploy = Some(d);
+            before_gates(&RunFacts { merges: &both, ..f })
+        };
+        let Some(Close::Complete { summary, .. }) = deployed(&run(0, "shipped v2")) else {
+            panic!("a passing deploy command is done");
+        };
+        assert!(
+            summary.contains("merged o/r#7 (m1) through the gate")
+                && summary.contains("deploy command `sh test.sh`: it passed"),
+            "{summary}"
+        );
+        let Some(Close::Fail { reason }) = deployed(&run(3, "no credentials for prod")) else {
+            panic!("a failing deploy command fails the job");
+        };
+        assert!(
+            reason.starts_with("This deploy run merged o/r#7 (m1) through the gate, but the namespace's deploy command did not pass.")
+                && reason.contains("exit code 3")
+                && reason.contains("no credentials for prod"),
+            "{reason}"
+        );
+        // A refused merge never runs (nor is judged by) a deploy command.
+        let passing = run(0, "x");
+        let mut f = facts(None, &git);
+        f.role = Some(deploy);
+        f.deploy = Some(&passing);
+        assert!(matches!(
+            before_gates(&RunFacts {
+                merges: std::slice::from_ref(&refused),
+                ..f
+            }),
+            Some(Close::Block { .. })
+        ));
         // A deploy whose commits reached its branch is not done.
         let committed = GitFacts {
             commits: 1,
@@ -738,11 +804,11 @@ mod tests {
         );
         // A senior ships nothing as well; a job with no role, a junior, a planner and a deploy
         // asked for something and fail, with the last test verdict the hooks saw.
-        s.role = crate::jobs::role::of_job(Some("senior"));
+        s.role = crate::jobs::role::parse("role", "senior").ok();
         assert!(matches!(close(&s), Close::Complete { scout: true, .. }));
         for role in [None, Some("junior"), Some("planner"), Some("deploy")] {
             let mut f = facts(None, &nothing);
-            f.role = crate::jobs::role::of_job(role);
+            f.role = role.and_then(|r| crate::jobs::role::parse("role", r).ok());
             f.last_tests = Some("fail");
             let Close::Fail { reason } = close(&f) else {
                 panic!("{role:?}: nothing shipped is not done")

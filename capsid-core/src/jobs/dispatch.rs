@@ -76,7 +76,7 @@ impl DispatchLimits {
                 name => {
                     let role = role::parse(FIELD, name)
                         .map_err(|why| format!("{why} (or depth, or children)"))?;
-                    limits.per_role.insert(role.name.to_owned(), n);
+                    limits.per_role.insert(role.name.to_string(), n);
                 }
             }
         }
@@ -98,7 +98,7 @@ impl DispatchLimits {
     /// the role, else the role's own, else the namespace's count for jobs without a role.
     pub fn children_of(&self, role: Option<&Role>) -> i64 {
         match role {
-            Some(r) => self.per_role.get(r.name).copied().unwrap_or(r.dispatches),
+            Some(r) => self.per_role.get(&*r.name).copied().unwrap_or(r.dispatches),
             None => self.children,
         }
     }
@@ -115,14 +115,39 @@ pub enum Poster<'a> {
     Pipeline,
 }
 
-/// The child's parent link, or why `poster` may not dispatch from `parent` under the
-/// namespace's `limits`.
+/// Why a dispatch is refused: past one of the namespace's bounds (what the owner is shown on
+/// the parent's trail), or not the poster's to make at all (bad input, recorded nowhere).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DispatchRefusal {
+    /// The refusal, naming the rule.
+    pub why: String,
+    /// Whether a bound (depth, a role's count) refused it.
+    pub bound: bool,
+}
+
+impl std::fmt::Display for DispatchRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
+fn not_allowed(why: String) -> DispatchRefusal {
+    DispatchRefusal { why, bound: false }
+}
+
+fn past_bound(why: String) -> DispatchRefusal {
+    DispatchRefusal { why, bound: true }
+}
+
+/// The child's parent link, or why `poster` may not dispatch from `parent` (whose role, as
+/// the namespace defines it, is `role`) under the namespace's `limits`.
 pub fn plan_dispatch(
     parent: &Job,
+    role: Option<&Role>,
     poster: Poster<'_>,
     namespace_arg: Option<&str>,
     limits: &DispatchLimits,
-) -> Result<Dispatch, String> {
+) -> Result<Dispatch, DispatchRefusal> {
     let actor = match poster {
         Poster::Holder(actor) => actor,
         Poster::Pipeline => super::pipeline::PIPELINE_ACTOR,
@@ -130,7 +155,7 @@ pub fn plan_dispatch(
     if let Poster::Holder(actor) = poster
         && (parent.status != JobStatus::Claimed || parent.claimed_by.as_deref() != Some(actor))
     {
-        return Err(format!(
+        return Err(not_allowed(format!(
             "only the holder of a claimed job may dispatch from it; {} is {}{}.",
             parent.id,
             parent.status,
@@ -138,32 +163,31 @@ pub fn plan_dispatch(
                 .claimed_by
                 .as_deref()
                 .map_or(String::new(), |h| format!(" and held by {h}"))
-        ));
+        )));
     }
     if let Some(ns) = namespace_arg
         && ns != parent.namespace
     {
-        return Err(format!(
+        return Err(not_allowed(format!(
             "a dispatched job belongs to its parent's namespace ({}); namespace {ns} was given. Leave namespace out.",
             parent.namespace
-        ));
+        )));
     }
     let depth = parent.depth + 1;
     if depth > limits.depth {
-        return Err(format!(
+        return Err(past_bound(format!(
             "{} is already {} dispatches deep; a chain of {} may go {} deep (its dispatch_limits setting), so this one stops here.",
             parent.id, parent.depth, parent.namespace, limits.depth
-        ));
+        )));
     }
-    let role = role::of_job(parent.role.as_deref());
     let max_children = limits.children_of(role);
     if max_children == 0 {
-        return Err(format!(
+        return Err(past_bound(format!(
             "{} is a {} job, and a {} job dispatches nothing here (the namespace's dispatch_limits setting); post the work as a person.",
             parent.id,
-            role.map_or("role-less", |r| r.name),
-            role.map_or("role-less", |r| r.name),
-        ));
+            role.map_or("role-less", |r| &*r.name),
+            role.map_or("role-less", |r| &*r.name),
+        )));
     }
     Ok(Dispatch {
         parent_id: parent.id.clone(),
@@ -203,6 +227,7 @@ mod tests {
     fn only_the_holder_in_the_parents_namespace_within_the_depth() {
         let d = plan_dispatch(
             &held(0),
+            None,
             Poster::Holder("agent:d"),
             None,
             &DispatchLimits::default(),
@@ -215,6 +240,7 @@ mod tests {
         assert!(
             plan_dispatch(
                 &held(0),
+                None,
                 Poster::Holder("agent:other"),
                 None,
                 &DispatchLimits::default()
@@ -224,6 +250,7 @@ mod tests {
         assert!(
             plan_dispatch(
                 &held(0),
+                None,
                 Poster::Holder("agent:d"),
                 Some("elsewhere"),
                 &DispatchLimits::default()
@@ -233,6 +260,7 @@ mod tests {
         assert!(
             plan_dispatch(
                 &held(0),
+                None,
                 Poster::Holder("agent:d"),
                 Some("demo"),
                 &DispatchLimits::default()
@@ -244,6 +272,7 @@ mod tests {
         assert!(
             plan_dispatch(
                 &queued,
+                None,
                 Poster::Holder("agent:d"),
                 None,
                 &DispatchLimits::default()
@@ -253,6 +282,7 @@ mod tests {
         assert_eq!(
             plan_dispatch(
                 &held(2),
+                None,
                 Poster::Holder("agent:d"),
                 None,
                 &DispatchLimits::default()
@@ -263,11 +293,13 @@ mod tests {
         assert!(
             plan_dispatch(
                 &held(3),
+                None,
                 Poster::Holder("agent:d"),
                 None,
                 &DispatchLimits::default()
             )
             .expect_err("depth 4")
+            .why
             .contains("3 dispatches deep")
         );
     }
@@ -296,6 +328,24 @@ mod tests {
     }
 
     #[test]
+    fn only_a_bound_refusal_is_marked_as_one() {
+        let d = DispatchLimits::default();
+        let refused = |job: &Job, poster, ns| plan_dispatch(job, None, poster, ns, &d).unwrap_err();
+        assert!(!refused(&held(0), Poster::Holder("agent:other"), None).bound);
+        assert!(!refused(&held(0), Poster::Holder("agent:d"), Some("elsewhere")).bound);
+        let mut queued = held(0);
+        queued.status = JobStatus::Queued;
+        assert!(!refused(&queued, Poster::Holder("agent:d"), None).bound);
+        assert!(refused(&held(3), Poster::Holder("agent:d"), None).bound);
+        let deploy = role::parse("role", "deploy").expect("deploy");
+        assert!(
+            plan_dispatch(&held(0), Some(deploy), Poster::Pipeline, None, &d)
+                .unwrap_err()
+                .bound
+        );
+    }
+
+    #[test]
     fn a_role_dispatches_its_own_count_unless_the_namespace_says() {
         let scout = role::parse("role", "scout").expect("scout");
         let deploy = role::parse("role", "deploy").expect("deploy");
@@ -315,18 +365,22 @@ mod tests {
         );
         let mut job = held(0);
         job.role = Some("deploy".into());
-        let e = plan_dispatch(&job, Poster::Holder("agent:d"), None, &d)
+        let e = plan_dispatch(&job, Some(deploy), Poster::Holder("agent:d"), None, &d)
             .expect_err("a deploy dispatches nothing");
-        assert!(e.contains("a deploy job dispatches nothing"), "{e}");
+        assert!(
+            e.bound && e.why.contains("a deploy job dispatches nothing"),
+            "{e}"
+        );
         job.role = Some("scout".into());
         assert_eq!(
-            plan_dispatch(&job, Poster::Holder("agent:d"), None, &d).map(|p| p.max_children),
+            plan_dispatch(&job, Some(scout), Poster::Holder("agent:d"), None, &d)
+                .map(|p| p.max_children),
             Ok(1)
         );
         let shallow = DispatchLimits::parse("depth=1").expect("limits");
-        let e = plan_dispatch(&held(1), Poster::Holder("agent:d"), None, &shallow)
+        let e = plan_dispatch(&held(1), None, Poster::Holder("agent:d"), None, &shallow)
             .expect_err("depth 2");
-        assert!(e.contains("may go 1 deep"), "{e}");
+        assert!(e.bound && e.why.contains("may go 1 deep"), "{e}");
     }
 
     proptest! {
@@ -335,7 +389,7 @@ mod tests {
             let limits = DispatchLimits { depth: bound, ..DispatchLimits::default() };
             let mut depth = start;
             let mut steps = 0;
-            while let Ok(d) = plan_dispatch(&held(depth), Poster::Holder("agent:d"), None, &limits) {
+            while let Ok(d) = plan_dispatch(&held(depth), None, Poster::Holder("agent:d"), None, &limits) {
                 prop_assert!(d.depth <= bound);
                 depth = d.depth;
                 steps += 1;

@@ -8,8 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Job;
-use super::role::{self, Role};
+use super::role::{Role, Ships};
 use crate::ports::AuditRow;
 
 /// The audit action of a merge the gate refused a run (its job, the pull request, the head and
@@ -94,10 +93,10 @@ pub struct Handoff {
     pub body: String,
 }
 
-/// Whether the pipeline hands `job`'s pull request on (a junior's: the role that ships a
-/// branch and a pull request for review).
-pub fn hands_on(job: &Job) -> bool {
-    role::of_job(job.role.as_deref()).is_some_and(|r: &Role| r.name == "junior")
+/// Whether the pipeline hands on the pull request of a job of `role` (a junior's, or an owner's
+/// role that ships code: a branch and a pull request for review).
+pub fn hands_on(role: Option<&Role>) -> bool {
+    role.is_some_and(|r| r.ships == Ships::Code)
 }
 
 /// The senior review of `repo#number` (at `url`), the junior job `author_job`'s work, at `head`
@@ -191,6 +190,22 @@ mod tests {
             approve_command("alpha", "o/r", 3, "h"),
             "capsid jobs approve --namespace alpha --repo o/r --pr 3 --head h"
         );
+    }
+
+    #[test]
+    fn only_a_role_that_ships_code_hands_its_pull_request_on() {
+        let named = |n| crate::jobs::role::parse("role", n).ok();
+        assert!(hands_on(named("junior")));
+        for n in ["scout", "planner", "senior", "deploy"] {
+            assert!(!hands_on(named(n)), "{n}");
+        }
+        assert!(!hands_on(None), "a job with no role is not a pipeline's");
+        let owners = crate::jobs::role::parse_role_doc(
+            "policy/roles/demo/docs-writer.md",
+            "- version: 1\n- ships: code\n- description: Docs.\n## Instructions\nWrite.",
+        )
+        .expect("a role");
+        assert!(hands_on(Some(&owners)));
     }
 
     #[test]

@@ -7,11 +7,37 @@
 //!
 //! A job without a role asks for a change: it is a junior's job in all but name, so a run that
 //! ships nothing fails it. Only a job that says it is a scout is one.
+//!
+//! An owner defines more roles, or sets a built-in role's model and cap, in signed documents of
+//! the `capsid` namespace, `policy/roles/<namespace>/<name>.md` (the autonomy policies'
+//! envelope: unsigned or edited after signing defines nothing), read by [`parse_role_doc`]:
+//!
+//! ```text
+//! # Role: docs-writer
+//! - version: 1
+//! - ships: code            (nothing, spec, code or merge)
+//! - reviews: false         (true: its run may record review verdicts; only a role that ships nothing)
+//! - model: claude-haiku-4-5 (optional: the model its runs ask for)
+//! - max_cost_usd: 1.50     (optional: the cap a job of it gets when it names none; default 2.00)
+//! - dispatches: 1          (optional: how many jobs one of its jobs may post; default 0)
+//! - description: Writes and fixes the project's documentation.
+//!
+//! ## Instructions
+//! The skill's body, Markdown, to the end of the document.
+//! ```
+//!
+//! A document named after a built-in role sets only its `model` and `max_cost_usd` (and adds
+//! its `## Instructions` after the built-in's): what a built-in role ships and may do is fixed.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use crate::drive::ledger::Usd;
 
 /// What a role's run may ship, which decides what "nothing shipped" means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Ships {
     /// No code: a clean tree with no commit is a complete run, and every push is refused.
     Nothing,
@@ -33,31 +59,65 @@ impl Ships {
             Ships::Merge => "a merge of a reviewed pull request",
         }
     }
+
+    /// The value `text` names in a role document, or why not.
+    fn parse(text: &str) -> Result<Ships, String> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "nothing" => Ok(Ships::Nothing),
+            "spec" => Ok(Ships::Spec),
+            "code" => Ok(Ships::Code),
+            "merge" => Ok(Ships::Merge),
+            other => Err(format!(
+                "{other:?} is not what a role ships; use nothing, spec, code or merge"
+            )),
+        }
+    }
 }
 
-/// One role: its name, what it ships, its instructions and its default cap.
-#[derive(Clone, Debug, PartialEq)]
+/// One role: its name, what it ships and may do, its instructions, model and default cap.
+///
+/// The same value travels to the driver on `jobs get` (`role_definition`), so the driver
+/// writes the skill and judges the run from the server's definition, never from a name alone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Role {
     /// The role's name (`scout`, `planner`, ...), as jobs name it.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// One line: when to use the skill (the skill's `description`).
-    pub description: &'static str,
+    pub description: Cow<'static, str>,
     /// What a run of this role may ship.
     pub ships: Ships,
+    /// Whether its run may record review verdicts (`jobs` `approve` / `reject`).
+    pub reviews: bool,
     /// The instructions the agent reads (the skill's body, Markdown).
-    pub instructions: &'static str,
+    pub instructions: Cow<'static, str>,
+    /// The model its runs ask the runtime for (`None`: the driver's own choice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Cow<'static, str>>,
     /// The cap a job of this role gets when it names none, in micro-dollars.
     pub max_cost_micros: u64,
     /// How many jobs one job of this role may dispatch, unless the namespace's
     /// `dispatch_limits` setting says otherwise (a scout dispatches one planner; a deploy
     /// dispatches nothing).
     pub dispatches: i64,
+    /// Whether the role is one of [`BUILT_IN`] (an owner's document may only tune it).
+    pub built_in: bool,
 }
 
 impl Role {
     /// The cap a job of this role gets when it names none.
     pub fn default_cap(&self) -> Usd {
         Usd::from_micros(self.max_cost_micros)
+    }
+
+    /// Whether its run keeps a scout's watermark (a namespace document under `scouts/`).
+    pub fn keeps_watermark(&self) -> bool {
+        self.built_in && self.name == "scout"
+    }
+
+    /// Whether its run may merge (through the gate, which still wants another agent's
+    /// standing approval of the head).
+    pub fn merges(&self) -> bool {
+        self.ships == Ships::Merge
     }
 
     /// The skill's folder name in the clone (`capsid-<role>`), kept apart from a project's
@@ -138,42 +198,67 @@ You merge a reviewed pull request and ship it.
 /// The built-in roles.
 pub const BUILT_IN: [Role; 5] = [
     Role {
-        name: "scout",
-        description: "Capsid's scout role: look for new work against the watermark; a quiet run changes nothing",
+        name: Cow::Borrowed("scout"),
+        description: Cow::Borrowed(
+            "Capsid's scout role: look for new work against the watermark; a quiet run changes nothing",
+        ),
         ships: Ships::Nothing,
-        instructions: SCOUT,
+        instructions: Cow::Borrowed(SCOUT),
+        reviews: false,
+        model: None,
+        built_in: true,
         dispatches: 1,
         max_cost_micros: 500_000,
     },
     Role {
-        name: "planner",
-        description: "Capsid's planner role: turn a finding into a committed spec and dispatch a junior",
+        name: Cow::Borrowed("planner"),
+        description: Cow::Borrowed(
+            "Capsid's planner role: turn a finding into a committed spec and dispatch a junior",
+        ),
         ships: Ships::Spec,
-        instructions: PLANNER,
+        instructions: Cow::Borrowed(PLANNER),
+        reviews: false,
+        model: None,
+        built_in: true,
         dispatches: 3,
         max_cost_micros: 2_000_000,
     },
     Role {
-        name: "junior",
-        description: "Capsid's junior role: build the change with tests and push it for review",
+        name: Cow::Borrowed("junior"),
+        description: Cow::Borrowed(
+            "Capsid's junior role: build the change with tests and push it for review",
+        ),
         ships: Ships::Code,
-        instructions: JUNIOR,
+        instructions: Cow::Borrowed(JUNIOR),
+        reviews: false,
+        model: None,
+        built_in: true,
         dispatches: 3,
         max_cost_micros: 10_000_000,
     },
     Role {
-        name: "senior",
-        description: "Capsid's senior role: review another agent's pull request without changing it",
+        name: Cow::Borrowed("senior"),
+        description: Cow::Borrowed(
+            "Capsid's senior role: review another agent's pull request without changing it",
+        ),
         ships: Ships::Nothing,
-        instructions: SENIOR,
+        instructions: Cow::Borrowed(SENIOR),
+        reviews: true,
+        model: None,
+        built_in: true,
         dispatches: 1,
         max_cost_micros: 2_000_000,
     },
     Role {
-        name: "deploy",
-        description: "Capsid's deploy role: merge a reviewed pull request through the gate and ship it",
+        name: Cow::Borrowed("deploy"),
+        description: Cow::Borrowed(
+            "Capsid's deploy role: merge a reviewed pull request through the gate and ship it",
+        ),
         ships: Ships::Merge,
-        instructions: DEPLOY,
+        instructions: Cow::Borrowed(DEPLOY),
+        reviews: false,
+        model: None,
+        built_in: true,
         dispatches: 0,
         max_cost_micros: 1_000_000,
     },
@@ -181,6 +266,19 @@ pub const BUILT_IN: [Role; 5] = [
 
 /// The longest role name a job may carry.
 pub const ROLE_NAME_MAX: usize = 32;
+
+/// Where an owner's role documents live in the `capsid` namespace.
+pub const ROLE_DOC_DIR: &str = "policy/roles/";
+/// The most role documents one namespace's book reads.
+pub const ROLE_DOCS_MAX: usize = 50;
+/// The longest instructions an owner's role may carry.
+const INSTRUCTIONS_MAX: usize = 20_000;
+/// The longest description.
+const DESCRIPTION_MAX: usize = 300;
+/// The cap an owner's role gets when its document names none, in micro-dollars.
+const OWNER_ROLE_CAP_MICROS: u64 = 2_000_000;
+/// The heading that starts an owner's instructions.
+const INSTRUCTIONS_HEADING: &str = "## Instructions";
 
 /// The built-in role `text` names (surrounding spaces ignored), or the refusal naming the
 /// field and the roles there are.
@@ -194,15 +292,284 @@ pub fn parse(field: &str, text: &str) -> Result<&'static Role, String> {
     })
 }
 
-/// The role a stored job names (`None`: no role, or a name this build does not know, which
-/// the claim refuses before a driver sees it).
-pub fn of_job(role: Option<&str>) -> Option<&'static Role> {
-    role.and_then(|r| parse("role", r).ok())
-}
-
 /// What "nothing shipped" means for a job of `role` (`None`: no role, a change is asked for).
 pub fn ships_nothing_by_design(role: Option<&Role>) -> bool {
     role.is_some_and(|r| r.ships == Ships::Nothing)
+}
+
+/// The role document's path for `name` in `namespace`.
+pub fn role_doc_path(namespace: &str, name: &str) -> String {
+    format!("{ROLE_DOC_DIR}{namespace}/{name}.md")
+}
+
+/// Whether `name` may name a role: 1 to [`ROLE_NAME_MAX`] lower-case letters, digits or dashes,
+/// starting with a letter.
+pub fn valid_role_name(name: &str) -> bool {
+    name.len() <= ROLE_NAME_MAX
+        && name.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// What is wrong with a role document, naming the field (or `path`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoleDocError {
+    /// `path`, `version`, `ships`, `reviews`, `model`, `max_cost_usd`, `dispatches`,
+    /// `description` or `instructions`.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl std::fmt::Display for RoleDocError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.why)
+    }
+}
+
+fn bad<T>(field: &'static str, why: impl Into<String>) -> Result<T, RoleDocError> {
+    Err(RoleDocError {
+        field,
+        why: why.into(),
+    })
+}
+
+/// The namespace and role name of the document at `path`
+/// (`policy/roles/<namespace>/<name>.md`).
+pub fn role_doc_target(path: &str) -> Result<(String, String), RoleDocError> {
+    let shape = "a role document is capsid/policy/roles/<namespace>/<name>.md";
+    let Some((ns, name)) = path
+        .strip_prefix(ROLE_DOC_DIR)
+        .and_then(|r| r.strip_suffix(".md"))
+        .and_then(|r| r.split_once('/'))
+    else {
+        return bad("path", format!("{path}: {shape}"));
+    };
+    if let Some(problem) = crate::paths::namespace_problem(ns) {
+        return bad("path", format!("{path}: {problem}"));
+    }
+    if !valid_role_name(name) {
+        return bad(
+            "path",
+            format!(
+                "{path}: a role's name is 1 to {ROLE_NAME_MAX} lower-case letters, digits or dashes, starting with a letter"
+            ),
+        );
+    }
+    Ok((ns.to_owned(), name.to_owned()))
+}
+
+/// A model name as a role document may give it: 1 to 100 letters, digits and `.-_:/@`.
+fn valid_model(m: &str) -> bool {
+    (1..=100).contains(&m.len())
+        && m.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:/@".contains(&b))
+}
+
+/// The role the signed document at `path` defines (an owner's role), or the built-in it tunes.
+pub fn parse_role_doc(path: &str, body: &str) -> Result<Role, RoleDocError> {
+    use crate::autonomy::policy::field;
+    let (_, name) = role_doc_target(path)?;
+    let (fields, instructions) = match body.find(INSTRUCTIONS_HEADING) {
+        Some(at) => (
+            &body[..at],
+            body[at + INSTRUCTIONS_HEADING.len()..].trim().to_owned(),
+        ),
+        None => (body, String::new()),
+    };
+    if field(fields, "version").is_none_or(str::is_empty) {
+        return bad("version", "missing (a `- version:` line)");
+    }
+    let model = match field(fields, "model").filter(|m| !m.is_empty()) {
+        None => None,
+        Some(m) if valid_model(m) => Some(Cow::Owned(m.to_owned())),
+        Some(m) => {
+            return bad(
+                "model",
+                format!("{m:?} is not a model name (1 to 100 letters, digits and .-_:/@)"),
+            );
+        }
+    };
+    let cap = match field(fields, "max_cost_usd").filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(
+            super::budget::parse_job_cap(c.parse::<f64>().map_err(|_| RoleDocError {
+                field: "max_cost_usd",
+                why: format!("{c:?} is not a number of dollars"),
+            })?)
+            .map_err(|why| RoleDocError {
+                field: "max_cost_usd",
+                why: why.to_string(),
+            })?
+            .micros(),
+        ),
+    };
+    if instructions.chars().count() > INSTRUCTIONS_MAX {
+        return bad(
+            "instructions",
+            format!("longer than {INSTRUCTIONS_MAX} characters"),
+        );
+    }
+    if let Some(built_in) = BUILT_IN.iter().find(|r| r.name == name) {
+        for fixed in ["ships", "reviews", "dispatches", "description"] {
+            if field(fields, fixed).is_some() {
+                return bad(
+                    match fixed {
+                        "ships" => "ships",
+                        "reviews" => "reviews",
+                        "dispatches" => "dispatches",
+                        _ => "description",
+                    },
+                    format!(
+                        "{name} is a built-in role: its document sets only model, max_cost_usd and added instructions (its dispatch count is the namespace's dispatch_limits setting)"
+                    ),
+                );
+            }
+        }
+        let mut role = built_in.clone();
+        role.model = model;
+        role.max_cost_micros = cap.unwrap_or(role.max_cost_micros);
+        if !instructions.is_empty() {
+            role.instructions = Cow::Owned(format!(
+                "{}\nThis namespace adds:\n\n{instructions}\n",
+                role.instructions
+            ));
+        }
+        return Ok(role);
+    }
+    let Some(ships) = field(fields, "ships") else {
+        return bad(
+            "ships",
+            "missing (a `- ships:` line: nothing, spec, code or merge)",
+        );
+    };
+    let ships = Ships::parse(ships).map_err(|why| RoleDocError {
+        field: "ships",
+        why,
+    })?;
+    let reviews = match field(fields, "reviews")
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(v) => return bad("reviews", format!("'{v}' is neither true nor false")),
+    };
+    if reviews && ships != Ships::Nothing {
+        return bad(
+            "reviews",
+            "only a role that ships nothing may record review verdicts (a reviewer never reviews its own work)",
+        );
+    }
+    let dispatches = match field(fields, "dispatches").filter(|d| !d.is_empty()) {
+        None => 0,
+        Some(d) => match d.parse::<i64>() {
+            Ok(n) if (0..=super::dispatch::DISPATCH_LIMIT_MAX).contains(&n) => n,
+            _ => {
+                return bad(
+                    "dispatches",
+                    format!(
+                        "{d:?} is not a count from 0 to {}",
+                        super::dispatch::DISPATCH_LIMIT_MAX
+                    ),
+                );
+            }
+        },
+    };
+    let description = field(fields, "description").unwrap_or_default();
+    if description.is_empty() || description.chars().count() > DESCRIPTION_MAX {
+        return bad(
+            "description",
+            format!(
+                "missing or longer than {DESCRIPTION_MAX} characters (one line: what the role does)"
+            ),
+        );
+    }
+    if instructions.is_empty() {
+        return bad(
+            "instructions",
+            format!("missing (a `{INSTRUCTIONS_HEADING}` heading, then what the agent must do)"),
+        );
+    }
+    Ok(Role {
+        name: Cow::Owned(name),
+        description: Cow::Owned(description.to_owned()),
+        ships,
+        reviews,
+        instructions: Cow::Owned(format!("{instructions}\n")),
+        model,
+        max_cost_micros: cap.unwrap_or(OWNER_ROLE_CAP_MICROS),
+        dispatches,
+        built_in: false,
+    })
+}
+
+/// A namespace's roles: the built-in ones (as its signed documents tune them) and its owner's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RoleBook {
+    /// The roles the namespace's signed documents define or tune, by name.
+    defined: Vec<Role>,
+    /// Role documents that define nothing (unsigned, edited, unparseable), with why.
+    pub inert: Vec<String>,
+}
+
+impl RoleBook {
+    /// The book of `defined` roles (each parsed from a signed document) and the documents
+    /// that define nothing, with why.
+    pub fn new(defined: Vec<Role>, inert: Vec<String>) -> RoleBook {
+        RoleBook { defined, inert }
+    }
+
+    /// The role `name` names here, when there is one.
+    pub fn get(&self, name: &str) -> Option<Role> {
+        let name = name.trim();
+        self.defined
+            .iter()
+            .find(|r| r.name == name)
+            .or_else(|| BUILT_IN.iter().find(|r| r.name == name))
+            .cloned()
+    }
+
+    /// The names of the roles there are: the built-in ones, then the owner's.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = BUILT_IN.iter().map(|r| &*r.name).collect();
+        names.extend(
+            self.defined
+                .iter()
+                .filter(|r| !r.built_in)
+                .map(|r| &*r.name),
+        );
+        names
+    }
+
+    /// The role `text` names, or the refusal naming `field`, the roles there are and why a
+    /// document of that name defines nothing.
+    pub fn resolve(&self, field: &str, text: &str) -> Result<Role, String> {
+        let t = text.trim();
+        self.get(t).ok_or_else(|| {
+            let why = self
+                .inert
+                .iter()
+                .find(|n| n.starts_with(ROLE_DOC_DIR) && n.contains(&format!("/{t}.md")))
+                .map_or(String::new(), |n| format!(" ({n})"));
+            self.refusal(field, t, &why)
+        })
+    }
+
+    /// The refusal of `name` in `field`, with `why` (text in brackets, or empty) and the roles
+    /// there are.
+    pub fn refusal(&self, field: &str, name: &str, why: &str) -> String {
+        format!(
+            "{field}: {name:?} is not a role{why}; use one of {}",
+            self.names().join(", ")
+        )
+    }
+
+    /// The role a stored job names (`None`: no role, or a name nothing defines now).
+    pub fn of_job(&self, role: Option<&str>) -> Option<Role> {
+        role.and_then(|r| self.get(r))
+    }
 }
 
 #[cfg(test)]
@@ -212,7 +579,7 @@ mod tests {
     #[test]
     fn built_in_roles_parse_and_unknown_names_are_refused_naming_the_field() {
         for r in &BUILT_IN {
-            assert_eq!(parse("role", r.name).unwrap().name, r.name);
+            assert_eq!(parse("role", &r.name).unwrap().name, r.name);
             assert!(r.name.len() <= ROLE_NAME_MAX);
         }
         assert_eq!(parse("role", " scout ").unwrap().name, "scout");
@@ -223,9 +590,10 @@ mod tests {
             "{e}"
         );
         assert!(parse("role", "").is_err());
-        assert!(of_job(Some("wizard")).is_none());
-        assert_eq!(of_job(Some("senior")).unwrap().ships, Ships::Nothing);
-        assert!(of_job(None).is_none());
+        let book = RoleBook::default();
+        assert!(book.of_job(Some("wizard")).is_none());
+        assert_eq!(book.of_job(Some("senior")).unwrap().ships, Ships::Nothing);
+        assert!(book.of_job(None).is_none());
     }
 
     #[test]
@@ -233,7 +601,7 @@ mod tests {
         let nothing: Vec<&str> = BUILT_IN
             .iter()
             .filter(|r| ships_nothing_by_design(Some(r)))
-            .map(|r| r.name)
+            .map(|r| &*r.name)
             .collect();
         assert_eq!(nothing, ["scout", "senior"]);
         assert!(!ships_nothing_by_design(None), "no role asks for a change");
@@ -242,6 +610,9 @@ mod tests {
     #[test]
     fn the_skill_names_the_role_and_carries_its_instructions() {
         let scout = parse("role", "scout").unwrap();
+        assert!(scout.keeps_watermark() && !scout.merges() && !scout.reviews);
+        assert!(parse("role", "deploy").unwrap().merges());
+        assert!(parse("role", "senior").unwrap().reviews);
         let md = scout.skill_md();
         assert!(
             md.starts_with("---\nname: capsid-scout\ndescription: Capsid's scout role"),
@@ -257,5 +628,125 @@ mod tests {
             parse("role", "junior").unwrap().default_cap().micros(),
             10_000_000
         );
+    }
+
+    const DOCS_WRITER: &str = "# Role: docs-writer\n- version: 1\n- ships: code\n- model: claude-haiku-4-5\n- max_cost_usd: 1.50\n- dispatches: 1\n- description: Writes the project's documentation.\n\n## Instructions\nWrite docs, never code.\n";
+
+    #[test]
+    fn an_owner_defines_a_role_in_a_document() {
+        let r = parse_role_doc("policy/roles/demo/docs-writer.md", DOCS_WRITER).unwrap();
+        assert_eq!(r.name, "docs-writer");
+        assert_eq!(r.ships, Ships::Code);
+        assert_eq!(r.model.as_deref(), Some("claude-haiku-4-5"));
+        assert_eq!(r.max_cost_micros, 1_500_000);
+        assert_eq!(r.dispatches, 1);
+        assert!(!r.built_in && !r.reviews && !r.merges() && !r.keeps_watermark());
+        assert_eq!(r.instructions, "Write docs, never code.\n");
+        assert!(
+            r.skill_md()
+                .starts_with("---\nname: capsid-docs-writer\ndescription: Writes")
+        );
+        let book = RoleBook::new(vec![r.clone()], Vec::new());
+        assert_eq!(book.resolve("role", " docs-writer ").unwrap(), r);
+        let e = book.resolve("role", "wizard").unwrap_err();
+        assert!(
+            e.contains("scout, planner, junior, senior, deploy, docs-writer"),
+            "{e}"
+        );
+        // Defaults: no model, a $2 cap, no dispatches.
+        let minimal = "- version: 1\n- ships: nothing\n- reviews: true\n- description: Reads.\n## Instructions\nRead.";
+        let m = parse_role_doc("policy/roles/demo/reader.md", minimal).unwrap();
+        assert_eq!(
+            (m.model, m.max_cost_micros, m.dispatches, m.reviews),
+            (None, 2_000_000, 0, true)
+        );
+    }
+
+    #[test]
+    fn a_role_document_names_the_field_it_gets_wrong() {
+        let path = "policy/roles/demo/docs-writer.md";
+        let case = |from: &str, to: &str| {
+            parse_role_doc(path, &DOCS_WRITER.replace(from, to))
+                .unwrap_err()
+                .field
+        };
+        assert_eq!(case("- version: 1\n", ""), "version");
+        assert_eq!(case("- ships: code", "- ships: everything"), "ships");
+        assert_eq!(case("- ships: code\n", ""), "ships");
+        assert_eq!(
+            case("- model: claude-haiku-4-5", "- model: a b;rm"),
+            "model"
+        );
+        assert_eq!(
+            case("- max_cost_usd: 1.50", "- max_cost_usd: -1"),
+            "max_cost_usd"
+        );
+        assert_eq!(
+            case("- max_cost_usd: 1.50", "- max_cost_usd: lots"),
+            "max_cost_usd"
+        );
+        assert_eq!(case("- dispatches: 1", "- dispatches: 51"), "dispatches");
+        assert_eq!(case("- dispatches: 1", "- dispatches: -1"), "dispatches");
+        assert_eq!(
+            case("- description: Writes the project's documentation.\n", ""),
+            "description"
+        );
+        assert_eq!(
+            case("## Instructions\nWrite docs, never code.\n", ""),
+            "instructions"
+        );
+        assert_eq!(
+            case("- ships: code", "- ships: code\n- reviews: true"),
+            "reviews"
+        );
+        assert_eq!(
+            case("- ships: code", "- ships: code\n- reviews: maybe"),
+            "reviews"
+        );
+        for bad_path in [
+            "policy/roles/demo/Docs.md",
+            "policy/roles/demo/9x.md",
+            "policy/roles/demo.md",
+            "policy/scouts/demo/x.md",
+            "policy/roles/demo/x.txt",
+        ] {
+            assert_eq!(
+                parse_role_doc(bad_path, DOCS_WRITER).unwrap_err().field,
+                "path",
+                "{bad_path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_document_named_after_a_built_in_role_tunes_only_its_model_and_cap() {
+        let doc = "- version: 2\n- model: haiku\n- max_cost_usd: 0.25\n## Instructions\nCheck the changelog too.";
+        let scout = parse_role_doc("policy/roles/demo/scout.md", doc).unwrap();
+        assert!(scout.built_in && scout.keeps_watermark());
+        assert_eq!(scout.ships, Ships::Nothing);
+        assert_eq!(scout.model.as_deref(), Some("haiku"));
+        assert_eq!(scout.max_cost_micros, 250_000);
+        assert!(scout.instructions.starts_with(SCOUT));
+        assert!(
+            scout
+                .instructions
+                .contains("This namespace adds:\n\nCheck the changelog too.")
+        );
+        for fixed in [
+            "- ships: merge",
+            "- reviews: true",
+            "- dispatches: 9",
+            "- description: x",
+        ] {
+            let e = parse_role_doc(
+                "policy/roles/demo/scout.md",
+                &format!("- version: 1\n{fixed}\n"),
+            )
+            .unwrap_err();
+            assert!(e.why.contains("scout is a built-in role"), "{e}");
+        }
+        let book = RoleBook::new(vec![scout], Vec::new());
+        assert_eq!(book.get("scout").unwrap().model.as_deref(), Some("haiku"));
+        assert_eq!(book.get("senior").unwrap().model, None);
     }
 }

@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 
 use crate::crypto::{ct_eq, hmac_sha256_hex};
+use crate::jobs::role::Role;
 use crate::jobs::{Job, JobStatus};
 use crate::scope::{Axis, Flag, Grant, Scopes};
 use crate::time::Timestamp;
@@ -145,25 +146,26 @@ pub fn verify<'j>(
 /// What a run credential of a job in `namespace` may do: the job's namespace only, the tools
 /// of [`RUN_TOOLS`] (none of them a repository tool: the repos axis only lets `jobs approval`
 /// name a repository the namespace maps), read and write, no flags.
-pub fn run_scopes(namespace: &str, role: Option<&str>) -> Scopes {
+pub fn run_scopes(namespace: &str, role: Option<&Role>) -> Scopes {
     let mut tools: Vec<String> = RUN_TOOLS.iter().map(|t| (*t).to_owned()).collect();
     let mut flags = BTreeSet::new();
     // What only a role's run may do (issue 55): a senior records review verdicts, a deploy
     // merges (and only with another agent's standing approval of the head, checked at the
     // merge); nobody else's credential can.
-    match role {
+    if let Some(role) = role {
         // A scout keeps its watermark, a namespace document under `scouts/` (the write tool
         // refuses a run credential anywhere else).
-        Some("scout") => tools.push("write".to_owned()),
-        Some("senior") => {
+        if role.keeps_watermark() {
+            tools.push("write".to_owned());
+        }
+        if role.reviews {
             tools.extend(["jobs.approve", "jobs.reject"].map(str::to_owned));
             flags.insert(Flag::CanCommentPr);
         }
-        Some("deploy") => {
+        if role.merges() {
             tools.extend(["manage_pr", "manage_pr.merge"].map(str::to_owned));
             flags.insert(Flag::CanMerge);
         }
-        _ => {}
     }
     Scopes {
         namespaces: Axis::Only(vec![namespace.to_owned()]),
@@ -177,6 +179,7 @@ pub fn run_scopes(namespace: &str, role: Option<&str>) -> Scopes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::role;
     use crate::scope::{Need, check_scope};
 
     fn job(status: JobStatus, holder: &str, at: i64, lease: i64) -> Job {
@@ -421,8 +424,8 @@ mod tests {
         let reject = need("jobs", Some("reject"), &[Flag::CanCommentPr]);
         let merge = need("manage_pr", Some("merge"), &[Flag::CanMerge]);
         let comment = need("manage_pr", Some("comment"), &[Flag::CanCommentPr]);
-        let senior = run_scopes("demo", Some("senior"));
-        let deploy = run_scopes("demo", Some("deploy"));
+        let senior = run_scopes("demo", role::parse("role", "senior").ok());
+        let deploy = run_scopes("demo", role::parse("role", "deploy").ok());
         assert!(check_scope(&senior, &verdict).is_ok());
         assert!(check_scope(&senior, &reject).is_ok());
         assert!(check_scope(&senior, &merge).is_err());
@@ -432,22 +435,42 @@ mod tests {
         );
         assert!(check_scope(&deploy, &merge).is_ok());
         assert!(check_scope(&deploy, &verdict).is_err());
-        for role in [
-            None,
-            Some("scout"),
-            Some("planner"),
-            Some("junior"),
-            Some("wizard"),
-        ] {
+        // An owner's role that ships code gets nothing a senior or a deploy gets.
+        let docs_writer = role::parse_role_doc(
+            "policy/roles/demo/docs-writer.md",
+            "- version: 1\n- ships: code\n- description: Docs.\n## Instructions\nWrite.",
+        )
+        .expect("a role");
+        for role in [None, Some("scout"), Some("planner"), Some("junior")] {
+            let role = role.map(|r| role::parse("role", r).expect("built in"));
             let s = run_scopes("demo", role);
             for n in [&verdict, &reject, &merge, &comment] {
                 assert!(
                     check_scope(&s, n).is_err(),
-                    "{role:?}: {:?} {:?}",
+                    "{:?}: {:?} {:?}",
+                    role.map(|r| &r.name),
                     n.tool,
                     n.action
                 );
             }
         }
+        let s = run_scopes("demo", Some(&docs_writer));
+        for n in [&verdict, &reject, &merge, &comment] {
+            assert!(check_scope(&s, n).is_err(), "{:?} {:?}", n.tool, n.action);
+        }
+        // An owner's reviewing role records verdicts; an owner's merging role merges.
+        let reviewer = role::parse_role_doc(
+            "policy/roles/demo/reviewer.md",
+            "- version: 1\n- ships: nothing\n- reviews: true\n- description: Reviews.\n## Instructions\nReview.",
+        )
+        .expect("a role");
+        assert!(check_scope(&run_scopes("demo", Some(&reviewer)), &verdict).is_ok());
+        let shipper = role::parse_role_doc(
+            "policy/roles/demo/shipper.md",
+            "- version: 1\n- ships: merge\n- description: Ships.\n## Instructions\nMerge.",
+        )
+        .expect("a role");
+        assert!(check_scope(&run_scopes("demo", Some(&shipper)), &merge).is_ok());
+        assert!(check_scope(&run_scopes("demo", Some(&shipper)), &verdict).is_err());
     }
 }

@@ -21,6 +21,7 @@ mod maintenance;
 pub mod metrics;
 pub mod registry;
 mod repo;
+mod roles;
 mod schedule;
 mod scouts;
 mod surfaces;
@@ -302,6 +303,8 @@ impl Service {
             agents: &*self.store,
             jobs: &*self.store,
             namespaces: &*self.store,
+            docs: &*self.store,
+            audit_log: &*self.store,
             config: &self.config,
             entropy: &*self.entropy,
             clock: &*self.clock,

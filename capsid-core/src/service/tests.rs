@@ -372,6 +372,7 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "migration_tools",
             "protected_branches",
             "dispatch_limits",
+            "deploy_command",
         ],
     ),
     ("list_repo_tree", &["*namespace", "repo", "path", "ref"]),

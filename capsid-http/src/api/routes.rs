@@ -212,7 +212,7 @@ fn unnest_repos(value: &mut Value) {
 
 /// The runner settings `POST /api/projects` takes beside the namespace and its repositories
 /// (`update_namespace`'s), and the monthly budget.
-const PROJECT_SETTINGS: [&str; 11] = [
+const PROJECT_SETTINGS: [&str; 12] = [
     "root_dir",
     "test_command",
     "build_command",
@@ -223,6 +223,7 @@ const PROJECT_SETTINGS: [&str; 11] = [
     "migration_tools",
     "protected_branches",
     "dispatch_limits",
+    "deploy_command",
     "monthly_budget_usd",
 ];
 
@@ -327,6 +328,7 @@ fn runner_patch(settings: &Value) -> Result<capsid_core::drive::runner::RunnerPa
         migration_tools: text("migration_tools")?,
         protected_branches: text("protected_branches")?,
         dispatch_limits: text("dispatch_limits")?,
+        deploy_command: text("deploy_command")?,
     })
 }
 

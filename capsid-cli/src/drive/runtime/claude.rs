@@ -113,6 +113,14 @@ impl Runtime for ClaudeCode {
         c
     }
 
+    fn model_args(&self, model: &str) -> String {
+        format!("--model {}", shell_quote(model))
+    }
+
+    fn without_model(&self, args: &str) -> String {
+        super::strip_options(args, &["--model"], &[])
+    }
+
     fn model_env(&self, url: &str, token: Option<&str>) -> Vec<(String, String)> {
         let mut env = vec![("ANTHROPIC_BASE_URL".to_owned(), url.to_owned())];
         if let Some(t) = token {

@@ -146,6 +146,14 @@ impl Runtime for Codex {
         c
     }
 
+    fn model_args(&self, model: &str) -> String {
+        format!("--model {}", shell_quote(model))
+    }
+
+    fn without_model(&self, args: &str) -> String {
+        super::strip_options(args, &["--model", "-m"], &["model="])
+    }
+
     fn model_env(&self, url: &str, token: Option<&str>) -> Vec<(String, String)> {
         let mut env = vec![(
             URL_VAR.to_owned(),

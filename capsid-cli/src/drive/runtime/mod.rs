@@ -56,6 +56,13 @@ pub(crate) trait Runtime: Send + Sync + std::fmt::Debug {
     /// arrives on standard input.
     fn command_line(&self, command: &str, files: &RunFiles, resume: Option<&str>) -> String;
 
+    /// The arguments that ask the CLI for `model` (a role's model).
+    fn model_args(&self, model: &str) -> String;
+
+    /// `args` (the operator's extra arguments) without the ones that choose a model: a job's
+    /// role names its own, which is more specific than the driver's default.
+    fn without_model(&self, args: &str) -> String;
+
     /// The variables that make the CLI call the run's model door at `url` with the job's
     /// `token` (none: the agent's own login passes through the door).
     fn model_env(&self, url: &str, token: Option<&str>) -> Vec<(String, String)>;
@@ -135,5 +142,49 @@ mod tests {
         }
         assert_eq!(short("a\nb"), "a b");
         assert_eq!(short(&"x".repeat(300)).len(), 100);
+    }
+}
+
+/// `args` (whitespace-separated) without each of `options` and its value (`--model X`,
+/// `--model=X`), and without each `-c`/`--config` whose value starts with one of `configs`
+/// (`-c model=X`).
+pub(crate) fn strip_options(args: &str, options: &[&str], configs: &[&str]) -> String {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let mut kept = Vec::with_capacity(words.len());
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i];
+        let config = (w == "-c" || w == "--config")
+            && words
+                .get(i + 1)
+                .is_some_and(|v| configs.iter().any(|c| v.starts_with(c)));
+        if options.contains(&w) || config {
+            i += 2;
+            continue;
+        }
+        if options.iter().any(|o| w.starts_with(&format!("{o}="))) {
+            i += 1;
+            continue;
+        }
+        kept.push(w);
+        i += 1;
+    }
+    kept.join(" ")
+}
+
+#[cfg(test)]
+mod model_tests {
+    use super::strip_options;
+
+    #[test]
+    fn a_roles_model_replaces_the_operators() {
+        let claude = |a| strip_options(a, &["--model"], &[]);
+        assert_eq!(claude("--model opus --verbose"), "--verbose");
+        assert_eq!(claude("--verbose --model=opus"), "--verbose");
+        assert_eq!(claude("--verbose"), "--verbose");
+        let codex = |a| strip_options(a, &["--model", "-m"], &["model="]);
+        assert_eq!(codex("-m gpt-5-codex --json"), "--json");
+        assert_eq!(codex("-c model=gpt-5 -c x=1"), "-c x=1");
+        assert_eq!(codex("--config model=o3 --model=o4 -s ro"), "-s ro");
     }
 }

@@ -120,6 +120,15 @@ fn a_deploy_run_merges_only_through_the_gate_and_blocks_on_its_refusal(store: St
         .unwrap_or_else(|| panic!("no deploy job was handed on: {listed}"));
     assert_eq!(handed["role"], json!("deploy"), "{handed}");
     assert_eq!(handed["parent_id"], json!(junior), "{handed}");
+    // The namespace's deploy command runs after the merge, on the driver's host, in the
+    // project's own checkout, with the merge it ships.
+    w.cli(&[
+        "namespaces",
+        "update",
+        "demo",
+        "--deploy-command",
+        "echo \"deployed $CAPSID_DEPLOY_REPO#$CAPSID_DEPLOY_PR at $CAPSID_DEPLOY_SHA\" > deployed.txt",
+    ]);
     let (status, body) = w.api(
         "POST",
         "/api/projects/demo/agents/demo-driver/answer",
@@ -136,6 +145,16 @@ fn a_deploy_run_merges_only_through_the_gate_and_blocks_on_its_refusal(store: St
         "{summary}"
     );
     assert_eq!(gh.pull(REPO, number).map(|p| p.1), Some(true), "merged");
+    assert!(
+        summary.contains("deploy command `echo") && summary.contains("it passed"),
+        "{summary}"
+    );
+    let deployed = std::fs::read_to_string(root.join("deployed.txt")).expect("the deploy ran");
+    let prefix = format!("deployed {REPO}#{number} at ");
+    assert!(
+        deployed.starts_with(&prefix) && deployed.trim().len() > prefix.len(),
+        "{deployed}"
+    );
     runtime.block_on(async { gh.stop() });
 }
 

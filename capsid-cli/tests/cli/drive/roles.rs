@@ -201,3 +201,98 @@ pub fn the_protected_branch_setting_decides_what_the_gateway_holds(w: &World) {
         "release moved without a person"
     );
 }
+
+/// An owner's role (issue 55, item 1): a signed `capsid/policy/roles/<ns>/<name>.md` defines
+/// it; the driver takes its definition from the server's claim, so its instructions reach the
+/// model as the skill the CLI loads (in the first request), its model is the one the CLI asks
+/// for, and its verdict follows what it ships (a reviewer's quiet run is done). Unsigned, the
+/// role does not exist: the post is refused saying why.
+pub fn an_owners_role_reaches_the_agent_as_its_skill_and_on_its_model(w: &World) {
+    if !require_bwrap("an_owners_role_reaches_the_agent_as_its_skill_and_on_its_model") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    w.cli(&["namespaces", "register", "capsid", "--repo", "you/capsid"]);
+    let model = match w.model() {
+        m if m.starts_with("claude") => "claude-haiku-4-5",
+        _ => "gpt-5-mini",
+    };
+    let path = "policy/roles/demo/checker.md";
+    let body = format!(
+        "# Role: checker\n- version: 1\n- ships: nothing\n- reviews: true\n- model: {model}\n- max_cost_usd: 0.75\n- description: Checks the changelog against the merged work.\n\n## Instructions\nRead CHANGELOG.md and list what it misses. Say CHECKER-OATH first.\n"
+    );
+    // The owner writes the role's document (a protected path: a key with that flag) and
+    // signs it (`capsid policy sign`, the admin's).
+    let owner = w.cli_json(&[
+        "agents",
+        "mint",
+        "--name",
+        "role-author",
+        "--namespaces",
+        "capsid",
+        "--grants",
+        "read,write",
+        "--flag",
+        "can_touch_protected",
+        "--json",
+    ]);
+    let owner = owner["key"].as_str().expect("a key");
+    let written = w.tool(
+        owner,
+        "write",
+        json!({"namespace": "capsid", "path": path, "title": "Checker role", "body": body,
+               "allow_improve_paths": true, "confirm": true}),
+    );
+    assert!(written.get("error").is_none(), "{written}");
+    let unsigned = w.tool_error(
+        &w.human,
+        "jobs",
+        json!({"action": "post", "namespace": "demo", "title": "Check it", "body": "Check.", "role": "checker"}),
+    );
+    assert!(unsigned.contains("not validly signed"), "{unsigned}");
+    w.cli(&["policy", "sign", path]);
+    let id = post_as(
+        w,
+        "Check it",
+        "Check the changelog. SCRIPT=checker",
+        Some("checker"),
+    );
+    w.fake().script(
+        "SCRIPT=checker",
+        vec![vec![text("CHECKER-OATH. The changelog misses nothing.")]],
+    );
+    let extra = boxed(w);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let job = w.job("demo", &id);
+    assert_eq!(job["status"], json!("done"), "{job}\n{}", said(&out));
+    assert!(
+        job["result_summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains("(a checker's run, which ships no code)"),
+        "{job}"
+    );
+    let requests = w.fake().requests("SCRIPT=checker");
+    assert_eq!(requests.len(), 1, "one model call for a quiet check");
+    let first = &requests[0].body;
+    assert_eq!(
+        first["model"],
+        json!(model),
+        "the role's model: {}",
+        first["model"]
+    );
+    let text = first.to_string();
+    assert!(
+        text.contains("Checks the changelog against the merged work")
+            && text.contains("Your role in this job is checker"),
+        "the checker's skill is not in the first request: {text}"
+    );
+    assert!(
+        said(&out).contains(&format!("the checker role asks for model {model}")),
+        "{}",
+        said(&out)
+    );
+}

@@ -83,12 +83,21 @@ impl AgentsCx<'_> {
             Some(row) if row.revoked_at.is_none() => {}
             _ => return Ok(Resolved::Unauthenticated),
         }
+        // What the run may do follows its role as the namespace defines it now (a role whose
+        // document stopped being signed gives its runs no role's powers).
+        let role = crate::service::roles::RoleDocs {
+            docs: self.docs,
+            audit_log: self.audit_log,
+            config: self.config,
+        }
+        .of_job(&job.namespace, job.role.as_deref())
+        .await?;
         Ok(Resolved::Agent(Caller {
             principal: Principal::Run {
                 driver,
                 job_id: job.id.clone(),
             },
-            scopes: run_credential::run_scopes(&job.namespace, job.role.as_deref()),
+            scopes: run_credential::run_scopes(&job.namespace, role.as_ref()),
         }))
     }
 

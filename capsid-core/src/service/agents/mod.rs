@@ -35,6 +35,10 @@ pub struct AgentsCx<'a> {
     /// The registered namespaces (a credential names only those).
     pub namespaces: &'a dyn crate::ports::NamespaceStore,
     /// The legacy operator keys.
+    /// Documents (an owner's role definitions).
+    pub docs: &'a dyn crate::ports::DocumentStore,
+    /// The audit log (the signature rows of role documents).
+    pub audit_log: &'a dyn crate::ports::AuditLog,
     pub config: &'a super::ServiceConfig,
     /// Keys and ids.
     pub entropy: &'a dyn crate::ids::Entropy,

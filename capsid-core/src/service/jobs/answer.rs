@@ -77,6 +77,12 @@ pub struct JobDone {
     /// the run is decided on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merges: Option<Vec<crate::jobs::pipeline::RunMerge>>,
+    /// `claim`, `resume` and `get` of a job that names a role: the role as its namespace
+    /// defines it now (built in, or its owner's signed document): what the run ships, may do,
+    /// its instructions and model. Absent when the job names none, or names one nothing
+    /// defines now (a driver then refuses to run it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role_definition: Option<crate::jobs::role::Role>,
     /// `raise` of a blocked job: whether the raise answered its driver's open question about
     /// the job and asked for the session to resume (`false`: no such question was open).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -111,6 +117,7 @@ impl JobDone {
             skills: None,
             max_cost_usd: None,
             merges: None,
+            role_definition: None,
             resumed: None,
             spent_usd: None,
             spend: None,

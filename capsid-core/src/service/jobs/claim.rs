@@ -185,6 +185,10 @@ impl JobsCx<'_> {
         };
         // The cap is the job's, across its sessions: what earlier ones spent counts.
         out.spent_usd = Some(self.job_spend(&out.job.id).await?.total);
+        out.role_definition = self
+            .roles()
+            .of_job(&out.job.namespace, out.job.role.as_deref())
+            .await?;
         if !matches!(caller.principal, crate::caller::Principal::Agent { .. }) {
             return Ok(());
         }

@@ -8,7 +8,7 @@ use super::{JobsAction, JobsAnswer, JobsCx, refuse};
 use crate::caller::Caller;
 use crate::drive::runner::RunnerSettings;
 use crate::error::Result;
-use crate::jobs::dispatch::DispatchLimits;
+use crate::jobs::dispatch::{DispatchLimits, DispatchRefusal};
 use crate::jobs::{AUDIT_JOB_DISPATCH_REFUSED, Job, job_doc_path};
 use crate::ports::AuditEntry;
 use crate::service::Area;
@@ -25,18 +25,22 @@ impl JobsCx<'_> {
             .unwrap_or_default())
     }
 
-    /// A dispatch from `parent` refused (`why`), recorded on the parent's audit trail so the
-    /// owner sees a pipeline that hit its bounds, then answered.
+    /// A dispatch from `parent` refused: one past a bound is recorded on the parent's audit
+    /// trail so the owner sees a pipeline that hit its bounds; one that was never the poster's
+    /// to make (not the holder, another namespace) is bad input and changes nothing. Either is
+    /// then answered.
     pub(super) async fn refuse_dispatch(
         &self,
         caller: &Caller,
         parent: &Job,
         title: &str,
-        why: String,
+        refusal: DispatchRefusal,
     ) -> Result<JobsAnswer> {
-        self.audit_dispatch_refusal(caller, &parent.namespace, &parent.id, title, &why)
-            .await?;
-        Ok(refuse(JobsAction::Post, why))
+        if refusal.bound {
+            self.audit_dispatch_refusal(caller, &parent.namespace, &parent.id, title, &refusal.why)
+                .await?;
+        }
+        Ok(refuse(JobsAction::Post, refusal.why))
     }
 
     /// The `job-dispatch-refused` row: who tried to dispatch what from `parent_id`, and why not.

@@ -80,6 +80,17 @@ pub struct JobsCx<'a> {
     pub clock: &'a dyn crate::time::Clock,
 }
 
+impl JobsCx<'_> {
+    /// Where the namespace's roles are read from.
+    pub(crate) fn roles(&self) -> super::roles::RoleDocs<'_> {
+        super::roles::RoleDocs {
+            docs: self.docs,
+            audit_log: self.audit_log,
+            config: self.config,
+        }
+    }
+}
+
 impl super::Area for JobsCx<'_> {
     fn clock(&self) -> &dyn crate::time::Clock {
         self.clock
@@ -375,12 +386,17 @@ impl JobsCx<'_> {
             .map(crate::jobs::budget::parse_job_cap)
             .transpose()
             .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
-        let asked_role = a
-            .role
-            .as_ref()
-            .map(|r| crate::jobs::role::parse("role", r.as_str()))
-            .transpose()
-            .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
+        let asked_role = match &a.role {
+            None => None,
+            Some(r) => match self.roles().role(ns.as_str(), r.as_str()).await? {
+                Ok(role) => Some(role),
+                Err(why) => {
+                    let book = self.roles().book(ns.as_str()).await?;
+                    let refusal = book.refusal("role", r.as_str().trim(), &format!(" ({why})"));
+                    return Err(Error::Invalid(format!("jobs: {refusal}")));
+                }
+            },
+        };
         let runtime = match &a.runtime {
             None => None,
             Some(r) => Some(
@@ -412,17 +428,28 @@ impl JobsCx<'_> {
                         format!("no job {} to dispatch from.", parent.as_str()),
                     ));
                 };
-                parent_role = crate::jobs::role::of_job(parent_job.role.as_deref());
+                parent_role = self
+                    .roles()
+                    .of_job(&parent_job.namespace, parent_job.role.as_deref())
+                    .await?;
                 let limits = self.dispatch_limits(ns.as_str()).await?;
                 let holder = caller.holder_actor();
                 let poster = match by_pipeline {
                     true => Poster::Pipeline,
                     false => Poster::Holder(&holder),
                 };
-                match plan_dispatch(&parent_job, poster, Some(ns.as_str()), &limits) {
+                match plan_dispatch(
+                    &parent_job,
+                    parent_role.as_ref(),
+                    poster,
+                    Some(ns.as_str()),
+                    &limits,
+                ) {
                     Ok(d) => Some(d),
-                    Err(why) => {
-                        return self.refuse_dispatch(caller, &parent_job, &title, why).await;
+                    Err(refusal) => {
+                        return self
+                            .refuse_dispatch(caller, &parent_job, &title, refusal)
+                            .await;
                     }
                 }
             }
@@ -430,8 +457,8 @@ impl JobsCx<'_> {
         // A dispatched job keeps its parent's role unless it names one; a job of a role gets
         // the role's cap when it names none.
         let role = asked_role.or(parent_role);
-        let max_cost_usd = asked_cap.or(role.map(crate::jobs::role::Role::default_cap));
-        let role = role.map(|r| r.name.to_owned());
+        let max_cost_usd = asked_cap.or(role.as_ref().map(crate::jobs::role::Role::default_cap));
+        let role = role.map(|r| r.name.into_owned());
         let now = self.now();
         let job = NewJob {
             id,
@@ -560,8 +587,13 @@ impl JobsCx<'_> {
         let spend = self.job_spend(&job.id).await?;
         let doors = self.jobs.job_doors(&job.id).await?;
         let merges = self.run_merges(&job).await?;
+        let role = self
+            .roles()
+            .of_job(&job.namespace, job.role.as_deref())
+            .await?;
         let mut answer = JobDone::new(JobsAction::Get, job);
         answer.merges = merges;
+        answer.role_definition = role;
         answer.outcome = Some(JobOutcome::Stored(outcome));
         answer.spend = Some(spend);
         answer.doors = Some(doors);

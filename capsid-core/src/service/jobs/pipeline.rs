@@ -18,7 +18,6 @@ use crate::jobs::pipeline::{
     Handoff, RunMerge, deploy_handoff, hands_on, review_handoff, run_merges,
 };
 use crate::jobs::pr_url::evidence_pr;
-use crate::jobs::role::{self, Ships};
 use crate::ports::{AuditFilter, PullRequestFacts};
 use crate::scope::{Grant, Need, check_scope};
 
@@ -34,7 +33,12 @@ impl JobsCx<'_> {
         result_ref: Option<&str>,
         mapped: &[String],
     ) -> Result<()> {
-        if !hands_on(job) {
+        if !hands_on(
+            self.roles()
+                .of_job(&job.namespace, job.role.as_deref())
+                .await?
+                .as_ref(),
+        ) {
             return Ok(());
         }
         let Some((url, pr)) = result_ref.and_then(|r| Some((r, evidence_pr(r)?))) else {
@@ -64,7 +68,14 @@ impl JobsCx<'_> {
         let Some(author) = self.jobs.job(author_id).await? else {
             return Ok(());
         };
-        if author.namespace != namespace || !hands_on(&author) {
+        if author.namespace != namespace
+            || !hands_on(
+                self.roles()
+                    .of_job(namespace, author.role.as_deref())
+                    .await?
+                    .as_ref(),
+            )
+        {
             return Ok(());
         }
         let handoff = deploy_handoff(
@@ -80,8 +91,11 @@ impl JobsCx<'_> {
     /// The merges the run holding `job` made or was refused, when `job` is a deploy's (a role
     /// that ships a merge) and held; `None` otherwise.
     pub(super) async fn run_merges(&self, job: &Job) -> Result<Option<Vec<RunMerge>>> {
-        let merges_by_role =
-            role::of_job(job.role.as_deref()).is_some_and(|r| r.ships == Ships::Merge);
+        let merges_by_role = self
+            .roles()
+            .of_job(&job.namespace, job.role.as_deref())
+            .await?
+            .is_some_and(|r| r.merges());
         let Some(holder) = job.claimed_by.as_deref().filter(|_| merges_by_role) else {
             return Ok(None);
         };

@@ -87,6 +87,10 @@ pub struct UpdateArgs {
     /// how many a job of a role may; unset: depth 3, children 5, each role's own count); ""
     /// clears.
     pub dispatch_limits: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
+    /// Runner (admin only): the command a deploy job's driver runs once its run merged through
+    /// the gate (`mise run deploy`), in the project's own checkout on the agent host; ""
+    /// clears.
+    pub deploy_command: Option<Bounded<{ RUNNER_FIELD_MAX }>>,
 }
 
 /// A monthly budget as `update_namespace` takes it: dollars, or `"none"` to clear.
@@ -134,6 +138,7 @@ impl UpdateArgs {
             migration_tools: v(&self.migration_tools),
             protected_branches: v(&self.protected_branches),
             dispatch_limits: v(&self.dispatch_limits),
+            deploy_command: v(&self.deploy_command),
         }
     }
 }
@@ -299,7 +304,7 @@ impl MaintenanceCx<'_> {
         let Some(repos) = &a.repos else {
             if !RunnerSettings::names_any(&patch) {
                 return Err(Error::Invalid(
-                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref, job_max_cost_usd, runtime, migration_tools, protected_branches, dispatch_limits), or monthly_budget_usd".into(),
+                    "update_namespace: give repos, a runner setting (root_dir, test_command, build_command, agent_command, credential_ref, job_max_cost_usd, runtime, migration_tools, protected_branches, dispatch_limits, deploy_command), or monthly_budget_usd".into(),
                 ));
             }
             return self.update_runner(caller, &ns, &patch).await;

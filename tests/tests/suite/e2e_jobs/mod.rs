@@ -8,6 +8,7 @@ mod dispatch_bounds;
 mod doors;
 mod evidence;
 mod ledger;
+mod owner_roles;
 mod policy;
 mod queue;
 mod resume;
