@@ -5,6 +5,7 @@ mod autonomy;
 mod backup;
 mod backup_pull;
 mod console_login;
+mod container;
 mod drive;
 mod drive_schedule;
 mod drive_task;
