@@ -5,6 +5,7 @@
 pub mod approval;
 pub mod block;
 pub mod budget;
+pub mod claim_walk;
 pub mod dispatch;
 pub mod doors;
 pub mod evidence;

@@ -372,7 +372,7 @@ async fn spawn_agent(
         return error(
             StatusCode::BAD_REQUEST,
             "invalid_request",
-            "role and brief are required: the role to run (scout, planner, junior, senior, deploy) and what it is asked to do",
+            "role and brief are required: the role to run (scout, planner, junior, senior, deploy, or one the namespace's signed role documents define) and what it is asked to do",
         );
     };
     if let Value::Object(map) = &mut args {

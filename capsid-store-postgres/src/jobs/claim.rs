@@ -3,6 +3,7 @@
 //! decider, and applies its verdict (a keyed update carrying its audit row), mirror and
 //! outcome.
 
+use capsid_core::jobs::claim_walk::{CLAIM_WALK_MAX, nothing_claimable};
 use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{
     ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, StoreError, StoreResult,
@@ -42,6 +43,15 @@ pub(crate) const BEST_CANDIDATE: &str = concat!(
 /// `auto_explain`. So the transaction disables sorts: the candidate is left with the index walk,
 /// and a statement that can only sort (the outcome's PR list) still does.
 pub(crate) const BEGIN_CLAIM: &str = "BEGIN; SET LOCAL enable_sort = off";
+
+/// The walk's next candidate (issue 51, item 6): the best queued job of namespace `$1` that
+/// no other claimer has locked, other than the ones in `$2` this claim passed over.
+const NEXT_CANDIDATE: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM jobs WHERE namespace = $1 AND status = 'queued' AND id <> ALL($2) ",
+    "ORDER BY priority DESC, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED"
+);
 
 const ANY_QUEUED: &str =
     "SELECT EXISTS (SELECT 1 FROM jobs WHERE namespace = $1 AND status = 'queued')";
@@ -104,58 +114,116 @@ enum Attempt {
     SecondClaim,
 }
 
-/// The claim's work inside its transaction (which [`claim_once`] ends).
+/// The claim's work inside its transaction (which [`claim_once`] ends). A claim of the best
+/// job walks the queue in claim order, passing over (and keeping locked until the transaction
+/// ends) the jobs this caller cannot take, up to [`CLAIM_WALK_MAX`] of them.
 async fn decide_and_apply(
     conn: &mut PgConnection,
     request: &ClaimRequest<'_>,
 ) -> TxResult<Attempt> {
-    let candidate = match &request.target {
-        ClaimTarget::Id(id) => {
-            if let Some(held) = fetch_job(&mut *conn, HELD, &request.actor).await? {
-                return Ok(Attempt::Done(ClaimOutcome::AlreadyHolding(held)));
-            }
-            match fetch_job(&mut *conn, BY_ID_FOR_UPDATE, id).await? {
-                None => return Ok(Attempt::Done(ClaimOutcome::NotFound)),
-                Some(job) if job.status != JobStatus::Queued => {
-                    return Ok(Attempt::Done(ClaimOutcome::NotQueued(job)));
+    let mut skipped: Vec<(Job, String)> = Vec::new();
+    loop {
+        let candidate = match &request.target {
+            ClaimTarget::Id(id) => {
+                if let Some(held) = fetch_job(&mut *conn, HELD, &request.actor).await? {
+                    return Ok(Attempt::Done(ClaimOutcome::AlreadyHolding(held)));
                 }
-                Some(job) => job,
-            }
-        }
-        ClaimTarget::Best { namespace } => {
-            let row = sqlx::query(BEST_CANDIDATE)
-                .bind(namespace)
-                .bind(&request.actor)
-                .fetch_optional(&mut *conn)
-                .await?;
-            match row {
-                Some(row) => rows::job(row)?,
-                None => {
-                    if let Some(held) = fetch_job(&mut *conn, HELD, &request.actor).await? {
-                        return Ok(Attempt::Done(ClaimOutcome::AlreadyHolding(held)));
+                match fetch_job(&mut *conn, BY_ID_FOR_UPDATE, id).await? {
+                    None => return Ok(Attempt::Done(ClaimOutcome::NotFound)),
+                    Some(job) if job.status != JobStatus::Queued => {
+                        return Ok(Attempt::Done(ClaimOutcome::NotQueued(job)));
                     }
-                    // Every queued job may be locked by other claimers right now.
-                    let any: bool = sqlx::query_scalar(ANY_QUEUED)
-                        .bind(namespace)
-                        .fetch_one(&mut *conn)
-                        .await?;
-                    let outcome = if any {
-                        ClaimOutcome::LostRace
-                    } else {
-                        ClaimOutcome::NothingQueued
-                    };
-                    return Ok(Attempt::Done(outcome));
+                    Some(job) => job,
                 }
             }
+            ClaimTarget::Best { namespace } if !skipped.is_empty() => {
+                let passed: Vec<&str> = skipped.iter().map(|(j, _)| j.id.as_str()).collect();
+                let row = sqlx::query(NEXT_CANDIDATE)
+                    .bind(namespace)
+                    .bind(&passed)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                match row {
+                    Some(row) => rows::job(row)?,
+                    None => return Ok(Attempt::Done(passed_over(skipped))),
+                }
+            }
+            ClaimTarget::Best { namespace } => {
+                let row = sqlx::query(BEST_CANDIDATE)
+                    .bind(namespace)
+                    .bind(&request.actor)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                match row {
+                    Some(row) => rows::job(row)?,
+                    None => {
+                        if let Some(held) = fetch_job(&mut *conn, HELD, &request.actor).await? {
+                            return Ok(Attempt::Done(ClaimOutcome::AlreadyHolding(held)));
+                        }
+                        // Every queued job may be locked by other claimers right now.
+                        let any: bool = sqlx::query_scalar(ANY_QUEUED)
+                            .bind(namespace)
+                            .fetch_one(&mut *conn)
+                            .await?;
+                        let outcome = if any {
+                            ClaimOutcome::LostRace
+                        } else {
+                            ClaimOutcome::NothingQueued
+                        };
+                        return Ok(Attempt::Done(outcome));
+                    }
+                }
+            }
+        };
+        let walking = matches!(request.target, ClaimTarget::Best { .. });
+        match apply(conn, request, candidate).await? {
+            Applied::PassedOver(job, why) if walking && skipped.len() + 1 < CLAIM_WALK_MAX => {
+                skipped.push((job, why));
+            }
+            Applied::PassedOver(job, why) if walking => {
+                skipped.push((job, why));
+                return Ok(Attempt::Done(passed_over(skipped)));
+            }
+            Applied::PassedOver(job, why) => {
+                return Ok(Attempt::Done(ClaimOutcome::Refused(job, why)));
+            }
+            Applied::Done(attempt) => return Ok(attempt),
         }
-    };
+    }
+}
+
+/// What the decider made of one candidate.
+#[allow(clippy::large_enum_variant)]
+enum Applied {
+    /// This caller cannot take it, and why.
+    PassedOver(Job, String),
+    /// The claim's answer.
+    Done(Attempt),
+}
+
+/// The refusal of a walk that passed over every candidate: the first one, and what each
+/// waits on.
+fn passed_over(skipped: Vec<(Job, String)>) -> ClaimOutcome {
+    let why = nothing_claimable(&skipped);
+    match skipped.into_iter().next() {
+        Some((first, _)) => ClaimOutcome::Refused(first, why),
+        None => ClaimOutcome::NothingQueued,
+    }
+}
+
+/// Asks the decider about the locked `candidate` and applies its verdict.
+async fn apply(
+    conn: &mut PgConnection,
+    request: &ClaimRequest<'_>,
+    candidate: Job,
+) -> TxResult<Applied> {
     let now = request.now.to_string();
     let outcome = match request.decider.decide(&candidate) {
-        ClaimVerdict::Refuse(reason) => {
-            return Ok(Attempt::Done(ClaimOutcome::Refused(candidate, reason)));
-        }
+        ClaimVerdict::Refuse(reason) => return Ok(Applied::PassedOver(candidate, reason)),
         ClaimVerdict::NeedsRecord => {
-            return Ok(Attempt::Done(ClaimOutcome::NeedsRecord(candidate)));
+            return Ok(Applied::Done(Attempt::Done(ClaimOutcome::NeedsRecord(
+                candidate,
+            ))));
         }
         ClaimVerdict::Claim(entry) => {
             // The job's cap is reserved against the namespace's month with its row locked, so
@@ -164,7 +232,7 @@ async fn decide_and_apply(
             if let Some(since) = request.decider.budget_since() {
                 let month = month_spend(&mut *conn, &candidate, since, true).await?;
                 if let Err(why) = request.decider.fits(&candidate, &month) {
-                    return Ok(Attempt::Done(ClaimOutcome::Refused(candidate, why)));
+                    return Ok(Applied::PassedOver(candidate, why));
                 }
             }
             let predicted = as_claimed(&candidate, request);
@@ -179,12 +247,12 @@ async fn decide_and_apply(
                 .await;
             let row = match updated {
                 Err(e) if unique_violation(&e) == Some("jobs_one_claim") => {
-                    return Ok(Attempt::SecondClaim);
+                    return Ok(Applied::Done(Attempt::SecondClaim));
                 }
                 other => other?,
             };
             let Some(row) = row else {
-                return Ok(Attempt::Done(ClaimOutcome::LostRace));
+                return Ok(Applied::Done(Attempt::Done(ClaimOutcome::LostRace)));
             };
             let mirrored: bool = row.try_get("mirrored")?;
             let job = rows::job(row)?;
@@ -209,7 +277,7 @@ async fn decide_and_apply(
                 .fetch_optional(&mut *conn)
                 .await?;
             let Some(row) = row else {
-                return Ok(Attempt::Done(ClaimOutcome::LostRace));
+                return Ok(Applied::Done(Attempt::Done(ClaimOutcome::LostRace)));
             };
             let job = rows::job(row)?;
             write_mirror(&mut *conn, &request.mirror, &job).await?;
@@ -219,7 +287,7 @@ async fn decide_and_apply(
             ClaimOutcome::Failed(job, summary)
         }
     };
-    Ok(Attempt::Done(outcome))
+    Ok(Applied::Done(Attempt::Done(outcome)))
 }
 
 /// One attempt: only a claim or a failure is committed; every other answer rolls back at

@@ -243,7 +243,7 @@ impl JobsCx<'_> {
                 ),
             ));
         }
-        let mut target = match (&a.id, &a.namespace) {
+        let target = match (&a.id, &a.namespace) {
             (Some(id), _) => ClaimTarget::Id(id.0.clone()),
             (None, Some(ns)) => ClaimTarget::Best {
                 namespace: ns.as_str().to_owned(),
@@ -375,9 +375,11 @@ impl JobsCx<'_> {
                         a.namespace.as_ref().map_or("", |n| n.as_str())
                     ),
                 ),
-                ClaimOutcome::NeedsRecord(job) => {
+                // Asked again with the record: a claim by id takes the same job; a claim of the
+                // best job walks the queue again, and may pass this one if the record falls
+                // short of its bar.
+                ClaimOutcome::NeedsRecord(_) => {
                     record = Some(self.record_of(caller).await?);
-                    target = ClaimTarget::Id(job.id);
                     continue;
                 }
                 ClaimOutcome::Refused(_, why) => refuse(act, why),

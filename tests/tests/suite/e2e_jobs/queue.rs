@@ -189,6 +189,69 @@ async fn requirements_refuse_and_leave_queued(s: &TestServer) {
     assert_eq!(out["job"]["status"], "failed", "{out}");
 }
 
+/// A claim without an id takes the first job this caller may take (issue 51, item 6): a job
+/// at the head of the queue needing a flag (or a record) the caller lacks never stalls the
+/// plain job behind it; with nothing it may take, the refusal names what each job waits on.
+async fn a_claim_walks_past_jobs_it_cannot_take(s: &TestServer) {
+    setup(s).await;
+    let poster = driver(s, "poster", json!({})).await;
+    let flagged = post(
+        &poster,
+        "alpha",
+        "Needs merge",
+        json!({"required_flags": ["can_merge"], "priority": 9}),
+    )
+    .await;
+    let record = post(
+        &poster,
+        "alpha",
+        "Needs record",
+        json!({"min_record": {"prs_merged": 2}, "priority": 5}),
+    )
+    .await;
+    let plain = post(&poster, "alpha", "Plain", json!({"priority": 1})).await;
+    let d = driver(s, "plain-driver", json!({})).await;
+    let out = d
+        .ok("jobs", json!({"action": "claim", "namespace": "alpha"}))
+        .await;
+    assert_eq!(out["ok"], true, "{out}");
+    assert_eq!(out["job"]["id"], plain["id"], "{out}");
+    // The two it passed over are still queued, untouched.
+    for job in [&flagged, &record] {
+        let got = d
+            .ok(
+                "jobs",
+                json!({"action": "get", "id": job["id"], "namespace": "alpha"}),
+            )
+            .await;
+        assert_eq!(got["job"]["status"], "queued", "{got}");
+        assert!(got["job"]["claimed_by"].is_null(), "{got}");
+    }
+    // Another plain driver finds nothing it may take: the refusal names each job and why.
+    let e = driver(s, "other-driver", json!({})).await;
+    let out = e
+        .ok("jobs", json!({"action": "claim", "namespace": "alpha"}))
+        .await;
+    assert_eq!(out["ok"], false, "{out}");
+    let why = out["refusal"].as_str().unwrap_or("");
+    let flagged_id = flagged["id"].as_str().unwrap();
+    let record_id = record["id"].as_str().unwrap();
+    assert!(
+        why.contains("none of the 2 queued jobs considered")
+            && why.contains(&format!("- {flagged_id} ('Needs merge')"))
+            && why.contains("can_merge")
+            && why.contains(&format!("- {record_id} ('Needs record')"))
+            && why.contains("at least 2 merged pull requests"),
+        "{why}"
+    );
+    // A driver holding can_merge takes the head of the queue.
+    let merger = driver(s, "merger", json!({"flags": {"can_merge": true}})).await;
+    let out = merger
+        .ok("jobs", json!({"action": "claim", "namespace": "alpha"}))
+        .await;
+    assert_eq!(out["job"]["id"], flagged["id"], "{out}");
+}
+
 async fn only_the_holder_completes(s: &TestServer) {
     setup(s).await;
     let a = driver(s, "a", json!({})).await;
@@ -328,6 +391,7 @@ e2e_cases!(crate::e2e_jobs::options();
     tampered_body_fails_at_claim,
     one_claim_per_caller,
     requirements_refuse_and_leave_queued,
+    a_claim_walks_past_jobs_it_cannot_take,
     only_the_holder_completes,
     expired_lease_is_swept_and_old_holder_refused,
 );
