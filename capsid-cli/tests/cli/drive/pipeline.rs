@@ -1,5 +1,8 @@
 //! The pipeline of issue 55 end to end ("What it must show"), with the real Claude Code in its
-//! box, scripted models, the fake GitHub and each store:
+//! box, scripted models, the fake GitHub and each store.
+//!
+//! `a_scouted_change_goes_from_schedule_to_merge_through_every_role`, one `--once` drive per
+//! job (so each role's turns are scripted knowing the ids before it):
 //!
 //! 1. The project is registered with `curl` alone (`POST /api/projects`, with its runner
 //!    settings). A signed scout schedule fires its scout (`capsid tick --task scouts`); with
@@ -15,10 +18,12 @@
 //!    for an older head, are refused at the gate and block with the gate's reason.
 //! 4. Each role's first model request carries that role's `capsid-<role>` skill.
 //!
-//! The fake GitHub speaks REST, not git: each branch the gateway forwards to the bare origin
-//! is made on the fake too (as GitHub would have it after the push) before the run that needs
-//! it. The drives are `--once`, one job each, so the test knows each job's id before scripting
-//! the next role's turns.
+//! `the_pipeline_started_with_curl_runs_under_a_running_driver`: the same chain started with
+//! `curl` alone and run by a `capsid drive --watch` already running (see its own comment).
+//!
+//! The fake GitHub speaks REST, not git: in the first test each branch the gateway forwards to
+//! the bare origin is made on the fake before the run that needs it; in the second the fake
+//! takes a branch on from the bare origin when the driver opens its PR.
 
 use std::process::Command;
 
@@ -564,6 +569,321 @@ fn refused_at_the_gate(
         gh.pull(REPO, number).map(|p| p.1),
         Some(false),
         "not merged"
+    );
+}
+
+/// A running driver, killed when dropped.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls `demo`'s jobs (every quarter second, for at most two minutes) until `done` holds of
+/// them: the jobs then. Panics with the last list and the running driver's log when it never
+/// does.
+fn wait_for(w: &World, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let all = jobs(w);
+        if done(&all) {
+            return all;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: never happened; the jobs: {}\n--- the driver said\n{}",
+            Value::Array(all),
+            std::fs::read_to_string(w.dir.path().join("driver.log")).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+fn with_role<'a>(all: &'a [Value], role: &str) -> Option<&'a Value> {
+    all.iter().find(|j| j["role"] == json!(role))
+}
+
+/// Issue 55's "the whole pipeline started with curl alone against a running server and
+/// driver": the project registered and its scout posted with `curl`, a `capsid drive --watch`
+/// already running picks each job up as it is posted. The scripted turns name the values only
+/// known at run time by placeholders (`{{after:...}}`, see `fake_claude`): each run echoes its
+/// job's id for its dispatch's `parent`; the senior and the deploy read the PR's number and
+/// head from their job's body. The fake GitHub takes each pushed branch on from the bare origin
+/// when the driver opens its PR.
+///
+/// One running driver holds one key, so the pipeline's senior review is claimed by the agent
+/// that wrote the junior's PR: its approval never counts, and the gate holds the deploy, blocked
+/// on the command a person runs. Once a person approves that head and resumes the job over the
+/// API, the same running driver merges it.
+fn the_pipeline_started_with_curl_runs_under_a_running_driver(store: Store, case: &str) {
+    if !require_bwrap(case) {
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let gh = runtime.block_on(FakeGitHub::start());
+    gh.add_repo(REPO, &[("README.md", "demo\n")]);
+    let mut env = super::support::github_app_env(&gh);
+    env.push((
+        "CAPSID_OPERATOR_KEY_HASH".to_owned(),
+        capsid_core::crypto::sha256_hex(OPERATOR),
+    ));
+    let Some(w) = World::start_claude_with(store, case, env) else {
+        return;
+    };
+    let root = w.project("demo");
+    gh.mirror_branches_from(REPO, &w.dir.path().join("demo-origin.git"));
+    let (status, made) = curl_post(
+        &w,
+        OPERATOR,
+        "/api/projects",
+        &json!({"namespace": "demo", "repo": REPO, "root_dir": root.display().to_string(),
+                "test_command": "sh test.sh", "build_command": "sh build.sh"}),
+    );
+    assert_eq!(status, 201, "{made}");
+    let key = w.mint_driver("demo-driver", "demo");
+
+    let echo_id = || bash("echo JOB=$CAPSID_JOB_ID");
+    w.fake().script(
+        "SCRIPT=watch-scout",
+        vec![
+            vec![echo_id()],
+            vec![
+                tool(
+                    "mcp__capsid__jobs",
+                    json!({"action": "post", "namespace": "demo", "role": "planner",
+                           "parent": "{{after:JOB=}}", "title": "Plan: stale gadgets",
+                           "body": "The gadgets are stale. SCRIPT=watch-planner"}),
+                ),
+                tool(
+                    "mcp__capsid__write",
+                    json!({"namespace": "demo", "path": "scouts/gadgets/watermark.md",
+                           "title": "Gadgets watermark", "body": "- reported: stale gadgets\n"}),
+                ),
+            ],
+            vec![text("Found stale gadgets; a planner is on it.")],
+        ],
+    );
+    w.fake().script(
+        "SCRIPT=watch-planner",
+        vec![
+            vec![bash(
+                "echo JOB=$CAPSID_JOB_ID && mkdir -p specs && printf '# Gadgets\\n' > specs/gadgets.md && git add specs && git commit -qm 'Spec: gadgets' && git push -q origin HEAD && echo PUSHED",
+            )],
+            vec![tool(
+                "mcp__capsid__jobs",
+                json!({"action": "post", "namespace": "demo", "role": "junior",
+                       "parent": "{{after:JOB=}}", "title": "Build: fresh gadgets",
+                       "body": "Build what specs/gadgets.md asks. SCRIPT=watch-junior"}),
+            )],
+            vec![text("Spec committed; a junior is on it.")],
+        ],
+    );
+    w.fake().script(
+        "SCRIPT=watch-junior",
+        vec![
+            vec![bash(
+                "printf 'fresh gadgets\\n' > gadgets.txt && git add gadgets.txt && git commit -qm 'Fresh gadgets' && git push -q origin HEAD && echo PUSHED",
+            )],
+            vec![text("Built the fresh gadgets.")],
+        ],
+    );
+    w.fake().script(
+        "Review pull request",
+        vec![
+            vec![tool(
+                "mcp__capsid__jobs",
+                json!({"action": "approve", "namespace": "demo", "repo": REPO,
+                       "pull_request": "{{number-after:/pull/}}",
+                       "head_sha": "{{after:at head }}", "body": "Fresh gadgets; tests pass."}),
+            )],
+            vec![text("Approved.")],
+        ],
+    );
+    let merge = json!({"namespace": "demo", "number": "{{number-after:Merge pull request you/demo#}}",
+                       "action": "merge"});
+    w.fake().script(
+        "Merge pull request",
+        vec![
+            vec![tool("mcp__capsid__manage_pr", merge.clone())],
+            vec![text("Merged it.")],
+            // Resumed once a person approved the head: the same merge goes through.
+            vec![tool("mcp__capsid__manage_pr", merge)],
+            vec![text("Merged the pull request.")],
+        ],
+    );
+
+    // The driver is running before anything is posted.
+    let extra = boxed(&w);
+    let mut extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    extra.extend(["--poll-secs", "1"]);
+    let driver = Running(
+        w.drive_claude_watching("demo", &key, &root, &extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(
+                std::fs::File::create(w.dir.path().join("driver.log")).expect("the driver's log"),
+            )
+            .spawn()
+            .expect("start capsid drive --watch"),
+    );
+    let (status, posted) = curl_post(
+        &w,
+        &w.human,
+        "/api/projects/demo/agents",
+        &json!({"role": "scout", "brief": "Look for stale gadgets. SCRIPT=watch-scout"}),
+    );
+    assert_eq!(status, 201, "{posted}");
+    let scout = posted["job"]["id"].as_str().expect("an id").to_owned();
+
+    // The chain runs by itself up to the deploy, which the gate holds.
+    let all = wait_for(&w, "the deploy blocked at the gate", |all| {
+        with_role(all, "deploy").is_some_and(|j| j["status"] == json!("blocked"))
+    });
+    let deploy = with_role(&all, "deploy").cloned().expect("a deploy job");
+    let summary = deploy["result_summary"].as_str().unwrap_or("").to_owned();
+    let number: u64 = deploy["title"]
+        .as_str()
+        .and_then(|t| t.strip_prefix(&format!("Merge {REPO}#")))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the pipeline's deploy title: {deploy}"));
+    let branch = gh.pull(REPO, number).map(|p| p.2).expect("the PR's branch");
+    let head = gh.branch_head(REPO, &branch).expect("the PR's head");
+    let approve =
+        format!("capsid jobs approve --namespace demo --repo {REPO} --pr {number} --head {head}");
+    assert!(
+        summary.contains(&format!(
+            "The gate refused this deploy run's merge of {REPO}#{number}"
+        )) && summary.contains("own")
+            && summary.contains(&approve),
+        "the senior was the junior's own agent: {summary}"
+    );
+    assert_eq!(
+        gh.pull(REPO, number).map(|p| p.1),
+        Some(false),
+        "not merged"
+    );
+
+    // A person approves that head: the running driver merges it.
+    let args: Vec<&str> = approve.split(' ').skip(1).collect();
+    w.cli(&args);
+    let handed_again = jobs(&w).into_iter().find(|j| {
+        j["role"] == json!("deploy") && j["status"] == json!("queued") && j["id"] != deploy["id"]
+    });
+    if let Some(fresh) = handed_again {
+        // Today the person's approval hands the PR on again (a blocked deploy does not hold its
+        // title against the pipeline's second hand-off), and the blocked deploy then cannot be
+        // resumed while that one holds the title (the resume is refused as "already holds
+        // another job"). A blocked or queued job cannot be failed; a person clears the
+        // duplicate by claiming and failing it with a key of their own.
+        assert_eq!(fresh["title"], deploy["title"], "{fresh}");
+        let janitor = w.mint_driver("janitor", "demo");
+        let claimed = w.tool(
+            &janitor,
+            "jobs",
+            json!({"action": "claim", "id": fresh["id"], "namespace": "demo"}),
+        );
+        assert_eq!(claimed["ok"], json!(true), "{claimed}");
+        let failed = w.tool(
+            &janitor,
+            "jobs",
+            json!({"action": "fail", "namespace": "demo", "id": fresh["id"],
+                   "reason": "a second deploy of the PR whose deploy is blocked"}),
+        );
+        assert_eq!(failed["ok"], json!(true), "{failed}");
+    }
+    // The blocked deploy resumed over the API with the answer: the running driver merges.
+    let (status, answered) = curl_post(
+        &w,
+        &w.human,
+        "/api/projects/demo/agents/demo-driver/answer",
+        &json!({"answer": "Approved; merge it.", "resume": true}),
+    );
+    assert_eq!(status, 200, "{answered}");
+    let deploy_id = id_of(&deploy);
+    let all = wait_for(&w, "the deploy done", |all| {
+        all.iter()
+            .any(|j| j["id"] == json!(deploy_id) && j["status"] == json!("done"))
+    });
+    let deploy = all
+        .iter()
+        .find(|j| j["id"] == json!(deploy_id))
+        .cloned()
+        .expect("the deploy");
+    assert!(
+        deploy["result_summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!("this deploy run merged {REPO}#{number}")),
+        "{deploy}"
+    );
+    drop(driver);
+    assert_eq!(gh.pull(REPO, number).map(|p| p.1), Some(true), "merged");
+
+    // One chain: scout, planner, junior, then the senior and the deploy of its PR.
+    let role = |r: &str| {
+        with_role(&all, r)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {r} job in {all:?}"))
+    };
+    let (planner, junior, senior) = (role("planner"), role("junior"), role("senior"));
+    assert_eq!(planner["parent_id"], json!(scout), "{planner}");
+    assert_eq!(junior["parent_id"], planner["id"], "{junior}");
+    assert_eq!(senior["parent_id"], junior["id"], "{senior}");
+    assert_eq!(deploy["parent_id"], junior["id"], "{deploy}");
+    assert_eq!(
+        branch,
+        format!("capsid/{}", junior["id"].as_str().unwrap_or("")),
+        "the PR is the junior's"
+    );
+    for job in [&planner, &junior, &senior] {
+        assert_eq!(job["status"], json!("done"), "{job}");
+    }
+    assert_eq!(w.job("demo", &scout)["status"], json!("done"));
+    let others: Vec<&Value> = all
+        .iter()
+        .filter(|j| j["id"] != deploy["id"] && j["role"] == json!("deploy"))
+        .collect();
+    assert!(
+        others.iter().all(|j| j["status"] == json!("failed")),
+        "{others:?}"
+    );
+    assert_eq!(
+        all.len(),
+        5 + others.len(),
+        "nothing but the chain was posted: {all:?}"
+    );
+    for (marker, r) in [
+        ("SCRIPT=watch-scout", "scout"),
+        ("SCRIPT=watch-planner", "planner"),
+        ("SCRIPT=watch-junior", "junior"),
+        ("Review pull request", "senior"),
+        ("Merge pull request", "deploy"),
+    ] {
+        assert_first_request_carries_the_skill(&w, marker, r);
+    }
+    runtime.block_on(async { gh.stop() });
+    w.finish();
+}
+
+#[test]
+fn sqlite_the_pipeline_started_with_curl_runs_under_a_running_driver() {
+    the_pipeline_started_with_curl_runs_under_a_running_driver(
+        Store::Sqlite,
+        "sqlite_the_pipeline_started_with_curl_runs_under_a_running_driver",
+    );
+}
+
+#[test]
+fn postgres_the_pipeline_started_with_curl_runs_under_a_running_driver() {
+    the_pipeline_started_with_curl_runs_under_a_running_driver(
+        Store::Postgres,
+        "postgres_the_pipeline_started_with_curl_runs_under_a_running_driver",
     );
 }
 

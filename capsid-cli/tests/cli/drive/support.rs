@@ -586,9 +586,32 @@ impl World {
     /// `capsid drive --once` with the real Claude Code as the agent (the default agent
     /// command), not yet waited on.
     pub fn drive_claude(&self, ns: &str, key: &str, root: &Path, extra: &[&str]) -> Command {
+        self.drive_claude_as("--once", ns, key, root, extra)
+    }
+
+    /// [`World::drive_claude`] with `--watch` instead of `--once`: a driver that keeps polling
+    /// the queue until it is stopped.
+    pub fn drive_claude_watching(
+        &self,
+        ns: &str,
+        key: &str,
+        root: &Path,
+        extra: &[&str],
+    ) -> Command {
+        self.drive_claude_as("--watch", ns, key, root, extra)
+    }
+
+    fn drive_claude_as(
+        &self,
+        mode: &str,
+        ns: &str,
+        key: &str,
+        root: &Path,
+        extra: &[&str],
+    ) -> Command {
         let (_, env) = self.claude.as_ref().expect("a World::start_claude world");
         let mut c = self.command();
-        c.args(["drive", "--once", "--namespace", ns, "--url", &self.url])
+        c.args(["drive", mode, "--namespace", ns, "--url", &self.url])
             .arg("--root-dir")
             .arg(root)
             .args([
