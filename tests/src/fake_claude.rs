@@ -7,7 +7,11 @@
 //! carries it), and the turn by the number of assistant messages already in the request, so a
 //! retry, a Stop-hook continuation or a `--resume` lands on the right step. Past its last turn a
 //! script answers "Done." and ends the turn. In a tool input, `{{cwd}}` stands for the primary
-//! working directory Claude Code names in its system prompt. Every request is recorded, so a
+//! working directory Claude Code names in its system prompt, and (for values only known at run
+//! time: a job's id, a pull request's number or head) `{{after:PREFIX}}` for the word that
+//! follows the first `PREFIX` in the conversation's user text and tool results (a word: letters,
+//! digits, `_` and `-`); a string that is exactly `{{number-after:PREFIX}}` becomes that word as
+//! a JSON number. A placeholder nothing matches stays as written. Every request is recorded, so a
 //! test asserts on what Claude Code sent back (a hook's deny reason arrives as a tool result).
 //!
 //! The server runs on a thread of its own: the tests block on child processes.
@@ -354,13 +358,79 @@ fn cwd_of(body: &Value) -> String {
         .unwrap_or_default()
 }
 
-pub(crate) fn fill(v: &Value, cwd: &str) -> Value {
-    match v {
-        Value::String(s) => Value::String(s.replace("{{cwd}}", cwd)),
-        Value::Array(a) => Value::Array(a.iter().map(|x| fill(x, cwd)).collect()),
-        Value::Object(o) => {
-            Value::Object(o.iter().map(|(k, x)| (k.clone(), fill(x, cwd))).collect())
+/// What a request's `{{after:...}}` placeholders read: its user text and the text of every
+/// tool result in the conversation (what a command the script ran printed).
+fn said_in(body: &Value) -> String {
+    let mut out = user_text(body);
+    for m in body["messages"].as_array().into_iter().flatten() {
+        if m["role"] != "user" {
+            continue;
         }
+        for p in m["content"].as_array().into_iter().flatten() {
+            if p["type"] == "tool_result" {
+                out.push_str(&parts_text(&p["content"]));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The word after the first `prefix` in `said` that has one (letters, digits, `_`, `-`).
+fn word_after<'a>(said: &'a str, prefix: &str) -> Option<&'a str> {
+    if prefix.is_empty() {
+        return None;
+    }
+    said.match_indices(prefix).find_map(|(at, _)| {
+        let rest = &said[at + prefix.len()..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .unwrap_or(rest.len());
+        (end > 0).then(|| &rest[..end])
+    })
+}
+
+/// `text` with `{{cwd}}` and each `{{after:PREFIX}}` that matches in `said` filled in.
+fn fill_text(text: &str, cwd: &str, said: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text.replace("{{cwd}}", cwd);
+    while let Some(start) = rest.find("{{after:") {
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
+        let prefix = &rest[start + "{{after:".len()..start + len];
+        out.push_str(&rest[..start]);
+        match word_after(said, prefix) {
+            Some(word) => out.push_str(word),
+            None => out.push_str(&rest[start..start + len + 2]),
+        }
+        rest = rest[start + len + 2..].to_owned();
+    }
+    out.push_str(&rest);
+    out
+}
+
+/// A tool input with its placeholders filled from the request (`cwd`, and `said`, the text
+/// `{{after:...}}` reads; see the module's documentation).
+pub(crate) fn fill(v: &Value, cwd: &str, said: &str) -> Value {
+    match v {
+        Value::String(s) => {
+            let number = s
+                .strip_prefix("{{number-after:")
+                .and_then(|r| r.strip_suffix("}}"))
+                .and_then(|prefix| word_after(said, prefix))
+                .and_then(|w| w.parse::<u64>().ok());
+            match number {
+                Some(n) => json!(n),
+                None => Value::String(fill_text(s, cwd, said)),
+            }
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| fill(x, cwd, said)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), fill(x, cwd, said)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -376,6 +446,7 @@ fn answer(state: &Mutex<State>, path: &str, body: &Bytes, api_key: Option<String
         .as_array()
         .map_or(0, |m| m.iter().filter(|x| x["role"] == "assistant").count());
     let text = user_text(&body);
+    let said = said_in(&body);
     let cwd = cwd_of(&body);
     let (script, blocks) = {
         let mut s = lock(state);
@@ -434,7 +505,7 @@ fn answer(state: &Mutex<State>, path: &str, body: &Bytes, api_key: Option<String
                 );
                 event(
                     "content_block_delta",
-                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": fill(input, &cwd).to_string()}}),
+                    json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": fill(input, &cwd, &said).to_string()}}),
                 );
             }
         }
@@ -544,4 +615,52 @@ pub fn claude_env(fake: &FakeClaude, bin: &Path, dir: &Path) -> Vec<(String, Str
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_take_the_word_after_their_prefix_in_what_was_said() {
+        let said = "Review pull request https://x/pull/12 at head 0a1b2c, the work of job job_ff01.\nJOB=\nJOB=job_9c\n";
+        let input = json!({
+            "parent": "{{after:JOB=}}",
+            "pull_request": "{{number-after:/pull/}}",
+            "body": "at {{after:at head }} in {{cwd}}; {{after:nowhere}} {{after:unclosed",
+            "list": ["{{after:the work of job }}"],
+            "n": 3,
+        });
+        let filled = fill(&input, "/w", said);
+        assert_eq!(
+            filled,
+            json!({
+                "parent": "job_9c",
+                "pull_request": 12,
+                "body": "at 0a1b2c in /w; {{after:nowhere}} {{after:unclosed",
+                "list": ["job_ff01"],
+                "n": 3,
+            })
+        );
+        // Not a number: the text stays text.
+        assert_eq!(
+            fill(&json!("{{number-after:JOB=}}"), "", said),
+            json!("{{number-after:JOB=}}")
+        );
+    }
+
+    #[test]
+    fn what_was_said_includes_tool_results() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "Do it. SCRIPT=x"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "echo JOB=$CAPSID_JOB_ID"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "JOB=job_abc"}]}]},
+        ]});
+        let said = said_in(&body);
+        assert!(
+            said.contains("SCRIPT=x") && said.contains("JOB=job_abc"),
+            "{said}"
+        );
+        assert_eq!(word_after(&said, "JOB="), Some("job_abc"));
+    }
 }

@@ -134,7 +134,8 @@ fn item(block: &Block, id: &str, cwd: &str) -> Value {
             "content": [{"type": "output_text", "text": t, "annotations": []}],
         }),
         Block::Tool(name, input) => {
-            let input = fill(input, cwd);
+            // `{{after:...}}` reads Claude Code's conversation only.
+            let input = fill(input, cwd, "");
             let call = |name: &str, namespace: Option<&str>, args: Value| {
                 let mut v = json!({
                     "type": "function_call", "id": format!("fc_{id}"), "call_id": format!("toolu_fake_{id}"),

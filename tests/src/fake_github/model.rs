@@ -105,6 +105,9 @@ pub struct Repo {
     pub merge_requests: Vec<(u64, String, Option<String>)>,
     /// Accepted `workflow_dispatch` requests: (workflow file, ref, inputs), in order.
     pub dispatches: Vec<(String, String, serde_json::Value)>,
+    /// A bare git repository whose branches the fake takes on when a pull request names a
+    /// head it lacks ([`crate::fake_github::FakeGitHub::mirror_branches_from`]).
+    pub mirror: Option<std::path::PathBuf>,
 }
 
 /// An installation token the fake handed out.
@@ -169,6 +172,46 @@ pub fn blob_sha(bytes: &[u8]) -> String {
 }
 
 impl Repo {
+    /// Takes on `branch` from the mirror (its tree at the tip, as one commit on the default
+    /// branch's head), when the fake lacks it and the mirror has it; whether it did.
+    pub fn take_branch_from_mirror(&mut self, branch: &str, date: &str) -> bool {
+        if self.branches.contains_key(branch) {
+            return false;
+        }
+        let Some(git_dir) = self.mirror.clone() else {
+            return false;
+        };
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .arg("--git-dir")
+                .arg(&git_dir)
+                .args(args)
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| o.stdout)
+        };
+        let at = format!("refs/heads/{branch}");
+        let Some(listed) = git(&["ls-tree", "-r", "-z", "--name-only", &at]) else {
+            return false;
+        };
+        let mut tree = BTreeMap::new();
+        for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            let path = String::from_utf8_lossy(path).into_owned();
+            let Some(content) = git(&["show", &format!("{at}:{path}")]) else {
+                return false;
+            };
+            tree.insert(path, content);
+        }
+        let message = git(&["log", "-1", "--format=%s", &at])
+            .map(|m| String::from_utf8_lossy(&m).trim().to_owned())
+            .unwrap_or_else(|| branch.to_owned());
+        let parent = self.branches[&self.default_branch].clone();
+        let sha = self.commit(vec![parent], tree, &message, date);
+        self.move_branch(branch, &sha);
+        true
+    }
+
     /// The commit a branch, tag, sha or unique sha prefix names.
     pub fn resolve(&self, name: &str) -> Option<String> {
         if let Some(sha) = self.branches.get(name).or_else(|| self.tags.get(name)) {
@@ -295,4 +338,73 @@ pub fn diff(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &std::path::Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    #[test]
+    fn a_branch_the_fake_lacks_is_taken_on_from_the_mirror_once() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let (work, bare) = (dir.path().join("work"), dir.path().join("origin.git"));
+        std::fs::create_dir_all(&work).expect("work");
+        git(
+            dir.path(),
+            &["init", "-q", "--bare", "-b", "main", "origin.git"],
+        );
+        git(&work, &["init", "-q", "-b", "topic"]);
+        std::fs::create_dir_all(work.join("specs")).expect("specs");
+        std::fs::write(work.join("specs/a.md"), "# A\n").expect("a file");
+        git(&work, &["add", "."]);
+        git(
+            &work,
+            &[
+                "-c",
+                "user.name=T",
+                "-c",
+                "user.email=t@x",
+                "commit",
+                "-qm",
+                "Spec A",
+            ],
+        );
+        git(&work, &["push", "-q", &bare.display().to_string(), "topic"]);
+
+        let mut repo = Repo {
+            default_branch: "main".into(),
+            ..Repo::default()
+        };
+        let root = repo.commit(Vec::new(), BTreeMap::new(), "Initial", "now");
+        repo.branches.insert("main".into(), root.clone());
+        assert!(
+            !repo.take_branch_from_mirror("topic", "now"),
+            "no mirror yet"
+        );
+        repo.mirror = Some(bare);
+        assert!(
+            !repo.take_branch_from_mirror("nope", "now"),
+            "not in the mirror"
+        );
+        assert!(repo.take_branch_from_mirror("topic", "now"));
+        let head = repo.branches["topic"].clone();
+        let commit = &repo.commits[&head];
+        assert_eq!(
+            commit.tree.get("specs/a.md").map(Vec::as_slice),
+            Some(&b"# A\n"[..])
+        );
+        assert_eq!(commit.message, "Spec A");
+        assert_eq!(commit.parents, vec![root]);
+        assert!(!repo.take_branch_from_mirror("topic", "now"), "once");
+        assert_eq!(repo.branches["topic"], head);
+    }
 }

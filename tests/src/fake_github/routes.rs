@@ -352,6 +352,7 @@ pub fn repo(
                 body["head"].as_str().unwrap_or_default(),
                 body["base"].as_str().unwrap_or_default(),
             );
+            repo.take_branch_from_mirror(head, &date);
             let (Some(hs), Some(bs)) = (
                 repo.branches.get(head).cloned(),
                 repo.branches.get(base).cloned(),

@@ -106,6 +106,14 @@ impl FakeGitHub {
         })
     }
 
+    /// Makes the fake take on, from the bare git repository `git_dir`, a branch a pull request
+    /// of `full` names when the fake lacks it (as GitHub has a branch pushed to it): its tree at
+    /// the tip becomes one commit on the default branch's head, under the fake's own sha. The
+    /// fake speaks REST, not git; this stands in for the push reaching it.
+    pub fn mirror_branches_from(&self, full: &str, git_dir: &std::path::Path) {
+        self.with_repo(full, |repo| repo.mirror = Some(git_dir.to_owned()));
+    }
+
     /// Adds a tag at `at` (a branch or sha).
     pub fn tag(&self, full: &str, name: &str, at: &str) {
         self.with_repo(full, |repo| {

@@ -15,6 +15,7 @@ mod claude;
 mod claude_boxed;
 mod claude_rehearse;
 mod deploy;
+mod pipeline;
 mod roles;
 mod runtimes;
 mod support;

@@ -165,12 +165,25 @@ impl World {
         let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
         let mut url = None;
         let mut seen = Vec::new();
+        // With an operator key the server prints no first-run banner: its log line names the
+        // URL, and that line is the last to wait for.
+        let operator = self
+            .env
+            .iter()
+            .any(|(k, _)| k == "CAPSID_OPERATOR_KEY_HASH");
         for line in lines.by_ref() {
             let line = line.expect("a line");
             if let Some(rest) = line.strip_prefix("capsid is serving MCP at ") {
                 url = Some(rest.trim().trim_end_matches("/ops/mcp").to_owned());
             }
-            let done = line.contains("namespaces register");
+            let listening = line
+                .split("capsid listening url=")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next());
+            if operator && let Some(u) = listening {
+                url = Some(u.to_owned());
+            }
+            let done = line.contains("namespaces register") || (operator && listening.is_some());
             seen.push(line);
             if done {
                 break;
@@ -573,9 +586,32 @@ impl World {
     /// `capsid drive --once` with the real Claude Code as the agent (the default agent
     /// command), not yet waited on.
     pub fn drive_claude(&self, ns: &str, key: &str, root: &Path, extra: &[&str]) -> Command {
+        self.drive_claude_as("--once", ns, key, root, extra)
+    }
+
+    /// [`World::drive_claude`] with `--watch` instead of `--once`: a driver that keeps polling
+    /// the queue until it is stopped.
+    pub fn drive_claude_watching(
+        &self,
+        ns: &str,
+        key: &str,
+        root: &Path,
+        extra: &[&str],
+    ) -> Command {
+        self.drive_claude_as("--watch", ns, key, root, extra)
+    }
+
+    fn drive_claude_as(
+        &self,
+        mode: &str,
+        ns: &str,
+        key: &str,
+        root: &Path,
+        extra: &[&str],
+    ) -> Command {
         let (_, env) = self.claude.as_ref().expect("a World::start_claude world");
         let mut c = self.command();
-        c.args(["drive", "--once", "--namespace", ns, "--url", &self.url])
+        c.args(["drive", mode, "--namespace", ns, "--url", &self.url])
             .arg("--root-dir")
             .arg(root)
             .args([
