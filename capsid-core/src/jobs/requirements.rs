@@ -19,6 +19,10 @@ pub struct JobRequirements {
     pub required_flags: Vec<Flag>,
     /// The least number of verified merged pull requests on the claimant's record.
     pub min_prs_merged: Option<u64>,
+    /// Actors that may not claim the job (`agent:<name>`): the pipeline's review of a pull
+    /// request excludes the agent that wrote it, so a review is always another agent's. Set
+    /// only by the server (stored as `not_by` beside `flags`).
+    pub not_by: Vec<String>,
 }
 
 /// Why the requirement arguments of `post` were refused.
@@ -111,16 +115,39 @@ impl JobRequirements {
         Ok(JobRequirements {
             required_flags: flags,
             min_prs_merged: min_prs_merged.filter(|n| *n > 0),
+            not_by: Vec::new(),
         })
     }
 
-    /// The `required_scopes` column: `{"flags":[...]}`, or NULL when no flag is required.
+    /// `self`, not claimable by `actor` as well.
+    pub fn not_by(mut self, actor: &str) -> Self {
+        if !self.not_by.iter().any(|a| a == actor) {
+            self.not_by.push(actor.to_owned());
+        }
+        self
+    }
+
+    /// Why `actor` may not claim the job, when it is one the job excludes.
+    pub fn excluded(&self, actor: &str) -> Option<String> {
+        self.not_by.iter().any(|a| a == actor).then(|| {
+            format!(
+                "this job reviews or follows the work of {actor}, so another agent must take it"
+            )
+        })
+    }
+
+    /// The `required_scopes` column: `{"flags":[...]}` (with `"not_by":[...]` when some actor
+    /// is excluded), or NULL when neither is set.
     pub fn stored_required_scopes(&self) -> Option<String> {
-        if self.required_flags.is_empty() {
+        if self.required_flags.is_empty() && self.not_by.is_empty() {
             return None;
         }
         let names: Vec<&str> = self.required_flags.iter().map(|f| f.name()).collect();
-        Some(json!({ "flags": names }).to_string())
+        let mut stored = json!({ "flags": names });
+        if !self.not_by.is_empty() {
+            stored["not_by"] = json!(self.not_by);
+        }
+        Some(stored.to_string())
     }
 
     /// The `min_record` column: `{"prs_merged":n}`, or NULL when there is no bar above zero.
@@ -136,17 +163,19 @@ impl JobRequirements {
         required_scopes: Option<&str>,
         min_record: Option<&str>,
     ) -> Result<Self, CorruptRequirement> {
+        let (required_flags, not_by) = required_scopes
+            .map(stored_flags)
+            .transpose()?
+            .unwrap_or_default();
         Ok(JobRequirements {
-            required_flags: required_scopes
-                .map(stored_flags)
-                .transpose()?
-                .unwrap_or_default(),
+            required_flags,
             min_prs_merged: min_record.map(stored_bar).transpose()?.flatten(),
+            not_by,
         })
     }
 }
 
-fn stored_flags(text: &str) -> Result<Vec<Flag>, CorruptRequirement> {
+fn stored_flags(text: &str) -> Result<(Vec<Flag>, Vec<String>), CorruptRequirement> {
     const WHICH: &str = "required_scopes";
     let object = stored_object(WHICH, text)?;
     let items = match object.get("flags") {
@@ -164,7 +193,22 @@ fn stored_flags(text: &str) -> Result<Vec<Flag>, CorruptRequirement> {
             flags.push(flag);
         }
     }
-    Ok(flags)
+    let not_by = match object.get("not_by") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str().map(str::to_owned).ok_or_else(|| {
+                    corrupt(
+                        WHICH,
+                        format!("has a not_by entry {i} that is not an actor"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(corrupt(WHICH, "has a not_by value that is not an array")),
+    };
+    Ok((flags, not_by))
 }
 
 fn stored_bar(text: &str) -> Result<Option<u64>, CorruptRequirement> {

@@ -187,6 +187,26 @@ async fn the_pipeline_hands_a_juniors_pull_request_to_a_senior_and_its_approval_
     assert_eq!(review["role"], "senior", "{review}");
     assert_eq!(review["parent_id"], job.as_str(), "{review}");
     assert_eq!(review["posted_by"], "pipeline", "{review}");
+    // A review is always another agent's: the junior's own driver cannot claim it, by id or
+    // from the queue.
+    let own = junior
+        .ok(
+            "jobs",
+            json!({"action": "claim", "id": review["id"], "namespace": "alpha"}),
+        )
+        .await;
+    assert_eq!(own["ok"], false, "{own}");
+    assert!(
+        own["refusal"]
+            .as_str()
+            .unwrap_or("")
+            .contains("follows the work of agent:junior, so another agent must take it"),
+        "{own}"
+    );
+    let own = junior
+        .ok("jobs", json!({"action": "claim", "namespace": "alpha"}))
+        .await;
+    assert_eq!(own["ok"], false, "{own}");
     let claimed = senior
         .ok(
             "jobs",
@@ -226,6 +246,30 @@ async fn the_pipeline_hands_a_juniors_pull_request_to_a_senior_and_its_approval_
     assert_eq!(deploy.len(), 1, "{deploy:?}");
     assert_eq!(deploy[0]["role"], "deploy", "{deploy:?}");
     assert_eq!(deploy[0]["parent_id"], job.as_str(), "{deploy:?}");
+    // The reviewer's driver may not merge what it approved (its approval would not count).
+    // It still holds the review: once that is done, its claim of the deploy is refused.
+    let finished = senior
+        .ok(
+            "jobs",
+            json!({"action": "complete", "id": review["id"], "namespace": "alpha",
+                   "result_summary": "Approved."}),
+        )
+        .await;
+    assert_eq!(finished["ok"], true, "{finished}");
+    let theirs = senior
+        .ok(
+            "jobs",
+            json!({"action": "claim", "id": deploy[0]["id"], "namespace": "alpha"}),
+        )
+        .await;
+    assert_eq!(theirs["ok"], false, "{theirs}");
+    assert!(
+        theirs["refusal"]
+            .as_str()
+            .unwrap_or("")
+            .contains("agent:senior"),
+        "{theirs}"
+    );
     let claimed = deployer
         .ok(
             "jobs",

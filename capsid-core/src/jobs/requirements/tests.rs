@@ -9,7 +9,35 @@ fn req(flags: &[Flag], bar: Option<u64>) -> JobRequirements {
     JobRequirements {
         required_flags: flags.to_vec(),
         min_prs_merged: bar,
+        not_by: Vec::new(),
     }
+}
+
+#[test]
+fn an_excluded_actor_is_stored_read_back_and_refused() {
+    let r = JobRequirements::default()
+        .not_by("agent:author")
+        .not_by("agent:author");
+    assert_eq!(r.not_by, ["agent:author"]);
+    let stored = r.stored_required_scopes().expect("stored");
+    assert_eq!(stored, r#"{"flags":[],"not_by":["agent:author"]}"#);
+    let back = JobRequirements::from_stored(Some(&stored), None).unwrap();
+    assert_eq!(back, r);
+    assert!(
+        back.excluded("agent:author")
+            .is_some_and(|w| w.contains("another agent"))
+    );
+    assert_eq!(back.excluded("agent:reviewer"), None);
+    for bad in [
+        r#"{"flags":[],"not_by":"x"}"#,
+        r#"{"flags":[],"not_by":[1]}"#,
+    ] {
+        assert!(
+            JobRequirements::from_stored(Some(bad), None).is_err(),
+            "{bad}"
+        );
+    }
+    assert_eq!(JobRequirements::default().stored_required_scopes(), None);
 }
 
 #[test]
@@ -212,6 +240,7 @@ fn any_requirements() -> impl Strategy<Value = JobRequirements> {
             JobRequirements {
                 required_flags: flags,
                 min_prs_merged: bar,
+                not_by: Vec::new(),
             }
         })
 }

@@ -140,6 +140,12 @@ impl ClaimDecider for Decider<'_> {
                 };
             }
         };
+        if let Some(why) = requirements.excluded(&self.actor) {
+            return ClaimVerdict::Refuse(format!(
+                "{} cannot claim {} ('{}'): {why}. The job stays queued.",
+                self.actor, job.id, job.title
+            ));
+        }
         if let Err(missing) = missing_for_job(self.scopes, &job.namespace, &requirements) {
             return ClaimVerdict::Refuse(format!(
                 "{} cannot claim {} ('{}'): {missing} The job stays queued for a driver that can do it.",

@@ -351,17 +351,18 @@ impl JobsCx<'_> {
         a: JobsArgs,
         id: String,
     ) -> Result<JobsAnswer> {
-        self.post_job_by(caller, a, id, false).await
+        self.post_job_by(caller, a, id, None).await
     }
 
-    /// `post` under `id`, by the pipeline (`by_pipeline`: a hand-off from a parent it need not
-    /// hold) or by `caller` (a dispatch only from a parent the caller holds).
+    /// `post` under `id`, by the pipeline (`pipeline`: a hand-off from a parent it need not
+    /// hold, which the actors it names may not claim) or by `caller` (a dispatch only from a
+    /// parent the caller holds).
     pub(crate) async fn post_job_by(
         &self,
         caller: &Caller,
         a: JobsArgs,
         id: String,
-        by_pipeline: bool,
+        pipeline: Option<&[String]>,
     ) -> Result<JobsAnswer> {
         let act = JobsAction::Post;
         let (Some(ns), Some(title), Some(body)) = (&a.namespace, &a.title, &a.body) else {
@@ -378,9 +379,11 @@ impl JobsCx<'_> {
             Ok(t) => t.to_owned(),
             Err(e) => return Ok(refuse(act, e.to_string())),
         };
-        let requirements =
+        let requirements = pipeline.into_iter().flatten().fold(
             JobRequirements::from_input(a.required_flags.as_ref(), a.min_record.as_ref())
-                .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
+                .map_err(|e| Error::Invalid(format!("jobs: {e}")))?,
+            |r, actor| r.not_by(actor),
+        );
         let asked_cap = a
             .max_cost_usd
             .map(crate::jobs::budget::parse_job_cap)
@@ -434,9 +437,9 @@ impl JobsCx<'_> {
                     .await?;
                 let limits = self.dispatch_limits(ns.as_str()).await?;
                 let holder = caller.holder_actor();
-                let poster = match by_pipeline {
-                    true => Poster::Pipeline,
-                    false => Poster::Holder(&holder),
+                let poster = match pipeline {
+                    Some(_) => Poster::Pipeline,
+                    None => Poster::Holder(&holder),
                 };
                 match plan_dispatch(
                     &parent_job,

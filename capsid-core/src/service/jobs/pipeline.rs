@@ -50,7 +50,9 @@ impl JobsCx<'_> {
         }
         let head = self.pull_head(&pr).await.ok();
         let handoff = review_handoff(&repo, pr.number, url, head.as_deref(), &job.id);
-        self.post_handoff(job, handoff).await
+        // A review is always another agent's: the junior's own driver may not claim it.
+        let author: Vec<String> = job.claimed_by.iter().cloned().collect();
+        self.post_handoff(job, handoff, &author).await
     }
 
     /// After `reviewer` approved `repo`'s pull request `facts` in `namespace`: its deploy, when
@@ -85,7 +87,10 @@ impl JobsCx<'_> {
             reviewer,
             &author.id,
         );
-        self.post_handoff(&author, handoff).await
+        // The reviewer's driver may not merge: its approval would not count for its own
+        // merge (the gate wants an approval by an agent other than the merger).
+        self.post_handoff(&author, handoff, &[reviewer.to_owned()])
+            .await
     }
 
     /// The merges the run holding `job` made or was refused, when `job` is a deploy's (a role
@@ -108,10 +113,25 @@ impl JobsCx<'_> {
         Ok(Some(run_merges(&rows, &run_actor)))
     }
 
-    /// Posts `handoff` as a child of `parent`, by the pipeline. A refusal (the bounds, which
-    /// `post` records; an open job holding the title, a second hand-off of one pull request)
-    /// leaves the trigger as it is.
-    async fn post_handoff(&self, parent: &Job, handoff: Handoff) -> Result<()> {
+    /// Posts `handoff` as a child of `parent`, by the pipeline, not claimable by the actors in
+    /// `not_by`. A refusal (the bounds, which `post` records; an open job holding the title, a
+    /// second hand-off of one pull request) leaves the trigger as it is; so does a job of that
+    /// title waiting at a gate (blocked jobs do not hold their title, and resuming it must
+    /// not meet a second hand-off of the same pull request).
+    async fn post_handoff(&self, parent: &Job, handoff: Handoff, not_by: &[String]) -> Result<()> {
+        let blocked = crate::ports::JobFilter {
+            namespace: Some(parent.namespace.clone()),
+            status: Some(crate::jobs::JobStatus::Blocked),
+        };
+        if self
+            .jobs
+            .jobs(&blocked, crate::jobs::JOBS_ROWS_MAX)
+            .await?
+            .iter()
+            .any(|j| j.title == handoff.title)
+        {
+            return Ok(());
+        }
         let caller = Caller::pipeline(&parent.namespace);
         let need = Need {
             tool: "jobs",
@@ -130,7 +150,7 @@ impl JobsCx<'_> {
         let Ok(args) = serde_json::from_value::<JobsArgs>(args) else {
             return Ok(());
         };
-        self.post_job_by(&caller, args, new_job_id(self.entropy), true)
+        self.post_job_by(&caller, args, new_job_id(self.entropy), Some(not_by))
             .await?;
         Ok(())
     }

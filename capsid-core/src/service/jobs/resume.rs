@@ -258,13 +258,17 @@ impl JobsCx<'_> {
                     job.id
                 ),
             )),
-            Err(StoreError::Conflict(_)) if to == ResumeTo::Queue => Ok(refuse(
-                act,
-                format!(
-                    "{} cannot go back to the queue: {} already has an open job titled '{}'. Finish or fail that one first.",
-                    job.id, job.namespace, job.title
-                ),
-            )),
+            // Both stores name the index that refused: an open title taken meanwhile is not a
+            // second claim (a blocked job does not hold its title).
+            Err(StoreError::Conflict(why)) if to == ResumeTo::Queue || why.contains("title") => {
+                Ok(refuse(
+                    act,
+                    format!(
+                        "{} cannot be resumed: {} already has an open job titled '{}'. Finish or fail that one first.",
+                        job.id, job.namespace, job.title
+                    ),
+                ))
+            }
             Err(StoreError::Conflict(_)) => Ok(refuse(
                 act,
                 format!("{actor} already holds another job. Finish it before resuming another."),
