@@ -111,9 +111,10 @@ pub enum JobsCommand {
         /// What the agent is asked to do (the prompt it starts from).
         #[arg(long)]
         body: String,
-        /// The job's role: scout, planner, junior, senior or deploy. A scout or senior ships
-        /// no code (its pushes are refused; a run that ships nothing is done); any other job
-        /// that ships nothing fails. Default: none, a change is asked for.
+        /// The job's role: scout, planner, junior, senior or deploy, or one the namespace's
+        /// signed role documents define (`capsid jobs roles` lists them). A role that ships no
+        /// code (a scout, a senior) has its pushes refused and is done when it ships nothing;
+        /// any other job that ships nothing fails. Default: none, a change is asked for.
         #[arg(long)]
         role: Option<String>,
         /// The agent CLI to run it: claude-code or codex (default: the driver's).
@@ -126,6 +127,17 @@ pub enum JobsCommand {
         /// Higher runs first.
         #[arg(long)]
         priority: Option<i64>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The roles a namespace's jobs may name: each one's ships, reviews, model, cap and
+    /// dispatch count (the built-in five as its signed documents tune them, then its owner's),
+    /// and any role document that defines nothing, with why.
+    Roles {
+        /// The namespace whose roles to list.
+        #[arg(long)]
+        namespace: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -291,6 +303,14 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
                 }
                 line
             }));
+        }
+        JobsCommand::Roles { namespace, json } => {
+            let args = json!({"action": "roles", "namespace": namespace});
+            let answer = match call(&service, "jobs", args).await? {
+                Ok(v) => v,
+                Err(m) => return Ok(tool_refusal(m)),
+            };
+            return Ok(finish(answer, json, roles_text));
         }
         JobsCommand::Get { id, json } => {
             let answer = match call(&service, "jobs", json!({"action": "get", "id": id})).await? {
@@ -464,4 +484,35 @@ mod tests {
             "{bare}"
         );
     }
+}
+
+/// `jobs roles` as text: one line per role, then the documents that define nothing.
+fn roles_text(v: &serde_json::Value) -> String {
+    let mut lines = Vec::new();
+    for r in v["roles"].as_array().into_iter().flatten() {
+        let cap = r["max_cost_micros"].as_u64().unwrap_or(0) as f64 / 1_000_000.0;
+        lines.push(format!(
+            "{:<14} ships {:<8} {}cap ${cap:.2}, dispatches {}{}{}",
+            r["name"].as_str().unwrap_or(""),
+            r["ships"].as_str().unwrap_or(""),
+            if r["reviews"] == true {
+                "reviews, "
+            } else {
+                ""
+            },
+            r["dispatches"].as_i64().unwrap_or(0),
+            r["model"]
+                .as_str()
+                .map_or(String::new(), |m| format!(", model {m}")),
+            if r["built_in"] == true {
+                ""
+            } else {
+                " (the owner's)"
+            },
+        ));
+    }
+    for why in v["inert"].as_array().into_iter().flatten() {
+        lines.push(format!("defines nothing: {}", why.as_str().unwrap_or("")));
+    }
+    lines.join("\n")
 }

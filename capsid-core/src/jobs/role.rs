@@ -531,6 +531,17 @@ impl RoleBook {
             .cloned()
     }
 
+    /// Every role there is: the built-in ones (as the namespace's documents tune them), then
+    /// the owner's.
+    pub fn all(&self) -> Vec<Role> {
+        let mut all: Vec<Role> = BUILT_IN
+            .iter()
+            .map(|b| self.get(&b.name).unwrap_or_else(|| b.clone()))
+            .collect();
+        all.extend(self.defined.iter().filter(|r| !r.built_in).cloned());
+        all
+    }
+
     /// The names of the roles there are: the built-in ones, then the owner's.
     pub fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = BUILT_IN.iter().map(|r| &*r.name).collect();
@@ -747,6 +758,13 @@ mod tests {
         }
         let book = RoleBook::new(vec![scout], Vec::new());
         assert_eq!(book.get("scout").unwrap().model.as_deref(), Some("haiku"));
+        let all = book.all();
+        assert_eq!(all.len(), 5);
+        assert_eq!(
+            all[0].model.as_deref(),
+            Some("haiku"),
+            "the tuned scout stands in"
+        );
         assert_eq!(book.get("senior").unwrap().model, None);
     }
 }

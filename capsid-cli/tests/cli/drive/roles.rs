@@ -252,6 +252,14 @@ pub fn an_owners_role_reaches_the_agent_as_its_skill_and_on_its_model(w: &World)
     );
     assert!(unsigned.contains("not validly signed"), "{unsigned}");
     w.cli(&["policy", "sign", path]);
+    let listed = w.cli(&["jobs", "roles", "--namespace", "demo"]);
+    assert!(
+        listed.contains(&format!("model {model}"))
+            && listed.contains("checker")
+            && listed.contains("(the owner's)")
+            && listed.contains("reviews"),
+        "{listed}"
+    );
     let id = post_as(
         w,
         "Check it",

@@ -26,6 +26,8 @@ pub enum JobsAnswer {
     Approval(ApprovalAnswer),
     /// `approve` / `reject`: the verdict recorded.
     Verdict(VerdictRecorded),
+    /// `roles`.
+    Roles(RoleList),
     /// The queue refused.
     Refused(JobRefused),
 }
@@ -353,4 +355,19 @@ impl JobRefused {
         self.job = Some(job);
         self
     }
+}
+
+/// `roles`: what a namespace's jobs may name.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RoleList {
+    /// Always true.
+    pub ok: bool,
+    /// Always `roles`.
+    pub action: &'static str,
+    /// The namespace.
+    pub namespace: String,
+    /// Its roles: the built-in ones (as its signed documents tune them), then its owner's.
+    pub roles: Vec<crate::jobs::role::Role>,
+    /// Its role documents that define nothing (`<path>: why`).
+    pub inert: Vec<String>,
 }

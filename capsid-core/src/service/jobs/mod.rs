@@ -17,7 +17,7 @@ mod skills;
 
 pub use answer::{
     ApprovalAnswer, JobDone, JobList, JobOutcome, JobRefused, JobsAnswer, OfferedSkill,
-    OutcomeShown, SkillCredited, SkillFailureShown, SkillsSettled,
+    OutcomeShown, RoleList, SkillCredited, SkillFailureShown, SkillsSettled,
 };
 
 pub(crate) use budget::budget_states;
@@ -81,6 +81,24 @@ pub struct JobsCx<'a> {
 }
 
 impl JobsCx<'_> {
+    /// `roles`: the namespace's roles and its role documents that define nothing.
+    async fn list_roles(&self, a: JobsArgs) -> Result<JobsAnswer> {
+        let Some(ns) = &a.namespace else {
+            return Err(Error::Invalid(
+                "jobs: roles needs namespace (the namespace whose roles to list)".into(),
+            ));
+        };
+        require_namespace(self.namespaces, ns.as_str()).await?;
+        let book = self.roles().book(ns.as_str()).await?;
+        Ok(JobsAnswer::Roles(RoleList {
+            ok: true,
+            action: "roles",
+            namespace: ns.as_str().to_owned(),
+            roles: book.all(),
+            inert: book.inert.clone(),
+        }))
+    }
+
     /// Where the namespace's roles are read from.
     pub(crate) fn roles(&self) -> super::roles::RoleDocs<'_> {
         super::roles::RoleDocs {
@@ -128,6 +146,9 @@ pub enum JobsAction {
     Meter,
     /// The holder's doors write what the job's box reached and was refused.
     Doors,
+    /// The roles a namespace's jobs may name: the built-in ones as its signed documents tune
+    /// them, its owner's, and the role documents that define nothing (with why).
+    Roles,
     /// Record an approval of a pull request's current head (a senior's verdict).
     Approve,
     /// Record a request for changes on a pull request's current head.
@@ -153,6 +174,7 @@ impl JobsAction {
             JobsAction::Reject => "reject",
             JobsAction::Meter => "meter",
             JobsAction::Doors => "doors",
+            JobsAction::Roles => "roles",
         }
     }
 }
@@ -161,7 +183,7 @@ impl JobsAction {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct JobsArgs {
     /// post, claim, heartbeat, complete, fail, block, resume, list, get, approval, raise,
-    /// meter or doors.
+    /// meter, doors, approve, reject or roles.
     pub action: JobsAction,
     /// Namespace (post; claim without id; list filter).
     pub namespace: Option<NamespaceArg>,
@@ -327,6 +349,7 @@ impl JobsCx<'_> {
             JobsAction::Raise => self.raise(caller, a).await,
             JobsAction::Meter => self.meter(caller, a).await,
             JobsAction::Doors => self.doors(caller, a).await,
+            JobsAction::Roles => self.list_roles(a).await,
             JobsAction::Approve => {
                 self.verdict(caller, a, crate::jobs::review::Verdict::Approve)
                     .await
@@ -729,6 +752,7 @@ mod registered {
                     action("list", Rule::read()),
                     action("get", Rule::read()),
                     action("approval", Rule::read()),
+                    action("roles", Rule::read()),
                     action(
                         "raise",
                         Rule::write().with_flags(&[crate::scope::Flag::CanRaiseBudget]),
@@ -745,7 +769,7 @@ mod registered {
                     ),
                 ],
             },
-            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit; raise: a job's cap on what its run may spend (can_raise_budget), resuming a job blocked at its budget gate; meter: the holder's model door writes the calls it forwarded into the job's ledger (what its cost, the budgets and /metrics read); doors: the holder's box doors write every connection and every egress host refused or reached (get answers them); approve / reject: record a review verdict on a pull request's current head (pull_request, head_sha as shown; can_comment_pr), which counts for a merge only when its reviewer is neither the author nor the merger.",
+            "The signed work queue: post, claim, heartbeat, complete, fail, block, resume, list, get (one job with its outcome); approval: whether another agent's review approval stands for a head commit; raise: a job's cap on what its run may spend (can_raise_budget), resuming a job blocked at its budget gate; meter: the holder's model door writes the calls it forwarded into the job's ledger (what its cost, the budgets and /metrics read); doors: the holder's box doors write every connection and every egress host refused or reached (get answers them); roles: the roles the namespace's jobs may name (built in, tuned or defined by its owner's signed documents), and the role documents that define nothing, with why; approve / reject: record a review verdict on a pull request's current head (pull_request, head_sha as shown; can_comment_pr), which counts for a merge only when its reviewer is neither the author nor the merger.",
         )
     .open_world()
         .ok_false_refusals()

@@ -85,8 +85,37 @@ async fn an_owners_signed_role_document_defines_a_role_and_its_powers(s: &TestSe
         "a refused post posts nothing"
     );
 
+    // `roles` lists the built-in five and names the unsigned document and why.
+    let listed = d
+        .ok("jobs", json!({"action": "roles", "namespace": "alpha"}))
+        .await;
+    let names: Vec<&str> = listed["roles"]
+        .as_array()
+        .map(|rs| rs.iter().filter_map(|r| r["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        names,
+        ["scout", "planner", "junior", "senior", "deploy"],
+        "{listed}"
+    );
+    let inert = listed["inert"].to_string();
+    assert!(
+        inert.contains(WRITER) && inert.contains("not validly signed"),
+        "{listed}"
+    );
+
     // Signed: the role exists, its cap applies, and the claim carries its definition.
     write_role(s, WRITER, WRITER_BODY, true).await;
+    let listed = d
+        .ok("jobs", json!({"action": "roles", "namespace": "alpha"}))
+        .await;
+    let writer = listed["roles"]
+        .as_array()
+        .and_then(|rs| rs.iter().find(|r| r["name"] == "docs-writer"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no docs-writer in {listed}"));
+    assert_eq!(writer["model"], "claude-haiku-4-5", "{writer}");
+    assert_eq!(listed["inert"], json!([]), "{listed}");
     let job = post(&d, "alpha", "Docs", json!({"role": "docs-writer"})).await;
     assert_eq!(job["role"], "docs-writer", "{job}");
     assert_eq!(job["max_cost_usd"], json!(1.5), "the role's cap: {job}");
