@@ -16,7 +16,9 @@ mod token;
 
 pub use attention::{failing_tail, status_following_job, waits_for_answer};
 pub use checkmarks::{CONSOLE_FEED_ROWS, CONSOLE_LOG_ROWS, LogSelection};
-pub use console::{ACTIVITY_ROWS, CONSOLE_ACTIONS, ConsoleAction, DOOR_ROWS};
+pub use console::{
+    ACTIVITY_ROWS, CONSOLE_ACTIONS, CONSOLE_RUNNER_FIELDS, ConsoleAction, DOOR_ROWS,
+};
 pub use local::{LOCAL_SESSION_ID, LOCAL_USER_MAX, LocalLoginLink, SessionOwner, local_user_ok};
 pub use oauth::{AuthorizeCheck, ConsoleLogin, RateExceeded, console_return_path_ok};
 pub use token::{AccessRefusal, TokenRequest};
