@@ -1040,6 +1040,74 @@ mod tests {
     }
 
     #[test]
+    fn a_post_and_a_registration_send_only_what_was_filled() {
+        let a = ConsoleAction::from_form(&form(&[
+            ("action", "post_job"),
+            ("namespace", "alpha"),
+            ("title", "Ship it"),
+            ("body", "Line one\r\nline two"),
+            ("role", ""),
+            ("priority", " "),
+        ]))
+        .unwrap();
+        assert_eq!(
+            a,
+            ConsoleAction::PostJob {
+                namespace: "alpha".into(),
+                title: "Ship it".into(),
+                body: "Line one\nline two".into(),
+                role: None,
+                priority: None,
+            }
+        );
+        let again: BTreeMap<String, String> = a
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(ConsoleAction::from_form(&again).unwrap(), a);
+        assert_eq!(a.audit_params()["body_chars"], 17);
+        assert!(
+            a.audit_params().get("body").is_none(),
+            "the prompt is not audited"
+        );
+        let e = ConsoleAction::from_form(&form(&[
+            ("action", "post_job"),
+            ("namespace", "alpha"),
+            ("title", "t"),
+            ("body", "b"),
+            ("priority", "high"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("priority"), "{e}");
+        let r = ConsoleAction::from_form(&form(&[
+            ("action", "register_namespace"),
+            ("namespace", "gamma"),
+            ("repo", "octo/gamma"),
+            ("test_command", "cargo test"),
+            ("root_dir", ""),
+            ("build_command", "not on the form"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            r,
+            ConsoleAction::RegisterNamespace {
+                namespace: "gamma".into(),
+                repo: "octo/gamma".into(),
+                runner: vec![("test_command".into(), "cargo test".into())],
+            }
+        );
+        let again: BTreeMap<String, String> = r
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(ConsoleAction::from_form(&again).unwrap(), r);
+        assert!(r.effect().contains("test_command = cargo test"));
+    }
+
+    #[test]
     fn only_the_signed_in_owner_uses_the_console() {
         assert!(require_owner(&Caller::admin("octo")).is_ok());
         assert!(require_owner(&Caller::cli("ops")).is_ok());

@@ -320,7 +320,7 @@ pub(crate) fn view_digest(view: &Value) -> String {
         fields.remove("generated");
         fields.remove("health");
     }
-    sha256_hex(&serde_json::to_string(&v).unwrap_or_default())
+    sha256_hex(serde_json::to_string(&v).unwrap_or_default())
 }
 
 /// The answer to a request without a live console session on a route that is not a page.

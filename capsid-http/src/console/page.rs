@@ -678,6 +678,40 @@ mod tests {
     }
 
     #[test]
+    fn the_start_work_forms_and_a_namespaces_runner_and_driver_contact() {
+        let none = json!({"improve": {"namespaces": []}});
+        let html = start_work(&none, "tok");
+        assert!(html.contains("Register a namespace first"), "{html}");
+        assert!(html.contains("class=\"register-namespace\""), "{html}");
+        for f in capsid_core::owner::CONSOLE_RUNNER_FIELDS {
+            assert!(html.contains(&format!("name=\"{f}\"")), "{f}");
+        }
+        let view = json!({"generated": "2026-12-07T10:00:00.000Z", "improve": {"mode": "off", "namespaces": [
+            {"namespace": "a<b", "paused": null, "jobs": {}, "jobs_budget": {},
+             "runner": {"test_command": "cargo <test>"}, "driver_last_contact": "2026-12-07T09:50:00.000Z"},
+            {"namespace": "c", "paused": null, "jobs": {}, "jobs_budget": {}, "runner": {}, "driver_last_contact": null}]}});
+        let html = start_work(&view, "tok");
+        assert!(
+            html.contains("<option value=\"a&lt;b\">a&lt;b</option>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("name=\"action\" value=\"post_job\""),
+            "{html}"
+        );
+        let rows = namespaces(&view, "tok");
+        assert!(
+            rows.contains("test_command: <code>cargo &lt;test&gt;</code>"),
+            "{rows}"
+        );
+        assert!(rows.contains(">10 min ago</time>"), "{rows}");
+        assert!(
+            rows.contains("<td class=\"driver-contact\">never</td>"),
+            "{rows}"
+        );
+    }
+
+    #[test]
     fn an_open_job_shows_its_ledger_against_its_cap() {
         let view = json!({"jobs": [
             {"id": "job_000000000001", "namespace": "alpha", "title": "Ship", "status": "claimed",
@@ -712,6 +746,7 @@ mod tests {
             .unwrap()
             .to_owned();
         assert!(csp.starts_with("default-src 'none'"));
+        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"));
         let body = [
             header(&view, "tok"),
             namespaces(&view, "tok"),

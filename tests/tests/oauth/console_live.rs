@@ -49,7 +49,7 @@ async fn signed_in(s: &TestServer) -> Chrome {
 
 /// Fills the form matched by `form` with `fields` (name → value) and submits it.
 async fn submit(chrome: &mut Chrome, form: &str, fields: &[(&str, &str)]) {
-    let fields = serde_json::to_string(&fields.iter().cloned().collect::<Vec<_>>()).unwrap();
+    let fields = serde_json::to_string(fields).unwrap();
     let js = format!(
         "(() => {{ const f = document.querySelector({form:?}); if (!f) return false; \
            for (const [k, v] of {fields}) {{ f.elements[k].value = v; }} \
