@@ -1,7 +1,8 @@
 //! The admin console's core (reference 10.1): its sessions, its actions and the one
 //! object the page renders. Every action runs the same function as the tool it stands for
 //! (`improve_run`, `agents`, the jobs resume, `adminFailJob`, `checkmarks answer` and
-//! `promote`) as the
+//! `promote`, the `jobs` tool's `raise` and `post`, `register_namespace` and
+//! `update_namespace`) as the
 //! signed-in owner, and writes its own `console-<action>` audit row. Merging and minting are
 //! not among them.
 

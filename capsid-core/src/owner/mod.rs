@@ -1,7 +1,7 @@
 //! The owner's surfaces, apart from the tool service: the authorization server in front of
 //! `/mcp` (`oauth.rs`: registration, the authorization request, the GitHub round trip;
 //! `token.rs`: codes, refresh tokens and every request's access token) and the admin console
-//! (`console.rs`: its sessions, nine actions and view; `checkmarks.rs`: its checkmarks
+//! (`console.rs`: its sessions, twelve actions and view; `checkmarks.rs`: its checkmarks
 //! panel; `attention.rs`: what waits on the owner; `documents.rs`: a namespace's documents, read-only; `local.rs`: the one-time
 //! sign-in links of `capsid console login`). The console's actions and panels run the tools' own functions through
 //! [`OwnerService::tools`].

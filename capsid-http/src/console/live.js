@@ -66,12 +66,21 @@
         cache: 'no-store'
       })
       .then(function (resp) {
-        if (!resp.ok || resp.redirected) {
+        if (resp.status === 401 || resp.status === 403 || resp.redirected) {
+          // Signed out: the page stays as it is, and nothing more is asked.
+          wanted = null;
+          events.close();
+          return null;
+        }
+        if (!resp.ok) {
           throw new Error('console answered ' + resp.status);
         }
         return resp.text();
       })
       .then(function (html) {
+        if (html === null) {
+          return;
+        }
         var fresh = new window.DOMParser()
           .parseFromString(html, 'text/html')
           .getElementById('console');
