@@ -1,5 +1,6 @@
-//! Self-contained HTML pages (consent, console, confirmation, errors): no scripts, no external
-//! fonts or images, one inline stylesheet allowed by its hash under a `default-src 'none'`
+//! Self-contained HTML pages (consent, console, confirmation, errors): no inline scripts (the
+//! console alone loads one same-origin script, `/console/live.js`, and works without it), no
+//! external fonts or images, one inline stylesheet allowed by its hash under a `default-src 'none'`
 //! policy, light and dark through `prefers-color-scheme`, every value escaped.
 
 use axum::http::{HeaderValue, StatusCode, header};
@@ -150,6 +151,33 @@ pub fn page_csp(form_action: &[&str]) -> String {
     )
 }
 
+/// [`page_csp`] with one same-origin script allowed (the console's `/console/live.js`) and
+/// its same-origin connections (its event stream and the page it re-reads): still no inline
+/// script, no `eval`, nothing from another origin.
+pub fn scripted_page_csp(form_action: &[&str]) -> String {
+    page_csp(form_action).replacen(
+        "; form-action",
+        "; script-src 'self'; connect-src 'self'; form-action",
+        1,
+    )
+}
+
+/// [`page`] under [`scripted_page_csp`]: for a page that loads its own same-origin script
+/// and works without it.
+pub fn scripted_page(
+    status: StatusCode,
+    title: &str,
+    body: &str,
+    form_action: &[&str],
+) -> Response {
+    let mut resp = page(status, title, body, form_action);
+    if let Ok(v) = HeaderValue::from_str(&scripted_page_csp(form_action)) {
+        resp.headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    resp
+}
+
 /// A whole page: `title`, `body` (already escaped HTML, its tables' cells labelled for a
 /// narrow screen), under the page CSP.
 pub fn page(status: StatusCode, title: &str, body: &str, form_action: &[&str]) -> Response {
@@ -211,6 +239,10 @@ mod tests {
         assert!(csp.contains("frame-ancestors 'none'"));
         assert!(!csp.contains("script-src") && !csp.contains("unsafe-inline"));
         assert!(STYLE.contains("prefers-color-scheme: dark"));
+        let scripted = scripted_page_csp(&[]);
+        assert!(scripted.contains("script-src 'self'; connect-src 'self'; form-action 'self'"));
+        assert!(!scripted.contains("unsafe-inline") && !scripted.contains("unsafe-eval"));
+        assert!(scripted.starts_with("default-src 'none'; style-src 'sha256-"));
         assert!(!STYLE.contains("url("), "no external fonts or images");
     }
 }

@@ -4,6 +4,7 @@
 mod autonomy;
 mod backup;
 mod backup_pull;
+mod console_live;
 mod console_login;
 mod container;
 mod drive;

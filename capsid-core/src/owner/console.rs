@@ -1,7 +1,8 @@
 //! The admin console's core (reference 10.1): its sessions, its actions and the one
 //! object the page renders. Every action runs the same function as the tool it stands for
 //! (`improve_run`, `agents`, the jobs resume, `adminFailJob`, `checkmarks answer` and
-//! `promote`) as the
+//! `promote`, the `jobs` tool's `raise` and `post`, `register_namespace` and
+//! `update_namespace`) as the
 //! signed-in owner, and writes its own `console-<action>` audit row. Merging and minting are
 //! not among them.
 
@@ -24,9 +25,10 @@ use crate::service::{ImproveStatusArgs as StatusArgs, JobsArgs, NoConfirmer, Res
 
 /// The console's actions, and nothing else: no merge, no mint. The reference's six, then the
 /// answer to an agent's open question (SPEC 8), then raising a job's cap (issue 49: the
-/// budget gate is answerable from the console), dismissing a failed job, and promoting a log
-/// entry to the global feed (issue 56).
-pub const CONSOLE_ACTIONS: [&str; 10] = [
+/// budget gate is answerable from the console), dismissing a failed job, promoting a log
+/// entry to the global feed, posting a job and registering a namespace with its runner
+/// settings (issue 56).
+pub const CONSOLE_ACTIONS: [&str; 12] = [
     "pause",
     "unpause",
     "mode",
@@ -37,6 +39,20 @@ pub const CONSOLE_ACTIONS: [&str; 10] = [
     "raise_cap",
     "dismiss_job",
     "promote",
+    "post_job",
+    "register_namespace",
+];
+
+/// The runner settings the console's namespace form offers (only the filled ones are sent to
+/// `update_namespace`), in the form's order.
+pub const CONSOLE_RUNNER_FIELDS: [&str; 7] = [
+    "root_dir",
+    "test_command",
+    "agent_command",
+    "runtime",
+    "protected_branches",
+    "dispatch_limits",
+    "deploy_command",
 ];
 
 /// The setting that keeps a failed job off "Waiting on you" once the owner dismissed it (it
@@ -119,6 +135,29 @@ pub enum ConsoleAction {
         /// The entry.
         entry_id: i64,
     },
+    /// Post a job (`jobs` action `post`), as the owner.
+    PostJob {
+        /// The job's namespace.
+        namespace: String,
+        /// Its title.
+        title: String,
+        /// Its prompt.
+        body: String,
+        /// Its role, when named (the server checks it).
+        role: Option<String>,
+        /// Its priority as typed (a whole number), when given.
+        priority: Option<i64>,
+    },
+    /// Register a namespace with its repository (`register_namespace`), then set the runner
+    /// settings that were filled (`update_namespace`).
+    RegisterNamespace {
+        /// The new namespace.
+        namespace: String,
+        /// Its repository, `owner/name`.
+        repo: String,
+        /// The filled runner settings, in [`CONSOLE_RUNNER_FIELDS`] order.
+        runner: Vec<(String, String)>,
+    },
 }
 
 fn field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result<String> {
@@ -152,6 +191,14 @@ fn text_field(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result
         )));
     }
     Ok(v.to_owned())
+}
+
+/// A field the form may leave empty: `None` when it is, else checked as [`field`] is.
+fn optional(form: &BTreeMap<String, String>, name: &str, max: usize) -> Result<Option<String>> {
+    if form.get(name).is_none_or(|v| v.trim().is_empty()) {
+        return Ok(None);
+    }
+    field(form, name, max).map(Some)
 }
 
 /// A log entry's id as the form sends it: a whole number from 1.
@@ -220,6 +267,34 @@ impl ConsoleAction {
                 namespace: field(form, "namespace", 64)?,
                 entry_id: entry_id(form)?,
             },
+            "post_job" => ConsoleAction::PostJob {
+                namespace: field(form, "namespace", 64)?,
+                title: field(form, "title", crate::docs::bounds::TITLE)?,
+                body: text_field(form, "body", crate::docs::bounds::BODY)?,
+                role: optional(form, "role", 32)?,
+                priority: optional(form, "priority", 20)?
+                    .map(|p| {
+                        p.parse::<i64>().map_err(|_| {
+                            Error::Invalid(format!(
+                                "console: priority must be a whole number (higher first), not {p:?}"
+                            ))
+                        })
+                    })
+                    .transpose()?,
+            },
+            "register_namespace" => {
+                let mut runner = Vec::new();
+                for name in CONSOLE_RUNNER_FIELDS {
+                    if let Some(v) = optional(form, name, crate::drive::runner::RUNNER_FIELD_MAX)? {
+                        runner.push((name.to_owned(), v));
+                    }
+                }
+                ConsoleAction::RegisterNamespace {
+                    namespace: field(form, "namespace", 64)?,
+                    repo: field(form, "repo", 140)?,
+                    runner,
+                }
+            }
             "answer" => ConsoleAction::Answer {
                 namespace: field(form, "namespace", 64)?,
                 agent: field(form, "agent", 64)?,
@@ -248,6 +323,8 @@ impl ConsoleAction {
             ConsoleAction::RaiseCap { .. } => "raise_cap",
             ConsoleAction::DismissJob { .. } => "dismiss_job",
             ConsoleAction::Promote { .. } => "promote",
+            ConsoleAction::PostJob { .. } => "post_job",
+            ConsoleAction::RegisterNamespace { .. } => "register_namespace",
         }
     }
 
@@ -280,6 +357,36 @@ impl ConsoleAction {
                 out.push(("id", id.clone()));
                 out.push(("usd", usd.clone()));
             }
+            ConsoleAction::PostJob {
+                namespace,
+                title,
+                body,
+                role,
+                priority,
+            } => {
+                out.push(("namespace", namespace.clone()));
+                out.push(("title", title.clone()));
+                out.push(("body", body.clone()));
+                if let Some(r) = role {
+                    out.push(("role", r.clone()));
+                }
+                if let Some(p) = priority {
+                    out.push(("priority", p.to_string()));
+                }
+            }
+            ConsoleAction::RegisterNamespace {
+                namespace,
+                repo,
+                runner,
+            } => {
+                out.push(("namespace", namespace.clone()));
+                out.push(("repo", repo.clone()));
+                for (k, v) in runner {
+                    if let Some(name) = CONSOLE_RUNNER_FIELDS.iter().find(|n| **n == k.as_str()) {
+                        out.push((name, v.clone()));
+                    }
+                }
+            }
             ConsoleAction::Answer {
                 namespace,
                 agent,
@@ -306,6 +413,10 @@ impl ConsoleAction {
         if let ConsoleAction::Answer { answer, .. } = self {
             params.remove("answer");
             params.insert("answer_chars".into(), json!(answer.chars().count()));
+        }
+        if let ConsoleAction::PostJob { body, .. } = self {
+            params.remove("body");
+            params.insert("body_chars".into(), json!(body.chars().count()));
         }
         Value::Object(params)
     }
@@ -343,6 +454,38 @@ impl ConsoleAction {
             ),
             ConsoleAction::RaiseCap { id, usd } => format!(
                 "Raise the cap of job {id} to ${usd}: what its model calls may cost in all. A job blocked at its budget gate is answered and resumed: its driver goes on with the same session."
+            ),
+            ConsoleAction::PostJob {
+                namespace,
+                title,
+                body,
+                role,
+                priority,
+            } => format!(
+                "Post a job to {namespace}: \"{title}\"{}{}. Its prompt ({} characters) is signed by the server, and the namespace's driver claims it on its next run. Prompt: {body}",
+                role.as_ref()
+                    .map_or(String::new(), |r| format!(" with the role {r}")),
+                priority.map_or(String::new(), |p| format!(", priority {p}")),
+                body.chars().count(),
+            ),
+            ConsoleAction::RegisterNamespace {
+                namespace,
+                repo,
+                runner,
+            } => format!(
+                "Register the namespace {namespace} mapped to the repository {repo}{}. Its driver is minted separately (capsid agents mint).",
+                if runner.is_empty() {
+                    String::from(", with no runner settings")
+                } else {
+                    format!(
+                        ", with the runner settings {}",
+                        runner
+                            .iter()
+                            .map(|(k, v)| format!("{k} = {v}"))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    )
+                }
             ),
             ConsoleAction::Answer {
                 namespace,
@@ -555,6 +698,59 @@ impl OwnerService {
                     .map(crate::checkmarks::audit_path);
                 (out, Some(namespace.clone()), path)
             }
+            ConsoleAction::PostJob {
+                namespace,
+                title,
+                body,
+                role,
+                priority,
+            } => {
+                let mut args = json!({"action": "post", "namespace": namespace,
+                                      "title": title, "body": body});
+                if let Some(r) = role {
+                    args["role"] = json!(r);
+                }
+                if let Some(p) = priority {
+                    args["priority"] = json!(p);
+                }
+                let out = self
+                    .tools
+                    .call_tool(caller, "jobs", args, &NoConfirmer)
+                    .await?;
+                let path = out["job"]["id"].as_str().map(job_doc_path);
+                (out, Some(namespace.clone()), path)
+            }
+            ConsoleAction::RegisterNamespace {
+                namespace,
+                repo,
+                runner,
+            } => {
+                // The runner settings are checked by the rule `update_namespace` applies before
+                // anything is registered, so a refused setting leaves no half-made namespace.
+                let settings: serde_json::Map<String, Value> =
+                    runner.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                let patch: crate::drive::runner::RunnerPatch =
+                    serde_json::from_value(Value::Object(settings.clone()))
+                        .map_err(|e| Error::Invalid(format!("update_namespace: {e}")))?;
+                crate::drive::runner::RunnerSettings::default()
+                    .apply(&patch)
+                    .map_err(|e| Error::Invalid(format!("update_namespace: {e}")))?;
+                let args = json!({"namespace": namespace, "repo": repo});
+                let mut out = self
+                    .tools
+                    .call_tool(caller, "register_namespace", args, &NoConfirmer)
+                    .await?;
+                if !settings.is_empty() {
+                    let mut args = Value::Object(settings);
+                    args["namespace"] = json!(namespace);
+                    let runner = self
+                        .tools
+                        .call_tool(caller, "update_namespace", args, &NoConfirmer)
+                        .await?;
+                    out["runner"] = runner["runner"].clone();
+                }
+                (out, Some(namespace.clone()), None)
+            }
             ConsoleAction::Answer {
                 namespace,
                 agent,
@@ -585,6 +781,38 @@ impl OwnerService {
             ))
             .await?;
         Ok(out)
+    }
+
+    /// Adds to each namespace row of the improve report what the console shows beside it:
+    /// its stored runner settings and its driver's last contact (the newest `last_seen` of a
+    /// live driver agent whose namespaces hold it; null when none ever called).
+    async fn namespace_rows(&self, improve: &mut Value, agents: &[Value]) -> Result<()> {
+        let stored = self.tools.store().namespaces().await?;
+        let Some(rows) = improve["namespaces"].as_array_mut() else {
+            return Ok(());
+        };
+        for row in rows {
+            let name = row["namespace"].as_str().unwrap_or_default().to_owned();
+            let runner = stored
+                .iter()
+                .find(|r| r.namespace == name)
+                .map(|r| crate::drive::runner::RunnerSettings::stored(r.runner.as_deref()))
+                .unwrap_or_default();
+            let last = agents
+                .iter()
+                .filter(|a| a["kind"] == "driver" && a["revoked_at"].is_null())
+                .filter(|a| match &a["namespaces"] {
+                    Value::String(s) => s == "*" || *s == name,
+                    Value::Array(list) => list.iter().any(|n| n == "*" || *n == name.as_str()),
+                    _ => false,
+                })
+                .filter_map(|a| a["last_seen"].as_str())
+                .filter_map(crate::time::Timestamp::parse)
+                .max();
+            row["runner"] = serde_json::to_value(&runner).unwrap_or(Value::Null);
+            row["driver_last_contact"] = last.map_or(Value::Null, |t| json!(t.to_string()));
+        }
+        Ok(())
     }
 
     /// The object the console page renders (and `/console.json` answers), but for the
@@ -639,6 +867,8 @@ impl OwnerService {
                 "attempts_reverted": r["attempts_reverted"], "record": r,
             }));
         }
+        let mut improve = improve;
+        self.namespace_rows(&mut improve, &agents).await?;
         let spend: BTreeMap<String, crate::drive::ledger::Usd> =
             self.jobs.open_job_spend().await?.into_iter().collect();
         let mut jobs = Vec::new();
@@ -714,8 +944,8 @@ mod tests {
     }
 
     #[test]
-    fn exactly_ten_actions_and_no_merge_or_mint() {
-        assert_eq!(CONSOLE_ACTIONS.len(), 10);
+    fn exactly_twelve_actions_and_no_merge_or_mint() {
+        assert_eq!(CONSOLE_ACTIONS.len(), 12);
         for absent in ["merge", "mint", "merge_pr", "mint_agent", "manage_pr", ""] {
             let e = ConsoleAction::from_form(&form(&[("action", absent)])).unwrap_err();
             let text = e.to_string();
@@ -808,6 +1038,74 @@ mod tests {
             ConsoleAction::from_form(&form(&[("action", "raise_cap"), ("usd", "3")])).is_err(),
             "a job is required"
         );
+    }
+
+    #[test]
+    fn a_post_and_a_registration_send_only_what_was_filled() {
+        let a = ConsoleAction::from_form(&form(&[
+            ("action", "post_job"),
+            ("namespace", "alpha"),
+            ("title", "Ship it"),
+            ("body", "Line one\r\nline two"),
+            ("role", ""),
+            ("priority", " "),
+        ]))
+        .unwrap();
+        assert_eq!(
+            a,
+            ConsoleAction::PostJob {
+                namespace: "alpha".into(),
+                title: "Ship it".into(),
+                body: "Line one\nline two".into(),
+                role: None,
+                priority: None,
+            }
+        );
+        let again: BTreeMap<String, String> = a
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(ConsoleAction::from_form(&again).unwrap(), a);
+        assert_eq!(a.audit_params()["body_chars"], 17);
+        assert!(
+            a.audit_params().get("body").is_none(),
+            "the prompt is not audited"
+        );
+        let e = ConsoleAction::from_form(&form(&[
+            ("action", "post_job"),
+            ("namespace", "alpha"),
+            ("title", "t"),
+            ("body", "b"),
+            ("priority", "high"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("priority"), "{e}");
+        let r = ConsoleAction::from_form(&form(&[
+            ("action", "register_namespace"),
+            ("namespace", "gamma"),
+            ("repo", "octo/gamma"),
+            ("test_command", "cargo test"),
+            ("root_dir", ""),
+            ("build_command", "not on the form"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            r,
+            ConsoleAction::RegisterNamespace {
+                namespace: "gamma".into(),
+                repo: "octo/gamma".into(),
+                runner: vec![("test_command".into(), "cargo test".into())],
+            }
+        );
+        let again: BTreeMap<String, String> = r
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(ConsoleAction::from_form(&again).unwrap(), r);
+        assert!(r.effect().contains("test_command = cargo test"));
     }
 
     #[test]

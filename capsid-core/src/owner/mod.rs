@@ -1,7 +1,7 @@
 //! The owner's surfaces, apart from the tool service: the authorization server in front of
 //! `/mcp` (`oauth.rs`: registration, the authorization request, the GitHub round trip;
 //! `token.rs`: codes, refresh tokens and every request's access token) and the admin console
-//! (`console.rs`: its sessions, nine actions and view; `checkmarks.rs`: its checkmarks
+//! (`console.rs`: its sessions, twelve actions and view; `checkmarks.rs`: its checkmarks
 //! panel; `attention.rs`: what waits on the owner; `documents.rs`: a namespace's documents, read-only; `local.rs`: the one-time
 //! sign-in links of `capsid console login`). The console's actions and panels run the tools' own functions through
 //! [`OwnerService::tools`].
@@ -16,7 +16,9 @@ mod token;
 
 pub use attention::{failing_tail, status_following_job, waits_for_answer};
 pub use checkmarks::{CONSOLE_FEED_ROWS, CONSOLE_LOG_ROWS, LogSelection};
-pub use console::{ACTIVITY_ROWS, CONSOLE_ACTIONS, ConsoleAction, DOOR_ROWS};
+pub use console::{
+    ACTIVITY_ROWS, CONSOLE_ACTIONS, CONSOLE_RUNNER_FIELDS, ConsoleAction, DOOR_ROWS,
+};
 pub use local::{LOCAL_SESSION_ID, LOCAL_USER_MAX, LocalLoginLink, SessionOwner, local_user_ok};
 pub use oauth::{AuthorizeCheck, ConsoleLogin, RateExceeded, console_return_path_ok};
 pub use token::{AccessRefusal, TokenRequest};

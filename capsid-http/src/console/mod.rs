@@ -1,5 +1,7 @@
 //! The admin console (reference 10.1): `GET /console`, `GET /console.json` (the very object
-//! the page renders), `POST /console` (nine actions, CSRF checked before anything else, a
+//! the page renders), `GET /console/events` (server-sent events carrying the digest of that
+//! object whenever it changes) and `/console/live.js` (the same-origin script that swaps the
+//! page's content when it does; the page works without it), `POST /console` (twelve actions, CSRF checked before anything else, a
 //! confirmation page stating the effect, then post/redirect/get), its own GitHub sign-in at
 //! `/console/callback`, the one-time links of `capsid console login` at `/console/login`
 //! (`local.rs`), a namespace's documents read-only at `/console/documents` (`documents.rs`),
@@ -58,6 +60,8 @@ pub fn routes() -> Router<AppState> {
         .route("/console/callback", get(console_callback))
         .route("/console/login", get(local::console_login_link))
         .route("/console/documents", get(documents::console_documents))
+        .route("/console/events", get(console_events))
+        .route("/console/live.js", get(console_live_js))
         .route("/console/logout", post(console_logout))
         .route("/console/revoke-grants", post(console_revoke_grants))
 }
@@ -301,7 +305,124 @@ pub async fn console_get(State(state): State<AppState>, req: Request) -> Respons
         Err(r) => return r,
     };
     let done = query.get("done").map(String::as_str);
-    page::console_page(&view, &console_csrf(&token), done)
+    page::console_page(&view, &console_csrf(&token), done, &view_digest(&view))
+}
+
+/// How often `/console/events` re-reads the view of an open console.
+pub const EVENTS_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The digest of what the page shows: the view without the instant it was made and the
+/// server's health (whose backup age moves with the clock), so it changes only when the
+/// owner's data does.
+pub(crate) fn view_digest(view: &Value) -> String {
+    let mut v = view.clone();
+    if let Value::Object(fields) = &mut v {
+        fields.remove("generated");
+        fields.remove("health");
+    }
+    sha256_hex(serde_json::to_string(&v).unwrap_or_default())
+}
+
+/// The answer to a request without a live console session on a route that is not a page.
+fn signed_out_json() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        axum::Json(
+            json!({"error": "unauthorized", "error_description": "sign in at /console first (with GitHub, or with a link of `capsid console login`)"}),
+        ),
+    )
+        .into_response()
+}
+
+/// `GET /console/events`: server-sent events for an open console, with the checks of
+/// `GET /console`. The view (with the page's own query) is re-read every [`EVENTS_POLL`];
+/// a `digest` event carries its digest at once and again whenever it changes. The stream
+/// ends when the session does.
+pub async fn console_events(State(state): State<AppState>, req: Request) -> Response {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    if let Some(r) = bearer_refusal(req.headers()) {
+        return r;
+    }
+    let site = Site::of(&state);
+    let Some((caller, token)) = (match session(&state, &site, req.headers()).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    }) else {
+        return signed_out_json();
+    };
+    let query = query_of(&req);
+    struct Watch {
+        state: AppState,
+        site: Site,
+        caller: Caller,
+        token: String,
+        query: BTreeMap<String, String>,
+        last: Option<String>,
+    }
+    let watch = Watch {
+        state,
+        site,
+        caller,
+        token,
+        query,
+        last: None,
+    };
+    let stream = futures::stream::unfold(watch, |mut w| async move {
+        loop {
+            if w.last.is_some() {
+                tokio::time::sleep(EVENTS_POLL).await;
+            }
+            match w
+                .state
+                .owner_service
+                .console_caller(w.site.settings(), &w.token)
+                .await
+            {
+                Ok(Some(_)) => {}
+                Ok(None) => return None,
+                Err(_) => {
+                    w.last.get_or_insert_with(String::new);
+                    continue;
+                }
+            }
+            let Ok(v) = view(&w.state, &w.caller, &w.query).await else {
+                w.last.get_or_insert_with(String::new);
+                continue;
+            };
+            let digest = view_digest(&v);
+            if w.last.as_deref() != Some(digest.as_str()) {
+                let event = Event::default().event("digest").data(digest.clone());
+                w.last = Some(digest);
+                return Some((Ok::<_, std::convert::Infallible>(event), w));
+            }
+        }
+    });
+    let mut resp = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// The console's one script (`/console/live.js`): same-origin, so the page's
+/// `script-src 'self'` allows it and nothing inline.
+pub const LIVE_JS: &str = include_str!("live.js");
+
+/// `GET /console/live.js`.
+pub async fn console_live_js() -> Response {
+    let mut resp = LIVE_JS.into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/javascript; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    resp
 }
 
 /// `GET /console.json`: the same object `GET /console` renders.
@@ -314,13 +435,7 @@ pub async fn console_json(State(state): State<AppState>, req: Request) -> Respon
         Ok(s) => s,
         Err(r) => return r,
     }) else {
-        return (
-            StatusCode::UNAUTHORIZED,
-            axum::Json(
-                json!({"error": "unauthorized", "error_description": "sign in at /console first (with GitHub, or with a link of `capsid console login`)"}),
-            ),
-        )
-            .into_response();
+        return signed_out_json();
     };
     match view(&state, &caller, &query_of(&req)).await {
         Ok(v) => axum::Json(v).into_response(),

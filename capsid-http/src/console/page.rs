@@ -13,7 +13,7 @@ use axum::response::Response;
 use capsid_core::owner::ConsoleAction;
 use serde_json::Value;
 
-use crate::html::{esc, page};
+use crate::html::{esc, page, scripted_page};
 
 /// A JSON value as display text (`—` for null).
 pub(super) fn text(v: &Value) -> String {
@@ -274,8 +274,13 @@ fn namespaces(view: &Value, csrf: &str) -> String {
         } else {
             String::new()
         };
+        let contact = if ns["driver_last_contact"].is_string() {
+            when(&ns["driver_last_contact"], view)
+        } else {
+            "never".to_owned()
+        };
         rows.push_str(&format!(
-            "<tr><td><strong>{}</strong><br><a href=\"{}\">documents</a></td>{}{improve}{}{}{}{}{}<td>{}</td><td>{control}</td></tr>",
+            "<tr><td><strong>{}</strong><br><a href=\"{}\">documents</a></td>{}{improve}{}{}{}{}{}<td>{}</td><td class=\"driver-contact\">{contact}</td><td class=\"runner\">{}</td><td>{control}</td></tr>",
             esc(name),
             super::documents::link(name, None),
             cell(&ns["paused"]),
@@ -285,15 +290,16 @@ fn namespaces(view: &Value, csrf: &str) -> String {
             cell(&jobs["done_today"]),
             cell(&ns["integrity"]),
             esc(&spend(&ns["jobs_budget"])),
+            runner(&ns["runner"]),
         ));
     }
     let (improve_heads, columns) = if loop_cols {
         (
             "<th>anchor pinned</th><th>tonight</th><th>last run (attempts/kept/reverted)</th><th>best</th>",
-            13,
+            15,
         )
     } else {
-        ("", 9)
+        ("", 11)
     };
     if rows.is_empty() {
         rows.push_str(&format!(
@@ -301,7 +307,82 @@ fn namespaces(view: &Value, csrf: &str) -> String {
         ));
     }
     format!(
-        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th>{improve_heads}<th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th>jobs' spend this month</th><th></th></tr>{rows}</table>"
+        "<h2>Namespaces</h2><table><tr><th>namespace</th><th>paused</th>{improve_heads}<th>queued</th><th>claimed</th><th>blocked</th><th>done today</th><th>integrity</th><th>jobs' spend this month</th><th>driver's last contact</th><th>runner settings</th><th></th></tr>{rows}</table>"
+    )
+}
+
+/// A namespace's runner settings as `name = value` lines (escaped here), or a dash.
+fn runner(r: &Value) -> String {
+    let lines: Vec<String> = r
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| {
+            v.as_str()
+                .map(|v| format!("{}: <code>{}</code>", esc(k), esc(v)))
+        })
+        .collect();
+    if lines.is_empty() {
+        "—".to_owned()
+    } else {
+        lines.join("<br>")
+    }
+}
+
+/// The forms that start work: post a job to a registered namespace, and register a
+/// namespace with its repository and runner settings (only the filled ones are sent). Each
+/// goes through the confirmation page like every action.
+fn start_work(view: &Value, csrf: &str) -> String {
+    let names: Vec<&str> = view["improve"]["namespaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|ns| ns["namespace"].as_str())
+        .collect();
+    let post = if names.is_empty() {
+        "<p class=\"muted\">Register a namespace first: a job is posted to one.</p>".to_owned()
+    } else {
+        let options: String = names
+            .iter()
+            .map(|n| format!("<option value=\"{0}\">{0}</option>", esc(n)))
+            .collect();
+        format!(
+            "<form method=\"post\" action=\"/console\" class=\"post-job\">{}\
+             <p><label>namespace <select name=\"namespace\" required>{options}</select></label> \
+             <label>priority <input type=\"number\" name=\"priority\" step=\"1\" placeholder=\"0\"></label> \
+             <label>role <input type=\"text\" name=\"role\" maxlength=\"32\" placeholder=\"optional: scout, planner, junior, senior, deploy or your own\"></label></p>\
+             <p><label>title <input type=\"text\" name=\"title\" required maxlength=\"1024\" placeholder=\"what the job is\"></label></p>\
+             <p><label>prompt<br><textarea name=\"body\" required rows=\"4\" cols=\"60\" placeholder=\"what the driver's agent is to do\"></textarea></label></p>\
+             <button type=\"submit\">Post job</button></form>",
+            hidden(csrf, &[("action", "post_job")]),
+        )
+    };
+    let runner_inputs: String = capsid_core::owner::CONSOLE_RUNNER_FIELDS
+        .iter()
+        .map(|f| {
+            let hint = match *f {
+                "root_dir" => "absolute path on agent hosts",
+                "test_command" => "e.g. cargo test",
+                "agent_command" => "the agent CLI command",
+                "runtime" => "claude-code or codex",
+                "protected_branches" => "comma separated",
+                "dispatch_limits" => "depth=N,children=N,<role>=N",
+                _ => "run after a merge through the gate",
+            };
+            format!(
+                "<label>{f} <input type=\"text\" name=\"{f}\" maxlength=\"2048\" placeholder=\"{}\"></label> ",
+                esc(hint)
+            )
+        })
+        .collect();
+    format!(
+        "<h2>Start work</h2><div class=\"card\"><h3>Post a job</h3>{post}\
+         <h3>Register a namespace</h3><form method=\"post\" action=\"/console\" class=\"register-namespace\">{}\
+         <p><label>namespace <input type=\"text\" name=\"namespace\" required maxlength=\"64\"></label> \
+         <label>repository <input type=\"text\" name=\"repo\" required maxlength=\"140\" placeholder=\"owner/name\"></label></p>\
+         <p class=\"muted\">Runner settings (optional; only the filled ones are set):</p><p>{runner_inputs}</p>\
+         <button type=\"submit\">Register namespace</button></form></div>",
+        hidden(csrf, &[("action", "register_namespace")]),
     )
 }
 
@@ -434,8 +515,10 @@ fn activity(view: &Value, csrf: &str) -> String {
     )
 }
 
-/// The console page for `view` (the `/console.json` object), its forms carrying `csrf`.
-pub fn console_page(view: &Value, csrf: &str, done: Option<&str>) -> Response {
+/// The console page for `view` (the `/console.json` object), its forms carrying `csrf`. Its
+/// content is one `<main>` carrying the view's `digest`, which `/console/live.js` replaces
+/// when `/console/events` says the digest changed; without the script the page is the same.
+pub fn console_page(view: &Value, csrf: &str, done: Option<&str>, digest: &str) -> Response {
     let body = [
         header(view, csrf),
         done.and_then(done_notice).map_or_else(String::new, |n| {
@@ -443,6 +526,7 @@ pub fn console_page(view: &Value, csrf: &str, done: Option<&str>) -> Response {
         }),
         super::attention::panel(view, csrf),
         namespaces(view, csrf),
+        start_work(view, csrf),
         agents(view, csrf),
         super::checkmarks::panel(view, csrf),
         jobs(view, csrf),
@@ -453,7 +537,11 @@ pub fn console_page(view: &Value, csrf: &str, done: Option<&str>) -> Response {
         status_card(view),
     ]
     .concat();
-    page(StatusCode::OK, "Capsid console", &body, &[])
+    let body = format!(
+        "<main id=\"console\" data-digest=\"{}\">{body}</main><script src=\"/console/live.js\" defer></script>",
+        esc(digest)
+    );
+    scripted_page(StatusCode::OK, "Capsid console", &body, &[])
 }
 
 /// What the console says after one of its actions went through (`/console?done=<action>`,
@@ -470,6 +558,10 @@ fn done_notice(action: &str) -> Option<&'static str> {
         "raise_cap" => "Done: the job's cap is raised.",
         "dismiss_job" => "Done: the failed job is off your list; its record stays.",
         "promote" => "Done: the log entry is global; every namespace's feed shows it.",
+        "post_job" => "Done: the job is posted; the namespace's driver claims it on its next run.",
+        "register_namespace" => {
+            "Done: the namespace is registered; mint its driver to start work there."
+        }
         _ => return None,
     })
 }
@@ -582,7 +674,41 @@ mod tests {
         on["improve"]["mode"] = json!("subscription");
         assert!(loop_has_data(&on));
         let none = json!({"improve": {"mode": "off", "namespaces": []}});
-        assert!(namespaces(&none, "tok").contains("colspan=\"9\""));
+        assert!(namespaces(&none, "tok").contains("colspan=\"11\""));
+    }
+
+    #[test]
+    fn the_start_work_forms_and_a_namespaces_runner_and_driver_contact() {
+        let none = json!({"improve": {"namespaces": []}});
+        let html = start_work(&none, "tok");
+        assert!(html.contains("Register a namespace first"), "{html}");
+        assert!(html.contains("class=\"register-namespace\""), "{html}");
+        for f in capsid_core::owner::CONSOLE_RUNNER_FIELDS {
+            assert!(html.contains(&format!("name=\"{f}\"")), "{f}");
+        }
+        let view = json!({"generated": "2026-12-07T10:00:00.000Z", "improve": {"mode": "off", "namespaces": [
+            {"namespace": "a<b", "paused": null, "jobs": {}, "jobs_budget": {},
+             "runner": {"test_command": "cargo <test>"}, "driver_last_contact": "2026-12-07T09:50:00.000Z"},
+            {"namespace": "c", "paused": null, "jobs": {}, "jobs_budget": {}, "runner": {}, "driver_last_contact": null}]}});
+        let html = start_work(&view, "tok");
+        assert!(
+            html.contains("<option value=\"a&lt;b\">a&lt;b</option>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("name=\"action\" value=\"post_job\""),
+            "{html}"
+        );
+        let rows = namespaces(&view, "tok");
+        assert!(
+            rows.contains("test_command: <code>cargo &lt;test&gt;</code>"),
+            "{rows}"
+        );
+        assert!(rows.contains(">10 min ago</time>"), "{rows}");
+        assert!(
+            rows.contains("<td class=\"driver-contact\">never</td>"),
+            "{rows}"
+        );
     }
 
     #[test]
@@ -614,12 +740,13 @@ mod tests {
             "jobs": [], "activity": [{"at": "t", "actor": "agent:d1", "action": "job-block", "namespace": "alpha", "path": "jobs/x.md"}],
             "activity_filter": {"namespace": null, "actor": null}
         });
-        let resp = console_page(&view, "tok", None);
+        let resp = console_page(&view, "tok", None, "d1g35t");
         let csp = resp.headers()["content-security-policy"]
             .to_str()
             .unwrap()
             .to_owned();
         assert!(csp.starts_with("default-src 'none'"));
+        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"));
         let body = [
             header(&view, "tok"),
             namespaces(&view, "tok"),

@@ -291,8 +291,13 @@ async fn console_json_is_the_object_the_page_renders_and_holds_no_secrets() {
     assert!(!text.contains("key_hash"), "no hashes");
     let csp = page.header("content-security-policy");
     assert!(csp.starts_with("default-src 'none'"), "{csp}");
+    // Self-contained: its one script is its own, same-origin (`script-src 'self'`).
+    assert_eq!(page.body.matches("<script").count(), 1, "one script");
     assert!(
-        !page.body.contains("<script") && !page.body.contains("<link"),
+        page.body
+            .contains("<script src=\"/console/live.js\" defer></script>")
+            && !page.body.contains("<link")
+            && !csp.contains("unsafe-inline"),
         "self-contained"
     );
     assert!(page.body.contains("prefers-color-scheme"), "light and dark");

@@ -127,7 +127,9 @@ async fn what_waits_on_the_owner_comes_first_and_statuses_follow_the_job() {
         body.contains("badge s-failed"),
         "builder's badge follows its job"
     );
-    assert!(!body.contains("<script"));
+    // No inline script: the one script is the console's own same-origin file.
+    assert_eq!(body.matches("<script").count(), 1);
+    assert!(body.contains("<script src=\"/console/live.js\" defer></script>"));
     // Day one: the improve loop is off and has run nowhere, so its columns are not shown;
     // times read relative to now, the exact instant on hover; every cell of a table carries
     // its column's name for the narrow screen's cards.

@@ -15,6 +15,7 @@ mod console_checkmarks;
 mod console_chromium;
 mod console_documents;
 mod console_first;
+mod console_live;
 mod console_local;
 mod console_skills;
 mod csp_report;
