@@ -443,6 +443,37 @@ async fn verdict(
     }))
 }
 
+/// `jobs roles` as text: one line per role, then the documents that define nothing.
+fn roles_text(v: &serde_json::Value) -> String {
+    let mut lines = Vec::new();
+    for r in v["roles"].as_array().into_iter().flatten() {
+        let cap = r["max_cost_micros"].as_u64().unwrap_or(0) as f64 / 1_000_000.0;
+        lines.push(format!(
+            "{:<14} ships {:<8} {}cap ${cap:.2}, dispatches {}{}{}",
+            r["name"].as_str().unwrap_or(""),
+            r["ships"].as_str().unwrap_or(""),
+            if r["reviews"] == true {
+                "reviews, "
+            } else {
+                ""
+            },
+            r["dispatches"].as_i64().unwrap_or(0),
+            r["model"]
+                .as_str()
+                .map_or(String::new(), |m| format!(", model {m}")),
+            if r["built_in"] == true {
+                ""
+            } else {
+                " (the owner's)"
+            },
+        ));
+    }
+    for why in v["inert"].as_array().into_iter().flatten() {
+        lines.push(format!("defines nothing: {}", why.as_str().unwrap_or("")));
+    }
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::job_text;
@@ -484,35 +515,4 @@ mod tests {
             "{bare}"
         );
     }
-}
-
-/// `jobs roles` as text: one line per role, then the documents that define nothing.
-fn roles_text(v: &serde_json::Value) -> String {
-    let mut lines = Vec::new();
-    for r in v["roles"].as_array().into_iter().flatten() {
-        let cap = r["max_cost_micros"].as_u64().unwrap_or(0) as f64 / 1_000_000.0;
-        lines.push(format!(
-            "{:<14} ships {:<8} {}cap ${cap:.2}, dispatches {}{}{}",
-            r["name"].as_str().unwrap_or(""),
-            r["ships"].as_str().unwrap_or(""),
-            if r["reviews"] == true {
-                "reviews, "
-            } else {
-                ""
-            },
-            r["dispatches"].as_i64().unwrap_or(0),
-            r["model"]
-                .as_str()
-                .map_or(String::new(), |m| format!(", model {m}")),
-            if r["built_in"] == true {
-                ""
-            } else {
-                " (the owner's)"
-            },
-        ));
-    }
-    for why in v["inert"].as_array().into_iter().flatten() {
-        lines.push(format!("defines nothing: {}", why.as_str().unwrap_or("")));
-    }
-    lines.join("\n")
 }

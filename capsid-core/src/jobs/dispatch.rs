@@ -338,9 +338,14 @@ mod tests {
         assert!(!refused(&queued, Poster::Holder("agent:d"), None).bound);
         assert!(refused(&held(3), Poster::Holder("agent:d"), None).bound);
         let deploy = role::parse("role", "deploy").expect("deploy");
-        let refusal = plan_dispatch(&held(0), Some(deploy), Poster::Pipeline, None, &d).unwrap_err();
+        let refusal =
+            plan_dispatch(&held(0), Some(deploy), Poster::Pipeline, None, &d).unwrap_err();
         assert!(refusal.bound);
-        assert_eq!(refusal.to_string(), refusal.why, "a refusal reads as its reason");
+        assert_eq!(
+            refusal.to_string(),
+            refusal.why,
+            "a refusal reads as its reason"
+        );
     }
 
     #[test]

@@ -622,6 +622,15 @@ mod tests {
     fn the_skill_names_the_role_and_carries_its_instructions() {
         let scout = parse("role", "scout").unwrap();
         assert!(scout.keeps_watermark() && !scout.merges() && !scout.reviews);
+        for other in ["planner", "junior", "senior", "deploy"] {
+            assert!(!parse("role", other).unwrap().keeps_watermark(), "{other}");
+        }
+        assert_eq!(
+            role_doc_path("demo", "docs-writer"),
+            "policy/roles/demo/docs-writer.md"
+        );
+        let e = parse_role_doc("policy/roles/demo/x.md", "- ships: code").unwrap_err();
+        assert_eq!(e.to_string(), format!("version: {}", e.why));
         assert!(parse("role", "deploy").unwrap().merges());
         assert!(parse("role", "senior").unwrap().reviews);
         let md = scout.skill_md();
