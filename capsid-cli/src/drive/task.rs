@@ -223,7 +223,7 @@ async fn fresh_worktree(r: &Ready, id: &str, base: &str) -> Result<std::path::Pa
     {
         git(&r.root, &["branch", "-D", &branch]).await?;
     }
-    let wt = worktree::ensure(&r.root, id, base).await?;
+    let wt = worktree::ensure(&worktree::hold().await, &r.root, id, base).await?;
     if !wt.join(".git").exists() {
         bail!("the task's worktree {} was not created", wt.display());
     }

@@ -10,9 +10,19 @@ use anyhow::{Context, Result, bail};
 use super::proc::git;
 
 /// Serializes the worktree changes of one driver process: `--max-parallel` runs jobs side by
-/// side, and two `git worktree add` in one repository at once can read each other's
-/// half-written `.git/worktrees/<id>` ("failed to read .../commondir").
+/// side, and a git command in one worktree while `git worktree add` makes another can read
+/// its half-written `.git/worktrees/<id>` ("failed to read .../commondir"). Not only `add`
+/// and `remove`: `git config --worktree` and the shared `info/exclude` as well.
 static WORKTREE_CHANGES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The right to change the repository's worktrees and their shared git files, held while a
+/// job's worktree is made and set up.
+pub struct Held(#[allow(dead_code)] tokio::sync::MutexGuard<'static, ()>);
+
+/// Waits for the right to change the worktrees.
+pub async fn hold() -> Held {
+    Held(WORKTREE_CHANGES.lock().await)
+}
 
 /// How long a kept worktree stays before it is pruned.
 pub const KEEP_FAILED: Duration = Duration::from_secs(24 * 3600);
@@ -59,10 +69,10 @@ async fn exclude_capsid(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The job's worktree: reused when it exists (a resumed job), else created from `base`.
-pub async fn ensure(root: &Path, job_id: &str, base: &str) -> Result<PathBuf> {
+/// The job's worktree: reused when it exists (a resumed job), else created from `base`. The
+/// caller holds the worktrees (and keeps holding them while it sets the worktree up).
+pub async fn ensure(_held: &Held, root: &Path, job_id: &str, base: &str) -> Result<PathBuf> {
     let id = checked_id(job_id)?;
-    let _one_at_a_time = WORKTREE_CHANGES.lock().await;
     exclude_capsid(root).await?;
     let path = worktrees_dir(root).join(id);
     if path.join(".git").exists() {

@@ -144,9 +144,15 @@ pub(super) async fn prepare(r: &Ready, claimed: Claimed) -> Result<Prepared> {
         Some(b) => Some(boxed::place(r, b, &id, &base_sha, resume.is_some()).await?),
         None => None,
     };
-    let wt = match &place {
-        Some(p) => p.clone.clone(),
-        None => worktree::ensure(&r.root, &id, &base_sha).await?,
+    // A worktree is made and set up (its hooks, its excludes, its config) holding the
+    // repository's worktrees: runs side by side would read each other's half-made ones.
+    let (wt, held) = match &place {
+        Some(p) => (p.clone.clone(), None),
+        None => {
+            let held = worktree::hold().await;
+            let wt = worktree::ensure(&held, &r.root, &id, &base_sha).await?;
+            (wt, Some(held))
+        }
     };
     eprintln!(
         "capsid drive: {id} in {} (runtime {})",
@@ -213,6 +219,7 @@ pub(super) async fn prepare(r: &Ready, claimed: Claimed) -> Result<Prepared> {
         Some(_) => None,
         None => Some(githook::install_for_worktree(&r.root, &wt, &gate_settings).await?),
     };
+    drop(held);
     // The agent's run files: in the box's HOME for a boxed run (the run folder is not there).
     let agent_files = match &place {
         Some(p) => r
