@@ -10,6 +10,15 @@ use serde_json::{Value, json};
 use crate::admin::{call, finish, service, tool_refusal};
 use crate::config::GlobalArgs;
 
+/// A job's paths as text: `` `src/api/**`, `docs/api.md` ``.
+fn lease_text(paths: &[Value]) -> String {
+    paths
+        .iter()
+        .map(|p| format!("`{}`", p.as_str().unwrap_or("")))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `capsid jobs get` as text: the job, its ledger and its doors, one line each.
 fn job_text(v: &Value) -> String {
     let j = &v["job"];
@@ -29,6 +38,13 @@ fn job_text(v: &Value) -> String {
     }
     if let Some(role) = j["role"].as_str() {
         out.push(format!("role: {role}"));
+    }
+    out.push(match j["paths"].as_array() {
+        Some(p) => format!("paths: {}", lease_text(p)),
+        None => "paths: none (it leases the whole repository)".to_owned(),
+    });
+    if let Some(w) = j["waiting_on"].as_str() {
+        out.push(w.to_owned());
     }
     if let Some(r) = j["result_summary"].as_str() {
         out.push(format!("summary: {r}"));
@@ -127,6 +143,12 @@ pub enum JobsCommand {
         /// Higher runs first.
         #[arg(long)]
         priority: Option<i64>,
+        /// Where the job works: a glob relative to the repository root (`src/api/**`,
+        /// `docs/api.md`); repeat for more. A claim leases them for the job's life, so jobs on
+        /// disjoint paths run side by side and one that overlaps a live lease waits. Without
+        /// any, the job leases the whole repository and runs alone.
+        #[arg(long = "path", value_name = "GLOB")]
+        paths: Vec<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -151,6 +173,10 @@ pub enum JobsCommand {
         /// Every namespace's queue in one table, and which have work but no driver.
         #[arg(long)]
         all: bool,
+        /// Only the jobs whose lease covers this path (relative to the repository root; a job
+        /// without paths covers every path).
+        #[arg(long, value_name = "PATH", conflicts_with = "all")]
+        path: Option<String>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -269,10 +295,14 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
             runtime,
             max_cost_usd,
             priority,
+            paths,
             json,
         } => {
             let mut args =
                 json!({"action": "post", "namespace": namespace, "title": title, "body": body});
+            if !paths.is_empty() {
+                args["paths"] = json!(paths);
+            }
             for (k, v) in [("role", role), ("runtime", runtime)] {
                 if let Some(v) = v {
                     args[k] = json!(v);
@@ -301,6 +331,10 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
                 if let Some(cap) = j["max_cost_usd"].as_f64() {
                     line.push_str(&format!(", capped at ${cap:.2} a run"));
                 }
+                match j["paths"].as_array() {
+                    Some(p) => line.push_str(&format!(", on {}", lease_text(p))),
+                    None => line.push_str(", leasing the whole repository"),
+                }
                 line
             }));
         }
@@ -321,14 +355,18 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
         }
         JobsCommand::List {
             namespace: Some(ns),
+            path,
             json,
             ..
         } => {
-            let answer =
-                match call(&service, "jobs", json!({"action": "list", "namespace": ns})).await? {
-                    Ok(v) => v,
-                    Err(m) => return Ok(tool_refusal(m)),
-                };
+            let mut args = json!({"action": "list", "namespace": ns});
+            if let Some(p) = &path {
+                args["path"] = json!(p);
+            }
+            let answer = match call(&service, "jobs", args).await? {
+                Ok(v) => v,
+                Err(m) => return Ok(tool_refusal(m)),
+            };
             return Ok(finish(answer, json, |v| {
                 let rows = v["jobs"].as_array().cloned().unwrap_or_default();
                 if rows.is_empty() {
@@ -337,7 +375,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
                 rows.iter()
                     .map(|j| {
                         format!(
-                            "{}  {:<8} {}{}{}",
+                            "{}  {:<8} {}{}{}  on {}{}",
                             j["id"].as_str().unwrap_or(""),
                             j["status"].as_str().unwrap_or(""),
                             j["title"].as_str().unwrap_or(""),
@@ -348,6 +386,13 @@ pub async fn run(global: &GlobalArgs, cmd: JobsCommand) -> Result<ExitCode> {
                             j["claimed_by"]
                                 .as_str()
                                 .map(|h| format!("  (held by {h})"))
+                                .unwrap_or_default(),
+                            j["paths"]
+                                .as_array()
+                                .map_or("the whole repository".to_owned(), |p| lease_text(p)),
+                            j["waiting_on"]
+                                .as_str()
+                                .map(|w| format!("  ({w})"))
                                 .unwrap_or_default()
                         )
                     })

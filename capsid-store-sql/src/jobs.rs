@@ -7,6 +7,7 @@
 use async_trait::async_trait;
 use capsid_core::drive::ledger::Usd;
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
+use capsid_core::jobs::paths::LiveLease;
 use capsid_core::jobs::{Job, JobStatus};
 use capsid_core::ports::{
     AuditEntry, ClaimOutcome, ClaimRequest, Holding, JobCounts, JobFilter, JobTransition, MirrorFn,
@@ -51,7 +52,7 @@ macro_rules! job_columns {
         "id, namespace, title, body, priority, status, posted_by, claimed_by, claimed_at, lease_expires, \
          result_ref, result_summary, gate_required, review_required, blocked_count, resumed_count, \
          corrections_count, required_scopes, min_record, created_at, updated_at, parent_id, \
-         requested_by, depth, max_cost_micros, runtime, role"
+         requested_by, depth, max_cost_micros, runtime, role, paths, leased"
     };
 }
 
@@ -120,7 +121,27 @@ pub fn job_row(row: &Row) -> Result<Job, sqlx::Error> {
         max_cost_usd: row.opt_int("max_cost_micros")?.map(micros),
         runtime: row.opt_text("runtime")?,
         role: row.opt_text("role")?,
+        paths: row
+            .opt_text("paths")?
+            .map(|text| serde_json::from_str::<Vec<String>>(&text))
+            .transpose()
+            .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        leased: json_list(row, "leased")?,
+        waiting_on: None,
     })
+}
+
+/// A JSON array of strings in text column `column` (NULL: `None`).
+fn json_list(row: &Row, column: &str) -> Result<Option<Vec<String>>, sqlx::Error> {
+    row.opt_text(column)?
+        .map(|text| serde_json::from_str::<Vec<String>>(&text))
+        .transpose()
+        .map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
+/// The stored text of what a claim of `job` leases (`None`: nothing).
+pub fn leased_text(job: &Job, driven: bool) -> Option<String> {
+    capsid_core::jobs::paths::lease_for_claim(job, driven).map(|l| serde_json::json!(l).to_string())
 }
 
 /// Locks the namespace's row for the rest of the transaction (Postgres).
@@ -216,6 +237,60 @@ fn holding_row(row: &Row) -> Result<Holding, sqlx::Error> {
         spent: micros(row.int("spent_micros")?),
     })
 }
+
+/// The live leases of namespace `$1` (issue 51): its blocked jobs, and its claimed ones whose
+/// lease has not run out at `$2` (index `jobs_claimable`).
+const LIVE_LEASES: &str = "SELECT id, title, leased FROM jobs WHERE namespace = $1 \
+     AND status IN ('claimed', 'blocked') AND leased IS NOT NULL \
+     AND (status = 'blocked' OR lease_expires IS NULL OR lease_expires >= $2)";
+
+/// The live leases of `namespace` at `now`, read inside a claim's transaction on `x`, once
+/// for its whole walk (nothing else claims meanwhile). Postgres callers hold the namespace's
+/// lease lock first ([`LEASE_LOCK`]), so two claims of one namespace decide one after the
+/// other; SQLite has one writer. The core decides each candidate against them
+/// ([`capsid_core::jobs::paths::waiting_on`]).
+pub async fn live_leases_in(
+    x: &mut (impl Exec + ?Sized),
+    namespace: &str,
+    now: Timestamp,
+) -> Result<Vec<LiveLease>, sqlx::Error> {
+    let mut live = x
+        .fetch_all(Stmt::new(LIVE_LEASES).bind(namespace).bind(now))
+        .await?
+        .iter()
+        .map(live_lease)
+        .collect::<Result<Vec<_>, _>>()?;
+    live.sort_unstable_by(|a, b| a.job_id.cmp(&b.job_id));
+    Ok(live)
+}
+
+fn live_lease(row: &Row) -> Result<LiveLease, sqlx::Error> {
+    Ok(LiveLease {
+        job_id: row.text("id")?,
+        title: row.text("title")?,
+        leased: json_list(row, "leased")?.unwrap_or_default(),
+    })
+}
+
+/// `JobStore::live_leases`: the live leases of `namespace` at `now`, read outside any claim.
+pub async fn read_live_leases(
+    engine: &impl Engine,
+    namespace: &str,
+    now: Timestamp,
+) -> StoreResult<Vec<LiveLease>> {
+    let mut live = read_all(
+        engine,
+        Stmt::new(LIVE_LEASES).bind(namespace).bind(now),
+        live_lease,
+    )
+    .await?;
+    live.sort_unstable_by(|a, b| a.job_id.cmp(&b.job_id));
+    Ok(live)
+}
+
+/// Postgres: the transaction-scoped lock a claim takes on its namespace's leases before it
+/// reads them (an advisory lock: a namespace without a `namespaces` row locks as well).
+pub const LEASE_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended('capsid-leases:' || $1, 0))";
 
 /// What a claim of `job` reads of its namespace's month on `x`, inside the claim's
 /// transaction: the budget row (locked with `FOR UPDATE` when `lock`, so two claims in one

@@ -1026,6 +1026,13 @@ macro_rules! sql_ports {
                 ) -> StoreResult<capsid_core::ports::MonthSpend> {
                     $crate::jobs::read_month_spend(self, job, since).await
                 }
+                async fn live_leases(
+                    &self,
+                    namespace: &str,
+                    now: Timestamp,
+                ) -> StoreResult<Vec<capsid_core::jobs::paths::LiveLease>> {
+                    $crate::jobs::read_live_leases(self, namespace, now).await
+                }
                 async fn record_calls(
                     &self,
                     job: &Job,

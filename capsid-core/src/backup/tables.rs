@@ -298,6 +298,8 @@ pub const EXPORTED: [TableSpec; 24] = [
             i("max_cost_micros"),
             t("runtime"),
             t("role"),
+            t("paths"),
+            t("leased"),
         ],
         key: &["id"],
         identity: None,

@@ -13,6 +13,7 @@ pub mod lease;
 pub mod mirror;
 pub mod model;
 pub mod outcome;
+pub mod paths;
 pub mod pipeline;
 pub mod post;
 pub mod pr_url;

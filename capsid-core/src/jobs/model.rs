@@ -80,6 +80,18 @@ pub struct Job {
     /// body; none: a change is asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
+    /// Where the job works: glob patterns relative to the repository root, signed with its
+    /// body; a claim leases them (none: the whole repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<String>>,
+    /// What its claim leased (set by the claim): its paths, or `["**"]`, the whole repository,
+    /// for a driver's claim of a job without paths. Live while the job is claimed or blocked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leased: Option<Vec<String>>,
+    /// Read, never stored: what a queued job waits on, a live lease its paths overlap
+    /// ("waiting on job X ('title') for `src/api/**`"), as `jobs list` and `get` answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_on: Option<String>,
 }
 
 impl Job {
@@ -87,6 +99,7 @@ impl Job {
     pub fn terms(&self) -> crate::jobs::signature::JobTerms<'_> {
         crate::jobs::signature::JobTerms {
             role: self.role.as_deref(),
+            paths: self.paths.as_deref(),
         }
     }
 }
@@ -152,6 +165,9 @@ pub(crate) mod tests {
             max_cost_usd: None,
             runtime: None,
             role: None,
+            paths: None,
+            leased: None,
+            waiting_on: None,
         }
     }
 

@@ -21,6 +21,16 @@ pub fn required_flags(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// `paths`: glob patterns relative to the repository root.
+pub fn paths(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": {"type": "string", "minLength": 1, "maxLength": crate::jobs::paths::MAX_PATTERN_LEN},
+        "minItems": 1,
+        "maxItems": crate::jobs::paths::MAX_PATHS,
+    })
+}
+
 /// `min_record`: `{prs_merged: n}`.
 pub fn min_record(_: &mut SchemaGenerator) -> Schema {
     json_schema!({

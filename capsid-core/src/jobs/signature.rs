@@ -144,17 +144,24 @@ pub const JOB_TERMS_KEY_CONTEXT: &str = "capsid-job-terms:v1";
 pub struct JobTerms<'a> {
     /// The job's role.
     pub role: Option<&'a str>,
+    /// Where the job works (its leased paths).
+    pub paths: Option<&'a [String]>,
 }
 
 impl JobTerms<'_> {
     fn is_empty(&self) -> bool {
-        self.role.is_none()
+        self.role.is_none() && self.paths.is_none()
     }
 
     /// The message a terms signature covers: the body and the terms as one JSON object, so no
-    /// body can be read as another body with other terms.
+    /// body can be read as another body with other terms. A job without paths signs the
+    /// object without the key (as jobs signed before paths existed).
     fn message(&self, body: &str) -> String {
-        serde_json::json!({ "body": body, "role": self.role }).to_string()
+        let mut message = serde_json::json!({ "body": body, "role": self.role });
+        if let Some(paths) = self.paths {
+            message["paths"] = serde_json::json!(paths);
+        }
+        message.to_string()
     }
 }
 
@@ -235,12 +242,14 @@ mod tests {
         );
         let scout = JobTerms {
             role: Some("scout"),
+            paths: None,
         };
         let sealed = seal_job(SECRET, BODY, &scout);
         assert_eq!(verify_job(SECRET, &sealed, &scout), Ok(BODY));
         // A role edited, added or removed after post does not verify.
         let junior = JobTerms {
             role: Some("junior"),
+            paths: None,
         };
         assert_eq!(
             verify_job(SECRET, &sealed, &junior),
@@ -267,6 +276,45 @@ mod tests {
         assert_eq!(
             verify_job("other", &sealed, &scout),
             Err(SignatureError::Mismatch)
+        );
+    }
+
+    #[test]
+    fn a_jobs_paths_are_inside_its_signature() {
+        let api = ["src/api/**".to_owned()];
+        let web = ["src/web/**".to_owned()];
+        let leased = JobTerms {
+            role: None,
+            paths: Some(&api),
+        };
+        let sealed = seal_job(SECRET, BODY, &leased);
+        assert_eq!(verify_job(SECRET, &sealed, &leased), Ok(BODY));
+        assert_ne!(sealed, seal_task(SECRET, BODY), "paths are signed terms");
+        for edited in [
+            JobTerms::default(),
+            JobTerms {
+                role: None,
+                paths: Some(&web),
+            },
+            JobTerms {
+                role: None,
+                paths: Some(&[]),
+            },
+        ] {
+            assert_eq!(
+                verify_job(SECRET, &sealed, &edited),
+                Err(SignatureError::Mismatch),
+                "{edited:?}"
+            );
+        }
+        // A job with a role and no paths signs as it did before paths existed.
+        let scout = JobTerms {
+            role: Some("scout"),
+            paths: None,
+        };
+        assert_eq!(
+            scout.message(BODY),
+            serde_json::json!({"body": BODY, "role": "scout"}).to_string()
         );
     }
 

@@ -51,6 +51,8 @@ pub struct NewJob {
     pub runtime: Option<String>,
     /// The job's role (signed with its body).
     pub role: Option<String>,
+    /// Where the job works (signed with its body; `None`: the whole repository).
+    pub paths: Option<Vec<String>>,
 }
 
 /// The parent link of a dispatched job.
@@ -195,6 +197,9 @@ pub struct ClaimRequest<'a> {
     pub now: Timestamp,
     /// The new lease's expiry.
     pub lease_expires: Timestamp,
+    /// Whether the claim is a driver's (it names the runtimes it runs): a driver's claim of a
+    /// job without paths leases the whole repository; another caller's leases nothing.
+    pub driven: bool,
     /// The core's decision about the candidate.
     pub decider: &'a dyn ClaimDecider,
     /// Mirror renderer.
@@ -374,6 +379,13 @@ pub trait JobStore: Send + Sync {
     /// What `job`'s namespace has spent since `since` and what its other claimed jobs
     /// reserve, read outside any claim (a resume decides from it).
     async fn month_spend(&self, job: &Job, since: Timestamp) -> StoreResult<MonthSpend>;
+    /// The live leases of `namespace` at `now` (its blocked jobs, and its claimed ones whose
+    /// lease has not run out), read outside any claim: what a queued job waits on.
+    async fn live_leases(
+        &self,
+        namespace: &str,
+        now: Timestamp,
+    ) -> StoreResult<Vec<crate::jobs::paths::LiveLease>>;
     /// Adds `calls` to `job`'s ledger as recorded by `agent` at `at`; a call whose id is
     /// already there is left as it is. How many rows were new.
     async fn record_calls(

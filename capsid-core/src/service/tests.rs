@@ -477,6 +477,9 @@ const REFERENCE_PARAMETERS: [(&str, &[&str]); 36] = [
             "runtimes",
             // Beyond the reference (issue 55): the job's role.
             "role",
+            // Beyond the reference (issue 51): where a job works, and the list's path filter.
+            "paths",
+            "path",
             "status",
             "id",
             "result_summary",

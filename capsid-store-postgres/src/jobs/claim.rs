@@ -11,7 +11,10 @@ use capsid_core::ports::{
 use sqlx::{PgConnection, PgPool, Row};
 
 use capsid_store_sql::job_columns;
-use capsid_store_sql::jobs::{HELD, fetch_job, month_spend, record_outcome};
+use capsid_core::jobs::paths::{LiveLease, claim_lease, lease_for_claim, waiting_on};
+use capsid_store_sql::jobs::{
+    HELD, LEASE_LOCK, fetch_job, leased_text, live_leases_in, month_spend, record_outcome,
+};
 
 use super::{mirror_upsert, mirrored, write_mirror};
 use crate::audit::{self, audited};
@@ -58,10 +61,11 @@ const ANY_QUEUED: &str =
 
 /// Claims `$1` for `$2` until `$4`, with its audit row (`$5`..`$10`) and the claimed job's
 /// mirror (`$11`..`$20`, rendered from the locked candidate as this statement changes it), in
-/// one round trip.
+/// one round trip; `$21` is what the claim leases (issue 51).
 const CLAIM: &str = concat!(
     "WITH changed AS (",
-    "UPDATE jobs SET status = 'claimed', claimed_by = $2, claimed_at = $3, lease_expires = $4, updated_at = $3 ",
+    "UPDATE jobs SET status = 'claimed', claimed_by = $2, claimed_at = $3, lease_expires = $4, updated_at = $3, ",
+    "leased = $21 ",
     "WHERE id = $1 AND status = 'queued' RETURNING ",
     job_columns!(),
     "), logged AS (INSERT INTO audit_log (actor, action, namespace, path, params, at) ",
@@ -92,6 +96,7 @@ fn as_claimed(candidate: &Job, request: &ClaimRequest<'_>) -> Job {
         claimed_at: Some(request.now),
         lease_expires: Some(request.lease_expires),
         updated_at: request.now,
+        leased: lease_for_claim(candidate, request.driven),
         ..candidate.clone()
     }
 }
@@ -122,6 +127,8 @@ async fn decide_and_apply(
     request: &ClaimRequest<'_>,
 ) -> TxResult<Attempt> {
     let mut skipped: Vec<(Job, String)> = Vec::new();
+    // The namespace's live leases, read once for the walk under its lease lock.
+    let mut live: Option<Vec<LiveLease>> = None;
     loop {
         let candidate = match &request.target {
             ClaimTarget::Id(id) => {
@@ -176,7 +183,7 @@ async fn decide_and_apply(
             }
         };
         let walking = matches!(request.target, ClaimTarget::Best { .. });
-        match apply(conn, request, candidate).await? {
+        match apply(conn, request, candidate, &mut live).await? {
             Applied::PassedOver(job, why) if walking && skipped.len() + 1 < CLAIM_WALK_MAX => {
                 skipped.push((job, why));
             }
@@ -216,6 +223,7 @@ async fn apply(
     conn: &mut PgConnection,
     request: &ClaimRequest<'_>,
     candidate: Job,
+    live: &mut Option<Vec<LiveLease>>,
 ) -> TxResult<Applied> {
     let now = request.now.to_string();
     let outcome = match request.decider.decide(&candidate) {
@@ -226,6 +234,21 @@ async fn apply(
             ))));
         }
         ClaimVerdict::Claim(entry) => {
+            // The job's paths are leased with the namespace's lease lock held, so claims in one
+            // namespace decide one after the other, each seeing the leases the ones before it
+            // took (issue 51).
+            let asks_lease = claim_lease(&candidate, request.driven).is_some();
+            if asks_lease && live.is_none() {
+                sqlx::query(LEASE_LOCK)
+                    .bind(&candidate.namespace)
+                    .execute(&mut *conn)
+                    .await?;
+                *live = Some(live_leases_in(&mut *conn, &candidate.namespace, request.now).await?);
+            }
+            let held = live.as_deref().unwrap_or_default();
+            if let Some(why) = waiting_on(&candidate, request.driven, held) {
+                return Ok(Applied::PassedOver(candidate, why));
+            }
             // The job's cap is reserved against the namespace's month with its row locked, so
             // claims in one namespace decide one after the other, each seeing the jobs the
             // ones before it claimed.
@@ -243,6 +266,7 @@ async fn apply(
                 .bind(&now)
                 .bind(request.lease_expires.to_string());
             let updated = bind_write(audit::bind(query, &entry)?, &mirror)
+                .bind(leased_text(&candidate, request.driven))
                 .fetch_optional(&mut *conn)
                 .await;
             let row = match updated {

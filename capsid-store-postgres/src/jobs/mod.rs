@@ -34,8 +34,8 @@ const POST: &str = audited!(
     concat!(
         "INSERT INTO jobs (id, namespace, title, body, priority, status, posted_by, gate_required, ",
         "review_required, required_scopes, min_record, created_at, updated_at, parent_id, ",
-        "requested_by, depth, max_cost_micros, runtime, role) ",
-        "VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $21, $22, $23) RETURNING ",
+        "requested_by, depth, max_cost_micros, runtime, role, paths) ",
+        "VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $21, $22, $23, $24) RETURNING ",
         job_columns!()
     ),
     "$15, $16, $17, $18, $19, $20"
@@ -191,6 +191,7 @@ impl JobEngine for PgStore {
                         .bind(cap)
                         .bind(job.runtime.as_deref())
                         .bind(job.role.as_deref())
+                        .bind(job.paths.as_ref().map(|p| serde_json::json!(p).to_string()))
                         .fetch_one(&mut *tx)
                         .await
                         .map_err(|e| job_conflict(e, &job.namespace, &job.title))?;

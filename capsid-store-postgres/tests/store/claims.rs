@@ -75,6 +75,7 @@ fn request<'a>(target: ClaimTarget, decider: &'a Always) -> ClaimRequest<'a> {
         actor: decider.actor.clone(),
         now: decider.now,
         lease_expires: decider.now.plus_millis(240 * MINUTE_MS),
+        driven: false,
         decider,
         mirror: mirror(decider.now),
     }
@@ -99,6 +100,7 @@ async fn post(store: &PgStore, n: usize) -> Job {
         max_cost_usd: None,
         runtime: None,
         role: None,
+        paths: None,
     };
     store
         .post_job(

@@ -10,7 +10,10 @@ use sqlx::sqlite::SqliteConnection;
 
 use capsid_store_sql::audit::insert as insert_audit;
 use capsid_store_sql::job_columns;
-use capsid_store_sql::jobs::{HELD, JOB, fetch_job, month_spend, record_outcome};
+use capsid_core::jobs::paths::{LiveLease, claim_lease, waiting_on};
+use capsid_store_sql::jobs::{
+    HELD, JOB, fetch_job, leased_text, live_leases_in, month_spend, record_outcome,
+};
 
 use super::{job_change_error, write_mirror};
 use crate::error::DbResult;
@@ -33,8 +36,8 @@ const NEXT_QUEUED_SQL: &str = concat!(
 );
 
 const CLAIM_SQL: &str = concat!(
-    "UPDATE jobs SET status = 'claimed', claimed_by = ?1, claimed_at = ?2, lease_expires = ?3, updated_at = ?2 \
-     WHERE id = ?4 AND status = 'queued' RETURNING ",
+    "UPDATE jobs SET status = 'claimed', claimed_by = ?1, claimed_at = ?2, lease_expires = ?3, updated_at = ?2, \
+     leased = ?5 WHERE id = ?4 AND status = 'queued' RETURNING ",
     job_columns!()
 );
 
@@ -64,6 +67,8 @@ pub(crate) async fn claim_job(
     // A claim by id considers that job; a claim of the best job walks the queue in claim
     // order, passing over the jobs this caller cannot take (issue 51, item 6).
     let mut skipped: Vec<(Job, String)> = Vec::new();
+    // The namespace's live leases, read once for the walk.
+    let mut live: Option<Vec<LiveLease>> = None;
     let (updated, outcome) = loop {
         let candidate = match &request.target {
             ClaimTarget::Id(id) => match job_where(&mut tx, JOB, id).await? {
@@ -95,6 +100,20 @@ pub(crate) async fn claim_job(
             ClaimVerdict::Claim(audit) => {
                 // The job's cap is reserved against the namespace's month under the one
                 // writer: no other claim runs between this read and the update.
+                // The job's paths are leased under the one writer too (issue 51).
+                let asks_lease = claim_lease(&candidate, request.driven).is_some();
+                if asks_lease && live.is_none() {
+                    let namespace = &candidate.namespace;
+                    live = Some(live_leases_in(&mut *tx, namespace, request.now).await.db()?);
+                }
+                let held = live.as_deref().unwrap_or_default();
+                if let Some(why) = waiting_on(&candidate, request.driven, held) {
+                    if walking && skipped.len() + 1 < CLAIM_WALK_MAX {
+                        skipped.push((candidate, why));
+                        continue;
+                    }
+                    return Ok(ClaimOutcome::Refused(candidate, why));
+                }
                 if let Some(since) = request.decider.budget_since() {
                     let month = month_spend(&mut *tx, &candidate, since, false).await.db()?;
                     if let Err(why) = request.decider.fits(&candidate, &month) {
@@ -110,6 +129,7 @@ pub(crate) async fn claim_job(
                     .bind(&now)
                     .bind(request.lease_expires.to_string())
                     .bind(&candidate.id)
+                    .bind(leased_text(&candidate, request.driven))
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(|e| job_change_error(e, &candidate.id, Some(&request.actor)))?;

@@ -87,8 +87,8 @@ async fn post_job(
     let row = sqlx::query(concat!(
         "INSERT INTO jobs (id, namespace, title, body, priority, status, posted_by, gate_required, \
          review_required, required_scopes, min_record, created_at, updated_at, parent_id, \
-         requested_by, depth, max_cost_micros, runtime, role) \
-         VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15, ?16, ?17) RETURNING ",
+         requested_by, depth, max_cost_micros, runtime, role, paths) \
+         VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) RETURNING ",
         job_columns!()
     ))
     .bind(&job.id)
@@ -108,6 +108,7 @@ async fn post_job(
     .bind(job.max_cost_usd.map(|c| i64::try_from(c.micros()).unwrap_or(i64::MAX)))
     .bind(job.runtime.as_deref())
     .bind(job.role.as_deref())
+    .bind(job.paths.as_ref().map(|p| serde_json::json!(p).to_string()))
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| {

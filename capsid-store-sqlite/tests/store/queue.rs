@@ -68,6 +68,7 @@ fn new_job(id: &str, title: &str, priority: i64, when: Timestamp) -> NewJob {
         max_cost_usd: None,
         runtime: None,
         role: None,
+        paths: None,
     }
 }
 
@@ -91,6 +92,7 @@ async fn claim(
         actor: actor.to_owned(),
         now: at(10),
         lease_expires: at(100),
+        driven: false,
         decider: &decider,
         mirror: mirror(),
     };

@@ -313,6 +313,7 @@ pub async fn claim_refused_leaves_job_untouched<S: Store>(store: &S) {
                 actor: "agent:a".into(),
                 now: at(5),
                 lease_expires: at(245),
+                driven: false,
                 decider: &decider,
                 mirror: mirror(at(5)),
             })
@@ -346,6 +347,7 @@ pub async fn claim_needing_a_record_changes_nothing<S: Store>(store: &S) {
                 actor: "agent:a".into(),
                 now: at(5),
                 lease_expires: at(245),
+                driven: false,
                 decider: &NeedsRecordDecider,
                 mirror: mirror(at(5)),
             })

@@ -16,6 +16,7 @@ pub mod gauges;
 pub mod hostile;
 pub mod intake;
 pub mod jobs_claim;
+pub mod leases;
 pub mod jobs_flow;
 pub mod jobs_records;
 pub mod oauth;

@@ -6,7 +6,7 @@ use capsid_core::docs::kinds::LinkType;
 use capsid_core::docs::links::Link;
 use capsid_core::jobs::mirror::mirror_doc;
 use capsid_core::jobs::outcome::{OutcomeRow, ResultKind};
-use capsid_core::jobs::signature::{seal_task, verify_task};
+use capsid_core::jobs::signature::{JobTerms, seal_job, seal_task, verify_job};
 use capsid_core::jobs::state::{JobEvent, JobStatus, Step};
 use capsid_core::jobs::{AUDIT_JOB_CLAIMED, AUDIT_JOB_SIGNATURE_REFUSED, Job, job_doc_path};
 use capsid_core::paths::{DocPath, Namespace};
@@ -161,7 +161,24 @@ pub fn new_job(id: &str, namespace: &str, title: &str, priority: i64, when: Time
         max_cost_usd: None,
         runtime: None,
         role: None,
+        paths: None,
     }
+}
+
+/// A queued job that works on `paths` (signed with its body).
+pub fn new_job_on(id: &str, namespace: &str, title: &str, paths: &[&str], when: Timestamp) -> NewJob {
+    let paths: Vec<String> = paths.iter().map(|p| (*p).to_owned()).collect();
+    let mut job = new_job(id, namespace, title, 0, when);
+    job.body = seal_job(
+        SECRET,
+        &format!("Do the work of {title}.\n\nThen open a PR.\n"),
+        &JobTerms {
+            role: None,
+            paths: Some(&paths),
+        },
+    );
+    job.paths = Some(paths);
+    job
 }
 
 /// The mirror renderer: the core's [`mirror_doc`] as a document write at `when`.
@@ -211,7 +228,7 @@ pub struct SignatureDecider {
 
 impl ClaimDecider for SignatureDecider {
     fn decide(&self, job: &Job) -> ClaimVerdict {
-        match verify_task(SECRET, &job.body) {
+        match verify_job(SECRET, &job.body, &job.terms()) {
             Ok(_) => ClaimVerdict::Claim(job_audit(
                 &self.actor,
                 AUDIT_JOB_CLAIMED,
@@ -263,6 +280,7 @@ pub fn claim<'a>(target: ClaimTarget, decider: &'a SignatureDecider) -> ClaimReq
         actor: decider.actor.clone(),
         now: decider.now,
         lease_expires: decider.now.plus_millis(240 * MINUTE_MS),
+        driven: false,
         decider,
         mirror: mirror(decider.now),
     }

@@ -109,6 +109,10 @@ conformance_suite! {
     store skill_evidence::evaluation_recorded_with_its_audit;
     store skill_evidence::accepted_edit_bumps_the_version_keyed;
     store jobs_claim::post_job_and_open_title_uniqueness;
+    store leases::a_claim_leases_its_paths_and_an_overlapping_job_waits;
+    store leases::a_job_without_paths_runs_alone;
+    store leases::leases_end_with_every_way_a_job_ends;
+    shared leases::concurrent_claims_never_hold_overlapping_leases;
     store jobs_claim::claim_targets_and_order;
     store jobs_claim::claim_refused_leaves_job_untouched;
     store jobs_claim::claim_needing_a_record_changes_nothing;

@@ -322,6 +322,9 @@ impl JobsCx<'_> {
                 actor: actor.clone(),
                 now,
                 lease_expires: lease,
+                // A claim naming the runtimes it runs is a driver's: it works in a checkout,
+                // so a job without paths leases the whole repository.
+                driven: runtimes.is_some(),
                 decider: &decider,
                 mirror: mirror_fn(now),
             };
@@ -423,6 +426,20 @@ impl JobsCx<'_> {
         };
         let actor = caller.actor();
         let now = self.now();
+        // A lease that ran out is not renewed: its paths may be another job's by now, and the
+        // lease sweep returns the job to the queue (issue 51: a stale claim uses no lease).
+        if let Some(ran_out) = job
+            .lease_expires
+            .filter(|t| *t < now && job.status == JobStatus::Claimed)
+        {
+            return Ok(refuse(
+                act,
+                format!(
+                    "the lease of {} ran out at {ran_out}, so it is no longer held (nor the paths it leased); the lease sweep returns it to the queue. Claim it again to go on.",
+                    job.id
+                ),
+            ));
+        }
         let lease = lease_expiry(now);
         let step = step(JobStatus::Claimed, JobEvent::Heartbeat)?;
         let t = JobTransition {

@@ -214,7 +214,8 @@ pub struct JobsArgs {
     pub max_cost_usd: Option<f64>,
     /// post: the agent CLI to run the job, `claude-code` or `codex` (default: the driver's,
     /// else its namespace's runner setting). A driver that cannot run it leaves it queued.
-    /// claim: the runtimes this driver can run (a job naming another stays queued).
+    /// claim: the runtimes this driver can run (a job naming another stays queued). A claim
+    /// naming them is a driver's: a job without paths leases the whole repository.
     pub runtime: Option<Bounded<32>>,
     /// claim: every runtime the driver can run, its own first.
     pub runtimes: Option<Vec<Bounded<32>>>,
@@ -224,6 +225,15 @@ pub struct JobsArgs {
     /// instructions the agent gets, and the cap when `max_cost_usd` is not given. A dispatched
     /// job keeps its parent's role unless it names one.
     pub role: Option<Bounded<32>>,
+    /// post: where the job works, glob patterns relative to the repository root (for example
+    /// `["src/api/**", "docs/api.md"]`), signed with its body. A claim leases them for the job's
+    /// life, and a job whose paths overlap a live lease waits; a job without paths leases the
+    /// whole repository, so it runs alone.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::jobs::schema::paths")]
+    pub paths: Option<Value>,
+    /// list: only jobs whose lease covers this path (a job without paths covers every path).
+    pub path: Option<Bounded<{ bounds::PATH }>>,
     /// list: only this status.
     pub status: Option<JobStatus>,
     /// The job (claim by id, heartbeat, complete, fail, block, resume, get).
@@ -274,6 +284,9 @@ impl crate::service::args::ScopeArgs for JobsArgs {
         Some(self.action.name())
     }
 }
+
+/// The most rows `jobs list` reads to filter by a path.
+const JOBS_PATH_SCAN_MAX: usize = 5_000;
 
 /// `action` refused for `refusal`: `{ok: false, action, refusal}`.
 pub(crate) fn refuse(action: JobsAction, refusal: impl Into<String>) -> JobsAnswer {
@@ -423,6 +436,8 @@ impl JobsCx<'_> {
                 }
             },
         };
+        let paths = crate::jobs::paths::parse_paths(a.paths.as_ref())
+            .map_err(|e| Error::Invalid(format!("jobs: {e}")))?;
         let runtime = match &a.runtime {
             None => None,
             Some(r) => Some(
@@ -495,6 +510,7 @@ impl JobsCx<'_> {
                 body.as_str(),
                 &JobTerms {
                     role: role.as_deref(),
+                    paths: paths.as_deref(),
                 },
             ),
             priority: a.priority.unwrap_or(0),
@@ -508,6 +524,7 @@ impl JobsCx<'_> {
             max_cost_usd,
             runtime,
             role,
+            paths,
         };
         let mut params = json!({ "title": title, "priority": job.priority, "gate_required": u8::from(job.gate_required) });
         if let Some(r) = &job.required_scopes {
@@ -527,6 +544,9 @@ impl JobsCx<'_> {
         }
         if let Some(r) = &job.role {
             params["role"] = json!(r);
+        }
+        if let Some(p) = &job.paths {
+            params["paths"] = json!(p);
         }
         if let Some(d) = &dispatch {
             params["parent_id"] = json!(d.parent_id);
@@ -566,14 +586,43 @@ impl JobsCx<'_> {
         }
     }
 
+    /// Sets `waiting_on` of each queued job in `rows` from its namespace's live leases, as a
+    /// driver's claim would see them.
+    pub(crate) async fn say_what_waits(&self, rows: &mut [Job]) -> Result<()> {
+        let now = self.now();
+        let mut leases: std::collections::BTreeMap<String, Vec<crate::jobs::paths::LiveLease>> =
+            std::collections::BTreeMap::new();
+        for job in rows.iter_mut().filter(|j| j.status == JobStatus::Queued) {
+            if !leases.contains_key(&job.namespace) {
+                let live = self.jobs.live_leases(&job.namespace, now).await?;
+                leases.insert(job.namespace.clone(), live);
+            }
+            job.waiting_on = leases
+                .get(&job.namespace)
+                .and_then(|live| crate::jobs::paths::waiting_on(job, true, live));
+        }
+        Ok(())
+    }
+
     async fn list_jobs(&self, a: JobsArgs) -> Result<JobsAnswer> {
         let filter = JobFilter {
             namespace: a.namespace.map(|n| n.as_str().to_owned()),
             status: a.status,
         };
-        let mut rows = self.jobs.jobs(&filter, JOBS_ROWS_MAX + 1).await?;
-        let truncated = rows.len() > JOBS_ROWS_MAX;
+        // A path filter is decided on the patterns, after the read: it reads more rows.
+        let read = match &a.path {
+            Some(_) => JOBS_PATH_SCAN_MAX,
+            None => JOBS_ROWS_MAX + 1,
+        };
+        let mut rows = self.jobs.jobs(&filter, read).await?;
+        let scanned_all = rows.len() < read;
+        if let Some(path) = &a.path {
+            let path = path.as_str().trim_start_matches("./");
+            rows.retain(|job| crate::jobs::paths::lease_of(job).covers(path));
+        }
+        let truncated = rows.len() > JOBS_ROWS_MAX || !scanned_all && a.path.is_some();
         rows.truncate(JOBS_ROWS_MAX);
+        self.say_what_waits(&mut rows).await?;
         Ok(JobsAnswer::Listed(JobList {
             ok: true,
             action: JobsAction::List.name(),
@@ -589,7 +638,7 @@ impl JobsCx<'_> {
     /// another namespace is "no job" (a narrowed caller names its namespace, and learns
     /// nothing of others').
     async fn get_job(&self, a: JobsArgs) -> Result<JobsAnswer> {
-        let job = match self.job_for(JobsAction::Get, a.id.as_ref()).await? {
+        let mut job = match self.job_for(JobsAction::Get, a.id.as_ref()).await? {
             Ok(job) => job,
             Err(refusal) => return Ok(refusal),
         };
@@ -610,6 +659,7 @@ impl JobsCx<'_> {
                 .find(|o| o.job_id == job.id),
             None => None,
         };
+        self.say_what_waits(std::slice::from_mut(&mut job)).await?;
         let spend = self.job_spend(&job.id).await?;
         let doors = self.jobs.job_doors(&job.id).await?;
         let merges = self.run_merges(&job).await?;

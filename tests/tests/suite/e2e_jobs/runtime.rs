@@ -17,7 +17,15 @@ async fn a_job_names_its_runtime_and_only_a_driver_running_it_claims_it(s: &Test
     setup(s).await;
     let a = driver(s, "a", json!({})).await;
     let b = driver(s, "b", json!({})).await;
-    let job = post(&a, "alpha", "On Codex", json!({"runtime": " codex "})).await;
+    // Each on paths of its own: a driver's claim of a job without paths would lease the
+    // whole repository, and the second driver's claim would wait on it.
+    let job = post(
+        &a,
+        "alpha",
+        "On Codex",
+        json!({"runtime": " codex ", "paths": ["src/codex/**"]}),
+    )
+    .await;
     assert_eq!(job["runtime"], "codex", "{job}");
     let got = a
         .ok(
@@ -52,7 +60,7 @@ async fn a_job_names_its_runtime_and_only_a_driver_running_it_claims_it(s: &Test
     assert_eq!(claimed["job"]["runtime"], "codex", "{claimed}");
 
     // A job naming none is anybody's, and carries no runtime.
-    let plain = post(&a, "alpha", "Anywhere", json!({})).await;
+    let plain = post(&a, "alpha", "Anywhere", json!({"paths": ["src/anywhere/**"]})).await;
     assert!(plain.get("runtime").is_none(), "{plain}");
     let took = claim(&a, "alpha", json!(["claude-code"])).await;
     assert_eq!(took["ok"], true, "{took}");
