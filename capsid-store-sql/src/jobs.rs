@@ -290,7 +290,8 @@ pub async fn read_live_leases(
 
 /// Postgres: the transaction-scoped lock a claim takes on its namespace's leases before it
 /// reads them (an advisory lock: a namespace without a `namespaces` row locks as well).
-pub const LEASE_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended('capsid-leases:' || $1, 0))";
+pub const LEASE_LOCK: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended('capsid-leases:' || $1, 0))";
 
 /// What a claim of `job` reads of its namespace's month on `x`, inside the claim's
 /// transaction: the budget row (locked with `FOR UPDATE` when `lock`, so two claims in one

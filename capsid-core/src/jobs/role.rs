@@ -50,6 +50,12 @@ pub enum Ships {
 }
 
 impl Ships {
+    /// Whether a run of the role writes in the repository's tree (a spec or code); a role that
+    /// ships nothing or merges another job's pull request leases no paths of its own.
+    pub fn writes(self) -> bool {
+        matches!(self, Ships::Spec | Ships::Code)
+    }
+
     /// What the role ships, in a sentence's words.
     pub fn describe(self) -> &'static str {
         match self {

@@ -200,10 +200,25 @@ pub struct ClaimRequest<'a> {
     /// Whether the claim is a driver's (it names the runtimes it runs): a driver's claim of a
     /// job without paths leases the whole repository; another caller's leases nothing.
     pub driven: bool,
+    /// The roles that write nothing in the repository (they ship nothing, or merge): a
+    /// driver's claim of a job of one of them without paths leases nothing.
+    pub writes_nothing: &'a [String],
     /// The core's decision about the candidate.
     pub decider: &'a dyn ClaimDecider,
     /// Mirror renderer.
     pub mirror: MirrorFn,
+}
+
+impl ClaimRequest<'_> {
+    /// Whether claiming `job` without paths leases the whole repository: a driver's claim of a
+    /// job whose role writes in the tree.
+    pub fn leases_whole(&self, job: &Job) -> bool {
+        self.driven
+            && !job
+                .role
+                .as_ref()
+                .is_some_and(|r| self.writes_nothing.iter().any(|w| w == r))
+    }
 }
 
 /// What a claim did.

@@ -10,8 +10,8 @@ use capsid_core::ports::{
 };
 use sqlx::{PgConnection, PgPool, Row};
 
-use capsid_store_sql::job_columns;
 use capsid_core::jobs::paths::{LiveLease, claim_lease, lease_for_claim, waiting_on};
+use capsid_store_sql::job_columns;
 use capsid_store_sql::jobs::{
     HELD, LEASE_LOCK, fetch_job, leased_text, live_leases_in, month_spend, record_outcome,
 };
@@ -96,7 +96,7 @@ fn as_claimed(candidate: &Job, request: &ClaimRequest<'_>) -> Job {
         claimed_at: Some(request.now),
         lease_expires: Some(request.lease_expires),
         updated_at: request.now,
-        leased: lease_for_claim(candidate, request.driven),
+        leased: lease_for_claim(candidate, request.leases_whole(candidate)),
         ..candidate.clone()
     }
 }
@@ -237,7 +237,7 @@ async fn apply(
             // The job's paths are leased with the namespace's lease lock held, so claims in one
             // namespace decide one after the other, each seeing the leases the ones before it
             // took (issue 51).
-            let asks_lease = claim_lease(&candidate, request.driven).is_some();
+            let asks_lease = claim_lease(&candidate, request.leases_whole(&candidate)).is_some();
             if asks_lease && live.is_none() {
                 sqlx::query(LEASE_LOCK)
                     .bind(&candidate.namespace)
@@ -246,7 +246,7 @@ async fn apply(
                 *live = Some(live_leases_in(&mut *conn, &candidate.namespace, request.now).await?);
             }
             let held = live.as_deref().unwrap_or_default();
-            if let Some(why) = waiting_on(&candidate, request.driven, held) {
+            if let Some(why) = waiting_on(&candidate, request.leases_whole(&candidate), held) {
                 return Ok(Applied::PassedOver(candidate, why));
             }
             // The job's cap is reserved against the namespace's month with its row locked, so
@@ -266,7 +266,7 @@ async fn apply(
                 .bind(&now)
                 .bind(request.lease_expires.to_string());
             let updated = bind_write(audit::bind(query, &entry)?, &mirror)
-                .bind(leased_text(&candidate, request.driven))
+                .bind(leased_text(&candidate, request.leases_whole(&candidate)))
                 .fetch_optional(&mut *conn)
                 .await;
             let row = match updated {

@@ -76,6 +76,7 @@ fn request<'a>(target: ClaimTarget, decider: &'a Always) -> ClaimRequest<'a> {
         now: decider.now,
         lease_expires: decider.now.plus_millis(240 * MINUTE_MS),
         driven: false,
+        writes_nothing: &[],
         decider,
         mirror: mirror(decider.now),
     }

@@ -8,9 +8,9 @@ use capsid_core::jobs::claim_walk::{CLAIM_WALK_MAX, nothing_claimable};
 use capsid_core::ports::{ClaimOutcome, ClaimRequest, ClaimTarget, ClaimVerdict, StoreResult};
 use sqlx::sqlite::SqliteConnection;
 
+use capsid_core::jobs::paths::{LiveLease, claim_lease, waiting_on};
 use capsid_store_sql::audit::insert as insert_audit;
 use capsid_store_sql::job_columns;
-use capsid_core::jobs::paths::{LiveLease, claim_lease, waiting_on};
 use capsid_store_sql::jobs::{
     HELD, JOB, fetch_job, leased_text, live_leases_in, month_spend, record_outcome,
 };
@@ -101,13 +101,18 @@ pub(crate) async fn claim_job(
                 // The job's cap is reserved against the namespace's month under the one
                 // writer: no other claim runs between this read and the update.
                 // The job's paths are leased under the one writer too (issue 51).
-                let asks_lease = claim_lease(&candidate, request.driven).is_some();
+                let asks_lease =
+                    claim_lease(&candidate, request.leases_whole(&candidate)).is_some();
                 if asks_lease && live.is_none() {
                     let namespace = &candidate.namespace;
-                    live = Some(live_leases_in(&mut *tx, namespace, request.now).await.db()?);
+                    live = Some(
+                        live_leases_in(&mut *tx, namespace, request.now)
+                            .await
+                            .db()?,
+                    );
                 }
                 let held = live.as_deref().unwrap_or_default();
-                if let Some(why) = waiting_on(&candidate, request.driven, held) {
+                if let Some(why) = waiting_on(&candidate, request.leases_whole(&candidate), held) {
                     if walking && skipped.len() + 1 < CLAIM_WALK_MAX {
                         skipped.push((candidate, why));
                         continue;
@@ -129,7 +134,7 @@ pub(crate) async fn claim_job(
                     .bind(&now)
                     .bind(request.lease_expires.to_string())
                     .bind(&candidate.id)
-                    .bind(leased_text(&candidate, request.driven))
+                    .bind(leased_text(&candidate, request.leases_whole(&candidate)))
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(|e| job_change_error(e, &candidate.id, Some(&request.actor)))?;

@@ -93,6 +93,7 @@ async fn claim(
         now: at(10),
         lease_expires: at(100),
         driven: false,
+        writes_nothing: &[],
         decider: &decider,
         mirror: mirror(),
     };

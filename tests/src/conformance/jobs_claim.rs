@@ -314,6 +314,7 @@ pub async fn claim_refused_leaves_job_untouched<S: Store>(store: &S) {
                 now: at(5),
                 lease_expires: at(245),
                 driven: false,
+                writes_nothing: &[],
                 decider: &decider,
                 mirror: mirror(at(5)),
             })
@@ -348,6 +349,7 @@ pub async fn claim_needing_a_record_changes_nothing<S: Store>(store: &S) {
                 now: at(5),
                 lease_expires: at(245),
                 driven: false,
+                writes_nothing: &[],
                 decider: &NeedsRecordDecider,
                 mirror: mirror(at(5)),
             })

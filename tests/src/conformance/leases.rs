@@ -13,9 +13,11 @@ use capsid_core::jobs::{AUDIT_JOB_POSTED, Job};
 use capsid_core::ports::{ClaimOutcome, ClaimRequest, ClaimTarget, JobFilter, JobPatch, Store};
 use capsid_core::time::Timestamp;
 
+use capsid_core::jobs::signature::{JobTerms, seal_job};
+
 use super::support::{
-    SignatureDecider, Toward, at, best, claim, complete_patch, fail_patch, job_audit, job_id,
-    mirror, new_job, new_job_on, transition,
+    SECRET, SignatureDecider, Toward, at, best, claim, complete_patch, fail_patch, job_audit,
+    job_id, mirror, new_job, new_job_on, transition,
 };
 
 async fn post_on<S: Store + ?Sized>(
@@ -118,13 +120,21 @@ pub async fn a_claim_leases_its_paths_and_an_overlapping_job_waits<S: Store>(sto
     let web = post_on(store, 3, "Web", Some(&["src/web/**", "docs/web.md"]), at(2)).await;
     let held = claimed(store, "agent:a", best("repo"), at(10)).await;
     assert_eq!(held.id, api.id, "the oldest job first");
-    assert_eq!(held.leased.as_deref(), api.paths.as_deref(), "leased with the claim");
+    assert_eq!(
+        held.leased.as_deref(),
+        api.paths.as_deref(),
+        "leased with the claim"
+    );
     let why = refusal(claim_as(store, "agent:b", by_id(&api_v1), at(11)).await);
     assert_eq!(
         why,
         format!("waiting on job {} ('Api') for `src/api/**`", api.id)
     );
-    assert_eq!(status(store, &api_v1).await, JobStatus::Queued, "nothing changed");
+    assert_eq!(
+        status(store, &api_v1).await,
+        JobStatus::Queued,
+        "nothing changed"
+    );
     // The walk passes over the waiting job and takes the disjoint one behind it.
     let taken = claimed(store, "agent:b", best("repo"), at(12)).await;
     assert_eq!(taken.id, web.id);
@@ -135,15 +145,29 @@ pub async fn a_claim_leases_its_paths_and_an_overlapping_job_waits<S: Store>(sto
         "{why}"
     );
     // What the stores read outside a claim says the same.
-    let live = store.live_leases("repo", at(13)).await.expect("live leases");
+    let live = store
+        .live_leases("repo", at(13))
+        .await
+        .expect("live leases");
     let mut ids: Vec<&str> = live.iter().map(|l| l.job_id.as_str()).collect();
     ids.sort_unstable();
     assert_eq!(ids, vec![api.id.as_str(), web.id.as_str()]);
     assert_eq!(
         waiting_on(&api_v1, true, &live),
-        Some(format!("waiting on job {} ('Api') for `src/api/**`", api.id))
+        Some(format!(
+            "waiting on job {} ('Api') for `src/api/**`",
+            api.id
+        ))
     );
-    end(store, &held, "agent:a", JobStatus::Done, complete_patch(), at(14)).await;
+    end(
+        store,
+        &held,
+        "agent:a",
+        JobStatus::Done,
+        complete_patch(),
+        at(14),
+    )
+    .await;
     let next = claimed(store, "agent:c", best("repo"), at(15)).await;
     assert_eq!(next.id, api_v1.id, "free once the holder is done");
 }
@@ -163,7 +187,15 @@ pub async fn a_job_without_paths_runs_alone<S: Store>(store: &S) {
             scoped.id
         )
     );
-    end(store, &scoped, "agent:a", JobStatus::Done, complete_patch(), at(12)).await;
+    end(
+        store,
+        &scoped,
+        "agent:a",
+        JobStatus::Done,
+        complete_patch(),
+        at(12),
+    )
+    .await;
     claimed(store, "agent:b", by_id(&whole), at(13)).await;
     let later = post_on(store, 3, "Later", Some(&["docs/x.md"]), at(14)).await;
     let why = refusal(claim_as(store, "agent:c", by_id(&later), at(15)).await);
@@ -200,10 +232,50 @@ pub async fn a_job_without_paths_runs_alone<S: Store>(store: &S) {
         ClaimOutcome::Claimed(job) => assert_eq!(job.leased, None),
         other => panic!("a plain claim of a job without paths: {other:?}"),
     }
-    let live = store.live_leases("repo", at(19)).await.expect("live leases");
-    assert!(live.iter().all(|l| l.job_id != plain.id), "{live:?}");
+    // Nor does a driver's claim of a job whose role writes nothing in the tree (a review).
+    let id = job_id(6);
+    let mut review = new_job(&id, "repo", "Review", 0, at(18));
+    review.role = Some("senior".to_owned());
+    review.body = seal_job(
+        SECRET,
+        "Review it.\n",
+        &JobTerms {
+            role: Some("senior"),
+            paths: None,
+        },
+    );
+    store
+        .post_job(
+            review,
+            job_audit("github:owner", AUDIT_JOB_POSTED, &id, "repo", at(18)),
+            mirror(at(18)),
+        )
+        .await
+        .expect("post the review");
+    let decider = SignatureDecider {
+        actor: "agent:reviewer".into(),
+        now: at(19),
+    };
+    let writes_nothing = ["senior".to_owned()];
+    let request = ClaimRequest {
+        writes_nothing: &writes_nothing,
+        ..driven(ClaimTarget::Id(id.clone()), &decider)
+    };
+    match store.claim_job(request).await.expect("claim") {
+        ClaimOutcome::Claimed(job) => assert_eq!(job.leased, None, "a review leases nothing"),
+        other => panic!("a driver's claim of a review while the repository is leased: {other:?}"),
+    }
+    let live = store
+        .live_leases("repo", at(19))
+        .await
+        .expect("live leases");
     assert!(
-        live.iter().any(|l| l.job_id == whole.id && l.leased == vec!["**".to_owned()]),
+        live.iter().all(|l| l.job_id != plain.id && l.job_id != id),
+        "{live:?}"
+    );
+    assert!(
+        live.iter()
+            .any(|l| l.job_id == whole.id && l.leased == vec!["**".to_owned()]),
         "{live:?}"
     );
 }
@@ -230,7 +302,15 @@ pub async fn leases_end_with_every_way_a_job_ends<S: Store>(store: &S) {
         refusal(claim_as(store, "agent:b", by_id(&waiter), at(11)).await);
         end(store, &holder, "agent:a", to, patch, at(12)).await;
         let took = claimed(store, "agent:b", by_id(&waiter), at(13)).await;
-        end(store, &took, "agent:b", JobStatus::Done, complete_patch(), at(14)).await;
+        end(
+            store,
+            &took,
+            "agent:b",
+            JobStatus::Done,
+            complete_patch(),
+            at(14),
+        )
+        .await;
     }
     // Blocked at a gate: still live.
     let (a, _) = next("Blocked");
@@ -250,7 +330,13 @@ pub async fn leases_end_with_every_way_a_job_ends<S: Store>(store: &S) {
         at(23),
     )
     .toward(JobStatus::Blocked);
-    assert!(store.transition_job(to_gate).await.expect("block").is_some());
+    assert!(
+        store
+            .transition_job(to_gate)
+            .await
+            .expect("block")
+            .is_some()
+    );
     let why = refusal(claim_as(store, "agent:b", by_id(&behind), at(24)).await);
     assert!(why.contains(&blocked.id), "{why}");
     // Expiry: a claimed job whose lease ran out (240 minutes after its claim) holds nothing.

@@ -166,7 +166,13 @@ pub fn new_job(id: &str, namespace: &str, title: &str, priority: i64, when: Time
 }
 
 /// A queued job that works on `paths` (signed with its body).
-pub fn new_job_on(id: &str, namespace: &str, title: &str, paths: &[&str], when: Timestamp) -> NewJob {
+pub fn new_job_on(
+    id: &str,
+    namespace: &str,
+    title: &str,
+    paths: &[&str],
+    when: Timestamp,
+) -> NewJob {
     let paths: Vec<String> = paths.iter().map(|p| (*p).to_owned()).collect();
     let mut job = new_job(id, namespace, title, 0, when);
     job.body = seal_job(
@@ -281,6 +287,7 @@ pub fn claim<'a>(target: ClaimTarget, decider: &'a SignatureDecider) -> ClaimReq
         now: decider.now,
         lease_expires: decider.now.plus_millis(240 * MINUTE_MS),
         driven: false,
+        writes_nothing: &[],
         decider,
         mirror: mirror(decider.now),
     }

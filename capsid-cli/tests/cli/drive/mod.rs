@@ -212,8 +212,14 @@ fn max_parallel_runs_one_job_per_key_side_by_side(w: &World) {
     let first = w.namespace_with_driver("demo");
     let second = w.mint_driver("demo-driver-2", "demo");
     let root = w.project("demo");
-    let a = w.post("demo", "Alpha widgets", "Alpha work. MODE=pass");
-    let b = w.post("demo", "Beta widgets", "Beta work. MODE=pass");
+    // On disjoint paths: a job without paths leases the whole repository and runs alone.
+    let a = w.post_on(
+        "demo",
+        "Alpha widgets",
+        "Alpha work. MODE=pass",
+        &["alpha/**"],
+    );
+    let b = w.post_on("demo", "Beta widgets", "Beta work. MODE=pass", &["beta/**"]);
     let keys = w.dir.path().join("keys");
     std::fs::create_dir_all(&keys).expect("keys folder");
     std::fs::write(keys.join("1.key"), &first).expect("key 1");

@@ -310,6 +310,18 @@ impl World {
         posted["job"]["id"].as_str().expect("an id").to_owned()
     }
 
+    /// Posts a job on `paths` as the human; its id.
+    pub fn post_on(&self, ns: &str, title: &str, body: &str, paths: &[&str]) -> String {
+        let posted = self.tool(
+            &self.human,
+            "jobs",
+            json!({"action": "post", "namespace": ns, "title": title, "body": body,
+                   "paths": paths}),
+        );
+        assert_eq!(posted["ok"], json!(true), "{posted}");
+        posted["job"]["id"].as_str().expect("an id").to_owned()
+    }
+
     /// The job `id` as `jobs list` shows it.
     pub fn job(&self, ns: &str, id: &str) -> Value {
         let listed = self.tool(

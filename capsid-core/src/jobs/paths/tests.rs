@@ -66,7 +66,10 @@ fn paths_are_read_checked_and_refused_by_field_and_rule() {
         Ok(Some(lease(&["src/api", "docs/*.md"]))),
         "a trailing slash names the folder"
     );
-    assert_eq!(parse_paths(Some(&json!("src/**"))), Err(PathsError::NotList));
+    assert_eq!(
+        parse_paths(Some(&json!("src/**"))),
+        Err(PathsError::NotList)
+    );
     assert_eq!(parse_paths(Some(&json!([1]))), Err(PathsError::NotList));
     assert_eq!(parse_paths(Some(&json!([]))), Err(PathsError::Empty));
     let many: Vec<String> = (0..=MAX_PATHS).map(|i| format!("p{i}")).collect();
@@ -113,7 +116,11 @@ fn a_job_waits_on_the_live_lease_it_overlaps_and_names_it() {
         waiting_on(&job, true, &held).as_deref(),
         Some("waiting on job job_api ('Api') for `src/api/v1/**`")
     );
-    assert_eq!(waiting_on(&job, true, &held[..1]), None, "disjoint paths run at once");
+    assert_eq!(
+        waiting_on(&job, true, &held[..1]),
+        None,
+        "disjoint paths run at once"
+    );
     let whole = [live("job_all", "All", None)];
     assert_eq!(
         waiting_on(&job, true, &whole).as_deref(),
@@ -134,7 +141,11 @@ fn a_job_waits_on_the_live_lease_it_overlaps_and_names_it() {
     assert_eq!(lease_for_claim(&job, true), Some(vec![WHOLE.to_owned()]));
     assert_eq!(lease_for_claim(&job, false), None);
     let own = [live(&job.id, "Itself", None)];
-    assert_eq!(waiting_on(&job, true, &own), None, "a job never waits on itself");
+    assert_eq!(
+        waiting_on(&job, true, &own),
+        None,
+        "a job never waits on itself"
+    );
 }
 
 fn segment() -> impl Strategy<Value = &'static str> {
@@ -149,8 +160,11 @@ fn pattern() -> impl Strategy<Value = String> {
 }
 
 fn path() -> impl Strategy<Value = String> {
-    prop::collection::vec(prop::sample::select(vec!["a", "b", "ab", "ba", "aa", "bab"]), 1..5)
-        .prop_map(|s| s.join("/"))
+    prop::collection::vec(
+        prop::sample::select(vec!["a", "b", "ab", "ba", "aa", "bab"]),
+        1..5,
+    )
+    .prop_map(|s| s.join("/"))
 }
 
 proptest! {

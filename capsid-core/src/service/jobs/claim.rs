@@ -276,6 +276,20 @@ impl JobsCx<'_> {
         // A spent month is refused here, before the store is asked; whether the job's cap
         // still fits is decided again inside the claim's transaction, against the spend and
         // the caps of the jobs running there as they stand then.
+        // A driver's claim of a job without paths leases the whole repository, unless the job's
+        // role writes nothing there (it ships nothing, or merges another job's pull request).
+        let mut writes_nothing = Vec::new();
+        if let (Some(_), Some(ns)) = (&a.runtimes, &budget_ns) {
+            writes_nothing = self
+                .roles()
+                .book(ns)
+                .await?
+                .all()
+                .into_iter()
+                .filter(|r| !r.ships.writes())
+                .map(|r| r.name.into_owned())
+                .collect();
+        }
         let mut budget = None;
         if let Some(ns) = budget_ns
             && let Some(state) = self.budget_state(&ns).await?
@@ -325,6 +339,7 @@ impl JobsCx<'_> {
                 // A claim naming the runtimes it runs is a driver's: it works in a checkout,
                 // so a job without paths leases the whole repository.
                 driven: runtimes.is_some(),
+                writes_nothing: &writes_nothing,
                 decider: &decider,
                 mirror: mirror_fn(now),
             };

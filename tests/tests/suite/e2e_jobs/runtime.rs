@@ -60,7 +60,13 @@ async fn a_job_names_its_runtime_and_only_a_driver_running_it_claims_it(s: &Test
     assert_eq!(claimed["job"]["runtime"], "codex", "{claimed}");
 
     // A job naming none is anybody's, and carries no runtime.
-    let plain = post(&a, "alpha", "Anywhere", json!({"paths": ["src/anywhere/**"]})).await;
+    let plain = post(
+        &a,
+        "alpha",
+        "Anywhere",
+        json!({"paths": ["src/anywhere/**"]}),
+    )
+    .await;
     assert!(plain.get("runtime").is_none(), "{plain}");
     let took = claim(&a, "alpha", json!(["claude-code"])).await;
     assert_eq!(took["ok"], true, "{took}");
