@@ -53,7 +53,7 @@ pub use documents::{
 };
 pub use gauges::{AgentGaugeRow, JobGaugeRow, LedgerSpendRow, PoolUsage, StoreGauges};
 pub use improve::{
-    ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
+    ImproveRunTotals, ImproveStore, SkillDeclared, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
     SkillOfferRow, SkillRow, SkillStore,
 };
 pub use intake::{IntakeChange, IntakeIssueRow, IntakeStore, NewIntakeIssue};

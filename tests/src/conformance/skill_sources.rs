@@ -88,6 +88,7 @@ fn proposal(id: &str, kind: SourceKind, source: &str) -> ProposedSkill {
             at: at(50),
         },
         spent_key: spent_key(kind, source),
+        spent_value: None,
         audits: vec![audit(
             "improve-loop",
             "skill-proposed",
