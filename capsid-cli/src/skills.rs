@@ -104,11 +104,9 @@ pub async fn run(global: &GlobalArgs, cmd: SkillsCommand) -> Result<ExitCode> {
             }
             (args, json, Shown::List)
         }
-        SkillsCommand::Show { id, json } => (
-            json!({"action": "skill", "skill": id}),
-            json,
-            Shown::One,
-        ),
+        SkillsCommand::Show { id, json } => {
+            (json!({"action": "skill", "skill": id}), json, Shown::One)
+        }
         SkillsCommand::Export {
             namespace,
             dry_run,

@@ -4,8 +4,8 @@
 //! with its body document (written through the unit's own document write, [`crate::Tx::write_document`]).
 
 use capsid_core::ports::{
-    AuditEntry, DocumentWrite, ImproveRunTotals, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
-    SkillDeclared, SkillOfferRow, SkillRow, StoreError, StoreResult, WriteGuard,
+    AuditEntry, DocumentWrite, ImproveRunTotals, SkillDeclared, SkillEditRow, SkillEvaluationRow,
+    SkillFailureRow, SkillOfferRow, SkillRow, StoreError, StoreResult, WriteGuard,
 };
 use capsid_core::time::Timestamp;
 

@@ -299,7 +299,8 @@ fn capsid_skills_export_and_import_through_the_github_app() {
                 termination_test: null\ncomposition_interface: null\n---\n\n\
                 Run the test twice.\nThen fix it.\n";
     assert_eq!(
-        gh.file("octo/alpha", "capsid-skills/alpha", COPY).as_deref(),
+        gh.file("octo/alpha", "capsid-skills/alpha", COPY)
+            .as_deref(),
         Some(want)
     );
     let pulls = gh.pulls("octo/alpha");
@@ -308,7 +309,11 @@ fn capsid_skills_export_and_import_through_the_github_app() {
 
     let again = run(&["skills", "export", "alpha"]);
     assert!(again.status.success(), "{}", text(&again));
-    assert!(text(&again).contains("nothing committed"), "{}", text(&again));
+    assert!(
+        text(&again).contains("nothing committed"),
+        "{}",
+        text(&again)
+    );
     assert_eq!(gh.pulls("octo/alpha").len(), 1);
 
     gh.merge("octo/alpha", pulls[0].0);
@@ -323,7 +328,10 @@ fn capsid_skills_export_and_import_through_the_github_app() {
     );
     let listed = run(&["skills", "list", "--status", "candidate", "--json"]);
     let answer: Value = serde_json::from_slice(&listed.stdout).expect("json");
-    assert_eq!(answer["skills"][0]["title"], "Retry a flaky test", "{answer}");
+    assert_eq!(
+        answer["skills"][0]["title"], "Retry a flaky test",
+        "{answer}"
+    );
     assert_eq!(answer["skills"].as_array().map(Vec::len), Some(1));
 
     gh.commit(
@@ -341,5 +349,9 @@ fn capsid_skills_export_and_import_through_the_github_app() {
     );
     let listed = run(&["skills", "list", "--status", "candidate", "--json"]);
     let answer: Value = serde_json::from_slice(&listed.stdout).expect("json");
-    assert_eq!(answer["skills"].as_array().map(Vec::len), Some(1), "nothing new");
+    assert_eq!(
+        answer["skills"].as_array().map(Vec::len),
+        Some(1),
+        "nothing new"
+    );
 }

@@ -183,8 +183,8 @@ pub fn parse_skill_md(text: &str) -> Result<SkillFile, String> {
         }
     };
     let body = body.strip_prefix('\n').unwrap_or(body);
-    let docs = YamlLoader::load_from_str(front)
-        .map_err(|e| format!("front matter: not YAML ({e})"))?;
+    let docs =
+        YamlLoader::load_from_str(front).map_err(|e| format!("front matter: not YAML ({e})"))?;
     let hash = match docs.as_slice() {
         [Yaml::Hash(h)] => h,
         [] => return Err("title: required, one non-empty line".into()),
@@ -258,7 +258,10 @@ mod tests {
         let back = parse_skill_md(&render_skill_md(&any)).expect("parses");
         assert_eq!(back.skill.namespaces, None);
         assert_eq!(back.skill.body, "no trailing line end\n");
-        assert!(same_skill(&back.skill, &any.skill), "trailing line ends are not a change");
+        assert!(
+            same_skill(&back.skill, &any.skill),
+            "trailing line ends are not a change"
+        );
     }
 
     #[test]
@@ -285,7 +288,10 @@ mod tests {
             (good.replace("version: 3", "version: 0"), "version"),
             (good.replace("id: \"skill_0a1b2c3d4e5f\"", "id: 7"), "id"),
             (
-                good.replace("title: \"Shrink bundles: drop \\\"dead\\\" exports\"", "title: \"\""),
+                good.replace(
+                    "title: \"Shrink bundles: drop \\\"dead\\\" exports\"",
+                    "title: \"\"",
+                ),
                 "title",
             ),
             (
@@ -304,7 +310,10 @@ mod tests {
                 "body",
             ),
             ("---\n---\nbody only\n".into(), "title"),
-            (format!("---\ntitle: t\n---\n{}", "b".repeat(SKILL_FILE_MAX_BYTES)), "file"),
+            (
+                format!("---\ntitle: t\n---\n{}", "b".repeat(SKILL_FILE_MAX_BYTES)),
+                "file",
+            ),
         ];
         for (text, field) in table {
             let why = parse_skill_md(&text).expect_err("refused");

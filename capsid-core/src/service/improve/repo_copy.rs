@@ -68,7 +68,11 @@ impl ImproveCx<'_> {
     /// The stored skill `row` as a copy would hold it (its declared fields and its body
     /// document); `None` when its body document is gone.
     async fn stored_copy(&self, row: &SkillRow) -> Result<Option<SkillProposal>> {
-        let declared = self.skills.skill_declared(&row.id).await?.unwrap_or_default();
+        let declared = self
+            .skills
+            .skill_declared(&row.id)
+            .await?
+            .unwrap_or_default();
         let body = self
             .docs
             .document(&row.source_namespace, &row.body_ref)
@@ -335,10 +339,7 @@ impl ImproveCx<'_> {
         let copies = match self.read_copies(host.as_ref(), &repo).await {
             Ok(Ok(copies)) => copies,
             Ok(Err(why)) => {
-                return Ok(refuse(
-                    name,
-                    format!("{why}; nothing was read back"),
-                ));
+                return Ok(refuse(name, format!("{why}; nothing was read back")));
             }
             Err(e) => return Ok(github(name, &e)),
         };
