@@ -73,6 +73,18 @@ pub(crate) async fn an_edited_copy_comes_back_as_a_candidate(env: &Env) {
     let w = writer(s, "skills-owner", &[NS], &["read", "write"]).await;
     let path = "skills/sk-r/SKILL.md";
 
+    // A dry run says what would be committed and writes nothing.
+    let dry = w
+        .ok(
+            "improve_run",
+            json!({"action": "export_skills", "namespace": NS, "dry_run": true}),
+        )
+        .await;
+    assert_eq!(dry["committed"], json!([path]), "{dry}");
+    assert_eq!(dry["dry_run"], true);
+    assert!(!g.branch_names(REPO).iter().any(|b| b == BRANCH));
+    assert!(g.pulls(REPO).is_empty());
+
     // The first export: one commit of the live skill only, and a pull request.
     let first = w.ok("improve_run", export()).await;
     assert_eq!(first["ok"], true, "{first}");
@@ -141,6 +153,18 @@ pub(crate) async fn an_edited_copy_comes_back_as_a_candidate(env: &Env) {
     // skill untouched.
     let edited = exported("sk-r").replace("Step three.", "Step three, twice over.");
     g.commit(REPO, "main", &[(path, Some(&edited))], "tighten step three");
+    let dry = w
+        .ok(
+            "improve_run",
+            json!({"action": "import_skills", "namespace": NS, "dry_run": true}),
+        )
+        .await;
+    assert_eq!(
+        dry["candidates"],
+        json!([{"file": path, "skill": null, "from_skill": "sk-r"}]),
+        "{dry}"
+    );
+    assert_eq!(skill_count(s).await, count, "a dry run writes nothing");
     let read = w.ok("improve_run", import()).await;
     assert_eq!(read["ok"], true, "{read}");
     let candidates = read["candidates"].as_array().expect("candidates").clone();
