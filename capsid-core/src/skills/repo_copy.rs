@@ -2,8 +2,9 @@
 //! the stored copy is what the machine acts on"): where it lives in a namespace's repository
 //! (`skills/<id>/SKILL.md`), its text (YAML front matter holding the declared fields, then the
 //! instruction body), the parse of a copy a person edited (every refusal naming the field and
-//! the rule, never a panic), when a copy says something other than the stored skill, and the
-//! settings key that spends one read-back content so it becomes a candidate once.
+//! the rule, never a panic), when a copy says something other than the stored skill, how far a
+//! caller may read one back, and the settings key that spends one read-back content so it
+//! becomes a candidate once.
 
 use serde_json::{Map, Number, Value};
 use yaml_rust2::{Yaml, YamlLoader};
@@ -11,6 +12,7 @@ use yaml_rust2::{Yaml, YamlLoader};
 use super::abstraction::{BODY_MAX_BYTES, SkillProposal, validate_proposal};
 use crate::crypto::sha256_hex;
 use crate::ports::SkillRow;
+use crate::scope::Scopes;
 
 /// The folder of the repository the copies live in, one folder per skill.
 pub const REPO_SKILLS_DIR: &str = "skills";
@@ -99,6 +101,26 @@ pub fn same_skill(copy: &SkillProposal, stored: &SkillProposal) -> bool {
         && copy.termination_test == stored.termination_test
         && copy.composition_interface == stored.composition_interface
         && body(copy) == body(stored)
+}
+
+/// Whether `scopes` may read back a copy whose skill applies in `skill.namespaces`: a candidate
+/// is offered wherever its namespaces admit it, so a caller narrowed to some namespaces may
+/// not make one that reaches beyond them (no `namespaces`, meaning any, needs `*`). The
+/// refusal names the field.
+pub fn read_back_reach(scopes: &Scopes, skill: &SkillProposal) -> Result<(), String> {
+    let held = scopes.namespaces.describe();
+    match &skill.namespaces {
+        None if !scopes.reaches_every_namespace() => Err(format!(
+            "namespaces: absent means every namespace, beyond this caller's namespaces ({held}); name them"
+        )),
+        Some(list) => match list.iter().find(|n| !scopes.namespaces.allows(n)) {
+            Some(n) => Err(format!(
+                "namespaces: {n} is outside this caller's namespaces ({held})"
+            )),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    }
 }
 
 fn scalar(value: Option<&str>) -> String {
@@ -341,6 +363,30 @@ mod tests {
             change(&mut other);
             assert!(!same_skill(&other, &base), "{other:?}");
         }
+    }
+
+    #[test]
+    fn a_narrowed_caller_reads_back_only_within_its_namespaces() {
+        let scopes = |ns: &[&str]| {
+            let namespaces = if ns == ["*"] {
+                crate::scope::Axis::All
+            } else {
+                crate::scope::Axis::Only(ns.iter().map(|n| (*n).to_owned()).collect())
+            };
+            Scopes::mint_defaults(namespaces)
+        };
+        let mut s = skill();
+        assert_eq!(read_back_reach(&scopes(&["proj", "site"]), &s), Ok(()));
+        assert_eq!(read_back_reach(&scopes(&["*"]), &s), Ok(()));
+        let why = read_back_reach(&scopes(&["proj"]), &s).expect_err("site is not held");
+        assert!(why.starts_with("namespaces: site is outside"), "{why}");
+        s.namespaces = None;
+        assert_eq!(read_back_reach(&scopes(&["*"]), &s), Ok(()));
+        let why = read_back_reach(&scopes(&["proj", "site"]), &s).expect_err("any is not held");
+        assert!(
+            why.starts_with("namespaces: absent means every namespace"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //! every `skills/*/SKILL.md` on the default branch: a copy that says what its stored skill says
 //! is left, one that differs (or names no skill) becomes a `candidate` through the proposal
 //! path (the row, its body document, its read-back marker and its audit row in one unit),
-//! never live; a malformed copy refuses the whole call naming the file and the field, and
-//! nothing is written.
+//! never live; a malformed copy, or one whose skill would apply beyond the caller's
+//! namespaces, refuses the whole call naming the file and the field, and nothing is written.
 
 use serde_json::json;
 
@@ -27,11 +27,11 @@ use crate::skills::SkillStatus;
 use crate::skills::abstraction::{SkillProposal, new_skill_id, skill_body_path};
 use crate::skills::repo_copy::{
     REPO_SKILLS_DIR, SKILL_FILE, SKILL_FILES_MAX, SkillFile, export_branch, parse_skill_md,
-    read_back_key, render_skill_md, same_skill, skill_file_path, stored_skill,
+    read_back_key, read_back_reach, render_skill_md, same_skill, skill_file_path, stored_skill,
 };
 
 /// A copy to write: its path and text.
-struct Copy {
+struct RenderedCopy {
     path: String,
     text: String,
 }
@@ -123,7 +123,7 @@ impl ImproveCx<'_> {
                     ),
                 ));
             };
-            copies.push(Copy {
+            copies.push(RenderedCopy {
                 path: skill_file_path(&row.id),
                 text: render_skill_md(&SkillFile {
                     id: Some(row.id.clone()),
@@ -369,6 +369,16 @@ impl ImproveCx<'_> {
                 Some(stored) if same_skill(&c.file.skill, &stored) => unchanged.push(c.path),
                 _ => differing.push(c),
             }
+        }
+        if let Some((path, why)) = differing.iter().find_map(|c| {
+            read_back_reach(&caller.scopes, &c.file.skill)
+                .err()
+                .map(|why| (&c.path, why))
+        }) {
+            return Ok(refuse(
+                name,
+                format!("{path}: {why}; nothing was read back"),
+            ));
         }
         let mut answer = SkillsReadBack {
             ok: true,

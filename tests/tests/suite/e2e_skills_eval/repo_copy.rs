@@ -5,7 +5,8 @@
 //! its skill says and reads an edited one back as a candidate (once, however often it is
 //! read), which the evaluation cycle then probes and makes live; a malformed copy or one
 //! naming another namespace's skill is refused naming the file and the field, and nothing is
-//! written; a caller without the namespace's write scope is refused by the one check.
+//! written, as is a copy whose skill would be offered beyond the caller's namespaces; a caller
+//! without the namespace's write scope is refused by the one check.
 
 use capsid_core::ports::AuditFilter;
 use capsid_tests::server::{Client, TestServer};
@@ -15,16 +16,17 @@ use super::{BODY, Env, NS, REPO, audit, dispatch_of, later_days, row, score, ski
 
 const BRANCH: &str = "capsid-skills/proj";
 
-/// The copy `export_skills` writes of a skill made by [`skill`] and made live.
+/// The copy `export_skills` writes of a skill made by [`live_skill`].
 fn exported(id: &str) -> String {
     format!(
         "---\nid: \"{id}\"\nversion: 1\ntitle: \"Skill {id}\"\ntrigger_condition: \"flaky test\"\n\
-         namespaces: null\ntermination_test: null\ncomposition_interface: null\n---\n\n{BODY}\n"
+         namespaces: [\"proj\"]\ntermination_test: null\ncomposition_interface: null\n---\n\n{BODY}\n"
     )
 }
 
+/// A live skill of `proj` that applies there only.
 async fn live_skill(s: &TestServer, id: &str) {
-    skill(s, id, None).await;
+    skill(s, id, Some(r#"["proj"]"#)).await;
     let now = s.service.now();
     let moved = s
         .store
@@ -276,7 +278,17 @@ pub(crate) async fn a_malformed_copy_is_refused_whole(env: &Env) {
         &[("skills/sk-m/SKILL.md", Some(&exported("sk-m")))],
         "fixed",
     );
-    let read = w.ok("improve_run", import()).await;
+    // The copy written from scratch names no namespaces, so it would be offered in every
+    // one: beyond a caller narrowed to proj, and refused naming the field.
+    let narrow = w.ok("improve_run", import()).await;
+    let why = narrow["refusal"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("skills/a-new/SKILL.md: namespaces: absent means every namespace"),
+        "{narrow}"
+    );
+    assert_eq!(skill_count(s).await, count);
+    let owner = writer(s, "every-ns-owner", &["*"], &["read", "write"]).await;
+    let read = owner.ok("improve_run", import()).await;
     assert_eq!(read["unchanged"], json!(["skills/sk-m/SKILL.md"]), "{read}");
     assert_eq!(read["candidates"][0]["file"], "skills/a-new/SKILL.md");
     assert_eq!(read["candidates"][0]["from_skill"], Value::Null);
