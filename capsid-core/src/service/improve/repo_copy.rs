@@ -3,7 +3,8 @@
 //! `skills/<id>/SKILL.md` (`skills::repo_copy`) to the branch `capsid-skills/<ns>` of the
 //! namespace's repository through the GitHub App and opens a pull request, or adds to the one
 //! open for that branch; a copy already on the default branch (or the branch) as rendered is
-//! not committed again, so nothing changed commits nothing and says so. `import_skills` reads
+//! not committed again, so nothing changed commits nothing and says so, and a copy a person
+//! edited there and nobody read back yet is not overwritten. `import_skills` reads
 //! every `skills/*/SKILL.md` on the default branch: a copy that says what its stored skill says
 //! is left, one that differs (or names no skill) becomes a `candidate` through the proposal
 //! path (the row, its body document, its read-back marker and its audit row in one unit),
@@ -140,11 +141,27 @@ impl ImproveCx<'_> {
         };
         let default = facts.default_branch;
         // What the default branch does not already hold as rendered.
+        // A copy a person edited on the default branch and nobody read back yet is left as it
+        // is: overwriting it would lose the edit before it became a candidate.
         let mut changed = Vec::new();
+        let mut unread = Vec::new();
+        let now = self.now();
         for c in copies {
             match text_on(host, &repo, &c.path, None).await {
                 Ok(Some((text, _))) if text == c.text => {}
-                Ok(_) => changed.push(c),
+                Ok(Some((text, _))) => match parse_skill_md(&text) {
+                    Ok(edited)
+                        if self
+                            .settings
+                            .setting(&read_back_key(ns, &edited.skill), now)
+                            .await?
+                            .is_none() =>
+                    {
+                        unread.push(c.path);
+                    }
+                    _ => changed.push(c),
+                },
+                Ok(None) => changed.push(c),
                 Err(e) => return Ok(github(name, &e)),
             }
         }
@@ -159,13 +176,20 @@ impl ImproveCx<'_> {
             committed: Vec::new(),
             pull_request: None,
             pull: "none",
+            unread,
             dry_run: dry,
             note: String::new(),
         };
         if changed.is_empty() {
-            answer.note = format!(
-                "the default branch {default} already holds every live skill of {ns} as stored: nothing committed"
-            );
+            answer.note = if answer.unread.is_empty() {
+                format!(
+                    "the default branch {default} already holds every live skill of {ns} as stored: nothing committed"
+                )
+            } else {
+                format!(
+                    "nothing committed: the copies on {default} that differ were edited and not read back yet (import_skills first)"
+                )
+            };
             return Ok(answer.into());
         }
         if dry {

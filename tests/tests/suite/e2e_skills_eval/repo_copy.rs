@@ -155,6 +155,11 @@ pub(crate) async fn an_edited_copy_comes_back_as_a_candidate(env: &Env) {
     // skill untouched.
     let edited = exported("sk-r").replace("Step three.", "Step three, twice over.");
     g.commit(REPO, "main", &[(path, Some(&edited))], "tighten step three");
+    // Not read back yet: the export leaves the person's edit alone.
+    let unread = w.ok("improve_run", export()).await;
+    assert_eq!(unread["unread"], json!([path]), "{unread}");
+    assert_eq!(unread["committed"], json!([]));
+    assert_eq!(g.pulls(REPO).len(), 1);
     let dry = w
         .ok(
             "improve_run",
@@ -206,6 +211,17 @@ pub(crate) async fn an_edited_copy_comes_back_as_a_candidate(env: &Env) {
     assert_eq!(twice["candidates"], json!([]), "{twice}");
     assert_eq!(twice["already"], json!([{"file": path, "skill": id}]));
     assert_eq!(skill_count(s).await, count + 1);
+
+    // Read back, the edit is a candidate's; the export writes the live skill as stored again,
+    // in a new pull request a person reviews.
+    let after = w.ok("improve_run", export()).await;
+    assert_eq!(after["unread"], json!([]), "{after}");
+    assert_eq!(after["committed"], json!([path]));
+    assert_eq!(after["pull"], "opened");
+    assert_eq!(
+        g.file(REPO, BRANCH, path).as_deref(),
+        Some(exported("sk-r").as_str())
+    );
 
     // The candidate goes live the way every candidate does: two positive evaluations.
     for want in ["candidate", "live"] {

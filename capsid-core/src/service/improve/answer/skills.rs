@@ -222,6 +222,9 @@ pub struct SkillsExported {
     pub pull_request: Option<u64>,
     /// `opened`, `updated` (new commits on the open one), `unchanged` or `none`.
     pub pull: &'static str,
+    /// Copies on the default branch that a person edited and nobody read back yet: left as
+    /// they are (`import_skills` reads them back first).
+    pub unread: Vec<String>,
     /// Whether nothing was written.
     pub dry_run: bool,
     /// What happened, in a sentence.
