@@ -1,14 +1,15 @@
 //! The real binary: `capsid skills list [--status] [--namespace]` lists the skills in the
 //! SQLite file the CLI holds, and `capsid skills show <id>` shows one with its evaluations,
 //! edits and failure notes; an unknown id or status is refused (exit 2). `capsid skills export`
-//! and `import` carry the skills' repository copy through the GitHub App (the fake on loopback).
+//! and `import` carry the skills' repository copy through the GitHub App (the fake on loopback),
+//! on the SQLite file and on a Postgres database.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use capsid_core::ports::{
-    AuditEntry, DocumentStore, DocumentWrite, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
-    SkillRow, SkillStore, WriteGuard,
+    AuditEntry, DocumentWrite, SkillEditRow, SkillEvaluationRow, SkillFailureRow, SkillRow,
+    SkillStore, WriteGuard,
 };
 use capsid_core::time::Timestamp;
 use capsid_store_sqlite::SqliteStore;
@@ -202,12 +203,12 @@ async fn capsid_skills_list_and_show() {
     assert!(text(&bad).contains("status must be"), "{}", text(&bad));
 }
 
-/// `capsid` with the GitHub App pointed at the fake GitHub on loopback.
-fn capsid_app(data: &Path, api_url: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_capsid"))
-        .args(args)
+/// `capsid` with the GitHub App pointed at the fake GitHub on loopback, over the SQLite file in
+/// `data` or, given, the Postgres database at `database`.
+fn capsid_app(data: &Path, database: Option<&str>, api_url: &str, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_capsid"));
+    cmd.args(args)
         .env("CAPSID_DATA_DIR", data)
-        .env_remove("CAPSID_DATABASE_URL")
         .env_remove("CAPSID_SIGNING_SECRET")
         .env(
             "CAPSID_GITHUB_APP_CLIENT_ID",
@@ -218,16 +219,17 @@ fn capsid_app(data: &Path, api_url: &str, args: &[&str]) -> Output {
             &capsid_tests::fake_github::test_key().private_pem,
         )
         .env("CAPSID_GITHUB_API_URL", api_url)
-        .env("CAPSID_LOG", "warn")
-        .output()
-        .expect("run capsid")
+        .env("CAPSID_LOG", "warn");
+    match database {
+        Some(url) => cmd.env("CAPSID_DATABASE_URL", url),
+        None => cmd.env_remove("CAPSID_DATABASE_URL"),
+    };
+    cmd.output().expect("run capsid")
 }
 
 const COPY: &str = "skills/sk-copy/SKILL.md";
 
-async fn seed_live_copy(data: &Path) {
-    let url = format!("sqlite://{}", data.join("capsid.db").display());
-    let store = SqliteStore::open(&url).await.expect("open the store");
+async fn seed_live_copy(store: &dyn capsid_core::ports::Store) {
     let at = Timestamp::from_millis(1_800_000_000_000);
     store
         .write_document(
@@ -268,27 +270,51 @@ async fn seed_live_copy(data: &Path) {
         .expect("insert");
 }
 
-/// The real binary: `capsid skills export alpha` commits the live skill's copy through the
-/// GitHub App and opens a pull request, again commits nothing; after a person's edit on the
-/// default branch `capsid skills import alpha` reads it back as a candidate, and a malformed
-/// copy is refused (exit 2) naming the file and the field.
-#[test]
-fn capsid_skills_export_and_import_through_the_github_app() {
+/// The real binary on either store: `capsid skills export alpha` commits the live skill's copy
+/// through the GitHub App and opens a pull request, again commits nothing; after a person's
+/// edit on the default branch `capsid skills import alpha` reads it back as a candidate, and a
+/// malformed copy is refused (exit 2) naming the file and the field.
+fn export_and_import(postgres: bool) {
     capsid_http::install_tls_provider();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
+    let database = if postgres {
+        match runtime.block_on(capsid_tests::harness::fresh_database(
+            "skills_export_import",
+        )) {
+            Some(db) => Some(db),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let url = database.as_ref().map(|(_, url)| url.clone());
     let gh = runtime.block_on(capsid_tests::fake_github::FakeGitHub::start());
     gh.add_repo("octo/alpha", &[("README.md", "# alpha\n")]);
     let dir = tempfile::tempdir().expect("a folder");
     let data = dir.path().join("data");
-    let run = |args: &[&str]| capsid_app(&data, &gh.url, args);
-    assert!(run(&["migrate"]).status.success());
+    let run = |args: &[&str]| capsid_app(&data, url.as_deref(), &gh.url, args);
+    let migrated = run(&["migrate"]);
+    assert!(migrated.status.success(), "{}", text(&migrated));
     let registered = run(&["namespaces", "register", "alpha", "--repo", "octo/alpha"]);
     assert!(registered.status.success(), "{}", text(&registered));
-    runtime.block_on(seed_live_copy(&data));
+    runtime.block_on(async {
+        let store: std::sync::Arc<dyn capsid_core::ports::Store> = match &url {
+            Some(url) => std::sync::Arc::new(
+                capsid_store_postgres::PgStore::connect(url)
+                    .await
+                    .expect("connect"),
+            ),
+            None => {
+                let file = format!("sqlite://{}", data.join("capsid.db").display());
+                std::sync::Arc::new(SqliteStore::open(&file).await.expect("open the store"))
+            }
+        };
+        seed_live_copy(store.as_ref()).await;
+    });
 
     let exported = run(&["skills", "export", "alpha", "--json"]);
     assert!(exported.status.success(), "{}", text(&exported));
@@ -354,4 +380,17 @@ fn capsid_skills_export_and_import_through_the_github_app() {
         Some(1),
         "nothing new"
     );
+    if let Some((db, _)) = database {
+        runtime.block_on(db.remove());
+    }
+}
+
+#[test]
+fn capsid_skills_export_and_import_through_the_github_app_sqlite() {
+    export_and_import(false);
+}
+
+#[test]
+fn capsid_skills_export_and_import_through_the_github_app_postgres() {
+    export_and_import(true);
 }
