@@ -14,8 +14,8 @@
 use serde_json::json;
 
 use super::{
-    ImproveCx, ImproveRunAnswer, ReadBackCandidate, ReadBackSeen, SkillsExported, SkillsReadBack,
-    refuse,
+    ExportPull, ImproveCx, ImproveRunAnswer, ReadBackCandidate, ReadBackSeen, SkillsExported,
+    SkillsReadBack, refuse,
 };
 use crate::caller::Caller;
 use crate::error::Result;
@@ -175,7 +175,7 @@ impl ImproveCx<'_> {
             files,
             committed: Vec::new(),
             pull_request: None,
-            pull: "none",
+            pull: ExportPull::NotNeeded,
             unread,
             dry_run: dry,
             note: String::new(),
@@ -242,8 +242,8 @@ impl ImproveCx<'_> {
             answer.committed.push(c.path.clone());
         }
         let (number, url, pull) = match open {
-            Some(p) if answer.committed.is_empty() => (p.number, p.url, "unchanged"),
-            Some(p) => (p.number, p.url, "updated"),
+            Some(p) if answer.committed.is_empty() => (p.number, p.url, ExportPull::Unchanged),
+            Some(p) => (p.number, p.url, ExportPull::Updated),
             None => {
                 let body = format!(
                     "The live skills of `{ns}` as Capsid stores them, one `skills/<id>/SKILL.md` each \
@@ -268,7 +268,7 @@ impl ImproveCx<'_> {
                     )
                     .await
                 {
-                    Ok(p) => (p.number, p.url, "opened"),
+                    Ok(p) => (p.number, p.url, ExportPull::Opened),
                     Err(e) => return Ok(github(name, &e)),
                 }
             }
@@ -279,16 +279,17 @@ impl ImproveCx<'_> {
             format!("pull request #{number} already holds every change: nothing committed")
         } else {
             format!(
-                "{} cop{} committed to {branch}; pull request #{number} {pull}",
+                "{} cop{} committed to {branch}; pull request #{number} {}",
                 answer.committed.len(),
                 if answer.committed.len() == 1 {
                     "y"
                 } else {
                     "ies"
-                }
+                },
+                pull.name()
             )
         };
-        if !answer.committed.is_empty() || pull == "opened" {
+        if !answer.committed.is_empty() || pull == ExportPull::Opened {
             self.audit_log
                 .append_audit(self.audit(
                     caller,
@@ -296,7 +297,7 @@ impl ImproveCx<'_> {
                     Some(ns),
                     None,
                     json!({"repository": answer.repository, "branch": branch,
-                           "committed": answer.committed, "pull_request": number, "pull": pull,
+                           "committed": answer.committed, "pull_request": number, "pull": pull.name(),
                            "url": url}),
                 ))
                 .await?;

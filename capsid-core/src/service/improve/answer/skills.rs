@@ -220,8 +220,8 @@ pub struct SkillsExported {
     pub committed: Vec<String>,
     /// The pull request carrying them, when there is one.
     pub pull_request: Option<u64>,
-    /// `opened`, `updated` (new commits on the open one), `unchanged` or `none`.
-    pub pull: &'static str,
+    /// What happened to the pull request.
+    pub pull: ExportPull,
     /// Copies on the default branch that a person edited and nobody read back yet: left as
     /// they are (`import_skills` reads them back first).
     pub unread: Vec<String>,
@@ -229,6 +229,33 @@ pub struct SkillsExported {
     pub dry_run: bool,
     /// What happened, in a sentence.
     pub note: String,
+}
+
+/// What an export did to its pull request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportPull {
+    /// Opened one.
+    Opened,
+    /// Added commits to the one open.
+    Updated,
+    /// The one open already held every change.
+    Unchanged,
+    /// None: nothing to propose (or a dry run).
+    #[serde(rename = "none")]
+    NotNeeded,
+}
+
+impl ExportPull {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportPull::Opened => "opened",
+            ExportPull::Updated => "updated",
+            ExportPull::Unchanged => "unchanged",
+            ExportPull::NotNeeded => "none",
+        }
+    }
 }
 
 /// `import_skills`: the repository's copies read back.
