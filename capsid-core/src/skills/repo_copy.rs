@@ -310,6 +310,17 @@ mod tests {
             (good.replace("version: 3", "version: 0"), "version"),
             (good.replace("id: \"skill_0a1b2c3d4e5f\"", "id: 7"), "id"),
             (
+                good.replace("id: \"skill_0a1b2c3d4e5f\"", "id: \" \""),
+                "id",
+            ),
+            (
+                good.replace(
+                    "id: \"skill_0a1b2c3d4e5f\"",
+                    &format!("id: {}", "s".repeat(65)),
+                ),
+                "id",
+            ),
+            (
                 good.replace(
                     "title: \"Shrink bundles: drop \\\"dead\\\" exports\"",
                     "title: \"\"",
@@ -344,6 +355,24 @@ mod tests {
                 "{field} wanted, got {why:?} for {text:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_bounds_themselves_are_allowed() {
+        // A YAML comment pads the front matter so the file is exactly at its bound, the body
+        // at its own.
+        let head = "---\nid: ";
+        let id = "s".repeat(64);
+        let rest = "\ntitle: t\ntrigger_condition: x\n# ";
+        let tail = "\n---\n";
+        let body = "b".repeat(BODY_MAX_BYTES);
+        let pad =
+            SKILL_FILE_MAX_BYTES - head.len() - id.len() - rest.len() - tail.len() - body.len();
+        let text = format!("{head}{id}{rest}{}{tail}{body}", "p".repeat(pad));
+        assert_eq!(text.len(), SKILL_FILE_MAX_BYTES);
+        let f = parse_skill_md(&text).expect("at the bounds");
+        assert_eq!(f.id.as_deref(), Some(id.as_str()));
+        assert_eq!(f.skill.body.len(), BODY_MAX_BYTES);
     }
 
     #[test]
