@@ -98,7 +98,8 @@ enum Command {
     /// The self-improvement loop's and autonomy's settings (the roster).
     #[command(subcommand)]
     Improve(improve::ImproveCommand),
-    /// The loop's skills: list them, or show one with its evidence.
+    /// The loop's skills: list them, show one with its evidence, or export and import their
+    /// repository copy (skills/<id>/SKILL.md).
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
     /// The admin console: `login` prints a one-time sign-in link for the local owner.

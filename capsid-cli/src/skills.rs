@@ -1,6 +1,8 @@
 //! `capsid skills list [--status S] [--namespace NS]` and `capsid skills show <id>`: the
 //! skills and one skill's evidence, through `improve_run` (actions `skills` and `skill`) as
-//! the CLI's admin caller, over the database the CLI holds.
+//! the CLI's admin caller, over the database the CLI holds; `capsid skills export <ns>` and
+//! `capsid skills import <ns>`: the namespace's skills' repository copy (actions
+//! `export_skills` and `import_skills`), through the GitHub App the environment configures.
 
 use std::process::ExitCode;
 
@@ -8,7 +10,7 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-use crate::admin::{call_improve, finish};
+use crate::admin::{call, finish, service};
 use crate::config::GlobalArgs;
 
 /// `capsid skills`.
@@ -34,6 +36,39 @@ pub enum SkillsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write the namespace's live skills to its repository as skills/<id>/SKILL.md, through a
+    /// pull request (nothing is committed when the repository already holds them).
+    Export {
+        /// The namespace.
+        namespace: String,
+        /// Say what would be committed; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read the repository's skills/*/SKILL.md back: each copy that differs from its skill
+    /// becomes a candidate (never live).
+    Import {
+        /// The namespace.
+        namespace: String,
+        /// Say what would be read back; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What one `skills` call prints.
+#[derive(Clone, Copy)]
+enum Shown {
+    List,
+    One,
+    Exported,
+    ReadBack,
 }
 
 fn line(s: &Value) -> String {
@@ -54,7 +89,7 @@ fn count(v: &Value, key: &str) -> usize {
 
 /// Runs `capsid skills`.
 pub async fn run(global: &GlobalArgs, cmd: SkillsCommand) -> Result<ExitCode> {
-    let (args, json_out, show) = match cmd {
+    let (args, json_out, shown) = match cmd {
         SkillsCommand::List {
             status,
             namespace,
@@ -67,19 +102,77 @@ pub async fn run(global: &GlobalArgs, cmd: SkillsCommand) -> Result<ExitCode> {
             if let Some(n) = namespace {
                 args["namespace"] = json!(n);
             }
-            (args, json, false)
+            (args, json, Shown::List)
         }
-        SkillsCommand::Show { id, json } => (json!({"action": "skill", "skill": id}), json, true),
+        SkillsCommand::Show { id, json } => {
+            (json!({"action": "skill", "skill": id}), json, Shown::One)
+        }
+        SkillsCommand::Export {
+            namespace,
+            dry_run,
+            json,
+        } => (
+            json!({"action": "export_skills", "namespace": namespace, "dry_run": dry_run}),
+            json,
+            Shown::Exported,
+        ),
+        SkillsCommand::Import {
+            namespace,
+            dry_run,
+            json,
+        } => (
+            json!({"action": "import_skills", "namespace": namespace, "dry_run": dry_run}),
+            json,
+            Shown::ReadBack,
+        ),
     };
-    let answer = match call_improve(global, args).await? {
+    let mut service = service(global).await?;
+    if matches!(shown, Shown::Exported | Shown::ReadBack)
+        && let Some(app) = crate::config::github_app()?
+    {
+        service = service.with_repo_host(std::sync::Arc::new(app));
+    }
+    let answer = match call(&service, "improve_run", args).await? {
         Ok(v) => v,
         Err(message) => {
             eprintln!("refused: {message}");
             return Ok(ExitCode::from(2));
         }
     };
-    Ok(finish(answer, json_out, |v| {
-        if show {
+    Ok(finish(answer, json_out, |v| match shown {
+        Shown::Exported => {
+            let mut out = vec![v["note"].as_str().unwrap_or("").to_owned()];
+            for f in v["committed"].as_array().into_iter().flatten() {
+                out.push(format!("  committed {}", f.as_str().unwrap_or("")));
+            }
+            out.join("\n")
+        }
+        Shown::ReadBack => {
+            let mut out = Vec::new();
+            for c in v["candidates"].as_array().into_iter().flatten() {
+                out.push(format!(
+                    "candidate {} from {}",
+                    c["skill"].as_str().unwrap_or("(dry run)"),
+                    c["file"].as_str().unwrap_or("")
+                ));
+            }
+            for c in v["already"].as_array().into_iter().flatten() {
+                out.push(format!(
+                    "already read back as {}: {}",
+                    c["skill"].as_str().unwrap_or("?"),
+                    c["file"].as_str().unwrap_or("")
+                ));
+            }
+            for f in v["unchanged"].as_array().into_iter().flatten() {
+                out.push(format!("unchanged {}", f.as_str().unwrap_or("")));
+            }
+            if out.is_empty() {
+                "no skill copies in the repository".to_owned()
+            } else {
+                out.join("\n")
+            }
+        }
+        Shown::One => {
             let s = &v["skill"];
             let mut out = vec![
                 line(s),
@@ -100,7 +193,8 @@ pub async fn run(global: &GlobalArgs, cmd: SkillsCommand) -> Result<ExitCode> {
                 ));
             }
             out.join("\n")
-        } else {
+        }
+        Shown::List => {
             let rows: Vec<String> = v["skills"]
                 .as_array()
                 .into_iter()

@@ -32,6 +32,8 @@ const INSERT: &str = "INSERT INTO improve_skills (id, source_namespace, title, b
      composition_interface, source_attempt, source_job) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
      ON CONFLICT DO NOTHING RETURNING id";
+/// A read-back's marker, set in the unit; a second insert of the same key is a conflict.
+const MARK_SPENT: &str = "INSERT INTO settings (key, value, expires_at) VALUES ($1, $2, NULL)";
 const ID_TAKEN: &str = "SELECT COUNT(*) AS n FROM improve_skills WHERE id = $1";
 
 fn attempt(row: &Row) -> Result<SkillSource, sqlx::Error> {
@@ -129,6 +131,10 @@ pub async fn insert_proposed_skill(
             return Ok(Proposed::Spent);
         }
         tx.write_document(&p.body, &WriteGuard::Create).await?;
+        if let Some(value) = &p.spent_value {
+            tx.execute(Stmt::new(MARK_SPENT).bind(&p.spent_key).bind(value))
+                .await?;
+        }
         for entry in &p.audits {
             crate::audit::insert(&mut *tx, entry).await?;
         }

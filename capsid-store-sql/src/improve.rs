@@ -4,8 +4,8 @@
 //! with its body document (written through the unit's own document write, [`crate::Tx::write_document`]).
 
 use capsid_core::ports::{
-    AuditEntry, DocumentWrite, ImproveRunTotals, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
-    SkillOfferRow, SkillRow, StoreError, StoreResult, WriteGuard,
+    AuditEntry, DocumentWrite, ImproveRunTotals, SkillDeclared, SkillEditRow, SkillEvaluationRow,
+    SkillFailureRow, SkillOfferRow, SkillRow, StoreError, StoreResult, WriteGuard,
 };
 use capsid_core::time::Timestamp;
 
@@ -232,6 +232,21 @@ pub async fn skills_in(engine: &impl Engine, statuses: &[&str]) -> StoreResult<V
 pub async fn skill_by_id(engine: &impl Engine, id: &str) -> StoreResult<Option<SkillRow>> {
     let stmt = Stmt::new(format!("{SKILLS} WHERE id = $1")).bind(id);
     Ok(read_all(engine, stmt, skill).await?.pop())
+}
+
+/// `SkillStore::skill_declared`.
+pub async fn skill_declared(engine: &impl Engine, id: &str) -> StoreResult<Option<SkillDeclared>> {
+    let stmt = Stmt::new(
+        "SELECT termination_test, composition_interface FROM improve_skills WHERE id = $1",
+    )
+    .bind(id);
+    let declared = |row: &Row| -> Result<SkillDeclared, sqlx::Error> {
+        Ok(SkillDeclared {
+            termination_test: row.opt_text("termination_test")?,
+            composition_interface: row.opt_text("composition_interface")?,
+        })
+    };
+    Ok(read_all(engine, stmt, declared).await?.pop())
 }
 
 /// `SkillStore::record_evaluation`.

@@ -523,6 +523,12 @@ macro_rules! sql_ports {
                 async fn skill(&self, id: &str) -> StoreResult<Option<SkillRow>> {
                     $crate::improve::skill_by_id(self, id).await
                 }
+                async fn skill_declared(
+                    &self,
+                    id: &str,
+                ) -> StoreResult<Option<capsid_core::ports::SkillDeclared>> {
+                    $crate::improve::skill_declared(self, id).await
+                }
                 async fn record_skill_edit(
                     &self,
                     edit: SkillEditRow,

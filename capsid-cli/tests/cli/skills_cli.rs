@@ -1,12 +1,15 @@
 //! The real binary: `capsid skills list [--status] [--namespace]` lists the skills in the
 //! SQLite file the CLI holds, and `capsid skills show <id>` shows one with its evaluations,
-//! edits and failure notes; an unknown id or status is refused (exit 2).
+//! edits and failure notes; an unknown id or status is refused (exit 2). `capsid skills export`
+//! and `import` carry the skills' repository copy through the GitHub App (the fake on loopback),
+//! on the SQLite file and on a Postgres database.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use capsid_core::ports::{
-    AuditEntry, SkillEditRow, SkillEvaluationRow, SkillFailureRow, SkillRow, SkillStore,
+    AuditEntry, DocumentWrite, SkillEditRow, SkillEvaluationRow, SkillFailureRow, SkillRow,
+    SkillStore, WriteGuard,
 };
 use capsid_core::time::Timestamp;
 use capsid_store_sqlite::SqliteStore;
@@ -198,4 +201,196 @@ async fn capsid_skills_list_and_show() {
     let bad = capsid(&data, &["skills", "list", "--status", "archived"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
     assert!(text(&bad).contains("status must be"), "{}", text(&bad));
+}
+
+/// `capsid` with the GitHub App pointed at the fake GitHub on loopback, over the SQLite file in
+/// `data` or, given, the Postgres database at `database`.
+fn capsid_app(data: &Path, database: Option<&str>, api_url: &str, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_capsid"));
+    cmd.args(args)
+        .env("CAPSID_DATA_DIR", data)
+        .env_remove("CAPSID_SIGNING_SECRET")
+        .env(
+            "CAPSID_GITHUB_APP_CLIENT_ID",
+            capsid_tests::fake_github::CLIENT_ID,
+        )
+        .env(
+            "CAPSID_GITHUB_APP_PRIVATE_KEY",
+            &capsid_tests::fake_github::test_key().private_pem,
+        )
+        .env("CAPSID_GITHUB_API_URL", api_url)
+        .env("CAPSID_LOG", "warn");
+    match database {
+        Some(url) => cmd.env("CAPSID_DATABASE_URL", url),
+        None => cmd.env_remove("CAPSID_DATABASE_URL"),
+    };
+    cmd.output().expect("run capsid")
+}
+
+const COPY: &str = "skills/sk-copy/SKILL.md";
+
+async fn seed_live_copy(store: &dyn capsid_core::ports::Store) {
+    let at = Timestamp::from_millis(1_800_000_000_000);
+    store
+        .write_document(
+            DocumentWrite {
+                namespace: "alpha".into(),
+                path: "improve/skills/sk-copy.md".into(),
+                title: Some("Copy".into()),
+                body: Some("Run the test twice.\nThen fix it.".into()),
+                doc_type: None,
+                status: None,
+                tags: None,
+                links: None,
+                at,
+            },
+            WriteGuard::Upsert,
+            vec![],
+        )
+        .await
+        .expect("body");
+    store
+        .insert_skill(
+            SkillRow {
+                id: "sk-copy".into(),
+                source_namespace: "alpha".into(),
+                title: "Retry a flaky test".into(),
+                body_ref: "improve/skills/sk-copy.md".into(),
+                version: 2,
+                status: "live".into(),
+                wins: 0,
+                losses: 0,
+                trigger_condition: Some("a flaky test".into()),
+                namespaces: Some(r#"["alpha"]"#.into()),
+            },
+            at,
+            audit("skill-added", "sk-copy", at),
+        )
+        .await
+        .expect("insert");
+}
+
+/// The real binary on either store: `capsid skills export alpha` commits the live skill's copy
+/// through the GitHub App and opens a pull request, again commits nothing; after a person's
+/// edit on the default branch `capsid skills import alpha` reads it back as a candidate, and a
+/// malformed copy is refused (exit 2) naming the file and the field.
+fn export_and_import(postgres: bool) {
+    capsid_http::install_tls_provider();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let database = if postgres {
+        match runtime.block_on(capsid_tests::harness::fresh_database(
+            "skills_export_import",
+        )) {
+            Some(db) => Some(db),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let url = database.as_ref().map(|(_, url)| url.clone());
+    let gh = runtime.block_on(capsid_tests::fake_github::FakeGitHub::start());
+    gh.add_repo("octo/alpha", &[("README.md", "# alpha\n")]);
+    let dir = tempfile::tempdir().expect("a folder");
+    let data = dir.path().join("data");
+    let run = |args: &[&str]| capsid_app(&data, url.as_deref(), &gh.url, args);
+    let migrated = run(&["migrate"]);
+    assert!(migrated.status.success(), "{}", text(&migrated));
+    let registered = run(&["namespaces", "register", "alpha", "--repo", "octo/alpha"]);
+    assert!(registered.status.success(), "{}", text(&registered));
+    runtime.block_on(async {
+        let store: std::sync::Arc<dyn capsid_core::ports::Store> = match &url {
+            Some(url) => std::sync::Arc::new(
+                capsid_store_postgres::PgStore::connect(url)
+                    .await
+                    .expect("connect"),
+            ),
+            None => {
+                let file = format!("sqlite://{}", data.join("capsid.db").display());
+                std::sync::Arc::new(SqliteStore::open(&file).await.expect("open the store"))
+            }
+        };
+        seed_live_copy(store.as_ref()).await;
+    });
+
+    let exported = run(&["skills", "export", "alpha", "--json"]);
+    assert!(exported.status.success(), "{}", text(&exported));
+    let answer: Value = serde_json::from_slice(&exported.stdout).expect("json");
+    assert_eq!(answer["pull"], "opened", "{answer}");
+    let want = "---\nid: \"sk-copy\"\nversion: 2\ntitle: \"Retry a flaky test\"\n\
+                trigger_condition: \"a flaky test\"\nnamespaces: [\"alpha\"]\n\
+                termination_test: null\ncomposition_interface: null\n---\n\n\
+                Run the test twice.\nThen fix it.\n";
+    assert_eq!(
+        gh.file("octo/alpha", "capsid-skills/alpha", COPY)
+            .as_deref(),
+        Some(want)
+    );
+    let pulls = gh.pulls("octo/alpha");
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert_eq!(pulls[0].2, "capsid-skills/alpha");
+
+    let again = run(&["skills", "export", "alpha"]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        text(&again).contains("nothing committed"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(gh.pulls("octo/alpha").len(), 1);
+
+    gh.merge("octo/alpha", pulls[0].0);
+    let edited = want.replace("Then fix it.", "Then fix the cause, not the symptom.");
+    gh.commit("octo/alpha", "main", &[(COPY, Some(&edited))], "edit");
+    let read = run(&["skills", "import", "alpha"]);
+    assert!(read.status.success(), "{}", text(&read));
+    let out = String::from_utf8_lossy(&read.stdout).trim().to_owned();
+    assert!(
+        out.starts_with("candidate skill_") && out.ends_with(&format!("from {COPY}")),
+        "{out}"
+    );
+    let listed = run(&["skills", "list", "--status", "candidate", "--json"]);
+    let answer: Value = serde_json::from_slice(&listed.stdout).expect("json");
+    assert_eq!(
+        answer["skills"][0]["title"], "Retry a flaky test",
+        "{answer}"
+    );
+    assert_eq!(answer["skills"].as_array().map(Vec::len), Some(1));
+
+    gh.commit(
+        "octo/alpha",
+        "main",
+        &[(COPY, Some(&edited.replace("title:", "name:")))],
+        "break it",
+    );
+    let refused = run(&["skills", "import", "alpha"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("refused: skills/sk-copy/SKILL.md: name: not a field of a skill"),
+        "{}",
+        text(&refused)
+    );
+    let listed = run(&["skills", "list", "--status", "candidate", "--json"]);
+    let answer: Value = serde_json::from_slice(&listed.stdout).expect("json");
+    assert_eq!(
+        answer["skills"].as_array().map(Vec::len),
+        Some(1),
+        "nothing new"
+    );
+    if let Some((db, _)) = database {
+        runtime.block_on(db.remove());
+    }
+}
+
+#[test]
+fn capsid_skills_export_and_import_through_the_github_app_sqlite() {
+    export_and_import(false);
+}
+
+#[test]
+fn capsid_skills_export_and_import_through_the_github_app_postgres() {
+    export_and_import(true);
 }

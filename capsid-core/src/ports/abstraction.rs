@@ -1,6 +1,7 @@
 //! The port of skill abstraction (issue 17): the sources not yet spent (kept attempts, jobs
 //! done with the verifier's `verified-success`), each query bounded, and the one unit of work
-//! that stores a proposed candidate with its body document, only while its source is unspent.
+//! that stores a proposed candidate with its body document, only while its source is unspent
+//! (a repository copy read back, issue 56, is a proposal whose source is its content).
 
 use async_trait::async_trait;
 
@@ -46,6 +47,10 @@ pub struct ProposedSkill {
     pub body: DocumentWrite,
     /// The settings key that marks the source declined.
     pub spent_key: String,
+    /// When set, the unit also sets `spent_key` to this value (the new skill's id): a
+    /// repository copy read back spends its content by being inserted, so the same edit is a
+    /// candidate once. `None` leaves the key to a decline.
+    pub spent_value: Option<String>,
     /// Audit rows written in the same transaction.
     pub audits: Vec<AuditEntry>,
 }
@@ -85,7 +90,8 @@ pub trait SkillSourceStore: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<SkillSource>>;
     /// In one transaction: unless the source is spent (a skill names it, or `spent_key` is
-    /// set), inserts the row, creates the body document and writes the audit rows. `Spent`
+    /// set), inserts the row, creates the body document, sets `spent_key` to `spent_value`
+    /// when given (a race on it is a conflict) and writes the audit rows. `Spent`
     /// writes nothing; a failure (a document already at the path: a conflict) writes nothing.
     async fn insert_proposed_skill(&self, proposal: ProposedSkill) -> StoreResult<Proposed>;
 }

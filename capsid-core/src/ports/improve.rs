@@ -58,6 +58,16 @@ pub struct SkillRow {
     pub namespaces: Option<String>,
 }
 
+/// The declared fields of a skill kept on its row beside a [`SkillRow`]'s: what its
+/// repository copy carries besides the title, trigger and namespaces.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SkillDeclared {
+    /// How a run following it knows it is done.
+    pub termination_test: Option<String>,
+    /// What it takes and gives beside other skills.
+    pub composition_interface: Option<String>,
+}
+
 /// A `skill_edits` row: one bounded edit proposal, accepted or not.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct SkillEditRow {
@@ -160,6 +170,9 @@ pub trait SkillStore: Send + Sync {
     ) -> StoreResult<bool>;
     /// One skill.
     async fn skill(&self, id: &str) -> StoreResult<Option<SkillRow>>;
+    /// One skill's termination test and composition interface; `None` when there is no such
+    /// skill.
+    async fn skill_declared(&self, id: &str) -> StoreResult<Option<SkillDeclared>>;
     /// Records an edit proposal (accepted or not) with its audit row.
     async fn record_skill_edit(&self, edit: SkillEditRow, audit: AuditEntry) -> StoreResult<()>;
     /// Accepts a measured edit in one transaction: bumps the skill's version from

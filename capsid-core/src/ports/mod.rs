@@ -53,8 +53,8 @@ pub use documents::{
 };
 pub use gauges::{AgentGaugeRow, JobGaugeRow, LedgerSpendRow, PoolUsage, StoreGauges};
 pub use improve::{
-    ImproveRunTotals, ImproveStore, SkillEditRow, SkillEvaluationRow, SkillFailureRow,
-    SkillOfferRow, SkillRow, SkillStore,
+    ImproveRunTotals, ImproveStore, SkillDeclared, SkillEditRow, SkillEvaluationRow,
+    SkillFailureRow, SkillOfferRow, SkillRow, SkillStore,
 };
 pub use intake::{IntakeChange, IntakeIssueRow, IntakeStore, NewIntakeIssue};
 pub use jobs::{

@@ -1,5 +1,5 @@
 //! Skills (reference 9): statuses and verdicts, the evaluation cadence, and (in submodules)
-//! the lifecycle, bounded edits, merge proposals and outcome attribution.
+//! the lifecycle, bounded edits, merge proposals, outcome attribution and the repository copy.
 //!
 //! A skill's status moves on evaluation evidence only, never on a driver's judgement of its
 //! own run; every rule here is a pure function of rows.
@@ -17,6 +17,7 @@ pub mod merge;
 pub mod offer;
 pub mod panel;
 pub mod probe;
+pub mod repo_copy;
 
 pub use attribution::{Credit, RunSignal, attribute};
 pub use edits::{EditError, EditOp, accept_edit, apply_edit, check_edit_bound};

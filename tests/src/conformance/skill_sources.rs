@@ -88,6 +88,7 @@ fn proposal(id: &str, kind: SourceKind, source: &str) -> ProposedSkill {
             at: at(50),
         },
         spent_key: spent_key(kind, source),
+        spent_value: None,
         audits: vec![audit(
             "improve-loop",
             "skill-proposed",
@@ -264,4 +265,58 @@ pub async fn a_taken_skill_path_writes_nothing<S: Store>(store: &S, probe: &Prob
         ["a1"],
         "the source stays unspent"
     );
+}
+
+/// A repository copy read back (issue 56): a proposal with no attempt or job whose marker the
+/// unit itself sets to the new skill's id, so the same content inserts once (the second is
+/// `Spent`, nothing written); the declared termination test and composition interface are
+/// read back from the row, and an unknown skill has none.
+pub async fn a_read_back_copy_spends_its_content_in_the_unit<S: Store>(store: &S, _: &Probe) {
+    let copy = |id: &str| {
+        let mut p = proposal(id, SourceKind::Job, "unused");
+        p.source_job = None;
+        p.spent_key = "skills:repo-copy:proj:0123abcd".into();
+        p.spent_value = Some(id.to_owned());
+        p.composition_interface = Some("takes a failing test".into());
+        p
+    };
+    let before = audit_count(store).await;
+    let first = store
+        .insert_proposed_skill(copy("rc1"))
+        .await
+        .expect("insert");
+    assert_eq!(first, Proposed::Inserted);
+    assert_eq!(
+        store
+            .setting("skills:repo-copy:proj:0123abcd", at(60))
+            .await
+            .expect("setting")
+            .as_deref(),
+        Some("rc1"),
+        "the marker is set with the row"
+    );
+    assert!(doc_exists(store, "rc1").await);
+    let declared = store
+        .skill_declared("rc1")
+        .await
+        .expect("declared")
+        .expect("a row");
+    assert_eq!(
+        declared.termination_test.as_deref(),
+        Some("the test passes twice")
+    );
+    assert_eq!(
+        declared.composition_interface.as_deref(),
+        Some("takes a failing test")
+    );
+    assert_eq!(store.skill_declared("nosuch").await.expect("read"), None);
+
+    let again = store
+        .insert_proposed_skill(copy("rc2"))
+        .await
+        .expect("insert");
+    assert_eq!(again, Proposed::Spent);
+    assert!(store.skill("rc2").await.expect("read").is_none());
+    assert!(!doc_exists(store, "rc2").await, "nothing written");
+    assert_eq!(audit_count(store).await, before + 1);
 }

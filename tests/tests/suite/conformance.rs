@@ -106,6 +106,7 @@ conformance_suite! {
     probe skill_sources::skill_sources_are_unspent_bounded_and_oldest_first;
     probe skill_sources::verified_jobs_are_sources_until_abstracted;
     probe skill_sources::a_taken_skill_path_writes_nothing;
+    probe skill_sources::a_read_back_copy_spends_its_content_in_the_unit;
     store skill_evidence::evaluation_recorded_with_its_audit;
     store skill_evidence::accepted_edit_bumps_the_version_keyed;
     store jobs_claim::post_job_and_open_title_uniqueness;

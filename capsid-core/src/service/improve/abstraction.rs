@@ -233,6 +233,7 @@ impl ImproveCx<'_> {
                 at: now,
             },
             spent_key: spent_key(source.kind, &source.id),
+            spent_value: None,
             audits: vec![loop_audit(
                 "skill-proposed",
                 &source.namespace,

@@ -69,6 +69,10 @@ pub enum ImproveRunAnswer {
     EditPending(EditPending),
     /// `propose_edit` whose ops were rejected (and recorded in `skill_edits`).
     EditRejected(EditRejected),
+    /// `export_skills`.
+    SkillsExported(SkillsExported),
+    /// `import_skills`.
+    SkillsReadBack(SkillsReadBack),
     /// Any action refused: `{ok: false, action, refusal}`.
     Refused(RefusedAnswer),
 }
@@ -110,6 +114,8 @@ answers!(
     SourceDeclined(SourceDeclined),
     EditPending(EditPending),
     EditRejected(EditRejected),
+    SkillsExported(SkillsExported),
+    SkillsReadBack(SkillsReadBack),
     Refused(RefusedAnswer),
 );
 

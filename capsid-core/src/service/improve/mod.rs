@@ -10,7 +10,8 @@
 //! tick's loop step `night.rs`, finishing a run `finish.rs`, the scorer path `score.rs`
 //! and the evaluation cycle `evaluate.rs`. The status is `status.rs` (its `autonomy` block
 //! `service::autonomy::status`); roster and cadence `roster.rs`, signing `sign.rs`, pins
-//! `pin.rs`, the agent inventory `inventory.rs`, the skill actions `skills.rs`, the tools'
+//! `pin.rs`, the agent inventory `inventory.rs`, the skill actions `skills.rs` (their
+//! repository copy, `export_skills` and `import_skills`, `repo_copy.rs`), the tools'
 //! registry entries `registered.rs`. Action `tick` asks the scheduler through [`Ticker`].
 //! Every action answers an [`ImproveRunAnswer`] (`answer.rs`, the skill actions' shapes in
 //! `answer/skills.rs`), whose JSON Schema is the tool's output schema.
@@ -33,6 +34,7 @@ mod finish;
 mod inventory;
 pub mod night;
 mod pin;
+mod repo_copy;
 mod roster;
 mod run;
 mod score;
@@ -172,6 +174,10 @@ pub enum RunAction {
     ProposeSkill,
     /// Subscription mode: the driver holding a lease proposes a bounded edit of a skill.
     ProposeEdit,
+    /// Write the namespace's live skills to its repository as skills/<id>/SKILL.md, through a pull request.
+    ExportSkills,
+    /// Read the repository's skills/*/SKILL.md back: each copy that differs from its skill becomes a candidate.
+    ImportSkills,
 }
 
 /// What `improve_run` action `roster` does.
@@ -189,7 +195,7 @@ pub enum RosterOp {
 /// `improve_run`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RunArgs {
-    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence, pin, skills, skill, retire_skill, accept_merge, reject_merge, propose_skill or propose_edit.
+    /// run (default), attempt, mode, pause, unpause, budget, mint_operator_key, claim, sign_policy, roster, tick, cadence, pin, skills, skill, retire_skill, accept_merge, reject_merge, propose_skill, propose_edit, export_skills or import_skills.
     pub action: Option<RunAction>,
     /// The namespace (pause/unpause: a namespace or all; sign_policy: capsid; pin: the namespace whose Anchors are pinned).
     pub namespace: Option<NamespaceArg>,
@@ -256,6 +262,8 @@ impl RunAction {
             RunAction::RejectMerge => "reject_merge",
             RunAction::ProposeSkill => "propose_skill",
             RunAction::ProposeEdit => "propose_edit",
+            RunAction::ExportSkills => "export_skills",
+            RunAction::ImportSkills => "import_skills",
         }
     }
 }
@@ -291,6 +299,8 @@ impl ImproveCx<'_> {
             RunAction::Attempt => self.report_attempt(caller, &a).await,
             RunAction::ProposeSkill => self.propose_skill(caller, &a).await,
             RunAction::ProposeEdit => self.propose_edit_action(caller, &a).await,
+            RunAction::ExportSkills => self.export_skills_action(caller, ns.as_deref(), dry).await,
+            RunAction::ImportSkills => self.import_skills_action(caller, ns.as_deref(), dry).await,
             RunAction::Tick => Ok(self
                 .ticker
                 .tick(caller, a.task.as_ref().map(|t| t.as_str()))

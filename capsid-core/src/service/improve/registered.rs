@@ -90,9 +90,13 @@ impl Tool for ImproveRun {
                 ),
                 action("propose_skill", Rule::write()),
                 action("propose_edit", Rule::write()),
+                // The namespace's write scope, like its other writes: the copy goes to the
+                // repository only as a pull request, and a copy read back only as a candidate.
+                action("export_skills", Rule::write()),
+                action("import_skills", Rule::write()),
             ],
         },
-        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status), propose_skill (the subscription driver proposes a skill from a kept attempt or a verified job), propose_edit (the subscription driver's bounded skill edit).",
+        "Control the self-improvement loop: run (open tonight's run now), attempt (the subscription driver reports its pushed attempt), mode, pause, unpause, budget, claim, mint_operator_key, sign_policy, roster (add/remove/list), tick (the periodic tasks now), cadence (a task's minutes), pin (a namespace's Anchors checksum), skills (list), skill (one with its evidence), retire_skill, accept_merge and reject_merge (settle a merge proposal of improve_status), propose_skill (the subscription driver proposes a skill from a kept attempt or a verified job), propose_edit (the subscription driver's bounded skill edit), export_skills (the namespace's live skills to its repository as skills/<id>/SKILL.md, through a pull request), import_skills (each repository copy that differs from its skill becomes a candidate).",
     )
     .open_world()
     .ok_false_refusals()

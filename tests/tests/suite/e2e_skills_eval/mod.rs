@@ -7,9 +7,11 @@
 //! the evidence; a tie rejecting the edit and the next optimizer prompt carrying it.
 //! `refusals.rs` holds one case per refusal of `POST /improve/probe`, each writing nothing;
 //! `subscription.rs` the driver's `propose_edit`; `workflows.rs` the shipped probe workflow's
-//! own steps against the server.
+//! own steps against the server; `repo_copy.rs` the skills' repository copy (export through a
+//! pull request, an edited copy read back as a candidate that the cycle then evaluates).
 
 mod refusals;
+mod repo_copy;
 mod subscription;
 mod workflows;
 
@@ -489,4 +491,7 @@ both_stores! {
     super::refusals::every_refusal_writes_nothing => refusals,
     super::subscription::the_lease_holder_proposes_an_edit => subscription_edit,
     super::workflows::the_shipped_probe_takes_the_dispatch_reads_and_reports => shipped_probe,
+    super::repo_copy::an_edited_copy_comes_back_as_a_candidate => repo_copy_read_back,
+    super::repo_copy::a_malformed_copy_is_refused_whole => repo_copy_malformed,
+    super::repo_copy::only_the_namespaces_writers_copy_its_skills => repo_copy_scope,
 }

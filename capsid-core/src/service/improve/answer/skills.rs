@@ -1,5 +1,6 @@
 //! What `improve_run`'s skill actions answer: `skills`, `skill`, `retire_skill`,
-//! `accept_merge`, `reject_merge`, `propose_skill` and `propose_edit`.
+//! `accept_merge`, `reject_merge`, `propose_skill`, `propose_edit`, `export_skills` and
+//! `import_skills`.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -198,4 +199,102 @@ pub struct EditRejected {
     pub skill: String,
     /// Why.
     pub refusal: String,
+}
+
+/// `export_skills`: the namespace's live skills written to its repository.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SkillsExported {
+    /// Always true.
+    pub ok: bool,
+    /// `export_skills`.
+    pub action: &'static str,
+    /// The namespace.
+    pub namespace: String,
+    /// `owner/name`.
+    pub repository: String,
+    /// The branch the copies are committed to (`capsid-skills/<ns>`).
+    pub branch: String,
+    /// Every live skill's copy (`skills/<id>/SKILL.md`).
+    pub files: Vec<String>,
+    /// The copies committed by this call (with `dry_run`: that would be).
+    pub committed: Vec<String>,
+    /// The pull request carrying them, when there is one.
+    pub pull_request: Option<u64>,
+    /// What happened to the pull request.
+    pub pull: ExportPull,
+    /// Copies on the default branch that a person edited and nobody read back yet: left as
+    /// they are (`import_skills` reads them back first).
+    pub unread: Vec<String>,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+    /// What happened, in a sentence.
+    pub note: String,
+}
+
+/// What an export did to its pull request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportPull {
+    /// Opened one.
+    Opened,
+    /// Added commits to the one open.
+    Updated,
+    /// The one open already held every change.
+    Unchanged,
+    /// None: nothing to propose (or a dry run).
+    #[serde(rename = "none")]
+    NotNeeded,
+}
+
+impl ExportPull {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportPull::Opened => "opened",
+            ExportPull::Updated => "updated",
+            ExportPull::Unchanged => "unchanged",
+            ExportPull::NotNeeded => "none",
+        }
+    }
+}
+
+/// `import_skills`: the repository's copies read back.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SkillsReadBack {
+    /// Always true.
+    pub ok: bool,
+    /// `import_skills`.
+    pub action: &'static str,
+    /// The namespace.
+    pub namespace: String,
+    /// `owner/name`.
+    pub repository: String,
+    /// The copies that became candidates (with `dry_run`: that would).
+    pub candidates: Vec<ReadBackCandidate>,
+    /// The copies whose content was read back before, with the candidate it became.
+    pub already: Vec<ReadBackSeen>,
+    /// The copies that say what their stored skill says.
+    pub unchanged: Vec<String>,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+}
+
+/// A copy read back as a candidate.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadBackCandidate {
+    /// The copy's path.
+    pub file: String,
+    /// The candidate's id (none with `dry_run`).
+    pub skill: Option<String>,
+    /// The skill the copy mirrored, when it names one.
+    pub from_skill: Option<String>,
+}
+
+/// A copy whose content is already a candidate.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadBackSeen {
+    /// The copy's path.
+    pub file: String,
+    /// The candidate it became.
+    pub skill: Option<String>,
 }
