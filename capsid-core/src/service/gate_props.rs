@@ -70,6 +70,8 @@ fn reference_rule(tool: &str, action: Option<&str>) -> (Grant, bool, Vec<Flag>) 
         ("jobs", Some("raise")) => (Write, false, vec![Flag::CanRaiseBudget]),
         // Beyond the reference (issue 55): a review verdict is a comment on a pull request.
         ("jobs", Some("approve" | "reject")) => (Write, false, vec![Flag::CanCommentPr]),
+        // Beyond the reference (issue 56, item 8): promoting a log entry writes the global feed.
+        ("checkmarks", Some("promote")) => (Write, false, vec![Flag::CanWriteShared]),
         _ => (Write, false, vec![]),
     }
 }
