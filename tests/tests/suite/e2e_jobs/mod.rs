@@ -9,6 +9,7 @@ mod doors;
 mod evidence;
 mod ledger;
 mod owner_roles;
+mod paths;
 mod policy;
 mod queue;
 mod resume;
