@@ -111,6 +111,7 @@ enum Command {
     /// Inside a job's box: listen on the box's loopback and pipe each connection to a door's
     /// socket (`--listen 127.0.0.1:7401 --to /run/doors/model.sock ...`), then run the program
     /// after `--` and exit with its status. `capsid drive --box` starts it; not for people.
+    /// (`door check-push-paths`: the git gateway's hook asking for the path rule.)
     #[command(hide = true)]
     Door(DoorArgs),
 }
@@ -124,6 +125,15 @@ struct DoorArgs {
 
 /// `capsid door`: the inside end of the box's bridges.
 async fn door(args: DoorArgs) -> anyhow::Result<ExitCode> {
+    // The git gateway's path rule, as the mirror's `pre-receive` hook asks it (issue 51).
+    if args
+        .args
+        .first()
+        .is_some_and(|a| a == capsid_box::gateway::paths::CHECK_ARG)
+    {
+        let code = capsid_box::gateway::paths::check_from_hook();
+        return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+    }
     let parsed = match capsid_box::bridge::parse_inside_args(args.args) {
         Ok(p) => p,
         Err(e) => {

@@ -3,6 +3,13 @@
 //! [`capsid_box::bridge::serve_inside`] as a hidden subcommand.
 
 fn main() {
+    // The gateway's path rule, as the mirror's `pre-receive` hook asks it.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == capsid_box::gateway::paths::CHECK_ARG)
+    {
+        std::process::exit(capsid_box::gateway::paths::check_from_hook());
+    }
     let args = match capsid_box::bridge::parse_inside_args(std::env::args_os().skip(1)) {
         Ok(args) => args,
         Err(e) => {

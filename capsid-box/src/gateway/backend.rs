@@ -43,6 +43,13 @@ if [ "${CAPSID_GATEWAY_VERDICT-}" != accept ] || [ -z "${CAPSID_GATEWAY_REFSPECS
   printf '%s\n' "$CAPSID_GATEWAY_REPORT" >&2
   exit 1
 fi
+# The path rule: the job's lease, checked on the quarantined objects by Capsid's checker.
+if [ -n "${CAPSID_GATEWAY_LEASE-}" ]; then
+  if ! printf '%s\n' "$got" | "$CAPSID_GATEWAY_CHECKER" $CAPSID_GATEWAY_CHECKER_ARGS check-push-paths; then
+    echo outside-lease >"$CAPSID_GATEWAY_STATUS"
+    exit 1
+  fi
+fi
 # The quarantined objects stay visible through GIT_OBJECT_DIRECTORY and its alternates;
 # GIT_QUARANTINE_PATH only forbids ref updates, and a local upstream's receive-pack would
 # inherit it and refuse.
@@ -372,6 +379,7 @@ impl Streaming {
             let forwarded = match status.trim() {
                 "forwarded" => Forwarded::Yes,
                 "upstream-refused" => Forwarded::UpstreamRefused,
+                "outside-lease" => Forwarded::OutsideLease,
                 _ => Forwarded::No,
             };
             if forwarded == Forwarded::UpstreamRefused {

@@ -54,6 +54,7 @@ use tokio::sync::{RwLock, broadcast};
 
 mod backend;
 mod commands;
+pub mod paths;
 
 use backend::{BodySource, Cgi, PRE_RECEIVE, Push, run_backend};
 use commands::{COMMANDS_MAX, Commands, parse_commands};
@@ -128,6 +129,8 @@ pub struct GatewayConfig {
     pub max_request_bytes: u64,
     /// The git program (`git`).
     pub git: PathBuf,
+    /// The job's path lease, checked on every push's changes (`None`: the whole repository).
+    pub lease: Option<paths::PathLease>,
 }
 
 impl GatewayConfig {
@@ -145,6 +148,7 @@ impl GatewayConfig {
             terms,
             max_request_bytes: 512 * 1024 * 1024,
             git: PathBuf::from("git"),
+            lease: None,
         }
     }
 }
@@ -196,6 +200,9 @@ pub enum Forwarded {
     Yes,
     /// The push was accepted, the upstream refused it, and the pusher was told it failed.
     UpstreamRefused,
+    /// The push's changes reach outside the job's lease (issue 51): refused in the hook, never
+    /// forwarded.
+    OutsideLease,
 }
 
 /// One decided update, as the gateway saw it. A record, not a rule.
@@ -590,6 +597,28 @@ async fn receive_pack(gw: Arc<Inner>, req: Request, rest: String) -> Response {
             status_file.to_string_lossy().into_owned(),
         ),
     ]);
+    if let Some(lease) = &gw.config.lease {
+        let (program, args) = lease.checker.split_first().unzip();
+        env.vars.extend([
+            (
+                paths::LEASE_VAR.to_owned(),
+                serde_json::json!(lease.patterns).to_string(),
+            ),
+            (paths::BASE_VAR.to_owned(), lease.base.clone()),
+            (
+                "CAPSID_GATEWAY_CHECKER".to_owned(),
+                program.map_or_else(String::new, |p| p.to_string_lossy().into_owned()),
+            ),
+            (
+                "CAPSID_GATEWAY_CHECKER_ARGS".to_owned(),
+                args.unwrap_or_default()
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+        ]);
+    }
     let body = BodySource {
         prefix: head.freeze(),
         rest: stream,

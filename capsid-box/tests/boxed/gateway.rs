@@ -8,6 +8,7 @@ use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
+use capsid_box::gateway::paths::PathLease;
 use capsid_box::gateway::{
     ApprovalSource, Forwarded, Gateway, GatewayConfig, NoApprovals, PushRecord, Secret, Upstream,
 };
@@ -81,11 +82,14 @@ struct Fixture {
 struct Options {
     upstream_refuses: bool,
     max_request_bytes: Option<u64>,
+    /// The job's path lease (issue 51); `None`: the whole repository.
+    lease: Option<&'static [&'static str]>,
 }
 
 const DEFAULT: Options = Options {
     upstream_refuses: false,
     max_request_bytes: None,
+    lease: None,
 };
 
 impl Fixture {
@@ -123,6 +127,13 @@ impl Fixture {
         );
         if let Some(max) = opts.max_request_bytes {
             config.max_request_bytes = max;
+        }
+        if let Some(patterns) = opts.lease {
+            config.lease = Some(PathLease {
+                base: ok(&mirror, &["rev-parse", "main"]).await,
+                patterns: patterns.iter().map(|p| (*p).to_owned()).collect(),
+                checker: vec![env!("CARGO_BIN_EXE_capsid-door").into()],
+            });
         }
         let granted = Arc::new(Granted::default());
         let clock: capsid_box::gateway::Clock = Arc::new(|| AT);
@@ -557,6 +568,7 @@ async fn a_push_the_upstream_refuses_is_not_reported_as_success() {
     let f = Fixture::new(Options {
         upstream_refuses: true,
         max_request_bytes: None,
+        lease: None,
     })
     .await;
     let stderr = f
@@ -579,6 +591,7 @@ async fn an_over_large_push_is_refused_with_413() {
     let f = Fixture::new(Options {
         upstream_refuses: false,
         max_request_bytes: Some(64 * 1024),
+        lease: None,
     })
     .await;
     // Incompressible content well over the bound.
@@ -902,4 +915,50 @@ async fn forwarding_to_an_http_upstream_carries_its_credential_in_the_environmen
     assert_eq!(front.log().last().unwrap().forwarded, Forwarded::Yes);
     assert_eq!(f.last().forwarded, Forwarded::Yes);
     assert_eq!(f.origin_ref("refs/heads/capsid/j1").await, Some(head));
+}
+
+/// Issue 51: the gateway is the path rule. A push whose changes since the job's base stay in
+/// the lease goes through; one that changes a path outside it (however the file was written)
+/// is refused naming the path and the lease, and reaches neither the mirror nor origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_changing_a_path_outside_the_lease_is_refused_naming_it() {
+    let f = Fixture::new(Options {
+        lease: Some(&["work.txt", "src/api/**"]),
+        ..DEFAULT
+    })
+    .await;
+    std::fs::create_dir_all(f.agent.join("src/api")).unwrap();
+    f.commit("src/api/v1.rs", "fn v1() {}\n").await;
+    let head = f.head().await;
+    let out = f.agent_git(&["push", "origin", "HEAD:capsid/j1"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "inside the lease: {stderr}");
+    assert_eq!(
+        f.origin_ref("refs/heads/capsid/j1").await,
+        Some(head.clone())
+    );
+    assert_eq!(f.last().forwarded, Forwarded::Yes);
+
+    f.commit("Cargo.toml", "[package]\n").await;
+    f.commit("src/web.rs", "fn web() {}\n").await;
+    let said = f
+        .refused(
+            &["push", "origin", "HEAD:capsid/j1"],
+            "it changes 2 path(s) outside this job's lease: `Cargo.toml`, `src/web.rs`",
+        )
+        .await;
+    assert!(
+        said.contains("The job holds `work.txt`, `src/api/**`"),
+        "{said}"
+    );
+    assert_eq!(f.origin_ref("refs/heads/capsid/j1").await, Some(head));
+    let rec = f.last();
+    assert_eq!(rec.decision, Decision::Accept(Accepted::OwnBranch));
+    assert_eq!(rec.forwarded, Forwarded::OutsideLease);
+    // A branch the job names is held to the same lease.
+    f.refused(
+        &["push", "origin", "HEAD:feature-x"],
+        "outside this job's lease",
+    )
+    .await;
 }

@@ -269,17 +269,33 @@ pub(crate) fn mcp_door_target(url: &str) -> std::result::Result<(String, String)
     Ok((format!("http://{authority}"), path.to_owned()))
 }
 
+/// What the run's git gateway holds the job's pushes to.
+pub(crate) struct GateTerms<'a> {
+    /// The protected updates a person approved (a resumed job's).
+    pub approvals: Vec<Approval>,
+    /// The job's role (one that ships nothing pushes nothing).
+    pub role: Option<&'a capsid_core::jobs::role::Role>,
+    /// The branches only a person moves.
+    pub protected: &'a [String],
+    /// The job's path lease (`None`: the whole repository).
+    pub lease: Option<capsid_box::gateway::paths::PathLease>,
+}
+
 /// Opens the run's doors in `place.doors`; the gateway lets through the protected updates
-/// `approvals` allow (a resumed job's, approved by the person who resumed it).
+/// `gate.approvals` allow (a resumed job's, approved by the person who resumed it).
 pub(crate) async fn open(
     r: &Ready,
     model: &model_door::ModelSettings,
     id: &str,
     place: &Place,
-    approvals: Vec<Approval>,
-    role: Option<&capsid_core::jobs::role::Role>,
-    protected: &[String],
+    gate: GateTerms<'_>,
 ) -> Result<Doors> {
+    let GateTerms {
+        approvals,
+        role,
+        protected,
+        lease,
+    } = gate;
     let connections = RecordLog::new();
     let attempts = RecordLog::new();
     let model = model_door::open_boxed(
@@ -306,12 +322,10 @@ pub(crate) async fn open(
     if let Some(role) = role.filter(|r| capsid_core::jobs::role::ships_nothing_by_design(Some(r))) {
         terms = terms.shipping_nothing(&role.name);
     }
-    let gateway = Gateway::new(
-        GatewayConfig::new(&place.mirror, upstream, Secret::new(token.clone()), terms),
-        Arc::new(KnownApprovals(approvals)),
-        None,
-    )
-    .context("opening the git gateway")?;
+    let mut config = GatewayConfig::new(&place.mirror, upstream, Secret::new(token.clone()), terms);
+    config.lease = lease;
+    let gateway = Gateway::new(config, Arc::new(KnownApprovals(approvals)), None)
+        .context("opening the git gateway")?;
     let git = Door::open(
         "git",
         place.doors.join("git.sock"),

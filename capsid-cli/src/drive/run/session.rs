@@ -25,7 +25,34 @@ pub(super) struct Session {
 
 /// The second phase: the agent's session, in its box (or worktree) behind the run's doors,
 /// to its end.
+/// The path lease the run's gateway enforces on every push (issue 51): what the server says the
+/// job's claim leased, against the commit its branch started from; none for a lease of the
+/// whole repository (or none at all). The gateway's hook asks this binary (`capsid door
+/// check-push-paths`).
+fn path_lease(
+    job: &capsid_core::jobs::Job,
+    base_sha: &str,
+) -> Result<Option<capsid_box::gateway::paths::PathLease>> {
+    use capsid_core::jobs::paths::Lease;
+    let Some(leased) = job.leased.as_deref() else {
+        return Ok(None);
+    };
+    if matches!(Lease::of_leased(leased), Lease::Whole) {
+        return Ok(None);
+    }
+    let program = anyhow::Context::context(
+        std::env::current_exe(),
+        "finding the capsid binary's own path",
+    )?;
+    Ok(Some(capsid_box::gateway::paths::PathLease {
+        base: base_sha.to_owned(),
+        patterns: leased.to_vec(),
+        checker: vec![program.into_os_string(), "door".into()],
+    }))
+}
+
 pub(super) async fn session(r: &Ready, p: &mut Prepared) -> Result<Session> {
+    let lease = path_lease(&p.job, &p.base_sha)?;
     let Prepared {
         id,
         agent,
@@ -115,7 +142,13 @@ pub(super) async fn session(r: &Ready, p: &mut Prepared) -> Result<Session> {
     // there, never read from what the agent prints.
     let (run, metered, seen) = match (&r.boxed, &*place) {
         (Some(settings), Some(p)) => {
-            let doors = boxed::open(r, model, id, p, approvals.clone(), role, protected).await?;
+            let gate = boxed::GateTerms {
+                approvals: approvals.clone(),
+                role,
+                protected,
+                lease,
+            };
+            let doors = boxed::open(r, model, id, p, gate).await?;
             envs.extend(doors.model.env(r.runtime));
             let run = with_heartbeat(
                 r,
