@@ -110,12 +110,14 @@ on_both_stores!(roles_claude_sqlite, roles_claude_postgres, super::World::start_
     a_job_that_ships_nothing_is_done_only_when_its_role_ships_nothing,
     the_protected_branch_setting_decides_what_the_gateway_holds,
     an_owners_role_reaches_the_agent_as_its_skill_and_on_its_model,
+    a_push_outside_the_jobs_paths_is_refused_at_the_gateway,
 );
 on_both_stores!(roles_codex_sqlite, roles_codex_postgres, super::World::start_codex, roles;
     a_scout_reads_its_skill_pushes_nothing_and_a_quiet_run_is_done,
     a_job_that_ships_nothing_is_done_only_when_its_role_ships_nothing,
     the_protected_branch_setting_decides_what_the_gateway_holds,
     an_owners_role_reaches_the_agent_as_its_skill_and_on_its_model,
+    a_push_outside_the_jobs_paths_is_refused_at_the_gateway,
 );
 
 // Cases that need both real CLIs on the driver's host.

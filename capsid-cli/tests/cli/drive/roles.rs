@@ -304,3 +304,51 @@ pub fn an_owners_role_reaches_the_agent_as_its_skill_and_on_its_model(w: &World)
         said(&out)
     );
 }
+
+/// Path leases at the gateway (issue 51): the agent of a job on `docs/**` also writes a file
+/// outside it through the shell, commits and pushes. The git gateway refuses the push, naming
+/// the path and the lease; origin never sees the job's branch, and the job did not ship.
+pub fn a_push_outside_the_jobs_paths_is_refused_at_the_gateway(w: &World) {
+    if !require_bwrap("a_push_outside_the_jobs_paths_is_refused_at_the_gateway") {
+        return;
+    }
+    let key = w.namespace_with_driver("demo");
+    let root = w.project("demo");
+    let posted = w.tool(
+        &w.human,
+        "jobs",
+        json!({"action": "post", "namespace": "demo", "title": "Document widgets",
+               "body": "Write the widget docs. SCRIPT=outside", "paths": ["docs/**"]}),
+    );
+    assert_eq!(posted["ok"], json!(true), "{posted}");
+    let id = posted["job"]["id"].as_str().expect("an id").to_owned();
+    w.fake().script(
+        "SCRIPT=outside",
+        vec![
+            vec![bash(
+                "mkdir -p docs && echo d > docs/widgets.md && echo 'fn main() {}' > app.rs && git add -A && git commit -qm docs && git push origin HEAD 2>&1; echo exit=$?",
+            )],
+            vec![text("Pushed the docs.")],
+        ],
+    );
+    let extra = boxed(w);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = w.drive_claude_once("demo", &key, &root, &extra);
+    assert_ne!(out.status.code(), Some(0), "{}", said(&out));
+    let (pushed, _) = result_of(w, "SCRIPT=outside", "toolu_fake_0_0").expect("the push's result");
+    assert!(
+        pushed.contains("outside this job's lease: `app.rs`")
+            && pushed.contains("The job holds `docs/**`")
+            && pushed.contains("exit=1"),
+        "{pushed}"
+    );
+    let origin = w.dir.path().join("demo-origin.git");
+    assert!(
+        git_out(&origin, &["branch", "--list", &format!("capsid/{id}")])
+            .trim()
+            .is_empty(),
+        "the job's branch reached origin"
+    );
+    let job = w.job("demo", &id);
+    assert_ne!(job["status"], json!("done"), "{job}");
+}
