@@ -515,6 +515,20 @@ async fn pre_tool(
         print(&out);
         return Ok(ExitCode::SUCCESS);
     }
+    // The job's lease (issue 51): an edit outside it is refused before it happens (the git
+    // gateway refuses a push that changes one either way).
+    if let Some(lease) = std::env::var(capsid_core::drive::lease_edits::LEASE_ENV)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Vec<String>>(&text).ok())
+        && let Some(why) = capsid_core::drive::lease_edits::edit_outside_lease(
+            input,
+            &dir.display().to_string(),
+            &lease,
+        )
+    {
+        deny(input, &why);
+        return Ok(ExitCode::SUCCESS);
+    }
     // The driver says which branch the job's branch came from; a worktree's own checkout
     // is never mistaken for the default branch. Branches are read at the project root, not
     // in the folder the agent moved to.

@@ -50,9 +50,15 @@ fn repo(branch: &str, tests_fail: bool, build_fails: bool) -> tempfile::TempDir 
 
 /// `capsid hook <event>` with `stdin`, in `dir`, with the driver's gate commands.
 fn hook(event: &str, dir: &Path, stdin: &str) -> Output {
+    hook_with(event, dir, stdin, &[])
+}
+
+/// [`hook`] with more variables in its environment.
+fn hook_with(event: &str, dir: &Path, stdin: &str, envs: &[(&str, &str)]) -> Output {
     use std::io::Write;
     let mut child = Command::new(BIN)
         .args(["hook", event])
+        .envs(envs.iter().copied())
         .current_dir(dir)
         .env("CAPSID_TEST_COMMAND", "sh test.sh")
         .env("CAPSID_BUILD_COMMAND", "sh build.sh")
@@ -376,6 +382,84 @@ fn ask_user_question_is_deferred() {
     assert_eq!(
         got["hookSpecificOutput"]["permissionDecision"],
         json!("defer")
+    );
+}
+
+/// Issue 51: with the job's lease in `CAPSID_LEASE` (the driver sets it), an edit outside it is
+/// denied before it happens, naming the path and what the job holds; one inside passes.
+#[test]
+fn an_edit_outside_the_jobs_lease_is_denied_naming_what_it_holds() {
+    let dir = repo("topic", false, false);
+    let lease = [("CAPSID_LEASE", r#"["docs/**"]"#)];
+    let event = |tool: &str, input: Value| {
+        json!({
+            "session_id": "abc123", "transcript_path": "/t.jsonl", "cwd": dir.path(),
+            "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_9"
+        })
+        .to_string()
+    };
+    let inside = hook_with(
+        "pre-tool-use",
+        dir.path(),
+        &event(
+            "Write",
+            json!({"file_path": dir.path().join("docs/a.md"), "content": "x"}),
+        ),
+        &lease,
+    );
+    assert!(
+        inside.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&inside.stdout)
+    );
+    for (tool, input) in [
+        (
+            "Write",
+            json!({"file_path": dir.path().join("src/x.rs"), "content": "x"}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": "src/x.rs", "old_string": "a", "new_string": "b"}),
+        ),
+        ("Bash", json!({"command": "echo x > src/x.rs"})),
+        (
+            "Bash",
+            json!({"command": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: src/x.rs\n+x\n*** End Patch\nEOF"}),
+        ),
+    ] {
+        let got = decision(&hook_with(
+            "pre-tool-use",
+            dir.path(),
+            &event(tool, input.clone()),
+            &lease,
+        ));
+        assert_eq!(
+            got["hookSpecificOutput"]["permissionDecision"],
+            json!("deny"),
+            "{tool} {input}: {got}"
+        );
+        let why = got["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap_or("");
+        assert!(
+            why.contains("This job holds `docs/**`") && why.contains("`src/x.rs` outside it"),
+            "{tool}: {why}"
+        );
+    }
+    // Without a lease (a job of the whole repository) the same edit passes.
+    let whole = hook(
+        "pre-tool-use",
+        dir.path(),
+        &event(
+            "Write",
+            json!({"file_path": dir.path().join("src/x.rs"), "content": "x"}),
+        ),
+    );
+    assert!(
+        whole.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&whole.stdout)
     );
 }
 

@@ -15,6 +15,7 @@ pub mod egress;
 pub mod gate;
 pub mod hooks;
 pub mod judge;
+pub mod lease_edits;
 pub mod ledger;
 pub mod patch;
 pub mod push_policy;

@@ -76,6 +76,13 @@ pub(super) async fn session(r: &Ready, p: &mut Prepared) -> Result<Session> {
     let body = std::mem::take(body);
     let mut envs = agent_env(r, id, agent, wt, credential).await;
     envs.push(("CAPSID_DEFAULT_BRANCH".to_owned(), base.clone()));
+    // The hook's early warning of an edit outside the job's lease (the gateway is the rule).
+    if let Some(l) = &lease {
+        envs.push((
+            capsid_core::drive::lease_edits::LEASE_ENV.to_owned(),
+            serde_json::json!(l.patterns).to_string(),
+        ));
+    }
     envs.push((
         "CAPSID_RUN_DIR".to_owned(),
         agent_files.dir.display().to_string(),

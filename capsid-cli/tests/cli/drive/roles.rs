@@ -305,9 +305,11 @@ pub fn an_owners_role_reaches_the_agent_as_its_skill_and_on_its_model(w: &World)
     );
 }
 
-/// Path leases at the gateway (issue 51): the agent of a job on `docs/**` also writes a file
-/// outside it through the shell, commits and pushes. The git gateway refuses the push, naming
-/// the path and the lease; origin never sees the job's branch, and the job did not ship.
+/// Path leases where edits happen and where they leave (issue 51): the agent of a job on
+/// `docs/**` first writes a file outside it with a redirection the PreToolUse hook can read
+/// (denied, naming what the job holds); then writes it in a way the hook cannot see (`cp`),
+/// commits and pushes. The git gateway refuses the push, naming the path and the lease; origin
+/// never sees the job's branch, and the job did not ship.
 pub fn a_push_outside_the_jobs_paths_is_refused_at_the_gateway(w: &World) {
     if !require_bwrap("a_push_outside_the_jobs_paths_is_refused_at_the_gateway") {
         return;
@@ -325,8 +327,9 @@ pub fn a_push_outside_the_jobs_paths_is_refused_at_the_gateway(w: &World) {
     w.fake().script(
         "SCRIPT=outside",
         vec![
+            vec![bash("echo 'fn main() {}' > app.rs")],
             vec![bash(
-                "mkdir -p docs && echo d > docs/widgets.md && echo 'fn main() {}' > app.rs && git add -A && git commit -qm docs && git push origin HEAD 2>&1; echo exit=$?",
+                "mkdir -p docs && echo d > docs/widgets.md && cp docs/widgets.md app.rs && git add -A && git commit -qm docs && git push origin HEAD 2>&1; echo exit=$?",
             )],
             vec![text("Pushed the docs.")],
         ],
@@ -335,7 +338,12 @@ pub fn a_push_outside_the_jobs_paths_is_refused_at_the_gateway(w: &World) {
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let out = w.drive_claude_once("demo", &key, &root, &extra);
     assert_ne!(out.status.code(), Some(0), "{}", said(&out));
-    let (pushed, _) = result_of(w, "SCRIPT=outside", "toolu_fake_0_0").expect("the push's result");
+    let (denied, _) = result_of(w, "SCRIPT=outside", "toolu_fake_0_0").expect("the hook's answer");
+    assert!(
+        denied.contains("This job holds `docs/**`") && denied.contains("`app.rs` outside it"),
+        "{denied}"
+    );
+    let (pushed, _) = result_of(w, "SCRIPT=outside", "toolu_fake_1_0").expect("the push's result");
     assert!(
         pushed.contains("outside this job's lease: `app.rs`")
             && pushed.contains("The job holds `docs/**`")
