@@ -147,6 +147,9 @@ pub enum ConsoleAction {
         role: Option<String>,
         /// Its priority as typed (a whole number), when given.
         priority: Option<i64>,
+        /// Where it works (issue 51): the patterns typed, split on commas (none: the
+        /// whole repository; the server checks each).
+        paths: Vec<String>,
     },
     /// Register a namespace with its repository (`register_namespace`), then set the runner
     /// settings that were filled (`update_namespace`).
@@ -281,6 +284,15 @@ impl ConsoleAction {
                         })
                     })
                     .transpose()?,
+                paths: optional(form, "paths", 4096)?
+                    .map(|text| {
+                        text.split(',')
+                            .map(str::trim)
+                            .filter(|p| !p.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             },
             "register_namespace" => {
                 let mut runner = Vec::new();
@@ -363,8 +375,12 @@ impl ConsoleAction {
                 body,
                 role,
                 priority,
+                paths,
             } => {
                 out.push(("namespace", namespace.clone()));
+                if !paths.is_empty() {
+                    out.push(("paths", paths.join(", ")));
+                }
                 out.push(("title", title.clone()));
                 out.push(("body", body.clone()));
                 if let Some(r) = role {
@@ -461,11 +477,17 @@ impl ConsoleAction {
                 body,
                 role,
                 priority,
+                paths,
             } => format!(
-                "Post a job to {namespace}: \"{title}\"{}{}. Its prompt ({} characters) is signed by the server, and the namespace's driver claims it on its next run. Prompt: {body}",
+                "Post a job to {namespace}: \"{title}\"{}{}{}. Its prompt ({} characters) is signed by the server, and the namespace's driver claims it on its next run. Prompt: {body}",
                 role.as_ref()
                     .map_or(String::new(), |r| format!(" with the role {r}")),
                 priority.map_or(String::new(), |p| format!(", priority {p}")),
+                if paths.is_empty() {
+                    String::from(", on the whole repository (it runs alone)")
+                } else {
+                    format!(", on {}", paths.join(", "))
+                },
                 body.chars().count(),
             ),
             ConsoleAction::RegisterNamespace {
@@ -704,9 +726,13 @@ impl OwnerService {
                 body,
                 role,
                 priority,
+                paths,
             } => {
                 let mut args = json!({"action": "post", "namespace": namespace,
                                       "title": title, "body": body});
+                if !paths.is_empty() {
+                    args["paths"] = json!(paths);
+                }
                 if let Some(r) = role {
                     args["role"] = json!(r);
                 }
@@ -875,6 +901,9 @@ impl OwnerService {
         // Each namespace's default cap, read once (a job without its own runs under it).
         let mut default_caps: BTreeMap<String, Option<crate::drive::ledger::Usd>> = BTreeMap::new();
         let jobs_cx = self.tools.jobs();
+        // Each namespace's live leases, read once: what a queued job waits on (issue 51).
+        let mut live: BTreeMap<String, Vec<crate::jobs::paths::LiveLease>> = BTreeMap::new();
+        let now = self.now();
         for status in [JobStatus::Blocked, JobStatus::Claimed, JobStatus::Queued] {
             let filter = JobFilter {
                 namespace: None,
@@ -892,8 +921,20 @@ impl OwnerService {
                         }
                     },
                 };
+                let lease_wait = if j.status == JobStatus::Queued {
+                    if !live.contains_key(&j.namespace) {
+                        let held = self.jobs.live_leases(&j.namespace, now).await?;
+                        live.insert(j.namespace.clone(), held);
+                    }
+                    live.get(&j.namespace)
+                        .and_then(|held| crate::jobs::paths::waiting_on(&j, true, held))
+                } else {
+                    None
+                };
                 jobs.push(json!({
                     "id": j.id, "namespace": j.namespace, "title": j.title, "status": j.status.as_str(),
+                    // Where it works and what its claim holds (issue 51).
+                    "paths": j.paths, "leased": j.leased, "lease_wait": lease_wait,
                     "claimed_by": j.claimed_by, "lease_expires": j.lease_expires,
                     "waiting_on": j.result_summary.as_deref().and_then(command_from_summary),
                     "updated_at": j.updated_at,
@@ -1059,6 +1100,7 @@ mod tests {
                 body: "Line one\nline two".into(),
                 role: None,
                 priority: None,
+                paths: vec![],
             }
         );
         let again: BTreeMap<String, String> = a
@@ -1082,6 +1124,35 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("priority"), "{e}");
+        // Paths (issue 51): split on commas, sent as the list typed.
+        let on = ConsoleAction::from_form(&form(&[
+            ("action", "post_job"),
+            ("namespace", "alpha"),
+            ("title", "t"),
+            ("body", "b"),
+            ("paths", " src/api/**, docs/api.md,tests/**,"),
+        ]))
+        .unwrap();
+        let ConsoleAction::PostJob { paths, .. } = &on else {
+            panic!("{on:?}")
+        };
+        assert_eq!(paths, &["src/api/**", "docs/api.md", "tests/**"]);
+        assert!(
+            on.effect().contains("on src/api/**, docs/api.md, tests/**"),
+            "{}",
+            on.effect()
+        );
+        let again: BTreeMap<String, String> = on
+            .fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(ConsoleAction::from_form(&again).unwrap(), on);
+        assert!(
+            a.effect().contains("on the whole repository"),
+            "{}",
+            a.effect()
+        );
         let r = ConsoleAction::from_form(&form(&[
             ("action", "register_namespace"),
             ("namespace", "gamma"),

@@ -352,6 +352,7 @@ fn start_work(view: &Value, csrf: &str) -> String {
              <label>priority <input type=\"number\" name=\"priority\" step=\"1\" placeholder=\"0\"></label> \
              <label>role <input type=\"text\" name=\"role\" maxlength=\"32\" placeholder=\"optional: scout, planner, junior, senior, deploy or your own\"></label></p>\
              <p><label>title <input type=\"text\" name=\"title\" required maxlength=\"1024\" placeholder=\"what the job is\"></label></p>\
+             <p><label>paths <input type=\"text\" name=\"paths\" maxlength=\"4096\" placeholder=\"optional: where it works, e.g. src/api/**, docs/api.md (none: the whole repository)\"></label></p>\
              <p><label>prompt<br><textarea name=\"body\" required rows=\"4\" cols=\"60\" placeholder=\"what the driver's agent is to do\"></textarea></label></p>\
              <button type=\"submit\">Post job</button></form>",
             hidden(csrf, &[("action", "post_job")]),
@@ -386,17 +387,48 @@ fn start_work(view: &Value, csrf: &str) -> String {
     )
 }
 
+/// A job's paths as its row shows them (issue 51): what its claim holds, or where it will
+/// work, and what it waits on.
+fn job_paths(j: &Value) -> String {
+    let list = |v: &Value| -> Option<String> {
+        let items: Vec<String> = v
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|p| {
+                if p == "**" {
+                    "the whole repository".to_owned()
+                } else {
+                    p.to_owned()
+                }
+            })
+            .collect();
+        (!items.is_empty()).then(|| items.join(", "))
+    };
+    let mut text = match (list(&j["leased"]), list(&j["paths"])) {
+        (Some(held), _) => format!("holds {held}"),
+        (None, Some(paths)) if j["status"] == "queued" => paths,
+        (None, None) if j["status"] == "queued" => "the whole repository".to_owned(),
+        (None, _) => "none leased".to_owned(),
+    };
+    if let Some(wait) = j["lease_wait"].as_str() {
+        text.push_str(&format!(" ({wait})"));
+    }
+    text
+}
+
 fn jobs(view: &Value, csrf: &str) -> String {
     let mut rows = String::new();
     for j in view["jobs"].as_array().into_iter().flatten() {
         let id = j["id"].as_str().unwrap_or_default();
         rows.push_str(&format!(
-            "<tr><td><code>{}</code></td>{}{}{}{}{}<td>{}</td><td>{} {}</td></tr>",
+            "<tr><td><code>{}</code></td>{}{}{}{}<td>{}</td>{}<td>{}</td><td>{} {}</td></tr>",
             esc(id),
             cell(&j["namespace"]),
             cell(&j["title"]),
             cell(&j["status"]),
             cell(&j["claimed_by"]),
+            esc(&job_paths(j)),
             when_cell(&j["lease_expires"], view),
             esc(&job_spend(j)),
             action_form(
@@ -414,10 +446,10 @@ fn jobs(view: &Value, csrf: &str) -> String {
         ));
     }
     if rows.is_empty() {
-        rows.push_str("<tr><td colspan=\"8\" class=\"muted\">No open jobs.</td></tr>");
+        rows.push_str("<tr><td colspan=\"9\" class=\"muted\">No open jobs.</td></tr>");
     }
     format!(
-        "<h2>Open jobs</h2><table><tr><th>job</th><th>namespace</th><th>title</th><th>status</th><th>holder</th><th>lease until</th><th>spent (ledger) of cap</th><th></th></tr>{rows}</table>"
+        "<h2>Open jobs</h2><table><tr><th>job</th><th>namespace</th><th>title</th><th>status</th><th>holder</th><th>paths</th><th>lease until</th><th>spent (ledger) of cap</th><th></th></tr>{rows}</table>"
     )
 }
 
@@ -723,7 +755,33 @@ mod tests {
         assert!(html.contains("<th>spent (ledger) of cap</th>"), "{html}");
         assert!(html.contains("$0.0312 of $0.0500"), "{html}");
         assert!(html.contains("$0.0000 (no cap)"), "{html}");
-        assert!(jobs(&json!({"jobs": []}), "tok").contains("colspan=\"8\""));
+        assert!(jobs(&json!({"jobs": []}), "tok").contains("colspan=\"9\""));
+    }
+
+    #[test]
+    fn a_jobs_row_says_which_paths_it_holds_and_what_it_waits_on() {
+        let view = json!({"jobs": [
+            {"id": "job_000000000001", "namespace": "alpha", "title": "Api", "status": "claimed",
+             "paths": ["src/api/**"], "leased": ["src/api/**"]},
+            {"id": "job_000000000002", "namespace": "alpha", "title": "Anything", "status": "claimed",
+             "leased": ["**"]},
+            {"id": "job_000000000003", "namespace": "alpha", "title": "Api v1", "status": "queued",
+             "paths": ["src/api/v1/**"],
+             "lease_wait": "waiting on job job_000000000001 ('Api') for `src/api/**`"},
+            {"id": "job_000000000004", "namespace": "alpha", "title": "Plain", "status": "claimed"},
+        ]});
+        let html = jobs(&view, "tok");
+        assert!(html.contains("<th>paths</th>"), "{html}");
+        assert!(html.contains("<td>holds src/api/**</td>"), "{html}");
+        assert!(
+            html.contains("<td>holds the whole repository</td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td>src/api/v1/** (waiting on job job_000000000001 (&#39;Api&#39;) for `src/api/**`)</td>"),
+            "{html}"
+        );
+        assert!(html.contains("<td>none leased</td>"), "{html}");
     }
 
     #[test]
