@@ -101,6 +101,7 @@ async fn console_forms_post_a_job_and_register_a_namespace(s: &TestServer) {
             ("body", "Write the changelog entry."),
             ("role", "junior"),
             ("priority", "3"),
+            ("paths", "CHANGELOG.md, docs/**"),
         ],
     )
     .await;
@@ -120,6 +121,16 @@ async fn console_forms_post_a_job_and_register_a_namespace(s: &TestServer) {
         .await;
     assert_eq!(job["job"]["role"], "junior", "{job}");
     assert_eq!(job["job"]["priority"], 3, "{job}");
+    assert_eq!(
+        job["job"]["paths"],
+        json!(["CHANGELOG.md", "docs/**"]),
+        "{job}"
+    );
+    let row = chrome
+        .eval("document.body.innerText.includes('CHANGELOG.md, docs/**')")
+        .await
+        .expect("the page answers");
+    assert_eq!(row, json!(true), "the job's row names its paths");
     // The new job's row has the raise-cap form (raising a budget from the page).
     let raise = chrome
         .eval("document.querySelectorAll('input[name=action][value=raise_cap]').length")
