@@ -39,10 +39,13 @@ fn job_text(v: &Value) -> String {
     if let Some(role) = j["role"].as_str() {
         out.push(format!("role: {role}"));
     }
-    out.push(match j["paths"].as_array() {
-        Some(p) => format!("paths: {}", lease_text(p)),
-        None => "paths: none (it leases the whole repository)".to_owned(),
-    });
+    match (j["paths"].as_array(), j["status"].as_str()) {
+        (Some(p), _) => out.push(format!("paths: {}", lease_text(p))),
+        (None, Some("queued")) => {
+            out.push("paths: none (a driver's claim leases the whole repository)".to_owned())
+        }
+        (None, _) => {}
+    }
     if let Some(w) = j["waiting_on"].as_str() {
         out.push(w.to_owned());
     }
@@ -553,8 +556,20 @@ mod tests {
             lines[6].contains("capsid ") && !lines[6].contains("capsid:0"),
             "{text}"
         );
+        let on = job_text(
+            &json!({"job": {"id": "j", "status": "queued", "paths": ["src/api/**"],
+            "waiting_on": "waiting on job k ('Api') for `src/api/**`"}, "spend": {}, "doors": []}),
+        );
+        assert!(
+            on.contains("\npaths: `src/api/**`\nwaiting on job k ('Api') for `src/api/**`\n"),
+            "{on}"
+        );
         let bare =
             job_text(&json!({"job": {"id": "j", "status": "queued"}, "spend": {}, "doors": []}));
+        assert!(
+            bare.contains("\npaths: none (a driver's claim leases the whole repository)\n"),
+            "{bare}"
+        );
         assert!(
             bare.ends_with("doors: none recorded (the job ran unboxed, or has not run)"),
             "{bare}"
