@@ -121,11 +121,7 @@ pub fn job_row(row: &Row) -> Result<Job, sqlx::Error> {
         max_cost_usd: row.opt_int("max_cost_micros")?.map(micros),
         runtime: row.opt_text("runtime")?,
         role: row.opt_text("role")?,
-        paths: row
-            .opt_text("paths")?
-            .map(|text| serde_json::from_str::<Vec<String>>(&text))
-            .transpose()
-            .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+        paths: json_list(row, "paths")?,
         leased: json_list(row, "leased")?,
         waiting_on: None,
     })

@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 
+use super::command::resolve_path;
 use super::hooks::HookInput;
 use crate::jobs::paths::Lease;
 
@@ -158,33 +159,14 @@ fn words(line: &str) -> Vec<(String, bool)> {
     out
 }
 
-/// `path` relative to the repository `root` (both lexically normalized; a relative `path` is
-/// read from `cwd`, else from `root`); `None` when it is outside `root` or is `root` itself.
+/// `path` relative to the repository `root` (resolved as text, [`super::command::resolve_path`];
+/// a relative `path` is read from `cwd`, else from `root`); `None` when it is outside `root` or
+/// is `root` itself.
 pub fn repo_relative(path: &str, cwd: Option<&str>, root: &str) -> Option<String> {
-    let joined = if path.starts_with('/') {
-        path.to_owned()
-    } else {
-        format!("{}/{path}", cwd.unwrap_or(root))
-    };
-    let norm = normalize(&joined);
-    let root = normalize(root);
-    let rest = norm.strip_prefix(&root)?;
-    let rest = rest.strip_prefix('/')?;
+    let root = resolve_path("/", root);
+    let full = resolve_path(cwd.unwrap_or(&root), path);
+    let rest = full.strip_prefix(&root)?.strip_prefix('/')?;
     (!rest.is_empty()).then(|| rest.to_owned())
-}
-
-fn normalize(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            p => parts.push(p),
-        }
-    }
-    format!("/{}", parts.join("/"))
 }
 
 /// The hook's refusal of `input` when it writes a path of the repository at `root` outside

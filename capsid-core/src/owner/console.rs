@@ -901,15 +901,15 @@ impl OwnerService {
         // Each namespace's default cap, read once (a job without its own runs under it).
         let mut default_caps: BTreeMap<String, Option<crate::drive::ledger::Usd>> = BTreeMap::new();
         let jobs_cx = self.tools.jobs();
-        // Each namespace's live leases, read once: what a queued job waits on (issue 51).
-        let mut live: BTreeMap<String, Vec<crate::jobs::paths::LiveLease>> = BTreeMap::new();
-        let now = self.now();
         for status in [JobStatus::Blocked, JobStatus::Claimed, JobStatus::Queued] {
             let filter = JobFilter {
                 namespace: None,
                 status: Some(status),
             };
-            for j in self.jobs.jobs(&filter, 50).await? {
+            let mut rows = self.jobs.jobs(&filter, 50).await?;
+            // What a queued job waits on (issue 51), as `jobs list` says it.
+            jobs_cx.say_what_waits(&mut rows).await?;
+            for j in rows {
                 let cap = match j.max_cost_usd {
                     Some(own) => Some(own),
                     None => match default_caps.get(&j.namespace) {
@@ -921,20 +921,10 @@ impl OwnerService {
                         }
                     },
                 };
-                let lease_wait = if j.status == JobStatus::Queued {
-                    if !live.contains_key(&j.namespace) {
-                        let held = self.jobs.live_leases(&j.namespace, now).await?;
-                        live.insert(j.namespace.clone(), held);
-                    }
-                    live.get(&j.namespace)
-                        .and_then(|held| crate::jobs::paths::waiting_on(&j, true, held))
-                } else {
-                    None
-                };
                 jobs.push(json!({
                     "id": j.id, "namespace": j.namespace, "title": j.title, "status": j.status.as_str(),
                     // Where it works and what its claim holds (issue 51).
-                    "paths": j.paths, "leased": j.leased, "lease_wait": lease_wait,
+                    "paths": j.paths, "leased": j.leased, "lease_wait": j.waiting_on,
                     "claimed_by": j.claimed_by, "lease_expires": j.lease_expires,
                     "waiting_on": j.result_summary.as_deref().and_then(command_from_summary),
                     "updated_at": j.updated_at,
